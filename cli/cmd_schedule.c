@@ -1,0 +1,82 @@
+/* vpipe schedule FAMILY: builds a schedule and writes it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void write_text(FILE *out, const vp_schedule *s) {
+    fprintf(out, "# %s p=%d stages=%d m=%d placement=%s\n", s->family, s->p, s->S, s->m,
+            vp_placement_name(s->placement));
+    for (int d = 0; d < s->p; d++) {
+        fprintf(out, "device %d:", d);
+        for (int k = 0; k < s->dev[d].n; k++) {
+            char label[48];
+            fprintf(out, " %s", vp_op_format(&s->dev[d].ops[k], label, sizeof label));
+        }
+        fputc('\n', out);
+    }
+}
+
+int cmd_schedule(int argc, char **argv) {
+    const char *family = NULL, *out_path = "-", *format = "json";
+    cli_spec o;
+    cli_spec_init(&o);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            printf("usage: vpipe schedule FAMILY -p P -m M [-v V] [-o FILE] "
+                   "[--format json|text]\n\n"
+                   "Builds a schedule of FAMILY (vpipe list) and writes it: vpipe JSON (default),\n"
+                   "or text, one line of ops per device (F3.1 = forward of stage 3, microbatch "
+                   "1).\n\n  -o FILE               output file (default - = stdout)\n"
+                   "  --format FMT          json or text\n%s",
+                   cli_spec_help);
+            return VP_EXIT_OK;
+        }
+        int r = cli_spec_flag(argc, argv, &i, &o);
+        if (r < 0)
+            return VP_EXIT_USAGE;
+        if (r)
+            continue;
+        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--format")) {
+            const char *val = cli_flag_value(argc, argv, &i);
+            if (!val)
+                return VP_EXIT_USAGE;
+            if (argv[i - 1][1] == 'o')
+                out_path = val;
+            else
+                format = val;
+        } else if (!family && argv[i][0] != '-') {
+            family = argv[i];
+        } else {
+            return cli_error(VP_EXIT_USAGE, "schedule: unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!family)
+        return cli_error(VP_EXIT_USAGE, "schedule needs a family (vpipe list)");
+    if (strcmp(format, "json") && strcmp(format, "text"))
+        return cli_error(VP_EXIT_USAGE, "unknown --format '%s' (json or text)", format);
+    if (!vp_family_find(family))
+        return cli_error(VP_EXIT_USAGE, "unknown family '%s' (vpipe list)", family);
+    vp_schedule *s;
+    int rc = cli_obtain_schedule(family, &o, &s);
+    if (rc)
+        return rc;
+    FILE *out = cli_open_out(out_path);
+    if (!out) {
+        vp_schedule_free(s);
+        return VP_EXIT_INPUT;
+    }
+    if (!strcmp(format, "text")) {
+        write_text(out, s);
+    } else {
+        char *text = vp_json_write(s);
+        if (!text)
+            rc = cli_error(VP_EXIT_FAILURE, "out of memory");
+        else
+            fputs(text, out);
+        free(text);
+    }
+    cli_close_out(out);
+    vp_schedule_free(s);
+    return rc;
+}

@@ -1,0 +1,141 @@
+/* The flags every schedule-building subcommand shares, and getting a schedule from a
+ * family name or a file. */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+const char cli_spec_help[] =
+    "  -p P                  devices (pipeline ranks)\n"
+    "  -m M                  microbatches per step\n"
+    "  -v V                  chunks per device for `interleaved` (default 2)\n"
+    "  --cost F=..,B=..,W=..,c=..,FB=..\n"
+    "                        costs per microbatch of one device's whole slice (default\n"
+    "                        F=1,B=1,W=1,c=0; FB = overlapped F&B, default F+B);\n"
+    "                        a family with v chunks per device charges 1/v per chunk pass\n"
+    "  --memory-model at-w|zb:R\n"
+    "                        release-at-W (default) or the ZB split, R = share of an F's\n"
+    "                        activation that B keeps for W\n";
+
+void cli_spec_init(cli_spec *o) {
+    memset(o, 0, sizeof *o);
+    o->spec = vp_spec_make(0, 0);
+}
+
+int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o) {
+    const char *flag = argv[*i];
+    long n;
+    if (!strcmp(flag, "-p") || !strcmp(flag, "-m") || !strcmp(flag, "-v")) {
+        const char *val = cli_flag_value(argc, argv, i);
+        if (!val || cli_parse_int(flag, val, 1, 100000, &n) != 0)
+            return -1;
+        if (flag[1] == 'p') {
+            o->spec.p = (int)n;
+            o->have_p = 1;
+        } else if (flag[1] == 'm') {
+            o->spec.m = (int)n;
+            o->have_m = 1;
+        } else {
+            o->spec.v = (int)n;
+        }
+        return 1;
+    }
+    if (!strcmp(flag, "--cost") || !strcmp(flag, "--memory-model")) {
+        const char *val = cli_flag_value(argc, argv, i);
+        if (!val)
+            return -1;
+        vp_error err = {0};
+        vp_status rc = flag[2] == 'c' ? vp_costs_parse(val, &o->spec.costs, &err)
+                                      : vp_memcfg_parse(val, &o->spec.mem, &err);
+        if (rc != VP_OK) {
+            cli_error(VP_EXIT_USAGE, "%s '%s': column %d: %s", flag, val, err.column, err.message);
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static int is_file(const char *path) {
+    struct stat st;
+    return !strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISDIR(st.st_mode));
+}
+
+int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out) {
+    vp_error err = {0};
+    *out = NULL;
+    if (vp_family_find(what)) {
+        if (!o->have_p || !o->have_m)
+            return cli_error(VP_EXIT_USAGE, "building '%s' needs -p and -m", what);
+        if (vp_family_build(what, &o->spec, out, &err) != VP_OK)
+            return cli_lib_error(&err);
+        return 0;
+    }
+    /* A bare word that is no file is a mistyped family; anything path-like is a file. */
+    if (!is_file(what) && !strchr(what, '/') && !strchr(what, '.'))
+        return cli_error(VP_EXIT_USAGE, "'%s' is neither a family (vpipe list) nor a file", what);
+    if (vp_schedule_load(what, out, &err) != VP_OK) {
+        if (err.line > 0)
+            return cli_error(VP_EXIT_INPUT, "%s:%d:%d: %s", what, err.line, err.column,
+                             err.message);
+        return cli_error(err.status == VP_ENOMEM ? VP_EXIT_FAILURE : VP_EXIT_INPUT, "%s: %s", what,
+                         err.message);
+    }
+    if ((o->have_p && o->spec.p != (*out)->p) || (o->have_m && o->spec.m != (*out)->m)) {
+        int p = (*out)->p, m = (*out)->m;
+        vp_schedule_free(*out);
+        *out = NULL;
+        return cli_error(VP_EXIT_INPUT, "%s has p=%d, m=%d, not the -p/-m given", what, p, m);
+    }
+    return 0;
+}
+
+int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_cost_model **cm_out, vp_sim **out) {
+    vp_error err = {0};
+    vp_cost_model *cm = vp_cost_model_new(s, &o->spec.costs, &o->spec.mem, &err);
+    if (!cm)
+        return cli_lib_error(&err);
+    if (vp_simulate(s, cm, out, &err) != VP_OK) {
+        vp_cost_model_free(cm);
+        return cli_lib_error(&err);
+    }
+    if (cm_out)
+        *cm_out = cm;
+    else
+        vp_cost_model_free(cm);
+    return 0;
+}
+
+static json_t *double_array(const double *v, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_real(v[i]));
+    return a;
+}
+
+json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *costs) {
+    json_t *o = json_object();
+    json_object_set_new(o, "family", json_string(s->family));
+    json_object_set_new(o, "p", json_integer(s->p));
+    json_object_set_new(o, "m", json_integer(s->m));
+    json_object_set_new(o, "stages", json_integer(s->S));
+    json_object_set_new(o, "placement", json_string(vp_placement_name(s->placement)));
+    json_object_set_new(
+        o, "costs",
+        json_pack("{s:f,s:f,s:f,s:f}", "F", costs->f, "B", costs->b, "W", costs->w, "c", costs->c));
+    json_object_set_new(o, "makespan", json_real(sim->makespan));
+    json_object_set_new(o, "longest_span", json_real(vp_sim_longest_span(sim)));
+    json_object_set_new(o, "bubble", json_real(sim->bubble));
+    json_object_set_new(o, "bubble_makespan", json_real(sim->bubble_makespan));
+    json_object_set_new(o, "peak_memory", double_array(sim->peak, sim->p));
+    json_object_set_new(o, "peak_memory_max", json_real(sim->peak_max));
+    if (sim->peak_bytes)
+        json_object_set_new(o, "peak_memory_bytes", double_array(sim->peak_bytes, sim->p));
+    json_object_set_new(o, "busy", double_array(sim->dev_busy, sim->p));
+    return o;
+}
+
+void cli_print_json(FILE *out, json_t *json) {
+    json_dumpf(json, out, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    fputc('\n', out);
+}

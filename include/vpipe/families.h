@@ -1,0 +1,39 @@
+/* Schedule families: named generators that turn a spec into a schedule value. */
+#ifndef VPIPE_FAMILIES_H
+#define VPIPE_FAMILIES_H
+
+#include "vpipe/sim.h"
+
+/* What a generator is asked for. Families ignore the fields they do not use. */
+typedef struct vp_spec {
+    int p;            /* devices, >= 1 */
+    int m;            /* microbatches, >= 1 */
+    int v;            /* chunks per device for `interleaved` (0: family default, 2) */
+    vp_costs costs;   /* per-slice costs, read by cost-aware families */
+    vp_memcfg mem;    /* memory model, read by memory-limited families */
+    double mem_limit; /* memory limit in units for `zb-auto`-style families (0: preset) */
+} vp_spec;
+
+/* p, m with default costs and memory model, v = 0, mem_limit = 0. */
+vp_spec vp_spec_make(int p, int m);
+
+typedef struct vp_family {
+    const char *name;    /* CLI name, e.g. "1f1b" */
+    const char *summary; /* one line: what it is */
+    const char *needs;   /* one line: constraints on p, m, v */
+    vp_status (*build)(const vp_spec *spec, vp_schedule **out, vp_error *err);
+} vp_family;
+
+/* The registry, in presentation order. vp_family_at returns NULL past the end. */
+int vp_family_count(void);
+const vp_family *vp_family_at(int i);
+
+/* Family by name (exact match); NULL when unknown. */
+const vp_family *vp_family_find(const char *name);
+
+/* Builds family `name` for spec into a new schedule (caller frees). VP_EINVAL with a
+ * message naming the constraint when the spec does not fit the family (or the name is
+ * unknown); the result always passes vp_schedule_validate. */
+vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out, vp_error *err);
+
+#endif

@@ -1,0 +1,124 @@
+/* The schedule value: the one thing every part of vpipe reads.
+ *
+ * A schedule has p devices, S stages and m microbatches. A placement maps every stage to
+ * a device and a chunk (the stage's rank among the stages of its device). Every
+ * microbatch travels a route: a contiguous run of route_len stages starting at its first
+ * stage (0 for every microbatch in all families but DualPipe, whose two model copies are
+ * the stage ranges [0, p) and [p, 2p)). Each device holds an ordered list of ops.
+ *
+ * Passes of (stage s, microbatch j): F forward, B input backward, W weight backward, BW
+ * full backward (B then W as one op). F&B is one overlapped unit that runs the forward of
+ * (s, j) and the backward (B or BW, `bkind`) of (s2, j2) together.
+ */
+#ifndef VPIPE_SCHEDULE_H
+#define VPIPE_SCHEDULE_H
+
+#include <stdint.h>
+
+#include "vpipe/vpipe.h"
+
+typedef enum {
+    VP_OP_F = 0,  /* forward */
+    VP_OP_B = 1,  /* backward for the input (activation gradient) */
+    VP_OP_W = 2,  /* backward for the weights */
+    VP_OP_BW = 3, /* full backward: B then W */
+    VP_OP_FB = 4  /* overlapped F of (stage, mb) with the backward of (stage2, mb2) */
+} vp_op_kind;
+
+#define VP_OP_KIND_COUNT 5
+
+typedef struct vp_op {
+    uint8_t kind;   /* vp_op_kind */
+    uint8_t bkind;  /* for VP_OP_FB: VP_OP_B or VP_OP_BW, the backward half; else 0 */
+    int32_t stage;  /* stage of the pass (of the forward half for VP_OP_FB) */
+    int32_t mb;     /* microbatch of the pass (of the forward half for VP_OP_FB) */
+    int32_t stage2; /* VP_OP_FB only: stage of the backward half */
+    int32_t mb2;    /* VP_OP_FB only: microbatch of the backward half */
+} vp_op;
+
+typedef enum {
+    VP_PLACE_SINGLE = 0, /* S = p, stage s on device s */
+    VP_PLACE_LOOP = 1,   /* S = v*p, stage s on device s mod p, chunk s / p */
+    VP_PLACE_V = 2,      /* S = 2p, device i holds stages i and 2p-1-i */
+    VP_PLACE_BIDIR = 3,  /* two p-stage copies; device r holds stage r and p+(p-1-r) */
+    VP_PLACE_CUSTOM = 4  /* any stage -> device map (e.g. read from a file) */
+} vp_placement_kind;
+
+/* Ops of one device in execution order. */
+typedef struct vp_oplist {
+    vp_op *ops;
+    int n;
+    int cap;
+} vp_oplist;
+
+typedef struct vp_schedule {
+    char family[32]; /* generator name ("1f1b", ...) or "custom" */
+    int p;           /* devices */
+    int S;           /* stages */
+    int m;           /* microbatches */
+    int route_len;   /* stages one microbatch passes through (S except DualPipe) */
+    vp_placement_kind placement;
+    int32_t *stage_device; /* [S] device of each stage */
+    int32_t *stage_chunk;  /* [S] rank of the stage among its device's stages */
+    int32_t *mb_first;     /* [m] first stage of each microbatch's route */
+    vp_oplist *dev;        /* [p] ops per device */
+} vp_schedule;
+
+/* Allocates an empty schedule with the given shape and placement and fills stage_device,
+ * stage_chunk and mb_first from it (VP_PLACE_CUSTOM leaves every stage on device 0, for
+ * the caller to set, then call vp_schedule_set_chunks). S must fit the placement:
+ * SINGLE S=p, LOOP S a multiple of p, V S=2p, BIDIR S=2p (route_len p, microbatches
+ * alternate copies: even mb on copy 0, odd on copy 1, changeable by the caller).
+ * Returns NULL on bad arguments or no memory (err says which). */
+vp_schedule *vp_schedule_new(const char *family, int p, int S, int m, vp_placement_kind placement,
+                             vp_error *err);
+
+/* Releases a schedule; NULL is a no-op. */
+void vp_schedule_free(vp_schedule *s);
+
+/* Deep copy; NULL when memory runs out. */
+vp_schedule *vp_schedule_clone(const vp_schedule *s);
+
+/* Appends op to device d's list. VP_ENOMEM on allocation failure. */
+vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
+
+/* Convenience: appends a single pass (kind F, B, W or BW). */
+vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
+
+/* Recomputes stage_chunk from stage_device (chunk = rank of the stage, by stage index,
+ * among the stages of its device). */
+void vp_schedule_set_chunks(vp_schedule *s);
+
+/* Number of chunks (stages) on the busiest device. */
+int vp_schedule_chunks_per_device(const vp_schedule *s);
+
+/* Total number of ops over all devices. */
+long vp_schedule_op_count(const vp_schedule *s);
+
+/* True when the two schedules have the same shape, placement, routes and op lists
+ * (the family name is not compared). */
+int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b);
+
+/* Last stage of microbatch mb's route (where its loss is computed). */
+static inline int vp_schedule_last_stage(const vp_schedule *s, int mb) {
+    return s->mb_first[mb] + s->route_len - 1;
+}
+
+/* Names: "F", "B", "W", "BW", "F&B"; placement "single", "loop", "v", "bidir",
+ * "custom". Static strings. */
+const char *vp_op_kind_name(vp_op_kind kind);
+const char *vp_placement_name(vp_placement_kind placement);
+
+/* Writes a short label of op into buf ("F3.1" = F of stage 3, microbatch 1;
+ * "F0.7&BW7.3" for an overlapped pair). Returns buf. */
+char *vp_op_format(const vp_op *op, char *buf, int size);
+
+/* Checks the schedule: shape and placement are consistent; each (stage, microbatch) on
+ * its route has exactly F plus either BW or B and W; no pass is outside its route;
+ * every op sits on its stage's device; on each device the order respects dependencies
+ * (B/BW after F, W after B); and replaying all devices together terminates (no
+ * cross-device deadlock). Returns VP_OK or VP_EINVALID / VP_EDEADLOCK with a message
+ * naming the device, the position in its list and the op. */
+vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
+
+#endif

@@ -1,0 +1,105 @@
+/* Cost model and simulator.
+ *
+ * Costs a user states (vp_costs) are per microbatch for one device's whole slice of
+ * layers; a schedule with v chunks per device charges each chunk pass 1/v of it. The
+ * cost model (vp_cost_model) is those costs laid out per stage of one schedule, with the
+ * per-pass memory deltas; it can also be filled stage by stage (e.g. from profiling).
+ *
+ * Memory is counted in units: one microbatch's activation on one device's whole slice
+ * (so a V chunk holds 1/2 unit). F of stage s adds act[s]; B releases act[s] - keep[s];
+ * W releases keep[s]; BW releases act[s]. Release-at-W sets keep = act; the ZB split
+ * sets keep = R * act.
+ */
+#ifndef VPIPE_SIM_H
+#define VPIPE_SIM_H
+
+#include "vpipe/schedule.h"
+
+/* Costs per device slice and microbatch. dev_f/dev_b/dev_w, when non-NULL, hold one value
+ * per device and override f/b/w (heterogeneous stages). fb < 0 means an overlapped F&B
+ * costs the sum of its halves. */
+typedef struct vp_costs {
+    double f, b, w, c, fb;
+    const double *dev_f, *dev_b, *dev_w;
+} vp_costs;
+
+/* F=B=W=1, c=0, F&B = F+B. */
+vp_costs vp_costs_default(void);
+
+/* Parses "F=2,B=2,W=2,c=0.5,FB=3" (any subset, any order, keys case-insensitive for
+ * F/B/W/FB, c or C) on top of *costs. Values must be finite and >= 0. VP_EPARSE with the
+ * column of the bad key or value. */
+vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err);
+
+typedef enum {
+    VP_MEM_AT_W = 0, /* release-at-W: W frees the whole activation */
+    VP_MEM_ZB = 1    /* ZB split: B frees (1-R) of it, W frees R */
+} vp_mem_kind;
+
+typedef struct vp_memcfg {
+    vp_mem_kind kind;
+    double zb_ratio;   /* R for VP_MEM_ZB, in [0, 1] */
+    double unit_bytes; /* bytes of one unit (0 when unknown) */
+} vp_memcfg;
+
+/* Release-at-W, bytes unknown. */
+vp_memcfg vp_memcfg_default(void);
+
+/* Parses "at-w" or "zb:R" into *cfg (unit_bytes unchanged). VP_EPARSE on anything else. */
+vp_status vp_memcfg_parse(const char *text, vp_memcfg *cfg, vp_error *err);
+
+/* Per-stage costs and memory deltas for one schedule shape. */
+typedef struct vp_cost_model {
+    int S;
+    double *f, *b, *w;  /* [S] time of each pass; BW costs b + w */
+    double *fb;         /* [S] F&B time when the forward half is stage s; < 0: sum of halves */
+    double c;           /* time of one hop between stages on different devices */
+    double *act;        /* [S] units added by F */
+    double *keep;       /* [S] units kept from B until W */
+    double *act_bytes;  /* [S] bytes added by F, NULL when unknown */
+    double *keep_bytes; /* [S] bytes kept from B until W, NULL when unknown */
+} vp_cost_model;
+
+/* Lays costs and the memory model out per stage of schedule s (chunk passes charged 1/v,
+ * v = S/p; for the bidirectional placement each stage is a whole slice). Bytes are
+ * filled when mem->unit_bytes > 0. Returns NULL on bad arguments or no memory. */
+vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
+                                 vp_error *err);
+void vp_cost_model_free(vp_cost_model *cm);
+
+/* Duration of op under the model. */
+double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
+
+/* Result of a simulation. Arrays indexed by device; per-op arrays by device then position
+ * in that device's op list, parallel to schedule->dev[d].ops. */
+typedef struct vp_sim {
+    int p;
+    double makespan;        /* end of the last op (the first op starts at 0) */
+    double bubble;          /* 1 - mean busy / longest device span */
+    double bubble_makespan; /* 1 - mean busy / makespan */
+    double *dev_first;      /* [p] start of the device's first op */
+    double *dev_last;       /* [p] end of the device's last op */
+    double *dev_busy;       /* [p] time spent computing */
+    double *peak;           /* [p] peak memory, units */
+    double *peak_bytes;     /* [p] peak memory in bytes, NULL when unknown */
+    double peak_max;        /* max over devices of peak */
+    double **start, **end;  /* [p][n_d] op times */
+    double **mem_after;     /* [p][n_d] memory (units) after each op */
+} vp_sim;
+
+/* Replays the schedule eagerly: each device runs its ops in order, each op as soon as
+ * the device is free and its dependencies have finished (plus c for a hop between
+ * devices). Fills a new vp_sim. VP_EDEADLOCK (naming each blocked device's op) when the
+ * replay cannot finish; VP_EINVAL when the model does not fit the schedule. The schedule
+ * should have passed vp_schedule_validate. */
+vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **out, vp_error *err);
+void vp_sim_free(vp_sim *sim);
+
+/* Longest device span (last end - first start). */
+double vp_sim_longest_span(const vp_sim *sim);
+
+/* Memory replay only (no timing): fills peak[p] (units) from each device's order. Used
+ * by generators that must respect a memory limit. */
+void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak);
+
+#endif

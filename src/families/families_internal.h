@@ -1,0 +1,17 @@
+/* Internal declarations shared by the family generators and the registry. */
+#ifndef VPIPE_FAMILIES_INTERNAL_H
+#define VPIPE_FAMILIES_INTERNAL_H
+
+#include "core/internal.h"
+#include "vpipe/families.h"
+
+/* One builder per family (src/families/<family>.c). Each checks the spec against its
+ * constraints (VP_EINVAL naming the constraint) and returns a schedule that validates. */
+vp_status vp__build_gpipe(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_1f1b(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_interleaved(const vp_spec *spec, vp_schedule **out, vp_error *err);
+
+/* Checks p >= 1 and m >= 1 for family name. */
+vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err);
+
+#endif

@@ -1,0 +1,55 @@
+/* The family registry: every generator vpipe knows, in presentation order. */
+#include <string.h>
+
+#include "families/families_internal.h"
+
+static const vp_family families[] = {
+    {"gpipe", "all forwards, then all backwards", "p >= 1, m >= 1", vp__build_gpipe},
+    {"1f1b", "one forward, one backward (PipeDream-flush)", "p >= 1, m >= 1", vp__build_1f1b},
+    {"interleaved", "interleaved 1F1B, v chunks per device on a loop placement",
+     "p >= 1, m >= 1, v >= 1 (-v, default 2)", vp__build_interleaved},
+};
+
+int vp_family_count(void) {
+    return (int)(sizeof families / sizeof families[0]);
+}
+
+const vp_family *vp_family_at(int i) {
+    return i >= 0 && i < vp_family_count() ? &families[i] : NULL;
+}
+
+const vp_family *vp_family_find(const char *name) {
+    for (int i = 0; i < vp_family_count(); i++)
+        if (!strcmp(families[i].name, name))
+            return &families[i];
+    return NULL;
+}
+
+vp_spec vp_spec_make(int p, int m) {
+    vp_spec spec = {.p = p, .m = m, .costs = vp_costs_default(), .mem = vp_memcfg_default()};
+    return spec;
+}
+
+vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err) {
+    if (spec->p < 1)
+        return vp__fail(err, VP_EINVAL, "%s needs p >= 1 (got %d)", name, spec->p);
+    if (spec->m < 1)
+        return vp__fail(err, VP_EINVAL, "%s needs m >= 1 (got %d)", name, spec->m);
+    return VP_OK;
+}
+
+vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    const vp_family *f = vp_family_find(name);
+    if (!f)
+        return vp__fail(err, VP_EINVAL, "unknown family '%s' (vpipe list shows them)", name);
+    vp_status rc = f->build(spec, out, err);
+    if (rc != VP_OK)
+        return rc;
+    rc = vp_schedule_validate(*out, err);
+    if (rc != VP_OK) {
+        vp_schedule_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}

@@ -1,0 +1,336 @@
+/* vpipe's own JSON schedule format (see io.h), and loading schedule files. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "vpipe/io.h"
+
+/* ---- writing ---------------------------------------------------------------------- */
+
+typedef struct {
+    char *buf;
+    int len, cap;
+    int failed;
+} strbuf;
+
+static void sb_printf(strbuf *sb, const char *fmt, ...) VP_PRINTF(2, 3);
+
+static void sb_printf(strbuf *sb, const char *fmt, ...) {
+    if (sb->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int room = sb->cap - sb->len;
+        int n =
+            vsnprintf(sb->buf ? sb->buf + sb->len : NULL, (size_t)(room > 0 ? room : 0), fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            sb->failed = 1;
+            return;
+        }
+        if (n < room) {
+            sb->len += n;
+            return;
+        }
+        if (vp__grow((void **)&sb->buf, &sb->cap, sb->len + n + 1, 1) != 0) {
+            sb->failed = 1;
+            return;
+        }
+    }
+}
+
+static void write_int_array(strbuf *sb, const int32_t *v, int n) {
+    sb_printf(sb, "[");
+    for (int i = 0; i < n; i++)
+        sb_printf(sb, "%s%d", i ? "," : "", v[i]);
+    sb_printf(sb, "]");
+}
+
+static int routes_default(const vp_schedule *s) {
+    for (int j = 0; j < s->m; j++)
+        if (s->mb_first[j] != 0)
+            return 0;
+    return 1;
+}
+
+char *vp_json_write(const vp_schedule *s) {
+    strbuf sb = {0};
+    json_t *fam = json_string(s->family);
+    char *fam_text = fam ? json_dumps(fam, JSON_ENCODE_ANY) : NULL;
+    json_decref(fam);
+    if (!fam_text)
+        return NULL;
+    sb_printf(&sb,
+              "{\"format\": \"vpipe-schedule\", \"version\": %d, \"family\": %s,\n"
+              " \"p\": %d, \"stages\": %d, \"microbatches\": %d, \"route_len\": %d,\n"
+              " \"placement\": \"%s\", \"stage_device\": ",
+              VP_JSON_VERSION, fam_text, s->p, s->S, s->m, s->route_len,
+              vp_placement_name(s->placement));
+    free(fam_text);
+    write_int_array(&sb, s->stage_device, s->S);
+    if (!routes_default(s)) {
+        sb_printf(&sb, ",\n \"mb_first\": ");
+        write_int_array(&sb, s->mb_first, s->m);
+    }
+    sb_printf(&sb, ",\n \"devices\": [");
+    for (int d = 0; d < s->p; d++) {
+        sb_printf(&sb, "%s\n  [", d ? "," : "");
+        for (int k = 0; k < s->dev[d].n; k++) {
+            const vp_op *op = &s->dev[d].ops[k];
+            const char *sep = k ? "," : "";
+            if (op->kind == VP_OP_FB)
+                sb_printf(&sb, "%s[\"F&B\",%d,%d,\"%s\",%d,%d]", sep, op->stage, op->mb,
+                          vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);
+            else
+                sb_printf(&sb, "%s[\"%s\",%d,%d]", sep, vp_op_kind_name((vp_op_kind)op->kind),
+                          op->stage, op->mb);
+        }
+        sb_printf(&sb, "]");
+    }
+    sb_printf(&sb, "\n ]\n}\n");
+    if (sb.failed) {
+        free(sb.buf);
+        return NULL;
+    }
+    return sb.buf;
+}
+
+/* ---- reading ---------------------------------------------------------------------- */
+
+static vp_status bad(vp_error *err, const char *path, const char *what) {
+    return vp__fail(err, VP_EPARSE, "%s: %s", path, what);
+}
+
+/* Integer member key of obj within [lo, hi]. */
+static vp_status get_int(json_t *obj, const char *key, int lo, int hi, int *out, vp_error *err) {
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return vp__fail(err, VP_EPARSE, "missing field \"%s\"", key);
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return vp__fail(err, VP_EPARSE, "field \"%s\" must be an integer in [%d, %d]", key, lo, hi);
+    *out = (int)json_integer_value(v);
+    return VP_OK;
+}
+
+static vp_status read_int_array(json_t *arr, const char *key, int n, int lo, int hi, int32_t *out,
+                                vp_error *err) {
+    if (!json_is_array(arr) || (int)json_array_size(arr) != n)
+        return vp__fail(err, VP_EPARSE, "field \"%s\" must be an array of %d integers", key, n);
+    for (int i = 0; i < n; i++) {
+        json_t *v = json_array_get(arr, (size_t)i);
+        if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+            return vp__fail(err, VP_EPARSE, "%s[%d] must be an integer in [%d, %d]", key, i, lo,
+                            hi);
+        out[i] = (int32_t)json_integer_value(v);
+    }
+    return VP_OK;
+}
+
+static int kind_from_name(const char *name) {
+    for (int k = 0; k < VP_OP_KIND_COUNT; k++)
+        if (!strcmp(name, vp_op_kind_name((vp_op_kind)k)))
+            return k;
+    return -1;
+}
+
+/* One op row: [kind, stage, mb] or ["F&B", s, j, bkind, s2, j2]. Ranges are checked
+ * loosely here (non-negative, below S and m); the validator does the rest. */
+static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp_op *op,
+                         vp_error *err) {
+    if (!json_is_array(row) || json_array_size(row) < 3)
+        return bad(err, path, "an op must be [kind, stage, microbatch]");
+    json_t *k = json_array_get(row, 0);
+    int kind = json_is_string(k) ? kind_from_name(json_string_value(k)) : -1;
+    if (kind < 0)
+        return bad(err, path, "unknown op kind (F, B, W, BW or F&B)");
+    size_t want = kind == VP_OP_FB ? 6 : 3;
+    if (json_array_size(row) != want)
+        return bad(err, path,
+                   kind == VP_OP_FB
+                       ? "an overlapped op must be [\"F&B\", s, j, \"B\"|\"BW\", s2, j2]"
+                       : "an op must be [kind, stage, microbatch]");
+    int idx[4] = {1, 2, 4, 5};
+    int32_t val[4] = {0};
+    for (size_t i = 0; i < (want == 6 ? 4u : 2u); i++) {
+        json_t *v = json_array_get(row, (size_t)idx[i]);
+        long long lim = (i % 2 == 0) ? s->S : s->m;
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= lim)
+            return bad(err, path,
+                       i % 2 == 0 ? "stage must be an integer in [0, stages)"
+                                  : "microbatch must be an integer in [0, microbatches)");
+        val[i] = (int32_t)json_integer_value(v);
+    }
+    memset(op, 0, sizeof *op);
+    op->kind = (uint8_t)kind;
+    op->stage = val[0];
+    op->mb = val[1];
+    if (kind == VP_OP_FB) {
+        json_t *bk = json_array_get(row, 3);
+        int b = json_is_string(bk) ? kind_from_name(json_string_value(bk)) : -1;
+        if (b != VP_OP_B && b != VP_OP_BW)
+            return bad(err, path, "the backward half of F&B must be \"B\" or \"BW\"");
+        op->bkind = (uint8_t)b;
+        op->stage2 = val[2];
+        op->mb2 = val[3];
+    }
+    return VP_OK;
+}
+
+static vp_status parse_placement(json_t *root, vp_placement_kind *out, vp_error *err) {
+    json_t *pl = json_object_get(root, "placement");
+    const char *name = json_is_string(pl) ? json_string_value(pl) : NULL;
+    for (int k = VP_PLACE_SINGLE; name && k <= VP_PLACE_CUSTOM; k++)
+        if (!strcmp(name, vp_placement_name((vp_placement_kind)k))) {
+            *out = (vp_placement_kind)k;
+            return VP_OK;
+        }
+    return vp__fail(err, VP_EPARSE,
+                    "field \"placement\" must be one of single, loop, v, bidir, custom");
+}
+
+#define VP_JSON_MAX_DIM 1000000
+
+static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
+    if (!json_is_object(root))
+        return vp__fail(err, VP_EPARSE, "a schedule file is a JSON object");
+    json_t *fmt = json_object_get(root, "format");
+    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "vpipe-schedule"))
+        return vp__fail(err, VP_EPARSE, "field \"format\" must be \"vpipe-schedule\"");
+    int version, p, S, m, route_len;
+    vp_placement_kind placement = VP_PLACE_CUSTOM;
+    vp_status rc = get_int(root, "version", 1, 1000, &version, err);
+    if (rc == VP_OK && version != VP_JSON_VERSION)
+        return vp__fail(err, VP_EPARSE, "unsupported schedule version %d (this vpipe reads %d)",
+                        version, VP_JSON_VERSION);
+    if (rc == VP_OK)
+        rc = get_int(root, "p", 1, 65536, &p, err);
+    if (rc == VP_OK)
+        rc = get_int(root, "stages", 1, 65536, &S, err);
+    if (rc == VP_OK)
+        rc = get_int(root, "microbatches", 1, VP_JSON_MAX_DIM, &m, err);
+    if (rc == VP_OK)
+        rc = get_int(root, "route_len", 1, 65536, &route_len, err);
+    if (rc == VP_OK)
+        rc = parse_placement(root, &placement, err);
+    if (rc != VP_OK)
+        return rc;
+    if ((long long)S * m > 10LL * VP_JSON_MAX_DIM)
+        return vp__fail(err, VP_EPARSE, "stages x microbatches = %lld is too large",
+                        (long long)S * m);
+    json_t *fam = json_object_get(root, "family");
+    if (fam && !json_is_string(fam))
+        return vp__fail(err, VP_EPARSE, "field \"family\" must be a string");
+    vp_schedule *s =
+        vp_schedule_new(fam ? json_string_value(fam) : "custom", p, S, m, VP_PLACE_CUSTOM, err);
+    if (!s)
+        return err ? err->status : VP_ENOMEM;
+    s->placement = placement;
+    s->route_len = route_len;
+    rc = read_int_array(json_object_get(root, "stage_device"), "stage_device", S, 0, p - 1,
+                        s->stage_device, err);
+    json_t *routes = json_object_get(root, "mb_first");
+    if (rc == VP_OK && routes)
+        rc = read_int_array(routes, "mb_first", m, 0, S - 1, s->mb_first, err);
+    vp_schedule_set_chunks(s);
+    json_t *devs = json_object_get(root, "devices");
+    if (rc == VP_OK && (!json_is_array(devs) || (int)json_array_size(devs) != p))
+        rc = vp__fail(err, VP_EPARSE, "field \"devices\" must be an array of %d op lists", p);
+    for (int d = 0; rc == VP_OK && d < p; d++) {
+        json_t *ops = json_array_get(devs, (size_t)d);
+        if (!json_is_array(ops)) {
+            rc = vp__fail(err, VP_EPARSE, "devices[%d] must be an array of ops", d);
+            break;
+        }
+        for (size_t k = 0; rc == VP_OK && k < json_array_size(ops); k++) {
+            char path[64];
+            snprintf(path, sizeof path, "devices[%d][%zu]", d, k);
+            vp_op op;
+            rc = read_op(json_array_get(ops, k), s, path, &op, err);
+            if (rc == VP_OK && vp_schedule_push(s, d, op) != VP_OK)
+                rc = vp__fail(err, VP_ENOMEM, "out of memory");
+        }
+    }
+    if (rc != VP_OK) {
+        vp_schedule_free(s);
+        return rc;
+    }
+    *out = s;
+    return VP_OK;
+}
+
+vp_status vp_json_read(const char *text, size_t len, vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return vp__fail_at(err, VP_EPARSE, jerr.line > 0 ? jerr.line : 1,
+                           jerr.column > 0 ? jerr.column : 1, "%s", jerr.text);
+    vp_status rc = read_schedule(root, out, err);
+    json_decref(root);
+    return rc;
+}
+
+/* ---- files ------------------------------------------------------------------------ */
+
+vp_status vp_read_file(const char *path, char **text, size_t *len, vp_error *err) {
+    *text = NULL;
+    *len = 0;
+    int is_stdin = !strcmp(path, "-");
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f)
+        return vp__fail(err, VP_EIO, "cannot open %s: %s", path, strerror(errno));
+    char *buf = NULL;
+    int cap = 0, n = 0;
+    for (;;) {
+        if (vp__grow((void **)&buf, &cap, n + 65536, 1) != 0) {
+            free(buf);
+            if (!is_stdin)
+                fclose(f);
+            return vp__fail(err, VP_ENOMEM, "%s is too large to read", path);
+        }
+        size_t got = fread(buf + n, 1, (size_t)(cap - n - 1), f);
+        n += (int)got;
+        if (got == 0)
+            break;
+    }
+    int failed = ferror(f);
+    if (!is_stdin)
+        fclose(f);
+    if (failed) {
+        free(buf);
+        return vp__fail(err, VP_EIO, "cannot read %s", path);
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *len = (size_t)n;
+    return VP_OK;
+}
+
+vp_status vp_schedule_load(const char *path, vp_schedule **out, vp_error *err) {
+    char *text;
+    size_t len;
+    vp_status rc = vp_read_file(path, &text, &len, err);
+    if (rc != VP_OK)
+        return rc;
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
+        i++;
+    if (i == len)
+        rc = vp__fail(err, VP_EPARSE, "%s is empty", path);
+    else
+        rc = vp_json_read(text, len, out, err);
+    free(text);
+    if (rc == VP_OK) {
+        rc = vp_schedule_validate(*out, err);
+        if (rc != VP_OK) {
+            vp_schedule_free(*out);
+            *out = NULL;
+        }
+    }
+    return rc;
+}

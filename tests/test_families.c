@@ -1,0 +1,213 @@
+/* The first families (GPipe, 1F1B, interleaved 1F1B): reference figures of schedules.md
+ * §6, bubble formulas of §5 and closed-form peaks, over grids of p, m and costs. */
+#include "test_util.h"
+
+/* §6: makespan / bubble (%) / peak at F=B=W=2 per slice, c=0. */
+static void check_reference(const char *family, int v, int p, int m, double makespan,
+                            double bubble_pct, double peak) {
+    vp_costs c = tu_costs(2, 2, 2, 0);
+    vp_schedule *s = tu_build(family, p, m, v, c);
+    vp_sim *sim = tu_sim(s, c, NULL);
+    if (fabs(sim->makespan - makespan) > 1e-9 || fabs(100 * sim->bubble - bubble_pct) > 0.005 ||
+        fabs(sim->peak_max - peak) > 1e-9)
+        fail_msg("%s p=%d m=%d: got %g / %.2f / %g, want %g / %.2f / %g", family, p, m,
+                 sim->makespan, 100 * sim->bubble, sim->peak_max, makespan, bubble_pct, peak);
+    vp_sim_free(sim);
+    vp_schedule_free(s);
+}
+
+static void test_reference_figures(void **state) {
+    (void)state;
+    check_reference("1f1b", 0, 4, 8, 66, 27.27, 4);
+    check_reference("1f1b", 0, 8, 32, 234, 17.95, 8);
+    check_reference("1f1b", 0, 16, 64, 474, 18.99, 16);
+    check_reference("interleaved", 2, 4, 8, 57, 15.79, 5.5);
+    check_reference("interleaved", 2, 8, 32, 213, 9.86, 11.5);
+    check_reference("interleaved", 2, 16, 64, 429, 10.49, 23.5);
+}
+
+/* The acceptance line of the foundation issue, through the library. */
+static void test_1f1b_p8_m32_peaks(void **state) {
+    (void)state;
+    vp_costs c = tu_costs(2, 2, 2, 0);
+    vp_schedule *s = tu_build("1f1b", 8, 32, 0, c);
+    vp_sim *sim = tu_sim(s, c, NULL);
+    TU_NEAR(sim->makespan, 234);
+    assert_true(fabs(sim->bubble - 0.1795) < 5e-5);
+    for (int d = 0; d < 8; d++)
+        TU_NEAR(sim->peak[d], 8 - d);
+    vp_sim_free(sim);
+    vp_schedule_free(s);
+}
+
+/* Closed-form peak of device d for each family. */
+static double closed_peak(const char *family, int p, int m, int v, int d) {
+    if (!strcmp(family, "gpipe"))
+        return m;
+    if (!strcmp(family, "1f1b"))
+        return p - d < m ? p - d : m;
+    int rounds = m / p > 1 ? m / p : 1, g = m / rounds;
+    int chunks = (v - 1) * g + 2 * (p - 1 - d) + 1;
+    if (chunks > m * v)
+        chunks = m * v;
+    return (double)chunks / v;
+}
+
+/* Every shape p 1..16, m 1..64: builds (or refuses with a message naming the
+ * constraint), validates, replays, and each device's peak is the closed form. */
+static void test_grid_closed_form_peaks(void **state) {
+    (void)state;
+    const char *families[] = {"gpipe", "1f1b", "interleaved"};
+    vp_costs costs[3] = {tu_costs(1, 1, 1, 0), tu_costs(1, 2, 0.5, 0.1), tu_costs(3, 1, 2, 0)};
+    int built = 0, refused = 0;
+    for (int f = 0; f < 3; f++)
+        for (int p = 1; p <= 16; p++)
+            for (int m = 1; m <= 64; m++) {
+                int v = f == 2 ? 1 + (p + m) % 3 : 0;
+                vp_spec spec = vp_spec_make(p, m);
+                spec.v = v;
+                vp_schedule *s = NULL;
+                vp_error err = {0};
+                int rounds = m / p > 1 ? m / p : 1;
+                int must_refuse = f == 2 && m % rounds != 0;
+                vp_status rc = vp_family_build(families[f], &spec, &s, &err);
+                assert_int_equal(rc != VP_OK, must_refuse);
+                if (rc != VP_OK) {
+                    /* Only interleaved has a constraint beyond p, m >= 1. */
+                    assert_int_equal(err.status, VP_EINVAL);
+                    assert_non_null(strstr(err.message, "equal rounds"));
+                    refused++;
+                    continue;
+                }
+                built++;
+                assert_int_equal(vp_schedule_validate(s, &err), VP_OK);
+                vp_sim *sim = tu_sim(s, costs[(p + m) % 3], NULL);
+                for (int d = 0; d < p; d++)
+                    if (fabs(sim->peak[d] - closed_peak(families[f], p, m, v ? v : 2, d)) > 1e-9)
+                        fail_msg("%s p=%d m=%d v=%d device %d: peak %g, closed form %g",
+                                 families[f], p, m, v, d, sim->peak[d],
+                                 closed_peak(families[f], p, m, v ? v : 2, d));
+                vp_sim_free(sim);
+                vp_schedule_free(s);
+            }
+    assert_int_equal(built + refused, 3 * 16 * 64);
+    assert_true(refused > 0 && built > refused);
+}
+
+/* §5 bubbles: span - m(F+B+W) = (p-1)(F+B+W)/v at c = 0 for any F, B, W (v = 1 for
+ * GPipe and 1F1B; interleaved needs rounds of p). With c > 0 GPipe pays exactly 2c per
+ * hop of the round trip; 1F1B and interleaved pay at least that (their steady state is
+ * bound by the round trip). */
+static void test_bubble_formulas(void **state) {
+    (void)state;
+    const double cost_sets[][4] = {{1, 1, 1, 0},   {1, 2, 1, 0},   {3, 2, 1, 0},   {1, 1, 3, 0},
+                                   {2, 3, 0.5, 0}, {1, 2, 1, 0.5}, {3, 1, 2, 0.2}, {2, 2, 2, 1}};
+    const char *families[] = {"gpipe", "1f1b", "interleaved"};
+    for (size_t k = 0; k < sizeof cost_sets / sizeof cost_sets[0]; k++)
+        for (int f = 0; f < 3; f++)
+            for (int p = 2; p <= 9; p++)
+                for (int rounds = 1; rounds <= 4; rounds++) {
+                    int m = p * rounds, v = f == 2 ? 2 : 1;
+                    vp_costs c = tu_costs(cost_sets[k][0], cost_sets[k][1], cost_sets[k][2],
+                                          cost_sets[k][3]);
+                    vp_schedule *s = tu_build(families[f], p, m, v, c);
+                    vp_sim *sim = tu_sim(s, c, NULL);
+                    double fbw = c.f + c.b + c.w;
+                    double bubble = vp_sim_longest_span(sim) - m * fbw;
+                    double formula = (p - 1) * fbw / v + 2 * (p - 1) * c.c;
+                    if (c.c == 0 || f == 0)
+                        assert_true(fabs(bubble - formula) < 1e-9);
+                    else
+                        assert_true(bubble >= formula - 1e-9);
+                    vp_sim_free(sim);
+                    vp_schedule_free(s);
+                }
+}
+
+/* Bubble fraction over the longest span equals the makespan one for these families
+ * (every device spans the whole run except for the pipeline fill). */
+static void test_bubble_definitions(void **state) {
+    (void)state;
+    vp_costs c = tu_costs(1, 2, 1, 0);
+    vp_schedule *s = tu_build("gpipe", 4, 8, 0, c);
+    vp_sim *sim = tu_sim(s, c, NULL);
+    double busy = 8 * 4.0;
+    TU_NEAR(sim->bubble, 1 - busy / vp_sim_longest_span(sim));
+    TU_NEAR(sim->bubble_makespan, 1 - busy / sim->makespan);
+    for (int d = 0; d < 4; d++)
+        TU_NEAR(sim->dev_busy[d], busy);
+    vp_sim_free(sim);
+    vp_schedule_free(s);
+}
+
+static void test_memory_models(void **state) {
+    (void)state;
+    /* Under the ZB split, a BW still frees everything, so 1F1B's peak is unchanged; bytes
+     * scale with unit_bytes. */
+    vp_memcfg zb = vp_memcfg_default();
+    vp_error err = {0};
+    assert_int_equal(vp_memcfg_parse("zb:0.366", &zb, &err), VP_OK);
+    zb.unit_bytes = 1000;
+    vp_costs c = tu_costs(1, 1, 1, 0);
+    vp_schedule *s = tu_build("1f1b", 4, 8, 0, c);
+    vp_sim *sim = tu_sim(s, c, &zb);
+    TU_NEAR(sim->peak_max, 4);
+    assert_non_null(sim->peak_bytes);
+    TU_NEAR(sim->peak_bytes[1], 3000);
+    vp_sim_free(sim);
+    vp_schedule_free(s);
+    assert_int_equal(vp_memcfg_parse("zb:1.5", &zb, &err), VP_EPARSE);
+    assert_int_equal(vp_memcfg_parse("release", &zb, &err), VP_EPARSE);
+}
+
+static void test_costs_parse(void **state) {
+    (void)state;
+    vp_costs c = vp_costs_default();
+    vp_error err = {0};
+    assert_int_equal(vp_costs_parse("F=2,B=3.5,w=1,c=0.25,FB=4", &c, &err), VP_OK);
+    TU_NEAR(c.f, 2);
+    TU_NEAR(c.b, 3.5);
+    TU_NEAR(c.w, 1);
+    TU_NEAR(c.c, 0.25);
+    TU_NEAR(c.fb, 4);
+    const char *bad[] = {"",     "F",        "F=",    "F=x",   "F=-1",   "Q=1",
+                         "F=1,", "F=1,,B=2", "F=nan", "F=inf", "F=1B=2", "F=1;B=2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vp_costs keep = c;
+        assert_int_equal(vp_costs_parse(bad[i], &c, &err), VP_EPARSE);
+        assert_true(err.column >= 1);
+        TU_NEAR(c.f, keep.f); /* unchanged on error */
+    }
+}
+
+static void test_family_errors(void **state) {
+    (void)state;
+    vp_schedule *s = NULL;
+    vp_error err = {0};
+    vp_spec spec = vp_spec_make(0, 4);
+    assert_int_equal(vp_family_build("1f1b", &spec, &s, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "p >= 1"));
+    spec = vp_spec_make(4, 0);
+    assert_int_equal(vp_family_build("gpipe", &spec, &s, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "m >= 1"));
+    spec = vp_spec_make(4, 4);
+    assert_int_equal(vp_family_build("no-such", &spec, &s, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "unknown family"));
+    spec.v = 65;
+    assert_int_equal(vp_family_build("interleaved", &spec, &s, &err), VP_EINVAL);
+    assert_null(s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reference_figures),
+        cmocka_unit_test(test_1f1b_p8_m32_peaks),
+        cmocka_unit_test(test_grid_closed_form_peaks),
+        cmocka_unit_test(test_bubble_formulas),
+        cmocka_unit_test(test_bubble_definitions),
+        cmocka_unit_test(test_memory_models),
+        cmocka_unit_test(test_costs_parse),
+        cmocka_unit_test(test_family_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,232 @@
+/* The schedule value, the validator and vpipe JSON. */
+#include <stdlib.h>
+
+#include "test_util.h"
+
+static vp_schedule *one_f1b(int p, int m) {
+    return tu_build("1f1b", p, m, 0, vp_costs_default());
+}
+
+/* Expects validation to fail with status and a message containing each needle. */
+static void expect_invalid(const vp_schedule *s, vp_status status, const char *n1, const char *n2) {
+    vp_error err = {0};
+    vp_status rc = vp_schedule_validate(s, &err);
+    if (rc != status || !strstr(err.message, n1) || (n2 && !strstr(err.message, n2)))
+        fail_msg("want status %d with '%s'/'%s', got %d: %s", status, n1, n2 ? n2 : "", rc,
+                 err.message);
+}
+
+static void test_missing_op(void **state) {
+    (void)state;
+    vp_schedule *s = one_f1b(4, 8);
+    s->dev[2].n--; /* drops BW2.7, the last op of device 2 */
+    expect_invalid(s, VP_EINVALID, "missing backward", "stage 2, microbatch 7");
+    vp_schedule_free(s);
+}
+
+static void test_duplicated_op(void **state) {
+    (void)state;
+    vp_schedule *s = one_f1b(4, 8);
+    vp_op dup = s->dev[1].ops[0];
+    assert_int_equal(vp_schedule_push(s, 1, dup), VP_OK);
+    expect_invalid(s, VP_EINVALID, "duplicate forward", "device 1, position");
+    vp_schedule_free(s);
+}
+
+static void test_wrong_device(void **state) {
+    (void)state;
+    vp_schedule *s = one_f1b(4, 8);
+    s->dev[3].ops[0].stage = 2;
+    expect_invalid(s, VP_EINVALID, "belongs on device 2", "device 3, position 0 (F2.0)");
+    vp_schedule_free(s);
+}
+
+static void test_w_before_b(void **state) {
+    (void)state;
+    vp_schedule *s = vp_schedule_new("t", 1, 1, 1, VP_PLACE_SINGLE, NULL);
+    assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_F, 0, 0), VP_OK);
+    assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_W, 0, 0), VP_OK);
+    assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_B, 0, 0), VP_OK);
+    expect_invalid(s, VP_EINVALID, "W comes before its B", "position 1 (W0.0)");
+    vp_schedule_free(s);
+}
+
+static void test_backward_before_forward(void **state) {
+    (void)state;
+    vp_schedule *s = vp_schedule_new("t", 1, 1, 1, VP_PLACE_SINGLE, NULL);
+    assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_BW, 0, 0), VP_OK);
+    assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_F, 0, 0), VP_OK);
+    expect_invalid(s, VP_EINVALID, "backward comes before its forward", "BW0.0");
+    vp_schedule_free(s);
+}
+
+static void test_cross_device_cycle(void **state) {
+    (void)state;
+    /* Device 0 runs F0.1 then F0.0; device 1 waits for F1.0 first... no: device 1 runs
+     * BW1.0 before F1.1's input arrives only if... Build a true cycle: device 1 insists on
+     * F1.1 first, device 0 insists on BW0.1 (which needs BW1.1) before F0.1. */
+    vp_schedule *s = vp_schedule_new("t", 2, 2, 2, VP_PLACE_SINGLE, NULL);
+    vp_op_kind k0[] = {VP_OP_F, VP_OP_BW, VP_OP_F, VP_OP_BW};
+    int m0[] = {0, 0, 1, 1};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(vp_schedule_push_pass(s, 0, k0[i], 0, m0[i]), VP_OK);
+    /* Device 1: F1.1 before F1.0 and BW1.0, so device 0 must send F0.1 first, but device 0
+     * waits for BW1.0 before F0.1. */
+    vp_op_kind k1[] = {VP_OP_F, VP_OP_F, VP_OP_BW, VP_OP_BW};
+    int m1[] = {1, 0, 0, 1};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(vp_schedule_push_pass(s, 1, k1[i], 1, m1[i]), VP_OK);
+    expect_invalid(s, VP_EDEADLOCK, "device 0 at position 1 (BW0.0)",
+                   "device 1 at position 0 (F1.1)");
+    vp_schedule_free(s);
+}
+
+static void test_out_of_range_and_routes(void **state) {
+    (void)state;
+    vp_schedule *s = one_f1b(2, 2);
+    s->dev[0].ops[0].mb = 5;
+    expect_invalid(s, VP_EINVALID, "out of range", NULL);
+    vp_schedule_free(s);
+    s = one_f1b(2, 2);
+    s->stage_device[1] = 7;
+    expect_invalid(s, VP_EINVALID, "outside 0..1", NULL);
+    vp_schedule_free(s);
+    /* Bidirectional routes: a microbatch of copy 1 has no pass on copy 0's stages. */
+    s = vp_schedule_new("t", 2, 4, 2, VP_PLACE_BIDIR, NULL);
+    assert_int_equal(s->mb_first[1], 2);
+    assert_int_equal(s->stage_device[2], 1);
+    assert_int_equal(s->stage_device[3], 0);
+    assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_F, 0, 1), VP_OK);
+    expect_invalid(s, VP_EINVALID, "not on microbatch 1's route", NULL);
+    vp_schedule_free(s);
+}
+
+static void test_placements(void **state) {
+    (void)state;
+    vp_error err = {0};
+    vp_schedule *s = vp_schedule_new("t", 4, 8, 1, VP_PLACE_V, &err);
+    int want_v[8] = {0, 1, 2, 3, 3, 2, 1, 0}, want_chunk[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(s->stage_device[i], want_v[i]);
+        assert_int_equal(s->stage_chunk[i], want_chunk[i]);
+    }
+    vp_schedule_free(s);
+    s = vp_schedule_new("t", 4, 12, 1, VP_PLACE_LOOP, &err);
+    assert_int_equal(s->stage_device[9], 1);
+    assert_int_equal(s->stage_chunk[9], 2);
+    assert_int_equal(vp_schedule_chunks_per_device(s), 3);
+    vp_schedule_free(s);
+    assert_null(vp_schedule_new("t", 4, 7, 1, VP_PLACE_V, &err));
+    assert_non_null(strstr(err.message, "S = 2p"));
+    assert_null(vp_schedule_new("t", 4, 6, 1, VP_PLACE_LOOP, &err));
+    assert_null(vp_schedule_new("t", 0, 1, 1, VP_PLACE_SINGLE, &err));
+}
+
+/* F&B ops: validate, simulate with their own cost, round-trip through JSON. */
+static void test_overlapped_pair(void **state) {
+    (void)state;
+    /* One device, two stages (a V at p=1), two microbatches: F0.0 F1.0 B1.0 ... with
+     * the forward of microbatch 1 overlapped with the backward of microbatch 0. */
+    vp_schedule *s = vp_schedule_new("t", 1, 2, 2, VP_PLACE_V, NULL);
+    vp_op ops[] = {{VP_OP_F, 0, 0, 0, 0, 0},  {VP_OP_F, 0, 1, 0, 0, 0},
+                   {VP_OP_BW, 0, 1, 0, 0, 0}, {VP_OP_FB, VP_OP_BW, 0, 1, 0, 0},
+                   {VP_OP_F, 0, 1, 1, 0, 0},  {VP_OP_BW, 0, 1, 1, 0, 0},
+                   {VP_OP_BW, 0, 0, 1, 0, 0}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        assert_int_equal(vp_schedule_push(s, 0, ops[i]), VP_OK);
+    vp_error err = {0};
+    assert_int_equal(vp_schedule_validate(s, &err), VP_OK);
+    vp_costs c = tu_costs(2, 2, 2, 0); /* per slice: 1 per chunk pass */
+    vp_sim *sim = tu_sim(s, c, NULL);
+    TU_NEAR(sim->makespan, 1 + 1 + 2 + 3 + 1 + 2 + 2); /* F&B = F + BW = 3 */
+    vp_sim_free(sim);
+    c.fb = 4; /* per slice: an overlapped pair costs 2 per chunk */
+    sim = tu_sim(s, c, NULL);
+    TU_NEAR(sim->makespan, 1 + 1 + 2 + 2 + 1 + 2 + 2);
+    vp_sim_free(sim);
+    char *text = vp_json_write(s);
+    vp_schedule *back = NULL;
+    assert_int_equal(vp_json_read(text, strlen(text), &back, &err), VP_OK);
+    assert_true(vp_schedule_equal(s, back));
+    free(text);
+    vp_schedule_free(back);
+    vp_schedule_free(s);
+}
+
+static void test_json_round_trip(void **state) {
+    (void)state;
+    const char *families[] = {"gpipe", "1f1b", "interleaved"};
+    for (int f = 0; f < 3; f++)
+        for (int p = 1; p <= 6; p++) {
+            vp_schedule *s = tu_build(families[f], p, 2 * p, 3, vp_costs_default());
+            char *text = vp_json_write(s);
+            assert_non_null(text);
+            vp_schedule *back = NULL;
+            vp_error err = {0};
+            assert_int_equal(vp_json_read(text, strlen(text), &back, &err), VP_OK);
+            assert_true(vp_schedule_equal(s, back));
+            assert_string_equal(s->family, back->family);
+            char *again = vp_json_write(back);
+            assert_string_equal(text, again); /* byte-exact */
+            free(text);
+            free(again);
+            vp_schedule_free(back);
+            vp_schedule_free(s);
+        }
+}
+
+static void test_json_errors(void **state) {
+    (void)state;
+    struct {
+        const char *text, *needle;
+        int line;
+    } cases[] = {
+        {"", "", 1},
+        {"{\"format\": \"vpipe-schedule\",\n \"version\": 1,", "", 2},
+        {"[1,2]", "JSON object", 0},
+        {"{\"format\": \"other\"}", "format", 0},
+        {"{\"format\": \"vpipe-schedule\", \"version\": 2}", "version 2", 0},
+        {"{\"format\": \"vpipe-schedule\", \"version\": 1, \"p\": 0}", "\"p\"", 0},
+        {"{\"format\":\"vpipe-schedule\",\"version\":1,\"p\":1,\"stages\":1,\"microbatches\":1,"
+         "\"route_len\":1,\"placement\":\"zigzag\"}",
+         "placement", 0},
+        {"{\"format\":\"vpipe-schedule\",\"version\":1,\"p\":1,\"stages\":1,\"microbatches\":1,"
+         "\"route_len\":1,\"placement\":\"single\",\"stage_device\":[0],\"devices\":[[[\"X\",0,"
+         "0]]]}",
+         "unknown op kind", 0},
+        {"{\"format\":\"vpipe-schedule\",\"version\":1,\"p\":1,\"stages\":1,\"microbatches\":1,"
+         "\"route_len\":1,\"placement\":\"single\",\"stage_device\":[0],\"devices\":[[[\"F\",0,"
+         "9]]]}",
+         "devices[0][0]: microbatch", 0},
+        {"{\"format\":\"vpipe-schedule\",\"version\":1,\"p\":2,\"stages\":2,\"microbatches\":1,"
+         "\"route_len\":2,\"placement\":\"single\",\"stage_device\":[0,5],\"devices\":[]}",
+         "stage_device[1]", 0},
+        {"{\"format\":\"vpipe-schedule\",\"format\":\"vpipe-schedule\"}", "duplicate", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vp_schedule *s = NULL;
+        vp_error err = {0};
+        vp_status rc = vp_json_read(cases[i].text, strlen(cases[i].text), &s, &err);
+        if (rc != VP_EPARSE || !strstr(err.message, cases[i].needle) ||
+            (cases[i].line && err.line != cases[i].line))
+            fail_msg("case %zu: status %d line %d: %s", i, rc, err.line, err.message);
+        assert_null(s);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_missing_op),
+        cmocka_unit_test(test_duplicated_op),
+        cmocka_unit_test(test_wrong_device),
+        cmocka_unit_test(test_w_before_b),
+        cmocka_unit_test(test_backward_before_forward),
+        cmocka_unit_test(test_cross_device_cycle),
+        cmocka_unit_test(test_out_of_range_and_routes),
+        cmocka_unit_test(test_placements),
+        cmocka_unit_test(test_overlapped_pair),
+        cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_json_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

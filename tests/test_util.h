@@ -1,0 +1,56 @@
+/* Small helpers shared by the cmocka tests (header-only, static). */
+#ifndef VPIPE_TEST_UTIL_H
+#define VPIPE_TEST_UTIL_H
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "vpipe/families.h"
+#include "vpipe/io.h"
+#include "vpipe/sim.h"
+
+/* Builds family for (p, m, v) with costs; fails the test on error. */
+static inline vp_schedule *tu_build(const char *family, int p, int m, int v, vp_costs costs) {
+    vp_spec spec = vp_spec_make(p, m);
+    spec.v = v;
+    spec.costs = costs;
+    vp_schedule *s = NULL;
+    vp_error err = {0};
+    vp_status rc = vp_family_build(family, &spec, &s, &err);
+    if (rc != VP_OK)
+        fail_msg("%s p=%d m=%d v=%d: %s", family, p, m, v, err.message);
+    return s;
+}
+
+/* Simulates s under costs and memory model mem (NULL = release-at-W). */
+static inline vp_sim *tu_sim(const vp_schedule *s, vp_costs costs, const vp_memcfg *mem) {
+    vp_memcfg m = mem ? *mem : vp_memcfg_default();
+    vp_error err = {0};
+    vp_cost_model *cm = vp_cost_model_new(s, &costs, &m, &err);
+    if (!cm)
+        fail_msg("cost model: %s", err.message);
+    vp_sim *sim = NULL;
+    if (vp_simulate(s, cm, &sim, &err) != VP_OK)
+        fail_msg("simulate %s: %s", s->family, err.message);
+    vp_cost_model_free(cm);
+    return sim;
+}
+
+static inline vp_costs tu_costs(double f, double b, double w, double c) {
+    vp_costs k = vp_costs_default();
+    k.f = f;
+    k.b = b;
+    k.w = w;
+    k.c = c;
+    return k;
+}
+
+#define TU_NEAR(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-9 * (1 + fabs((double)(b))))
+
+#endif
