@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "vpipe/torch_csv.h"
 
 static void write_text(FILE *out, const vp_schedule *s) {
     fprintf(out, "# %s p=%d stages=%d m=%d placement=%s\n", s->family, s->p, s->S, s->m,
@@ -24,11 +25,14 @@ int cmd_schedule(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
             printf("usage: vpipe schedule FAMILY -p P -m M [-v V] [-o FILE] "
-                   "[--format json|text]\n\n"
+                   "[--format FMT]\n\n"
                    "Builds a schedule of FAMILY (vpipe list) and writes it: vpipe JSON (default),\n"
                    "or text, one line of ops per device (F3.1 = forward of stage 3, microbatch "
                    "1).\n\n  -o FILE               output file (default - = stdout)\n"
-                   "  --format FMT          json or text\n%s",
+                   "  --format FMT          json, text, torch-csv (PyTorch compute_only) or\n"
+                   "                        torch-csv-comms (with SEND/RECV); the CSV exports\n"
+                   "                        print on stderr which torchtitan schedule to pair\n"
+                   "                        them with\n%s",
                    cli_spec_help);
             return VP_EXIT_OK;
         }
@@ -53,30 +57,47 @@ int cmd_schedule(int argc, char **argv) {
     }
     if (!family)
         return cli_error(VP_EXIT_USAGE, "schedule needs a family (vpipe list)");
-    if (strcmp(format, "json") && strcmp(format, "text"))
-        return cli_error(VP_EXIT_USAGE, "unknown --format '%s' (json or text)", format);
+    vp_torch_csv_format csv = !strcmp(format, "torch-csv")         ? VP_TORCH_CSV_COMPUTE_ONLY
+                              : !strcmp(format, "torch-csv-comms") ? VP_TORCH_CSV_COMPUTE_COMMS
+                                                                   : VP_TORCH_CSV_AUTO;
+    if (strcmp(format, "json") && strcmp(format, "text") && csv == VP_TORCH_CSV_AUTO)
+        return cli_error(VP_EXIT_USAGE,
+                         "unknown --format '%s' (json, text, torch-csv or torch-csv-comms)",
+                         format);
     if (!vp_family_find(family))
         return cli_error(VP_EXIT_USAGE, "unknown family '%s' (vpipe list)", family);
     vp_schedule *s;
     int rc = cli_obtain_schedule(family, &o, &s);
     if (rc)
         return rc;
+    char *text = NULL;
+    if (csv != VP_TORCH_CSV_AUTO) {
+        vp_error err = {0};
+        if (vp_torch_csv_write(s, csv, &text, &err) != VP_OK) {
+            vp_schedule_free(s);
+            return cli_lib_error(&err);
+        }
+        char notes[1024];
+        vp_torch_csv_notes(s, notes, sizeof notes);
+        fputs(notes, stderr);
+    } else if (strcmp(format, "text")) {
+        text = vp_json_write(s);
+        if (!text) {
+            vp_schedule_free(s);
+            return cli_error(VP_EXIT_FAILURE, "out of memory");
+        }
+    }
     FILE *out = cli_open_out(out_path);
-    if (!out) {
-        vp_schedule_free(s);
-        return VP_EXIT_INPUT;
-    }
-    if (!strcmp(format, "text")) {
-        write_text(out, s);
-    } else {
-        char *text = vp_json_write(s);
-        if (!text)
-            rc = cli_error(VP_EXIT_FAILURE, "out of memory");
-        else
+    if (out) {
+        if (text)
             fputs(text, out);
-        free(text);
+        else
+            write_text(out, s);
+        cli_close_out(out);
+    } else {
+        rc = VP_EXIT_INPUT;
     }
-    cli_close_out(out);
+    free(text);
     vp_schedule_free(s);
     return rc;
 }

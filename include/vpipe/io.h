@@ -32,7 +32,8 @@ vp_status vp_json_read(const char *text, size_t len, vp_schedule **out, vp_error
  * *len receives its length. VP_EIO with the reason when it cannot be read. */
 vp_status vp_read_file(const char *path, char **text, size_t *len, vp_error *err);
 
-/* Reads a schedule file of any supported format (decided by content) and validates it. */
+/* Reads a schedule file and validates it: vpipe JSON when its first non-blank character
+ * is '{', else a PyTorch pipelining CSV (torch_csv.h). */
 vp_status vp_schedule_load(const char *path, vp_schedule **out, vp_error *err);
 
 #endif

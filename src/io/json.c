@@ -8,6 +8,7 @@
 
 #include "core/internal.h"
 #include "vpipe/io.h"
+#include "vpipe/torch_csv.h"
 
 /* ---- writing ---------------------------------------------------------------------- */
 
@@ -320,12 +321,15 @@ vp_status vp_schedule_load(const char *path, vp_schedule **out, vp_error *err) {
     size_t i = 0;
     while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
         i++;
+    int is_json = i < len && text[i] == '{';
     if (i == len)
         rc = vp__fail(err, VP_EPARSE, "%s is empty", path);
-    else
+    else if (is_json)
         rc = vp_json_read(text, len, out, err);
+    else
+        rc = vp_torch_csv_read(text, len, NULL, out, err); /* validates */
     free(text);
-    if (rc == VP_OK) {
+    if (rc == VP_OK && is_json) {
         rc = vp_schedule_validate(*out, err);
         if (rc != VP_OK) {
             vp_schedule_free(*out);

@@ -46,6 +46,18 @@ expect 0 "device 0: F0.0" -- "$vp" schedule 1f1b -p 2 -m 2 --format text
 expect 0 "valid" -- sh -c "'$vp' schedule 1f1b -p 3 -m 5 | '$vp' validate -"
 expect 3 "not the -p/-m given" -- "$vp" simulate "$tmp/il.json" -p 3
 
+# PyTorch CSV out and back in through the same commands.
+expect 0 "" -- "$vp" schedule interleaved -p 2 -m 4 --format torch-csv -o "$tmp/il.csv"
+expect 0 "PipelineScheduleMulti" -- "$vp" schedule interleaved -p 2 -m 4 --format torch-csv -o "$tmp/il2.csv"
+expect 0 "valid (custom, p=2, stages=4, m=4, 32 ops)" -- "$vp" validate "$tmp/il.csv"
+expect 0 "makespan 27" -- "$vp" simulate "$tmp/il.csv" -m 4 --cost F=2,B=2,W=2
+expect 3 "not the -p/-m given" -- "$vp" simulate "$tmp/il.csv" -m 5
+expect 0 "SEND_F" -- "$vp" schedule 1f1b -p 2 -m 2 --format torch-csv-comms
+"$vp" schedule 1f1b -p 3 -m 3 --format torch-csv-comms -o "$tmp/comms.csv" 2>/dev/null
+expect 0 "valid" -- "$vp" validate "$tmp/comms.csv"
+printf '0F0,0B0\n1X0\n' >"$tmp/bad.csv"
+expect 3 "bad.csv:2:" -- "$vp" validate "$tmp/bad.csv"
+
 # Bad command-line input: exit 2 with a clear message.
 expect 2 "-p expects an integer" -- "$vp" simulate 1f1b -p 0 -m 4
 expect 2 "-m expects an integer" -- "$vp" simulate 1f1b -p 4 -m -3
