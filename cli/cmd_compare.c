@@ -1,19 +1,36 @@
 /* vpipe compare: every family simulated for the same p, m and costs. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "vpipe/render.h"
+
+/* Draws the simulated timelines as one gallery on a shared time scale. */
+static int write_gallery(const char *path, vp_timeline **tls, int n, const vp_costs *costs) {
+    vp_error err = {0};
+    vp_render_opts ro = {.costs = costs};
+    FILE *f = cli_open_out(path);
+    if (!f)
+        return VP_EXIT_INPUT;
+    vp_status rc = vp_render_svg_gallery(f, (const vp_timeline *const *)tls, n, &ro, &err);
+    cli_close_out(f);
+    return rc == VP_OK ? 0 : cli_lib_error(&err);
+}
 
 int cmd_compare(int argc, char **argv) {
     int as_json = 0;
+    const char *svg = NULL;
     cli_spec o;
     cli_spec_init(&o);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: vpipe compare -p P -m M [--cost ...] [--memory-model ...] [--json]\n\n"
+            printf("usage: vpipe compare -p P -m M [--cost ...] [--memory-model ...] [--json] "
+                   "[--svg FILE]\n\n"
                    "Builds and simulates every family (vpipe list) for the same p, m and costs\n"
                    "and prints them side by side. Families whose constraints the shape does not\n"
                    "meet are listed with the reason.\n\n"
-                   "  --json                an array of the objects `simulate --json` prints\n%s",
+                   "  --json                an array of the objects `simulate --json` prints\n"
+                   "  --svg FILE            draw every family on one time scale\n%s",
                    cli_spec_help);
             return VP_EXIT_OK;
         }
@@ -24,12 +41,17 @@ int cmd_compare(int argc, char **argv) {
             continue;
         if (!strcmp(argv[i], "--json"))
             as_json = 1;
-        else
+        else if (!strcmp(argv[i], "--svg")) {
+            if (!(svg = cli_flag_value(argc, argv, &i)))
+                return VP_EXIT_USAGE;
+        } else
             return cli_error(VP_EXIT_USAGE, "compare: unexpected argument '%s'", argv[i]);
     }
     if (!o.have_p || !o.have_m)
         return cli_error(VP_EXIT_USAGE, "compare needs -p and -m");
     json_t *arr = json_array();
+    vp_timeline **tls = vp_family_count() ? calloc((size_t)vp_family_count(), sizeof *tls) : NULL;
+    int ntl = 0;
     if (!as_json)
         printf("p=%d m=%d  costs F=%g B=%g W=%g c=%g\n\n%-12s %10s %9s %10s %8s %8s\n", o.spec.p,
                o.spec.m, o.spec.costs.f, o.spec.costs.b, o.spec.costs.w, o.spec.costs.c, "family",
@@ -48,6 +70,12 @@ int cmd_compare(int argc, char **argv) {
         }
         vp_sim *sim;
         rc = cli_simulate(s, &o, NULL, &sim);
+        if (!rc && svg) {
+            if (vp_timeline_from_sim(s, sim, &tls[ntl], &err) != VP_OK)
+                rc = cli_lib_error(&err);
+            else
+                ntl++;
+        }
         if (!rc) {
             if (as_json) {
                 json_array_append_new(arr, cli_sim_json(s, sim, &o.spec.costs));
@@ -64,6 +92,12 @@ int cmd_compare(int argc, char **argv) {
     }
     if (as_json && !rc)
         cli_print_json(stdout, arr);
+    if (svg && !rc)
+        rc = ntl ? write_gallery(svg, tls, ntl, &o.spec.costs)
+                 : cli_error(VP_EXIT_USAGE, "no family fits p=%d, m=%d", o.spec.p, o.spec.m);
+    for (int i = 0; i < ntl; i++)
+        vp_timeline_free(tls[i]);
+    free(tls);
     json_decref(arr);
     return rc;
 }

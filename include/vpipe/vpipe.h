@@ -1,7 +1,10 @@
 /* vpipe: pipeline-parallel schedules with controllable activation memory.
  *
- * Umbrella header: status codes, the error record, version. Every module header is
- * included from here.
+ * Base header: status codes, the error record, version. Every module header includes
+ * it; include the modules you use: schedule.h (the schedule value), sim.h (costs,
+ * simulator), families.h (generators), block.h (building blocks), plan.h (memory-budget
+ * planner), io.h and torch_csv.h (files), render.h (pictures), model.h (the
+ * transformer), runtime.h (pipelined training).
  *
  * Conventions that hold for the whole library:
  * - The library never prints and never exits. A fallible function returns a vp_status

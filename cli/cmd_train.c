@@ -1,0 +1,361 @@
+/* vpipe train: trains the transformer on byte-level text, on one rank (the reference) or
+ * pipelined over p ranks with any schedule. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "cli.h"
+#include "vpipe/render.h"
+#include "vpipe/runtime.h"
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: vpipe train [-p P --schedule FAMILY | --schedule-file FILE] [options]\n"
+                 "\n"
+                 "Trains a GPT-style byte-level transformer with gradient accumulation over m\n"
+                 "microbatches and prints one line per step and a summary. With -p 1 and no\n"
+                 "schedule it runs the single-rank reference; otherwise one thread per rank\n"
+                 "executes the schedule's op lists, with results bit-identical to the reference\n"
+                 "(except DualPipe, whose two replicas sum their gradients in another order).\n"
+                 "\n"
+                 "model:\n"
+                 "  --layers N          transformer blocks (4)\n"
+                 "  --width C           residual width, divisible by --heads (128)\n"
+                 "  --heads H           attention heads (4)\n"
+                 "  --seq T             tokens per sequence (64)\n"
+                 "  --microbatch B      sequences per microbatch (8)\n"
+                 "training:\n"
+                 "  -p N                pipeline ranks (1)\n"
+                 "  --schedule NAME     a family (vpipe list; default 1f1b when -p > 1) or\n"
+                 "                      'single', the single-rank reference (-p 1)\n"
+                 "  --schedule-file F   a schedule file (vpipe JSON or PyTorch CSV)\n"
+                 "  -v V                chunks per device for --schedule interleaved (2)\n"
+                 "  --watchdog SEC      a rank waiting longer for a tensor stops the run (60)\n"
+                 "  -m M                microbatches per step (1)\n"
+                 "  --steps K           optimiser steps (200)\n"
+                 "  --lr X              peak learning rate (1e-3)\n"
+                 "  --min-lr X          cosine floor (1e-4)\n"
+                 "  --warmup K          warm-up steps (10%% of --steps)\n"
+                 "  --lr-schedule S     cosine or constant (cosine)\n"
+                 "  --weight-decay X    AdamW weight decay on matrices (0.1)\n"
+                 "  --clip X            global gradient-norm clip, 0 for none (1)\n"
+                 "  --seed S            weights and data order (1)\n"
+                 "data:\n"
+                 "  --data FILE         text file (default: the KJV Bible of bible-kjv-text)\n"
+                 "  --eval-every K      validation loss every K steps (only at the end)\n"
+                 "  --eval-batches K    validation microbatches per evaluation (16)\n"
+                 "output:\n"
+                 "  --json              summary as one JSON object on stdout (progress to stderr)\n"
+                 "  --trace FILE        measured timeline of the last step as a Chrome trace\n"
+                 "  --svg FILE          measured timeline of the last step beside the simulated\n"
+                 "                      one (simulated with the measured per-stage op times)\n"
+                 "\n"
+                 "exit codes: 0 ok, 1 training failed, 2 usage error, 3 bad data\n");
+}
+
+typedef struct {
+    FILE *out;
+} progress_ctx;
+
+static bool on_step(const vp_train_progress *p, void *user) {
+    progress_ctx *ctx = user;
+    fprintf(ctx->out, "step %d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | %.1f ms",
+            p->step, p->steps, p->loss, p->lr, p->grad_norm, p->tokens_per_s, p->step_ms);
+    if (!isnan(p->val_loss))
+        fprintf(ctx->out, " | val %.4f", p->val_loss);
+    fputc('\n', ctx->out);
+    fflush(ctx->out);
+    return true;
+}
+
+static json_t *size_array(const size_t *v, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer((json_int_t)v[i]));
+    return a;
+}
+
+static json_t *real_array(const double *v, int n) {
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_real(v[i]));
+    return a;
+}
+
+/* The summary of a run; pr is NULL for the single-rank reference. */
+static int print_json(const vp_train_options *o, const char *data_path, const char *schedule,
+                      const vp_train_result *r, const vp_pipeline_result *pr) {
+    char digest[17];
+    snprintf(digest, sizeof digest, "%016" PRIx64, r->param_digest);
+    size_t one = r->peak_act_bytes;
+    json_t *root = json_pack(
+        "{s:s, s:i, s:i, s:i, s:f, s:f, s:o, s:f, s:f, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i}, "
+        "s:I, s:s}",
+        "schedule", schedule, "p", pr ? pr->p : 1, "m", o->m, "steps", r->steps, "train_loss",
+        r->train_loss, "val_loss", r->val_loss, "peak_activation_bytes",
+        pr ? size_array(pr->peak_act_bytes, pr->p) : size_array(&one, 1), "step_ms", r->step_ms,
+        "tokens_per_s", r->tokens_per_s, "param_digest", digest, "model", "layers",
+        o->model.n_layer, "width", o->model.width, "heads", o->model.n_head, "seq",
+        o->model.seq_len, "microbatch", o->model.microbatch, "vocab", o->model.vocab, "seed",
+        (json_int_t)o->seed, "data", data_path);
+    if (!root)
+        return cli_error(VP_EXIT_FAILURE, "cannot build the JSON summary");
+    if (pr) {
+        json_object_set_new(root, "predicted_peak_activation_bytes",
+                            real_array(pr->predicted_peak_bytes, pr->p));
+        json_object_set_new(root, "bubble_measured", real_array(pr->bubble_measured, pr->p));
+        json_t *split = json_array();
+        for (int k = 0; k <= pr->route_len; k++)
+            json_array_append_new(split, json_integer(pr->layer_start[k]));
+        json_object_set_new(root, "layer_start", split);
+        json_object_set_new(root, "bit_exact_expected", json_boolean(pr->bit_exact));
+    }
+    cli_print_json(stdout, root);
+    json_decref(root);
+    return VP_EXIT_OK;
+}
+
+/* Measured timeline as a Chrome trace, and as an SVG beside the simulation of the same
+ * schedule with the measured mean op time of every stage and kind. */
+static int write_timelines(const vp_schedule *s, const vp_pipeline_result *pr, const char *trace,
+                           const char *svg) {
+    vp_error err = {0};
+    if (trace) {
+        FILE *f = cli_open_out(trace);
+        if (!f)
+            return VP_EXIT_INPUT;
+        vp_status rc = vp_render_trace(f, pr->measured, &err);
+        cli_close_out(f);
+        if (rc != VP_OK)
+            return cli_lib_error(&err);
+    }
+    if (!svg)
+        return 0;
+    vp_costs costs = vp_costs_default();
+    vp_memcfg mem = vp_memcfg_default();
+    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, &err);
+    vp_timeline *sim_tl = NULL;
+    vp_sim *sim = NULL;
+    int rc = cm ? 0 : cli_lib_error(&err);
+    if (!rc) {
+        vp_runtime_measured_costs(s, pr->measured, cm);
+        if (vp_simulate(s, cm, &sim, &err) != VP_OK ||
+            vp_timeline_from_sim(s, sim, &sim_tl, &err) != VP_OK)
+            rc = cli_lib_error(&err);
+    }
+    FILE *f = rc ? NULL : cli_open_out(svg);
+    if (!rc && !f)
+        rc = VP_EXIT_INPUT;
+    if (f) {
+        snprintf(sim_tl->family, sizeof sim_tl->family, "simulated");
+        snprintf(pr->measured->family, sizeof pr->measured->family, "measured");
+        const vp_timeline *tls[2] = {pr->measured, sim_tl};
+        vp_render_opts ro = {.title = "vpipe train: measured step (ms) and its simulation"};
+        if (vp_render_svg_gallery(f, tls, 2, &ro, &err) != VP_OK)
+            rc = cli_lib_error(&err);
+        cli_close_out(f);
+    }
+    vp_timeline_free(sim_tl);
+    vp_sim_free(sim);
+    vp_cost_model_free(cm);
+    return rc;
+}
+
+/* Parses an int flag value in [lo, hi] into *out; false after printing the error. */
+static bool int_flag(int argc, char **argv, int *i, long lo, long hi, int *out) {
+    const char *flag = argv[*i], *v = cli_flag_value(argc, argv, i);
+    long x;
+    if (!v || cli_parse_int(flag, v, lo, hi, &x))
+        return false;
+    *out = (int)x;
+    return true;
+}
+
+static bool double_flag(int argc, char **argv, int *i, double lo, double hi, double *out) {
+    const char *flag = argv[*i], *v = cli_flag_value(argc, argv, i);
+    return v && !cli_parse_double(flag, v, lo, hi, out);
+}
+
+static int run_reference(const vp_train_options *o, const vp_data *data, const char *data_path,
+                         bool json, progress_ctx *ctx) {
+    vp_error err = {0};
+    vp_train_result r;
+    if (vp_train_run(o, data, on_step, ctx, &r, &err))
+        return cli_lib_error(&err);
+    if (json)
+        return print_json(o, data_path, "single", &r, NULL);
+    printf("done: %d steps | train loss %.4f | val loss %.4f | %.1f ms/step | %.0f tok/s\n"
+           "peak activation bytes: %zu | param digest %016" PRIx64 "\n",
+           r.steps, r.train_loss, r.val_loss, r.step_ms, r.tokens_per_s, r.peak_act_bytes,
+           r.param_digest);
+    return VP_EXIT_OK;
+}
+
+static void print_split(FILE *out, const vp_pipeline_result *pr) {
+    fprintf(out, "layers per stage:");
+    for (int k = 0; k < pr->route_len; k++)
+        fprintf(out, " %d", pr->layer_start[k + 1] - pr->layer_start[k]);
+    fputc('\n', out);
+}
+
+static int run_pipelined(vp_train_options *o, const vp_data *data, const char *data_path, bool json,
+                         progress_ctx *ctx, const char *schedule, const char *schedule_file, int p,
+                         int v, double watchdog, const char *trace, const char *svg) {
+    cli_spec spec;
+    cli_spec_init(&spec);
+    spec.spec.p = p;
+    spec.spec.m = o->m;
+    spec.spec.v = v;
+    spec.have_p = spec.have_m = !schedule_file; /* a file brings its own p and m */
+    vp_schedule *s = NULL;
+    int rc = cli_obtain_schedule(schedule_file ? schedule_file
+                                 : schedule    ? schedule
+                                               : "1f1b",
+                                 &spec, &s);
+    if (rc)
+        return rc;
+    o->m = s->m;
+    vp_pipeline_options po;
+    vp_pipeline_options_default(&po);
+    po.train = *o;
+    po.schedule = s;
+    po.watchdog_s = watchdog;
+    vp_error err = {0};
+    vp_pipeline_result pr;
+    if (vp_pipeline_train(&po, data, on_step, ctx, &pr, &err) != VP_OK) {
+        vp_schedule_free(s);
+        return err.status == VP_ERUNTIME ? cli_error(VP_EXIT_FAILURE, "%s", err.message)
+                                         : cli_lib_error(&err);
+    }
+    rc = write_timelines(s, &pr, trace, svg);
+    print_split(json ? stderr : stdout, &pr);
+    if (!rc && json) {
+        rc = print_json(o, data_path, s->family, &pr.train, &pr);
+    } else if (!rc) {
+        const vp_train_result *r = &pr.train;
+        printf("done: %s on %d ranks, %d steps | train loss %.4f | val loss %.4f | %.1f ms/step "
+               "| %.0f tok/s | param digest %016" PRIx64 "\n",
+               s->family, pr.p, r->steps, r->train_loss, r->val_loss, r->step_ms, r->tokens_per_s,
+               r->param_digest);
+        printf("rank  peak activation bytes  predicted  measured bubble\n");
+        for (int d = 0; d < pr.p; d++)
+            printf("%4d %22zu %10.0f %15.1f%%\n", d, pr.peak_act_bytes[d],
+                   pr.predicted_peak_bytes[d], 100.0 * pr.bubble_measured[d]);
+    }
+    vp_pipeline_result_release(&pr);
+    vp_schedule_free(s);
+    return rc;
+}
+
+int cmd_train(int argc, char **argv) {
+    vp_train_options o;
+    vp_train_options_default(&o);
+    const char *data_path = NULL, *schedule = NULL, *schedule_file = NULL;
+    const char *trace = NULL, *svg = NULL;
+    int p = 1, chunks = 0, warmup = -1;
+    double watchdog = 60.0;
+    bool json = false;
+    const long big = 1L << 30;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool ok = true;
+        double x;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return VP_EXIT_OK;
+        } else if (!strcmp(a, "-p")) {
+            ok = int_flag(argc, argv, &i, 1, 1 << 20, &p);
+        } else if (!strcmp(a, "--schedule")) {
+            ok = (schedule = cli_flag_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(a, "--schedule-file")) {
+            ok = (schedule_file = cli_flag_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(a, "--trace")) {
+            ok = (trace = cli_flag_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(a, "--svg")) {
+            ok = (svg = cli_flag_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(a, "-v")) {
+            ok = int_flag(argc, argv, &i, 1, 64, &chunks);
+        } else if (!strcmp(a, "--watchdog")) {
+            ok = double_flag(argc, argv, &i, 0.001, 1e6, &watchdog);
+        } else if (!strcmp(a, "--layers")) {
+            ok = int_flag(argc, argv, &i, 1, 1 << 16, &o.model.n_layer);
+        } else if (!strcmp(a, "--width")) {
+            ok = int_flag(argc, argv, &i, 1, 1 << 16, &o.model.width);
+        } else if (!strcmp(a, "--heads")) {
+            ok = int_flag(argc, argv, &i, 1, 1 << 16, &o.model.n_head);
+        } else if (!strcmp(a, "--seq")) {
+            ok = int_flag(argc, argv, &i, 1, 1 << 20, &o.model.seq_len);
+        } else if (!strcmp(a, "--microbatch")) {
+            ok = int_flag(argc, argv, &i, 1, 1 << 20, &o.model.microbatch);
+        } else if (!strcmp(a, "-m")) {
+            ok = int_flag(argc, argv, &i, 1, 1 << 20, &o.m);
+        } else if (!strcmp(a, "--steps")) {
+            ok = int_flag(argc, argv, &i, 1, big, &o.steps);
+        } else if (!strcmp(a, "--warmup")) {
+            ok = int_flag(argc, argv, &i, 0, big, &warmup);
+        } else if (!strcmp(a, "--eval-every")) {
+            ok = int_flag(argc, argv, &i, 0, big, &o.eval_every);
+        } else if (!strcmp(a, "--eval-batches")) {
+            ok = int_flag(argc, argv, &i, 1, 1 << 20, &o.eval_batches);
+        } else if (!strcmp(a, "--lr")) {
+            ok = double_flag(argc, argv, &i, 1e-12, 10.0, &o.lr);
+        } else if (!strcmp(a, "--min-lr")) {
+            ok = double_flag(argc, argv, &i, 0.0, 10.0, &o.min_lr);
+        } else if (!strcmp(a, "--clip")) {
+            ok = double_flag(argc, argv, &i, 0.0, 1e30, &o.clip);
+        } else if (!strcmp(a, "--weight-decay")) {
+            ok = double_flag(argc, argv, &i, 0.0, 10.0, &x);
+            o.adamw.weight_decay = (float)x;
+        } else if (!strcmp(a, "--seed")) {
+            const char *v = cli_flag_value(argc, argv, &i);
+            long seed = 0;
+            ok = v && !cli_parse_int("--seed", v, 0, LONG_MAX, &seed);
+            o.seed = (uint64_t)seed;
+        } else if (!strcmp(a, "--lr-schedule")) {
+            const char *v = cli_flag_value(argc, argv, &i);
+            ok = v != NULL;
+            if (ok && !strcmp(v, "cosine"))
+                o.schedule = VP_LR_COSINE;
+            else if (ok && !strcmp(v, "constant"))
+                o.schedule = VP_LR_CONSTANT;
+            else if (ok)
+                return cli_error(VP_EXIT_USAGE, "--lr-schedule is cosine or constant, got '%s'", v);
+        } else if (!strcmp(a, "--data")) {
+            ok = (data_path = cli_flag_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else {
+            return cli_error(VP_EXIT_USAGE, "unknown option '%s' (try vpipe train --help)", a);
+        }
+        if (!ok)
+            return VP_EXIT_USAGE;
+    }
+    if (schedule && schedule_file)
+        return cli_error(VP_EXIT_USAGE, "give --schedule or --schedule-file, not both");
+    int reference = !schedule_file && (schedule ? !strcmp(schedule, "single") : p == 1);
+    if (reference && p != 1)
+        return cli_error(VP_EXIT_USAGE, "the single-rank reference runs on -p 1 (got -p %d)", p);
+    if (reference && (trace || svg))
+        return cli_error(VP_EXIT_USAGE, "--trace and --svg draw pipelined runs (give --schedule)");
+    o.warmup = warmup >= 0 ? warmup : o.steps / 10;
+    vp_error err = {0};
+    if (vp_model_config_check(&o.model, &err))
+        return cli_lib_error(&err);
+    if (!data_path)
+        data_path = vp_data_default_path();
+    if (!data_path)
+        return cli_error(VP_EXIT_USAGE, "no --data FILE given and the default corpus "
+                                        "(/usr/lib/bible.data from bible-kjv-text) is not "
+                                        "installed");
+    vp_data *data = NULL;
+    if (vp_data_load(data_path, 0.1, &data, &err))
+        return cli_error(err.status == VP_ENOMEM ? VP_EXIT_FAILURE : VP_EXIT_INPUT, "%s",
+                         err.message);
+    progress_ctx ctx = {json ? stderr : stdout};
+    int rc = reference ? run_reference(&o, data, data_path, json, &ctx)
+                       : run_pipelined(&o, data, data_path, json, &ctx, schedule, schedule_file, p,
+                                       chunks, watchdog, trace, svg);
+    vp_data_free(data);
+    return rc;
+}

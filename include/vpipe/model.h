@@ -1,0 +1,268 @@
+/* vpipe model: a GPT-style transformer with split backward (F, B, W), the accounting
+ * allocator its activations live in, byte-level text data, AdamW, and the single-rank
+ * training loop that is the reference for every pipelined run.
+ *
+ * Passes. For one microbatch a stage runs
+ *   F  vp_stage_forward          keeps the activations backward needs,
+ *   B  vp_stage_backward_input   computes the input gradient, keeps only what W needs
+ *                                (each linear's input X and output gradient dY, and the
+ *                                LayerNorm weight-gradient sums) and frees the rest,
+ *   W  vp_stage_backward_weight  accumulates the weight gradients (+=) and frees the rest.
+ * Weight gradients of a stage accumulate in the order its W passes run; run them in
+ * microbatch order and every schedule gives bit-identical gradients (one BLAS thread).
+ *
+ * Memory. Activation buffers are charged to a vp_mem when a stage takes them and
+ * released when it drops them. F only charges, W only releases, and B releases what it
+ * drops before it charges the output gradient it took over, so the count never passes
+ * the larger of its values before and after a pass: the peak is the largest total held
+ * between passes. Per microbatch F adds act_bytes, B turns them into stash_bytes, W
+ * removes those (vp_stage_sizes). A tensor handed from one stage to the next (F output,
+ * B input gradient) is charged to nobody while in flight. Per-stage scratch
+ * (work_bytes) and parameters are allocated once and not charged.
+ */
+#ifndef VPIPE_MODEL_H
+#define VPIPE_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vpipe/vpipe.h"
+
+/* ---- configuration ---------------------------------------------------------------- */
+
+typedef struct vp_model_config {
+    int n_layer;    /* transformer blocks */
+    int width;      /* C, the residual width; divisible by n_head */
+    int n_head;     /* attention heads */
+    int seq_len;    /* T, tokens per sequence */
+    int microbatch; /* B, sequences per microbatch */
+    int vocab;      /* V, 2..256; byte-level text needs 256 */
+} vp_model_config;
+
+/* Checks every field is positive and consistent (width % n_head == 0, vocab in
+ * [2, 256], sizes small enough that every tensor's element count fits in an int).
+ * VP_EINVAL with a message naming the field otherwise. */
+vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err);
+
+/* ---- pure size functions ------------------------------------------------------------ */
+
+typedef struct vp_stage_sizes {
+    size_t param_bytes; /* parameters; gradients and each AdamW moment take as much again */
+    size_t act_bytes;   /* charged per microbatch from F until B */
+    size_t stash_bytes; /* charged per microbatch from B until W */
+    size_t io_bytes;    /* one activation or gradient tensor between stages (B*T*C floats) */
+    size_t work_bytes;  /* per-stage scratch for B, allocated once, not charged */
+} vp_stage_sizes;
+
+/* Sizes of the stage holding layers [l0, l1) (plus the embeddings when first, plus the
+ * final norm, head and loss when last). Pure: allocates nothing. VP_EINVAL for a bad
+ * config or range (0 <= l0 <= l1 <= n_layer; an empty range only on a first or last
+ * stage). */
+vp_status vp_stage_sizes_of(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
+                            vp_stage_sizes *out, vp_error *err);
+
+/* ---- accounting allocator ------------------------------------------------------------ */
+
+/* Counts the activation bytes one rank holds: current and peak. Freed buffers are kept
+ * for reuse (uncounted) until vp_mem_free. Not thread-safe: one rank (thread) uses one
+ * vp_mem; stages on that rank share it. */
+typedef struct vp_mem vp_mem;
+
+/* New allocator with zero counts, or NULL when out of memory. */
+vp_mem *vp_mem_new(void);
+void vp_mem_free(vp_mem *mem);
+
+/* Allocates bytes (uninitialised) and charges them; NULL on failure. */
+void *vp_mem_alloc(vp_mem *mem, size_t bytes);
+/* The same without charging: a buffer in flight to another stage. Any of these buffers
+ * may be released with free() instead. */
+void *vp_mem_alloc_uncharged(vp_mem *mem, size_t bytes);
+/* Takes back p (from either alloc, possibly another vp_mem's) and uncharges bytes. */
+void vp_mem_release(vp_mem *mem, void *p, size_t bytes);
+/* Charges or releases bytes without allocating (a buffer changing hands). */
+void vp_mem_charge(vp_mem *mem, size_t bytes);
+void vp_mem_uncharge(vp_mem *mem, size_t bytes);
+
+size_t vp_mem_current(const vp_mem *mem);
+size_t vp_mem_peak(const vp_mem *mem);
+/* Sets the peak to the current count. */
+void vp_mem_reset_peak(vp_mem *mem);
+
+/* ---- stage ------------------------------------------------------------------------- */
+
+/* A contiguous layer range with its parameters, gradients, AdamW moments, scratch and
+ * one activation slot per microbatch index. Its passes are not thread-safe; different
+ * stages may run on different threads. */
+typedef struct vp_stage vp_stage;
+
+/* Makes the stage for layers [l0, l1). Parameters are initialised from seed: each
+ * tensor from its own stream keyed by (seed, layer, tensor), so any split of the same
+ * model starts from the same weights. n_slots microbatch indices [0, n_slots) may be in
+ * flight at once. mem is borrowed and must outlive the stage. Gradients start at zero.
+ * VP_EINVAL for bad arguments, VP_ENOMEM. */
+vp_status vp_stage_new(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
+                       int n_slots, uint64_t seed, vp_mem *mem, vp_stage **out, vp_error *err);
+/* Frees the stage and every buffer its slots still hold (released from mem). */
+void vp_stage_free(vp_stage *stage);
+
+/* F for microbatch slot mb.
+ * - First stage: tokens [B*T] (borrowed, copied, each < vocab); in must be NULL.
+ *   Other stages: in [B*T*C] from the previous stage's forward (or any malloc'd buffer
+ *   of io_bytes); this stage takes it over (charges it, releases it after B).
+ * - Last stage: targets [B*T] (borrowed, copied); *loss receives the mean cross-entropy
+ *   of the microbatch; out must be NULL.
+ *   Other stages: *out receives the output [B*T*C], in flight: hand it to the next
+ *   stage's forward or free it with vp_stage_buffer_free.
+ * VP_EINVAL (in still the caller's) if the slot is busy, an argument is missing or a
+ * token is out of range; VP_ENOMEM (in freed, slot left empty). */
+vp_status vp_stage_forward(vp_stage *stage, int mb, float *in, const uint8_t *tokens,
+                           const uint8_t *targets, float **out, double *loss, vp_error *err);
+
+/* B for slot mb (after F). Last stage: starts from the loss with dloss = loss_scale
+ * (1/m to average m microbatches; the mean over B*T tokens is built in) and dout must
+ * be NULL. Other stages: dout [B*T*C] from the next stage's backward_input (or any
+ * malloc'd buffer of io_bytes), taken over. First stage: din must be NULL. Others: *din
+ * receives the input gradient, in flight. VP_EINVAL (dout still the caller's) if the
+ * slot has not run F. */
+vp_status vp_stage_backward_input(vp_stage *stage, int mb, float *dout, float loss_scale,
+                                  float **din, vp_error *err);
+
+/* W for slot mb (after B): weight gradients += this microbatch's; the slot is empty
+ * afterwards. VP_EINVAL if the slot has not run B. */
+vp_status vp_stage_backward_weight(vp_stage *stage, int mb, vp_error *err);
+
+/* Drops whatever slot mb holds (after a forward-only evaluation, or on abort). */
+void vp_stage_discard(vp_stage *stage, int mb);
+
+/* Frees an in-flight buffer from forward or backward_input (NULL is fine). */
+void vp_stage_buffer_free(float *buf);
+
+/* Sets every gradient to zero. */
+void vp_stage_zero_grad(vp_stage *stage);
+
+/* Sums of squared gradients per unit, each accumulated in double in parameter order:
+ * out[0] the embeddings (first stage), then one per layer, then the final norm and head
+ * (last stage); 1 + layers + 1 units for the whole model. Adding the units of every
+ * stage in model order gives the same bits however the layers are split. */
+void vp_stage_grad_sumsq_units(const vp_stage *stage, double *out);
+
+/* The stage's units added in order (the whole model's when it is the only stage). */
+double vp_stage_grad_sumsq(const vp_stage *stage);
+
+/* Parameters and gradients as flat arrays in the stage's layout: embeddings (token,
+ * position), then per layer ln1 w b, qkv w b, proj w b, ln2 w b, fc w b, fcproj w b,
+ * then final norm w b and head. Borrowed; valid while the stage lives. */
+float *vp_stage_params(vp_stage *stage, size_t *count);
+float *vp_stage_grads(vp_stage *stage, size_t *count);
+
+/* FNV-1a 64 over the parameter bytes, continuing from hash (start with
+ * VP_DIGEST_INIT); digesting stages in order hashes the whole model. */
+#define VP_DIGEST_INIT 0xcbf29ce484222325ULL
+uint64_t vp_stage_digest(const vp_stage *stage, uint64_t hash);
+
+/* ---- optimiser ----------------------------------------------------------------------- */
+
+typedef struct vp_adamw {
+    float beta1, beta2, eps; /* 0.9, 0.95, 1e-8 */
+    float weight_decay;      /* applied to matrices and embeddings, not biases or norms */
+} vp_adamw;
+
+/* One AdamW step (step counts from 1) with learning rate lr on gradients multiplied
+ * by grad_scale (the clip factor; 1 for none). */
+void vp_stage_adamw(vp_stage *stage, const vp_adamw *opt, int step, float lr, float grad_scale);
+
+typedef enum { VP_LR_COSINE, VP_LR_CONSTANT } vp_lr_schedule;
+
+/* Learning rate at step (0-based) of steps: constant, or linear warm-up over warmup
+ * steps then cosine decay to min_lr. */
+double vp_lr_at(vp_lr_schedule schedule, int step, int steps, int warmup, double lr, double min_lr);
+
+/* ---- matmul ------------------------------------------------------------------------ */
+
+/* Threads OpenBLAS may use (1 when stages run one per thread). */
+void vp_blas_set_threads(int n);
+/* OpenBLAS's kernel name ("Haswell", "SkylakeX", ...); static. */
+const char *vp_blas_corename(void);
+
+/* ---- data ------------------------------------------------------------------------- */
+
+/* A byte corpus split into training text and validation text (the last part). */
+typedef struct vp_data vp_data;
+
+/* The default corpus: the King James Bible of Debian's bible-kjv-text package
+ * (/usr/lib/bible.data) when installed, else NULL. Static string. */
+const char *vp_data_default_path(void);
+
+/* Loads path: a plain text file, or a Bible Retrieval System data file ("EC02"
+ * windows of LZW, as bible-kjv-text ships), decoded. The last val_fraction of the
+ * bytes is validation text. VP_EIO for a missing, unreadable, empty or corrupt file;
+ * VP_EINVAL for val_fraction outside (0, 1). */
+vp_status vp_data_load(const char *path, double val_fraction, vp_data **out, vp_error *err);
+void vp_data_free(vp_data *data);
+
+/* Byte counts of the two parts. */
+size_t vp_data_train_bytes(const vp_data *data);
+size_t vp_data_val_bytes(const vp_data *data);
+
+/* Fills tokens and targets [rows*seq_len] with rows windows of seq_len+1 bytes: targets
+ * are tokens shifted by one. Training window positions are a pure function of (seed,
+ * index, row); validation windows of (index, row) only. VP_EIO when the part holds
+ * fewer than seq_len+1 bytes. */
+vp_status vp_data_batch(const vp_data *data, bool validation, uint64_t seed, uint64_t index,
+                        int rows, int seq_len, uint8_t *tokens, uint8_t *targets, vp_error *err);
+
+/* ---- single-rank training ------------------------------------------------------------ */
+
+typedef struct vp_train_options {
+    vp_model_config model;
+    int m;         /* microbatches per step (gradient accumulation) */
+    int steps;     /* optimiser steps */
+    double lr;     /* peak learning rate */
+    double min_lr; /* cosine floor */
+    int warmup;    /* warm-up steps (cosine only) */
+    vp_lr_schedule schedule;
+    vp_adamw adamw;
+    double clip;      /* global gradient-norm limit; 0 disables */
+    uint64_t seed;    /* weights and data order */
+    int eval_every;   /* validation every K steps (0: only at the end) */
+    int eval_batches; /* validation microbatches per evaluation */
+} vp_train_options;
+
+/* Sensible defaults for everything (4 layers, width 128, 4 heads, seq 64, microbatch 8,
+ * m 1, 200 steps, lr 1e-3 cosine with 10% warm-up, weight decay 0.1, clip 1, seed 1). */
+void vp_train_options_default(vp_train_options *opts);
+
+typedef struct vp_train_progress {
+    int step; /* 1-based */
+    int steps;
+    double loss;     /* mean training loss of the step */
+    double val_loss; /* NAN unless evaluated after this step */
+    double lr;
+    double grad_norm; /* before clipping */
+    double step_ms;
+    double tokens_per_s;
+} vp_train_progress;
+
+/* Called after every step; return false to stop early. */
+typedef bool (*vp_train_callback)(const vp_train_progress *progress, void *user);
+
+typedef struct vp_train_result {
+    int steps;             /* steps run */
+    double train_loss;     /* mean loss of the last step */
+    double val_loss;       /* final validation loss */
+    double step_ms;        /* mean over the steps */
+    double tokens_per_s;   /* mean over the steps */
+    size_t peak_act_bytes; /* peak of the rank's allocator */
+    uint64_t param_digest; /* vp_stage_digest over the final parameters */
+} vp_train_result;
+
+/* Trains on one rank with one stage: per step, for each microbatch j: F, B, W; then the
+ * global-norm clip and AdamW. This order and its sums are the reference that pipelined
+ * runs reproduce bit for bit. VP_EINVAL for bad options, VP_EIO when the data is shorter
+ * than a window, VP_ERUNTIME when the loss or gradient norm is not finite. */
+vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
+                       vp_train_callback callback, void *user, vp_train_result *result,
+                       vp_error *err);
+
+#endif

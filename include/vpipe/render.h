@@ -1,0 +1,104 @@
+/* Drawing schedules: terminal timeline, SVG picture (single or gallery), Chrome trace.
+ *
+ * Every renderer reads a vp_timeline: per device, the ops that ran with their start and
+ * end times and the memory after each. vp_timeline_from_sim makes one from a simulated
+ * schedule; the runtime fills one from measured times, so planned and measured runs are
+ * drawn by the same code.
+ */
+#ifndef VPIPE_RENDER_H
+#define VPIPE_RENDER_H
+
+#include <stdio.h>
+
+#include "vpipe/sim.h"
+
+/* One op as it ran on a device. */
+typedef struct vp_slice {
+    vp_op op;
+    double start, end; /* time units of the timeline */
+    double mem;        /* memory after the op (timeline's mem_unit); ignored without has_mem */
+} vp_slice;
+
+/* Slices of one device in time order. */
+typedef struct vp_track {
+    vp_slice *slices;
+    int n;
+    int cap;
+} vp_track;
+
+typedef struct vp_timeline {
+    char family[32];      /* schedule name for titles ("1f1b", "custom", "measured", ...) */
+    int p;                /* devices */
+    int S;                /* stages */
+    int m;                /* microbatches */
+    int has_mem;          /* slices carry memory */
+    char mem_unit[16];    /* "units" (activation units) or e.g. "MiB" */
+    double trace_us;      /* microseconds per time unit in Chrome traces (1000 for simulations) */
+    int32_t *stage_chunk; /* [S] chunk of each stage on its device (for shading) */
+    vp_track *dev;        /* [p] */
+} vp_timeline;
+
+/* Numbers every renderer prints, computed from a timeline alone. */
+typedef struct vp_timeline_stats {
+    double makespan;        /* latest end (times start at the earliest start) */
+    double t0;              /* earliest start */
+    double bubble;          /* 1 - mean busy / longest device span (the ZB paper's rate) */
+    double bubble_makespan; /* 1 - mean busy / makespan */
+    double peak_max;        /* largest memory value over devices (0 without has_mem) */
+    int chunks;             /* largest stage_chunk + 1 */
+} vp_timeline_stats;
+
+/* An empty timeline of p devices and S stages (all chunks 0, has_mem 0, mem_unit "units",
+ * trace_us 1000) named family (NULL: "custom"). NULL on bad arguments or no memory. */
+vp_timeline *vp_timeline_new(const char *family, int p, int S, int m);
+
+/* Releases a timeline; NULL is a no-op. */
+void vp_timeline_free(vp_timeline *tl);
+
+/* Appends a slice to device d (callers append in time order). VP_EINVAL for a bad device
+ * or end < start, VP_ENOMEM when memory runs out. */
+vp_status vp_timeline_add(vp_timeline *tl, int d, vp_slice slice, vp_error *err);
+
+/* A new timeline of schedule s as simulated by sim (times, memory, chunks, family).
+ * VP_EINVAL when sim does not belong to s. */
+vp_status vp_timeline_from_sim(const vp_schedule *s, const vp_sim *sim, vp_timeline **out,
+                               vp_error *err);
+
+/* Fills *st from tl. */
+void vp_timeline_stats_get(const vp_timeline *tl, vp_timeline_stats *st);
+
+/* Options shared by the renderers; zero-initialised means defaults. */
+typedef struct vp_render_opts {
+    const vp_costs *costs; /* printed in titles when non-NULL */
+    const char *title;     /* replaces the generated title when non-NULL */
+    int width;             /* terminal: columns (0: 100); SVG: plot width in px (0: auto) */
+    int color;             /* terminal: ANSI colours */
+    int fit;               /* terminal: scale time into one band instead of wrapping */
+} vp_render_opts;
+
+/* Terminal timeline: one row per device, time to the right, each op as kind and microbatch
+ * (lowercase letters for odd chunks), '.' for idle, wrapped into bands of opts->width
+ * columns (or squeezed into one band with opts->fit), a legend, bubble and peak memory.
+ * opts may be NULL. VP_EIO when writing fails. */
+vp_status vp_render_ascii(FILE *out, const vp_timeline *tl, const vp_render_opts *opts,
+                          vp_error *err);
+
+/* SVG picture: title (family, p, m, costs, bubble, peak), legend, one lane per device with
+ * coloured slices (F, B, W, BW, F&B; lighter shades for later chunks) and microbatch
+ * numbers, the memory curve of each device under its lane, a time axis. opts may be NULL. */
+vp_status vp_render_svg(FILE *out, const vp_timeline *tl, const vp_render_opts *opts,
+                        vp_error *err);
+
+/* SVG gallery: n timelines stacked as panels on one shared time scale and one shared
+ * memory scale, so they compare by eye. opts->title heads the page (NULL: generated from
+ * the first timeline). VP_EINVAL when n < 1. */
+vp_status vp_render_svg_gallery(FILE *out, const vp_timeline *const *tls, int n,
+                                const vp_render_opts *opts, vp_error *err);
+
+/* Chrome trace JSON (Perfetto, chrome://tracing): one process per device holding one track
+ * of slices (name "<kind> <microbatch>", args kind, stage, microbatch, chunk; stage2,
+ * microbatch2, bkind for F&B) and, with has_mem, a memory counter. Times are scaled by
+ * tl->trace_us. */
+vp_status vp_render_trace(FILE *out, const vp_timeline *tl, vp_error *err);
+
+#endif

@@ -1,0 +1,79 @@
+/* Pipeline training runtime: executes any validated schedule on the transformer of
+ * model.h, one rank per device, and measures what the simulator predicts.
+ *
+ * Each rank walks its op list in order. F receives its input from the previous stage
+ * (or reads the batch), B receives its output gradient from the next stage (or starts
+ * from the loss), W needs nothing from other ranks; hand-offs between two stages of one
+ * rank go through the same mailbox at no cost. After the microbatches: the two replicas
+ * of the bidirectional placement sum their gradients, every rank learns the losses and
+ * the global gradient norm (summed per layer in layer order, as the single-rank
+ * reference does), then clips and steps AdamW. Same seed, data and microbatching as
+ * `vp_train_run` give bit-identical losses and parameters whenever every stage runs its
+ * weight-gradient passes in microbatch order (vp_pipeline_plan_check tells).
+ */
+#ifndef VPIPE_RUNTIME_H
+#define VPIPE_RUNTIME_H
+
+#include "vpipe/model.h"
+#include "vpipe/render.h"
+#include "vpipe/schedule.h"
+
+/* Splits n_layer layers over the route_len stages of a route into [l0[k], l0[k+1]),
+ * k = 0..route_len-1 (l0 has route_len + 1 entries): equal shares, with the remainder
+ * going to the middle stages first, so the first stage (embeddings) and the last (head
+ * and loss) take fewer. VP_EINVAL when a middle stage would be empty (fewer than
+ * route_len - 2 layers). */
+vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
+
+typedef struct vp_pipeline_options {
+    vp_train_options train;      /* model, optimiser, steps, seed; train.m = schedule->m */
+    const vp_schedule *schedule; /* borrowed */
+    double watchdog_s;           /* a receive waiting longer stops the run (<= 0: 60 s) */
+    int fail_rank;               /* fault injection (tests): this rank fails ... */
+    int fail_step;               /* ... at this 0-based step ... */
+    int fail_op;                 /* ... before this op index (fail_rank < 0: never) */
+    int fail_stall;              /* 1: instead of failing, the rank stalls (waits for a
+                                    tensor nobody sends) until the watchdog stops the run */
+} vp_pipeline_options;
+
+/* Defaults: vp_train_options_default, no schedule, watchdog 60 s, no fault. */
+void vp_pipeline_options_default(vp_pipeline_options *o);
+
+typedef struct vp_pipeline_result {
+    vp_train_result train;        /* as vp_train_run reports it (peak: max over ranks) */
+    int p;                        /* ranks */
+    int route_len;                /* stages per route */
+    int *layer_start;             /* [route_len + 1] the layer split */
+    size_t *peak_act_bytes;       /* [p] measured peak activation bytes per rank */
+    double *predicted_peak_bytes; /* [p] the simulator's prediction for the same model */
+    double *bubble_measured;      /* [p] 1 - busy / span of the rank in the last step */
+    int bit_exact;                /* 1 when bit-identity with vp_train_run is expected */
+    vp_timeline *measured;        /* last step, times in ms, memory in MiB */
+} vp_pipeline_result;
+
+/* Releases what a result holds (not the struct itself); NULL fields are fine. */
+void vp_pipeline_result_release(vp_pipeline_result *r);
+
+/* Checks that schedule s can train model cfg: it validates, the layers split over its
+ * route, and m fits. Sets *bit_exact (optional) to 1 when every stage runs its weight
+ * gradients in microbatch order and there is one model copy (then results are bit-
+ * identical to the single-rank reference). VP_EINVALID / VP_EINVAL with the reason. */
+vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg, int *bit_exact,
+                                 vp_error *err);
+
+/* Trains with schedule o->schedule on the threads transport (one thread per rank).
+ * callback runs on rank 0 after every step (false stops every rank after that step).
+ * Fills *result (release with vp_pipeline_result_release). A failing rank stops every
+ * rank: VP_ERUNTIME with the first failure's message (a watchdog report names each
+ * rank's op). */
+vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
+                            vp_train_callback callback, void *user, vp_pipeline_result *result,
+                            vp_error *err);
+
+/* Sets cm's per-stage times to the mean measured duration of each stage's passes in tl
+ * (a measured timeline of schedule s): f, b, w from F, B, W ops; a stage that only ran
+ * full backwards gets b = w = half their mean; fb from F&B ops (by forward stage); c = 0.
+ * Stages or kinds that tl never ran keep their value. */
+void vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl, vp_cost_model *cm);
+
+#endif

@@ -1,0 +1,25 @@
+/* Pieces shared by the renderers: titles and op labels. */
+#ifndef VPIPE_RENDER_INTERNAL_H
+#define VPIPE_RENDER_INTERNAL_H
+
+#include <stddef.h>
+
+#include "vpipe/render.h"
+
+/* Writes the headline "<family>, p=4 m=8 v=2, F=1 B=1 W=1 c=0" (costs when given) into buf,
+ * parts joined by sep. Returns buf. */
+char *vp__render_headline(const vp_timeline *tl, const vp_timeline_stats *st, const vp_costs *costs,
+                          const char *sep, char *buf, size_t size);
+
+/* Writes "F=1 B=1 W=1 c=0" (and " F&B=x" when set) into buf. Returns buf. */
+char *vp__render_costs(const vp_costs *c, char *buf, size_t size);
+
+/* Writes "bubble 27.27% (makespan 18.18%), makespan 66, peak 4 units" into buf, parts
+ * joined by sep. Returns buf. */
+char *vp__render_numbers(const vp_timeline *tl, const vp_timeline_stats *st, const char *sep,
+                         char *buf, size_t size);
+
+/* Chunk of the stage of op's forward half (0 when the stage is out of range). */
+int vp__render_chunk(const vp_timeline *tl, int stage);
+
+#endif

@@ -1,0 +1,401 @@
+/* SVG pictures: one schedule, or a gallery of schedules on one shared time scale. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "render/render_internal.h"
+
+#define FONT "DejaVu Sans, Helvetica, Arial, sans-serif"
+#define MARGIN_L 64.0   /* device labels */
+#define MARGIN_R 84.0   /* peak labels */
+#define BAR_H 22.0      /* height of a device's op bar */
+#define MEM_GAP 3.0     /* bar to memory strip */
+#define MEM_H 24.0      /* memory strip */
+#define LANE_GAP 12.0   /* between lanes */
+#define AXIS_H 34.0     /* time axis with labels */
+#define PANEL_GAP 18.0  /* between gallery panels */
+#define PANEL_HEAD 24.0 /* gallery panel title */
+#define MIN_OP_PX 18.0  /* auto width: the shortest op gets at least this many pixels */
+#define CHAR_W 6.6      /* approximate advance of a 12px glyph, for laying out text */
+#define LEGEND_ROW 20.0 /* between legend rows */
+
+/* Base colours per kind (F, B, W, BW; F&B is drawn as its two halves). */
+static const unsigned kind_rgb[VP_OP_KIND_COUNT] = {0x3b6fb6, 0x2f9e5f, 0xe08a2e, 0x7b5ea7,
+                                                    0x3b6fb6};
+
+/* Page geometry shared by every panel. */
+typedef struct layout {
+    double k;      /* pixels per time unit */
+    double span;   /* time shown (the longest makespan) */
+    double plot_w; /* k * span */
+    double peak;   /* memory scale: largest peak over all timelines */
+    int chunks;    /* most chunks per device over all timelines */
+    int gallery;
+} layout;
+
+static void xml_text(FILE *out, const char *s) {
+    for (; *s; s++) {
+        if (*s == '&')
+            fputs("&amp;", out);
+        else if (*s == '<')
+            fputs("&lt;", out);
+        else if (*s == '>')
+            fputs("&gt;", out);
+        else if (*s == '"')
+            fputs("&quot;", out);
+        else if ((unsigned char)*s >= 0x20 || *s == '\t')
+            fputc(*s, out);
+    }
+}
+
+/* Colour of kind for a chunk: later chunks are mixed towards white. Sets *light when the
+ * result is pale enough to need dark text. */
+static void shade(int kind, int chunk, int chunks, char hex[8], int *light) {
+    double t = chunks > 1 ? 0.62 * chunk / (chunks - 1) : 0.0;
+    unsigned rgb = kind_rgb[kind], out = 0;
+    for (int sh = 16; sh >= 0; sh -= 8) {
+        double c = (rgb >> sh) & 0xff;
+        out |= (unsigned)lround(c + (255 - c) * t) << sh;
+    }
+    snprintf(hex, 8, "#%06x", out);
+    if (light)
+        *light = t >= 0.35 || kind == VP_OP_W;
+}
+
+/* Smallest 1/2/5 x 10^e step at least min_step. */
+static double nice_step(double min_step) {
+    double e = pow(10, floor(log10(min_step)));
+    static const double f[3] = {1, 2, 5};
+    for (int i = 0; i < 3; i++)
+        if (f[i] * e >= min_step)
+            return f[i] * e;
+    return 10 * e;
+}
+
+static double lane_pitch(const vp_timeline *tl) {
+    return BAR_H + (tl->has_mem ? MEM_GAP + MEM_H : 0) + LANE_GAP;
+}
+
+static double panel_height(const vp_timeline *tl, int gallery) {
+    return (gallery ? PANEL_HEAD : 0) + tl->p * lane_pitch(tl) + AXIS_H;
+}
+
+/* One rectangle with the microbatch number centred in it when it fits. */
+static void slice_rect(FILE *out, double x, double y, double w, double h, int kind, int chunk,
+                       int chunks, int mb, double font) {
+    char fill[8];
+    int light;
+    shade(kind, chunk, chunks, fill, &light);
+    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", x, y,
+            w, h, fill);
+    char num[16];
+    int len = snprintf(num, sizeof num, "%d", mb);
+    if (w >= len * font * 0.62 + 3 && h >= font)
+        fprintf(out,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"middle\" "
+                "fill=\"%s\">%s</text>\n",
+                x + w / 2, y + h / 2 + font * 0.36, font, light ? "#1f2933" : "#ffffff", num);
+}
+
+static void draw_slice(FILE *out, const vp_timeline *tl, const layout *L, const vp_slice *sl,
+                       double t0, double y) {
+    double x = MARGIN_L + (sl->start - t0) * L->k, w = (sl->end - sl->start) * L->k;
+    if (w <= 0)
+        return;
+    const vp_op *op = &sl->op;
+    int chunk = vp__render_chunk(tl, op->stage);
+    if (op->kind != VP_OP_FB) {
+        slice_rect(out, x, y, w, BAR_H, op->kind, chunk, L->chunks, op->mb, 11);
+    } else {
+        slice_rect(out, x, y, w, BAR_H / 2, VP_OP_F, chunk, L->chunks, op->mb, 9);
+        slice_rect(out, x, y + BAR_H / 2, w, BAR_H / 2, op->bkind, vp__render_chunk(tl, op->stage2),
+                   L->chunks, op->mb2, 9);
+    }
+    /* a thin white edge keeps neighbouring ops of one colour apart */
+    fprintf(out,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+            "stroke=\"#ffffff\" stroke-width=\"0.8\"/>\n",
+            x, y, w, BAR_H);
+}
+
+/* Step curve of memory after each op, under the device's bar. */
+static void draw_memory(FILE *out, const vp_timeline *tl, const layout *L, int d, double t0,
+                        double y) {
+    const vp_track *t = &tl->dev[d];
+    double base = y + MEM_H, scale = L->peak > 0 ? (MEM_H - 3) / L->peak : 0;
+    double x_end = MARGIN_L + L->plot_w, peak = 0;
+    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f5f7\"/>\n",
+            MARGIN_L, y, L->plot_w, MEM_H);
+    fprintf(out, "<path d=\"M%.1f %.1f", MARGIN_L, base);
+    for (int i = 0; i < t->n; i++) {
+        double x = MARGIN_L + (t->slices[i].end - t0) * L->k;
+        fprintf(out, " H%.1f V%.1f", x, base - t->slices[i].mem * scale);
+        peak = fmax(peak, t->slices[i].mem);
+    }
+    fprintf(out,
+            " H%.1f V%.1f Z\" fill=\"#b7c7d9\" fill-opacity=\"0.7\" stroke=\"#334e68\" "
+            "stroke-width=\"1\" stroke-linejoin=\"round\"/>\n",
+            x_end, base);
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#52606d\">peak %.4g</text>\n",
+            x_end + 8, base - 8, peak);
+    fprintf(out,
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" "
+            "fill=\"#7b8794\">mem</text>\n",
+            MARGIN_L - 8, base - 8);
+}
+
+/* Vertical grid lines (from top to bottom) and the labelled axis at y_axis. */
+static void draw_axis(FILE *out, const layout *L, double top, double y_axis) {
+    double step = nice_step(60.0 / L->k);
+    fprintf(out, "<g stroke=\"#e4e7eb\" stroke-width=\"1\">\n");
+    for (double t = 0; t <= L->span + 1e-9; t += step)
+        fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+                MARGIN_L + t * L->k, top, MARGIN_L + t * L->k, y_axis);
+    fprintf(out,
+            "</g>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#52606d\"/>\n",
+            MARGIN_L, y_axis, MARGIN_L + L->plot_w, y_axis);
+    fprintf(out, "<g font-size=\"10\" fill=\"#52606d\" text-anchor=\"middle\">\n");
+    for (double t = 0; t <= L->span + 1e-9; t += step)
+        fprintf(out,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#52606d\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n",
+                MARGIN_L + t * L->k, y_axis, MARGIN_L + t * L->k, y_axis + 4, MARGIN_L + t * L->k,
+                y_axis + 15, t);
+    fprintf(out,
+            "</g>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#52606d\">time</text>\n",
+            MARGIN_L + L->plot_w + 20, y_axis + 15);
+}
+
+/* One timeline's lanes (and, in a gallery, its title) starting at y. */
+static void draw_panel(FILE *out, const vp_timeline *tl, const layout *L, double y) {
+    vp_timeline_stats st;
+    vp_timeline_stats_get(tl, &st);
+    if (L->gallery) {
+        char nums[256];
+        fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\"><tspan font-weight=\"bold\">",
+                MARGIN_L, y + 15);
+        xml_text(out, tl->family);
+        if (st.chunks > 1)
+            fprintf(out, " (v=%d)", st.chunks);
+        fputs("</tspan><tspan fill=\"#52606d\" dx=\"12\">", out);
+        xml_text(out, vp__render_numbers(tl, &st, " \xc2\xb7 ", nums, sizeof nums));
+        fputs("</tspan></text>\n", out);
+        y += PANEL_HEAD;
+    }
+    double y_axis = y + tl->p * lane_pitch(tl) - LANE_GAP / 2;
+    draw_axis(out, L, y, y_axis);
+    for (int d = 0; d < tl->p; d++) {
+        double ly = y + d * lane_pitch(tl);
+        fprintf(out,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" "
+                "text-anchor=\"end\" fill=\"#323f4b\">dev %d</text>\n",
+                MARGIN_L - 8, ly + BAR_H / 2 + 4, d);
+        for (int i = 0; i < tl->dev[d].n; i++)
+            draw_slice(out, tl, L, &tl->dev[d].slices[i], st.t0, ly);
+        if (tl->has_mem)
+            draw_memory(out, tl, L, d, st.t0, ly + BAR_H + MEM_GAP);
+    }
+    if (L->gallery) {
+        double x = MARGIN_L + st.makespan * L->k;
+        fprintf(out,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" "
+                "stroke-width=\"1.2\" stroke-dasharray=\"4 3\"/>\n",
+                x, y - 4, x, y_axis);
+    }
+}
+
+/* Legend entries: one per kind present, then chunk shading, memory, numbers. */
+enum { LEG_CHUNKS = VP_OP_KIND_COUNT, LEG_MEMORY, LEG_NUMBERS, LEG_COUNT };
+
+static const char *legend_text(int item) {
+    static const char *const text[LEG_COUNT] = {"F forward",
+                                                "B input backward",
+                                                "W weight backward",
+                                                "BW full backward",
+                                                "F&B overlapped F + backward",
+                                                "lighter = later chunk",
+                                                "memory (units)",
+                                                "numbers: microbatch"};
+    return text[item];
+}
+
+/* Which entries the page shows; returns how many. */
+static int legend_items(const vp_timeline *const *tls, int n, const layout *L, int *items) {
+    int present[VP_OP_KIND_COUNT] = {0}, mem = 0, k = 0;
+    for (int i = 0; i < n; i++) {
+        mem |= tls[i]->has_mem;
+        for (int d = 0; d < tls[i]->p; d++)
+            for (int j = 0; j < tls[i]->dev[d].n; j++)
+                present[tls[i]->dev[d].slices[j].op.kind] = 1;
+    }
+    for (int kind = 0; kind < VP_OP_KIND_COUNT; kind++)
+        if (present[kind])
+            items[k++] = kind;
+    if (L->chunks > 1)
+        items[k++] = LEG_CHUNKS;
+    if (mem)
+        items[k++] = LEG_MEMORY;
+    items[k++] = LEG_NUMBERS;
+    return k;
+}
+
+/* Lays the entries out in rows that fit the page; fills x (and row) per entry when given,
+ * returns the number of rows. */
+static int legend_rows(const int *items, int k, const layout *L, double *x, int *row) {
+    double left = MARGIN_L, right = MARGIN_L + L->plot_w + MARGIN_R - 8, at = left;
+    int rows = 1;
+    for (int i = 0; i < k; i++) {
+        double w = (items[i] == LEG_NUMBERS ? 0 : 19) + strlen(legend_text(items[i])) * CHAR_W;
+        if (at > left && at + w > right) {
+            rows++;
+            at = left;
+        }
+        if (x) {
+            x[i] = at;
+            row[i] = rows - 1;
+        }
+        at += w + 16;
+    }
+    return rows;
+}
+
+/* The legend, first row's baseline at y. */
+static void draw_legend(FILE *out, const vp_timeline *const *tls, int n, const layout *L,
+                        double y) {
+    int items[LEG_COUNT], row[LEG_COUNT];
+    double xs[LEG_COUNT];
+    int k = legend_items(tls, n, L, items);
+    legend_rows(items, k, L, xs, row);
+    char fill[8];
+    fprintf(out, "<g font-size=\"12\" fill=\"#323f4b\">\n");
+    for (int i = 0; i < k; i++) {
+        double x = xs[i], yy = y + row[i] * LEGEND_ROW;
+        int it = items[i];
+        if (it < VP_OP_KIND_COUNT) {
+            shade(it, 0, 1, fill, NULL);
+            fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>", x,
+                    yy - 11, fill);
+            if (it == VP_OP_FB) {
+                shade(VP_OP_BW, 0, 1, fill, NULL);
+                fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"7\" fill=\"%s\"/>",
+                        x, yy - 4, fill);
+            }
+        } else if (it == LEG_CHUNKS) {
+            for (int c = 0; c < 2; c++) {
+                shade(VP_OP_F, c ? L->chunks - 1 : 0, L->chunks, fill, NULL);
+                fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"14\" fill=\"%s\"/>",
+                        x + 7 * c, yy - 11, fill);
+            }
+        } else if (it == LEG_MEMORY) {
+            fprintf(out,
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"#b7c7d9\" "
+                    "stroke=\"#334e68\"/>",
+                    x, yy - 11);
+        }
+        fprintf(out, "<text x=\"%.1f\" y=\"%.1f\"%s>", x + (it == LEG_NUMBERS ? 0 : 19), yy,
+                it == LEG_NUMBERS ? " fill=\"#7b8794\"" : "");
+        if (it == LEG_MEMORY)
+            fprintf(out, "memory (%s)", tls[0]->mem_unit);
+        else
+            xml_text(out, legend_text(it));
+        fputs("</text>\n", out);
+    }
+    fputs("</g>\n", out);
+}
+
+/* Shared scales: the shortest op gets MIN_OP_PX unless that makes the page too wide. */
+static layout make_layout(const vp_timeline *const *tls, int n, const vp_render_opts *o) {
+    layout L = {0};
+    double min_dur = INFINITY;
+    for (int i = 0; i < n; i++) {
+        vp_timeline_stats st;
+        vp_timeline_stats_get(tls[i], &st);
+        L.span = fmax(L.span, st.makespan);
+        L.peak = fmax(L.peak, st.peak_max);
+        L.chunks = st.chunks > L.chunks ? st.chunks : L.chunks;
+        for (int d = 0; d < tls[i]->p; d++)
+            for (int j = 0; j < tls[i]->dev[d].n; j++) {
+                double dur = tls[i]->dev[d].slices[j].end - tls[i]->dev[d].slices[j].start;
+                if (dur > 0)
+                    min_dur = fmin(min_dur, dur);
+            }
+    }
+    if (L.span <= 0)
+        L.span = 1;
+    if (o->width > 0)
+        L.plot_w = o->width;
+    else
+        L.plot_w = fmin(2000, fmax(760, isfinite(min_dur) ? MIN_OP_PX / min_dur * L.span : 0));
+    L.k = L.plot_w / L.span;
+    L.gallery = n > 1;
+    return L;
+}
+
+static vp_status draw_page(FILE *out, const vp_timeline *const *tls, int n,
+                           const vp_render_opts *opts, vp_error *err) {
+    if (n < 1)
+        return vp__fail(err, VP_EINVAL, "render: a gallery needs at least one schedule");
+    vp_render_opts o = opts ? *opts : (vp_render_opts){0};
+    layout L = make_layout(tls, n, &o);
+    vp_timeline_stats st0;
+    vp_timeline_stats_get(tls[0], &st0);
+
+    int items[LEG_COUNT];
+    int legend_n = legend_items(tls, n, &L, items);
+    double head_h = 96 + (legend_rows(items, legend_n, &L, NULL, NULL) - 1) * LEGEND_ROW;
+    double height = head_h;
+    for (int i = 0; i < n; i++)
+        height += panel_height(tls[i], L.gallery) + (i ? PANEL_GAP : 0);
+    double width = MARGIN_L + L.plot_w + MARGIN_R;
+    fprintf(out,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "viewBox=\"0 0 %.0f %.0f\" font-family=\"%s\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
+            width, height, width, height, FONT);
+
+    char head[512], line2[512];
+    if (o.title)
+        snprintf(head, sizeof head, "%s", o.title);
+    else if (L.gallery)
+        snprintf(head, sizeof head, "vpipe compare \xc2\xb7 p=%d m=%d", tls[0]->p, tls[0]->m);
+    else
+        vp__render_headline(tls[0], &st0, o.costs, " \xc2\xb7 ", head, sizeof head);
+    if (!L.gallery)
+        vp__render_numbers(tls[0], &st0, " \xc2\xb7 ", line2, sizeof line2);
+    else if (o.costs)
+        vp__render_costs(o.costs, line2, sizeof line2);
+    else
+        line2[0] = '\0';
+    fprintf(out,
+            "<text x=\"%.1f\" y=\"30\" font-size=\"19\" font-weight=\"bold\" fill=\"#1f2933\">",
+            MARGIN_L);
+    xml_text(out, head);
+    fprintf(out, "</text>\n<text x=\"%.1f\" y=\"52\" font-size=\"13\" fill=\"#52606d\">", MARGIN_L);
+    xml_text(out, line2);
+    if (L.gallery)
+        xml_text(out, "  (one time scale and one memory scale; dashed line: makespan)");
+    fputs("</text>\n", out);
+    draw_legend(out, tls, n, &L, 78);
+
+    double y = head_h;
+    for (int i = 0; i < n; i++) {
+        draw_panel(out, tls[i], &L, y);
+        y += panel_height(tls[i], L.gallery) + PANEL_GAP;
+    }
+    fputs("</svg>\n", out);
+    if (ferror(out))
+        return vp__fail(err, VP_EIO, "render: write failed");
+    return VP_OK;
+}
+
+vp_status vp_render_svg(FILE *out, const vp_timeline *tl, const vp_render_opts *opts,
+                        vp_error *err) {
+    return draw_page(out, &tl, 1, opts, err);
+}
+
+vp_status vp_render_svg_gallery(FILE *out, const vp_timeline *const *tls, int n,
+                                const vp_render_opts *opts, vp_error *err) {
+    return draw_page(out, tls, n, opts, err);
+}

@@ -1,0 +1,163 @@
+/* The neutral timeline every renderer reads, and the titles they share. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "render/render_internal.h"
+
+vp_timeline *vp_timeline_new(const char *family, int p, int S, int m) {
+    if (p < 1 || S < 1 || m < 0)
+        return NULL;
+    vp_timeline *tl = vp__calloc(1, sizeof *tl);
+    if (!tl)
+        return NULL;
+    snprintf(tl->family, sizeof tl->family, "%s", family ? family : "custom");
+    snprintf(tl->mem_unit, sizeof tl->mem_unit, "units");
+    tl->p = p;
+    tl->S = S;
+    tl->m = m;
+    tl->trace_us = 1000.0;
+    tl->stage_chunk = vp__calloc((size_t)S, sizeof *tl->stage_chunk);
+    tl->dev = vp__calloc((size_t)p, sizeof *tl->dev);
+    if (!tl->stage_chunk || !tl->dev) {
+        vp_timeline_free(tl);
+        return NULL;
+    }
+    return tl;
+}
+
+void vp_timeline_free(vp_timeline *tl) {
+    if (!tl)
+        return;
+    if (tl->dev)
+        for (int d = 0; d < tl->p; d++)
+            free(tl->dev[d].slices);
+    free(tl->dev);
+    free(tl->stage_chunk);
+    free(tl);
+}
+
+vp_status vp_timeline_add(vp_timeline *tl, int d, vp_slice slice, vp_error *err) {
+    if (!tl || d < 0 || d >= tl->p)
+        return vp__fail(err, VP_EINVAL, "timeline: no device %d", d);
+    if (!(slice.end >= slice.start) || !isfinite(slice.start) || !isfinite(slice.end))
+        return vp__fail(err, VP_EINVAL,
+                        "timeline: device %d: slice ends (%g) before it starts (%g)", d, slice.end,
+                        slice.start);
+    vp_track *t = &tl->dev[d];
+    if (vp__grow((void **)&t->slices, &t->cap, t->n + 1, sizeof *t->slices))
+        return vp__fail(err, VP_ENOMEM, "timeline: out of memory");
+    t->slices[t->n++] = slice;
+    return VP_OK;
+}
+
+vp_status vp_timeline_from_sim(const vp_schedule *s, const vp_sim *sim, vp_timeline **out,
+                               vp_error *err) {
+    *out = NULL;
+    if (!s || !sim || sim->p != s->p)
+        return vp__fail(err, VP_EINVAL, "timeline: the simulation does not belong to the schedule");
+    vp_timeline *tl = vp_timeline_new(s->family, s->p, s->S, s->m);
+    if (!tl)
+        return vp__fail(err, VP_ENOMEM, "timeline: out of memory");
+    memcpy(tl->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof *tl->stage_chunk);
+    tl->has_mem = sim->mem_after != NULL;
+    for (int d = 0; d < s->p; d++) {
+        for (int i = 0; i < s->dev[d].n; i++) {
+            vp_slice sl = {s->dev[d].ops[i], sim->start[d][i], sim->end[d][i],
+                           tl->has_mem ? sim->mem_after[d][i] : 0.0};
+            vp_status st = vp_timeline_add(tl, d, sl, err);
+            if (st) {
+                vp_timeline_free(tl);
+                return st;
+            }
+        }
+    }
+    *out = tl;
+    return VP_OK;
+}
+
+void vp_timeline_stats_get(const vp_timeline *tl, vp_timeline_stats *st) {
+    memset(st, 0, sizeof *st);
+    double t0 = INFINITY, t1 = -INFINITY, busy = 0, span_max = 0;
+    for (int d = 0; d < tl->p; d++) {
+        const vp_track *t = &tl->dev[d];
+        if (t->n == 0)
+            continue;
+        double first = t->slices[0].start, last = t->slices[0].end;
+        for (int i = 0; i < t->n; i++) {
+            const vp_slice *sl = &t->slices[i];
+            first = fmin(first, sl->start);
+            last = fmax(last, sl->end);
+            busy += sl->end - sl->start;
+            if (tl->has_mem)
+                st->peak_max = fmax(st->peak_max, sl->mem);
+        }
+        t0 = fmin(t0, first);
+        t1 = fmax(t1, last);
+        span_max = fmax(span_max, last - first);
+    }
+    for (int s = 0; s < tl->S; s++)
+        if (tl->stage_chunk[s] + 1 > st->chunks)
+            st->chunks = tl->stage_chunk[s] + 1;
+    if (t1 < t0)
+        return; /* no slices at all */
+    st->t0 = t0;
+    st->makespan = t1 - t0;
+    double mean_busy = busy / tl->p;
+    st->bubble = span_max > 0 ? 1.0 - mean_busy / span_max : 0.0;
+    st->bubble_makespan = st->makespan > 0 ? 1.0 - mean_busy / st->makespan : 0.0;
+}
+
+int vp__render_chunk(const vp_timeline *tl, int stage) {
+    return stage >= 0 && stage < tl->S ? tl->stage_chunk[stage] : 0;
+}
+
+/* snprintf that appends at *pos and never runs past size. */
+static void append(char *buf, size_t size, size_t *pos, const char *fmt, ...) VP_PRINTF(4, 5);
+static void append(char *buf, size_t size, size_t *pos, const char *fmt, ...) {
+    if (*pos >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *pos, size - *pos, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *pos = *pos + (size_t)n < size ? *pos + (size_t)n : size - 1;
+}
+
+char *vp__render_costs(const vp_costs *c, char *buf, size_t size) {
+    size_t pos = 0;
+    buf[0] = '\0';
+    append(buf, size, &pos, "F=%g B=%g W=%g c=%g", c->f, c->b, c->w, c->c);
+    if (c->fb >= 0)
+        append(buf, size, &pos, " F&B=%g", c->fb);
+    return buf;
+}
+
+char *vp__render_headline(const vp_timeline *tl, const vp_timeline_stats *st, const vp_costs *costs,
+                          const char *sep, char *buf, size_t size) {
+    size_t pos = 0;
+    buf[0] = '\0';
+    append(buf, size, &pos, "%s%sp=%d m=%d", tl->family, sep, tl->p, tl->m);
+    if (st->chunks > 1)
+        append(buf, size, &pos, " v=%d", st->chunks);
+    if (costs) {
+        char text[128];
+        append(buf, size, &pos, "%s%s", sep, vp__render_costs(costs, text, sizeof text));
+    }
+    return buf;
+}
+
+char *vp__render_numbers(const vp_timeline *tl, const vp_timeline_stats *st, const char *sep,
+                         char *buf, size_t size) {
+    size_t pos = 0;
+    buf[0] = '\0';
+    append(buf, size, &pos, "bubble %.2f%% (of makespan %.2f%%)%smakespan %.4g", 100 * st->bubble,
+           100 * st->bubble_makespan, sep, st->makespan);
+    if (tl->has_mem)
+        append(buf, size, &pos, "%speak %.4g %s", sep, st->peak_max, tl->mem_unit);
+    return buf;
+}

@@ -1,0 +1,647 @@
+/* The executor: runs a schedule's op lists on the model, one rank per device. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/internal.h"
+#include "runtime/transport.h"
+#include "vpipe/runtime.h"
+#include "vpipe/sim.h"
+
+/* ---- plan: layers per stage -------------------------------------------------------- */
+
+vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err) {
+    if (route_len < 1 || n_layer < 0)
+        return vp__fail(err, VP_EINVAL, "cannot split %d layers over %d stages", n_layer,
+                        route_len);
+    /* Equal shares; the remainder (< route_len) goes to the middle stages, and what the
+     * middle cannot take (at most one layer) to the first stage. */
+    int base = n_layer / route_len, rem = n_layer % route_len;
+    l0[0] = 0;
+    for (int k = 0; k < route_len; k++) {
+        int is_middle = k > 0 && k < route_len - 1;
+        int count = base + (is_middle && k <= rem);
+        if (k == 0 && rem > route_len - 2 && route_len > 1)
+            count++;
+        if (is_middle && count == 0)
+            return vp__fail(err, VP_EINVAL,
+                            "%d layers cannot fill %d stages: every stage but the first and "
+                            "the last needs a layer (use at least %d layers)",
+                            n_layer, route_len, route_len - 2);
+        l0[k + 1] = l0[k] + count;
+    }
+    return VP_OK;
+}
+
+/* Position of stage st on its route, and whether it is the route's first or last. */
+static int route_pos(const vp_schedule *s, int st) {
+    return st % s->route_len;
+}
+
+/* Order in which stage st runs its weight gradients is microbatch order. */
+static int w_in_order(const vp_schedule *s, int st) {
+    int d = s->stage_device[st], next = -1;
+    for (int k = 0; k < s->dev[d].n; k++) {
+        const vp_op *op = &s->dev[d].ops[k];
+        int kind = op->kind, stage = op->stage, mb = op->mb;
+        if (kind == VP_OP_FB)
+            kind = op->bkind, stage = op->stage2, mb = op->mb2;
+        if (stage != st || (kind != VP_OP_W && kind != VP_OP_BW))
+            continue;
+        if (mb < next)
+            return 0;
+        next = mb;
+    }
+    return 1;
+}
+
+vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg, int *bit_exact,
+                                 vp_error *err) {
+    vp_status rc = vp_schedule_validate(s, err);
+    if (rc != VP_OK)
+        return rc;
+    if (s->placement == VP_PLACE_BIDIR)
+        for (int j = 0; j < s->m; j++)
+            if (s->mb_first[j] % s->route_len != 0)
+                return vp__fail(err, VP_EINVALID, "microbatch %d starts mid-route", j);
+    if (s->placement != VP_PLACE_BIDIR && s->route_len != s->S)
+        return vp__fail(err, VP_EINVALID, "only the bidirectional placement has two routes");
+    rc = vp_model_config_check(cfg, err);
+    if (rc != VP_OK)
+        return rc;
+    int *l0 = vp__calloc((size_t)s->route_len + 1, sizeof *l0);
+    if (!l0)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    rc = vp_split_layers(cfg->n_layer, s->route_len, l0, err);
+    free(l0);
+    if (rc != VP_OK)
+        return rc;
+    if (bit_exact) {
+        *bit_exact = s->placement != VP_PLACE_BIDIR;
+        for (int st = 0; st < s->S; st++)
+            if (!w_in_order(s, st))
+                *bit_exact = 0;
+    }
+    return VP_OK;
+}
+
+/* ---- the run ------------------------------------------------------------------------ */
+
+typedef struct run {
+    const vp_pipeline_options *o;
+    const vp_schedule *s;
+    const vp_data *data;
+    vp_train_callback callback;
+    void *user;
+    vp_transport *t;
+    int L, units;                       /* layers; gradient-norm units: embedding, layers, head */
+    int *l0;                            /* [route_len + 1] */
+    size_t io_floats;                   /* B*T*C: one tensor between stages */
+    vp_stage **stage;                   /* [S] */
+    vp_mem **mem;                       /* [p] */
+    size_t *peak;                       /* [p] training peak of each rank */
+    double **t_start, **t_end, **t_mem; /* [p][n_d] last step, ms and MiB */
+    double *busy, *span;                /* [p] last step */
+    vp_error *rank_err;                 /* [p] */
+    vp_status *rank_rc;                 /* [p] */
+    vp_train_result res;                /* filled by rank 0 */
+} run;
+
+typedef struct rank_ctx {
+    run *r;
+    int rank;
+    uint8_t *tokens, *targets;
+    double compute_start; /* when the current op's inputs had arrived (< 0: not yet) */
+} rank_ctx;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int is_first(const run *r, int st) {
+    return route_pos(r->s, st) == 0;
+}
+
+static int is_last(const run *r, int st) {
+    return route_pos(r->s, st) == r->s->route_len - 1;
+}
+
+/* Fails the rank: records the error and aborts every rank. */
+static vp_status rank_fail(rank_ctx *c, vp_status rc, const vp_error *e) {
+    run *r = c->r;
+    if (r->rank_rc[c->rank] == VP_OK) {
+        r->rank_rc[c->rank] = rc;
+        if (e)
+            r->rank_err[c->rank] = *e;
+    }
+    char msg[700];
+    snprintf(msg, sizeof msg, "rank %d: %s", c->rank, e ? e->message : vp_status_str(rc));
+    r->t->vt->abort(r->t, c->rank, msg);
+    return rc;
+}
+
+/* The forward of (st, mb): input from the batch or the previous stage, output to the next
+ * stage or a loss into *loss. */
+static vp_status run_forward(rank_ctx *c, int st, int mb, uint64_t batch, int validation,
+                             double *loss, vp_error *err) {
+    run *r = c->r;
+    const vp_schedule *s = r->s;
+    int first = is_first(r, st), last = is_last(r, st);
+    const vp_model_config *cfg = &r->o->train.model;
+    float *in = NULL, *out = NULL;
+    vp_status rc = VP_OK;
+    if (first || last)
+        rc = vp_data_batch(r->data, validation, validation ? 0 : r->o->train.seed, batch,
+                           cfg->microbatch, cfg->seq_len, c->tokens, c->targets, err);
+    if (rc == VP_OK && !first)
+        rc =
+            r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_ACT}, r->io_floats, &in, err);
+    if (rc == VP_OK && c->compute_start < 0)
+        c->compute_start = now_ms();
+    if (rc == VP_OK)
+        rc =
+            vp_stage_forward(r->stage[st], mb, in, first ? c->tokens : NULL,
+                             last ? c->targets : NULL, last ? NULL : &out, last ? loss : NULL, err);
+    if (rc == VP_OK && !last)
+        rc = r->t->vt->send(r->t, c->rank, s->stage_device[st + 1],
+                            (vp_msg_key){st + 1, mb, VP_MSG_ACT}, out, r->io_floats, err);
+    return rc;
+}
+
+static vp_status run_backward(rank_ctx *c, int kind, int st, int mb, vp_error *err) {
+    run *r = c->r;
+    const vp_schedule *s = r->s;
+    vp_status rc = VP_OK;
+    if (kind == VP_OP_B || kind == VP_OP_BW) {
+        int first = is_first(r, st), last = is_last(r, st);
+        float *dout = NULL, *din = NULL;
+        if (!last)
+            rc = r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_GRAD}, r->io_floats,
+                                &dout, err);
+        if (rc == VP_OK && c->compute_start < 0)
+            c->compute_start = now_ms();
+        if (rc == VP_OK)
+            rc = vp_stage_backward_input(r->stage[st], mb, dout, 1.0f / (float)s->m,
+                                         first ? NULL : &din, err);
+        if (rc == VP_OK && !first)
+            rc = r->t->vt->send(r->t, c->rank, s->stage_device[st - 1],
+                                (vp_msg_key){st - 1, mb, VP_MSG_GRAD}, din, r->io_floats, err);
+    }
+    if (rc == VP_OK && c->compute_start < 0)
+        c->compute_start = now_ms();
+    if (rc == VP_OK && (kind == VP_OP_W || kind == VP_OP_BW))
+        rc = vp_stage_backward_weight(r->stage[st], mb, err);
+    return rc;
+}
+
+/* Runs one op; the loss of a last stage's forward goes to losses[mb]. */
+static vp_status run_op(rank_ctx *c, const vp_op *op, int step, double *losses, vp_error *err) {
+    uint64_t batch = (uint64_t)step * (uint64_t)c->r->s->m;
+    if (op->kind == VP_OP_F || op->kind == VP_OP_FB) {
+        vp_status rc =
+            run_forward(c, op->stage, op->mb, batch + (uint64_t)op->mb, 0, &losses[op->mb], err);
+        if (rc != VP_OK || op->kind == VP_OP_F)
+            return rc;
+        return run_backward(c, op->bkind, op->stage2, op->mb2, err);
+    }
+    return run_backward(c, op->kind, op->stage, op->mb, err);
+}
+
+/* Gradient-norm unit of the first parameter group of stage st: 0 is the embeddings,
+ * 1 + i layer i, L + 1 the head. */
+static int first_unit(const run *r, int st) {
+    return is_first(r, st) ? 0 : 1 + r->l0[route_pos(r->s, st)];
+}
+
+/* Stages whose gradients count once: the first copy of a bidirectional model. */
+static int counts_for_norm(const run *r, int st) {
+    return r->s->placement != VP_PLACE_BIDIR || st < r->s->route_len;
+}
+
+/* Bidirectional placement: each replica stage adds its twin's gradients (a + b = b + a,
+ * so both copies end bit-identical). */
+static vp_status sum_replicas(rank_ctx *c, vp_error *err) {
+    run *r = c->r;
+    const vp_schedule *s = r->s;
+    if (s->placement != VP_PLACE_BIDIR)
+        return VP_OK;
+    vp_status rc = VP_OK;
+    for (int st = 0; rc == VP_OK && st < s->S; st++) {
+        if (s->stage_device[st] != c->rank)
+            continue;
+        int twin = (st + s->route_len) % s->S;
+        size_t n;
+        float *g = vp_stage_grads(r->stage[st], &n);
+        float *copy = malloc(n * sizeof *copy);
+        if (!copy)
+            return vp__fail(err, VP_ENOMEM, "out of memory");
+        memcpy(copy, g, n * sizeof *copy);
+        rc = r->t->vt->send(r->t, c->rank, s->stage_device[twin],
+                            (vp_msg_key){st, 0, VP_MSG_REPLICA}, copy, n, err);
+    }
+    for (int st = 0; rc == VP_OK && st < s->S; st++) {
+        if (s->stage_device[st] != c->rank)
+            continue;
+        int twin = (st + s->route_len) % s->S;
+        size_t n;
+        float *g = vp_stage_grads(r->stage[st], &n), *other = NULL;
+        rc = r->t->vt->recv(r->t, c->rank, (vp_msg_key){twin, 0, VP_MSG_REPLICA}, n, &other, err);
+        for (size_t i = 0; rc == VP_OK && i < n; i++)
+            g[i] += other[i];
+        free(other);
+    }
+    return rc;
+}
+
+/* Mean loss over the microbatches and global gradient norm, the same on every rank and
+ * summed in the single-rank reference's order. */
+static vp_status reduce_step(rank_ctx *c, double *losses, double *loss, double *norm,
+                             vp_error *err) {
+    run *r = c->r;
+    const vp_schedule *s = r->s;
+    int m = s->m;
+    double *v = vp__calloc((size_t)(m + r->units), sizeof *v);
+    if (!v)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int j = 0; j < m; j++)
+        if (s->stage_device[vp_schedule_last_stage(s, j)] == c->rank)
+            v[j] = losses[j];
+    for (int st = 0; st < s->S; st++)
+        if (s->stage_device[st] == c->rank && counts_for_norm(r, st))
+            vp_stage_grad_sumsq_units(r->stage[st], v + m + first_unit(r, st));
+    vp_status rc = r->t->vt->sum(r->t, c->rank, v, m + r->units, err);
+    if (rc == VP_OK) {
+        double lsum = 0.0, gsum = 0.0;
+        for (int j = 0; j < m; j++)
+            lsum += v[j];
+        for (int u = 0; u < r->units; u++)
+            gsum += v[m + u];
+        *loss = lsum / m;
+        *norm = sqrt(gsum);
+    }
+    free(v);
+    return rc;
+}
+
+/* Forward-only validation loss over eval_batches windows, every rank taking its stages
+ * of the first route in order. */
+static vp_status evaluate(rank_ctx *c, double *val, vp_error *err) {
+    run *r = c->r;
+    const vp_schedule *s = r->s;
+    int batches = r->o->train.eval_batches;
+    double *v = vp__calloc((size_t)batches, sizeof *v);
+    if (!v)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_status rc = VP_OK;
+    for (int e = 0; rc == VP_OK && e < batches; e++)
+        for (int st = 0; rc == VP_OK && st < s->route_len; st++) {
+            if (s->stage_device[st] != c->rank)
+                continue;
+            rc = run_forward(c, st, 0, (uint64_t)e, 1, &v[e], err);
+            vp_stage_discard(r->stage[st], 0);
+        }
+    if (rc == VP_OK)
+        rc = r->t->vt->sum(r->t, c->rank, v, batches, err);
+    if (rc == VP_OK) {
+        double sum = 0.0;
+        for (int e = 0; e < batches; e++)
+            sum += v[e];
+        *val = sum / batches;
+    }
+    free(v);
+    return rc;
+}
+
+/* Runs the op list of one step and records the times of the last step: an op starts
+ * when its inputs have arrived (waiting is idle time) and ends when its compute does. */
+static vp_status run_ops(rank_ctx *c, int step, double *losses, vp_error *err) {
+    run *r = c->r;
+    const vp_oplist *ops = &r->s->dev[c->rank];
+    const vp_pipeline_options *o = r->o;
+    double t0 = now_ms(), busy = 0.0;
+    for (int k = 0; k < ops->n; k++) {
+        char label[48];
+        vp_op_format(&ops->ops[k], label, sizeof label);
+        vp_transport_set_op(r->t, c->rank, k, label);
+        if (c->rank == o->fail_rank && step == o->fail_step && k == o->fail_op) {
+            if (!o->fail_stall)
+                return vp__fail(err, VP_ERUNTIME, "injected failure before op %d (%s) of step %d",
+                                k, label, step);
+            float *never = NULL; /* no rank sends this: the watchdog ends the wait */
+            return r->t->vt->recv(r->t, c->rank, (vp_msg_key){-1, -1, VP_MSG_ACT}, 0, &never, err);
+        }
+        c->compute_start = -1.0;
+        vp_status rc = run_op(c, &ops->ops[k], step, losses, err);
+        if (rc != VP_OK)
+            return rc;
+        double a = c->compute_start, b = now_ms();
+        busy += b - a;
+        r->t_start[c->rank][k] = a - t0;
+        r->t_end[c->rank][k] = b - t0;
+        r->t_mem[c->rank][k] = (double)vp_mem_current(r->mem[c->rank]) / (1024.0 * 1024.0);
+    }
+    vp_transport_set_op(r->t, c->rank, -1, NULL);
+    size_t pk = vp_mem_peak(r->mem[c->rank]);
+    if (pk > r->peak[c->rank])
+        r->peak[c->rank] = pk;
+    r->busy[c->rank] = busy;
+    r->span[c->rank] = ops->n ? r->t_end[c->rank][ops->n - 1] - r->t_start[c->rank][0] : 0.0;
+    return VP_OK;
+}
+
+/* One optimiser step on every rank; rank 0 reports progress. *stop is set when the
+ * callback asks to stop. */
+static vp_status train_step(rank_ctx *c, int step, double *losses, vp_train_progress *p, int *stop,
+                            vp_error *err) {
+    run *r = c->r;
+    const vp_train_options *o = &r->o->train;
+    const vp_schedule *s = r->s;
+    for (int st = 0; st < s->S; st++)
+        if (s->stage_device[st] == c->rank)
+            vp_stage_zero_grad(r->stage[st]);
+    vp_status rc = r->t->vt->barrier(r->t, c->rank, err);
+    double t0 = now_ms();
+    if (rc == VP_OK)
+        rc = run_ops(c, step, losses, err);
+    if (rc == VP_OK)
+        rc = sum_replicas(c, err);
+    if (rc == VP_OK)
+        rc = reduce_step(c, losses, &p->loss, &p->grad_norm, err);
+    if (rc != VP_OK)
+        return rc;
+    if (!isfinite(p->loss) || !isfinite(p->grad_norm))
+        return vp__fail(err, VP_ERUNTIME, "step %d: loss %g, gradient norm %g is not finite",
+                        step + 1, p->loss, p->grad_norm);
+    float scale = o->clip > 0.0 && p->grad_norm > o->clip ? (float)(o->clip / p->grad_norm) : 1.0f;
+    p->lr = vp_lr_at(o->schedule, step, o->steps, o->warmup, o->lr, o->min_lr);
+    for (int st = 0; st < s->S; st++)
+        if (s->stage_device[st] == c->rank)
+            vp_stage_adamw(r->stage[st], &o->adamw, step + 1, (float)p->lr, scale);
+    rc = r->t->vt->barrier(r->t, c->rank, err);
+    p->step_ms = now_ms() - t0;
+    size_t tokens = (size_t)o->model.microbatch * (size_t)o->model.seq_len * (size_t)s->m;
+    p->tokens_per_s = (double)tokens / (p->step_ms / 1e3);
+    int eval = step + 1 == o->steps || (o->eval_every && (step + 1) % o->eval_every == 0);
+    if (rc == VP_OK && eval)
+        rc = evaluate(c, &p->val_loss, err);
+    double want_stop = 0.0;
+    if (rc == VP_OK && c->rank == 0 && r->callback)
+        want_stop = r->callback(p, r->user) ? 0.0 : 1.0;
+    if (rc == VP_OK)
+        rc = r->t->vt->sum(r->t, c->rank, &want_stop, 1, err);
+    *stop = want_stop > 0.0;
+    if (rc == VP_OK && *stop && !eval)
+        rc = evaluate(c, &p->val_loss, err);
+    return rc;
+}
+
+static void *rank_main(void *arg) {
+    rank_ctx *c = arg;
+    run *r = c->r;
+    const vp_train_options *o = &r->o->train;
+    vp_error err = {0};
+    vp_status rc = VP_OK;
+    size_t N = (size_t)o->model.microbatch * (size_t)o->model.seq_len;
+    double *losses = vp__calloc((size_t)r->s->m, sizeof *losses);
+    c->tokens = malloc(N);
+    c->targets = malloc(N);
+    if (!losses || !c->tokens || !c->targets)
+        rc = vp__fail(&err, VP_ENOMEM, "out of memory");
+    vp_blas_set_threads(1);
+    double total_ms = 0.0;
+    for (int step = 0; rc == VP_OK && step < o->steps; step++) {
+        vp_train_progress p = {.step = step + 1, .steps = o->steps, .val_loss = NAN};
+        int stop = 0;
+        rc = train_step(c, step, losses, &p, &stop, &err);
+        if (rc != VP_OK)
+            break;
+        total_ms += p.step_ms;
+        if (c->rank == 0) {
+            r->res.steps = step + 1;
+            r->res.train_loss = p.loss;
+            r->res.val_loss = p.val_loss;
+            r->res.step_ms = total_ms / (step + 1);
+            r->res.tokens_per_s = (double)(N * (size_t)r->s->m) / (r->res.step_ms / 1e3);
+        }
+        if (stop)
+            break;
+    }
+    if (rc != VP_OK)
+        rank_fail(c, rc, &err);
+    free(losses);
+    free(c->tokens);
+    free(c->targets);
+    return NULL;
+}
+
+/* ---- set-up and results ------------------------------------------------------------- */
+
+void vp_pipeline_options_default(vp_pipeline_options *o) {
+    memset(o, 0, sizeof *o);
+    vp_train_options_default(&o->train);
+    o->watchdog_s = 60.0;
+    o->fail_rank = -1;
+}
+
+void vp_pipeline_result_release(vp_pipeline_result *r) {
+    if (!r)
+        return;
+    free(r->layer_start);
+    free(r->peak_act_bytes);
+    free(r->predicted_peak_bytes);
+    free(r->bubble_measured);
+    vp_timeline_free(r->measured);
+    memset(r, 0, sizeof *r);
+}
+
+static void run_free(run *r) {
+    int p = r->s->p;
+    for (int st = 0; r->stage && st < r->s->S; st++)
+        vp_stage_free(r->stage[st]);
+    for (int d = 0; d < p; d++) {
+        if (r->mem)
+            vp_mem_free(r->mem[d]);
+        if (r->t_start)
+            free(r->t_start[d]);
+        if (r->t_end)
+            free(r->t_end[d]);
+        if (r->t_mem)
+            free(r->t_mem[d]);
+    }
+    free(r->stage);
+    free(r->mem);
+    free(r->t_start);
+    free(r->t_end);
+    free(r->t_mem);
+    free(r->busy);
+    free(r->span);
+    free(r->peak);
+    free(r->rank_err);
+    free(r->rank_rc);
+    free(r->l0);
+    if (r->t)
+        r->t->vt->free(r->t);
+}
+
+static vp_status run_alloc(run *r, vp_error *err) {
+    const vp_schedule *s = r->s;
+    size_t p = (size_t)s->p;
+    r->l0 = vp__calloc((size_t)s->route_len + 1, sizeof *r->l0);
+    r->stage = vp__calloc((size_t)s->S, sizeof *r->stage);
+    r->mem = vp__calloc(p, sizeof *r->mem);
+    r->t_start = vp__calloc(p, sizeof *r->t_start);
+    r->t_end = vp__calloc(p, sizeof *r->t_end);
+    r->t_mem = vp__calloc(p, sizeof *r->t_mem);
+    r->busy = vp__calloc(p, sizeof *r->busy);
+    r->span = vp__calloc(p, sizeof *r->span);
+    r->peak = vp__calloc(p, sizeof *r->peak);
+    r->rank_err = vp__calloc(p, sizeof *r->rank_err);
+    r->rank_rc = vp__calloc(p, sizeof *r->rank_rc);
+    r->t = vp_transport_threads_new(s->p, r->o->watchdog_s);
+    if (!r->l0 || !r->stage || !r->mem || !r->t_start || !r->t_end || !r->t_mem || !r->busy ||
+        !r->span || !r->peak || !r->rank_err || !r->rank_rc || !r->t)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    for (size_t d = 0; d < p; d++) {
+        size_t n = (size_t)s->dev[d].n;
+        r->mem[d] = vp_mem_new();
+        r->t_start[d] = vp__calloc(n, sizeof(double));
+        r->t_end[d] = vp__calloc(n, sizeof(double));
+        r->t_mem[d] = vp__calloc(n, sizeof(double));
+        if (!r->mem[d] || !r->t_start[d] || !r->t_end[d] || !r->t_mem[d])
+            return vp__fail(err, VP_ENOMEM, "out of memory");
+    }
+    vp_status rc = vp_split_layers(r->L, s->route_len, r->l0, err);
+    for (int st = 0; rc == VP_OK && st < s->S; st++) {
+        int k = route_pos(s, st);
+        rc = vp_stage_new(&r->o->train.model, r->l0[k], r->l0[k + 1], k == 0, k == s->route_len - 1,
+                          s->m, r->o->train.seed, r->mem[s->stage_device[st]], &r->stage[st], err);
+    }
+    return rc;
+}
+
+/* The simulator's peak bytes per rank for this model: per-stage activation and stash
+ * bytes from the model's size functions. */
+static vp_status predict_peaks(const run *r, double *out, vp_error *err) {
+    const vp_schedule *s = r->s;
+    vp_costs costs = vp_costs_default();
+    vp_memcfg mem = vp_memcfg_default();
+    mem.unit_bytes = 1.0; /* allocates the byte arrays; overwritten below */
+    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, err);
+    if (!cm)
+        return err ? err->status : VP_ENOMEM;
+    vp_status rc = VP_OK;
+    for (int st = 0; rc == VP_OK && st < s->S; st++) {
+        int k = route_pos(s, st);
+        vp_stage_sizes sz;
+        rc = vp_stage_sizes_of(&r->o->train.model, r->l0[k], r->l0[k + 1], k == 0,
+                               k == s->route_len - 1, &sz, err);
+        cm->act_bytes[st] = (double)sz.act_bytes;
+        cm->keep_bytes[st] = (double)sz.stash_bytes;
+    }
+    vp_sim *sim = NULL;
+    if (rc == VP_OK)
+        rc = vp_simulate(s, cm, &sim, err);
+    if (rc == VP_OK)
+        memcpy(out, sim->peak_bytes, (size_t)s->p * sizeof *out);
+    vp_sim_free(sim);
+    vp_cost_model_free(cm);
+    return rc;
+}
+
+static vp_status fill_result(run *r, vp_pipeline_result *res, vp_error *err) {
+    const vp_schedule *s = r->s;
+    size_t p = (size_t)s->p;
+    res->train = r->res;
+    res->p = s->p;
+    res->route_len = s->route_len;
+    res->layer_start = vp__calloc((size_t)s->route_len + 1, sizeof(int));
+    res->peak_act_bytes = vp__calloc(p, sizeof(size_t));
+    res->predicted_peak_bytes = vp__calloc(p, sizeof(double));
+    res->bubble_measured = vp__calloc(p, sizeof(double));
+    res->measured = vp_timeline_new(s->family, s->p, s->S, s->m);
+    if (!res->layer_start || !res->peak_act_bytes || !res->predicted_peak_bytes ||
+        !res->bubble_measured || !res->measured)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    memcpy(res->layer_start, r->l0, ((size_t)s->route_len + 1) * sizeof(int));
+    memcpy(res->measured->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof(int32_t));
+    res->measured->has_mem = 1;
+    snprintf(res->measured->mem_unit, sizeof res->measured->mem_unit, "MiB");
+    res->train.peak_act_bytes = 0;
+    vp_status rc = VP_OK;
+    for (size_t d = 0; d < p && rc == VP_OK; d++) {
+        res->peak_act_bytes[d] = r->peak[d];
+        if (r->peak[d] > res->train.peak_act_bytes)
+            res->train.peak_act_bytes = r->peak[d];
+        res->bubble_measured[d] = r->span[d] > 0 ? 1.0 - r->busy[d] / r->span[d] : 0.0;
+        for (int k = 0; k < s->dev[d].n && rc == VP_OK; k++) {
+            vp_slice sl = {.op = s->dev[d].ops[k],
+                           .start = r->t_start[d][k],
+                           .end = r->t_end[d][k],
+                           .mem = r->t_mem[d][k]};
+            rc = vp_timeline_add(res->measured, (int)d, sl, err);
+        }
+    }
+    vp_status rc0 = vp_pipeline_plan_check(s, &r->o->train.model, &res->bit_exact, err);
+    if (rc0 != VP_OK)
+        return rc0;
+    uint64_t digest = VP_DIGEST_INIT;
+    for (int st = 0; st < s->route_len; st++)
+        digest = vp_stage_digest(r->stage[st], digest);
+    res->train.param_digest = digest;
+    return rc == VP_OK ? predict_peaks(r, res->predicted_peak_bytes, err) : rc;
+}
+
+vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
+                            vp_train_callback callback, void *user, vp_pipeline_result *result,
+                            vp_error *err) {
+    memset(result, 0, sizeof *result);
+    const vp_schedule *s = o->schedule;
+    if (!s)
+        return vp__fail(err, VP_EINVAL, "no schedule");
+    if (o->train.m != s->m)
+        return vp__fail(err, VP_EINVAL, "the schedule has m=%d microbatches, training asks %d",
+                        s->m, o->train.m);
+    if (o->train.steps < 1 || o->train.eval_batches < 1)
+        return vp__fail(err, VP_EINVAL, "need at least one step and one validation batch");
+    vp_status rc = vp_pipeline_plan_check(s, &o->train.model, NULL, err);
+    if (rc != VP_OK)
+        return rc;
+    run r = {.o = o, .s = s, .data = data, .callback = callback, .user = user};
+    r.L = o->train.model.n_layer;
+    r.units = r.L + 2;
+    r.io_floats = (size_t)o->train.model.microbatch * (size_t)o->train.model.seq_len *
+                  (size_t)o->train.model.width;
+    r.res.val_loss = NAN;
+    rc = run_alloc(&r, err);
+    rank_ctx *ctx = rc == VP_OK ? vp__calloc((size_t)s->p, sizeof *ctx) : NULL;
+    pthread_t *threads = rc == VP_OK ? vp__calloc((size_t)s->p, sizeof *threads) : NULL;
+    if (rc == VP_OK && (!ctx || !threads))
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    int started = 0;
+    for (int d = 0; rc == VP_OK && d < s->p; d++) {
+        ctx[d] = (rank_ctx){.r = &r, .rank = d};
+        if (pthread_create(&threads[d], NULL, rank_main, &ctx[d]) != 0) {
+            r.t->vt->abort(r.t, d, "cannot start a rank thread");
+            rc = vp__fail(err, VP_ERUNTIME, "cannot start a rank thread");
+            break;
+        }
+        started++;
+    }
+    for (int d = 0; d < started; d++)
+        pthread_join(threads[d], NULL);
+    if (rc == VP_OK && vp_transport_error(r.t))
+        rc = vp__fail(err, VP_ERUNTIME, "%s", vp_transport_error(r.t));
+    if (rc == VP_OK)
+        rc = fill_result(&r, result, err);
+    if (rc != VP_OK)
+        vp_pipeline_result_release(result);
+    free(ctx);
+    free(threads);
+    run_free(&r);
+    return rc;
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# vpipe train: bad input gives a clear error and exit 2 (usage) or 3 (data); a tiny
+# --json run prints one JSON object with the summary keys.
+# usage: train.sh <vpipe binary> <repo root>
+set -u
+vpipe="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+text=/usr/share/common-licenses/GPL-3
+fail=0
+
+# expect CODE ARGS...: the command exits with CODE and prints "vpipe: error:" on stderr
+expect() {
+    local want=$1
+    shift
+    "$vpipe" train "$@" >"$tmp/out" 2>"$tmp/err"
+    local got=$?
+    if [ "$got" -ne "$want" ] || ! grep -q '^vpipe: error: ' "$tmp/err"; then
+        echo "FAIL: vpipe train $* -> exit $got (want $want):" >&2
+        cat "$tmp/err" >&2
+        fail=1
+    fi
+}
+
+: >"$tmp/empty"
+expect 3 --data /nonexistent/corpus.txt --steps 1
+expect 3 --data "$tmp/empty" --steps 1
+expect 3 --data "$tmp" --steps 1
+expect 3 --data "$text" --seq 4000 --steps 1
+expect 2 --data "$text" --width 30 --heads 4
+expect 2 --data "$text" --width 0
+expect 2 --data "$text" --layers -1
+expect 2 --data "$text" --microbatch 0
+expect 2 --data "$text" --seq 0
+expect 2 --data "$text" --steps 0
+expect 2 --data "$text" -m 0
+expect 2 --data "$text" --lr 0
+expect 2 --data "$text" --lr-schedule linear
+expect 2 --data "$text" -p 2 --schedule single
+expect 2 --data "$text" --schedule nosuch -p 2
+expect 2 --data "$text" --schedule v-half -p 4 --layers 4 --steps 1
+expect 2 --data "$text" --schedule 1f1b --schedule-file x.json
+expect 2 --data "$text" -p 1 --svg "$tmp/x.svg"
+expect 3 --data "$text" --schedule-file /nonexistent/plan.json
+
+"$vpipe" train --help | grep -q 'usage: vpipe train' || {
+    echo "FAIL: --help" >&2
+    fail=1
+}
+
+# a tiny run: JSON on stdout, progress on stderr
+if ! "$vpipe" train --data "$text" --layers 2 --width 32 --heads 2 --seq 16 --microbatch 2 \
+    -m 2 --steps 3 --eval-batches 2 --json >"$tmp/json" 2>"$tmp/progress"; then
+    echo "FAIL: tiny --json run" >&2
+    cat "$tmp/progress" >&2
+    fail=1
+fi
+python3 - "$tmp/json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+need = ["schedule", "p", "m", "steps", "train_loss", "val_loss", "peak_activation_bytes",
+        "step_ms", "tokens_per_s", "param_digest"]
+missing = [k for k in need if k not in d]
+assert not missing, f"missing keys {missing}"
+assert d["p"] == 1 and d["m"] == 2 and d["steps"] == 3, d
+assert isinstance(d["peak_activation_bytes"], list) and len(d["peak_activation_bytes"]) == 1
+assert d["peak_activation_bytes"][0] > 0 and 0 < d["train_loss"] < 10, d
+assert len(d["param_digest"]) == 16 and int(d["param_digest"], 16) >= 0, d
+PY
+[ "$(grep -c '^step ' "$tmp/progress")" -eq 3 ] || {
+    echo "FAIL: expected 3 progress lines on stderr" >&2
+    fail=1
+}
+
+# same seed, same bits
+"$vpipe" train --data "$text" --layers 2 --width 32 --heads 2 --seq 16 --microbatch 2 \
+    -m 2 --steps 3 --eval-batches 2 --json 2>/dev/null >"$tmp/json2"
+d1=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["param_digest"])' "$tmp/json")
+d2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["param_digest"])' "$tmp/json2")
+[ "$d1" = "$d2" ] || {
+    echo "FAIL: two runs with one seed differ: $d1 $d2" >&2
+    fail=1
+}
+
+[ $fail -eq 0 ] && echo "cli train: all checks passed"
+exit $fail
