@@ -5,53 +5,63 @@
 #include <limits.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "vpipe/render.h"
 #include "vpipe/runtime.h"
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: vpipe train [-p P --schedule FAMILY | --schedule-file FILE] [options]\n"
-                 "\n"
-                 "Trains a GPT-style byte-level transformer with gradient accumulation over m\n"
-                 "microbatches and prints one line per step and a summary. With -p 1 and no\n"
-                 "schedule it runs the single-rank reference; otherwise one thread per rank\n"
-                 "executes the schedule's op lists, with results bit-identical to the reference\n"
-                 "(except DualPipe, whose two replicas sum their gradients in another order).\n"
-                 "\n"
-                 "model:\n"
-                 "  --layers N          transformer blocks (4)\n"
-                 "  --width C           residual width, divisible by --heads (128)\n"
-                 "  --heads H           attention heads (4)\n"
-                 "  --seq T             tokens per sequence (64)\n"
-                 "  --microbatch B      sequences per microbatch (8)\n"
-                 "training:\n"
-                 "  -p N                pipeline ranks (1)\n"
-                 "  --schedule NAME     a family (vpipe list; default 1f1b when -p > 1) or\n"
-                 "                      'single', the single-rank reference (-p 1)\n"
-                 "  --schedule-file F   a schedule file (vpipe JSON or PyTorch CSV)\n"
-                 "  -v V                chunks per device for --schedule interleaved (2)\n"
-                 "  --watchdog SEC      a rank waiting longer for a tensor stops the run (60)\n"
-                 "  -m M                microbatches per step (1)\n"
-                 "  --steps K           optimiser steps (200)\n"
-                 "  --lr X              peak learning rate (1e-3)\n"
-                 "  --min-lr X          cosine floor (1e-4)\n"
-                 "  --warmup K          warm-up steps (10%% of --steps)\n"
-                 "  --lr-schedule S     cosine or constant (cosine)\n"
-                 "  --weight-decay X    AdamW weight decay on matrices (0.1)\n"
-                 "  --clip X            global gradient-norm clip, 0 for none (1)\n"
-                 "  --seed S            weights and data order (1)\n"
-                 "data:\n"
-                 "  --data FILE         text file (default: the KJV Bible of bible-kjv-text)\n"
-                 "  --eval-every K      validation loss every K steps (only at the end)\n"
-                 "  --eval-batches K    validation microbatches per evaluation (16)\n"
-                 "output:\n"
-                 "  --json              summary as one JSON object on stdout (progress to stderr)\n"
-                 "  --trace FILE        measured timeline of the last step as a Chrome trace\n"
-                 "  --svg FILE          measured timeline of the last step beside the simulated\n"
-                 "                      one (simulated with the measured per-stage op times)\n"
-                 "\n"
-                 "exit codes: 0 ok, 1 training failed, 2 usage error, 3 bad data\n");
+    fprintf(out,
+            "usage: vpipe train [-p P --schedule FAMILY | --schedule-file FILE] [options]\n"
+            "\n"
+            "Trains a GPT-style byte-level transformer with gradient accumulation over m\n"
+            "microbatches and prints one line per step and a summary. With -p 1 and no\n"
+            "schedule it runs the single-rank reference; otherwise one thread per rank\n"
+            "executes the schedule's op lists, with results bit-identical to the reference\n"
+            "(except DualPipe, whose two replicas sum their gradients in another order).\n"
+            "\n"
+            "model:\n"
+            "  --layers N          transformer blocks (4)\n"
+            "  --width C           residual width, divisible by --heads (128)\n"
+            "  --heads H           attention heads (4)\n"
+            "  --seq T             tokens per sequence (64)\n"
+            "  --microbatch B      sequences per microbatch (8)\n"
+            "training:\n"
+            "  -p N                pipeline ranks (1)\n"
+            "  --schedule NAME     a family (vpipe list; default 1f1b when -p > 1) or\n"
+            "                      'single', the single-rank reference (-p 1)\n"
+            "  --schedule-file F   a schedule file (vpipe JSON or PyTorch CSV)\n"
+            "  -v V                chunks per device for --schedule interleaved (2)\n"
+            "  --watchdog SEC      a rank waiting longer for a tensor stops the run (60)\n"
+            "  --transport T       threads (default: one thread per rank) or mpi (one\n"
+            "                      process per rank: mpirun -np P vpipe train --transport\n"
+            "                      mpi ...; as root add --allow-run-as-root or set\n"
+            "                      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1,\n"
+            "                      and --oversubscribe beyond the core count)\n"
+            "  -m M                microbatches per step (1)\n"
+            "  --steps K           optimiser steps (200)\n"
+            "  --lr X              peak learning rate (1e-3)\n"
+            "  --min-lr X          cosine floor (1e-4)\n"
+            "  --warmup K          warm-up steps (10%% of --steps)\n"
+            "  --lr-schedule S     cosine or constant (cosine)\n"
+            "  --weight-decay X    AdamW weight decay on matrices (0.1)\n"
+            "  --clip X            global gradient-norm clip, 0 for none (1)\n"
+            "  --seed S            weights and data order (1)\n"
+            "data:\n"
+            "  --data FILE         text file (default: the KJV Bible of bible-kjv-text)\n"
+            "  --eval-every K      validation loss every K steps (only at the end)\n"
+            "  --eval-batches K    validation microbatches per evaluation (16)\n"
+            "output:\n"
+            "  --json              summary as one JSON object on stdout (progress to stderr)\n"
+            "  --trace FILE        measured timeline of the last step as a Chrome trace\n"
+            "  --svg FILE          measured timeline of the last step beside the simulated\n"
+            "                      one (simulated with the measured per-stage op times)\n"
+            "testing:\n"
+            "  --fail-at R:S:K     rank R fails before op K of step S (0-based)\n"
+            "  --stall-at R:S:K    rank R stalls there until the watchdog stops the run\n"
+            "\n"
+            "exit codes: 0 ok, 1 training failed, 2 usage error, 3 bad data\n");
 }
 
 typedef struct {
@@ -201,7 +211,7 @@ static void print_split(FILE *out, const vp_pipeline_result *pr) {
 
 static int run_pipelined(vp_train_options *o, const vp_data *data, const char *data_path, bool json,
                          progress_ctx *ctx, const char *schedule, const char *schedule_file, int p,
-                         int v, double watchdog, const char *trace, const char *svg) {
+                         int v, vp_pipeline_options *po, const char *trace, const char *svg) {
     cli_spec spec;
     cli_spec_init(&spec);
     spec.spec.p = p;
@@ -216,17 +226,26 @@ static int run_pipelined(vp_train_options *o, const vp_data *data, const char *d
     if (rc)
         return rc;
     o->m = s->m;
-    vp_pipeline_options po;
-    vp_pipeline_options_default(&po);
-    po.train = *o;
-    po.schedule = s;
-    po.watchdog_s = watchdog;
+    po->train = *o;
+    po->schedule = s;
     vp_error err = {0};
     vp_pipeline_result pr;
-    if (vp_pipeline_train(&po, data, on_step, ctx, &pr, &err) != VP_OK) {
+    if (vp_pipeline_train(po, data, on_step, ctx, &pr, &err) != VP_OK) {
         vp_schedule_free(s);
-        return err.status == VP_ERUNTIME ? cli_error(VP_EXIT_FAILURE, "%s", err.message)
-                                         : cli_lib_error(&err);
+        rc = err.status == VP_ERUNTIME ? cli_error(VP_EXIT_FAILURE, "%s", err.message)
+                                       : cli_lib_error(&err);
+        if (po->transport == VP_TRANSPORT_MPI) {
+            /* Let the other ranks print what they were doing, then end the job. */
+            fflush(stderr);
+            nanosleep(&(struct timespec){1, 0}, NULL);
+            vp_runtime_mpi_abort(rc);
+        }
+        return rc;
+    }
+    if (pr.rank != 0) { /* under MPI, rank 0 reports */
+        vp_pipeline_result_release(&pr);
+        vp_schedule_free(s);
+        return VP_EXIT_OK;
     }
     rc = write_timelines(s, &pr, trace, svg);
     print_split(json ? stderr : stdout, &pr);
@@ -248,13 +267,31 @@ static int run_pipelined(vp_train_options *o, const vp_data *data, const char *d
     return rc;
 }
 
+/* Parses "R:S:K" of --fail-at / --stall-at into the pipeline options. */
+static bool fault_flag(int argc, char **argv, int *i, vp_pipeline_options *po) {
+    const char *flag = argv[*i], *v = cli_flag_value(argc, argv, i);
+    int r, step, op, used = 0;
+    if (!v || sscanf(v, "%d:%d:%d%n", &r, &step, &op, &used) != 3 || v[used] || r < 0 || step < 0 ||
+        op < 0) {
+        cli_error(VP_EXIT_USAGE, "%s expects RANK:STEP:OP (non-negative), got '%s'", flag,
+                  v ? v : "");
+        return false;
+    }
+    po->fail_rank = r;
+    po->fail_step = step;
+    po->fail_op = op;
+    po->fail_stall = !strcmp(flag, "--stall-at");
+    return true;
+}
+
 int cmd_train(int argc, char **argv) {
     vp_train_options o;
     vp_train_options_default(&o);
     const char *data_path = NULL, *schedule = NULL, *schedule_file = NULL;
     const char *trace = NULL, *svg = NULL;
     int p = 1, chunks = 0, warmup = -1;
-    double watchdog = 60.0;
+    vp_pipeline_options po;
+    vp_pipeline_options_default(&po);
     bool json = false;
     const long big = 1L << 30;
     for (int i = 1; i < argc; i++) {
@@ -277,7 +314,16 @@ int cmd_train(int argc, char **argv) {
         } else if (!strcmp(a, "-v")) {
             ok = int_flag(argc, argv, &i, 1, 64, &chunks);
         } else if (!strcmp(a, "--watchdog")) {
-            ok = double_flag(argc, argv, &i, 0.001, 1e6, &watchdog);
+            ok = double_flag(argc, argv, &i, 0.001, 1e6, &po.watchdog_s);
+        } else if (!strcmp(a, "--transport")) {
+            const char *v = cli_flag_value(argc, argv, &i);
+            ok = v != NULL;
+            if (ok && !strcmp(v, "mpi"))
+                po.transport = VP_TRANSPORT_MPI;
+            else if (ok && strcmp(v, "threads"))
+                return cli_error(VP_EXIT_USAGE, "--transport is threads or mpi, got '%s'", v);
+        } else if (!strcmp(a, "--fail-at") || !strcmp(a, "--stall-at")) {
+            ok = fault_flag(argc, argv, &i, &po);
         } else if (!strcmp(a, "--layers")) {
             ok = int_flag(argc, argv, &i, 1, 1 << 16, &o.model.n_layer);
         } else if (!strcmp(a, "--width")) {
@@ -355,7 +401,7 @@ int cmd_train(int argc, char **argv) {
     progress_ctx ctx = {json ? stderr : stdout};
     int rc = reference ? run_reference(&o, data, data_path, json, &ctx)
                        : run_pipelined(&o, data, data_path, json, &ctx, schedule, schedule_file, p,
-                                       chunks, watchdog, trace, svg);
+                                       chunks, &po, trace, svg);
     vp_data_free(data);
     return rc;
 }

@@ -161,6 +161,9 @@ float *vp_stage_grads(vp_stage *stage, size_t *count);
 #define VP_DIGEST_INIT 0xcbf29ce484222325ULL
 uint64_t vp_stage_digest(const vp_stage *stage, uint64_t hash);
 
+/* FNV-1a 64 over n bytes, continuing from hash. */
+uint64_t vp_digest(const void *bytes, size_t n, uint64_t hash);
+
 /* ---- optimiser ----------------------------------------------------------------------- */
 
 typedef struct vp_adamw {
@@ -227,6 +230,13 @@ typedef struct vp_train_options {
     uint64_t seed;    /* weights and data order */
     int eval_every;   /* validation every K steps (0: only at the end) */
     int eval_batches; /* validation microbatches per evaluation */
+    /* durability (vpipe/checkpoint.h) */
+    const char *checkpoint_dir; /* save checkpoints here (NULL: never) */
+    int checkpoint_every;       /* every K steps and after the last (0: only after the last) */
+    const char *resume_dir;     /* continue from the checkpoint here (NULL: start fresh) */
+    bool skip_nonfinite;        /* a non-finite loss or gradient norm skips the step (zeroes
+                                   the gradients, no optimiser step) instead of failing */
+    int fault_nonfinite_step; /* tests: poison this 1-based step's gradients with NaN (0: never) */
 } vp_train_options;
 
 /* Sensible defaults for everything (4 layers, width 128, 4 heads, seq 64, microbatch 8,
@@ -242,13 +252,17 @@ typedef struct vp_train_progress {
     double grad_norm; /* before clipping */
     double step_ms;
     double tokens_per_s;
+    bool skipped;      /* the step was not finite and skipped (skip_nonfinite) */
+    bool checkpointed; /* a checkpoint of this step was saved */
 } vp_train_progress;
 
 /* Called after every step; return false to stop early. */
 typedef bool (*vp_train_callback)(const vp_train_progress *progress, void *user);
 
 typedef struct vp_train_result {
-    int steps;             /* steps run */
+    int steps;             /* steps completed, counting those before a resume */
+    int resumed_step;      /* the step a resumed run started from (0: fresh) */
+    int skipped_steps;     /* non-finite steps skipped in this run (skip_nonfinite) */
     double train_loss;     /* mean loss of the last step */
     double val_loss;       /* final validation loss */
     double step_ms;        /* mean over the steps */
@@ -259,8 +273,13 @@ typedef struct vp_train_result {
 
 /* Trains on one rank with one stage: per step, for each microbatch j: F, B, W; then the
  * global-norm clip and AdamW. This order and its sums are the reference that pipelined
- * runs reproduce bit for bit. VP_EINVAL for bad options, VP_EIO when the data is shorter
- * than a window, VP_ERUNTIME when the loss or gradient norm is not finite. */
+ * runs reproduce bit for bit. With resume_dir it first restores the checkpoint there and
+ * continues from its step and data position, bit-identical to a run never interrupted;
+ * with checkpoint_dir it saves one (vp_checkpoint_save) after every checkpoint_every-th
+ * step and after the last, never from a non-finite state. VP_EINVAL for bad options or a
+ * checkpoint of another run, VP_EIO when the data is shorter than a window or a
+ * checkpoint cannot be read or written, VP_EPARSE for a corrupt checkpoint, VP_ERUNTIME
+ * when the loss or gradient norm is not finite (unless skip_nonfinite). */
 vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
                        vp_train_callback callback, void *user, vp_train_result *result,
                        vp_error *err);

@@ -25,9 +25,15 @@
  * route_len - 2 layers). */
 vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
 
+typedef enum {
+    VP_TRANSPORT_THREADS = 0, /* one thread per rank in this process (default) */
+    VP_TRANSPORT_MPI = 1      /* one process per rank under mpirun (builds with Open MPI) */
+} vp_transport_kind;
+
 typedef struct vp_pipeline_options {
     vp_train_options train;      /* model, optimiser, steps, seed; train.m = schedule->m */
     const vp_schedule *schedule; /* borrowed */
+    vp_transport_kind transport; /* threads (default) or MPI */
     double watchdog_s;           /* a receive waiting longer stops the run (<= 0: 60 s) */
     int fail_rank;               /* fault injection (tests): this rank fails ... */
     int fail_step;               /* ... at this 0-based step ... */
@@ -42,6 +48,7 @@ void vp_pipeline_options_default(vp_pipeline_options *o);
 typedef struct vp_pipeline_result {
     vp_train_result train;        /* as vp_train_run reports it (peak: max over ranks) */
     int p;                        /* ranks */
+    int rank;                     /* lowest rank this process ran (0 on threads) */
     int route_len;                /* stages per route */
     int *layer_start;             /* [route_len + 1] the layer split */
     size_t *peak_act_bytes;       /* [p] measured peak activation bytes per rank */
@@ -61,7 +68,9 @@ void vp_pipeline_result_release(vp_pipeline_result *r);
 vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg, int *bit_exact,
                                  vp_error *err);
 
-/* Trains with schedule o->schedule on the threads transport (one thread per rank).
+/* Trains with schedule o->schedule: on the threads transport every rank runs as a
+ * thread of this process; under MPI this process runs the rank MPI gives it, and only
+ * rank 0's process receives the parameter digest and the measured timeline.
  * callback runs on rank 0 after every step (false stops every rank after that step).
  * Fills *result (release with vp_pipeline_result_release). A failing rank stops every
  * rank: VP_ERUNTIME with the first failure's message (a watchdog report names each
@@ -69,6 +78,10 @@ vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cf
 vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
                             vp_train_callback callback, void *user, vp_pipeline_result *result,
                             vp_error *err);
+
+/* Under MPI, stops every process of the job with exit code `code` (for the command line
+ * after a failed run); without MPI, does nothing. */
+void vp_runtime_mpi_abort(int code);
 
 /* Sets cm's per-stage times to the mean measured duration of each stage's passes in tl
  * (a measured timeline of schedule s): f, b, w from F, B, W ops; a stage that only ran

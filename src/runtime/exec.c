@@ -90,6 +90,8 @@ vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cf
 
 /* ---- the run ------------------------------------------------------------------------ */
 
+/* One process's part of a run: the ranks [rank_lo, rank_hi) it hosts (all of them on the
+ * threads transport, one under MPI) and their stages. */
 typedef struct run {
     const vp_pipeline_options *o;
     const vp_schedule *s;
@@ -97,24 +99,26 @@ typedef struct run {
     vp_train_callback callback;
     void *user;
     vp_transport *t;
-    int L, units;                       /* layers; gradient-norm units: embedding, layers, head */
-    int *l0;                            /* [route_len + 1] */
-    size_t io_floats;                   /* B*T*C: one tensor between stages */
-    vp_stage **stage;                   /* [S] */
-    vp_mem **mem;                       /* [p] */
-    size_t *peak;                       /* [p] training peak of each rank */
-    double **t_start, **t_end, **t_mem; /* [p][n_d] last step, ms and MiB */
-    double *busy, *span;                /* [p] last step */
-    vp_error *rank_err;                 /* [p] */
-    vp_status *rank_rc;                 /* [p] */
-    vp_train_result res;                /* filled by rank 0 */
+    int rank_lo, rank_hi;
+    int L, units;     /* layers; gradient-norm units: embedding, layers, head */
+    int *l0;          /* [route_len + 1] */
+    size_t io_floats; /* B*T*C: one tensor between stages */
+    vp_stage **stage; /* [S], NULL for stages of ranks this process does not host */
+    vp_mem **mem;     /* [p], likewise */
+    /* Gathered at the end (on the process of rank 0 for times and digest). */
+    double *peak, *busy, *span;         /* [p] */
+    double **t_start, **t_end, **t_mem; /* [p][n_d] last step: ms from its start, MiB */
+    uint64_t digest;
+    vp_train_result res; /* filled by rank 0 */
 } run;
 
 typedef struct rank_ctx {
     run *r;
     int rank;
     uint8_t *tokens, *targets;
-    double compute_start; /* when the current op's inputs had arrived (< 0: not yet) */
+    double compute_start;            /* when the current op's inputs had arrived (< 0: not yet) */
+    double peak, busy, span;         /* training peak bytes; last step's busy time and span */
+    double *t_start, *t_end, *t_mem; /* [n] last step's op times */
 } rank_ctx;
 
 static double now_ms(void) {
@@ -131,17 +135,12 @@ static int is_last(const run *r, int st) {
     return route_pos(r->s, st) == r->s->route_len - 1;
 }
 
-/* Fails the rank: records the error and aborts every rank. */
+/* Fails the rank: aborts every rank with its message (the first abort's is kept). */
 static vp_status rank_fail(rank_ctx *c, vp_status rc, const vp_error *e) {
-    run *r = c->r;
-    if (r->rank_rc[c->rank] == VP_OK) {
-        r->rank_rc[c->rank] = rc;
-        if (e)
-            r->rank_err[c->rank] = *e;
-    }
     char msg[700];
-    snprintf(msg, sizeof msg, "rank %d: %s", c->rank, e ? e->message : vp_status_str(rc));
-    r->t->vt->abort(r->t, c->rank, msg);
+    snprintf(msg, sizeof msg, "rank %d: %s", c->rank,
+             e->message[0] ? e->message : vp_status_str(rc));
+    c->r->t->vt->abort(c->r->t, c->rank, msg);
     return rc;
 }
 
@@ -341,16 +340,15 @@ static vp_status run_ops(rank_ctx *c, int step, double *losses, vp_error *err) {
             return rc;
         double a = c->compute_start, b = now_ms();
         busy += b - a;
-        r->t_start[c->rank][k] = a - t0;
-        r->t_end[c->rank][k] = b - t0;
-        r->t_mem[c->rank][k] = (double)vp_mem_current(r->mem[c->rank]) / (1024.0 * 1024.0);
+        c->t_start[k] = a - t0;
+        c->t_end[k] = b - t0;
+        c->t_mem[k] = (double)vp_mem_current(r->mem[c->rank]) / (1024.0 * 1024.0);
     }
     vp_transport_set_op(r->t, c->rank, -1, NULL);
-    size_t pk = vp_mem_peak(r->mem[c->rank]);
-    if (pk > r->peak[c->rank])
-        r->peak[c->rank] = pk;
-    r->busy[c->rank] = busy;
-    r->span[c->rank] = ops->n ? r->t_end[c->rank][ops->n - 1] - r->t_start[c->rank][0] : 0.0;
+    if ((double)vp_mem_peak(r->mem[c->rank]) > c->peak)
+        c->peak = (double)vp_mem_peak(r->mem[c->rank]);
+    c->busy = busy;
+    c->span = ops->n ? c->t_end[ops->n - 1] - c->t_start[0] : 0.0;
     return VP_OK;
 }
 
@@ -400,6 +398,80 @@ static vp_status train_step(rank_ctx *c, int step, double *losses, vp_train_prog
     return rc;
 }
 
+/* Gathers on rank 0 what the result reports: every rank's peak, busy time and span (a
+ * sum every rank learns), its op times, and the parameters of the first route's stages
+ * in order, hashed as the single-rank reference hashes its one stage. */
+static vp_status gather(rank_ctx *c, vp_error *err) {
+    run *r = c->r;
+    const vp_schedule *s = r->s;
+    int p = s->p, n = s->dev[c->rank].n;
+    double *v = vp__calloc((size_t)(3 * p), sizeof *v);
+    if (!v)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    v[c->rank] = c->peak;
+    v[p + c->rank] = c->busy;
+    v[2 * p + c->rank] = c->span;
+    vp_status rc = r->t->vt->sum(r->t, c->rank, v, 3 * p, err);
+    if (rc == VP_OK && c->rank == r->rank_lo) {
+        memcpy(r->peak, v, (size_t)p * sizeof *v);
+        memcpy(r->busy, v + p, (size_t)p * sizeof *v);
+        memcpy(r->span, v + 2 * p, (size_t)p * sizeof *v);
+    }
+    free(v);
+    /* Op times: 3 floats per op (start, end, MiB after). */
+    float *times = rc == VP_OK ? malloc((size_t)(3 * n + 1) * sizeof *times) : NULL;
+    if (rc == VP_OK && !times)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int k = 0; rc == VP_OK && k < n; k++) {
+        times[3 * k] = (float)c->t_start[k];
+        times[3 * k + 1] = (float)c->t_end[k];
+        times[3 * k + 2] = (float)c->t_mem[k];
+    }
+    if (rc == VP_OK)
+        rc = r->t->vt->send(r->t, c->rank, 0, (vp_msg_key){c->rank, 0, VP_MSG_TIMES}, times,
+                            (size_t)(3 * n), err);
+    for (int st = 0; rc == VP_OK && st < s->route_len; st++) {
+        if (s->stage_device[st] != c->rank)
+            continue;
+        size_t count;
+        const float *params = vp_stage_params(r->stage[st], &count);
+        float *copy = malloc(count * sizeof *copy);
+        if (!copy)
+            return vp__fail(err, VP_ENOMEM, "out of memory");
+        memcpy(copy, params, count * sizeof *copy);
+        rc = r->t->vt->send(r->t, c->rank, 0, (vp_msg_key){st, 0, VP_MSG_PARAMS}, copy, count, err);
+    }
+    if (rc != VP_OK || c->rank != 0)
+        return rc;
+    for (int d = 0; rc == VP_OK && d < p; d++) {
+        float *got = NULL;
+        rc = r->t->vt->recv(r->t, 0, (vp_msg_key){d, 0, VP_MSG_TIMES}, (size_t)(3 * s->dev[d].n),
+                            &got, err);
+        for (int k = 0; rc == VP_OK && k < s->dev[d].n; k++) {
+            r->t_start[d][k] = got[3 * k];
+            r->t_end[d][k] = got[3 * k + 1];
+            r->t_mem[d][k] = got[3 * k + 2];
+        }
+        free(got);
+    }
+    uint64_t digest = VP_DIGEST_INIT;
+    for (int st = 0; rc == VP_OK && st < s->route_len; st++) {
+        int k = route_pos(s, st);
+        vp_stage_sizes sz;
+        float *got = NULL;
+        rc = vp_stage_sizes_of(&r->o->train.model, r->l0[k], r->l0[k + 1], k == 0,
+                               k == s->route_len - 1, &sz, err);
+        if (rc == VP_OK)
+            rc = r->t->vt->recv(r->t, 0, (vp_msg_key){st, 0, VP_MSG_PARAMS},
+                                sz.param_bytes / sizeof(float), &got, err);
+        if (rc == VP_OK)
+            digest = vp_digest(got, sz.param_bytes, digest);
+        free(got);
+    }
+    r->digest = digest;
+    return rc;
+}
+
 static void *rank_main(void *arg) {
     rank_ctx *c = arg;
     run *r = c->r;
@@ -408,9 +480,13 @@ static void *rank_main(void *arg) {
     vp_status rc = VP_OK;
     size_t N = (size_t)o->model.microbatch * (size_t)o->model.seq_len;
     double *losses = vp__calloc((size_t)r->s->m, sizeof *losses);
+    size_t n = (size_t)r->s->dev[c->rank].n;
     c->tokens = malloc(N);
     c->targets = malloc(N);
-    if (!losses || !c->tokens || !c->targets)
+    c->t_start = vp__calloc(n, sizeof(double));
+    c->t_end = vp__calloc(n, sizeof(double));
+    c->t_mem = vp__calloc(n, sizeof(double));
+    if (!losses || !c->tokens || !c->targets || !c->t_start || !c->t_end || !c->t_mem)
         rc = vp__fail(&err, VP_ENOMEM, "out of memory");
     vp_blas_set_threads(1);
     double total_ms = 0.0;
@@ -431,11 +507,16 @@ static void *rank_main(void *arg) {
         if (stop)
             break;
     }
+    if (rc == VP_OK)
+        rc = gather(c, &err);
     if (rc != VP_OK)
         rank_fail(c, rc, &err);
     free(losses);
     free(c->tokens);
     free(c->targets);
+    free(c->t_start);
+    free(c->t_end);
+    free(c->t_mem);
     return NULL;
 }
 
@@ -459,35 +540,29 @@ void vp_pipeline_result_release(vp_pipeline_result *r) {
     memset(r, 0, sizeof *r);
 }
 
+static void free_rows(double **rows, int n) {
+    for (int d = 0; rows && d < n; d++)
+        free(rows[d]);
+    free(rows);
+}
+
 static void run_free(run *r) {
-    int p = r->s->p;
     for (int st = 0; r->stage && st < r->s->S; st++)
         vp_stage_free(r->stage[st]);
-    for (int d = 0; d < p; d++) {
-        if (r->mem)
-            vp_mem_free(r->mem[d]);
-        if (r->t_start)
-            free(r->t_start[d]);
-        if (r->t_end)
-            free(r->t_end[d]);
-        if (r->t_mem)
-            free(r->t_mem[d]);
-    }
+    for (int d = 0; r->mem && d < r->s->p; d++)
+        vp_mem_free(r->mem[d]);
     free(r->stage);
     free(r->mem);
-    free(r->t_start);
-    free(r->t_end);
-    free(r->t_mem);
+    free_rows(r->t_start, r->s->p);
+    free_rows(r->t_end, r->s->p);
+    free_rows(r->t_mem, r->s->p);
     free(r->busy);
     free(r->span);
     free(r->peak);
-    free(r->rank_err);
-    free(r->rank_rc);
     free(r->l0);
-    if (r->t)
-        r->t->vt->free(r->t);
 }
 
+/* Allocates the run's arrays and the stages of the ranks this process hosts. */
 static vp_status run_alloc(run *r, vp_error *err) {
     const vp_schedule *s = r->s;
     size_t p = (size_t)s->p;
@@ -500,26 +575,27 @@ static vp_status run_alloc(run *r, vp_error *err) {
     r->busy = vp__calloc(p, sizeof *r->busy);
     r->span = vp__calloc(p, sizeof *r->span);
     r->peak = vp__calloc(p, sizeof *r->peak);
-    r->rank_err = vp__calloc(p, sizeof *r->rank_err);
-    r->rank_rc = vp__calloc(p, sizeof *r->rank_rc);
-    r->t = vp_transport_threads_new(s->p, r->o->watchdog_s);
     if (!r->l0 || !r->stage || !r->mem || !r->t_start || !r->t_end || !r->t_mem || !r->busy ||
-        !r->span || !r->peak || !r->rank_err || !r->rank_rc || !r->t)
+        !r->span || !r->peak)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     for (size_t d = 0; d < p; d++) {
         size_t n = (size_t)s->dev[d].n;
-        r->mem[d] = vp_mem_new();
         r->t_start[d] = vp__calloc(n, sizeof(double));
         r->t_end[d] = vp__calloc(n, sizeof(double));
         r->t_mem[d] = vp__calloc(n, sizeof(double));
-        if (!r->mem[d] || !r->t_start[d] || !r->t_end[d] || !r->t_mem[d])
+        if (!r->t_start[d] || !r->t_end[d] || !r->t_mem[d])
             return vp__fail(err, VP_ENOMEM, "out of memory");
     }
+    for (int d = r->rank_lo; d < r->rank_hi; d++)
+        if (!(r->mem[d] = vp_mem_new()))
+            return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = vp_split_layers(r->L, s->route_len, r->l0, err);
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        int k = route_pos(s, st);
-        rc = vp_stage_new(&r->o->train.model, r->l0[k], r->l0[k + 1], k == 0, k == s->route_len - 1,
-                          s->m, r->o->train.seed, r->mem[s->stage_device[st]], &r->stage[st], err);
+        int k = route_pos(s, st), d = s->stage_device[st];
+        if (d >= r->rank_lo && d < r->rank_hi)
+            rc = vp_stage_new(&r->o->train.model, r->l0[k], r->l0[k + 1], k == 0,
+                              k == s->route_len - 1, s->m, r->o->train.seed, r->mem[d],
+                              &r->stage[st], err);
     }
     return rc;
 }
@@ -553,31 +629,43 @@ static vp_status predict_peaks(const run *r, double *out, vp_error *err) {
     return rc;
 }
 
+/* The result on this process: everything the gathered sums give, and on the process of
+ * rank 0 also the measured timeline and the parameter digest. */
 static vp_status fill_result(run *r, vp_pipeline_result *res, vp_error *err) {
     const vp_schedule *s = r->s;
     size_t p = (size_t)s->p;
     res->train = r->res;
+    res->train.param_digest = r->digest;
     res->p = s->p;
+    res->rank = r->rank_lo;
     res->route_len = s->route_len;
     res->layer_start = vp__calloc((size_t)s->route_len + 1, sizeof(int));
     res->peak_act_bytes = vp__calloc(p, sizeof(size_t));
     res->predicted_peak_bytes = vp__calloc(p, sizeof(double));
     res->bubble_measured = vp__calloc(p, sizeof(double));
-    res->measured = vp_timeline_new(s->family, s->p, s->S, s->m);
     if (!res->layer_start || !res->peak_act_bytes || !res->predicted_peak_bytes ||
-        !res->bubble_measured || !res->measured)
+        !res->bubble_measured)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     memcpy(res->layer_start, r->l0, ((size_t)s->route_len + 1) * sizeof(int));
+    res->train.peak_act_bytes = 0;
+    for (size_t d = 0; d < p; d++) {
+        res->peak_act_bytes[d] = (size_t)r->peak[d];
+        if (res->peak_act_bytes[d] > res->train.peak_act_bytes)
+            res->train.peak_act_bytes = res->peak_act_bytes[d];
+        res->bubble_measured[d] = r->span[d] > 0 ? 1.0 - r->busy[d] / r->span[d] : 0.0;
+    }
+    vp_status rc = vp_pipeline_plan_check(s, &r->o->train.model, &res->bit_exact, err);
+    if (rc == VP_OK)
+        rc = predict_peaks(r, res->predicted_peak_bytes, err);
+    if (rc != VP_OK || r->rank_lo != 0)
+        return rc;
+    res->measured = vp_timeline_new(s->family, s->p, s->S, s->m);
+    if (!res->measured)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     memcpy(res->measured->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof(int32_t));
     res->measured->has_mem = 1;
     snprintf(res->measured->mem_unit, sizeof res->measured->mem_unit, "MiB");
-    res->train.peak_act_bytes = 0;
-    vp_status rc = VP_OK;
-    for (size_t d = 0; d < p && rc == VP_OK; d++) {
-        res->peak_act_bytes[d] = r->peak[d];
-        if (r->peak[d] > res->train.peak_act_bytes)
-            res->train.peak_act_bytes = r->peak[d];
-        res->bubble_measured[d] = r->span[d] > 0 ? 1.0 - r->busy[d] / r->span[d] : 0.0;
+    for (size_t d = 0; d < p && rc == VP_OK; d++)
         for (int k = 0; k < s->dev[d].n && rc == VP_OK; k++) {
             vp_slice sl = {.op = s->dev[d].ops[k],
                            .start = r->t_start[d][k],
@@ -585,15 +673,7 @@ static vp_status fill_result(run *r, vp_pipeline_result *res, vp_error *err) {
                            .mem = r->t_mem[d][k]};
             rc = vp_timeline_add(res->measured, (int)d, sl, err);
         }
-    }
-    vp_status rc0 = vp_pipeline_plan_check(s, &r->o->train.model, &res->bit_exact, err);
-    if (rc0 != VP_OK)
-        return rc0;
-    uint64_t digest = VP_DIGEST_INIT;
-    for (int st = 0; st < s->route_len; st++)
-        digest = vp_stage_digest(r->stage[st], digest);
-    res->train.param_digest = digest;
-    return rc == VP_OK ? predict_peaks(r, res->predicted_peak_bytes, err) : rc;
+    return rc;
 }
 
 vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
@@ -617,25 +697,46 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
     r.io_floats = (size_t)o->train.model.microbatch * (size_t)o->train.model.seq_len *
                   (size_t)o->train.model.width;
     r.res.val_loss = NAN;
-    rc = run_alloc(&r, err);
-    rank_ctx *ctx = rc == VP_OK ? vp__calloc((size_t)s->p, sizeof *ctx) : NULL;
-    pthread_t *threads = rc == VP_OK ? vp__calloc((size_t)s->p, sizeof *threads) : NULL;
+    if (o->transport == VP_TRANSPORT_MPI) {
+        rc = vp_transport_mpi_new(s->p, o->watchdog_s, &r.t, &r.rank_lo, err);
+        r.rank_hi = r.rank_lo + 1;
+    } else {
+        r.t = vp_transport_threads_new(s->p, o->watchdog_s);
+        r.rank_hi = s->p;
+        if (!r.t)
+            rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    }
+    if (rc == VP_OK)
+        rc = run_alloc(&r, err);
+    int local = r.rank_hi - r.rank_lo;
+    rank_ctx *ctx = rc == VP_OK ? vp__calloc((size_t)local, sizeof *ctx) : NULL;
+    pthread_t *threads = rc == VP_OK ? vp__calloc((size_t)local, sizeof *threads) : NULL;
     if (rc == VP_OK && (!ctx || !threads))
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
     int started = 0;
-    for (int d = 0; rc == VP_OK && d < s->p; d++) {
-        ctx[d] = (rank_ctx){.r = &r, .rank = d};
-        if (pthread_create(&threads[d], NULL, rank_main, &ctx[d]) != 0) {
-            r.t->vt->abort(r.t, d, "cannot start a rank thread");
+    if (rc == VP_OK && o->transport == VP_TRANSPORT_MPI) {
+        ctx[0] = (rank_ctx){.r = &r, .rank = r.rank_lo};
+        rank_main(&ctx[0]); /* MPI calls stay on the thread that initialised MPI */
+    }
+    for (int i = 0; rc == VP_OK && o->transport != VP_TRANSPORT_MPI && i < local; i++) {
+        ctx[i] = (rank_ctx){.r = &r, .rank = r.rank_lo + i};
+        if (pthread_create(&threads[i], NULL, rank_main, &ctx[i]) != 0) {
+            r.t->vt->abort(r.t, ctx[i].rank, "cannot start a rank thread");
             rc = vp__fail(err, VP_ERUNTIME, "cannot start a rank thread");
             break;
         }
         started++;
     }
-    for (int d = 0; d < started; d++)
-        pthread_join(threads[d], NULL);
-    if (rc == VP_OK && vp_transport_error(r.t))
-        rc = vp__fail(err, VP_ERUNTIME, "%s", vp_transport_error(r.t));
+    for (int i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    if (rc == VP_OK && vp_transport_error(r.t)) {
+        /* Under MPI the first failure's message came from another process: add what the
+         * rank of this one was doing. */
+        char here[300] = "";
+        if (o->transport == VP_TRANSPORT_MPI)
+            vp__transport_report(r.t, here, sizeof here);
+        rc = vp__fail(err, VP_ERUNTIME, "%s%s", vp_transport_error(r.t), here);
+    }
     if (rc == VP_OK)
         rc = fill_result(&r, result, err);
     if (rc != VP_OK)
@@ -643,5 +744,7 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
     free(ctx);
     free(threads);
     run_free(&r);
+    if (r.t)
+        r.t->vt->free(r.t);
     return rc;
 }

@@ -527,12 +527,15 @@ float *vp_stage_grads(vp_stage *s, size_t *count) {
     return s->grads;
 }
 
-uint64_t vp_stage_digest(const vp_stage *s, uint64_t hash) {
-    const unsigned char *p = (const unsigned char *)s->params;
-    size_t n = (size_t)s->n_params * sizeof(float);
+uint64_t vp_digest(const void *bytes, size_t n, uint64_t hash) {
+    const unsigned char *p = bytes;
     for (size_t i = 0; i < n; i++) {
         hash ^= p[i];
         hash *= 0x100000001b3ULL;
     }
     return hash;
+}
+
+uint64_t vp_stage_digest(const vp_stage *s, uint64_t hash) {
+    return vp_digest(s->params, (size_t)s->n_params * sizeof(float), hash);
 }

@@ -13,6 +13,8 @@ vp_status vp__transport_init(vp_transport *t, const vp_transport_vtbl *vt, int p
     t->p = p;
     t->watchdog_s = watchdog_s > 0 ? watchdog_s : 60.0;
     t->aborted = 0;
+    t->local_lo = 0;
+    t->local_hi = p;
     t->error[0] = '\0';
     t->status = vp__calloc((size_t)p, sizeof *t->status);
     if (!t->status)
@@ -69,7 +71,7 @@ void vp__transport_report(vp_transport *t, char *buf, size_t size) {
     size_t len = 0;
     buf[0] = '\0';
     pthread_mutex_lock(&t->lock);
-    for (int r = 0; r < t->p && len < size; r++) {
+    for (int r = t->local_lo; r < t->local_hi && len < size; r++) {
         const vp_rank_status *st = &t->status[r];
         int n;
         if (st->op < 0)

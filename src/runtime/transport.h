@@ -14,9 +14,16 @@
 
 #include "vpipe/vpipe.h"
 
-/* What a message carries: the activation entering F(stage, mb) or the gradient entering
- * B(stage, mb). */
-typedef enum { VP_MSG_ACT = 0, VP_MSG_GRAD = 1, VP_MSG_REPLICA = 2 } vp_msg_dir;
+/* What a message carries. */
+typedef enum {
+    VP_MSG_ACT = 0,     /* activation into F(stage, mb) */
+    VP_MSG_GRAD = 1,    /* gradient into B(stage, mb) */
+    VP_MSG_REPLICA = 2, /* gradients of a bidirectional replica stage (stage = sender's) */
+    VP_MSG_PARAMS = 3,  /* a stage's parameters, gathered on rank 0 at the end */
+    VP_MSG_TIMES = 4    /* a rank's measured op times, gathered on rank 0 (stage = rank) */
+} vp_msg_dir;
+
+#define VP_MSG_KINDS 5
 
 typedef struct vp_msg_key {
     int stage; /* the receiving stage (for REPLICA: the sender's stage) */
@@ -62,11 +69,12 @@ struct vp_transport {
     double watchdog_s;
     pthread_mutex_t lock;
     vp_rank_status *status; /* [p] */
+    int local_lo, local_hi; /* ranks this process hosts (their states are known here) */
     int aborted;
     char error[1024];
 };
 
-/* Initialises the shared part (vt, p, watchdog, states); VP_ENOMEM. */
+/* Initialises the shared part (vt, p, watchdog, states, all ranks local); VP_ENOMEM. */
 vp_status vp__transport_init(vp_transport *t, const vp_transport_vtbl *vt, int p,
                              double watchdog_s);
 void vp__transport_deinit(vp_transport *t);
@@ -74,11 +82,17 @@ void vp__transport_deinit(vp_transport *t);
 /* Records the first abort message (later ones are ignored); returns 1 for the first. */
 int vp__transport_set_error(vp_transport *t, const char *message);
 
-/* Writes "rank r: <state>" lines for every rank into buf. */
+/* Writes "rank r: <state>" lines for the ranks this process hosts into buf. */
 void vp__transport_report(vp_transport *t, char *buf, size_t size);
 
 /* One thread per rank in this process. NULL when out of memory. */
 vp_transport *vp_transport_threads_new(int p, double watchdog_s);
+
+/* One process per rank under mpirun: initialises MPI (once), checks that the world has
+ * p processes, and returns the transport and this process's rank. VP_EUNSUPPORTED when
+ * vpipe was built without MPI; VP_EINVAL when the world size is not p. */
+vp_status vp_transport_mpi_new(int p, double watchdog_s, vp_transport **out, int *rank,
+                               vp_error *err);
 
 /* Publishes rank's current op (op index, -1 between steps, and label) for the watchdog
  * report. */
