@@ -10,6 +10,7 @@
 
 #include "vpipe/families.h"
 #include "vpipe/io.h"
+#include "vpipe/runtime.h"
 
 enum {
     VP_EXIT_OK = 0,      /* success */
@@ -40,11 +41,13 @@ const char *cli_flag_value(int argc, char **argv, int *i);
 FILE *cli_open_out(const char *path);
 void cli_close_out(FILE *f);
 
-/* Options every schedule-building subcommand shares: -p, -m, -v, --cost,
- * --memory-model. */
+/* Options every schedule-building subcommand shares: -p, -m, -v, --cost, --cost-file,
+ * --memory-model, --memory-limit. */
 typedef struct cli_spec {
     vp_spec spec;
     int have_p, have_m;
+    int have_profile; /* --cost-file: costs measured by vpipe profile */
+    vp_profile profile;
 } cli_spec;
 
 /* Defaults: p, m unset, default costs and memory model. */
@@ -74,6 +77,12 @@ json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *co
 /* Prints json (an object or array) to out, indented, with a trailing newline. */
 void cli_print_json(FILE *out, json_t *json);
 
+/* Model flags (--layers, --width, --heads, --seq, --microbatch) shared by train and
+ * profile: like cli_spec_flag, 1 when argv[*i] was one (parsed into m), 0 when not, -1
+ * after a usage error. */
+int cli_model_flag(int argc, char **argv, int *i, vp_model_config *m);
+extern const char cli_model_help[];
+
 /* Subcommands: int cmd_<name>(int argc, char **argv), argv[0] is the subcommand name. */
 int cmd_list(int argc, char **argv);
 int cmd_schedule(int argc, char **argv);
@@ -81,5 +90,9 @@ int cmd_simulate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_render(int argc, char **argv);
+int cmd_block(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 #endif

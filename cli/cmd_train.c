@@ -21,12 +21,7 @@ static void usage(FILE *out) {
             "executes the schedule's op lists, with results bit-identical to the reference\n"
             "(except DualPipe, whose two replicas sum their gradients in another order).\n"
             "\n"
-            "model:\n"
-            "  --layers N          transformer blocks (4)\n"
-            "  --width C           residual width, divisible by --heads (128)\n"
-            "  --heads H           attention heads (4)\n"
-            "  --seq T             tokens per sequence (64)\n"
-            "  --microbatch B      sequences per microbatch (8)\n"
+            "model:\n%s"
             "training:\n"
             "  -p N                pipeline ranks (1)\n"
             "  --schedule NAME     a family (vpipe list; default 1f1b when -p > 1) or\n"
@@ -52,6 +47,17 @@ static void usage(FILE *out) {
             "  --data FILE         text file (default: the KJV Bible of bible-kjv-text)\n"
             "  --eval-every K      validation loss every K steps (only at the end)\n"
             "  --eval-batches K    validation microbatches per evaluation (16)\n"
+            "durability (single rank):\n"
+            "  --checkpoint DIR    save checkpoints in DIR after the last step (and see\n"
+            "                      --checkpoint-every); written atomically, a new one\n"
+            "                      replaces the previous only once complete\n"
+            "  --checkpoint-every K  also after every K-th step\n"
+            "  --resume DIR        continue from the checkpoint in DIR, bit-identical to a\n"
+            "                      run never interrupted (give the same model and training\n"
+            "                      flags; a checkpoint of another run is refused)\n"
+            "  --skip-nonfinite    skip a step whose loss or gradient norm is NaN or Inf\n"
+            "                      (default: stop with an error); no checkpoint ever holds\n"
+            "                      non-finite state\n"
             "output:\n"
             "  --json              summary as one JSON object on stdout (progress to stderr)\n"
             "  --trace FILE        measured timeline of the last step as a Chrome trace\n"
@@ -60,8 +66,11 @@ static void usage(FILE *out) {
             "testing:\n"
             "  --fail-at R:S:K     rank R fails before op K of step S (0-based)\n"
             "  --stall-at R:S:K    rank R stalls there until the watchdog stops the run\n"
+            "  --inject-nan K      poison step K's gradients with a NaN (1-based)\n"
             "\n"
-            "exit codes: 0 ok, 1 training failed, 2 usage error, 3 bad data\n");
+            "exit codes: 0 ok, 1 training failed, 2 usage error (or a checkpoint of another\n"
+            "run), 3 bad data (or a missing, corrupt or unwritable checkpoint)\n",
+            cli_model_help);
 }
 
 typedef struct {
@@ -74,6 +83,10 @@ static bool on_step(const vp_train_progress *p, void *user) {
             p->step, p->steps, p->loss, p->lr, p->grad_norm, p->tokens_per_s, p->step_ms);
     if (!isnan(p->val_loss))
         fprintf(ctx->out, " | val %.4f", p->val_loss);
+    if (p->skipped)
+        fprintf(ctx->out, " | skipped (not finite)");
+    if (p->checkpointed)
+        fprintf(ctx->out, " | checkpoint saved");
     fputc('\n', ctx->out);
     fflush(ctx->out);
     return true;
@@ -193,6 +206,10 @@ static int run_reference(const vp_train_options *o, const vp_data *data, const c
     vp_train_result r;
     if (vp_train_run(o, data, on_step, ctx, &r, &err))
         return cli_lib_error(&err);
+    if (r.resumed_step)
+        fprintf(ctx->out, "resumed from step %d of %s\n", r.resumed_step, o->resume_dir);
+    if (r.skipped_steps)
+        fprintf(ctx->out, "skipped %d non-finite steps\n", r.skipped_steps);
     if (json)
         return print_json(o, data_path, "single", &r, NULL);
     printf("done: %d steps | train loss %.4f | val loss %.4f | %.1f ms/step | %.0f tok/s\n"
@@ -297,6 +314,7 @@ int cmd_train(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool ok = true;
+        int model;
         double x;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
@@ -324,16 +342,8 @@ int cmd_train(int argc, char **argv) {
                 return cli_error(VP_EXIT_USAGE, "--transport is threads or mpi, got '%s'", v);
         } else if (!strcmp(a, "--fail-at") || !strcmp(a, "--stall-at")) {
             ok = fault_flag(argc, argv, &i, &po);
-        } else if (!strcmp(a, "--layers")) {
-            ok = int_flag(argc, argv, &i, 1, 1 << 16, &o.model.n_layer);
-        } else if (!strcmp(a, "--width")) {
-            ok = int_flag(argc, argv, &i, 1, 1 << 16, &o.model.width);
-        } else if (!strcmp(a, "--heads")) {
-            ok = int_flag(argc, argv, &i, 1, 1 << 16, &o.model.n_head);
-        } else if (!strcmp(a, "--seq")) {
-            ok = int_flag(argc, argv, &i, 1, 1 << 20, &o.model.seq_len);
-        } else if (!strcmp(a, "--microbatch")) {
-            ok = int_flag(argc, argv, &i, 1, 1 << 20, &o.model.microbatch);
+        } else if ((model = cli_model_flag(argc, argv, &i, &o.model)) != 0) {
+            ok = model > 0;
         } else if (!strcmp(a, "-m")) {
             ok = int_flag(argc, argv, &i, 1, 1 << 20, &o.m);
         } else if (!strcmp(a, "--steps")) {
@@ -367,6 +377,16 @@ int cmd_train(int argc, char **argv) {
                 o.schedule = VP_LR_CONSTANT;
             else if (ok)
                 return cli_error(VP_EXIT_USAGE, "--lr-schedule is cosine or constant, got '%s'", v);
+        } else if (!strcmp(a, "--checkpoint")) {
+            ok = (o.checkpoint_dir = cli_flag_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(a, "--checkpoint-every")) {
+            ok = int_flag(argc, argv, &i, 1, big, &o.checkpoint_every);
+        } else if (!strcmp(a, "--resume")) {
+            ok = (o.resume_dir = cli_flag_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(a, "--skip-nonfinite")) {
+            o.skip_nonfinite = true;
+        } else if (!strcmp(a, "--inject-nan")) {
+            ok = int_flag(argc, argv, &i, 1, big, &o.fault_nonfinite_step);
         } else if (!strcmp(a, "--data")) {
             ok = (data_path = cli_flag_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(a, "--json")) {
@@ -384,6 +404,12 @@ int cmd_train(int argc, char **argv) {
         return cli_error(VP_EXIT_USAGE, "the single-rank reference runs on -p 1 (got -p %d)", p);
     if (reference && (trace || svg))
         return cli_error(VP_EXIT_USAGE, "--trace and --svg draw pipelined runs (give --schedule)");
+    if (o.checkpoint_every && !o.checkpoint_dir)
+        return cli_error(VP_EXIT_USAGE, "--checkpoint-every needs --checkpoint DIR");
+    if (!reference &&
+        (o.checkpoint_dir || o.resume_dir || o.skip_nonfinite || o.fault_nonfinite_step))
+        return cli_error(VP_EXIT_USAGE, "--checkpoint, --resume, --skip-nonfinite and "
+                                        "--inject-nan work on the single-rank run (-p 1) so far");
     o.warmup = warmup >= 0 ? warmup : o.steps / 10;
     vp_error err = {0};
     if (vp_model_config_check(&o.model, &err))

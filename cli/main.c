@@ -16,6 +16,10 @@ static const command commands[] = {
     {"compare", cmd_compare, "simulate every family side by side"},
     {"validate", cmd_validate, "check a schedule file"},
     {"train", cmd_train, "train the transformer with a schedule"},
+    {"profile", cmd_profile, "measure the model's pass costs for simulate/plan --cost-file"},
+    {"render", cmd_render, "draw a schedule: terminal timeline, SVG, Chrome trace"},
+    {"block", cmd_block, "build a schedule from your own building block; lifespan report"},
+    {"plan", cmd_plan, "best schedule within a memory budget, and the memory/bubble frontier"},
 };
 
 static void usage(FILE *out) {

@@ -1,5 +1,6 @@
 /* The flags every schedule-building subcommand shares, and getting a schedule from a
  * family name or a file. */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -13,6 +14,10 @@ const char cli_spec_help[] =
     "                        costs per microbatch of one device's whole slice (default\n"
     "                        F=1,B=1,W=1,c=0; FB = overlapped F&B, default F+B);\n"
     "                        a family with v chunks per device charges 1/v per chunk pass\n"
+    "  --cost-file FILE      costs measured by `vpipe profile` (per stage, with the\n"
+    "                        model's activation bytes) instead of --cost\n"
+    "  --memory-limit U      activation memory limit in units for zb-1p/zb-2p's greedy\n"
+    "                        (default: p for zb-1p, 2p for zb-2p)\n"
     "  --memory-model at-w|zb:R\n"
     "                        release-at-W (default) or the ZB split, R = share of an F's\n"
     "                        activation that B keeps for W\n";
@@ -22,9 +27,55 @@ void cli_spec_init(cli_spec *o) {
     o->spec = vp_spec_make(0, 0);
 }
 
+/* With a profile and p known, generators see each rank's measured slice costs. The
+ * per-device arrays live as long as the process (the last profile's). */
+static int apply_profile(cli_spec *o) {
+    static double *slices;
+    if (!o->have_profile || o->spec.p < 1)
+        return 1;
+    double *grown = realloc(slices, 3 * (size_t)o->spec.p * sizeof *grown);
+    if (!grown) {
+        cli_error(VP_EXIT_FAILURE, "out of memory");
+        return -1;
+    }
+    slices = grown;
+    vp_error err = {0};
+    int p = o->spec.p;
+    if (vp_profile_slice_costs(&o->profile, p, slices, slices + p, slices + 2 * p, &o->spec.costs,
+                               &err) != VP_OK) {
+        cli_error(VP_EXIT_USAGE, "--cost-file at -p %d: %s", p, err.message);
+        return -1;
+    }
+    return 1;
+}
+
+static int load_profile(const char *path, cli_spec *o) {
+    char *text;
+    size_t len;
+    vp_error err = {0};
+    vp_status rc = vp_read_file(path, &text, &len, &err);
+    if (rc == VP_OK) {
+        rc = vp_profile_read_json(text, len, &o->profile, &err);
+        free(text);
+    }
+    if (rc != VP_OK) {
+        if (err.line > 0)
+            cli_error(VP_EXIT_INPUT, "%s:%d:%d: %s", path, err.line, err.column, err.message);
+        else
+            cli_error(VP_EXIT_INPUT, "%s: %s", path, err.message);
+        return -1;
+    }
+    o->have_profile = 1;
+    return apply_profile(o);
+}
+
 int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o) {
     const char *flag = argv[*i];
     long n;
+    if (!strcmp(flag, "--cost-file")) {
+        const char *val = cli_flag_value(argc, argv, i);
+        return val ? load_profile(val, o) : -1;
+    }
     if (!strcmp(flag, "-p") || !strcmp(flag, "-m") || !strcmp(flag, "-v")) {
         const char *val = cli_flag_value(argc, argv, i);
         if (!val || cli_parse_int(flag, val, 1, 100000, &n) != 0)
@@ -32,6 +83,7 @@ int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o) {
         if (flag[1] == 'p') {
             o->spec.p = (int)n;
             o->have_p = 1;
+            return apply_profile(o);
         } else if (flag[1] == 'm') {
             o->spec.m = (int)n;
             o->have_m = 1;
@@ -39,6 +91,10 @@ int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o) {
             o->spec.v = (int)n;
         }
         return 1;
+    }
+    if (!strcmp(flag, "--memory-limit")) {
+        const char *val = cli_flag_value(argc, argv, i);
+        return val && cli_parse_double(flag, val, 1.0, 1e9, &o->spec.mem_limit) == 0 ? 1 : -1;
     }
     if (!strcmp(flag, "--cost") || !strcmp(flag, "--memory-model")) {
         const char *val = cli_flag_value(argc, argv, i);
@@ -92,9 +148,16 @@ int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out) 
 
 int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_cost_model **cm_out, vp_sim **out) {
     vp_error err = {0};
-    vp_cost_model *cm = vp_cost_model_new(s, &o->spec.costs, &o->spec.mem, &err);
+    vp_memcfg mem = o->spec.mem;
+    if (o->have_profile && mem.unit_bytes <= 0)
+        mem.unit_bytes = 1.0; /* allocates the byte arrays the profile fills */
+    vp_cost_model *cm = vp_cost_model_new(s, &o->spec.costs, &mem, &err);
     if (!cm)
         return cli_lib_error(&err);
+    if (o->have_profile && vp_profile_cost_model(&o->profile, s, cm, &err) != VP_OK) {
+        vp_cost_model_free(cm);
+        return cli_lib_error(&err);
+    }
     if (vp_simulate(s, cm, out, &err) != VP_OK) {
         vp_cost_model_free(cm);
         return cli_lib_error(&err);

@@ -263,7 +263,7 @@ typedef struct vp_train_result {
     int steps;             /* steps completed, counting those before a resume */
     int resumed_step;      /* the step a resumed run started from (0: fresh) */
     int skipped_steps;     /* non-finite steps skipped in this run (skip_nonfinite) */
-    double train_loss;     /* mean loss of the last step */
+    double train_loss;     /* mean loss of the last step (that was not skipped) */
     double val_loss;       /* final validation loss */
     double step_ms;        /* mean over the steps */
     double tokens_per_s;   /* mean over the steps */

@@ -83,6 +83,46 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
  * after a failed run); without MPI, does nothing. */
 void vp_runtime_mpi_abort(int code);
 
+/* ---- profiling: measured costs feed the cost model and the planner ---------------- */
+
+/* Parts of the model whose costs a profile measures. */
+enum { VP_PART_EMBED = 0, VP_PART_LAYER = 1, VP_PART_HEAD = 2, VP_PART_COUNT = 3 };
+
+/* Measured time of each pass of each part, per microbatch, in milliseconds: the
+ * embeddings (a first stage without layers), one transformer layer, and the final norm,
+ * head and loss (a last stage without layers); plus the time of one hop between ranks
+ * on the threads transport. Any split's stage costs are sums of these. */
+typedef struct vp_profile {
+    vp_model_config model;
+    double f[VP_PART_COUNT], b[VP_PART_COUNT], w[VP_PART_COUNT];
+    double c;
+} vp_profile;
+
+/* Measures cfg's parts on this machine (one BLAS thread): the median of reps runs after
+ * one warm-up. VP_EINVAL for a bad config or reps < 1. */
+vp_status vp_profile_measure(const vp_model_config *cfg, int reps, vp_profile *out, vp_error *err);
+
+/* vpipe profile JSON:
+ *   {"format": "vpipe-profile", "version": 1,
+ *    "model": {"layers": 4, "width": 128, "heads": 4, "seq": 64, "microbatch": 8, "vocab": 256},
+ *    "ms": {"embed": {"F": .., "B": .., "W": ..}, "layer": {..}, "head": {..}}, "c_ms": ..}
+ * Write returns a new string (caller frees) or NULL; read checks every field (VP_EPARSE
+ * with line/column or the field's name). */
+char *vp_profile_write_json(const vp_profile *pr);
+vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp_error *err);
+
+/* Fills cm (a model of schedule s) from the profile: per-stage F, B, W times for the layer
+ * split vp_split_layers gives s, c, and, when cm has byte arrays, per-stage activation and
+ * stash bytes from the size functions. VP_EINVAL when the layers do not split over s. */
+vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, vp_cost_model *cm,
+                                vp_error *err);
+
+/* Per-slice costs of a p-rank pipeline with one stage per rank (the model split with
+ * vp_split_layers): dev_f/dev_b/dev_w [p] (caller storage) hold each rank's slice, costs
+ * gets their means, c and pointers to the arrays. For generators and the planner. */
+vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev_f, double *dev_b,
+                                 double *dev_w, vp_costs *costs, vp_error *err);
+
 /* Sets cm's per-stage times to the mean measured duration of each stage's passes in tl
  * (a measured timeline of schedule s): f, b, w from F, B, W ops; a stage that only ran
  * full backwards gets b = w = half their mean; fb from F&B ops (by forward stage); c = 0.

@@ -10,6 +10,12 @@
 vp_status vp__build_gpipe(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_1f1b(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_interleaved(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_vmin(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_vhalf(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_vzb(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_1f1bv(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_dualpipe(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_dualpipev(const vp_spec *spec, vp_schedule **out, vp_error *err);
 
 /* Checks p >= 1 and m >= 1 for family name. */
 vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err);

@@ -2,12 +2,35 @@
 #include <string.h>
 
 #include "families/families_internal.h"
+#include "families/zb_families.h"
 
 static const vp_family families[] = {
     {"gpipe", "all forwards, then all backwards", "p >= 1, m >= 1", vp__build_gpipe},
     {"1f1b", "one forward, one backward (PipeDream-flush)", "p >= 1, m >= 1", vp__build_1f1b},
     {"interleaved", "interleaved 1F1B, v chunks per device on a loop placement",
      "p >= 1, m >= 1, v >= 1 (-v, default 2)", vp__build_interleaved},
+    {"zb-h1", "Zero Bubble H1: 1F1B memory, W deferred into the bubbles", "p >= 1, m >= 1",
+     vp__build_zbh1},
+    {"zb-h2", "Zero Bubble H2: deeper warm-up, parallelogram, ~zero bubble", "p >= 1, m >= 1",
+     vp__build_zbh2},
+    {"zb-1p", "Zero Bubble auto (greedy), memory limit p units", "p >= 1, m >= 1, limit >= 1 unit",
+     vp__build_zb1p},
+    {"zb-2p", "Zero Bubble auto (greedy), memory limit 2p units", "p >= 1, m >= 1, limit >= 1 unit",
+     vp__build_zb2p},
+    {"zb-v", "Zero Bubble V: V placement, cost-aware greedy, limit p units", "p >= 1, m >= 1",
+     vp__build_zbv},
+    {"v-min", "V-Min block (offsets 1,1): about 1/3 of 1F1B's memory", "p >= 2, m >= 1",
+     vp__build_vmin},
+    {"v-half", "V-Half block (offsets 2,1): half of 1F1B's memory", "p >= 2, m >= 1",
+     vp__build_vhalf},
+    {"v-zb", "V-ZB block (offsets 4,2): 1F1B's memory, zero bubble", "p >= 2, m >= 1",
+     vp__build_vzb},
+    {"1f1b-v", "1F1B on the V placement (full backwards): about 2/3 of 1F1B's memory",
+     "p >= 2, m >= 1", vp__build_1f1bv},
+    {"dualpipe", "DualPipe: two model copies in opposite directions, overlapped F&B",
+     "p >= 2 even, m >= 2p even", vp__build_dualpipe},
+    {"dualpipev", "DualPipeV: DualPipe folded onto the V placement, one model copy",
+     "p >= 2, m >= 2p", vp__build_dualpipev},
 };
 
 int vp_family_count(void) {

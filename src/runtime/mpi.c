@@ -155,7 +155,8 @@ static vp_status mp_recv(vp_transport *t, int rank, vp_msg_key key, size_t n, fl
     vp_status rc = key_tag(key, err, &tag);
     if (rc != VP_OK)
         return rc;
-    float *b = malloc((n ? n : 1) * sizeof *b);
+    /* Stages keep received tensors in their 64-byte aligned allocator pools. */
+    float *b = aligned_alloc(64, (n * sizeof *b + 63) / 64 * 64 + 64);
     if (!b)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     char what[96];

@@ -5,6 +5,7 @@
 
 #include "core/internal.h"
 #include "runtime/stage_internal.h"
+#include "vpipe/checkpoint.h"
 
 void vp_train_options_default(vp_train_options *o) {
     *o = (vp_train_options){
@@ -40,6 +41,11 @@ static vp_status check_options(const vp_train_options *o, const vp_data *data, v
         return vp__fail(err, VP_EINVAL,
                         "microbatches, steps and evaluation batches must be "
                         "positive");
+    if (o->checkpoint_every < 0 || o->fault_nonfinite_step < 0 ||
+        (o->checkpoint_every > 0 && !o->checkpoint_dir))
+        return vp__fail(err, VP_EINVAL,
+                        "a checkpoint interval needs a checkpoint directory and must not be "
+                        "negative");
     if (!(o->lr > 0.0) || !(o->min_lr >= 0.0) || !(o->clip >= 0.0) ||
         !(o->adamw.weight_decay >= 0.0f))
         return vp__fail(err, VP_EINVAL,
@@ -73,16 +79,18 @@ static vp_status evaluate(vp_stage *s, const vp_train_options *o, const vp_data 
     return VP_OK;
 }
 
-/* One optimiser step: for each microbatch F, B, W; then clip and AdamW. */
+/* One optimiser step on batches [batch, batch + m): for each microbatch F, B, W; then
+ * clip and AdamW. A non-finite loss or gradient norm fails the step, or with
+ * skip_nonfinite zeroes the gradients and skips the optimiser step. */
 static vp_status train_step(vp_stage *s, const vp_train_options *o, const vp_data *data, int step,
-                            uint8_t *tokens, uint8_t *targets, vp_train_progress *p,
+                            uint64_t batch, uint8_t *tokens, uint8_t *targets, vp_train_progress *p,
                             vp_error *err) {
     vp_stage_zero_grad(s);
     double loss_sum = 0.0;
     for (int j = 0; j < o->m; j++) {
         double loss;
-        vp_status st = vp_data_batch(data, false, o->seed, (uint64_t)step * o->m + j,
-                                     o->model.microbatch, o->model.seq_len, tokens, targets, err);
+        vp_status st = vp_data_batch(data, false, o->seed, batch + (uint64_t)j, o->model.microbatch,
+                                     o->model.seq_len, tokens, targets, err);
         if (!st)
             st = vp_stage_forward(s, 0, NULL, tokens, targets, NULL, &loss, err);
         if (!st)
@@ -93,13 +101,20 @@ static vp_status train_step(vp_stage *s, const vp_train_options *o, const vp_dat
             return st;
         loss_sum += loss;
     }
+    if (step + 1 == o->fault_nonfinite_step)
+        s->grads[0] = NAN;
     p->loss = loss_sum / o->m;
     p->grad_norm = sqrt(vp_stage_grad_sumsq(s));
-    if (!isfinite(p->loss) || !isfinite(p->grad_norm))
-        return vp__fail(err, VP_ERUNTIME, "step %d: loss %g, gradient norm %g is not finite",
-                        step + 1, p->loss, p->grad_norm);
-    float scale = o->clip > 0.0 && p->grad_norm > o->clip ? (float)(o->clip / p->grad_norm) : 1.0f;
     p->lr = vp_lr_at(o->schedule, step, o->steps, o->warmup, o->lr, o->min_lr);
+    if (!isfinite(p->loss) || !isfinite(p->grad_norm)) {
+        if (!o->skip_nonfinite)
+            return vp__fail(err, VP_ERUNTIME, "step %d: loss %g, gradient norm %g is not finite",
+                            step + 1, p->loss, p->grad_norm);
+        vp_stage_zero_grad(s);
+        p->skipped = true;
+        return VP_OK;
+    }
+    float scale = o->clip > 0.0 && p->grad_norm > o->clip ? (float)(o->clip / p->grad_norm) : 1.0f;
     vp_stage_adamw(s, &o->adamw, step + 1, (float)p->lr, scale);
     return VP_OK;
 }
@@ -118,24 +133,39 @@ vp_status vp_train_run(const vp_train_options *o, const vp_data *data, vp_train_
         st = vp__fail(err, VP_ENOMEM, "out of memory");
     if (!st)
         st = vp_stage_new(&o->model, 0, o->model.n_layer, true, true, 1, o->seed, mem, &s, err);
-    vp_train_result r = {0};
+    vp_checkpoint_meta from = {0};
+    if (!st && o->resume_dir)
+        st = vp_checkpoint_load(o->resume_dir, 0, 1, o, &s, 1, &from, err);
+    if (!st && from.step >= o->steps)
+        st = vp__fail(err, VP_EINVAL,
+                      "the checkpoint in %s is at step %d: none of the %d steps is left to run",
+                      o->resume_dir, from.step, o->steps);
+    vp_train_result r = {.steps = from.step, .resumed_step = from.step, .val_loss = NAN};
+    uint64_t batch = from.data_pos;
     double total_ms = 0.0;
-    r.val_loss = NAN;
-    for (int step = 0; !st && step < o->steps; step++) {
+    for (int step = from.step; !st && step < o->steps; step++) {
         vp_train_progress p = {.step = step + 1, .steps = o->steps, .val_loss = NAN};
         double t0 = now_ms();
-        st = train_step(s, o, data, step, tokens, targets, &p, err);
+        st = train_step(s, o, data, step, batch, tokens, targets, &p, err);
         if (st)
             break;
+        batch += (uint64_t)o->m;
         p.step_ms = now_ms() - t0;
         p.tokens_per_s = (double)N * o->m / (p.step_ms / 1e3);
         total_ms += p.step_ms;
         r.steps = step + 1;
-        r.train_loss = p.loss;
+        r.skipped_steps += p.skipped;
+        if (!p.skipped)
+            r.train_loss = p.loss;
         bool stop = false;
         bool eval = step + 1 == o->steps || (o->eval_every && (step + 1) % o->eval_every == 0);
         if (eval)
             st = evaluate(s, o, data, tokens, targets, &p.val_loss, err);
+        p.checkpointed = !st && o->checkpoint_dir &&
+                         (step + 1 == o->steps ||
+                          (o->checkpoint_every && (step + 1) % o->checkpoint_every == 0));
+        if (p.checkpointed)
+            st = vp_checkpoint_save(o->checkpoint_dir, o, step + 1, batch, &s, 1, err);
         if (!st && callback)
             stop = !callback(&p, user);
         if (!st && stop && !eval)
@@ -145,7 +175,7 @@ vp_status vp_train_run(const vp_train_options *o, const vp_data *data, vp_train_
             break;
     }
     if (!st) {
-        r.step_ms = total_ms / r.steps;
+        r.step_ms = total_ms / (r.steps - r.resumed_step);
         r.tokens_per_s = (double)N * o->m / (r.step_ms / 1e3);
         r.peak_act_bytes = vp_mem_peak(mem);
         r.param_digest = vp_stage_digest(s, VP_DIGEST_INIT);

@@ -1,0 +1,136 @@
+/* Generation and simulation time of every family, and the memory-budget planner's search,
+ * at (p, m) = (16, 64), (32, 128), (64, 512) (or the shapes given as PxM arguments).
+ * Prints machine information, then medians of repeated runs.
+ *
+ *   bench_plan [PxM ...]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cblas.h>
+
+#include "vpipe/plan.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void machine_info(void) {
+    struct utsname u;
+    char model[256] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
+            model[strcspn(model, "\n")] = '\0';
+            break;
+        }
+    if (f)
+        fclose(f);
+    if (uname(&u) == 0)
+        printf("machine: %s %s %s\n", u.sysname, u.release, u.machine);
+    printf("cpu: %s, %ld online processors, openblas core %s\n", model,
+           sysconf(_SC_NPROCESSORS_ONLN), openblas_get_corename());
+    printf("vpipe %s; times are medians of the repeats shown\n\n", VP_VERSION_STRING);
+}
+
+/* Build and simulation medians of one family; prints one table row. */
+static void bench_family(const char *name, const vp_spec *spec, int reps) {
+    double tb[16], ts[16];
+    vp_sim *last = NULL;
+    for (int r = 0; r < reps; r++) {
+        vp_schedule *s = NULL;
+        vp_error err = {0};
+        double t0 = now();
+        if (vp_family_build(name, spec, &s, &err) != VP_OK) {
+            printf("  %-12s (not built: %s)\n", name, err.message);
+            return;
+        }
+        double t1 = now();
+        vp_cost_model *cm = vp_cost_model_new(s, &spec->costs, &spec->mem, &err);
+        vp_sim *sim = NULL;
+        double t2 = now();
+        vp_status rc = cm ? vp_simulate(s, cm, &sim, &err) : VP_ENOMEM;
+        double t3 = now();
+        tb[r] = t1 - t0;
+        ts[r] = t3 - t2;
+        vp_cost_model_free(cm);
+        vp_schedule_free(s);
+        if (rc != VP_OK) {
+            printf("  %-12s (simulation failed: %s)\n", name, err.message);
+            return;
+        }
+        vp_sim_free(last);
+        last = sim;
+    }
+    printf("  %-12s %10.3f %10.3f %10g %8.2f%% %8g\n", name, 1e3 * median(tb, reps),
+           1e3 * median(ts, reps), last->makespan, 100 * last->bubble, last->peak_max);
+    vp_sim_free(last);
+}
+
+static void bench_plan(const vp_spec *spec, const char *costs, int reps) {
+    double t[16];
+    vp_plan *plan = NULL;
+    for (int r = 0; r < reps; r++) {
+        vp_budget b = {.kind = VP_BUDGET_FRACTION, .value = 0.5};
+        vp_error err = {0};
+        vp_plan_free(plan);
+        plan = NULL;
+        double t0 = now();
+        if (vp_plan_run(spec, &b, &plan, &err) != VP_OK) {
+            printf("  planner (%s): %s\n", costs, err.message);
+            return;
+        }
+        t[r] = now() - t0;
+    }
+    const vp_plan_candidate *c = &plan->candidates[plan->chosen];
+    printf("  planner, costs %-12s budget 0.5: %8.3f s  (%ld blocks, %ld built, %d frontier "
+           "points; chose %s %s, peak %g, makespan %g)\n",
+           costs, median(t, reps), plan->blocks_tried, plan->blocks_built, plan->n_frontier,
+           c->family, c->params, c->peak, c->makespan);
+    vp_plan_free(plan);
+}
+
+int main(int argc, char **argv) {
+    int shapes[8][2] = {{16, 64}, {32, 128}, {64, 512}}, n = 3;
+    if (argc > 1) {
+        n = 0;
+        for (int i = 1; i < argc && n < 8; i++)
+            if (sscanf(argv[i], "%dx%d", &shapes[n][0], &shapes[n][1]) == 2 && shapes[n][0] > 0 &&
+                shapes[n][1] > 0)
+                n++;
+    }
+    machine_info();
+    for (int k = 0; k < n; k++) {
+        int p = shapes[k][0], m = shapes[k][1];
+        int reps = p * m <= 1024 ? 11 : p * m <= 4096 ? 5 : 3;
+        vp_spec spec = vp_spec_make(p, m);
+        printf("p=%d m=%d (F=B=W=1, %d repeats)\n  %-12s %10s %10s %10s %9s %8s\n", p, m, reps,
+               "family", "build ms", "sim ms", "makespan", "bubble", "peak");
+        for (int i = 0; i < vp_family_count(); i++)
+            bench_family(vp_family_at(i)->name, &spec, reps);
+        int plan_reps = p <= 16 ? 5 : p <= 32 ? 3 : 1;
+        bench_plan(&spec, "F=B=W=1", plan_reps);
+        spec.costs.b = 2;
+        bench_plan(&spec, "F=1,B=2,W=1", plan_reps);
+        printf("\n");
+    }
+    return 0;
+}

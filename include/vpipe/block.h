@@ -1,0 +1,202 @@
+/* The building-block framework (schedules.md §3).
+ *
+ * A block is the timing of one "copy": the start offset and duration of every pass of
+ * the microbatches the copy carries, on a fixed stage -> device map. Copy j is the block
+ * shifted by j*T (T the interval) and carries microbatches j*mb_per_copy + pass.mb, so a
+ * pass may belong to an earlier or later microbatch than its copy (pass.mb < 0 or
+ * >= mb_per_copy); repeating to m microbatches runs every copy that holds a microbatch of
+ * [0, m) and drops (trims) the passes whose microbatch falls outside.
+ *
+ * The per-device order of a repeated block is its passes sorted by start time (ties: F
+ * before B before BW before W; F by ascending stage, backward by descending stage; then
+ * by microbatch). That order is the schedule: squeezing is the eager replay of
+ * vp_simulate, which keeps every device's order and starts each pass as soon as its
+ * dependencies allow. vp_block_reorder then moves passes earlier into idle gaps without
+ * raising any device's peak. Peak memory depends only on the orders, so the lifespan
+ * bound Σ⌈l_s/T⌉·act_s holds for the repeated order and for everything derived from it.
+ *
+ * Typical use:
+ *   vp_block *b = vp_block_new(p, 2 * p, VP_PLACE_V, err);
+ *   vp_cost_model *cm = vp_block_cost_model(b, &costs, &mem, err);
+ *   vp_block_add(b, VP_OP_F, s, 0, start, cm->f[s]);  ...   (or vp_block_set_durations)
+ *   vp_block_min_interval(b, &b->T, err);                  (or set b->T yourself)
+ *   vp_block_repeat(b, m, "my-block", &sched, err);        (collision-checked)
+ *   vp_simulate(sched, cm, &sim, err);                     (the squeeze)
+ *
+ * Block JSON (vp_block_read_json; `vpipe block --help` shows the same):
+ *   {"format": "vpipe-block", "version": 1,   (version optional, 1)
+ *    "p": 4,                      devices, >= 1
+ *    "placement": "single",       "single" | "loop" | "v" | "bidir" | "custom" (default
+ *                                 single)
+ *    "stages": 4,                 optional for single (p), v and bidir (2p); required for
+ *                                 loop (a multiple of p) and custom
+ *    "stage_device": [0, 1, ...], custom only: device of every stage
+ *    "mb_per_copy": 1,            optional, microbatches one copy carries (default 1)
+ *    "interval": 6,               optional T; default: the smallest collision-free T
+ *    "costs": "F=2,B=2,W=2,c=0",  optional default costs (a caller may override them)
+ *    "passes": [["F", 0, 0], ["B", 3, 8], ["W", 3, 10, 0], ["F", 1, 2, 0, 2.5], ...]}
+ * A pass is [kind, stage, start] with optional 4th element mb (microbatch offset within
+ * the copy, default 0) and optional 5th element duration (default: from the costs).
+ * kind is "F", "B", "W" or "BW". Every (stage, microbatch offset) on a route needs F and
+ * either BW or both B and W, exactly once.
+ */
+#ifndef VPIPE_BLOCK_H
+#define VPIPE_BLOCK_H
+
+#include <stddef.h>
+
+#include "vpipe/sim.h"
+
+#define VP_BLOCK_FORMAT "vpipe-block"
+#define VP_BLOCK_VERSION 1
+
+/* One pass of the block. */
+typedef struct vp_block_pass {
+    int kind;     /* VP_OP_F, VP_OP_B, VP_OP_W or VP_OP_BW */
+    int stage;    /* 0 <= stage < S */
+    int mb;       /* microbatch offset: copy j runs microbatch j*mb_per_copy + mb */
+    double start; /* start time in copy 0 */
+    double dur;   /* duration, >= 0 */
+} vp_block_pass;
+
+typedef struct vp_block {
+    int p;                       /* devices */
+    int S;                       /* stages */
+    vp_placement_kind placement; /* how stage_device was made (CUSTOM: set by the caller) */
+    int *stage_device;           /* [S] device of each stage (owned) */
+    int mb_per_copy;             /* microbatches per copy, >= 1 (default 1) */
+    double T;                    /* interval between copies (0 until set) */
+    vp_block_pass *pass;         /* [n] passes of copy 0, any order (owned) */
+    int n, cap;
+} vp_block;
+
+/* Allocates an empty block (no passes, T = 0, mb_per_copy = 1) for p devices and S stages
+ * placed like vp_schedule_new places them (SINGLE S=p, LOOP S a multiple of p, V and
+ * BIDIR S=2p; CUSTOM puts every stage on device 0 for the caller to change). Caller frees
+ * with vp_block_free. NULL with err filled (VP_EINVAL, VP_ENOMEM) on failure. */
+vp_block *vp_block_new(int p, int S, vp_placement_kind placement, vp_error *err);
+
+/* Releases a block; NULL is a no-op. */
+void vp_block_free(vp_block *b);
+
+/* Deep copy; NULL when memory runs out. */
+vp_block *vp_block_clone(const vp_block *b);
+
+/* Appends a pass. VP_EINVAL when kind or stage is out of range, start is not finite or
+ * dur < 0 / not finite (vp_block_check has the tighter limits), VP_ENOMEM when memory
+ * runs out. */
+vp_status vp_block_add(vp_block *b, vp_op_kind kind, int stage, int mb, double start, double dur);
+
+/* Index of the pass (kind, stage, mb) or -1. */
+int vp_block_find(const vp_block *b, vp_op_kind kind, int stage, int mb);
+
+/* Cost model for the block's shape (per-stage costs and memory deltas, chunk passes
+ * charged 1/v as in vp_cost_model_new). Caller frees with vp_cost_model_free. */
+vp_cost_model *vp_block_cost_model(const vp_block *b, const vp_costs *costs, const vp_memcfg *mem,
+                                   vp_error *err);
+
+/* Sets every pass's duration from cm (F: f, B: b, W: w, BW: b + w of its stage). */
+void vp_block_set_durations(vp_block *b, const vp_cost_model *cm);
+
+/* Checks the block's structure: stage_device in range, 1 <= mb_per_copy <= 64, every pass
+ * with |start| <= 1e15, duration in [0, 1e15] and |mb| <= 1e6, and for each microbatch
+ * class (offset mod mb_per_copy) the stages it uses form one route (a contiguous stage
+ * range, equally long for every class) on which each stage has F and either BW or B and
+ * W exactly once. Does not look at timing or T. VP_EINVAL naming the pass or the
+ * missing one. */
+vp_status vp_block_check(const vp_block *b, vp_error *err);
+
+/* A collision: pass a of copy 0 overlaps pass b of copy `copy` on device `device`. */
+typedef struct vp_block_collision {
+    int device;
+    int a, b; /* pass indices */
+    int copy; /* copy of pass b (>= 0; 0 means the block overlaps itself) */
+    double a_start, a_end, b_start, b_end; /* the overlapping intervals */
+} vp_block_collision;
+
+/* Checks that copies repeated every T (infinitely, both ways) never overlap on a device
+ * (passes that only touch are fine; zero-length passes never collide). VP_OK when
+ * collision-free; VP_EINVALID when two passes overlap, with *hit (optional) filled and a
+ * message naming the device, both passes with their microbatches and their intervals;
+ * VP_EINVAL when T <= 0, not finite, or so small that the block spans more than 1e6
+ * intervals. Cost: O(n log n). */
+vp_status vp_block_collisions(const vp_block *b, double T, vp_block_collision *hit, vp_error *err);
+
+/* Smallest collision-free interval: at least the busiest device's work per copy; raised
+ * past every collision found (the collision-free set need not be an interval, this
+ * returns its least element). VP_EINVALID (naming the passes) when the block overlaps
+ * itself within one copy, so no T works; VP_EINVAL when every pass has zero duration. */
+vp_status vp_block_min_interval(const vp_block *b, double *T, vp_error *err);
+
+/* The 1F1B block for p devices under cm (single placement, cm->S == p): F chained down
+ * the devices (F_i = F_{i-1} + f_{i-1} + c), the backward chained back from the last
+ * device right after its F; split = 0 uses BW passes, split = 1 puts a B and its W in
+ * each BW's place (the chain still waits for the W, as in 1F1B). T is set to the
+ * smallest collision-free interval. Repeating it gives the 1F1B order (for split = 0 the
+ * same schedule as the `1f1b` family). Caller frees; NULL with err filled when p or cm
+ * do not fit or every cost is zero (no interval). */
+vp_block *vp_block_1f1b(int p, const vp_cost_model *cm, int split, vp_error *err);
+
+/* Repeats the block every b->T and returns the schedule of m microbatches (family
+ * names it, NULL: "block"): each device's passes ordered by start time (ties as in the
+ * header comment), passes whose microbatch is outside [0, m) dropped. Runs
+ * vp_block_check and vp_block_collisions first (their errors pass through). The result
+ * has the block's placement (mb_first from the route of each microbatch's class) and
+ * passes vp_schedule_validate for blocks whose own timing respects the dependencies
+ * (callers building blocks by hand should validate). Caller frees. Cost: one sort of the
+ * block's passes per device, then O(ops · log(passes per device)). */
+vp_status vp_block_repeat(const vp_block *b, int m, const char *family, vp_schedule **out,
+                          vp_error *err);
+
+/* Start time of every op of a repeated block before squeezing ([p][n_d], parallel to
+ * s->dev[d].ops, as in vp_sim): the block time of the op's copy. s must come from
+ * vp_block_repeat(b, ...). Fills times, a caller-allocated array of per-device arrays. */
+void vp_block_times(const vp_block *b, const vp_schedule *s, double **times);
+
+/* Reorders a (squeezed) schedule in place, in rounds on the eager replay under cm: a W
+ * directly followed by another kind of pass that is ready when the W starts runs after
+ * it (nothing depends on a W); a later pass whose dependencies are done inside an idle
+ * gap and that fits the gap moves into it. A move is taken only when the device's
+ * replayed peak stays at or below its peak before reordering, so the moves land in
+ * warm-up and cool-down. Never delays any op, so never raises a makespan or a peak.
+ * Passes only (VP_EUNSUPPORTED for F&B ops). *moved (optional) receives the number of
+ * moves. Cost: one replay per round. */
+vp_status vp_block_reorder(vp_schedule *s, const vp_cost_model *cm, int *moved, vp_error *err);
+
+/* Lifespan analysis of a block under a memory model. */
+typedef struct vp_block_lifespan {
+    int p, S;
+    double T;
+    double *life;   /* [S] start of F to end of the pass freeing the activation (W or BW) */
+    double *bound;  /* [p] Σ over the device's stages of ⌈life_s / T⌉ · act_s (units) */
+    double *steady; /* [p] exact steady-state occupancy: the most activation alive at one
+                     * instant when copies repeat forever (<= bound; the two differ when
+                     * the stages' worst moments do not coincide) */
+    double *peak;   /* [p] peak of the repeated order for m microbatches, or NULL */
+    int m;          /* microbatches of peak (0 when not simulated) */
+} vp_block_lifespan;
+
+/* Computes lifespans and the per-device bound at b->T with cm->act; when m > 0, also
+ * repeats the block to m microbatches and replays memory for the peaks (the bound must
+ * be >= them). Caller frees with vp_block_lifespan_free. VP_EINVAL when the block fails
+ * vp_block_check, T is unset, or cm does not match; repeat errors pass through. */
+vp_status vp_block_lifespan_new(const vp_block *b, const vp_cost_model *cm, int m,
+                                vp_block_lifespan **out, vp_error *err);
+void vp_block_lifespan_free(vp_block_lifespan *ls);
+
+/* Parses block JSON (format in the header comment) into a new block (caller frees).
+ * Durations come from a pass's 5th element, else from the costs: *override when non-NULL,
+ * else the file's "costs", else vp_costs_default(); *used (optional) receives the costs
+ * applied. T is the file's "interval", or 0 when absent (call vp_block_min_interval).
+ * Checks the structure with vp_block_check. VP_EPARSE with line/column for bad JSON and
+ * with the JSON path of a bad field ("passes[3]: stage must be an integer in [0, 8)");
+ * VP_EINVAL from vp_block_check. */
+vp_status vp_block_read_json(const char *text, size_t len, const vp_costs *override, vp_costs *used,
+                             vp_block **out, vp_error *err);
+
+/* Writes b as block JSON (every pass with its mb offset and duration, "interval" when T >
+ * 0, "costs" when costs is non-NULL) into a new NUL-terminated string the caller frees
+ * with free(); reading it back gives the same block. NULL when memory runs out. */
+char *vp_block_write_json(const vp_block *b, const vp_costs *costs);
+
+#endif

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# vpipe train checkpoints with the real binary: a run killed with SIGKILL between
+# checkpoints and resumed gives the same per-step losses, final losses and parameter
+# digest as an uninterrupted run; truncated, bit-flipped and foreign checkpoints are
+# refused with a clear message (exit 3, or 2 for another run's) while the good one still
+# loads; a failed write keeps the previous checkpoint; the NaN guard stops or skips.
+# usage: checkpoint.sh <vpipe binary> <repo root>
+set -u
+vpipe="$1"
+. "$2/tests/cli/lib.sh"
+tmp=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+text=/usr/share/common-licenses/GPL-3
+N=300
+K=10
+model=(--data "$text" --layers 2 --width 64 --heads 2 --seq 32 --microbatch 4 -m 2
+    --eval-batches 2 --eval-every 50 --steps "$N")
+bad() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+# the deterministic part of the progress lines of steps after $2 in file $1
+steps_after() {
+    grep '^step ' "$1" | cut -d'|' -f1-4 | awk -v s="$2" '{split($2, a, "/"); if (a[1] > s) print}'
+}
+json_field() {
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+meta_step() {
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' "$1/meta.json"
+}
+ckpt_file() {
+    echo "$1/rank-0.step-$(meta_step "$1").ckpt"
+}
+
+# 1. uninterrupted
+"$vpipe" train "${model[@]}" --json >"$tmp/full.json" 2>"$tmp/full.progress" ||
+    bad "uninterrupted run failed: $(tail -3 "$tmp/full.progress")"
+
+# 2. killed with SIGKILL after a checkpoint, while a later step runs
+ck="$tmp/ck"
+"$vpipe" train "${model[@]}" --checkpoint "$ck" --checkpoint-every "$K" >"$tmp/killed.progress" 2>&1 &
+pid=$!
+for _ in $(seq 1 3000); do
+    saved=$(grep -n 'checkpoint saved' "$tmp/killed.progress" | head -1 | cut -d: -f1)
+    if [ -n "$saved" ] && [ "$(grep -c '^step ' "$tmp/killed.progress")" -gt "$saved" ]; then
+        break
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+done
+if kill -9 "$pid" 2>/dev/null; then
+    wait "$pid" 2>/dev/null
+    pid=
+    S=$(meta_step "$ck")
+    last=$(grep '^step ' "$tmp/killed.progress" | tail -1 | sed 's|^step \([0-9]*\)/.*|\1|')
+    echo "killed after step $last; the checkpoint holds step $S"
+    { [ "$S" -ge "$K" ] && [ "$S" -lt "$N" ] && [ $((S % K)) = 0 ] && [ "$last" -gt "$S" ]; } ||
+        bad "checkpoint step $S after a kill at step $last"
+    [ "$(ls "$ck" | grep -c '\.ckpt$')" -le 2 ] || bad "stale checkpoint files: $(ls "$ck")"
+else
+    pid=
+    bad "the run ended before it could be killed: $(tail -2 "$tmp/killed.progress")"
+    S=0
+fi
+cp -r "$ck" "$tmp/good"
+
+# 3. damaged copies are refused with exit 3, naming the file and the problem
+cp -r "$tmp/good" "$tmp/trunc"
+f=$(ckpt_file "$tmp/trunc")
+truncate -s $(($(stat -c %s "$f") / 2)) "$f"
+expect 3 "$(basename "$f"): truncated" -- "$vpipe" train "${model[@]}" --resume "$tmp/trunc"
+cp -r "$tmp/good" "$tmp/flip"
+f=$(ckpt_file "$tmp/flip")
+python3 - "$f" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[len(b) // 3] ^= 0x04
+open(p, "wb").write(b)
+PY
+expect 3 "checksum mismatch" -- "$vpipe" train "${model[@]}" --resume "$tmp/flip"
+cp -r "$tmp/good" "$tmp/magic"
+f=$(ckpt_file "$tmp/magic")
+printf 'XXXX' | dd of="$f" bs=1 conv=notrunc status=none
+expect 3 "not a vpipe checkpoint" -- "$vpipe" train "${model[@]}" --resume "$tmp/magic"
+cp -r "$tmp/good" "$tmp/meta"
+echo '{"format": "vpipe-checkpoint", "version": 9}' >"$tmp/meta/meta.json"
+expect 3 "unsupported version 9" -- "$vpipe" train "${model[@]}" --resume "$tmp/meta"
+expect 3 "no checkpoint in" -- "$vpipe" train "${model[@]}" --resume "$tmp/nowhere"
+# another run's checkpoint: exit 2, naming what differs
+expect 2 "seed is 1 there, 7 here" -- "$vpipe" train "${model[@]}" --seed 7 --resume "$tmp/good"
+expect 2 "width is 64 there, 32 here" -- "$vpipe" train "${model[@]}" --width 32 --resume "$tmp/good"
+expect 2 "another run: steps" -- "$vpipe" train "${model[@]}" --steps 400 --resume "$tmp/good"
+
+# 4. a write that fails keeps the previous checkpoint, which still loads
+cp -r "$tmp/good" "$tmp/blocked"
+next=$((S + K))
+mkdir "$tmp/blocked/rank-0.step-$next.ckpt.tmp"
+expect 3 "cannot write checkpoint" -- "$vpipe" train "${model[@]}" --resume "$tmp/blocked" \
+    --checkpoint "$tmp/blocked" --checkpoint-every "$K"
+cmp -s "$tmp/good/meta.json" "$tmp/blocked/meta.json" || bad "a failed write changed meta.json"
+[ -e "$tmp/blocked/rank-0.step-$next.ckpt" ] && bad "a failed write left rank-0.step-$next.ckpt"
+rmdir "$tmp/blocked/rank-0.step-$next.ckpt.tmp"
+"$vpipe" train "${model[@]}" --resume "$tmp/blocked" --json >"$tmp/blocked.json" 2>/dev/null ||
+    bad "the checkpoint kept after a failed write does not load"
+[ "$(json_field "$tmp/blocked.json" param_digest)" = "$(json_field "$tmp/full.json" param_digest)" ] ||
+    bad "resuming from the checkpoint kept after a failed write changed the parameters"
+
+# 5. the resumed run (from the killed run's own directory, still checkpointing) matches
+if ! "$vpipe" train "${model[@]}" --resume "$ck" --checkpoint "$ck" --checkpoint-every "$K" \
+    --json >"$tmp/resumed.json" 2>"$tmp/resumed.progress"; then
+    bad "resume failed: $(tail -3 "$tmp/resumed.progress")"
+fi
+grep -q "resumed from step $S" "$tmp/resumed.progress" || bad "no 'resumed from step $S' line"
+for k in param_digest train_loss val_loss steps; do
+    a=$(json_field "$tmp/full.json" $k)
+    b=$(json_field "$tmp/resumed.json" $k)
+    [ "$a" = "$b" ] || bad "$k: uninterrupted $a, resumed $b"
+done
+steps_after "$tmp/full.progress" "$S" >"$tmp/full.steps"
+steps_after "$tmp/resumed.progress" "$S" >"$tmp/resumed.steps"
+[ "$(wc -l <"$tmp/resumed.steps")" = $((N - S)) ] || bad "resumed run printed the wrong steps"
+cmp -s "$tmp/full.steps" "$tmp/resumed.steps" ||
+    bad "per-step losses differ: $(diff "$tmp/full.steps" "$tmp/resumed.steps" | head -4)"
+[ "$(meta_step "$ck")" = "$N" ] || bad "the final checkpoint is not step $N"
+[ "$(ls "$ck")" = "meta.json
+rank-0.step-$N.ckpt" ] || bad "old checkpoints not pruned: $(ls "$ck")"
+expect 2 "none of the $N steps is left" -- "$vpipe" train "${model[@]}" --resume "$ck"
+
+# 6. killed three times at arbitrary moments (possibly while saving), resumed each time
+chain="$tmp/chain"
+for delay in 0.3 0.25 0.35; do
+    resume=()
+    [ -f "$chain/meta.json" ] && resume=(--resume "$chain")
+    "$vpipe" train "${model[@]}" "${resume[@]}" --checkpoint "$chain" --checkpoint-every "$K" \
+        >/dev/null 2>&1 &
+    pid=$!
+    sleep "$delay"
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    pid=
+done
+[ -f "$chain/meta.json" ] || bad "no checkpoint after three interrupted runs"
+echo "after three kills the checkpoint holds step $(meta_step "$chain")"
+"$vpipe" train "${model[@]}" --resume "$chain" --json >"$tmp/chain.json" 2>/dev/null ||
+    bad "resume after three kills failed"
+[ "$(json_field "$tmp/chain.json" param_digest)" = "$(json_field "$tmp/full.json" param_digest)" ] ||
+    bad "three kills and resumes changed the parameters"
+
+# 7. the NaN/Inf guard
+small=(--data "$text" --layers 2 --width 32 --heads 2 --seq 16 --microbatch 2 --eval-batches 2
+    --steps 6)
+expect 1 "step 3: loss" -- "$vpipe" train "${small[@]}" --inject-nan 3 --checkpoint "$tmp/nan" \
+    --checkpoint-every 1
+[ "$(meta_step "$tmp/nan")" = 2 ] || bad "a failed step was checkpointed"
+expect 0 "skipped 1 non-finite steps" -- "$vpipe" train "${small[@]}" --inject-nan 3 \
+    --skip-nonfinite --checkpoint "$tmp/nan2" --checkpoint-every 1
+"$vpipe" train "${small[@]}" --inject-nan 3 --skip-nonfinite --json 2>&1 >/dev/null |
+    grep '^step 3/6 ' | grep -q 'skipped (not finite)' || bad "the skipped step is not reported"
+[ "$(meta_step "$tmp/nan2")" = 6 ] || bad "the run with a skipped step did not finish"
+
+# 8. usage
+expect 2 "--checkpoint-every needs --checkpoint" -- "$vpipe" train "${small[@]}" \
+    --checkpoint-every 2
+expect 2 "single-rank run" -- "$vpipe" train "${small[@]}" -p 2 --schedule 1f1b --resume "$ck"
+"$vpipe" train --help | grep -q -- '--resume DIR' || bad "--help does not document --resume"
+
+finish
