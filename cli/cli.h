@@ -58,6 +58,10 @@ void cli_spec_init(cli_spec *o);
  * error. */
 int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o);
 
+/* Reads a vpipe profile (vpipe profile's output). Prints the error and returns its exit
+ * code on failure; 0 on success. */
+int cli_load_profile(const char *path, vp_profile *out);
+
 /* Help text for the shared flags. */
 extern const char cli_spec_help[];
 

@@ -63,6 +63,12 @@ static void usage(FILE *out) {
             "  --trace FILE        measured timeline of the last step as a Chrome trace\n"
             "  --svg FILE          measured timeline of the last step beside the simulated\n"
             "                      one (simulated with the measured per-stage op times)\n"
+            "  --cost-file FILE    profiled pass costs (vpipe profile) for the predicted\n"
+            "                      step time\n"
+            "  --emulate           every op waits its profiled time instead of computing,\n"
+            "                      with the real transport and schedule (for machines with\n"
+            "                      fewer cores than ranks); profiles first without\n"
+            "                      --cost-file\n"
             "testing:\n"
             "  --fail-at R:S:K     rank R fails before op K of step S (0-based)\n"
             "  --stall-at R:S:K    rank R stalls there until the watchdog stops the run\n"
@@ -124,6 +130,8 @@ static int print_json(const vp_train_options *o, const char *data_path, const ch
         (json_int_t)o->seed, "data", data_path);
     if (!root)
         return cli_error(VP_EXIT_FAILURE, "cannot build the JSON summary");
+    json_object_set_new(root, "resumed_step", json_integer(r->resumed_step));
+    json_object_set_new(root, "skipped_steps", json_integer(r->skipped_steps));
     if (pr) {
         json_object_set_new(root, "predicted_peak_activation_bytes",
                             real_array(pr->predicted_peak_bytes, pr->p));
@@ -133,6 +141,8 @@ static int print_json(const vp_train_options *o, const char *data_path, const ch
             json_array_append_new(split, json_integer(pr->layer_start[k]));
         json_object_set_new(root, "layer_start", split);
         json_object_set_new(root, "bit_exact_expected", json_boolean(pr->bit_exact));
+        if (pr->predicted_step_ms > 0)
+            json_object_set_new(root, "predicted_step_ms", json_real(pr->predicted_step_ms));
     }
     cli_print_json(stdout, root);
     json_decref(root);
@@ -246,6 +256,15 @@ static int run_pipelined(vp_train_options *o, const vp_data *data, const char *d
     po->train = *o;
     po->schedule = s;
     vp_error err = {0};
+    vp_profile measured;
+    if (po->emulate && !po->profile) {
+        fprintf(stderr, "profiling the model's passes for the emulation...\n");
+        if (vp_profile_measure(&o->model, 3, &measured, &err) != VP_OK) {
+            vp_schedule_free(s);
+            return cli_lib_error(&err);
+        }
+        po->profile = &measured;
+    }
     vp_pipeline_result pr;
     if (vp_pipeline_train(po, data, on_step, ctx, &pr, &err) != VP_OK) {
         vp_schedule_free(s);
@@ -274,6 +293,11 @@ static int run_pipelined(vp_train_options *o, const vp_data *data, const char *d
                "| %.0f tok/s | param digest %016" PRIx64 "\n",
                s->family, pr.p, r->steps, r->train_loss, r->val_loss, r->step_ms, r->tokens_per_s,
                r->param_digest);
+        if (pr.predicted_step_ms > 0)
+            printf("%sstep time: measured %.1f ms, simulated with the profiled costs %.1f ms "
+                   "(%+.1f%%)\n",
+                   po->emulate ? "emulated (every op waited its profiled time) | " : "", r->step_ms,
+                   pr.predicted_step_ms, 100.0 * (r->step_ms / pr.predicted_step_ms - 1.0));
         printf("rank  peak activation bytes  predicted  measured bubble\n");
         for (int d = 0; d < pr.p; d++)
             printf("%4d %22zu %10.0f %15.1f%%\n", d, pr.peak_act_bytes[d],
@@ -309,6 +333,7 @@ int cmd_train(int argc, char **argv) {
     int p = 1, chunks = 0, warmup = -1;
     vp_pipeline_options po;
     vp_pipeline_options_default(&po);
+    vp_profile profile;
     bool json = false;
     const long big = 1L << 30;
     for (int i = 1; i < argc; i++) {
@@ -340,6 +365,16 @@ int cmd_train(int argc, char **argv) {
                 po.transport = VP_TRANSPORT_MPI;
             else if (ok && strcmp(v, "threads"))
                 return cli_error(VP_EXIT_USAGE, "--transport is threads or mpi, got '%s'", v);
+        } else if (!strcmp(a, "--cost-file")) {
+            const char *v = cli_flag_value(argc, argv, &i);
+            if (!v)
+                return VP_EXIT_USAGE;
+            int code = cli_load_profile(v, &profile);
+            if (code)
+                return code;
+            po.profile = &profile;
+        } else if (!strcmp(a, "--emulate")) {
+            po.emulate = 1;
         } else if (!strcmp(a, "--fail-at") || !strcmp(a, "--stall-at")) {
             ok = fault_flag(argc, argv, &i, &po);
         } else if ((model = cli_model_flag(argc, argv, &i, &o.model)) != 0) {
@@ -406,10 +441,6 @@ int cmd_train(int argc, char **argv) {
         return cli_error(VP_EXIT_USAGE, "--trace and --svg draw pipelined runs (give --schedule)");
     if (o.checkpoint_every && !o.checkpoint_dir)
         return cli_error(VP_EXIT_USAGE, "--checkpoint-every needs --checkpoint DIR");
-    if (!reference &&
-        (o.checkpoint_dir || o.resume_dir || o.skip_nonfinite || o.fault_nonfinite_step))
-        return cli_error(VP_EXIT_USAGE, "--checkpoint, --resume, --skip-nonfinite and "
-                                        "--inject-nan work on the single-rank run (-p 1) so far");
     o.warmup = warmup >= 0 ? warmup : o.steps / 10;
     vp_error err = {0};
     if (vp_model_config_check(&o.model, &err))

@@ -49,24 +49,20 @@ static int apply_profile(cli_spec *o) {
     return 1;
 }
 
-static int load_profile(const char *path, cli_spec *o) {
+int cli_load_profile(const char *path, vp_profile *out) {
     char *text;
     size_t len;
     vp_error err = {0};
     vp_status rc = vp_read_file(path, &text, &len, &err);
     if (rc == VP_OK) {
-        rc = vp_profile_read_json(text, len, &o->profile, &err);
+        rc = vp_profile_read_json(text, len, out, &err);
         free(text);
     }
-    if (rc != VP_OK) {
-        if (err.line > 0)
-            cli_error(VP_EXIT_INPUT, "%s:%d:%d: %s", path, err.line, err.column, err.message);
-        else
-            cli_error(VP_EXIT_INPUT, "%s: %s", path, err.message);
-        return -1;
-    }
-    o->have_profile = 1;
-    return apply_profile(o);
+    if (rc == VP_OK)
+        return 0;
+    if (err.line > 0)
+        return cli_error(VP_EXIT_INPUT, "%s:%d:%d: %s", path, err.line, err.column, err.message);
+    return cli_error(VP_EXIT_INPUT, "%s: %s", path, err.message);
 }
 
 int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o) {
@@ -74,7 +70,10 @@ int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o) {
     long n;
     if (!strcmp(flag, "--cost-file")) {
         const char *val = cli_flag_value(argc, argv, i);
-        return val ? load_profile(val, o) : -1;
+        if (!val || cli_load_profile(val, &o->profile) != 0)
+            return -1;
+        o->have_profile = 1;
+        return apply_profile(o);
     }
     if (!strcmp(flag, "-p") || !strcmp(flag, "-m") || !strcmp(flag, "-v")) {
         const char *val = cli_flag_value(argc, argv, i);

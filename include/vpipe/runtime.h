@@ -25,6 +25,21 @@
  * route_len - 2 layers). */
 vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
 
+/* ---- profiling: measured costs feed the cost model and the planner ---------------- */
+
+/* Parts of the model whose costs a profile measures. */
+enum { VP_PART_EMBED = 0, VP_PART_LAYER = 1, VP_PART_HEAD = 2, VP_PART_COUNT = 3 };
+
+/* Measured time of each pass of each part, per microbatch, in milliseconds: the
+ * embeddings (a first stage without layers), one transformer layer, and the final norm,
+ * head and loss (a last stage without layers); plus the time of one hop between ranks
+ * on the threads transport. Any split's stage costs are sums of these. */
+typedef struct vp_profile {
+    vp_model_config model;
+    double f[VP_PART_COUNT], b[VP_PART_COUNT], w[VP_PART_COUNT];
+    double c;
+} vp_profile;
+
 typedef enum {
     VP_TRANSPORT_THREADS = 0, /* one thread per rank in this process (default) */
     VP_TRANSPORT_MPI = 1      /* one process per rank under mpirun (builds with Open MPI) */
@@ -38,6 +53,9 @@ typedef struct vp_pipeline_options {
     int fail_rank;               /* fault injection (tests): this rank fails ... */
     int fail_step;               /* ... at this 0-based step ... */
     int fail_op;                 /* ... before this op index (fail_rank < 0: never) */
+    const vp_profile *profile;   /* optional measured costs: predict the step time (borrowed) */
+    int emulate;                 /* 1: every pass waits its profiled time instead of computing
+                                    (needs profile): no model, no losses, real transport */
     int fail_stall;              /* 1: instead of failing, the rank stalls (waits for a
                                     tensor nobody sends) until the watchdog stops the run */
 } vp_pipeline_options;
@@ -55,6 +73,7 @@ typedef struct vp_pipeline_result {
     double *predicted_peak_bytes; /* [p] the simulator's prediction for the same model */
     double *bubble_measured;      /* [p] 1 - busy / span of the rank in the last step */
     int bit_exact;                /* 1 when bit-identity with vp_train_run is expected */
+    double predicted_step_ms;     /* simulated makespan with o->profile's costs (0: none) */
     vp_timeline *measured;        /* last step, times in ms, memory in MiB */
 } vp_pipeline_result;
 
@@ -82,21 +101,6 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
 /* Under MPI, stops every process of the job with exit code `code` (for the command line
  * after a failed run); without MPI, does nothing. */
 void vp_runtime_mpi_abort(int code);
-
-/* ---- profiling: measured costs feed the cost model and the planner ---------------- */
-
-/* Parts of the model whose costs a profile measures. */
-enum { VP_PART_EMBED = 0, VP_PART_LAYER = 1, VP_PART_HEAD = 2, VP_PART_COUNT = 3 };
-
-/* Measured time of each pass of each part, per microbatch, in milliseconds: the
- * embeddings (a first stage without layers), one transformer layer, and the final norm,
- * head and loss (a last stage without layers); plus the time of one hop between ranks
- * on the threads transport. Any split's stage costs are sums of these. */
-typedef struct vp_profile {
-    vp_model_config model;
-    double f[VP_PART_COUNT], b[VP_PART_COUNT], w[VP_PART_COUNT];
-    double c;
-} vp_profile;
 
 /* Measures cfg's parts on this machine (one BLAS thread): the median of reps runs after
  * one warm-up. VP_EINVAL for a bad config or reps < 1. */

@@ -8,6 +8,7 @@
 
 #include "core/internal.h"
 #include "runtime/transport.h"
+#include "vpipe/checkpoint.h"
 #include "vpipe/runtime.h"
 #include "vpipe/sim.h"
 
@@ -100,11 +101,12 @@ typedef struct run {
     void *user;
     vp_transport *t;
     int rank_lo, rank_hi;
-    int L, units;     /* layers; gradient-norm units: embedding, layers, head */
-    int *l0;          /* [route_len + 1] */
-    size_t io_floats; /* B*T*C: one tensor between stages */
-    vp_stage **stage; /* [S], NULL for stages of ranks this process does not host */
-    vp_mem **mem;     /* [p], likewise */
+    int L, units;       /* layers; gradient-norm units: embedding, layers, head */
+    int *l0;            /* [route_len + 1] */
+    size_t io_floats;   /* B*T*C: one tensor between stages */
+    vp_stage **stage;   /* [S], NULL for stages of ranks this process does not host */
+    vp_mem **mem;       /* [p], likewise */
+    vp_cost_model *emu; /* emulation: per-stage pass times (ms) to wait; NULL computes */
     /* Gathered at the end (on the process of rank 0 for times and digest). */
     double *peak, *busy, *span;         /* [p] */
     double **t_start, **t_end, **t_mem; /* [p][n_d] last step: ms from its start, MiB */
@@ -140,12 +142,29 @@ static vp_status rank_fail(rank_ctx *c, vp_status rc, const vp_error *e) {
     char msg[700];
     snprintf(msg, sizeof msg, "rank %d: %s", c->rank,
              e->message[0] ? e->message : vp_status_str(rc));
-    c->r->t->vt->abort(c->r->t, c->rank, msg);
+    c->r->t->vt->abort(c->r->t, c->rank, rc, msg);
     return rc;
 }
 
 /* The forward of (st, mb): input from the batch or the previous stage, output to the next
  * stage or a loss into *loss. */
+/* An emulated pass: waits ms from now. */
+static void emulate_for(double ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double ns = ts.tv_nsec + ms * 1e6;
+    ts.tv_sec += (time_t)(ns / 1e9);
+    ts.tv_nsec = (long)fmod(ns, 1e9);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+        ; /* interrupted: sleep on to the deadline */
+}
+
+/* The tensor an emulated pass hands on: real size, contents unused. */
+static vp_status emulated_tensor(const run *r, float **out, vp_error *err) {
+    *out = malloc(r->io_floats * sizeof **out);
+    return *out ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
+}
+
 static vp_status run_forward(rank_ctx *c, int st, int mb, uint64_t batch, int validation,
                              double *loss, vp_error *err) {
     run *r = c->r;
@@ -154,7 +173,7 @@ static vp_status run_forward(rank_ctx *c, int st, int mb, uint64_t batch, int va
     const vp_model_config *cfg = &r->o->train.model;
     float *in = NULL, *out = NULL;
     vp_status rc = VP_OK;
-    if (first || last)
+    if ((first || last) && !r->emu)
         rc = vp_data_batch(r->data, validation, validation ? 0 : r->o->train.seed, batch,
                            cfg->microbatch, cfg->seq_len, c->tokens, c->targets, err);
     if (rc == VP_OK && !first)
@@ -162,10 +181,16 @@ static vp_status run_forward(rank_ctx *c, int st, int mb, uint64_t batch, int va
             r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_ACT}, r->io_floats, &in, err);
     if (rc == VP_OK && c->compute_start < 0)
         c->compute_start = now_ms();
-    if (rc == VP_OK)
+    if (rc == VP_OK && r->emu) {
+        emulate_for(r->emu->f[st]);
+        free(in);
+        if (!last)
+            rc = emulated_tensor(r, &out, err);
+    } else if (rc == VP_OK) {
         rc =
             vp_stage_forward(r->stage[st], mb, in, first ? c->tokens : NULL,
                              last ? c->targets : NULL, last ? NULL : &out, last ? loss : NULL, err);
+    }
     if (rc == VP_OK && !last)
         rc = r->t->vt->send(r->t, c->rank, s->stage_device[st + 1],
                             (vp_msg_key){st + 1, mb, VP_MSG_ACT}, out, r->io_floats, err);
@@ -184,17 +209,27 @@ static vp_status run_backward(rank_ctx *c, int kind, int st, int mb, vp_error *e
                                 &dout, err);
         if (rc == VP_OK && c->compute_start < 0)
             c->compute_start = now_ms();
-        if (rc == VP_OK)
+        if (rc == VP_OK && r->emu) {
+            emulate_for(r->emu->b[st]);
+            free(dout);
+            if (!first)
+                rc = emulated_tensor(r, &din, err);
+        } else if (rc == VP_OK) {
             rc = vp_stage_backward_input(r->stage[st], mb, dout, 1.0f / (float)s->m,
                                          first ? NULL : &din, err);
+        }
         if (rc == VP_OK && !first)
             rc = r->t->vt->send(r->t, c->rank, s->stage_device[st - 1],
                                 (vp_msg_key){st - 1, mb, VP_MSG_GRAD}, din, r->io_floats, err);
     }
     if (rc == VP_OK && c->compute_start < 0)
         c->compute_start = now_ms();
-    if (rc == VP_OK && (kind == VP_OP_W || kind == VP_OP_BW))
-        rc = vp_stage_backward_weight(r->stage[st], mb, err);
+    if (rc == VP_OK && (kind == VP_OP_W || kind == VP_OP_BW)) {
+        if (r->emu)
+            emulate_for(r->emu->w[st]);
+        else
+            rc = vp_stage_backward_weight(r->stage[st], mb, err);
+    }
     return rc;
 }
 
@@ -354,46 +389,130 @@ static vp_status run_ops(rank_ctx *c, int step, double *losses, vp_error *err) {
 
 /* One optimiser step on every rank; rank 0 reports progress. *stop is set when the
  * callback asks to stop. */
+/* After a step's ops: replica sums, the losses and the global norm, clip and AdamW. */
+static vp_status update(rank_ctx *c, int step, double *losses, vp_train_progress *p,
+                        vp_error *err) {
+    run *r = c->r;
+    const vp_train_options *o = &r->o->train;
+    const vp_schedule *s = r->s;
+    if (step + 1 == o->fault_nonfinite_step && s->stage_device[0] == c->rank) {
+        size_t n;
+        vp_stage_grads(r->stage[0], &n)[0] = NAN; /* test hook: poison this step */
+    }
+    vp_status rc = sum_replicas(c, err);
+    if (rc == VP_OK)
+        rc = reduce_step(c, losses, &p->loss, &p->grad_norm, err);
+    if (rc != VP_OK)
+        return rc;
+    p->lr = vp_lr_at(o->schedule, step, o->steps, o->warmup, o->lr, o->min_lr);
+    if (!isfinite(p->loss) || !isfinite(p->grad_norm)) {
+        /* Every rank sees the same sums, so every rank decides the same way. */
+        if (!o->skip_nonfinite)
+            return vp__fail(err, VP_ERUNTIME, "step %d: loss %g, gradient norm %g is not finite",
+                            step + 1, p->loss, p->grad_norm);
+        for (int st = 0; st < s->S; st++)
+            if (s->stage_device[st] == c->rank)
+                vp_stage_zero_grad(r->stage[st]);
+        p->skipped = true;
+        return VP_OK;
+    }
+    float scale = o->clip > 0.0 && p->grad_norm > o->clip ? (float)(o->clip / p->grad_norm) : 1.0f;
+    for (int st = 0; st < s->S; st++)
+        if (s->stage_device[st] == c->rank)
+            vp_stage_adamw(r->stage[st], &o->adamw, step + 1, (float)p->lr, scale);
+    return VP_OK;
+}
+
+/* The stages rank holds, in stage order (the order its checkpoint file keeps). */
+static int rank_stages(const rank_ctx *c, vp_stage **out) {
+    int n = 0;
+    for (int st = 0; st < c->r->s->S; st++)
+        if (c->r->s->stage_device[st] == c->rank)
+            out[n++] = c->r->stage[st];
+    return n;
+}
+
+/* Saves the state after `step` completed steps: every rank writes its file, then rank 0
+ * commits the set, then every rank prunes older files (see checkpoint.h). */
+static vp_status checkpoint(rank_ctx *c, int step, vp_error *err) {
+    run *r = c->r;
+    const vp_train_options *o = &r->o->train;
+    vp_stage **mine = vp__calloc((size_t)r->s->S, sizeof *mine);
+    if (!mine)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    int n = rank_stages(c, mine);
+    uint64_t data_pos = (uint64_t)step * (uint64_t)r->s->m;
+    vp_status rc = vp_checkpoint_write_rank(o->checkpoint_dir, c->rank, r->s->p, o, step, data_pos,
+                                            mine, n, err);
+    if (rc == VP_OK)
+        rc = r->t->vt->barrier(r->t, c->rank, err);
+    if (rc == VP_OK && c->rank == 0)
+        rc = vp_checkpoint_commit(o->checkpoint_dir, r->s->p, step, data_pos, err);
+    if (rc == VP_OK)
+        rc = r->t->vt->barrier(r->t, c->rank, err);
+    if (rc == VP_OK)
+        rc = vp_checkpoint_prune(o->checkpoint_dir, c->rank, step, err);
+    free(mine);
+    return rc;
+}
+
+/* Restores rank's stages from o->resume_dir; *step receives the steps already done. */
+static vp_status resume(rank_ctx *c, int *step, vp_error *err) {
+    run *r = c->r;
+    const vp_train_options *o = &r->o->train;
+    vp_stage **mine = vp__calloc((size_t)r->s->S, sizeof *mine);
+    if (!mine)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_checkpoint_meta meta = {0};
+    vp_status rc = vp_checkpoint_load(o->resume_dir, c->rank, r->s->p, o, mine,
+                                      rank_stages(c, mine), &meta, err);
+    free(mine);
+    if (rc == VP_OK && meta.step >= o->steps)
+        rc = vp__fail(err, VP_EINVAL,
+                      "the checkpoint in %s is at step %d: none of the %d steps is left to run",
+                      o->resume_dir, meta.step, o->steps);
+    *step = meta.step;
+    return rc;
+}
+
+/* One optimiser step on every rank (emulated: only the ops); rank 0 reports progress.
+ * *stop is set when the callback asks to stop. */
 static vp_status train_step(rank_ctx *c, int step, double *losses, vp_train_progress *p, int *stop,
                             vp_error *err) {
     run *r = c->r;
     const vp_train_options *o = &r->o->train;
     const vp_schedule *s = r->s;
-    for (int st = 0; st < s->S; st++)
+    for (int st = 0; !r->emu && st < s->S; st++)
         if (s->stage_device[st] == c->rank)
             vp_stage_zero_grad(r->stage[st]);
     vp_status rc = r->t->vt->barrier(r->t, c->rank, err);
     double t0 = now_ms();
     if (rc == VP_OK)
         rc = run_ops(c, step, losses, err);
+    p->loss = p->grad_norm = NAN;
+    if (rc == VP_OK && !r->emu)
+        rc = update(c, step, losses, p, err);
     if (rc == VP_OK)
-        rc = sum_replicas(c, err);
-    if (rc == VP_OK)
-        rc = reduce_step(c, losses, &p->loss, &p->grad_norm, err);
-    if (rc != VP_OK)
-        return rc;
-    if (!isfinite(p->loss) || !isfinite(p->grad_norm))
-        return vp__fail(err, VP_ERUNTIME, "step %d: loss %g, gradient norm %g is not finite",
-                        step + 1, p->loss, p->grad_norm);
-    float scale = o->clip > 0.0 && p->grad_norm > o->clip ? (float)(o->clip / p->grad_norm) : 1.0f;
-    p->lr = vp_lr_at(o->schedule, step, o->steps, o->warmup, o->lr, o->min_lr);
-    for (int st = 0; st < s->S; st++)
-        if (s->stage_device[st] == c->rank)
-            vp_stage_adamw(r->stage[st], &o->adamw, step + 1, (float)p->lr, scale);
-    rc = r->t->vt->barrier(r->t, c->rank, err);
+        rc = r->t->vt->barrier(r->t, c->rank, err);
     p->step_ms = now_ms() - t0;
     size_t tokens = (size_t)o->model.microbatch * (size_t)o->model.seq_len * (size_t)s->m;
     p->tokens_per_s = (double)tokens / (p->step_ms / 1e3);
-    int eval = step + 1 == o->steps || (o->eval_every && (step + 1) % o->eval_every == 0);
+    int eval =
+        !r->emu && (step + 1 == o->steps || (o->eval_every && (step + 1) % o->eval_every == 0));
     if (rc == VP_OK && eval)
         rc = evaluate(c, &p->val_loss, err);
+    p->checkpointed =
+        rc == VP_OK && o->checkpoint_dir &&
+        (step + 1 == o->steps || (o->checkpoint_every && (step + 1) % o->checkpoint_every == 0));
+    if (p->checkpointed)
+        rc = checkpoint(c, step + 1, err);
     double want_stop = 0.0;
     if (rc == VP_OK && c->rank == 0 && r->callback)
         want_stop = r->callback(p, r->user) ? 0.0 : 1.0;
     if (rc == VP_OK)
         rc = r->t->vt->sum(r->t, c->rank, &want_stop, 1, err);
     *stop = want_stop > 0.0;
-    if (rc == VP_OK && *stop && !eval)
+    if (rc == VP_OK && *stop && !eval && !r->emu)
         rc = evaluate(c, &p->val_loss, err);
     return rc;
 }
@@ -430,7 +549,7 @@ static vp_status gather(rank_ctx *c, vp_error *err) {
     if (rc == VP_OK)
         rc = r->t->vt->send(r->t, c->rank, 0, (vp_msg_key){c->rank, 0, VP_MSG_TIMES}, times,
                             (size_t)(3 * n), err);
-    for (int st = 0; rc == VP_OK && st < s->route_len; st++) {
+    for (int st = 0; rc == VP_OK && !r->emu && st < s->route_len; st++) {
         if (s->stage_device[st] != c->rank)
             continue;
         size_t count;
@@ -455,7 +574,7 @@ static vp_status gather(rank_ctx *c, vp_error *err) {
         free(got);
     }
     uint64_t digest = VP_DIGEST_INIT;
-    for (int st = 0; rc == VP_OK && st < s->route_len; st++) {
+    for (int st = 0; rc == VP_OK && !r->emu && st < s->route_len; st++) {
         int k = route_pos(s, st);
         vp_stage_sizes sz;
         float *got = NULL;
@@ -490,7 +609,12 @@ static void *rank_main(void *arg) {
         rc = vp__fail(&err, VP_ENOMEM, "out of memory");
     vp_blas_set_threads(1);
     double total_ms = 0.0;
-    for (int step = 0; rc == VP_OK && step < o->steps; step++) {
+    int start = 0;
+    if (rc == VP_OK && o->resume_dir)
+        rc = resume(c, &start, &err);
+    if (c->rank == 0)
+        r->res.resumed_step = r->res.steps = start;
+    for (int step = start; rc == VP_OK && step < o->steps; step++) {
         vp_train_progress p = {.step = step + 1, .steps = o->steps, .val_loss = NAN};
         int stop = 0;
         rc = train_step(c, step, losses, &p, &stop, &err);
@@ -499,9 +623,10 @@ static void *rank_main(void *arg) {
         total_ms += p.step_ms;
         if (c->rank == 0) {
             r->res.steps = step + 1;
+            r->res.skipped_steps += p.skipped;
             r->res.train_loss = p.loss;
             r->res.val_loss = p.val_loss;
-            r->res.step_ms = total_ms / (step + 1);
+            r->res.step_ms = total_ms / (step + 1 - start);
             r->res.tokens_per_s = (double)(N * (size_t)r->s->m) / (r->res.step_ms / 1e3);
         }
         if (stop)
@@ -560,6 +685,7 @@ static void run_free(run *r) {
     free(r->span);
     free(r->peak);
     free(r->l0);
+    vp_cost_model_free(r->emu);
 }
 
 /* Allocates the run's arrays and the stages of the ranks this process hosts. */
@@ -592,12 +718,24 @@ static vp_status run_alloc(run *r, vp_error *err) {
     vp_status rc = vp_split_layers(r->L, s->route_len, r->l0, err);
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
         int k = route_pos(s, st), d = s->stage_device[st];
-        if (d >= r->rank_lo && d < r->rank_hi)
+        if (!r->emu && d >= r->rank_lo && d < r->rank_hi)
             rc = vp_stage_new(&r->o->train.model, r->l0[k], r->l0[k + 1], k == 0,
                               k == s->route_len - 1, s->m, r->o->train.seed, r->mem[d],
                               &r->stage[st], err);
     }
     return rc;
+}
+
+/* A new cost model of s with pr's per-stage pass times (ms); NULL on failure. */
+static vp_cost_model *profile_costs(const vp_profile *pr, const vp_schedule *s, vp_error *err) {
+    vp_costs costs = vp_costs_default();
+    vp_memcfg mem = vp_memcfg_default();
+    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, err);
+    if (cm && vp_profile_cost_model(pr, s, cm, err) != VP_OK) {
+        vp_cost_model_free(cm);
+        return NULL;
+    }
+    return cm;
 }
 
 /* The simulator's peak bytes per rank for this model: per-stage activation and stash
@@ -624,6 +762,18 @@ static vp_status predict_peaks(const run *r, double *out, vp_error *err) {
         rc = vp_simulate(s, cm, &sim, err);
     if (rc == VP_OK)
         memcpy(out, sim->peak_bytes, (size_t)s->p * sizeof *out);
+    vp_sim_free(sim);
+    vp_cost_model_free(cm);
+    return rc;
+}
+
+/* The simulated step time (ms) of the schedule with the profile's per-stage costs. */
+static vp_status predict_step(const run *r, double *out, vp_error *err) {
+    vp_cost_model *cm = profile_costs(r->o->profile, r->s, err);
+    vp_sim *sim = NULL;
+    vp_status rc = cm ? vp_simulate(r->s, cm, &sim, err) : (err ? err->status : VP_ENOMEM);
+    if (rc == VP_OK)
+        *out = sim->makespan;
     vp_sim_free(sim);
     vp_cost_model_free(cm);
     return rc;
@@ -657,6 +807,8 @@ static vp_status fill_result(run *r, vp_pipeline_result *res, vp_error *err) {
     vp_status rc = vp_pipeline_plan_check(s, &r->o->train.model, &res->bit_exact, err);
     if (rc == VP_OK)
         rc = predict_peaks(r, res->predicted_peak_bytes, err);
+    if (rc == VP_OK && r->o->profile)
+        rc = predict_step(r, &res->predicted_step_ms, err);
     if (rc != VP_OK || r->rank_lo != 0)
         return rc;
     res->measured = vp_timeline_new(s->family, s->p, s->S, s->m);
@@ -688,6 +840,10 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
                         s->m, o->train.m);
     if (o->train.steps < 1 || o->train.eval_batches < 1)
         return vp__fail(err, VP_EINVAL, "need at least one step and one validation batch");
+    if (o->emulate && !o->profile)
+        return vp__fail(err, VP_EINVAL, "emulation needs a profile of the pass costs");
+    if (o->emulate && (o->train.checkpoint_dir || o->train.resume_dir))
+        return vp__fail(err, VP_EINVAL, "an emulated run has no model state to checkpoint");
     vp_status rc = vp_pipeline_plan_check(s, &o->train.model, NULL, err);
     if (rc != VP_OK)
         return rc;
@@ -706,6 +862,8 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
         if (!r.t)
             rc = vp__fail(err, VP_ENOMEM, "out of memory");
     }
+    if (rc == VP_OK && o->emulate && !(r.emu = profile_costs(o->profile, s, err)))
+        rc = err ? err->status : VP_ENOMEM;
     if (rc == VP_OK)
         rc = run_alloc(&r, err);
     int local = r.rank_hi - r.rank_lo;
@@ -721,7 +879,7 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
     for (int i = 0; rc == VP_OK && o->transport != VP_TRANSPORT_MPI && i < local; i++) {
         ctx[i] = (rank_ctx){.r = &r, .rank = r.rank_lo + i};
         if (pthread_create(&threads[i], NULL, rank_main, &ctx[i]) != 0) {
-            r.t->vt->abort(r.t, ctx[i].rank, "cannot start a rank thread");
+            r.t->vt->abort(r.t, ctx[i].rank, VP_ERUNTIME, "cannot start a rank thread");
             rc = vp__fail(err, VP_ERUNTIME, "cannot start a rank thread");
             break;
         }
@@ -735,7 +893,9 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
         char here[300] = "";
         if (o->transport == VP_TRANSPORT_MPI)
             vp__transport_report(r.t, here, sizeof here);
-        rc = vp__fail(err, VP_ERUNTIME, "%s%s", vp_transport_error(r.t), here);
+        if (strstr(vp_transport_error(r.t), here))
+            here[0] = '\0'; /* this process's own report already */
+        rc = vp__fail(err, vp_transport_status(r.t), "%s%s", vp_transport_error(r.t), here);
     }
     if (rc == VP_OK)
         rc = fill_result(&r, result, err);

@@ -91,7 +91,7 @@ static int notice_arrived(mpi_transport *mt) {
     if (!got)
         return 0;
     mt->notice[NOTICE_BYTES - 1] = '\0';
-    vp__transport_set_error(&mt->base, mt->notice);
+    vp__transport_set_error(&mt->base, VP_ERUNTIME, mt->notice);
     return 1;
 }
 
@@ -118,7 +118,7 @@ static vp_status wait_for(mpi_transport *mt, MPI_Request *req, MPI_Status *st, c
             vp__transport_report(t, report, sizeof report);
             snprintf(msg, sizeof msg, "watchdog: rank %d waited %g s for %s;%s", mt->rank,
                      t->watchdog_s, what, report);
-            t->vt->abort(t, mt->rank, msg);
+            t->vt->abort(t, mt->rank, VP_ERUNTIME, msg);
             break;
         }
         nanosleep(&nap, NULL);
@@ -215,10 +215,12 @@ static vp_status mp_sum(vp_transport *t, int rank, double *v, int n, vp_error *e
     return rc;
 }
 
-static void mp_abort(vp_transport *t, int rank, const char *text) {
+static void mp_abort(vp_transport *t, int rank, vp_status status, const char *text) {
     mpi_transport *mt = (mpi_transport *)t;
     (void)rank;
-    if (!vp__transport_set_error(t, text))
+    /* Only the process whose rank failed first tells the others (a notice it received
+     * made this one's failure a consequence, not a cause). */
+    if (!vp__transport_set_error(t, status, text))
         return;
     /* Tell every other rank; the notices are small, so they go out eagerly even when
      * nobody waits for their completion. */

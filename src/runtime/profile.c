@@ -131,7 +131,7 @@ static vp_status measure_hop(size_t n, int reps, double *c, vp_error *err) {
         trip[i] = now_ms() - t0;
     }
     if (rc != VP_OK)
-        e.t->vt->abort(e.t, 0, "hop measurement failed");
+        e.t->vt->abort(e.t, 0, VP_ERUNTIME, "hop measurement failed");
     pthread_join(th, NULL);
     if (rc == VP_OK && e.rc != VP_OK) {
         rc = e.rc;

@@ -101,7 +101,7 @@ static void watchdog_fire(vp_transport *t, int rank, vp_msg_key key) {
              "watchdog: rank %d waited %g s for the %s of stage %d, microbatch %d; ranks:%s", rank,
              t->watchdog_s, key.dir == VP_MSG_ACT ? "activation" : "gradient", key.stage, key.mb,
              report);
-    t->vt->abort(t, rank, msg);
+    t->vt->abort(t, rank, VP_ERUNTIME, msg);
 }
 
 static vp_status th_recv(vp_transport *t, int rank, vp_msg_key key, size_t n, float **buf,
@@ -170,10 +170,10 @@ static vp_status th_sum(vp_transport *t, int rank, double *v, int n, vp_error *e
     return rc;
 }
 
-static void th_abort(vp_transport *t, int rank, const char *text) {
+static void th_abort(vp_transport *t, int rank, vp_status status, const char *text) {
     threads_transport *tt = (threads_transport *)t;
     (void)rank;
-    vp__transport_set_error(t, text);
+    vp__transport_set_error(t, status, text);
     for (int r = 0; r < t->p; r++) {
         pthread_mutex_lock(&tt->box[r].lock);
         pthread_cond_broadcast(&tt->box[r].ready);

@@ -30,11 +30,12 @@ void vp__transport_deinit(vp_transport *t) {
     free(t->status);
 }
 
-int vp__transport_set_error(vp_transport *t, const char *message) {
+int vp__transport_set_error(vp_transport *t, vp_status status, const char *message) {
     pthread_mutex_lock(&t->lock);
     int first = !t->aborted;
     if (first) {
         t->aborted = 1;
+        t->abort_status = status;
         snprintf(t->error, sizeof t->error, "%s", message);
     }
     pthread_mutex_unlock(&t->lock);
@@ -46,6 +47,13 @@ const char *vp_transport_error(vp_transport *t) {
     const char *e = t->aborted ? t->error : NULL;
     pthread_mutex_unlock(&t->lock);
     return e;
+}
+
+vp_status vp_transport_status(vp_transport *t) {
+    pthread_mutex_lock(&t->lock);
+    vp_status s = t->aborted ? t->abort_status : VP_OK;
+    pthread_mutex_unlock(&t->lock);
+    return s;
 }
 
 void vp_transport_set_op(vp_transport *t, int rank, int op, const char *label) {

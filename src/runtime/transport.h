@@ -48,8 +48,8 @@ typedef struct vp_transport_vtbl {
      * rank gets the same bits). */
     vp_status (*sum)(vp_transport *t, int rank, double *v, int n, vp_error *err);
     /* Stops the run: every blocked or later call returns VP_ERUNTIME. The first abort's
-     * message is kept (vp_transport_error). */
-    void (*abort)(vp_transport *t, int rank, const char *message);
+     * status and message are kept (vp_transport_status, vp_transport_error). */
+    void (*abort)(vp_transport *t, int rank, vp_status status, const char *message);
     void (*free)(vp_transport *t);
 } vp_transport_vtbl;
 
@@ -71,6 +71,7 @@ struct vp_transport {
     vp_rank_status *status; /* [p] */
     int local_lo, local_hi; /* ranks this process hosts (their states are known here) */
     int aborted;
+    vp_status abort_status; /* of the first abort */
     char error[1024];
 };
 
@@ -79,8 +80,9 @@ vp_status vp__transport_init(vp_transport *t, const vp_transport_vtbl *vt, int p
                              double watchdog_s);
 void vp__transport_deinit(vp_transport *t);
 
-/* Records the first abort message (later ones are ignored); returns 1 for the first. */
-int vp__transport_set_error(vp_transport *t, const char *message);
+/* Records the first abort's status and message (later ones are ignored); returns 1 for
+ * the first. */
+int vp__transport_set_error(vp_transport *t, vp_status status, const char *message);
 
 /* Writes "rank r: <state>" lines for the ranks this process hosts into buf. */
 void vp__transport_report(vp_transport *t, char *buf, size_t size);
@@ -103,5 +105,8 @@ void vp_transport_set_wait(vp_transport *t, int rank, int waiting, vp_msg_key ke
 
 /* The message of the first abort, or NULL when the run was not aborted. */
 const char *vp_transport_error(vp_transport *t);
+
+/* The status of the first abort (VP_OK when the run was not aborted). */
+vp_status vp_transport_status(vp_transport *t);
 
 #endif
