@@ -54,8 +54,9 @@ typedef struct cli_spec {
 void cli_spec_init(cli_spec *o);
 
 /* If argv[*i] is one of the shared flags, parses it (and its value, advancing *i) into o
- * and returns 1; returns 0 when the flag is not one of them; -1 after printing a usage
- * error. */
+ * and returns 1; returns 0 when the flag is not one of them; after printing an error,
+ * returns minus the exit code (-VP_EXIT_USAGE, or -VP_EXIT_INPUT for an unreadable
+ * --cost-file). */
 int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o);
 
 /* Reads a vpipe profile (vpipe profile's output). Prints the error and returns its exit
@@ -82,8 +83,8 @@ json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *co
 void cli_print_json(FILE *out, json_t *json);
 
 /* Model flags (--layers, --width, --heads, --seq, --microbatch) shared by train and
- * profile: like cli_spec_flag, 1 when argv[*i] was one (parsed into m), 0 when not, -1
- * after a usage error. */
+ * profile: like cli_spec_flag, 1 when argv[*i] was one (parsed into m), 0 when not, minus
+ * the exit code after an error. */
 int cli_model_flag(int argc, char **argv, int *i, vp_model_config *m);
 extern const char cli_model_help[];
 

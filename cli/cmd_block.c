@@ -167,7 +167,7 @@ int cmd_block(int argc, char **argv) {
             have_cost = 1;
         int r = cli_spec_flag(argc, argv, &i, &o);
         if (r < 0)
-            return VP_EXIT_USAGE;
+            return -r;
         if (r)
             continue;
         if (!strcmp(argv[i], "--json"))

@@ -30,7 +30,7 @@ int cmd_profile(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         int r = cli_model_flag(argc, argv, &i, &model);
         if (r < 0)
-            return VP_EXIT_USAGE;
+            return -r;
         if (r)
             continue;
         if (!strcmp(argv[i], "--help")) {

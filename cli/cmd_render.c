@@ -34,7 +34,7 @@ static int parse(int argc, char **argv, render_args *a, cli_spec *o) {
         const char *f = argv[i];
         int r = cli_spec_flag(argc, argv, &i, o);
         if (r < 0)
-            return VP_EXIT_USAGE;
+            return -r;
         if (r)
             continue;
         if (!strcmp(f, "--ascii")) {

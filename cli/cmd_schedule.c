@@ -38,7 +38,7 @@ int cmd_schedule(int argc, char **argv) {
         }
         int r = cli_spec_flag(argc, argv, &i, &o);
         if (r < 0)
-            return VP_EXIT_USAGE;
+            return -r;
         if (r)
             continue;
         if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--format")) {

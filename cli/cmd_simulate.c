@@ -40,7 +40,7 @@ int cmd_simulate(int argc, char **argv) {
         }
         int r = cli_spec_flag(argc, argv, &i, &o);
         if (r < 0)
-            return VP_EXIT_USAGE;
+            return -r;
         if (r)
             continue;
         if (!strcmp(argv[i], "--json"))

@@ -24,8 +24,9 @@ static void usage(FILE *out) {
             "model:\n%s"
             "training:\n"
             "  -p N                pipeline ranks (1)\n"
-            "  --schedule NAME     a family (vpipe list; default 1f1b when -p > 1) or\n"
-            "                      'single', the single-rank reference (-p 1)\n"
+            "  --schedule NAME     a family (vpipe list; default 1f1b when -p > 1),\n"
+            "                      'single', the single-rank reference (-p 1), or 'auto'\n"
+            "                      (the planner's choice under --memory)\n"
             "  --schedule-file F   a schedule file (vpipe JSON or PyTorch CSV)\n"
             "  -v V                chunks per device for --schedule interleaved (2)\n"
             "  --watchdog SEC      a rank waiting longer for a tensor stops the run (60)\n"
@@ -65,6 +66,10 @@ static void usage(FILE *out) {
             "                      one (simulated with the measured per-stage op times)\n"
             "  --cost-file FILE    profiled pass costs (vpipe profile) for the predicted\n"
             "                      step time\n"
+            "  --memory X          with --schedule auto: the activation-memory budget, as a\n"
+            "                      fraction of 1F1B's peak (0.5), in units (4u) or bytes;\n"
+            "                      the planner picks the fastest schedule whose predicted\n"
+            "                      peak bytes fit, from profiled costs\n"
             "  --emulate           every op waits its profiled time instead of computing,\n"
             "                      with the real transport and schedule (for machines with\n"
             "                      fewer cores than ranks); profiles first without\n"
@@ -112,6 +117,11 @@ static json_t *real_array(const double *v, int n) {
     return a;
 }
 
+/* A JSON number, or null for NaN/Inf (an emulated run has no losses). */
+static json_t *real_or_null(double v) {
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
 /* The summary of a run; pr is NULL for the single-rank reference. */
 static int print_json(const vp_train_options *o, const char *data_path, const char *schedule,
                       const vp_train_result *r, const vp_pipeline_result *pr) {
@@ -119,10 +129,10 @@ static int print_json(const vp_train_options *o, const char *data_path, const ch
     snprintf(digest, sizeof digest, "%016" PRIx64, r->param_digest);
     size_t one = r->peak_act_bytes;
     json_t *root = json_pack(
-        "{s:s, s:i, s:i, s:i, s:f, s:f, s:o, s:f, s:f, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i}, "
+        "{s:s, s:i, s:i, s:i, s:o, s:o, s:o, s:f, s:f, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i}, "
         "s:I, s:s}",
         "schedule", schedule, "p", pr ? pr->p : 1, "m", o->m, "steps", r->steps, "train_loss",
-        r->train_loss, "val_loss", r->val_loss, "peak_activation_bytes",
+        real_or_null(r->train_loss), "val_loss", real_or_null(r->val_loss), "peak_activation_bytes",
         pr ? size_array(pr->peak_act_bytes, pr->p) : size_array(&one, 1), "step_ms", r->step_ms,
         "tokens_per_s", r->tokens_per_s, "param_digest", digest, "model", "layers",
         o->model.n_layer, "width", o->model.width, "heads", o->model.n_head, "seq",
@@ -236,72 +246,124 @@ static void print_split(FILE *out, const vp_pipeline_result *pr) {
     fputc('\n', out);
 }
 
-static int run_pipelined(vp_train_options *o, const vp_data *data, const char *data_path, bool json,
-                         progress_ctx *ctx, const char *schedule, const char *schedule_file, int p,
-                         int v, vp_pipeline_options *po, const char *trace, const char *svg) {
-    cli_spec spec;
-    cli_spec_init(&spec);
-    spec.spec.p = p;
-    spec.spec.m = o->m;
-    spec.spec.v = v;
-    spec.have_p = spec.have_m = !schedule_file; /* a file brings its own p and m */
-    vp_schedule *s = NULL;
-    int rc = cli_obtain_schedule(schedule_file ? schedule_file
-                                 : schedule    ? schedule
-                                               : "1f1b",
-                                 &spec, &s);
+/* Everything the command line asks of a pipelined run. */
+typedef struct train_args {
+    vp_pipeline_options po;
+    vp_profile profile; /* --cost-file, or measured when a run needs one */
+    const char *data_path, *schedule, *schedule_file, *memory, *trace, *svg;
+    int p, chunks;
+    bool json;
+} train_args;
+
+/* Makes po.profile available: the --cost-file one, or measured now. */
+static int ensure_profile(train_args *a, const char *why) {
+    if (a->po.profile)
+        return 0;
+    vp_error err = {0};
+    fprintf(stderr, "profiling the model's passes for %s...\n", why);
+    if (vp_profile_measure(&a->po.train.model, 3, &a->profile, &err) != VP_OK)
+        return cli_lib_error(&err);
+    a->po.profile = &a->profile;
+    return 0;
+}
+
+/* --schedule auto: the planner's fastest schedule whose exact predicted activation bytes
+ * fit --memory, from profiled costs. */
+static int auto_schedule(train_args *a, vp_schedule **out) {
+    if (!a->memory)
+        return cli_error(VP_EXIT_USAGE, "--schedule auto needs --memory X (0.5, 4u or bytes)");
+    vp_error err = {0};
+    vp_budget budget;
+    if (vp_budget_parse(a->memory, &budget, &err) != VP_OK)
+        return cli_error(VP_EXIT_USAGE, "--memory '%s': %s", a->memory, err.message);
+    int rc = ensure_profile(a, "the planner");
+    vp_plan *plan = NULL;
+    double peak = 0, limit = 0;
+    if (!rc && vp_autoplan(a->po.profile, a->p, a->po.train.m, &budget, &plan, &peak, &limit,
+                           &err) != VP_OK)
+        rc = cli_lib_error(&err);
     if (rc)
         return rc;
-    o->m = s->m;
-    po->train = *o;
-    po->schedule = s;
-    vp_error err = {0};
-    vp_profile measured;
-    if (po->emulate && !po->profile) {
-        fprintf(stderr, "profiling the model's passes for the emulation...\n");
-        if (vp_profile_measure(&o->model, 3, &measured, &err) != VP_OK) {
-            vp_schedule_free(s);
-            return cli_lib_error(&err);
-        }
-        po->profile = &measured;
+    const vp_plan_candidate *c = &plan->candidates[plan->chosen];
+    fprintf(a->json ? stderr : stdout,
+            "auto: chose %s%s%s: predicted peak %.0f activation bytes of the %.0f-byte budget; "
+            "%s\n",
+            c->family, c->params[0] ? " " : "", c->params, peak, limit, plan->reason);
+    *out = plan->schedule;
+    plan->schedule = NULL;
+    vp_plan_free(plan);
+    return 0;
+}
+
+static int pipelined_schedule(train_args *a, vp_schedule **out) {
+    if (a->schedule && !strcmp(a->schedule, "auto"))
+        return auto_schedule(a, out);
+    cli_spec spec;
+    cli_spec_init(&spec);
+    spec.spec.p = a->p;
+    spec.spec.m = a->po.train.m;
+    spec.spec.v = a->chunks;
+    spec.have_p = spec.have_m = !a->schedule_file; /* a file brings its own p and m */
+    return cli_obtain_schedule(a->schedule_file ? a->schedule_file
+                               : a->schedule    ? a->schedule
+                                                : "1f1b",
+                               &spec, out);
+}
+
+/* Reports a failed run; under MPI, lets the other ranks print what they were doing, then
+ * ends the whole job. */
+static int run_failed(const train_args *a, const vp_error *err) {
+    int rc = err->status == VP_ERUNTIME ? cli_error(VP_EXIT_FAILURE, "%s", err->message)
+                                        : cli_lib_error(err);
+    if (a->po.transport == VP_TRANSPORT_MPI) {
+        fflush(stderr);
+        nanosleep(&(struct timespec){1, 0}, NULL);
+        vp_runtime_mpi_abort(rc);
     }
-    vp_pipeline_result pr;
-    if (vp_pipeline_train(po, data, on_step, ctx, &pr, &err) != VP_OK) {
+    return rc;
+}
+
+static void print_summary(const train_args *a, const vp_schedule *s, const vp_pipeline_result *pr) {
+    const vp_train_result *r = &pr->train;
+    printf("done: %s on %d ranks, %d steps | train loss %.4f | val loss %.4f | %.1f ms/step "
+           "| %.0f tok/s | param digest %016" PRIx64 "\n",
+           s->family, pr->p, r->steps, r->train_loss, r->val_loss, r->step_ms, r->tokens_per_s,
+           r->param_digest);
+    if (pr->predicted_step_ms > 0)
+        printf("%sstep time: measured %.1f ms, simulated with the profiled costs %.1f ms "
+               "(%+.1f%%)\n",
+               a->po.emulate ? "emulated (every op waited its profiled time) | " : "", r->step_ms,
+               pr->predicted_step_ms, 100.0 * (r->step_ms / pr->predicted_step_ms - 1.0));
+    printf("rank  peak activation bytes  predicted  measured bubble\n");
+    for (int d = 0; d < pr->p; d++)
+        printf("%4d %22zu %10.0f %15.1f%%\n", d, pr->peak_act_bytes[d], pr->predicted_peak_bytes[d],
+               100.0 * pr->bubble_measured[d]);
+}
+
+static int run_pipelined(train_args *a, const vp_data *data, progress_ctx *ctx) {
+    vp_schedule *s = NULL;
+    int rc = pipelined_schedule(a, &s);
+    if (!rc && a->po.emulate)
+        rc = ensure_profile(a, "the emulation");
+    if (rc) {
         vp_schedule_free(s);
-        rc = err.status == VP_ERUNTIME ? cli_error(VP_EXIT_FAILURE, "%s", err.message)
-                                       : cli_lib_error(&err);
-        if (po->transport == VP_TRANSPORT_MPI) {
-            /* Let the other ranks print what they were doing, then end the job. */
-            fflush(stderr);
-            nanosleep(&(struct timespec){1, 0}, NULL);
-            vp_runtime_mpi_abort(rc);
-        }
         return rc;
     }
-    if (pr.rank != 0) { /* under MPI, rank 0 reports */
-        vp_pipeline_result_release(&pr);
+    a->po.train.m = s->m;
+    a->po.schedule = s;
+    vp_error err = {0};
+    vp_pipeline_result pr;
+    if (vp_pipeline_train(&a->po, data, on_step, ctx, &pr, &err) != VP_OK) {
         vp_schedule_free(s);
-        return VP_EXIT_OK;
+        return run_failed(a, &err);
     }
-    rc = write_timelines(s, &pr, trace, svg);
-    print_split(json ? stderr : stdout, &pr);
-    if (!rc && json) {
-        rc = print_json(o, data_path, s->family, &pr.train, &pr);
-    } else if (!rc) {
-        const vp_train_result *r = &pr.train;
-        printf("done: %s on %d ranks, %d steps | train loss %.4f | val loss %.4f | %.1f ms/step "
-               "| %.0f tok/s | param digest %016" PRIx64 "\n",
-               s->family, pr.p, r->steps, r->train_loss, r->val_loss, r->step_ms, r->tokens_per_s,
-               r->param_digest);
-        if (pr.predicted_step_ms > 0)
-            printf("%sstep time: measured %.1f ms, simulated with the profiled costs %.1f ms "
-                   "(%+.1f%%)\n",
-                   po->emulate ? "emulated (every op waited its profiled time) | " : "", r->step_ms,
-                   pr.predicted_step_ms, 100.0 * (r->step_ms / pr.predicted_step_ms - 1.0));
-        printf("rank  peak activation bytes  predicted  measured bubble\n");
-        for (int d = 0; d < pr.p; d++)
-            printf("%4d %22zu %10.0f %15.1f%%\n", d, pr.peak_act_bytes[d],
-                   pr.predicted_peak_bytes[d], 100.0 * pr.bubble_measured[d]);
+    if (pr.rank == 0) { /* under MPI, rank 0 reports */
+        rc = write_timelines(s, &pr, a->trace, a->svg);
+        print_split(a->json ? stderr : stdout, &pr);
+        if (!rc && a->json)
+            rc = print_json(&a->po.train, a->data_path, s->family, &pr.train, &pr);
+        else if (!rc)
+            print_summary(a, s, &pr);
     }
     vp_pipeline_result_release(&pr);
     vp_schedule_free(s);
@@ -328,13 +390,9 @@ static bool fault_flag(int argc, char **argv, int *i, vp_pipeline_options *po) {
 int cmd_train(int argc, char **argv) {
     vp_train_options o;
     vp_train_options_default(&o);
-    const char *data_path = NULL, *schedule = NULL, *schedule_file = NULL;
-    const char *trace = NULL, *svg = NULL;
-    int p = 1, chunks = 0, warmup = -1;
-    vp_pipeline_options po;
-    vp_pipeline_options_default(&po);
-    vp_profile profile;
-    bool json = false;
+    train_args t = {.p = 1};
+    vp_pipeline_options_default(&t.po);
+    int warmup = -1;
     const long big = 1L << 30;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -345,38 +403,38 @@ int cmd_train(int argc, char **argv) {
             usage(stdout);
             return VP_EXIT_OK;
         } else if (!strcmp(a, "-p")) {
-            ok = int_flag(argc, argv, &i, 1, 1 << 20, &p);
+            ok = int_flag(argc, argv, &i, 1, 1 << 20, &t.p);
         } else if (!strcmp(a, "--schedule")) {
-            ok = (schedule = cli_flag_value(argc, argv, &i)) != NULL;
+            ok = (t.schedule = cli_flag_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(a, "--schedule-file")) {
-            ok = (schedule_file = cli_flag_value(argc, argv, &i)) != NULL;
+            ok = (t.schedule_file = cli_flag_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(a, "--trace")) {
-            ok = (trace = cli_flag_value(argc, argv, &i)) != NULL;
+            ok = (t.trace = cli_flag_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(a, "--svg")) {
-            ok = (svg = cli_flag_value(argc, argv, &i)) != NULL;
+            ok = (t.svg = cli_flag_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(a, "-v")) {
-            ok = int_flag(argc, argv, &i, 1, 64, &chunks);
+            ok = int_flag(argc, argv, &i, 1, 64, &t.chunks);
         } else if (!strcmp(a, "--watchdog")) {
-            ok = double_flag(argc, argv, &i, 0.001, 1e6, &po.watchdog_s);
+            ok = double_flag(argc, argv, &i, 0.001, 1e6, &t.po.watchdog_s);
         } else if (!strcmp(a, "--transport")) {
             const char *v = cli_flag_value(argc, argv, &i);
             ok = v != NULL;
             if (ok && !strcmp(v, "mpi"))
-                po.transport = VP_TRANSPORT_MPI;
+                t.po.transport = VP_TRANSPORT_MPI;
             else if (ok && strcmp(v, "threads"))
                 return cli_error(VP_EXIT_USAGE, "--transport is threads or mpi, got '%s'", v);
         } else if (!strcmp(a, "--cost-file")) {
             const char *v = cli_flag_value(argc, argv, &i);
             if (!v)
                 return VP_EXIT_USAGE;
-            int code = cli_load_profile(v, &profile);
+            int code = cli_load_profile(v, &t.profile);
             if (code)
                 return code;
-            po.profile = &profile;
+            t.po.profile = &t.profile;
         } else if (!strcmp(a, "--emulate")) {
-            po.emulate = 1;
+            t.po.emulate = 1;
         } else if (!strcmp(a, "--fail-at") || !strcmp(a, "--stall-at")) {
-            ok = fault_flag(argc, argv, &i, &po);
+            ok = fault_flag(argc, argv, &i, &t.po);
         } else if ((model = cli_model_flag(argc, argv, &i, &o.model)) != 0) {
             ok = model > 0;
         } else if (!strcmp(a, "-m")) {
@@ -423,21 +481,23 @@ int cmd_train(int argc, char **argv) {
         } else if (!strcmp(a, "--inject-nan")) {
             ok = int_flag(argc, argv, &i, 1, big, &o.fault_nonfinite_step);
         } else if (!strcmp(a, "--data")) {
-            ok = (data_path = cli_flag_value(argc, argv, &i)) != NULL;
+            ok = (t.data_path = cli_flag_value(argc, argv, &i)) != NULL;
+        } else if (!strcmp(a, "--memory")) {
+            ok = (t.memory = cli_flag_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(a, "--json")) {
-            json = true;
+            t.json = true;
         } else {
             return cli_error(VP_EXIT_USAGE, "unknown option '%s' (try vpipe train --help)", a);
         }
         if (!ok)
             return VP_EXIT_USAGE;
     }
-    if (schedule && schedule_file)
+    if (t.schedule && t.schedule_file)
         return cli_error(VP_EXIT_USAGE, "give --schedule or --schedule-file, not both");
-    int reference = !schedule_file && (schedule ? !strcmp(schedule, "single") : p == 1);
-    if (reference && p != 1)
-        return cli_error(VP_EXIT_USAGE, "the single-rank reference runs on -p 1 (got -p %d)", p);
-    if (reference && (trace || svg))
+    int reference = !t.schedule_file && (t.schedule ? !strcmp(t.schedule, "single") : t.p == 1);
+    if (reference && t.p != 1)
+        return cli_error(VP_EXIT_USAGE, "the single-rank reference runs on -p 1 (got -p %d)", t.p);
+    if (reference && (t.trace || t.svg))
         return cli_error(VP_EXIT_USAGE, "--trace and --svg draw pipelined runs (give --schedule)");
     if (o.checkpoint_every && !o.checkpoint_dir)
         return cli_error(VP_EXIT_USAGE, "--checkpoint-every needs --checkpoint DIR");
@@ -445,20 +505,28 @@ int cmd_train(int argc, char **argv) {
     vp_error err = {0};
     if (vp_model_config_check(&o.model, &err))
         return cli_lib_error(&err);
-    if (!data_path)
-        data_path = vp_data_default_path();
-    if (!data_path)
+    if (!t.data_path)
+        t.data_path = vp_data_default_path();
+    if (!t.data_path)
         return cli_error(VP_EXIT_USAGE, "no --data FILE given and the default corpus "
                                         "(/usr/lib/bible.data from bible-kjv-text) is not "
                                         "installed");
     vp_data *data = NULL;
-    if (vp_data_load(data_path, 0.1, &data, &err))
+    if (vp_data_load(t.data_path, 0.1, &data, &err))
         return cli_error(err.status == VP_ENOMEM ? VP_EXIT_FAILURE : VP_EXIT_INPUT, "%s",
                          err.message);
-    progress_ctx ctx = {json ? stderr : stdout};
-    int rc = reference ? run_reference(&o, data, data_path, json, &ctx)
-                       : run_pipelined(&o, data, data_path, json, &ctx, schedule, schedule_file, p,
-                                       chunks, &po, trace, svg);
+    progress_ctx ctx = {t.json ? stderr : stdout};
+    t.po.train = o;
+    if (t.po.profile && memcmp(&t.profile.model, &o.model, sizeof o.model)) {
+        vp_data_free(data);
+        return cli_error(VP_EXIT_USAGE,
+                         "--cost-file was measured for another model (layers %d, width %d, heads "
+                         "%d, seq %d, microbatch %d): profile this one with vpipe profile",
+                         t.profile.model.n_layer, t.profile.model.width, t.profile.model.n_head,
+                         t.profile.model.seq_len, t.profile.model.microbatch);
+    }
+    int rc = reference ? run_reference(&o, data, t.data_path, t.json, &ctx)
+                       : run_pipelined(&t, data, &ctx);
     vp_data_free(data);
     return rc;
 }

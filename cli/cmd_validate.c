@@ -19,7 +19,7 @@ int cmd_validate(int argc, char **argv) {
         }
         int r = cli_spec_flag(argc, argv, &i, &o);
         if (r < 0)
-            return VP_EXIT_USAGE;
+            return -r;
         if (r)
             continue;
         if (what || (argv[i][0] == '-' && argv[i][1]))

@@ -28,7 +28,7 @@ int cli_model_flag(int argc, char **argv, int *i, vp_model_config *m) {
         const char *v = cli_flag_value(argc, argv, i);
         long x;
         if (!v || cli_parse_int(flags[k].flag, v, 1, flags[k].max, &x) != 0)
-            return -1;
+            return -VP_EXIT_USAGE;
         *(int *)((char *)m + flags[k].offset) = (int)x;
         return 1;
     }

@@ -35,16 +35,16 @@ static int apply_profile(cli_spec *o) {
         return 1;
     double *grown = realloc(slices, 3 * (size_t)o->spec.p * sizeof *grown);
     if (!grown) {
-        cli_error(VP_EXIT_FAILURE, "out of memory");
-        return -1;
+        return -cli_error(VP_EXIT_FAILURE, "out of memory");
     }
     slices = grown;
     vp_error err = {0};
     int p = o->spec.p;
+    /* A unit of memory is the mean slice's activation bytes, so byte budgets work too. */
     if (vp_profile_slice_costs(&o->profile, p, slices, slices + p, slices + 2 * p, &o->spec.costs,
-                               &err) != VP_OK) {
-        cli_error(VP_EXIT_USAGE, "--cost-file at -p %d: %s", p, err.message);
-        return -1;
+                               &err) != VP_OK ||
+        vp_profile_unit_bytes(&o->profile, p, &o->spec.mem.unit_bytes, &err) != VP_OK) {
+        return -cli_error(VP_EXIT_USAGE, "--cost-file at -p %d: %s", p, err.message);
     }
     return 1;
 }
@@ -70,15 +70,18 @@ int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o) {
     long n;
     if (!strcmp(flag, "--cost-file")) {
         const char *val = cli_flag_value(argc, argv, i);
-        if (!val || cli_load_profile(val, &o->profile) != 0)
-            return -1;
+        if (!val)
+            return -VP_EXIT_USAGE;
+        int code = cli_load_profile(val, &o->profile);
+        if (code)
+            return -code;
         o->have_profile = 1;
         return apply_profile(o);
     }
     if (!strcmp(flag, "-p") || !strcmp(flag, "-m") || !strcmp(flag, "-v")) {
         const char *val = cli_flag_value(argc, argv, i);
         if (!val || cli_parse_int(flag, val, 1, 100000, &n) != 0)
-            return -1;
+            return -VP_EXIT_USAGE;
         if (flag[1] == 'p') {
             o->spec.p = (int)n;
             o->have_p = 1;
@@ -93,18 +96,20 @@ int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o) {
     }
     if (!strcmp(flag, "--memory-limit")) {
         const char *val = cli_flag_value(argc, argv, i);
-        return val && cli_parse_double(flag, val, 1.0, 1e9, &o->spec.mem_limit) == 0 ? 1 : -1;
+        return val && cli_parse_double(flag, val, 1.0, 1e9, &o->spec.mem_limit) == 0
+                   ? 1
+                   : -VP_EXIT_USAGE;
     }
     if (!strcmp(flag, "--cost") || !strcmp(flag, "--memory-model")) {
         const char *val = cli_flag_value(argc, argv, i);
         if (!val)
-            return -1;
+            return -VP_EXIT_USAGE;
         vp_error err = {0};
         vp_status rc = flag[2] == 'c' ? vp_costs_parse(val, &o->spec.costs, &err)
                                       : vp_memcfg_parse(val, &o->spec.mem, &err);
         if (rc != VP_OK) {
-            cli_error(VP_EXIT_USAGE, "%s '%s': column %d: %s", flag, val, err.column, err.message);
-            return -1;
+            return -cli_error(VP_EXIT_USAGE, "%s '%s': column %d: %s", flag, val, err.column,
+                              err.message);
         }
         return 1;
     }
@@ -191,6 +196,7 @@ json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *co
     json_object_set_new(o, "bubble_makespan", json_real(sim->bubble_makespan));
     json_object_set_new(o, "peak_memory", double_array(sim->peak, sim->p));
     json_object_set_new(o, "peak_memory_max", json_real(sim->peak_max));
+    json_object_set_new(o, "param_copies", json_integer(vp_schedule_param_copies(s)));
     if (sim->peak_bytes)
         json_object_set_new(o, "peak_memory_bytes", double_array(sim->peak_bytes, sim->p));
     json_object_set_new(o, "busy", double_array(sim->dev_busy, sim->p));

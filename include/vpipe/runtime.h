@@ -15,6 +15,7 @@
 #define VPIPE_RUNTIME_H
 
 #include "vpipe/model.h"
+#include "vpipe/plan.h"
 #include "vpipe/render.h"
 #include "vpipe/schedule.h"
 
@@ -121,11 +122,28 @@ vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp
 vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, vp_cost_model *cm,
                                 vp_error *err);
 
+/* Bytes of one memory unit for the profiled model on p ranks: the mean over the p stages
+ * of a one-stage-per-rank split of the activation bytes one microbatch leaves after F. */
+vp_status vp_profile_unit_bytes(const vp_profile *pr, int p, double *bytes, vp_error *err);
+
 /* Per-slice costs of a p-rank pipeline with one stage per rank (the model split with
  * vp_split_layers): dev_f/dev_b/dev_w [p] (caller storage) hold each rank's slice, costs
  * gets their means, c and pointers to the arrays. For generators and the planner. */
 vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev_f, double *dev_b,
                                  double *dev_w, vp_costs *costs, vp_error *err);
+
+/* ---- choosing a schedule for a memory budget from measured costs ------------------ */
+
+/* The planner's answer for the model of profile pr on p ranks with m microbatches under
+ * budget, checked in bytes: budget resolves to bytes (a fraction of 1F1B's predicted
+ * peak for this model, units of the mean per-rank slice activation, or bytes), the
+ * planner (plan.h) searches with the profile's per-rank costs and the model's memory
+ * split (B keeps the stash for W), and the units budget tightens until the chosen
+ * schedule's exact predicted peak bytes (size functions, every rank) fit. Fills *plan
+ * (caller frees with vp_plan_free), *peak_bytes and *budget_bytes. VP_EINVAL naming the
+ * smallest reachable peak when nothing fits. */
+vp_status vp_autoplan(const vp_profile *pr, int p, int m, const vp_budget *budget, vp_plan **plan,
+                      double *peak_bytes, double *budget_bytes, vp_error *err);
 
 /* Sets cm's per-stage times to the mean measured duration of each stage's passes in tl
  * (a measured timeline of schedule s): f, b, w from F, B, W ops; a stage that only ran

@@ -297,6 +297,21 @@ vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev_f, dou
     return VP_OK;
 }
 
+vp_status vp_profile_unit_bytes(const vp_profile *pr, int p, double *bytes, vp_error *err) {
+    int *l0 = vp__calloc((size_t)p + 1, sizeof *l0);
+    vp_status rc = l0 ? vp_split_layers(pr->model.n_layer, p, l0, err)
+                      : vp__fail(err, VP_ENOMEM, "out of memory");
+    double total = 0;
+    for (int d = 0; rc == VP_OK && d < p; d++) {
+        vp_stage_sizes sz;
+        rc = vp_stage_sizes_of(&pr->model, l0[d], l0[d + 1], d == 0, d == p - 1, &sz, err);
+        total += (double)sz.act_bytes;
+    }
+    free(l0);
+    *bytes = total / p;
+    return rc;
+}
+
 /* ---- costs from a measured timeline ------------------------------------------------ */
 
 void vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl, vp_cost_model *cm) {

@@ -164,7 +164,7 @@ expect 0 "skipped 1 non-finite steps" -- "$vpipe" train "${small[@]}" --inject-n
 # 8. usage
 expect 2 "--checkpoint-every needs --checkpoint" -- "$vpipe" train "${small[@]}" \
     --checkpoint-every 2
-expect 2 "single-rank run" -- "$vpipe" train "${small[@]}" -p 2 --schedule 1f1b --resume "$ck"
+expect 2 "written by a run on 1 ranks, this run has 2" -- "$vpipe" train "${small[@]}" -p 2 --schedule 1f1b --resume "$ck"
 "$vpipe" train --help | grep -q -- '--resume DIR' || bad "--help does not document --resume"
 
 finish
