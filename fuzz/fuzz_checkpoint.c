@@ -27,8 +27,7 @@ static void try_restore(const uint8_t *bytes, size_t size, const vp_train_option
                         vp_stage *stage) {
     vp_error err = {0};
     vp_checkpoint_info info;
-    if (vp_checkpoint_restore(bytes, size, "fuzz.ckpt", o, 0, 1, &stage, 1, &info, &err) !=
-        VP_OK) {
+    if (vp_checkpoint_restore(bytes, size, "fuzz.ckpt", o, 0, 1, &stage, 1, &info, &err) != VP_OK) {
         if (err.message[0] == '\0')
             abort(); /* every refusal explains itself */
         return;

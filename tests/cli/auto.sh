@@ -4,7 +4,7 @@
 # --emulate runs and reports its prediction. Usage: auto.sh VPIPE SOURCE_DIR
 vp=$1
 src=$2
-. "$src/tests/cli/lib.sh"
+. "$src/tests/cli/expect.bash"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 model="--layers 8 --width 64 --heads 2 --seq 32 --microbatch 2"

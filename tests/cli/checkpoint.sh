@@ -7,7 +7,7 @@
 # usage: checkpoint.sh <vpipe binary> <repo root>
 set -u
 vpipe="$1"
-. "$2/tests/cli/lib.sh"
+. "$2/tests/cli/expect.bash"
 tmp=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT

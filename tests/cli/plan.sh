@@ -2,7 +2,7 @@
 # Usage: plan.sh VPIPE SOURCE_DIR
 vp=$1
 src=$2
-. "$src/tests/cli/lib.sh"
+. "$src/tests/cli/expect.bash"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

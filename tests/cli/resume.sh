@@ -4,7 +4,7 @@
 # exactly as the single-rank run does. Usage: resume.sh VPIPE SOURCE_DIR
 vp=$1
 src=$2
-. "$src/tests/cli/lib.sh"
+. "$src/tests/cli/expect.bash"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1

@@ -1,0 +1,209 @@
+/* Speed of vpipe itself over a grid of (p, m): the time to build every family
+ * (vp_family_build), to simulate the result (vp_simulate) and to run the memory-budget
+ * planner (vp_plan_run, budget half of 1F1B's peak), at costs F=B=W=2, c=0. Prints the
+ * machine, then one tab-separated row per measurement for bench/run's report:
+ *
+ *   time  build|simulate|plan  FAMILY|-  P  M  REPEATS  MEDIAN_MS
+ *   refused  FAMILY  P  M  MESSAGE       (the family does not take this shape)
+ *   skipped  plan  -  P  M  REASON       (planner shapes above the cap)
+ *
+ *   bench_speed [--plan-max N] [PxM ...]
+ *
+ * Default grid: p in {4, 8, 16, 32, 64}, m in {p, 2p, 4p, 8p}; the planner only where
+ * p*m <= N (default 8192: it takes tens of seconds at p=64, m=512). Every figure is the
+ * median of 3 to 15 repeats (as many as fit in about a quarter second, after one warm-up
+ * run; a run slower than that is its own warm-up). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vpipe/model.h"
+#include "vpipe/plan.h"
+
+#define MAX_REPS 15
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n) {
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static void print_machine(void) {
+    char cpu[256] = "unknown", line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!strncmp(line, "model name", 10) && colon) {
+            snprintf(cpu, sizeof cpu, "%s", colon + 2);
+            cpu[strcspn(cpu, "\n")] = '\0';
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    printf("machine: %s | %ld online processors | OpenBLAS core %s (OPENBLAS_CORETYPE=%s) | "
+           "vpipe %s\n",
+           cpu, sysconf(_SC_NPROCESSORS_ONLN), vp_blas_corename(), env ? env : "unset",
+           VP_VERSION_STRING);
+}
+
+/* Repeats a timed action: as many runs as fit in ~0.25 s (3..MAX_REPS) after one warm-up
+ * run, which counts as the first of 3 when it alone takes longer than that. The action
+ * returns its own elapsed seconds, or a negative value on failure. */
+typedef double (*timed_fn)(void *ctx);
+
+static int repeat(timed_fn fn, void *ctx, double *med_ms, int *reps) {
+    double t[MAX_REPS];
+    if ((t[0] = fn(ctx)) < 0)
+        return -1;
+    int slow = t[0] > 0.25;
+    int n = slow ? 3 : t[0] > 0.25 / MAX_REPS ? (int)ceil(0.25 / t[0]) : MAX_REPS;
+    if (n < 3)
+        n = 3;
+    for (int r = slow; r < n; r++) /* a fast first run was the warm-up: overwrite it */
+        if ((t[r] = fn(ctx)) < 0)
+            return -1;
+    *med_ms = 1e3 * median(t, n);
+    *reps = n;
+    return 0;
+}
+
+typedef struct family_ctx {
+    const char *family;
+    const vp_spec *spec;
+    int simulate; /* 0: time the build, 1: time the simulation of the built schedule */
+    vp_schedule *built;
+    vp_cost_model *cm;
+    vp_error err;
+} family_ctx;
+
+static double time_build(void *arg) {
+    family_ctx *c = arg;
+    vp_schedule *s = NULL;
+    double t0 = now_s();
+    vp_status rc = vp_family_build(c->family, c->spec, &s, &c->err);
+    double t = now_s() - t0;
+    vp_schedule_free(s);
+    return rc == VP_OK ? t : -1;
+}
+
+static double time_simulate(void *arg) {
+    family_ctx *c = arg;
+    vp_sim *sim = NULL;
+    double t0 = now_s();
+    vp_status rc = vp_simulate(c->built, c->cm, &sim, &c->err);
+    double t = now_s() - t0;
+    vp_sim_free(sim);
+    return rc == VP_OK ? t : -1;
+}
+
+typedef struct plan_ctx {
+    const vp_spec *spec;
+    vp_error err;
+} plan_ctx;
+
+static double time_plan(void *arg) {
+    plan_ctx *c = arg;
+    vp_budget budget = {.kind = VP_BUDGET_FRACTION, .value = 0.5};
+    vp_plan *plan = NULL;
+    double t0 = now_s();
+    vp_status rc = vp_plan_run(c->spec, &budget, &plan, &c->err);
+    double t = now_s() - t0;
+    vp_plan_free(plan);
+    return rc == VP_OK ? t : -1;
+}
+
+static void row(const char *what, const char *family, int p, int m, int reps, double ms) {
+    printf("time\t%s\t%s\t%d\t%d\t%d\t%.6g\n", what, family, p, m, reps, ms);
+}
+
+/* Build and simulation times of one family at spec; a refusal becomes a "refused" row. */
+static int bench_family(const char *family, const vp_spec *spec) {
+    family_ctx c = {.family = family, .spec = spec};
+    double ms;
+    int reps;
+    if (repeat(time_build, &c, &ms, &reps)) {
+        if (c.err.status != VP_EINVAL)
+            return fprintf(stderr, "bench_speed: %s: %s\n", family, c.err.message), 1;
+        printf("refused\t%s\t%d\t%d\t%s\n", family, spec->p, spec->m, c.err.message);
+        return 0;
+    }
+    row("build", family, spec->p, spec->m, reps, ms);
+    if (vp_family_build(family, spec, &c.built, &c.err) != VP_OK ||
+        !(c.cm = vp_cost_model_new(c.built, &spec->costs, &spec->mem, &c.err)) ||
+        repeat(time_simulate, &c, &ms, &reps)) {
+        fprintf(stderr, "bench_speed: simulate %s: %s\n", family, c.err.message);
+        vp_cost_model_free(c.cm);
+        vp_schedule_free(c.built);
+        return 1;
+    }
+    row("simulate", family, spec->p, spec->m, reps, ms);
+    vp_cost_model_free(c.cm);
+    vp_schedule_free(c.built);
+    return 0;
+}
+
+static int bench_shape(int p, int m, long plan_max) {
+    vp_spec spec = vp_spec_make(p, m);
+    spec.costs.f = spec.costs.b = spec.costs.w = 2;
+    for (int i = 0; i < vp_family_count(); i++)
+        if (bench_family(vp_family_at(i)->name, &spec))
+            return 1;
+    if ((long)p * m > plan_max) {
+        printf("skipped\tplan\t-\t%d\t%d\tp*m = %ld is above the planner cap %ld\n", p, m,
+               (long)p * m, plan_max);
+        return 0;
+    }
+    plan_ctx c = {.spec = &spec};
+    double ms;
+    int reps;
+    if (repeat(time_plan, &c, &ms, &reps))
+        return fprintf(stderr, "bench_speed: plan p=%d m=%d: %s\n", p, m, c.err.message), 1;
+    row("plan", "-", p, m, reps, ms);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    long plan_max = 8192;
+    int shapes[64][2], n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--plan-max") && i + 1 < argc)
+            plan_max = atol(argv[++i]);
+        else if (n < 64 && sscanf(argv[i], "%dx%d", &shapes[n][0], &shapes[n][1]) == 2 &&
+                 shapes[n][0] > 0 && shapes[n][1] > 0)
+            n++;
+        else
+            return fprintf(stderr, "usage: bench_speed [--plan-max N] [PxM ...]\n"), 2;
+    }
+    if (n == 0)
+        for (int p = 4; p <= 64; p *= 2)
+            for (int k = 1; k <= 8; k *= 2) {
+                shapes[n][0] = p;
+                shapes[n][1] = k * p;
+                n++;
+            }
+    print_machine();
+    printf("# build/simulate: every family at costs F=B=W=2, c=0; plan: vp_plan_run, budget "
+           "0.5 of 1F1B; medians in ms\n");
+    fflush(stdout);
+    for (int k = 0; k < n; k++) {
+        if (bench_shape(shapes[k][0], shapes[k][1], plan_max))
+            return 1;
+        fflush(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# bench/run --quick (the results report on a small subset) writes results.md with every
+# section and the paper comparison, and four SVG plots that are well-formed XML.
+# usage: bench_smoke.sh <vpipe-binary> <repo-root>
+vpipe=$1 root=$2
+source "$root/tests/cli/lib.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run=("$root/bench/run" --quick --no-build --build "$(dirname "$vpipe")" --data "$tmp/data")
+
+expect 0 "usage: bench/run" -- "$root/bench/run" --help
+expect 2 "unknown option" -- "$root/bench/run" --bogus
+expect 1 "is missing" -- "$root/bench/run" --quick --no-build --build "$tmp/none" --out "$tmp/x"
+
+start=$SECONDS
+expect 0 "wrote" -- "${run[@]}" --out "$tmp/out"
+if [ $((SECONDS - start)) -ge 60 ]; then
+    echo "FAIL: bench/run --quick took $((SECONDS - start)) s (want < 60)"
+    fails=$((fails + 1))
+fi
+md=$tmp/out/results.md
+for needle in "## 1. Schedule tables" "## 2. Memory" "## 3. Runtime" "## 4. Speed" \
+    "| \`v-half\` | 17.24% · 3 | 9.43% · 3 |" "| 1.5B | 8 | 24 | 24.31 / 24.31 |" \
+    "| 5 | \`v-half\` | 209 | 8.13% | 17 | 17 | meets |" "OpenBLAS core type:"; do
+    expect 0 "" -- grep -qF -- "$needle" "$md"
+done
+for plot in paper frontier runtime speed; do
+    svg=$tmp/out/results-$plot.svg
+    expect 0 "" -- xmllint --noout "$svg"
+    expect 0 "" -- grep -qF "](results-$plot.svg)" "$md"
+done
+finish
