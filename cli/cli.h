@@ -63,6 +63,19 @@ int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o);
  * code on failure; 0 on success. */
 int cli_load_profile(const char *path, vp_profile *out);
 
+/* What one step of a subcommand's argument loop found. */
+typedef enum {
+    CLI_ARG_OTHER = 0, /* not a shared argument: the subcommand's own */
+    CLI_ARG_TAKEN = 1, /* a shared argument, parsed (and its value consumed) */
+    CLI_ARG_EXIT = 2   /* stop and return *code: 0 after --help, else an error's code */
+} cli_arg;
+
+/* The part of the argument loop every schedule subcommand shares: --help prints usage
+ * followed by the shared flags' help; -p, -m, -v, --cost... go to cli_spec_flag; --json
+ * sets *json when json is non-NULL. */
+cli_arg cli_common_arg(int argc, char **argv, int *i, cli_spec *o, int *json, const char *usage,
+                       int *code);
+
 /* Help text for the shared flags. */
 extern const char cli_spec_help[];
 

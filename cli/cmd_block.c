@@ -159,20 +159,15 @@ int cmd_block(int argc, char **argv) {
     cli_spec o;
     cli_spec_init(&o);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
-            fputs(block_help, stdout);
-            return VP_EXIT_OK;
-        }
         if (!strcmp(argv[i], "--cost"))
             have_cost = 1;
-        int r = cli_spec_flag(argc, argv, &i, &o);
-        if (r < 0)
-            return -r;
-        if (r)
+        int code;
+        cli_arg arg = cli_common_arg(argc, argv, &i, &o, &as_json, block_help, &code);
+        if (arg == CLI_ARG_EXIT)
+            return code;
+        if (arg == CLI_ARG_TAKEN)
             continue;
-        if (!strcmp(argv[i], "--json"))
-            as_json = 1;
-        else if (!strcmp(argv[i], "--reorder"))
+        if (!strcmp(argv[i], "--reorder"))
             reorder = 1;
         else if (!strcmp(argv[i], "--example"))
             example = 1;

@@ -17,31 +17,27 @@ static int write_gallery(const char *path, vp_timeline **tls, int n, const vp_co
     return rc == VP_OK ? 0 : cli_lib_error(&err);
 }
 
+static const char usage[] =
+    "usage: vpipe compare -p P -m M [--cost ...] [--memory-model ...] [--json] [--svg FILE]\n\n"
+    "Builds and simulates every family (vpipe list) for the same p, m and costs\n"
+    "and prints them side by side. Families whose constraints the shape does not\n"
+    "meet are listed with the reason.\n\n"
+    "  --json                an array of the objects `simulate --json` prints\n"
+    "  --svg FILE            draw every family on one time scale\n";
+
 int cmd_compare(int argc, char **argv) {
     int as_json = 0;
     const char *svg = NULL;
     cli_spec o;
     cli_spec_init(&o);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
-            printf("usage: vpipe compare -p P -m M [--cost ...] [--memory-model ...] [--json] "
-                   "[--svg FILE]\n\n"
-                   "Builds and simulates every family (vpipe list) for the same p, m and costs\n"
-                   "and prints them side by side. Families whose constraints the shape does not\n"
-                   "meet are listed with the reason.\n\n"
-                   "  --json                an array of the objects `simulate --json` prints\n"
-                   "  --svg FILE            draw every family on one time scale\n%s",
-                   cli_spec_help);
-            return VP_EXIT_OK;
-        }
-        int r = cli_spec_flag(argc, argv, &i, &o);
-        if (r < 0)
-            return -r;
-        if (r)
+        int code;
+        cli_arg arg = cli_common_arg(argc, argv, &i, &o, &as_json, usage, &code);
+        if (arg == CLI_ARG_EXIT)
+            return code;
+        if (arg == CLI_ARG_TAKEN)
             continue;
-        if (!strcmp(argv[i], "--json"))
-            as_json = 1;
-        else if (!strcmp(argv[i], "--svg")) {
+        if (!strcmp(argv[i], "--svg")) {
             if (!(svg = cli_flag_value(argc, argv, &i)))
                 return VP_EXIT_USAGE;
         } else

@@ -18,7 +18,7 @@ static const char plan_help[] =
     "  --json                one object: the chosen schedule's `simulate --json` fields,\n"
     "                        plus budget, reason, param_copies, frontier, candidates\n"
     "  -o FILE               also write the chosen schedule as vpipe JSON (-o - writes it\n"
-    "                        to stdout instead of the report)\n%s"
+    "                        to stdout instead of the report)\n"
     "\nExit codes: 0 ok, 2 bad flags or a budget below every schedule's peak (the\n"
     "message names the smallest peak reached), 1 other failures.\n";
 
@@ -86,18 +86,13 @@ int cmd_plan(int argc, char **argv) {
     cli_spec o;
     cli_spec_init(&o);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
-            printf(plan_help, cli_spec_help);
-            return VP_EXIT_OK;
-        }
-        int r = cli_spec_flag(argc, argv, &i, &o);
-        if (r < 0)
-            return -r;
-        if (r)
+        int code;
+        cli_arg arg = cli_common_arg(argc, argv, &i, &o, &as_json, plan_help, &code);
+        if (arg == CLI_ARG_EXIT)
+            return code;
+        if (arg == CLI_ARG_TAKEN)
             continue;
-        if (!strcmp(argv[i], "--json")) {
-            as_json = 1;
-        } else if (!strcmp(argv[i], "--memory") || !strcmp(argv[i], "-o")) {
+        if (!strcmp(argv[i], "--memory") || !strcmp(argv[i], "-o")) {
             const char *val = cli_flag_value(argc, argv, &i);
             if (!val)
                 return VP_EXIT_USAGE;

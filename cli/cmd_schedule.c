@@ -18,28 +18,26 @@ static void write_text(FILE *out, const vp_schedule *s) {
     }
 }
 
+static const char usage[] =
+    "usage: vpipe schedule FAMILY -p P -m M [-v V] [-o FILE] [--format FMT]\n\n"
+    "Builds a schedule of FAMILY (vpipe list) and writes it: vpipe JSON (default),\n"
+    "or text, one line of ops per device (F3.1 = forward of stage 3, microbatch 1).\n\n"
+    "  -o FILE               output file (default - = stdout)\n"
+    "  --format FMT          json, text, torch-csv (PyTorch compute_only) or\n"
+    "                        torch-csv-comms (with SEND/RECV); the CSV exports\n"
+    "                        print on stderr which torchtitan schedule to pair\n"
+    "                        them with\n";
+
 int cmd_schedule(int argc, char **argv) {
     const char *family = NULL, *out_path = "-", *format = "json";
     cli_spec o;
     cli_spec_init(&o);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
-            printf("usage: vpipe schedule FAMILY -p P -m M [-v V] [-o FILE] "
-                   "[--format FMT]\n\n"
-                   "Builds a schedule of FAMILY (vpipe list) and writes it: vpipe JSON (default),\n"
-                   "or text, one line of ops per device (F3.1 = forward of stage 3, microbatch "
-                   "1).\n\n  -o FILE               output file (default - = stdout)\n"
-                   "  --format FMT          json, text, torch-csv (PyTorch compute_only) or\n"
-                   "                        torch-csv-comms (with SEND/RECV); the CSV exports\n"
-                   "                        print on stderr which torchtitan schedule to pair\n"
-                   "                        them with\n%s",
-                   cli_spec_help);
-            return VP_EXIT_OK;
-        }
-        int r = cli_spec_flag(argc, argv, &i, &o);
-        if (r < 0)
-            return -r;
-        if (r)
+        int code;
+        cli_arg arg = cli_common_arg(argc, argv, &i, &o, NULL, usage, &code);
+        if (arg == CLI_ARG_EXIT)
+            return code;
+        if (arg == CLI_ARG_TAKEN)
             continue;
         if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--format")) {
             const char *val = cli_flag_value(argc, argv, &i);

@@ -21,31 +21,27 @@ static void print_text(const vp_schedule *s, const vp_sim *sim, const vp_costs *
     }
 }
 
+static const char usage[] =
+    "usage: vpipe simulate FAMILY|FILE [-p P -m M] [--cost ...] [--memory-model ...] [--json]\n\n"
+    "Replays a schedule eagerly (every op as soon as its device is free and its\n"
+    "inputs are ready) and reports makespan, bubble (1 - busy / longest device\n"
+    "span, and over the makespan) and peak activation memory per device in\n"
+    "units (one microbatch's activation of one device's whole slice).\n\n"
+    "  --json                one JSON object\n";
+
 int cmd_simulate(int argc, char **argv) {
     const char *what = NULL;
     int as_json = 0;
     cli_spec o;
     cli_spec_init(&o);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
-            printf("usage: vpipe simulate FAMILY|FILE [-p P -m M] [--cost ...] "
-                   "[--memory-model ...] [--json]\n\n"
-                   "Replays a schedule eagerly (every op as soon as its device is free and its\n"
-                   "inputs are ready) and reports makespan, bubble (1 - busy / longest device\n"
-                   "span, and over the makespan) and peak activation memory per device in\n"
-                   "units (one microbatch's activation of one device's whole slice).\n\n"
-                   "  --json                one JSON object\n%s",
-                   cli_spec_help);
-            return VP_EXIT_OK;
-        }
-        int r = cli_spec_flag(argc, argv, &i, &o);
-        if (r < 0)
-            return -r;
-        if (r)
+        int code;
+        cli_arg arg = cli_common_arg(argc, argv, &i, &o, &as_json, usage, &code);
+        if (arg == CLI_ARG_EXIT)
+            return code;
+        if (arg == CLI_ARG_TAKEN)
             continue;
-        if (!strcmp(argv[i], "--json"))
-            as_json = 1;
-        else if (!what && (argv[i][0] != '-' || !argv[i][1]))
+        if (!what && (argv[i][0] != '-' || !argv[i][1]))
             what = argv[i];
         else
             return cli_error(VP_EXIT_USAGE, "simulate: unexpected argument '%s'", argv[i]);

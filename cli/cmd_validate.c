@@ -3,24 +3,23 @@
 
 #include "cli.h"
 
+static const char usage[] =
+    "usage: vpipe validate FILE | FAMILY -p P -m M\n\n"
+    "Checks a schedule file (vpipe JSON or PyTorch CSV; - reads stdin) or a built\n"
+    "family: every pass present once, on its stage's device, in dependency order,\n"
+    "and the replay free of deadlock. Exit 0 when valid, 3 with the first problem\n"
+    "(device, position, op) when not.\n\n";
+
 int cmd_validate(int argc, char **argv) {
     const char *what = NULL;
     cli_spec o;
     cli_spec_init(&o);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
-            printf("usage: vpipe validate FILE | FAMILY -p P -m M\n\n"
-                   "Checks a schedule file (vpipe JSON; - reads stdin) or a built family: every\n"
-                   "pass present once, on its stage's device, in dependency order, and the\n"
-                   "replay free of deadlock. Exit 0 when valid, 3 with the first problem\n"
-                   "(device, position, op) when not.\n\n%s",
-                   cli_spec_help);
-            return VP_EXIT_OK;
-        }
-        int r = cli_spec_flag(argc, argv, &i, &o);
-        if (r < 0)
-            return -r;
-        if (r)
+        int code;
+        cli_arg arg = cli_common_arg(argc, argv, &i, &o, NULL, usage, &code);
+        if (arg == CLI_ARG_EXIT)
+            return code;
+        if (arg == CLI_ARG_TAKEN)
             continue;
         if (what || (argv[i][0] == '-' && argv[i][1]))
             return cli_error(VP_EXIT_USAGE, "validate: unexpected argument '%s'", argv[i]);

@@ -116,6 +116,22 @@ int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o) {
     return 0;
 }
 
+cli_arg cli_common_arg(int argc, char **argv, int *i, cli_spec *o, int *json, const char *usage,
+                       int *code) {
+    if (!strcmp(argv[*i], "--help")) {
+        printf("%s%s", usage, cli_spec_help);
+        *code = VP_EXIT_OK;
+        return CLI_ARG_EXIT;
+    }
+    if (json && !strcmp(argv[*i], "--json")) {
+        *json = 1;
+        return CLI_ARG_TAKEN;
+    }
+    int r = cli_spec_flag(argc, argv, i, o);
+    *code = -r;
+    return r < 0 ? CLI_ARG_EXIT : r ? CLI_ARG_TAKEN : CLI_ARG_OTHER;
+}
+
 static int is_file(const char *path) {
     struct stat st;
     return !strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISDIR(st.st_mode));

@@ -67,7 +67,10 @@ vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, co
                                  vp_error *err);
 void vp_cost_model_free(vp_cost_model *cm);
 
-/* Duration of op under the model. */
+/* Duration of one pass of stage under the model: kind F, B, W, or BW (= B + W). */
+double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage);
+
+/* Duration of op under the model (an F&B pair: fb, or the sum of its halves). */
 double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
 
 /* Result of a simulation. Arrays indexed by device; per-op arrays by device then position

@@ -85,22 +85,9 @@ vp_cost_model *vp_block_cost_model(const vp_block *b, const vp_costs *costs, con
     return cm;
 }
 
-double vp__block_pass_time(const vp_cost_model *cm, int kind, int stage) {
-    switch (kind) {
-    case VP_OP_F:
-        return cm->f[stage];
-    case VP_OP_B:
-        return cm->b[stage];
-    case VP_OP_W:
-        return cm->w[stage];
-    default:
-        return cm->b[stage] + cm->w[stage];
-    }
-}
-
 void vp_block_set_durations(vp_block *b, const vp_cost_model *cm) {
     for (int i = 0; i < b->n; i++)
-        b->pass[i].dur = vp__block_pass_time(cm, b->pass[i].kind, b->pass[i].stage);
+        b->pass[i].dur = vp_cost_model_pass_time(cm, b->pass[i].kind, b->pass[i].stage);
 }
 
 int vp__block_class(const vp_block *b, int mb) {

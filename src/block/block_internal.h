@@ -19,9 +19,6 @@ int vp__block_routes(const vp_block *b, int *lo, int *len);
 /* Empty schedule with the block's shape, placement, routes and m microbatches. */
 vp_schedule *vp__block_shape(const vp_block *b, int m, const char *family, vp_error *err);
 
-/* Duration of a pass of kind on stage under cm (BW = B + W). */
-double vp__block_pass_time(const vp_cost_model *cm, int kind, int stage);
-
 /* Tolerance for comparing block times of magnitude scale. */
 static inline double vp__block_eps(double scale) {
     return 1e-9 * (scale > 1.0 ? scale : 1.0);

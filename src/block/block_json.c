@@ -127,7 +127,7 @@ static vp_status apply_costs(json_t *root, vp_block *b, const vp_costs *override
         return err ? err->status : VP_ENOMEM;
     for (int i = 0; i < b->n; i++)
         if (b->pass[i].dur < 0)
-            b->pass[i].dur = vp__block_pass_time(cm, b->pass[i].kind, b->pass[i].stage);
+            b->pass[i].dur = vp_cost_model_pass_time(cm, b->pass[i].kind, b->pass[i].stage);
     vp_cost_model_free(cm);
     return VP_OK;
 }

@@ -153,8 +153,10 @@ vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, co
     return cm;
 }
 
-static double backward_time(const vp_cost_model *cm, int kind, int stage) {
+double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage) {
     switch (kind) {
+    case VP_OP_F:
+        return cm->f[stage];
     case VP_OP_B:
         return cm->b[stage];
     case VP_OP_W:
@@ -165,11 +167,9 @@ static double backward_time(const vp_cost_model *cm, int kind, int stage) {
 }
 
 double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op) {
-    if (op->kind == VP_OP_F)
-        return cm->f[op->stage];
     if (op->kind != VP_OP_FB)
-        return backward_time(cm, op->kind, op->stage);
+        return vp_cost_model_pass_time(cm, op->kind, op->stage);
     if (cm->fb[op->stage] >= 0)
         return cm->fb[op->stage];
-    return cm->f[op->stage] + backward_time(cm, op->bkind, op->stage2);
+    return cm->f[op->stage] + vp_cost_model_pass_time(cm, op->bkind, op->stage2);
 }
