@@ -165,13 +165,16 @@ static vp_status emulated_tensor(const run *r, float **out, vp_error *err) {
     return *out ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
 }
 
+/* The forward of (st, mb): input from the batch or the previous stage; *out receives the
+ * tensor for the next stage (send_activation hands it on), or the loss goes to *loss on a
+ * route's last stage. */
 static vp_status run_forward(rank_ctx *c, int st, int mb, uint64_t batch, int validation,
-                             double *loss, vp_error *err) {
+                             double *loss, float **out, vp_error *err) {
     run *r = c->r;
-    const vp_schedule *s = r->s;
     int first = is_first(r, st), last = is_last(r, st);
     const vp_model_config *cfg = &r->o->train.model;
-    float *in = NULL, *out = NULL;
+    float *in = NULL;
+    *out = NULL;
     vp_status rc = VP_OK;
     if ((first || last) && !r->emu)
         rc = vp_data_batch(r->data, validation, validation ? 0 : r->o->train.seed, batch,
@@ -185,65 +188,76 @@ static vp_status run_forward(rank_ctx *c, int st, int mb, uint64_t batch, int va
         emulate_for(r->emu->f[st]);
         free(in);
         if (!last)
-            rc = emulated_tensor(r, &out, err);
+            rc = emulated_tensor(r, out, err);
     } else if (rc == VP_OK) {
-        rc =
-            vp_stage_forward(r->stage[st], mb, in, first ? c->tokens : NULL,
-                             last ? c->targets : NULL, last ? NULL : &out, last ? loss : NULL, err);
+        rc = vp_stage_forward(r->stage[st], mb, in, first ? c->tokens : NULL,
+                              last ? c->targets : NULL, last ? NULL : out, last ? loss : NULL, err);
     }
-    if (rc == VP_OK && !last)
-        rc = r->t->vt->send(r->t, c->rank, s->stage_device[st + 1],
-                            (vp_msg_key){st + 1, mb, VP_MSG_ACT}, out, r->io_floats, err);
     return rc;
 }
 
+/* Hands the forward output of (st, mb) to the next stage (none after a route's last). */
+static vp_status send_activation(rank_ctx *c, int st, int mb, float *out, vp_error *err) {
+    run *r = c->r;
+    if (is_last(r, st))
+        return VP_OK;
+    return r->t->vt->send(r->t, c->rank, r->s->stage_device[st + 1],
+                          (vp_msg_key){st + 1, mb, VP_MSG_ACT}, out, r->io_floats, err);
+}
+
+/* B, W or BW of (st, mb). A BW hands its input gradient upstream only after its W, as
+ * one full backward does (and as the simulator times it). */
 static vp_status run_backward(rank_ctx *c, int kind, int st, int mb, vp_error *err) {
     run *r = c->r;
     const vp_schedule *s = r->s;
+    int first = is_first(r, st), last = is_last(r, st);
+    float *dout = NULL, *din = NULL;
     vp_status rc = VP_OK;
-    if (kind == VP_OP_B || kind == VP_OP_BW) {
-        int first = is_first(r, st), last = is_last(r, st);
-        float *dout = NULL, *din = NULL;
-        if (!last)
-            rc = r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_GRAD}, r->io_floats,
-                                &dout, err);
-        if (rc == VP_OK && c->compute_start < 0)
-            c->compute_start = now_ms();
-        if (rc == VP_OK && r->emu) {
+    if (kind != VP_OP_W && !last)
+        rc = r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_GRAD}, r->io_floats, &dout,
+                            err);
+    if (rc == VP_OK && c->compute_start < 0)
+        c->compute_start = now_ms();
+    if (rc == VP_OK && kind != VP_OP_W) {
+        if (r->emu) {
             emulate_for(r->emu->b[st]);
             free(dout);
             if (!first)
                 rc = emulated_tensor(r, &din, err);
-        } else if (rc == VP_OK) {
+        } else {
             rc = vp_stage_backward_input(r->stage[st], mb, dout, 1.0f / (float)s->m,
                                          first ? NULL : &din, err);
         }
-        if (rc == VP_OK && !first)
-            rc = r->t->vt->send(r->t, c->rank, s->stage_device[st - 1],
-                                (vp_msg_key){st - 1, mb, VP_MSG_GRAD}, din, r->io_floats, err);
     }
-    if (rc == VP_OK && c->compute_start < 0)
-        c->compute_start = now_ms();
-    if (rc == VP_OK && (kind == VP_OP_W || kind == VP_OP_BW)) {
+    if (rc == VP_OK && kind != VP_OP_B) {
         if (r->emu)
             emulate_for(r->emu->w[st]);
         else
             rc = vp_stage_backward_weight(r->stage[st], mb, err);
     }
+    if (rc == VP_OK && kind != VP_OP_W && !first)
+        rc = r->t->vt->send(r->t, c->rank, s->stage_device[st - 1],
+                            (vp_msg_key){st - 1, mb, VP_MSG_GRAD}, din, r->io_floats, err);
+    else
+        vp_stage_buffer_free(din); /* nothing to hand on, or a failed pass */
     return rc;
 }
 
 /* Runs one op; the loss of a last stage's forward goes to losses[mb]. */
 static vp_status run_op(rank_ctx *c, const vp_op *op, int step, double *losses, vp_error *err) {
     uint64_t batch = (uint64_t)step * (uint64_t)c->r->s->m;
-    if (op->kind == VP_OP_F || op->kind == VP_OP_FB) {
-        vp_status rc =
-            run_forward(c, op->stage, op->mb, batch + (uint64_t)op->mb, 0, &losses[op->mb], err);
-        if (rc != VP_OK || op->kind == VP_OP_F)
-            return rc;
-        return run_backward(c, op->bkind, op->stage2, op->mb2, err);
-    }
-    return run_backward(c, op->kind, op->stage, op->mb, err);
+    if (op->kind != VP_OP_F && op->kind != VP_OP_FB)
+        return run_backward(c, op->kind, op->stage, op->mb, err);
+    float *out = NULL;
+    vp_status rc =
+        run_forward(c, op->stage, op->mb, batch + (uint64_t)op->mb, 0, &losses[op->mb], &out, err);
+    /* An overlapped F&B finishes both halves before either result leaves, as one unit. */
+    if (rc == VP_OK && op->kind == VP_OP_FB)
+        rc = run_backward(c, op->bkind, op->stage2, op->mb2, err);
+    if (rc == VP_OK)
+        return send_activation(c, op->stage, op->mb, out, err);
+    vp_stage_buffer_free(out);
+    return rc;
 }
 
 /* Gradient-norm unit of the first parameter group of stage st: 0 is the embeddings,
@@ -336,8 +350,11 @@ static vp_status evaluate(rank_ctx *c, double *val, vp_error *err) {
         for (int st = 0; rc == VP_OK && st < s->route_len; st++) {
             if (s->stage_device[st] != c->rank)
                 continue;
-            rc = run_forward(c, st, 0, (uint64_t)e, 1, &v[e], err);
+            float *out = NULL;
+            rc = run_forward(c, st, 0, (uint64_t)e, 1, &v[e], &out, err);
             vp_stage_discard(r->stage[st], 0);
+            if (rc == VP_OK)
+                rc = send_activation(c, st, 0, out, err);
         }
     if (rc == VP_OK)
         rc = r->t->vt->sum(r->t, c->rank, v, batches, err);
