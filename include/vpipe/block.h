@@ -153,14 +153,23 @@ vp_status vp_block_repeat(const vp_block *b, int m, const char *family, vp_sched
  * vp_block_repeat(b, ...). Fills times, a caller-allocated array of per-device arrays. */
 void vp_block_times(const vp_block *b, const vp_schedule *s, double **times);
 
-/* Reorders a (squeezed) schedule in place, in rounds on the eager replay under cm: a W
- * directly followed by another kind of pass that is ready when the W starts runs after
- * it (nothing depends on a W); a later pass whose dependencies are done inside an idle
- * gap and that fits the gap moves into it. A move is taken only when the device's
- * replayed peak stays at or below its peak before reordering, so the moves land in
- * warm-up and cool-down. Never delays any op, so never raises a makespan or a peak.
- * Passes only (VP_EUNSUPPORTED for F&B ops). *moved (optional) receives the number of
- * moves. Cost: one replay per round. */
+/* Reorders a (squeezed) schedule in place, in rounds on the eager replay under cm. Per
+ * device and round: a pass other than W that has Ws right in front of it and would start
+ * earlier ahead of some of them moves ahead of as many as it can, those Ws running after
+ * it with the last still ending by the pass's old end (nothing depends on a W); on a
+ * device with no such move in the round, a later pass whose dependency is done inside an
+ * idle gap and that fits the rest of the gap moves into it. A move is taken only when
+ * every level of the device's memory replay stays at or below its peak before reordering
+ * (units, and bytes when cm has them), so the moves land mostly in warm-up and cool-down.
+ * Never starts an F, B or BW later (a W may start later, but ends by the old end of the
+ * pass that went ahead of it), so never raises a makespan or a peak (times compared
+ * exactly on durations rounded to a decimal grid they lie on, else to 2^-52 of the
+ * schedule's total work; peaks up to 1e-12 relative rounding). Every move starts the
+ * moved pass strictly earlier, and a W moves earlier only into a gap, delaying nothing:
+ * the start times decrease in a well-founded order, so it terminates (reorder.c states
+ * the measure). Passes only (VP_EUNSUPPORTED for F&B ops; VP_EINVAL for non-finite or
+ * negative costs). *moved (optional) receives the number of moves. Cost: per round one
+ * replay and O(ops) per device, plus O(ops of its device) per move. */
 vp_status vp_block_reorder(vp_schedule *s, const vp_cost_model *cm, int *moved, vp_error *err);
 
 /* Lifespan analysis of a block under a memory model. */
