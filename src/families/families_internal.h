@@ -10,6 +10,11 @@
 vp_status vp__build_gpipe(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_1f1b(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_interleaved(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_zbh1(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_zbh2(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_zb1p(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_zb2p(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_zbv(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_vmin(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_vhalf(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_vzb(const vp_spec *spec, vp_schedule **out, vp_error *err);

@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "families/families_internal.h"
-#include "families/zb_families.h"
 
 static const vp_family families[] = {
     {"gpipe", "all forwards, then all backwards", "p >= 1, m >= 1", vp__build_gpipe},

@@ -15,7 +15,7 @@
  * Both are defined for every p >= 1, m >= 1 (short pipelines simply run out of passes
  * early); costs do not change the order.
  */
-#include "families/zb_families.h"
+#include "families/families_internal.h"
 
 /* Push helper that keeps the first failure. */
 typedef struct pusher {

@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "families/zb_families.h"
+#include "families/families_internal.h"
 
 typedef struct zba {
     int S, m;

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "families/zb_families.h"
+#include "families/families_internal.h"
 
 enum { CAT_F = 0, CAT_B = 1, CAT_W = 2 };
 
