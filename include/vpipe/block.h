@@ -18,7 +18,7 @@
  * Typical use:
  *   vp_block *b = vp_block_new(p, 2 * p, VP_PLACE_V, err);
  *   vp_cost_model *cm = vp_block_cost_model(b, &costs, &mem, err);
- *   vp_block_add(b, VP_OP_F, s, 0, start, cm->f[s]);  ...   (or vp_block_set_durations)
+ *   vp_block_add(b, VP_OP_F, s, 0, start, cm->f[s]);  ...
  *   vp_block_min_interval(b, &b->T, err);                  (or set b->T yourself)
  *   vp_block_repeat(b, m, "my-block", &sched, err);        (collision-checked)
  *   vp_simulate(sched, cm, &sim, err);                     (the squeeze)
@@ -94,9 +94,6 @@ int vp_block_find(const vp_block *b, vp_op_kind kind, int stage, int mb);
  * charged 1/v as in vp_cost_model_new). Caller frees with vp_cost_model_free. */
 vp_cost_model *vp_block_cost_model(const vp_block *b, const vp_costs *costs, const vp_memcfg *mem,
                                    vp_error *err);
-
-/* Sets every pass's duration from cm (F: f, B: b, W: w, BW: b + w of its stage). */
-void vp_block_set_durations(vp_block *b, const vp_cost_model *cm);
 
 /* Checks the block's structure: stage_device in range, 1 <= mb_per_copy <= 64, every pass
  * with |start| <= 1e15, duration in [0, 1e15] and |mb| <= 1e6, and for each microbatch

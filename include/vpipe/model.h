@@ -86,8 +86,6 @@ void vp_mem_uncharge(vp_mem *mem, size_t bytes);
 
 size_t vp_mem_current(const vp_mem *mem);
 size_t vp_mem_peak(const vp_mem *mem);
-/* Sets the peak to the current count. */
-void vp_mem_reset_peak(vp_mem *mem);
 
 /* ---- stage ------------------------------------------------------------------------- */
 

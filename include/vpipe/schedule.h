@@ -76,9 +76,6 @@ vp_schedule *vp_schedule_new(const char *family, int p, int S, int m, vp_placeme
 /* Releases a schedule; NULL is a no-op. */
 void vp_schedule_free(vp_schedule *s);
 
-/* Deep copy; NULL when memory runs out. */
-vp_schedule *vp_schedule_clone(const vp_schedule *s);
-
 /* Appends op to device d's list. VP_ENOMEM on allocation failure. */
 vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
 

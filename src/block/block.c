@@ -85,11 +85,6 @@ vp_cost_model *vp_block_cost_model(const vp_block *b, const vp_costs *costs, con
     return cm;
 }
 
-void vp_block_set_durations(vp_block *b, const vp_cost_model *cm) {
-    for (int i = 0; i < b->n; i++)
-        b->pass[i].dur = vp_cost_model_pass_time(cm, b->pass[i].kind, b->pass[i].stage);
-}
-
 int vp__block_class(const vp_block *b, int mb) {
     int k = b->mb_per_copy;
     return ((mb % k) + k) % k;

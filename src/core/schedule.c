@@ -96,28 +96,6 @@ void vp_schedule_free(vp_schedule *s) {
     free(s);
 }
 
-vp_schedule *vp_schedule_clone(const vp_schedule *s) {
-    vp_schedule *c = vp_schedule_new(s->family, s->p, s->S, s->m, VP_PLACE_CUSTOM, NULL);
-    if (!c)
-        return NULL;
-    c->placement = s->placement;
-    c->route_len = s->route_len;
-    memcpy(c->stage_device, s->stage_device, (size_t)s->S * sizeof *s->stage_device);
-    memcpy(c->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof *s->stage_chunk);
-    memcpy(c->mb_first, s->mb_first, (size_t)s->m * sizeof *s->mb_first);
-    for (int d = 0; d < s->p; d++) {
-        int n = s->dev[d].n;
-        if (vp__grow((void **)&c->dev[d].ops, &c->dev[d].cap, n, sizeof(vp_op)) != 0) {
-            vp_schedule_free(c);
-            return NULL;
-        }
-        if (n)
-            memcpy(c->dev[d].ops, s->dev[d].ops, (size_t)n * sizeof(vp_op));
-        c->dev[d].n = n;
-    }
-    return c;
-}
-
 vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op) {
     vp_oplist *l = &s->dev[d];
     if (vp__grow((void **)&l->ops, &l->cap, l->n + 1, sizeof(vp_op)) != 0)

@@ -83,6 +83,3 @@ size_t vp_mem_peak(const vp_mem *mem) {
     return mem->peak;
 }
 
-void vp_mem_reset_peak(vp_mem *mem) {
-    mem->peak = mem->current;
-}
