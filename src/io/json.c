@@ -202,7 +202,7 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
     json_t *fmt = json_object_get(root, "format");
     if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "vpipe-schedule"))
         return vp__fail(err, VP_EPARSE, "field \"format\" must be \"vpipe-schedule\"");
-    int version, p, S, m, route_len;
+    int version = 0, p = 0, S = 0, m = 0, route_len = 0;
     vp_placement_kind placement = VP_PLACE_CUSTOM;
     vp_status rc = get_int(root, "version", 1, 1000, &version, err);
     if (rc == VP_OK && version != VP_JSON_VERSION)

@@ -132,7 +132,7 @@ static vp_status mp_send(vp_transport *t, int from, int to, vp_msg_key key, floa
                          vp_error *err) {
     mpi_transport *mt = (mpi_transport *)t;
     (void)from;
-    int tag;
+    int tag = 0;
     vp_status rc = key_tag(key, err, &tag);
     if (rc == VP_OK &&
         vp__grow((void **)&mt->sends, &mt->capsends, mt->nsends + 1, sizeof *mt->sends) != 0)
@@ -151,7 +151,7 @@ static vp_status mp_send(vp_transport *t, int from, int to, vp_msg_key key, floa
 static vp_status mp_recv(vp_transport *t, int rank, vp_msg_key key, size_t n, float **buf,
                          vp_error *err) {
     mpi_transport *mt = (mpi_transport *)t;
-    int tag;
+    int tag = 0;
     vp_status rc = key_tag(key, err, &tag);
     if (rc != VP_OK)
         return rc;
