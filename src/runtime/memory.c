@@ -82,4 +82,3 @@ size_t vp_mem_current(const vp_mem *mem) {
 size_t vp_mem_peak(const vp_mem *mem) {
     return mem->peak;
 }
-
