@@ -6,6 +6,7 @@
 
 #include "test_util.h"
 #include "vpipe/block.h"
+#include "vpipe/plan.h"
 
 static vp_cost_model *tl_cm(const vp_block *b, vp_costs costs, vp_memcfg mem) {
     vp_error err = {0};
@@ -157,6 +158,37 @@ static void test_bound_holds_everywhere(void **state) {
     }
 }
 
+/* The V blocks of schedules.md §4 as the planner builds them, at unit cost: V-Half's and
+ * V-ZB's lifespan bound equals the repeated block's peak on every device; V-Min's exceeds
+ * it by at most half a unit (its stage 0 outlives the interval, which the ceiling in the
+ * bound charges as a whole chunk activation). */
+static void test_v_presets_bound_vs_peak(void **state) {
+    (void)state;
+    const char *families[] = {"v-min", "v-half", "v-zb"};
+    for (int f = 0; f < 3; f++)
+        for (int p = 2; p <= 16; p++) {
+            vp_vblock vb;
+            vp_block *b = NULL;
+            vp_error err = {0};
+            assert_int_equal(vp_vblock_preset(families[f], p, &vb, &err), VP_OK);
+            assert_int_equal(vp_vblock_to_block(&vb, p, &b, &err), VP_OK);
+            vp_costs c = tu_costs(2, 2, 2, 0);
+            vp_memcfg m = vp_memcfg_default();
+            vp_cost_model *cm = vp_block_cost_model(b, &c, &m, &err);
+            vp_block_lifespan *ls = NULL;
+            assert_int_equal(vp_block_lifespan_new(b, cm, 4 * p, &ls, &err), VP_OK);
+            for (int d = 0; d < p; d++) {
+                double gap = ls->bound[d] - ls->peak[d];
+                if (gap < -1e-9 || gap > (f == 0 ? 0.5 : 0.0) + 1e-9)
+                    fail_msg("%s p=%d device %d: bound %g, peak %g", families[f], p, d,
+                             ls->bound[d], ls->peak[d]);
+            }
+            vp_block_lifespan_free(ls);
+            vp_cost_model_free(cm);
+            vp_block_free(b);
+        }
+}
+
 static void test_lifespan_errors(void **state) {
     (void)state;
     vp_block *b = vmin_block(4);
@@ -183,6 +215,7 @@ int main(void) {
         cmocka_unit_test(test_1f1b_bound_equals_peak),
         cmocka_unit_test(test_vmin_bound_equals_peak),
         cmocka_unit_test(test_bound_holds_everywhere),
+        cmocka_unit_test(test_v_presets_bound_vs_peak),
         cmocka_unit_test(test_lifespan_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
