@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "core/internal.h"
 
@@ -61,6 +62,12 @@ void *vp__calloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size)
         return NULL;
     return calloc(n ? n : 1, size ? size : 1);
+}
+
+double vp__now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 int vp__grow(void **buf, int *cap, int need, size_t elem) {

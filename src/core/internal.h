@@ -10,6 +10,9 @@
 #define VP_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define VP_PRINTF(a, b)
+/* Monotonic clock in milliseconds (for durations only). */
+double vp__now_ms(void);
+
 #endif
 
 /* Fills err (if non-NULL) with status and a formatted message; returns status so that
@@ -26,5 +29,8 @@ void *vp__calloc(size_t n, size_t size);
 /* Grows *buf (element size elem) so that it holds at least need elements; *cap tracks
  * the capacity. Returns 0 on success, -1 when memory runs out (buffer left unchanged). */
 int vp__grow(void **buf, int *cap, int need, size_t elem);
+
+/* Monotonic clock in milliseconds (for durations only). */
+double vp__now_ms(void);
 
 #endif

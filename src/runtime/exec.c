@@ -123,12 +123,6 @@ typedef struct rank_ctx {
     double *t_start, *t_end, *t_mem; /* [n] last step's op times */
 } rank_ctx;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int is_first(const run *r, int st) {
     return route_pos(r->s, st) == 0;
 }
@@ -183,7 +177,7 @@ static vp_status run_forward(rank_ctx *c, int st, int mb, uint64_t batch, int va
         rc =
             r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_ACT}, r->io_floats, &in, err);
     if (rc == VP_OK && c->compute_start < 0)
-        c->compute_start = now_ms();
+        c->compute_start = vp__now_ms();
     if (rc == VP_OK && r->emu) {
         emulate_for(r->emu->f[st]);
         free(in);
@@ -217,7 +211,7 @@ static vp_status run_backward(rank_ctx *c, int kind, int st, int mb, vp_error *e
         rc = r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_GRAD}, r->io_floats, &dout,
                             err);
     if (rc == VP_OK && c->compute_start < 0)
-        c->compute_start = now_ms();
+        c->compute_start = vp__now_ms();
     if (rc == VP_OK && kind != VP_OP_W) {
         if (r->emu) {
             emulate_for(r->emu->b[st]);
@@ -374,7 +368,7 @@ static vp_status run_ops(rank_ctx *c, int step, double *losses, vp_error *err) {
     run *r = c->r;
     const vp_oplist *ops = &r->s->dev[c->rank];
     const vp_pipeline_options *o = r->o;
-    double t0 = now_ms(), busy = 0.0;
+    double t0 = vp__now_ms(), busy = 0.0;
     for (int k = 0; k < ops->n; k++) {
         char label[48];
         vp_op_format(&ops->ops[k], label, sizeof label);
@@ -390,7 +384,7 @@ static vp_status run_ops(rank_ctx *c, int step, double *losses, vp_error *err) {
         vp_status rc = run_op(c, &ops->ops[k], step, losses, err);
         if (rc != VP_OK)
             return rc;
-        double a = c->compute_start, b = now_ms();
+        double a = c->compute_start, b = vp__now_ms();
         busy += b - a;
         c->t_start[k] = a - t0;
         c->t_end[k] = b - t0;
@@ -503,7 +497,7 @@ static vp_status train_step(rank_ctx *c, int step, double *losses, vp_train_prog
         if (s->stage_device[st] == c->rank)
             vp_stage_zero_grad(r->stage[st]);
     vp_status rc = r->t->vt->barrier(r->t, c->rank, err);
-    double t0 = now_ms();
+    double t0 = vp__now_ms();
     if (rc == VP_OK)
         rc = run_ops(c, step, losses, err);
     p->loss = p->grad_norm = NAN;
@@ -511,7 +505,7 @@ static vp_status train_step(rank_ctx *c, int step, double *losses, vp_train_prog
         rc = update(c, step, losses, p, err);
     if (rc == VP_OK)
         rc = r->t->vt->barrier(r->t, c->rank, err);
-    p->step_ms = now_ms() - t0;
+    p->step_ms = vp__now_ms() - t0;
     size_t tokens = (size_t)o->model.microbatch * (size_t)o->model.seq_len * (size_t)s->m;
     p->tokens_per_s = (double)tokens / (p->step_ms / 1e3);
     int eval =

@@ -51,12 +51,6 @@ typedef struct mpi_transport {
     char notice[NOTICE_BYTES];
 } mpi_transport;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Tag of a key: direction, stage + 1 and microbatch + 1 packed below ABORT_TAG. */
 static int key_tag(vp_msg_key key, vp_error *err, int *tag) {
     if (key.stage < -1 || key.stage + 1 >= (1 << STAGE_BITS) || key.mb < -1 ||
@@ -104,7 +98,7 @@ static vp_status aborted(vp_transport *t, vp_error *err) {
 static vp_status wait_for(mpi_transport *mt, MPI_Request *req, MPI_Status *st, const char *what,
                           vp_error *err) {
     vp_transport *t = &mt->base;
-    double deadline = now_s() + t->watchdog_s;
+    double deadline = vp__now_ms() + t->watchdog_s * 1e3;
     struct timespec nap = {0, 20000};
     for (;;) {
         int done = 0;
@@ -113,7 +107,7 @@ static vp_status wait_for(mpi_transport *mt, MPI_Request *req, MPI_Status *st, c
             return VP_OK;
         if (vp_transport_error(t) || notice_arrived(mt))
             break;
-        if (now_s() > deadline) {
+        if (vp__now_ms() > deadline) {
             char msg[NOTICE_BYTES], report[700];
             vp__transport_report(t, report, sizeof report);
             snprintf(msg, sizeof msg, "watchdog: rank %d waited %g s for %s;%s", mt->rank,

@@ -11,12 +11,6 @@
 #include "runtime/transport.h"
 #include "vpipe/runtime.h"
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -54,19 +48,19 @@ static vp_status measure_part(const vp_model_config *cfg, int part, int reps, do
         tokens[i] = targets[i] = (uint8_t)((i * 7 + 3) % (size_t)cfg->vocab);
     for (int rep = -1; rc == VP_OK && rep < reps; rep++) {
         float *out = NULL, *din = NULL;
-        double loss, t0 = now_ms();
+        double loss, t0 = vp__now_ms();
         rc = vp_stage_forward(st, 0, first ? NULL : tensor(mem, io), tokens, last ? targets : NULL,
                               last ? NULL : &out, last ? &loss : NULL, err);
-        double t1 = now_ms();
+        double t1 = vp__now_ms();
         vp_stage_buffer_free(out);
         if (rc == VP_OK)
             rc = vp_stage_backward_input(st, 0, last ? NULL : tensor(mem, io), 1.0f,
                                          first ? NULL : &din, err);
-        double t2 = now_ms();
+        double t2 = vp__now_ms();
         vp_stage_buffer_free(din);
         if (rc == VP_OK)
             rc = vp_stage_backward_weight(st, 0, err);
-        double t3 = now_ms();
+        double t3 = vp__now_ms();
         if (rep >= 0) {
             tf[rep] = t1 - t0;
             tb[rep] = t2 - t1;
@@ -123,12 +117,12 @@ static vp_status measure_hop(size_t n, int reps, double *c, vp_error *err) {
     }
     vp_status rc = VP_OK;
     for (int i = 0; rc == VP_OK && i < reps; i++) {
-        double t0 = now_ms();
+        double t0 = vp__now_ms();
         rc = e.t->vt->send(e.t, 0, 1, (vp_msg_key){1, i, VP_MSG_ACT}, buf, n, err);
         buf = NULL;
         if (rc == VP_OK)
             rc = e.t->vt->recv(e.t, 0, (vp_msg_key){0, i, VP_MSG_GRAD}, n, &buf, err);
-        trip[i] = now_ms() - t0;
+        trip[i] = vp__now_ms() - t0;
     }
     if (rc != VP_OK)
         e.t->vt->abort(e.t, 0, VP_ERUNTIME, "hop measurement failed");

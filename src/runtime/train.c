@@ -25,12 +25,6 @@ void vp_train_options_default(vp_train_options *o) {
     };
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static vp_status check_options(const vp_train_options *o, const vp_data *data, vp_error *err) {
     vp_status st = vp_model_config_check(&o->model, err);
     if (st)
@@ -145,12 +139,12 @@ vp_status vp_train_run(const vp_train_options *o, const vp_data *data, vp_train_
     double total_ms = 0.0;
     for (int step = from.step; !st && step < o->steps; step++) {
         vp_train_progress p = {.step = step + 1, .steps = o->steps, .val_loss = NAN};
-        double t0 = now_ms();
+        double t0 = vp__now_ms();
         st = train_step(s, o, data, step, batch, tokens, targets, &p, err);
         if (st)
             break;
         batch += (uint64_t)o->m;
-        p.step_ms = now_ms() - t0;
+        p.step_ms = vp__now_ms() - t0;
         p.tokens_per_s = (double)N * o->m / (p.step_ms / 1e3);
         total_ms += p.step_ms;
         r.steps = step + 1;
