@@ -43,8 +43,26 @@ static void test_reference_figures(void **state) {
     check_reference("v-zb", 16, 64, 399, 0, 16);
     check_reference("1f1b-v", 4, 8, 63, 23.81, 3);
     check_reference("1f1b-v", 8, 32, 225, 14.67, 6);
-    /* §6 has 459 / 16.34 at p=16; vpipe's 1F1B-V reaches 460 / 16.52 (one slot more). */
-    check_reference("1f1b-v", 16, 64, 460, 16.52, 11);
+    check_reference("1f1b-v", 16, 64, 459, 16.34, 11);
+}
+
+/* 1F1B-V on p 2..32, m in {2p, 4p}: peak floor(2p/3) + 1 units on the busiest device and
+ * at most 5(p-1) idle slots at unit costs (5/6 of 1F1B's 6(p-1)), equal at p = 3k+1. */
+static void test_1f1bv_grid(void **state) {
+    (void)state;
+    vp_costs c = tu_costs(2, 2, 2, 0);
+    for (int p = 2; p <= 32; p++) {
+        for (int m = 2 * p; m <= 4 * p; m += 2 * p) {
+            vp_schedule *s = tu_build("1f1b-v", p, m, 0, c);
+            vp_sim *sim = tu_sim(s, c, NULL);
+            double peak = 2 * p / 3 + 1, idle = 5 * (p - 1);
+            if (fabs(sim->peak_max - peak) > 1e-9 || idle_slots(sim, m) > idle + 1e-9)
+                fail_msg("1f1b-v p=%d m=%d: peak %g (want %g), idle %g (want <= %g)", p, m,
+                         sim->peak_max, peak, idle_slots(sim, m), idle);
+            vp_sim_free(sim);
+            vp_schedule_free(s);
+        }
+    }
 }
 
 /* Peaks exactly floor((p+4)/3), floor((p+2)/2), p on every p in 2..32 and m >= 2p,
@@ -314,6 +332,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_figures),
         cmocka_unit_test(test_peaks_and_bubbles_grid),
+        cmocka_unit_test(test_1f1bv_grid),
         cmocka_unit_test(test_start_slots),
         cmocka_unit_test(test_framework_agrees),
         cmocka_unit_test(test_bad_blocks),

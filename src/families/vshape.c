@@ -970,9 +970,11 @@ vp_status vp__build_vzb(const vp_spec *spec, vp_schedule **out, vp_error *err) {
 
 /* Slots of the 1F1B-V block ([p][6], W columns unused): forwards one slot apart, full
  * backwards two, plus `lead` slots before the first backward and three more whenever the
- * rhythm counter (starting at phase0) reaches 3. */
+ * rhythm counter (starting at phase0) reaches 3. The block starts one period in: the
+ * warm-up moves forwards before microbatch 0's block slots, and slot 0 must not stop it
+ * (at p = 16 that room is worth one slot of makespan). */
 static void v1f1b_slots(int p, int lead, int phase0, int (*t)[6]) {
-    int now = 0, rhythm = phase0;
+    int now = PERIOD, rhythm = phase0;
     for (int i = 0; i < p; i++)
         t[i][0] = ++now;
     for (int i = p - 1; i >= 0; i--)
