@@ -5,8 +5,6 @@
 vp=$1
 src=$2
 . "$src/tests/cli/expect.bash"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 model="--layers 8 --width 64 --heads 2 --seq 32 --microbatch 2"
 run="-p 4 -m 8 --steps 2 $model --data /usr/share/common-licenses/GPL-3 --json"
 field() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }

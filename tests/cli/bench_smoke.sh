@@ -4,8 +4,6 @@
 # usage: bench_smoke.sh <vpipe-binary> <repo-root>
 vpipe=$1 root=$2
 . "$root/tests/cli/expect.bash"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 run=("$root/bench/run" --quick --no-build --build "$(dirname "$vpipe")" --data "$tmp/data")
 
 expect 0 "usage: bench/run" -- "$root/bench/run" --help

@@ -4,8 +4,6 @@
 vp=$1
 src=$2
 . "$src/tests/cli/expect.bash"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 expect 0 "usage: vpipe block" -- "$vp" block --help
 expect 0 '"format": "vpipe-block"' -- "$vp" block --help

@@ -8,7 +8,6 @@
 set -u
 vpipe="$1"
 . "$2/tests/cli/expect.bash"
-tmp=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 text=/usr/share/common-licenses/GPL-3

@@ -1,6 +1,11 @@
 # Helpers sourced by the CLI test scripts: `expect CODE NEEDLE -- command...` runs the
 # command, checks its exit code, and that NEEDLE (if not empty) occurs in its output.
 # Counts failures in $fails; `finish` prints the summary and exits non-zero on failure.
+# Also gives each script a scratch directory $tmp, removed on exit (a script that sets its
+# own EXIT trap removes it there), and lets mpirun run as root and oversubscribe cores.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 fails=0
 passes=0
 expect() {

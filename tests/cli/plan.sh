@@ -3,8 +3,6 @@
 vp=$1
 src=$2
 . "$src/tests/cli/expect.bash"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 expect 0 "usage: vpipe plan" -- "$vp" plan --help
 expect 0 "plan" -- "$vp" --help

@@ -4,9 +4,6 @@
 vp=$1
 src=$2
 . "$src/tests/cli/expect.bash"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mkdir "$tmp/bin"
 ln -s "$vp" "$tmp/bin/vpipe"
 export PATH="$tmp/bin:$PATH"

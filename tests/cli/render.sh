@@ -5,8 +5,6 @@
 vp=$1
 src=$2
 . "$src/tests/cli/expect.bash"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 for tool in xmllint rsvg-convert python3; do
     command -v "$tool" >/dev/null || { echo "FAIL: $tool is not installed"; exit 1; }

@@ -5,9 +5,6 @@
 vp=$1
 src=$2
 . "$src/tests/cli/expect.bash"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 run="--schedule v-half -p 4 -m 8 --steps 12 --layers 8 --width 32 --heads 2 --seq 16 --microbatch 2 --clip 0.5 --data /usr/share/common-licenses/GPL-3 --json"
 summary() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["param_digest"], d["train_loss"], d["val_loss"], d["resumed_step"], d["skipped_steps"])'; }
 want=$("$vp" train $run 2>/dev/null | summary)

@@ -4,8 +4,7 @@
 # usage: train.sh <vpipe binary> <repo root>
 set -u
 vpipe="$1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$2/tests/cli/expect.bash"
 text=/usr/share/common-licenses/GPL-3
 fail=0
 
