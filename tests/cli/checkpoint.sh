@@ -8,8 +8,6 @@
 set -u
 vpipe="$1"
 . "$2/tests/cli/expect.bash"
-pid=
-trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 text=/usr/share/common-licenses/GPL-3
 N=300
 K=10
@@ -37,21 +35,19 @@ ckpt_file() {
 "$vpipe" train "${model[@]}" --json >"$tmp/full.json" 2>"$tmp/full.progress" ||
     bad "uninterrupted run failed: $(tail -3 "$tmp/full.progress")"
 
-# 2. killed with SIGKILL after a checkpoint, while a later step runs
+# 2. killed with SIGKILL after a checkpoint, while a later step runs: the kill follows the
+# first step line printed after a "checkpoint saved" line
 ck="$tmp/ck"
-"$vpipe" train "${model[@]}" --checkpoint "$ck" --checkpoint-every "$K" >"$tmp/killed.progress" 2>&1 &
-pid=$!
-for _ in $(seq 1 3000); do
-    saved=$(grep -n 'checkpoint saved' "$tmp/killed.progress" | head -1 | cut -d: -f1)
-    if [ -n "$saved" ] && [ "$(grep -c '^step ' "$tmp/killed.progress")" -gt "$saved" ]; then
-        break
+saw_save=0
+after_save() {
+    if [ "$saw_save" = 1 ] && [ -n "$(step_of "$1")" ]; then
+        return 0
     fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.01
-done
-if kill -9 "$pid" 2>/dev/null; then
-    wait "$pid" 2>/dev/null
-    pid=
+    case $1 in *"checkpoint saved"*) saw_save=1 ;; esac
+    return 1
+}
+if kill_on_line "$tmp/killed.progress" after_save -- \
+    "$vpipe" train "${model[@]}" --checkpoint "$ck" --checkpoint-every "$K"; then
     S=$(meta_step "$ck")
     last=$(grep '^step ' "$tmp/killed.progress" | tail -1 | sed 's|^step \([0-9]*\)/.*|\1|')
     echo "killed after step $last; the checkpoint holds step $S"
@@ -59,7 +55,6 @@ if kill -9 "$pid" 2>/dev/null; then
         bad "checkpoint step $S after a kill at step $last"
     [ "$(ls "$ck" | grep -c '\.ckpt$')" -le 2 ] || bad "stale checkpoint files: $(ls "$ck")"
 else
-    pid=
     bad "the run ended before it could be killed: $(tail -2 "$tmp/killed.progress")"
     S=0
 fi
@@ -128,18 +123,21 @@ cmp -s "$tmp/full.steps" "$tmp/resumed.steps" ||
 rank-0.step-$N.ckpt" ] || bad "old checkpoints not pruned: $(ls "$ck")"
 expect 2 "none of the $N steps is left" -- "$vpipe" train "${model[@]}" --resume "$ck"
 
-# 6. killed three times at arbitrary moments (possibly while saving), resumed each time
+# 6. killed three times at arbitrary moments (possibly while saving: a kill right after
+# the line of step 9, 23 or 38 lands in the next step, which may be saving), resumed each
+# time
 chain="$tmp/chain"
-for delay in 0.3 0.25 0.35; do
+for target in 9 23 38; do
     resume=()
     [ -f "$chain/meta.json" ] && resume=(--resume "$chain")
-    "$vpipe" train "${model[@]}" "${resume[@]}" --checkpoint "$chain" --checkpoint-every "$K" \
-        >/dev/null 2>&1 &
-    pid=$!
-    sleep "$delay"
-    kill -9 "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    pid=
+    at_target() {
+        local k
+        k=$(step_of "$1")
+        [ -n "$k" ] && [ "$k" -ge "$target" ]
+    }
+    kill_on_line "$tmp/chain.progress" at_target -- "$vpipe" train "${model[@]}" \
+        "${resume[@]}" --checkpoint "$chain" --checkpoint-every "$K" ||
+        bad "the run ended before step $target: $(tail -2 "$tmp/chain.progress")"
 done
 [ -f "$chain/meta.json" ] || bad "no checkpoint after three interrupted runs"
 echo "after three kills the checkpoint holds step $(meta_step "$chain")"

@@ -26,3 +26,32 @@ finish() {
     echo "$passes passed, $fails failed"
     [ "$fails" = 0 ]
 }
+# `kill_on_line LOG WHEN -- command...` runs the command in the background, its output
+# (stdout and stderr) read line by line through a FIFO and copied to LOG, and SIGKILLs it
+# as soon as the shell function WHEN succeeds on a line. An event, not a delay: however
+# slow the machine, the kill lands right after the line the test waits for. Returns 0
+# after a kill, 1 when the command ended without printing such a line.
+kill_on_line() {
+    local log=$1 when=$2 line killed=1 pid
+    shift 3
+    rm -f "$tmp/kill.fifo"
+    mkfifo "$tmp/kill.fifo"
+    : >"$log"
+    "$@" >"$tmp/kill.fifo" 2>&1 &
+    pid=$!
+    while IFS= read -r line; do
+        printf '%s\n' "$line" >>"$log"
+        if "$when" "$line"; then
+            kill -9 "$pid" 2>/dev/null
+            killed=0
+            break
+        fi
+    done <"$tmp/kill.fifo"
+    wait "$pid" 2>/dev/null
+    rm -f "$tmp/kill.fifo"
+    return $killed
+}
+# The step number of a progress line ("step 12/300 | ..."), or nothing.
+step_of() {
+    [[ $1 =~ ^step\ ([0-9]+)/ ]] && echo "${BASH_REMATCH[1]}"
+}

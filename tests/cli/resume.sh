@@ -19,14 +19,12 @@ expect 0 "$want_tail 4 0" -- echo "$got"
 # run, so that the kill lands mid-run).
 long="${run/--steps 12/--steps 200}"
 want_long=$("$vp" train $long 2>/dev/null | summary)
-"$vp" train $long --checkpoint "$tmp/b" --checkpoint-every 4 >/dev/null 2>&1 &
-pid=$!
-for _ in $(seq 1 600); do
-    python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["step"] < 8)' "$tmp/b/meta.json" 2>/dev/null && break
-    sleep 0.02
-done
-kill -9 $pid 2>/dev/null
-wait $pid 2>/dev/null
+saved8() {
+    local k
+    k=$(step_of "$1")
+    [ -n "$k" ] && [ "$k" -ge 8 ] && [[ $1 == *"checkpoint saved"* ]]
+}
+kill_on_line "$tmp/b.progress" saved8 -- "$vp" train $long --checkpoint "$tmp/b" --checkpoint-every 4
 step=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$tmp/b/meta.json")
 expect 0 "" -- test "$step" -lt 200
 got=$("$vp" train $long --resume "$tmp/b" 2>/dev/null | summary)
