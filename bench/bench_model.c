@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/model/kernels.h"
+#include "model/kernels.h"
 #include "vpipe/model.h"
 
 static double now_s(void) {

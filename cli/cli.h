@@ -8,9 +8,7 @@
 
 #include <jansson.h>
 
-#include "vpipe/families.h"
-#include "vpipe/io.h"
-#include "vpipe/runtime.h"
+#include "vpipe/vpipe.h"
 
 enum {
     VP_EXIT_OK = 0,      /* success */
@@ -23,7 +21,7 @@ enum {
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints the library error and returns the exit code that fits its status
- * (VP_EPARSE/VP_EINVALID/VP_EIO/VP_EDEADLOCK -> 3, VP_EINVAL/VP_EUNSUPPORTED -> 2, else 1). */
+ * (VP_EPARSE/VP_EVALIDATION/VP_EIO/VP_EDEADLOCK -> 3, VP_EINVAL/VP_EUNSUPPORTED -> 2, else 1). */
 int cli_lib_error(const vp_error *err);
 
 /* Strict integer parse: whole string, base 10, within [lo, hi]. On failure prints a usage

@@ -113,7 +113,7 @@ static int read_block(const char *path, const cli_spec *o, int have_cost, vp_cos
     vp_error err = {0};
     char *text = NULL;
     size_t len = 0;
-    if (vp_read_file(path, &text, &len, &err) != VP_OK)
+    if (vp_read_file(path, 0, &text, &len, &err) != VP_OK)
         return cli_lib_error(&err);
     vp_status rc =
         vp_block_read_json(text, len, have_cost ? &o->spec.costs : NULL, used, out, &err);

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "vpipe/torch_csv.h"
+#include "vpipe/io.h"
 
 static void write_text(FILE *out, const vp_schedule *s) {
     fprintf(out, "# %s p=%d stages=%d m=%d placement=%s\n", s->family, s->p, s->S, s->m,

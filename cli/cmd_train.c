@@ -250,21 +250,36 @@ static void print_split(FILE *out, const vp_pipeline_result *pr) {
 typedef struct train_args {
     vp_pipeline_options po;
     vp_profile profile; /* --cost-file, or measured when a run needs one */
+    bool have_profile;
     const char *data_path, *schedule, *schedule_file, *memory, *trace, *svg;
     int p, chunks;
     bool json;
 } train_args;
 
-/* Makes po.profile available: the --cost-file one, or measured now. */
+/* Makes a->profile available: the --cost-file one, or measured now. */
 static int ensure_profile(train_args *a, const char *why) {
-    if (a->po.profile)
+    if (a->have_profile)
         return 0;
     vp_error err = {0};
     fprintf(stderr, "profiling the model's passes for %s...\n", why);
     if (vp_profile_measure(&a->po.train.model, 3, &a->profile, &err) != VP_OK)
         return cli_lib_error(&err);
-    a->po.profile = &a->profile;
+    a->have_profile = true;
     return 0;
+}
+
+/* The profile's per-stage pass times of schedule s (ms), for the predicted step time and
+ * the emulation. */
+static int profile_op_ms(const train_args *a, const vp_schedule *s, vp_cost_model **out) {
+    vp_error err = {0};
+    vp_costs costs = vp_costs_default();
+    vp_memcfg mem = vp_memcfg_default();
+    *out = vp_cost_model_new(s, &costs, &mem, &err);
+    if (*out && vp_profile_cost_model(&a->profile, s, *out, &err) == VP_OK)
+        return 0;
+    vp_cost_model_free(*out);
+    *out = NULL;
+    return cli_lib_error(&err);
 }
 
 /* --schedule auto: the planner's fastest schedule whose exact predicted activation bytes
@@ -279,8 +294,8 @@ static int auto_schedule(train_args *a, vp_schedule **out) {
     int rc = ensure_profile(a, "the planner");
     vp_plan *plan = NULL;
     double peak = 0, limit = 0;
-    if (!rc && vp_autoplan(a->po.profile, a->p, a->po.train.m, &budget, &plan, &peak, &limit,
-                           &err) != VP_OK)
+    if (!rc &&
+        vp_autoplan(&a->profile, a->p, a->po.train.m, &budget, &plan, &peak, &limit, &err) != VP_OK)
         rc = cli_lib_error(&err);
     if (rc)
         return rc;
@@ -351,12 +366,20 @@ static int run_pipelined(train_args *a, const vp_data *data, progress_ctx *ctx) 
     }
     a->po.train.m = s->m;
     a->po.schedule = s;
+    vp_cost_model *op_ms = NULL;
+    if (a->have_profile && (rc = profile_op_ms(a, s, &op_ms)) != 0) {
+        vp_schedule_free(s);
+        return rc;
+    }
+    a->po.op_ms = op_ms;
     vp_error err = {0};
     vp_pipeline_result pr;
     if (vp_pipeline_train(&a->po, data, on_step, ctx, &pr, &err) != VP_OK) {
+        vp_cost_model_free(op_ms);
         vp_schedule_free(s);
         return run_failed(a, &err);
     }
+    vp_cost_model_free(op_ms);
     if (pr.rank == 0) { /* under MPI, rank 0 reports */
         rc = write_timelines(s, &pr, a->trace, a->svg);
         print_split(a->json ? stderr : stdout, &pr);
@@ -370,8 +393,8 @@ static int run_pipelined(train_args *a, const vp_data *data, progress_ctx *ctx) 
     return rc;
 }
 
-/* Parses "R:S:K" of --fail-at / --stall-at into the pipeline options. */
-static bool fault_flag(int argc, char **argv, int *i, vp_pipeline_options *po) {
+/* Parses "R:S:K" of --fail-at / --stall-at into the faults to inject. */
+static bool fault_flag(int argc, char **argv, int *i, vp_faults *faults) {
     const char *flag = argv[*i], *v = cli_flag_value(argc, argv, i);
     int r, step, op, used = 0;
     if (!v || sscanf(v, "%d:%d:%d%n", &r, &step, &op, &used) != 3 || v[used] || r < 0 || step < 0 ||
@@ -380,10 +403,10 @@ static bool fault_flag(int argc, char **argv, int *i, vp_pipeline_options *po) {
                   v ? v : "");
         return false;
     }
-    po->fail_rank = r;
-    po->fail_step = step;
-    po->fail_op = op;
-    po->fail_stall = !strcmp(flag, "--stall-at");
+    faults->rank = r;
+    faults->step = step;
+    faults->op = op;
+    faults->stall = !strcmp(flag, "--stall-at");
     return true;
 }
 
@@ -430,11 +453,11 @@ int cmd_train(int argc, char **argv) {
             int code = cli_load_profile(v, &t.profile);
             if (code)
                 return code;
-            t.po.profile = &t.profile;
+            t.have_profile = true;
         } else if (!strcmp(a, "--emulate")) {
             t.po.emulate = 1;
         } else if (!strcmp(a, "--fail-at") || !strcmp(a, "--stall-at")) {
-            ok = fault_flag(argc, argv, &i, &t.po);
+            ok = fault_flag(argc, argv, &i, &o.faults);
         } else if ((model = cli_model_flag(argc, argv, &i, &o.model)) != 0) {
             ok = model > 0;
         } else if (!strcmp(a, "-m")) {
@@ -479,7 +502,7 @@ int cmd_train(int argc, char **argv) {
         } else if (!strcmp(a, "--skip-nonfinite")) {
             o.skip_nonfinite = true;
         } else if (!strcmp(a, "--inject-nan")) {
-            ok = int_flag(argc, argv, &i, 1, big, &o.fault_nonfinite_step);
+            ok = int_flag(argc, argv, &i, 1, big, &o.faults.nonfinite_step);
         } else if (!strcmp(a, "--data")) {
             ok = (t.data_path = cli_flag_value(argc, argv, &i)) != NULL;
         } else if (!strcmp(a, "--memory")) {
@@ -517,7 +540,7 @@ int cmd_train(int argc, char **argv) {
                          err.message);
     progress_ctx ctx = {t.json ? stderr : stdout};
     t.po.train = o;
-    if (t.po.profile && memcmp(&t.profile.model, &o.model, sizeof o.model)) {
+    if (t.have_profile && memcmp(&t.profile.model, &o.model, sizeof o.model)) {
         vp_data_free(data);
         return cli_error(VP_EXIT_USAGE,
                          "--cost-file was measured for another model (layers %d, width %d, heads "

@@ -53,7 +53,7 @@ int cli_load_profile(const char *path, vp_profile *out) {
     char *text;
     size_t len;
     vp_error err = {0};
-    vp_status rc = vp_read_file(path, &text, &len, &err);
+    vp_status rc = vp_read_file(path, 0, &text, &len, &err);
     if (rc == VP_OK) {
         rc = vp_profile_read_json(text, len, out, &err);
         free(text);
@@ -154,7 +154,7 @@ int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out) 
         if (err.line > 0)
             return cli_error(VP_EXIT_INPUT, "%s:%d:%d: %s", what, err.line, err.column,
                              err.message);
-        return cli_error(err.status == VP_ENOMEM ? VP_EXIT_FAILURE : VP_EXIT_INPUT, "%s: %s", what,
+        return cli_error(err.status == VP_ENOMEM ? VP_EXIT_FAILURE : VP_EXIT_INPUT, "%s",
                          err.message);
     }
     if ((o->have_p && o->spec.p != (*out)->p) || (o->have_m && o->spec.m != (*out)->m)) {

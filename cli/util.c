@@ -21,7 +21,7 @@ int cli_lib_error(const vp_error *err) {
     int code = VP_EXIT_FAILURE;
     switch (err->status) {
     case VP_EPARSE:
-    case VP_EINVALID:
+    case VP_EVALIDATION:
     case VP_EIO:
     case VP_EDEADLOCK:
         code = VP_EXIT_INPUT;

@@ -11,19 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vpipe/checkpoint.h"
+#include "runtime/runtime_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static vp_train_options tiny_options(void) {
+static vp_checkpoint_run tiny_options(void) {
     vp_train_options o;
     vp_train_options_default(&o);
     o.model = (vp_model_config){
         .n_layer = 1, .width = 4, .n_head = 1, .seq_len = 2, .microbatch = 1, .vocab = 4};
-    return o;
+    return vp__checkpoint_run(&o);
 }
 
-static void try_restore(const uint8_t *bytes, size_t size, const vp_train_options *o,
+static void try_restore(const uint8_t *bytes, size_t size, const vp_checkpoint_run *o,
                         vp_stage *stage) {
     vp_error err = {0};
     vp_checkpoint_info info;
@@ -33,7 +33,7 @@ static void try_restore(const uint8_t *bytes, size_t size, const vp_train_option
         return;
     }
     if (info.step < 0 || info.n_stages != 1 || info.rank != 0 || info.n_ranks != 1 ||
-        info.train.model.width != o->model.width)
+        info.run.model.width != o->model.width)
         abort();
     size_t n;
     const float *p = vp_stage_params(stage, &n);
@@ -43,7 +43,7 @@ static void try_restore(const uint8_t *bytes, size_t size, const vp_train_option
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static vp_train_options o;
+    static vp_checkpoint_run o;
     static vp_mem *mem;
     static vp_stage *stage;
     if (!stage) {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "vpipe/render.h"
-#include "vpipe/torch_csv.h"
+#include "vpipe/io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

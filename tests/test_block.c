@@ -73,7 +73,7 @@ static void test_collision_names_device_and_passes(void **state) {
     vp_block_collision hit;
     vp_error err = {0};
     assert_int_equal(vp_block_collisions(b, 3, &hit, &err), VP_OK);
-    assert_int_equal(vp_block_collisions(b, 2.5, &hit, &err), VP_EINVALID);
+    assert_int_equal(vp_block_collisions(b, 2.5, &hit, &err), VP_EVALIDATION);
     assert_true(hit.device >= 0 && hit.device < 4);
     assert_true(hit.copy >= 1);
     /* the reported intervals really overlap */
@@ -82,7 +82,7 @@ static void test_collision_names_device_and_passes(void **state) {
     assert_non_null(strstr(err.message, "overlaps"));
     b->T = 2.5;
     vp_schedule *s = NULL;
-    assert_int_equal(vp_block_repeat(b, 4, NULL, &s, &err), VP_EINVALID);
+    assert_int_equal(vp_block_repeat(b, 4, NULL, &s, &err), VP_EVALIDATION);
     assert_null(s);
     assert_int_equal(vp_block_collisions(b, 0, &hit, &err), VP_EINVAL);
     assert_int_equal(vp_block_collisions(b, INFINITY, &hit, &err), VP_EINVAL);
@@ -96,7 +96,7 @@ static void test_self_overlap_has_no_interval(void **state) {
     vp_block_add(b, VP_OP_F, 0, 0, 0, 2);
     vp_block_add(b, VP_OP_BW, 0, 0, 1, 2); /* overlaps F within the same copy */
     double T = 0;
-    assert_int_equal(vp_block_min_interval(b, &T, &err), VP_EINVALID);
+    assert_int_equal(vp_block_min_interval(b, &T, &err), VP_EVALIDATION);
     assert_non_null(strstr(err.message, "F0.0"));
     assert_non_null(strstr(err.message, "BW0.0"));
     vp_block_free(b);
@@ -123,7 +123,7 @@ static void test_min_interval_is_least(void **state) {
                 assert_int_equal(vp_block_collisions(b, b->T, NULL, NULL), VP_OK);
                 for (int x = 1; x <= 20; x++) {
                     double t = b->T * (1 - x / 200.0);
-                    assert_int_equal(vp_block_collisions(b, t, NULL, NULL), VP_EINVALID);
+                    assert_int_equal(vp_block_collisions(b, t, NULL, NULL), VP_EVALIDATION);
                 }
                 if (c[3] == 0)
                     TU_NEAR(b->T, work); /* without hops 1F1B is bubble-free in steady state */

@@ -199,7 +199,7 @@ static void test_lifespan_errors(void **state) {
     assert_int_equal(vp_block_lifespan_new(b, cm, 0, &ls, &err), VP_EINVAL);
     assert_null(ls);
     b->T = 5; /* collides: the repeat fails and says so */
-    assert_int_equal(vp_block_lifespan_new(b, cm, 8, &ls, &err), VP_EINVALID);
+    assert_int_equal(vp_block_lifespan_new(b, cm, 8, &ls, &err), VP_EVALIDATION);
     b->T = 6;
     assert_int_equal(vp_block_lifespan_new(b, cm, 0, &ls, &err), VP_OK);
     assert_null(ls->peak);

@@ -22,8 +22,9 @@
 
 #include <cmocka.h>
 
-#include "runtime/model/kernels.h"
-#include "runtime/stage_internal.h"
+#include "base/internal.h"
+#include "model/kernels.h"
+#include "model/stage_internal.h"
 #include "vpipe/model.h"
 
 #define TOL 1e-4

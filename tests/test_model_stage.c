@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "vpipe/data.h"
 #include "vpipe/model.h"
 
 static const vp_model_config cfg = {

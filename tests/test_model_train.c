@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "vpipe/model.h"
+#include "vpipe/runtime.h"
 
 static bool remember_first(const vp_train_progress *p, void *user) {
     double *first = user;

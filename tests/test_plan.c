@@ -208,7 +208,7 @@ static void test_vblock_rebuilds(void **state) {
     assert_true(c->is_vblock);
     vp_spec spec = vp_spec_make(8, 24);
     vp_schedule *s = NULL;
-    assert_int_equal(vp_vblock_build(&c->vblock, &spec, "v-block", &s, NULL), VP_OK);
+    assert_int_equal(vp_vblock_build(&c->vblock, spec.p, spec.m, "v-block", &s, NULL), VP_OK);
     assert_true(vp_schedule_equal(s, plan->schedule));
     char buf[96];
     assert_string_equal(vp_vblock_format(&c->vblock, 8, buf, sizeof buf), c->params);

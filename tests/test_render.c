@@ -6,7 +6,7 @@
 
 #include "test_util.h"
 #include "vpipe/render.h"
-#include "vpipe/torch_csv.h"
+#include "vpipe/io.h"
 
 /* Runs a renderer into a string (caller frees). */
 typedef vp_status (*render_fn)(FILE *, const vp_timeline *, const vp_render_opts *, vp_error *);
@@ -53,7 +53,7 @@ static void golden(const char *name, const char *text) {
     char *want = NULL;
     size_t len = 0;
     vp_error err = {0};
-    if (vp_read_file(path, &want, &len, &err) != VP_OK)
+    if (vp_read_file(path, 0, &want, &len, &err) != VP_OK)
         fail_msg("%s (run with VP_UPDATE_GOLDEN=1 to create it)", err.message);
     if (strcmp(want, text)) {
         size_t i = 0;

@@ -159,7 +159,7 @@ static void test_invalid_schedule_refused(void **state) {
     o.schedule = s;
     vp_pipeline_result r;
     vp_error err = {0};
-    assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &r, &err), VP_EINVALID);
+    assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &r, &err), VP_EVALIDATION);
     assert_non_null(strstr(err.message, "missing"));
     s->dev[1].n++;
     o.train.m = 8; /* schedule and training disagree on m */
@@ -173,9 +173,9 @@ static void test_rank_failure_stops_everyone(void **state) {
     vp_schedule *s = NULL;
     assert_true(build("v-half", 4, 8, &s));
     o.schedule = s;
-    o.fail_rank = 2;
-    o.fail_step = 1;
-    o.fail_op = 5;
+    o.train.faults.rank = 2;
+    o.train.faults.step = 1;
+    o.train.faults.op = 5;
     vp_pipeline_result r;
     vp_error err = {0};
     assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &r, &err), VP_ERUNTIME);
@@ -189,10 +189,10 @@ static void test_watchdog_names_every_rank(void **state) {
     vp_schedule *s = NULL;
     assert_true(build("1f1b", 4, 4, &s));
     o.schedule = s;
-    o.fail_rank = 3;
-    o.fail_step = 0;
-    o.fail_op = 1;
-    o.fail_stall = 1;
+    o.train.faults.rank = 3;
+    o.train.faults.step = 0;
+    o.train.faults.op = 1;
+    o.train.faults.stall = 1;
     o.watchdog_s = 0.3;
     vp_pipeline_result r;
     vp_error err = {0};

@@ -20,7 +20,7 @@ static void test_missing_op(void **state) {
     (void)state;
     vp_schedule *s = one_f1b(4, 8);
     s->dev[2].n--; /* drops BW2.7, the last op of device 2 */
-    expect_invalid(s, VP_EINVALID, "missing backward", "stage 2, microbatch 7");
+    expect_invalid(s, VP_EVALIDATION, "missing backward", "stage 2, microbatch 7");
     vp_schedule_free(s);
 }
 
@@ -29,7 +29,7 @@ static void test_duplicated_op(void **state) {
     vp_schedule *s = one_f1b(4, 8);
     vp_op dup = s->dev[1].ops[0];
     assert_int_equal(vp_schedule_push(s, 1, dup), VP_OK);
-    expect_invalid(s, VP_EINVALID, "duplicate forward", "device 1, position");
+    expect_invalid(s, VP_EVALIDATION, "duplicate forward", "device 1, position");
     vp_schedule_free(s);
 }
 
@@ -37,7 +37,7 @@ static void test_wrong_device(void **state) {
     (void)state;
     vp_schedule *s = one_f1b(4, 8);
     s->dev[3].ops[0].stage = 2;
-    expect_invalid(s, VP_EINVALID, "belongs on device 2", "device 3, position 0 (F2.0)");
+    expect_invalid(s, VP_EVALIDATION, "belongs on device 2", "device 3, position 0 (F2.0)");
     vp_schedule_free(s);
 }
 
@@ -47,7 +47,7 @@ static void test_w_before_b(void **state) {
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_F, 0, 0), VP_OK);
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_W, 0, 0), VP_OK);
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_B, 0, 0), VP_OK);
-    expect_invalid(s, VP_EINVALID, "W comes before its B", "position 1 (W0.0)");
+    expect_invalid(s, VP_EVALIDATION, "W comes before its B", "position 1 (W0.0)");
     vp_schedule_free(s);
 }
 
@@ -56,7 +56,7 @@ static void test_backward_before_forward(void **state) {
     vp_schedule *s = vp_schedule_new("t", 1, 1, 1, VP_PLACE_SINGLE, NULL);
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_BW, 0, 0), VP_OK);
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_F, 0, 0), VP_OK);
-    expect_invalid(s, VP_EINVALID, "backward comes before its forward", "BW0.0");
+    expect_invalid(s, VP_EVALIDATION, "backward comes before its forward", "BW0.0");
     vp_schedule_free(s);
 }
 
@@ -85,11 +85,11 @@ static void test_out_of_range_and_routes(void **state) {
     (void)state;
     vp_schedule *s = one_f1b(2, 2);
     s->dev[0].ops[0].mb = 5;
-    expect_invalid(s, VP_EINVALID, "out of range", NULL);
+    expect_invalid(s, VP_EVALIDATION, "out of range", NULL);
     vp_schedule_free(s);
     s = one_f1b(2, 2);
     s->stage_device[1] = 7;
-    expect_invalid(s, VP_EINVALID, "outside 0..1", NULL);
+    expect_invalid(s, VP_EVALIDATION, "outside 0..1", NULL);
     vp_schedule_free(s);
     /* Bidirectional routes: a microbatch of copy 1 has no pass on copy 0's stages. */
     s = vp_schedule_new("t", 2, 4, 2, VP_PLACE_BIDIR, NULL);
@@ -97,7 +97,7 @@ static void test_out_of_range_and_routes(void **state) {
     assert_int_equal(s->stage_device[2], 1);
     assert_int_equal(s->stage_device[3], 0);
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_F, 0, 1), VP_OK);
-    expect_invalid(s, VP_EINVALID, "not on microbatch 1's route", NULL);
+    expect_invalid(s, VP_EVALIDATION, "not on microbatch 1's route", NULL);
     vp_schedule_free(s);
 }
 

@@ -158,7 +158,7 @@ static void test_framework_agrees(void **state) {
             assert_int_equal(vp_block_lifespan_new(b, cm, 4 * p, &ls, NULL), VP_OK);
             vp_spec spec = vp_spec_make(p, 4 * p);
             vp_schedule *s = NULL;
-            assert_int_equal(vp_vblock_build(&blocks[i], &spec, NULL, &s, NULL), VP_OK);
+            assert_int_equal(vp_vblock_build(&blocks[i], spec.p, spec.m, NULL, &s, NULL), VP_OK);
             assert_int_equal(vp_schedule_validate(s, NULL), VP_OK);
             assert_string_equal(s->family, "v-block");
             vp_sim *sim = tu_sim(s, c, NULL);
@@ -197,7 +197,7 @@ static void test_bad_blocks(void **state) {
     vp_spec spec = vp_spec_make(4, 8);
     vp_schedule *s = (vp_schedule *)1;
     vp_error err = {0};
-    assert_int_equal(vp_vblock_build(&clash, &spec, "x", &s, &err), VP_EINVAL);
+    assert_int_equal(vp_vblock_build(&clash, spec.p, spec.m, "x", &s, &err), VP_EINVAL);
     assert_null(s);
     assert_non_null(strstr(err.message, "collides"));
     vp_block *b = (vp_block *)1;
@@ -254,7 +254,7 @@ static double makespan_of(const char *family, const vp_vblock *vb, int p, int m,
     vp_schedule *s = NULL;
     if (vb) {
         vp_spec spec = vp_spec_make(p, m);
-        assert_int_equal(vp_vblock_build(vb, &spec, NULL, &s, NULL), VP_OK);
+        assert_int_equal(vp_vblock_build(vb, spec.p, spec.m, NULL, &s, NULL), VP_OK);
     } else {
         s = tu_build(family, p, m, 0, c);
     }

@@ -1,4 +1,8 @@
-/* The building-block framework (schedules.md §3).
+/* The building-block framework (schedules.md §3) and V blocks (§4).
+ *
+ * Module `block` (src/block/): blocks, their repetition, collisions, reorder, lifespans,
+ * the block file format, and the V slot grid that builds V blocks. Depends on sim and
+ * schedule.
  *
  * A block is the timing of one "copy": the start offset and duration of every pass of
  * the microbatches the copy carries, on a fixed stage -> device map. Copy j is the block
@@ -113,7 +117,7 @@ typedef struct vp_block_collision {
 
 /* Checks that copies repeated every T (infinitely, both ways) never overlap on a device
  * (passes that only touch are fine; zero-length passes never collide). VP_OK when
- * collision-free; VP_EINVALID when two passes overlap, with *hit (optional) filled and a
+ * collision-free; VP_EVALIDATION when two passes overlap, with *hit (optional) filled and a
  * message naming the device, both passes with their microbatches and their intervals;
  * VP_EINVAL when T <= 0, not finite, or so small that the block spans more than 1e6
  * intervals. Cost: O(n log n). */
@@ -121,7 +125,7 @@ vp_status vp_block_collisions(const vp_block *b, double T, vp_block_collision *h
 
 /* Smallest collision-free interval: at least the busiest device's work per copy; raised
  * past every collision found (the collision-free set need not be an interval, this
- * returns its least element). VP_EINVALID (naming the passes) when the block overlaps
+ * returns its least element). VP_EVALIDATION (naming the passes) when the block overlaps
  * itself within one copy, so no T works; VP_EINVAL when every pass has zero duration. */
 vp_status vp_block_min_interval(const vp_block *b, double *T, vp_error *err);
 
@@ -204,5 +208,82 @@ vp_status vp_block_read_json(const char *text, size_t len, const vp_costs *overr
  * 0, "costs" when costs is non-NULL) into a new NUL-terminated string the caller frees
  * with free(); reading it back gives the same block. NULL when memory runs out. */
 char *vp_block_write_json(const vp_block *b, const vp_costs *costs);
+
+/* ---- V blocks (schedules.md §4) -----------------------------------------------------
+ *
+ * A V block (vp_vblock) is the building block of one microbatch on the V placement, in
+ * unit slots (one slot per chunk pass, period 6 per device): F⁰ of device 0 at slot 0, the
+ * phases (slot mod 6) of F¹, B¹ and B⁰ on device 0, and the offsets between neighbouring
+ * devices: δ⁰ on the chunk-0 forward and the chunk-1 backward, δ¹ on the chunk-1 forward
+ * and the chunk-0 backward, optionally changing once after device K. Every other slot
+ * follows: a pass starts at the first slot of its phase after its dependency ends, and
+ * each W goes into the first free phase after its B. V-Min, V-Half and V-ZB are three
+ * such blocks (families.h); the planner searches all of them.
+ *
+ * Building a block into a schedule (the V slot grid, vgrid.c): repeat it every 6 slots,
+ * lay the warm-up out canonically (forwards first, as many as the block's memory allows),
+ * compact the cool-down onto its critical chain, fill idle slots with later passes that
+ * never raise the peak, and replay (vp_simulate squeezes it with the real costs). Memory
+ * is capped at the repeated block's own peak; the result is a per-device order, so costs
+ * only matter in the final replay.
+ */
+
+/* A V-shape building block; see the header comment. */
+typedef struct vp_vblock {
+    int f1, b1, b0; /* phases on device 0 of F¹, B¹, B⁰: distinct, in 1..5 (F⁰ has 0) */
+    int d0, d1;     /* offsets δ⁰, δ¹ from device i-1 to i for i <= k, in 1..5 */
+    int k;          /* change point K: devices i > k use d0b, d1b (k >= p-1: none) */
+    int d0b, d1b;   /* offsets after the change point, in 1..5 */
+} vp_vblock;
+
+/* Start slots of microbatch 0 at p devices, [p][6] in the order F⁰ F¹ B¹ B⁰ W¹ W⁰ (W¹
+ * is the W of chunk 1, freed after B¹). Returns 0 and fills slots when the block is well
+ * formed and collision-free at period 6; returns -1 (slots unspecified) otherwise. */
+int vp_vblock_slots(const vp_vblock *vb, int p, int (*slots)[6]);
+
+/* The block as a building block of the framework (V placement, T = 6, unit durations, W
+ * passes where vp_vblock_slots puts them). Caller frees. VP_EINVAL when the block is
+ * malformed or collides (the message says which). */
+vp_status vp_vblock_to_block(const vp_vblock *vb, int p, vp_block **out, vp_error *err);
+
+/* Builds the block into a schedule of m microbatches on p devices (family names it,
+ * NULL: "v-block"). Any m >= 1 works (fewer than 2p microbatches just trim the warm-up);
+ * p >= 2. The result validates; its peak (release-at-W, units) is at most half the
+ * repeated block's peak in chunk activations. VP_EINVAL for a malformed or colliding
+ * block or p < 2. Caller frees. */
+vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family, vp_schedule **out,
+                          vp_error *err);
+
+/* Writes "f1=1 b1=2 b0=3 d=(1,1)" or, with a change point, "... d=(2,1)->(1,1)@K=3" into
+ * buf (at most size bytes). Returns buf. */
+char *vp_vblock_format(const vp_vblock *vb, int p, char *buf, int size);
+
+/* A workspace of V slot grids for one shape (p >= 2 devices, m >= 1 microbatches), so
+ * that a search can build thousands of blocks without allocating in its inner loop. */
+typedef struct vp_vgrid vp_vgrid;
+
+/* A new workspace (caller frees with vp_vgrid_free). VP_EINVAL for p < 2 or m < 1,
+ * VP_ENOMEM. */
+vp_status vp_vgrid_new(int p, int m, vp_vgrid **out, vp_error *err);
+void vp_vgrid_free(vp_vgrid *g);
+
+/* Peak of the block repeated every 6 slots, in chunk activations (what a built schedule
+ * is capped at, before trimming to m). slots as from vp_vblock_slots. */
+int vp_vgrid_peak(const vp_vgrid *g, const int (*slots)[6]);
+
+/* Builds block slots (from vp_vblock_slots, so collision-free) into a new schedule named
+ * family (NULL: "v-block"), as vp_vblock_build does. VP_ENOMEM, or VP_EINVAL when the
+ * repeated block does not replay (never for collision-free slots). */
+vp_status vp_vgrid_build(vp_vgrid *g, const int (*slots)[6], const char *family, vp_schedule **out,
+                         vp_error *err);
+
+/* 1F1B-V's build: slots [p][4] (F⁰ F¹ B¹ B⁰; columns 4 and 5 unused) whose backwards are
+ * full BW passes of two slots, repeated every 6 slots for exactly m microbatches, with
+ * the canonical warm-up when `canonical`, then compacted: every pass to the earliest slot
+ * its dependencies allow, forwards only while memory stays under the repeated block's
+ * peak. VP_EVALIDATION when the block collides at period 6 or its canonical warm-up does
+ * not replay (not a usable block); VP_ENOMEM. family NULL: "1f1b-v". */
+vp_status vp_vgrid_build_bw(vp_vgrid *g, const int (*slots)[6], int canonical, const char *family,
+                            vp_schedule **out, vp_error *err);
 
 #endif

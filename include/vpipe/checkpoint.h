@@ -1,6 +1,8 @@
 /* vpipe checkpoints: parameters, AdamW moments, step and data position of a training
  * run, written atomically so that a killed run resumes bit for bit.
  *
+ * Module `checkpoint` (src/checkpoint/). Depends on model and base.
+ *
  * A checkpoint is a directory DIR holding
  *   rank-<r>.step-<s>.ckpt   one file per rank r: every stage that rank holds, after s
  *                            completed optimiser steps (the single-rank run is rank 0 of 1);
@@ -53,6 +55,20 @@
 
 #define VP_CHECKPOINT_VERSION 1
 
+/* What identifies a training trajectory: a checkpoint resumes only a run with the same
+ * model, optimiser and schedule options and seed (the runtime fills it from its
+ * options). */
+typedef struct vp_checkpoint_run {
+    vp_model_config model;
+    int m;      /* microbatches per step */
+    int steps;  /* optimiser steps of the whole run */
+    int warmup; /* learning-rate warm-up steps */
+    vp_lr_schedule schedule;
+    double lr, min_lr, clip;
+    vp_adamw adamw;
+    uint64_t seed; /* weights and data order */
+} vp_checkpoint_run;
+
 /* The commit record of a checkpoint directory. */
 typedef struct vp_checkpoint_meta {
     int step;          /* optimiser steps completed */
@@ -67,21 +83,19 @@ typedef struct vp_checkpoint_info {
     int step;
     uint64_t data_pos;
     int n_stages;
-    /* the options that determine the trajectory: model, m, steps, lr, min_lr, warmup,
-     * schedule, adamw, clip, seed; every other field is zero */
-    vp_train_options train;
+    vp_checkpoint_run run; /* the trajectory it belongs to */
 } vp_checkpoint_info;
 
 /* ---- saving ------------------------------------------------------------------------- */
 
 /* Phase 1: writes DIR/rank-<rank>.step-<step>.ckpt atomically with the n_stages stages
- * this rank holds (in the order the run keeps them), the trajectory options of o, step
+ * this rank holds (in the order the run keeps them), the trajectory run, step
  * (optimiser steps completed) and data_pos (next batch index). Creates dir (one level)
  * when missing. Refuses (VP_ERUNTIME, nothing written) when a parameter or moment is not
  * finite. VP_EIO with the file and the reason when writing fails; no partial file is
  * left and earlier checkpoints stay as they were. Thread-safe for different ranks. */
 vp_status vp_checkpoint_write_rank(const char *dir, int rank, int n_ranks,
-                                   const vp_train_options *o, int step, uint64_t data_pos,
+                                   const vp_checkpoint_run *run, int step, uint64_t data_pos,
                                    vp_stage *const *stages, int n_stages, vp_error *err);
 
 /* Phase 2: makes step the directory's checkpoint by replacing DIR/meta.json atomically.
@@ -96,7 +110,7 @@ vp_status vp_checkpoint_commit(const char *dir, int n_ranks, int step, uint64_t 
 vp_status vp_checkpoint_prune(const char *dir, int rank, int step, vp_error *err);
 
 /* The three phases for a run that holds every stage in one rank (rank 0 of 1). */
-vp_status vp_checkpoint_save(const char *dir, const vp_train_options *o, int step,
+vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *run, int step,
                              uint64_t data_pos, vp_stage *const *stages, int n_stages,
                              vp_error *err);
 
@@ -108,11 +122,11 @@ vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_err
 
 /* Restores this rank's stages from the committed checkpoint of dir: reads meta.json and
  * the rank's file of that step, checks it (see the top of this header) against the run
- * (o, rank, n_ranks, the stages' layer ranges) and the commit record, then copies the
+ * (run, rank, n_ranks, the stages' layer ranges) and the commit record, then copies the
  * parameters and AdamW moments into the stages and zeroes their gradients. *meta
  * (optional) receives the step and data position to continue from. On any error the
  * stages are left untouched. */
-vp_status vp_checkpoint_load(const char *dir, int rank, int n_ranks, const vp_train_options *o,
+vp_status vp_checkpoint_load(const char *dir, int rank, int n_ranks, const vp_checkpoint_run *run,
                              vp_stage *const *stages, int n_stages, vp_checkpoint_meta *meta,
                              vp_error *err);
 
@@ -126,7 +140,7 @@ vp_status vp_checkpoint_parse(const void *bytes, size_t size, const char *name,
 /* vp_checkpoint_parse, then the checks against the run and the copy into the stages that
  * vp_checkpoint_load does. *info (optional) receives the header. */
 vp_status vp_checkpoint_restore(const void *bytes, size_t size, const char *name,
-                                const vp_train_options *o, int rank, int n_ranks,
+                                const vp_checkpoint_run *run, int rank, int n_ranks,
                                 vp_stage *const *stages, int n_stages, vp_checkpoint_info *info,
                                 vp_error *err);
 

@@ -1,8 +1,12 @@
-/* Schedule families: named generators that turn a spec into a schedule value. */
+/* Schedule families: named generators that turn a spec into a schedule value.
+ *
+ * Module `families` (src/families/): one file per family and the registry. Depends on
+ * block (building blocks, the V slot grid), sim and schedule.
+ */
 #ifndef VPIPE_FAMILIES_H
 #define VPIPE_FAMILIES_H
 
-#include "vpipe/sim.h"
+#include "vpipe/block.h"
 
 /* What a generator is asked for. Families ignore the fields they do not use. */
 typedef struct vp_spec {
@@ -35,5 +39,10 @@ const vp_family *vp_family_find(const char *name);
  * message naming the constraint when the spec does not fit the family (or the name is
  * unknown); the result always passes vp_schedule_validate. */
 vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out, vp_error *err);
+
+/* The block of a named V family at p devices: "v-min" (offsets 1,1), "v-half" (2,1) or
+ * "v-zb" (4,2), with the start slots of schedules.md §4. VP_EINVAL for other names or
+ * p < 2. */
+vp_status vp_vblock_preset(const char *family, int p, vp_vblock *out, vp_error *err);
 
 #endif

@@ -1,6 +1,9 @@
-/* vpipe model: a GPT-style transformer with split backward (F, B, W), the accounting
- * allocator its activations live in, byte-level text data, AdamW, and the single-rank
- * training loop that is the reference for every pipelined run.
+/* vpipe model: a GPT-style transformer with split backward (F, B, W), its pure size
+ * functions, the accounting allocator its activations live in, the layer split, and
+ * AdamW.
+ *
+ * Module `model` (src/model/): kernels, layers, stages, allocator, optimiser, matmul.
+ * Depends on base only; the runtime drives it.
  *
  * Passes. For one microbatch a stage runs
  *   F  vp_stage_forward          keeps the activations backward needs,
@@ -27,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vpipe/vpipe.h"
+#include "vpipe/base.h"
 
 /* ---- configuration ---------------------------------------------------------------- */
 
@@ -61,6 +64,13 @@ typedef struct vp_stage_sizes {
  * stage). */
 vp_status vp_stage_sizes_of(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
                             vp_stage_sizes *out, vp_error *err);
+
+/* Splits n_layer layers over the route_len stages of a route into [l0[k], l0[k+1]),
+ * k = 0..route_len-1 (l0 has route_len + 1 entries): equal shares, with the remainder
+ * going to the middle stages first, so the first stage (embeddings) and the last (head
+ * and loss) take fewer. VP_EINVAL when a middle stage would be empty (fewer than
+ * route_len - 2 layers). */
+vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
 
 /* ---- accounting allocator ------------------------------------------------------------ */
 
@@ -154,6 +164,18 @@ double vp_stage_grad_sumsq(const vp_stage *stage);
 float *vp_stage_params(vp_stage *stage, size_t *count);
 float *vp_stage_grads(vp_stage *stage, size_t *count);
 
+/* What a checkpoint saves of a stage: its layer range and its parameters and AdamW
+ * moments, each n floats in the layout of vp_stage_params. Borrowed pointers, valid
+ * while the stage lives; writing through them changes the stage. */
+typedef struct vp_stage_state {
+    int l0, l1;
+    bool first, last;
+    size_t n;
+    float *params, *adam_m, *adam_v;
+} vp_stage_state;
+
+vp_stage_state vp_stage_state_of(vp_stage *stage);
+
 /* FNV-1a 64 over the parameter bytes, continuing from hash (start with
  * VP_DIGEST_INIT); digesting stages in order hashes the whole model. */
 #define VP_DIGEST_INIT 0xcbf29ce484222325ULL
@@ -185,101 +207,5 @@ double vp_lr_at(vp_lr_schedule schedule, int step, int steps, int warmup, double
 void vp_blas_set_threads(int n);
 /* OpenBLAS's kernel name ("Haswell", "SkylakeX", ...); static. */
 const char *vp_blas_corename(void);
-
-/* ---- data ------------------------------------------------------------------------- */
-
-/* A byte corpus split into training text and validation text (the last part). */
-typedef struct vp_data vp_data;
-
-/* The default corpus: the King James Bible of Debian's bible-kjv-text package
- * (/usr/lib/bible.data) when installed, else NULL. Static string. */
-const char *vp_data_default_path(void);
-
-/* Loads path: a plain text file, or a Bible Retrieval System data file ("EC02"
- * windows of LZW, as bible-kjv-text ships), decoded. The last val_fraction of the
- * bytes is validation text. VP_EIO for a missing, unreadable, empty or corrupt file;
- * VP_EINVAL for val_fraction outside (0, 1). */
-vp_status vp_data_load(const char *path, double val_fraction, vp_data **out, vp_error *err);
-void vp_data_free(vp_data *data);
-
-/* Byte counts of the two parts. */
-size_t vp_data_train_bytes(const vp_data *data);
-size_t vp_data_val_bytes(const vp_data *data);
-
-/* Fills tokens and targets [rows*seq_len] with rows windows of seq_len+1 bytes: targets
- * are tokens shifted by one. Training window positions are a pure function of (seed,
- * index, row); validation windows of (index, row) only. VP_EIO when the part holds
- * fewer than seq_len+1 bytes. */
-vp_status vp_data_batch(const vp_data *data, bool validation, uint64_t seed, uint64_t index,
-                        int rows, int seq_len, uint8_t *tokens, uint8_t *targets, vp_error *err);
-
-/* ---- single-rank training ------------------------------------------------------------ */
-
-typedef struct vp_train_options {
-    vp_model_config model;
-    int m;         /* microbatches per step (gradient accumulation) */
-    int steps;     /* optimiser steps */
-    double lr;     /* peak learning rate */
-    double min_lr; /* cosine floor */
-    int warmup;    /* warm-up steps (cosine only) */
-    vp_lr_schedule schedule;
-    vp_adamw adamw;
-    double clip;      /* global gradient-norm limit; 0 disables */
-    uint64_t seed;    /* weights and data order */
-    int eval_every;   /* validation every K steps (0: only at the end) */
-    int eval_batches; /* validation microbatches per evaluation */
-    /* durability (vpipe/checkpoint.h) */
-    const char *checkpoint_dir; /* save checkpoints here (NULL: never) */
-    int checkpoint_every;       /* every K steps and after the last (0: only after the last) */
-    const char *resume_dir;     /* continue from the checkpoint here (NULL: start fresh) */
-    bool skip_nonfinite;        /* a non-finite loss or gradient norm skips the step (zeroes
-                                   the gradients, no optimiser step) instead of failing */
-    int fault_nonfinite_step; /* tests: poison this 1-based step's gradients with NaN (0: never) */
-} vp_train_options;
-
-/* Sensible defaults for everything (4 layers, width 128, 4 heads, seq 64, microbatch 8,
- * m 1, 200 steps, lr 1e-3 cosine with 10% warm-up, weight decay 0.1, clip 1, seed 1). */
-void vp_train_options_default(vp_train_options *opts);
-
-typedef struct vp_train_progress {
-    int step; /* 1-based */
-    int steps;
-    double loss;     /* mean training loss of the step */
-    double val_loss; /* NAN unless evaluated after this step */
-    double lr;
-    double grad_norm; /* before clipping */
-    double step_ms;
-    double tokens_per_s;
-    bool skipped;      /* the step was not finite and skipped (skip_nonfinite) */
-    bool checkpointed; /* a checkpoint of this step was saved */
-} vp_train_progress;
-
-/* Called after every step; return false to stop early. */
-typedef bool (*vp_train_callback)(const vp_train_progress *progress, void *user);
-
-typedef struct vp_train_result {
-    int steps;             /* steps completed, counting those before a resume */
-    int resumed_step;      /* the step a resumed run started from (0: fresh) */
-    int skipped_steps;     /* non-finite steps skipped in this run (skip_nonfinite) */
-    double train_loss;     /* mean loss of the last step (that was not skipped) */
-    double val_loss;       /* final validation loss */
-    double step_ms;        /* mean over the steps */
-    double tokens_per_s;   /* mean over the steps */
-    size_t peak_act_bytes; /* peak of the rank's allocator */
-    uint64_t param_digest; /* vp_stage_digest over the final parameters */
-} vp_train_result;
-
-/* Trains on one rank with one stage: per step, for each microbatch j: F, B, W; then the
- * global-norm clip and AdamW. This order and its sums are the reference that pipelined
- * runs reproduce bit for bit. With resume_dir it first restores the checkpoint there and
- * continues from its step and data position, bit-identical to a run never interrupted;
- * with checkpoint_dir it saves one (vp_checkpoint_save) after every checkpoint_every-th
- * step and after the last, never from a non-finite state. VP_EINVAL for bad options or a
- * checkpoint of another run, VP_EIO when the data is shorter than a window or a
- * checkpoint cannot be read or written, VP_EPARSE for a corrupt checkpoint, VP_ERUNTIME
- * when the loss or gradient norm is not finite (unless skip_nonfinite). */
-vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
-                       vp_train_callback callback, void *user, vp_train_result *result,
-                       vp_error *err);
 
 #endif

@@ -1,5 +1,8 @@
 /* Drawing schedules: terminal timeline, SVG picture (single or gallery), Chrome trace.
  *
+ * Module `render` (src/render/): the timeline value and its three renderers. Depends on
+ * sim and schedule.
+ *
  * Every renderer reads a vp_timeline: per device, the ops that ran with their start and
  * end times and the memory after each. vp_timeline_from_sim makes one from a simulated
  * schedule; the runtime fills one from measured times, so planned and measured runs are

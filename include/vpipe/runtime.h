@@ -1,5 +1,9 @@
-/* Pipeline training runtime: executes any validated schedule on the transformer of
- * model.h, one rank per device, and measures what the simulator predicts.
+/* Training: the single-rank reference loop and the pipeline runtime that executes any
+ * validated schedule on the transformer of model.h, one rank per device, and measures
+ * what the simulator predicts.
+ *
+ * Module `runtime` (src/runtime/; transports in src/runtime/transport/). Depends on
+ * checkpoint, model, data, render, sim and schedule.
  *
  * Each rank walks its op list in order. F receives its input from the previous stage
  * (or reads the batch), B receives its output gradient from the next stage (or starts
@@ -14,32 +18,94 @@
 #ifndef VPIPE_RUNTIME_H
 #define VPIPE_RUNTIME_H
 
+#include "vpipe/checkpoint.h"
+#include "vpipe/data.h"
 #include "vpipe/model.h"
-#include "vpipe/plan.h"
 #include "vpipe/render.h"
 #include "vpipe/schedule.h"
+#include "vpipe/sim.h"
 
-/* Splits n_layer layers over the route_len stages of a route into [l0[k], l0[k+1]),
- * k = 0..route_len-1 (l0 has route_len + 1 entries): equal shares, with the remainder
- * going to the middle stages first, so the first stage (embeddings) and the last (head
- * and loss) take fewer. VP_EINVAL when a middle stage would be empty (fewer than
- * route_len - 2 layers). */
-vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
+/* ---- the single-rank reference -------------------------------------------------------- */
 
-/* ---- profiling: measured costs feed the cost model and the planner ---------------- */
+/* Faults a run injects on purpose, for tests and drills (vpipe train --inject-nan,
+ * --fail-at, --stall-at). */
+typedef struct vp_faults {
+    int nonfinite_step; /* poison this 1-based step's gradients with NaN (0: never) */
+    int rank;           /* pipelines: this rank fails (rank < 0: never) ... */
+    int step;           /* ... at this 0-based step ... */
+    int op;             /* ... before this op index */
+    int stall;          /* 1: instead of failing, the rank stalls (waits for a tensor nobody
+                           sends) until the watchdog stops the run */
+} vp_faults;
 
-/* Parts of the model whose costs a profile measures. */
-enum { VP_PART_EMBED = 0, VP_PART_LAYER = 1, VP_PART_HEAD = 2, VP_PART_COUNT = 3 };
-
-/* Measured time of each pass of each part, per microbatch, in milliseconds: the
- * embeddings (a first stage without layers), one transformer layer, and the final norm,
- * head and loss (a last stage without layers); plus the time of one hop between ranks
- * on the threads transport. Any split's stage costs are sums of these. */
-typedef struct vp_profile {
+typedef struct vp_train_options {
     vp_model_config model;
-    double f[VP_PART_COUNT], b[VP_PART_COUNT], w[VP_PART_COUNT];
-    double c;
-} vp_profile;
+    int m;         /* microbatches per step (gradient accumulation) */
+    int steps;     /* optimiser steps */
+    double lr;     /* peak learning rate */
+    double min_lr; /* cosine floor */
+    int warmup;    /* warm-up steps (cosine only) */
+    vp_lr_schedule schedule;
+    vp_adamw adamw;
+    double clip;      /* global gradient-norm limit; 0 disables */
+    uint64_t seed;    /* weights and data order */
+    int eval_every;   /* validation every K steps (0: only at the end) */
+    int eval_batches; /* validation microbatches per evaluation */
+    /* durability (vpipe/checkpoint.h) */
+    const char *checkpoint_dir; /* save checkpoints here (NULL: never) */
+    int checkpoint_every;       /* every K steps and after the last (0: only after the last) */
+    const char *resume_dir;     /* continue from the checkpoint here (NULL: start fresh) */
+    bool skip_nonfinite;        /* a non-finite loss or gradient norm skips the step (zeroes
+                                   the gradients, no optimiser step) instead of failing */
+    vp_faults faults;           /* injected faults (none by default) */
+} vp_train_options;
+
+/* Sensible defaults for everything (4 layers, width 128, 4 heads, seq 64, microbatch 8,
+ * m 1, 200 steps, lr 1e-3 cosine with 10% warm-up, weight decay 0.1, clip 1, seed 1). */
+void vp_train_options_default(vp_train_options *opts);
+
+typedef struct vp_train_progress {
+    int step; /* 1-based */
+    int steps;
+    double loss;     /* mean training loss of the step */
+    double val_loss; /* NAN unless evaluated after this step */
+    double lr;
+    double grad_norm; /* before clipping */
+    double step_ms;
+    double tokens_per_s;
+    bool skipped;      /* the step was not finite and skipped (skip_nonfinite) */
+    bool checkpointed; /* a checkpoint of this step was saved */
+} vp_train_progress;
+
+/* Called after every step; return false to stop early. */
+typedef bool (*vp_train_callback)(const vp_train_progress *progress, void *user);
+
+typedef struct vp_train_result {
+    int steps;             /* steps completed, counting those before a resume */
+    int resumed_step;      /* the step a resumed run started from (0: fresh) */
+    int skipped_steps;     /* non-finite steps skipped in this run (skip_nonfinite) */
+    double train_loss;     /* mean loss of the last step (that was not skipped) */
+    double val_loss;       /* final validation loss */
+    double step_ms;        /* mean over the steps */
+    double tokens_per_s;   /* mean over the steps */
+    size_t peak_act_bytes; /* peak of the rank's allocator */
+    uint64_t param_digest; /* vp_stage_digest over the final parameters */
+} vp_train_result;
+
+/* Trains on one rank with one stage: per step, for each microbatch j: F, B, W; then the
+ * global-norm clip and AdamW. This order and its sums are the reference that pipelined
+ * runs reproduce bit for bit. With resume_dir it first restores the checkpoint there and
+ * continues from its step and data position, bit-identical to a run never interrupted;
+ * with checkpoint_dir it saves one (vp_checkpoint_save) after every checkpoint_every-th
+ * step and after the last, never from a non-finite state. VP_EINVAL for bad options or a
+ * checkpoint of another run, VP_EIO when the data is shorter than a window or a
+ * checkpoint cannot be read or written, VP_EPARSE for a corrupt checkpoint, VP_ERUNTIME
+ * when the loss or gradient norm is not finite (unless skip_nonfinite). */
+vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
+                       vp_train_callback callback, void *user, vp_train_result *result,
+                       vp_error *err);
+
+/* ---- the pipeline ------------------------------------------------------------------------ */
 
 typedef enum {
     VP_TRANSPORT_THREADS = 0, /* one thread per rank in this process (default) */
@@ -51,14 +117,11 @@ typedef struct vp_pipeline_options {
     const vp_schedule *schedule; /* borrowed */
     vp_transport_kind transport; /* threads (default) or MPI */
     double watchdog_s;           /* a receive waiting longer stops the run (<= 0: 60 s) */
-    int fail_rank;               /* fault injection (tests): this rank fails ... */
-    int fail_step;               /* ... at this 0-based step ... */
-    int fail_op;                 /* ... before this op index (fail_rank < 0: never) */
-    const vp_profile *profile;   /* optional measured costs: predict the step time (borrowed) */
-    int emulate;                 /* 1: every pass waits its profiled time instead of computing
-                                    (needs profile): no model, no losses, real transport */
-    int fail_stall;              /* 1: instead of failing, the rank stalls (waits for a
-                                    tensor nobody sends) until the watchdog stops the run */
+    const vp_cost_model *op_ms;  /* optional per-stage pass times of this schedule, in ms
+                                    (e.g. from a profile, profile.h): predicts the step
+                                    time (borrowed) */
+    int emulate;                 /* 1: every pass waits its op_ms time instead of computing
+                                    (needs op_ms): no model, no losses, real transport */
 } vp_pipeline_options;
 
 /* Defaults: vp_train_options_default, no schedule, watchdog 60 s, no fault. */
@@ -74,7 +137,7 @@ typedef struct vp_pipeline_result {
     double *predicted_peak_bytes; /* [p] the simulator's prediction for the same model */
     double *bubble_measured;      /* [p] 1 - busy / span of the rank in the last step */
     int bit_exact;                /* 1 when bit-identity with vp_train_run is expected */
-    double predicted_step_ms;     /* simulated makespan with o->profile's costs (0: none) */
+    double predicted_step_ms;     /* simulated makespan with o->op_ms (0: none) */
     vp_timeline *measured;        /* last step, times in ms, memory in MiB */
 } vp_pipeline_result;
 
@@ -84,7 +147,7 @@ void vp_pipeline_result_release(vp_pipeline_result *r);
 /* Checks that schedule s can train model cfg: it validates, the layers split over its
  * route, and m fits. Sets *bit_exact (optional) to 1 when every stage runs its weight
  * gradients in microbatch order and there is one model copy (then results are bit-
- * identical to the single-rank reference). VP_EINVALID / VP_EINVAL with the reason. */
+ * identical to the single-rank reference). VP_EVALIDATION / VP_EINVAL with the reason. */
 vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg, int *bit_exact,
                                  vp_error *err);
 
@@ -103,47 +166,22 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
  * after a failed run); without MPI, does nothing. */
 void vp_runtime_mpi_abort(int code);
 
-/* Measures cfg's parts on this machine (one BLAS thread): the median of reps runs after
- * one warm-up. VP_EINVAL for a bad config or reps < 1. */
-vp_status vp_profile_measure(const vp_model_config *cfg, int reps, vp_profile *out, vp_error *err);
+/* ---- measuring ---------------------------------------------------------------------------- */
 
-/* vpipe profile JSON:
- *   {"format": "vpipe-profile", "version": 1,
- *    "model": {"layers": 4, "width": 128, "heads": 4, "seq": 64, "microbatch": 8, "vocab": 256},
- *    "ms": {"embed": {"F": .., "B": .., "W": ..}, "layer": {..}, "head": {..}}, "c_ms": ..}
- * Write returns a new string (caller frees) or NULL; read checks every field (VP_EPARSE
- * with line/column or the field's name). */
-char *vp_profile_write_json(const vp_profile *pr);
-vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp_error *err);
+/* One hop between two ranks on the threads transport: half the median round trip of a
+ * tensor of `floats` floats over reps trips, in ms. */
+vp_status vp_runtime_measure_hop(size_t floats, int reps, double *ms, vp_error *err);
 
-/* Fills cm (a model of schedule s) from the profile: per-stage F, B, W times for the layer
- * split vp_split_layers gives s, c, and, when cm has byte arrays, per-stage activation and
- * stash bytes from the size functions. VP_EINVAL when the layers do not split over s. */
-vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, vp_cost_model *cm,
-                                vp_error *err);
+/* The simulator's peak activation bytes per rank ([s->p], caller storage) for model cfg
+ * under schedule s, from the model's size functions (vp_runtime_model_bytes). */
+vp_status vp_runtime_predict_peaks(const vp_schedule *s, const vp_model_config *cfg, double *peaks,
+                                   vp_error *err);
 
-/* Bytes of one memory unit for the profiled model on p ranks: the mean over the p stages
- * of a one-stage-per-rank split of the activation bytes one microbatch leaves after F. */
-vp_status vp_profile_unit_bytes(const vp_profile *pr, int p, double *bytes, vp_error *err);
-
-/* Per-slice costs of a p-rank pipeline with one stage per rank (the model split with
- * vp_split_layers): dev_f/dev_b/dev_w [p] (caller storage) hold each rank's slice, costs
- * gets their means, c and pointers to the arrays. For generators and the planner. */
-vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev_f, double *dev_b,
-                                 double *dev_w, vp_costs *costs, vp_error *err);
-
-/* ---- choosing a schedule for a memory budget from measured costs ------------------ */
-
-/* The planner's answer for the model of profile pr on p ranks with m microbatches under
- * budget, checked in bytes: budget resolves to bytes (a fraction of 1F1B's predicted
- * peak for this model, units of the mean per-rank slice activation, or bytes), the
- * planner (plan.h) searches with the profile's per-rank costs and the model's memory
- * split (B keeps the stash for W), and the units budget tightens until the chosen
- * schedule's exact predicted peak bytes (size functions, every rank) fit. Fills *plan
- * (caller frees with vp_plan_free), *peak_bytes and *budget_bytes. VP_EINVAL naming the
- * smallest reachable peak when nothing fits. */
-vp_status vp_autoplan(const vp_profile *pr, int p, int m, const vp_budget *budget, vp_plan **plan,
-                      double *peak_bytes, double *budget_bytes, vp_error *err);
+/* Fills cm's byte arrays for model cfg under schedule s: per stage the bytes F adds
+ * (act) and those B keeps for W (stash), from the layer split vp_split_layers gives s.
+ * VP_EINVAL when cm has no byte arrays or the layers do not split over s's route. */
+vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
+                                 const vp_model_config *cfg, vp_error *err);
 
 /* Sets cm's per-stage times to the mean measured duration of each stage's passes in tl
  * (a measured timeline of schedule s): f, b, w from F, B, W ops; a stage that only ran

@@ -1,5 +1,8 @@
 /* The schedule value: the one thing every part of vpipe reads.
  *
+ * Module `schedule` (src/schedule/): the value, its validator, and the eager replay that
+ * knows the pass dependencies. Depends on base.
+ *
  * A schedule has p devices, S stages and m microbatches. A placement maps every stage to
  * a device and a chunk (the stage's rank among the stages of its device). Every
  * microbatch travels a route: a contiguous run of route_len stages starting at its first
@@ -15,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "vpipe/vpipe.h"
+#include "vpipe/base.h"
 
 typedef enum {
     VP_OP_F = 0,  /* forward */
@@ -101,6 +104,10 @@ static inline int vp_schedule_last_stage(const vp_schedule *s, int mb) {
     return s->mb_first[mb] + s->route_len - 1;
 }
 
+/* Parameter copies a schedule needs: 2 for the bidirectional placement (DualPipe keeps
+ * both model copies on every device and sums their gradients), 1 otherwise. */
+int vp_schedule_param_copies(const vp_schedule *s);
+
 /* Names: "F", "B", "W", "BW", "F&B"; placement "single", "loop", "v", "bidir",
  * "custom". Static strings. */
 const char *vp_op_kind_name(vp_op_kind kind);
@@ -114,7 +121,7 @@ char *vp_op_format(const vp_op *op, char *buf, int size);
  * its route has exactly F plus either BW or B and W; no pass is outside its route;
  * every op sits on its stage's device; on each device the order respects dependencies
  * (B/BW after F, W after B); and replaying all devices together terminates (no
- * cross-device deadlock). Returns VP_OK or VP_EINVALID / VP_EDEADLOCK with a message
+ * cross-device deadlock). Returns VP_OK or VP_EVALIDATION / VP_EDEADLOCK with a message
  * naming the device, the position in its list and the op. */
 vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
 

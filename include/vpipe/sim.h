@@ -1,5 +1,9 @@
 /* Cost model and simulator.
  *
+ * Module `sim` (src/sim/): costs and their parser, the memory model, the per-stage cost
+ * model, and the simulator (the eager replay of schedule.h with times and memory).
+ * Depends on schedule.
+ *
  * Costs a user states (vp_costs) are per microbatch for one device's whole slice of
  * layers; a schedule with v chunks per device charges each chunk pass 1/v of it. The
  * cost model (vp_cost_model) is those costs laid out per stage of one schedule, with the

@@ -2,7 +2,7 @@
 #ifndef VPIPE_BLOCK_INTERNAL_H
 #define VPIPE_BLOCK_INTERNAL_H
 
-#include "core/internal.h"
+#include "base/internal.h"
 #include "vpipe/block.h"
 
 /* Limits that keep index arithmetic far from overflow. */

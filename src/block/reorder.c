@@ -61,7 +61,7 @@
 #include <string.h>
 
 #include "block/block_internal.h"
-#include "core/replay.h"
+#include "schedule/replay.h"
 
 /* Where a pass sits: device and position. */
 typedef struct where {

@@ -199,7 +199,7 @@ static vp_status report(const vp_block *b, int d, int a, int bb, long c, double 
     char la[48], lb[48];
     vp_op_format(&oa, la, sizeof la);
     vp_op_format(&ob, lb, sizeof lb);
-    return vp__fail(err, VP_EINVALID,
+    return vp__fail(err, VP_EVALIDATION,
                     "blocks collide on device %d at interval T=%g: %s [%g, %g) overlaps %s "
                     "[%g, %g) (copy %ld)",
                     d, T, la, h.a_start, h.a_end, lb, h.b_start, h.b_end, c);

@@ -34,7 +34,6 @@
 #include <stdlib.h>
 
 #include "families/families_internal.h"
-#include "vpipe/plan.h"
 
 /* One device's program state: the stage and microbatch numbering of each phase, the
  * counters, and the FIFO of backwards whose W is deferred. */
@@ -213,8 +212,4 @@ vp_status vp__build_dualpipe(const vp_spec *spec, vp_schedule **out, vp_error *e
                         "m=%d)",
                         2 * p, m);
     return build("dualpipe", spec, 1, out, err);
-}
-
-int vp_schedule_param_copies(const vp_schedule *s) {
-    return s->placement == VP_PLACE_BIDIR ? 2 : 1;
 }

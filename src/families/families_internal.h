@@ -2,7 +2,7 @@
 #ifndef VPIPE_FAMILIES_INTERNAL_H
 #define VPIPE_FAMILIES_INTERNAL_H
 
-#include "core/internal.h"
+#include "base/internal.h"
 #include "vpipe/families.h"
 
 /* One builder per family (src/families/<family>.c). Each checks the spec against its

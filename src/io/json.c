@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "base/internal.h"
 #include "vpipe/io.h"
-#include "vpipe/torch_csv.h"
 
 /* ---- writing ---------------------------------------------------------------------- */
 
@@ -278,44 +277,10 @@ vp_status vp_json_read(const char *text, size_t len, vp_schedule **out, vp_error
 
 /* ---- files ------------------------------------------------------------------------ */
 
-vp_status vp_read_file(const char *path, char **text, size_t *len, vp_error *err) {
-    *text = NULL;
-    *len = 0;
-    int is_stdin = !strcmp(path, "-");
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f)
-        return vp__fail(err, VP_EIO, "cannot open %s: %s", path, strerror(errno));
-    char *buf = NULL;
-    int cap = 0, n = 0;
-    for (;;) {
-        if (vp__grow((void **)&buf, &cap, n + 65536, 1) != 0) {
-            free(buf);
-            if (!is_stdin)
-                fclose(f);
-            return vp__fail(err, VP_ENOMEM, "%s is too large to read", path);
-        }
-        size_t got = fread(buf + n, 1, (size_t)(cap - n - 1), f);
-        n += (int)got;
-        if (got == 0)
-            break;
-    }
-    int failed = ferror(f);
-    if (!is_stdin)
-        fclose(f);
-    if (failed) {
-        free(buf);
-        return vp__fail(err, VP_EIO, "cannot read %s", path);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *len = (size_t)n;
-    return VP_OK;
-}
-
 vp_status vp_schedule_load(const char *path, vp_schedule **out, vp_error *err) {
     char *text;
     size_t len;
-    vp_status rc = vp_read_file(path, &text, &len, err);
+    vp_status rc = vp_read_file(path, 0, &text, &len, err);
     if (rc != VP_OK)
         return rc;
     size_t i = 0;
@@ -323,7 +288,7 @@ vp_status vp_schedule_load(const char *path, vp_schedule **out, vp_error *err) {
         i++;
     int is_json = i < len && text[i] == '{';
     if (i == len)
-        rc = vp__fail(err, VP_EPARSE, "%s is empty", path);
+        rc = vp__fail(err, VP_EPARSE, "is empty");
     else if (is_json)
         rc = vp_json_read(text, len, out, err);
     else
@@ -335,6 +300,11 @@ vp_status vp_schedule_load(const char *path, vp_schedule **out, vp_error *err) {
             vp_schedule_free(*out);
             *out = NULL;
         }
+    }
+    if (rc != VP_OK && err && !err->line) { /* name the file; a line error has its place */
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        vp__fail(err, rc, "%s: %s", path, why);
     }
     return rc;
 }

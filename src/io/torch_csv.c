@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
-#include "vpipe/torch_csv.h"
+#include "base/internal.h"
+#include "vpipe/io.h"
 
 /* ---------------------------------------------------------------- action types */
 
@@ -472,9 +472,9 @@ static vp_status rule_fail(const checker *ck, const cellrec *c, const char *fmt,
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (c)
-        return vp__fail_at(ck->err, VP_EINVALID, c->line, c->col, "torch csv: rank %d: %s", c->row,
-                           msg);
-    return vp__fail(ck->err, VP_EINVALID, "torch csv: %s", msg);
+        return vp__fail_at(ck->err, VP_EVALIDATION, c->line, c->col, "torch csv: rank %d: %s",
+                           c->row, msg);
+    return vp__fail(ck->err, VP_EVALIDATION, "torch csv: %s", msg);
 }
 
 /* Infers S and m (or checks opts->m), and makes sure every stage can hold m forwards before
@@ -745,7 +745,7 @@ static vp_status check_format(checker *ck, const vp_torch_csv_opts *o) {
     }
     if (o->p > 0 && ps->rows != o->p) {
         int line = ps->rows > o->p ? o->p + 1 : ps->rows + 1;
-        return vp__fail_at(ck->err, VP_EINVALID, line, 1,
+        return vp__fail_at(ck->err, VP_EVALIDATION, line, 1,
                            "torch csv: the file has %d rows, expected one per rank (p = %d)",
                            ps->rows, o->p);
     }

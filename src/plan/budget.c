@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/internal.h"
+#include "base/internal.h"
 #include "vpipe/plan.h"
 
 vp_status vp_budget_parse(const char *text, vp_budget *out, vp_error *err) {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "families/vshape_internal.h"
+#include "base/internal.h"
 #include "vpipe/plan.h"
 
 #define EPS 1e-9
@@ -143,14 +143,15 @@ static void *search(void *arg) {
     int p = spec->p;
     int uniform =
         k0->f == k0->b && k0->b == k0->w && k0->c == 0 && !k0->dev_f && !k0->dev_b && !k0->dev_w;
-    vp__vwork *w = vp__vwork_new(p, spec->m);
+    vp_vgrid *w = NULL;
     int(*t)[6] = vp__calloc((size_t)p, sizeof *t);
     double *best_at = vp__calloc(2 * (size_t)p + 1, sizeof *best_at);
-    wk->rc = w && t && best_at ? VP_OK : vp__fail(&wk->err, VP_ENOMEM, "out of memory");
+    wk->rc = t && best_at ? vp_vgrid_new(p, spec->m, &w, &wk->err)
+                          : vp__fail(&wk->err, VP_ENOMEM, "out of memory");
     for (long i = wk->first; i < wk->n && wk->rc == VP_OK; i += wk->step) {
         if (vp_vblock_slots(&wk->blocks[i], p, t) != 0)
             continue;
-        int cap = vp__vblock_peak(w, (const int(*)[6])t);
+        int cap = vp_vgrid_peak(w, (const int(*)[6])t);
         if (cap > 2 * p)
             continue; /* more memory than V-ZB, which has no bubble */
         int idle = 6 * p - 1 - 3 * cap > 0 ? 6 * p - 1 - 3 * cap : 0;
@@ -158,7 +159,7 @@ static void *search(void *arg) {
         if (uniform && best_at[cap] > 0 && best_at[cap] <= lb * (1 + EPS))
             continue;
         vp_schedule *s = NULL;
-        wk->rc = vp__vwork_build(w, (const int(*)[6])t, "v-block", &s, &wk->err);
+        wk->rc = vp_vgrid_build(w, (const int(*)[6])t, "v-block", &s, &wk->err);
         if (wk->rc != VP_OK)
             break;
         wk->built++;
@@ -172,7 +173,7 @@ static void *search(void *arg) {
     }
     free(best_at);
     free(t);
-    vp__vwork_free(w);
+    vp_vgrid_free(w);
     return NULL;
 }
 
@@ -395,7 +396,7 @@ static vp_status resolve_budget(const vp_spec *spec, const vp_budget *budget, vp
 static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_schedule **out,
                          vp_error *err) {
     if (c->is_vblock)
-        return vp_vblock_build(&c->vblock, spec, "v-block", out, err);
+        return vp_vblock_build(&c->vblock, spec->p, spec->m, "v-block", out, err);
     return vp_family_build(c->family, spec, out, err);
 }
 

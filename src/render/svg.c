@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "base/internal.h"
 #include "render/render_internal.h"
 
 #define FONT "DejaVu Sans, Helvetica, Arial, sans-serif"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
+#include "base/internal.h"
 #include "render/render_internal.h"
 
 vp_timeline *vp_timeline_new(const char *family, int p, int S, int m) {

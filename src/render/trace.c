@@ -1,7 +1,7 @@
 /* Chrome trace JSON (Perfetto, chrome://tracing) of a timeline, one event per line. */
 #include <stdio.h>
 
-#include "core/internal.h"
+#include "base/internal.h"
 #include "render/render_internal.h"
 
 /* Trace-viewer colour names per kind (Perfetto picks its own colours by name). */

@@ -6,36 +6,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/internal.h"
-#include "runtime/transport.h"
-#include "vpipe/checkpoint.h"
-#include "vpipe/runtime.h"
-#include "vpipe/sim.h"
+#include "runtime/runtime_internal.h"
+#include "runtime/transport/transport.h"
 
-/* ---- plan: layers per stage -------------------------------------------------------- */
-
-vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err) {
-    if (route_len < 1 || n_layer < 0)
-        return vp__fail(err, VP_EINVAL, "cannot split %d layers over %d stages", n_layer,
-                        route_len);
-    /* Equal shares; the remainder (< route_len) goes to the middle stages, and what the
-     * middle cannot take (at most one layer) to the first stage. */
-    int base = n_layer / route_len, rem = n_layer % route_len;
-    l0[0] = 0;
-    for (int k = 0; k < route_len; k++) {
-        int is_middle = k > 0 && k < route_len - 1;
-        int count = base + (is_middle && k <= rem);
-        if (k == 0 && rem > route_len - 2 && route_len > 1)
-            count++;
-        if (is_middle && count == 0)
-            return vp__fail(err, VP_EINVAL,
-                            "%d layers cannot fill %d stages: every stage but the first and "
-                            "the last needs a layer (use at least %d layers)",
-                            n_layer, route_len, route_len - 2);
-        l0[k + 1] = l0[k] + count;
-    }
-    return VP_OK;
-}
+/* ---- plan: layers per stage ---------------------------------------------------- */
 
 /* Position of stage st on its route, and whether it is the route's first or last. */
 static int route_pos(const vp_schedule *s, int st) {
@@ -67,9 +41,9 @@ vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cf
     if (s->placement == VP_PLACE_BIDIR)
         for (int j = 0; j < s->m; j++)
             if (s->mb_first[j] % s->route_len != 0)
-                return vp__fail(err, VP_EINVALID, "microbatch %d starts mid-route", j);
+                return vp__fail(err, VP_EVALIDATION, "microbatch %d starts mid-route", j);
     if (s->placement != VP_PLACE_BIDIR && s->route_len != s->S)
-        return vp__fail(err, VP_EINVALID, "only the bidirectional placement has two routes");
+        return vp__fail(err, VP_EVALIDATION, "only the bidirectional placement has two routes");
     rc = vp_model_config_check(cfg, err);
     if (rc != VP_OK)
         return rc;
@@ -101,12 +75,12 @@ typedef struct run {
     void *user;
     vp_transport *t;
     int rank_lo, rank_hi;
-    int L, units;       /* layers; gradient-norm units: embedding, layers, head */
-    int *l0;            /* [route_len + 1] */
-    size_t io_floats;   /* B*T*C: one tensor between stages */
-    vp_stage **stage;   /* [S], NULL for stages of ranks this process does not host */
-    vp_mem **mem;       /* [p], likewise */
-    vp_cost_model *emu; /* emulation: per-stage pass times (ms) to wait; NULL computes */
+    int L, units;             /* layers; gradient-norm units: embedding, layers, head */
+    int *l0;                  /* [route_len + 1] */
+    size_t io_floats;         /* B*T*C: one tensor between stages */
+    vp_stage **stage;         /* [S], NULL for stages of ranks this process does not host */
+    vp_mem **mem;             /* [p], likewise */
+    const vp_cost_model *emu; /* emulation: per-stage pass times (ms) to wait; NULL computes */
     /* Gathered at the end (on the process of rank 0 for times and digest). */
     double *peak, *busy, *span;         /* [p] */
     double **t_start, **t_end, **t_mem; /* [p][n_d] last step: ms from its start, MiB */
@@ -373,8 +347,9 @@ static vp_status run_ops(rank_ctx *c, int step, double *losses, vp_error *err) {
         char label[48];
         vp_op_format(&ops->ops[k], label, sizeof label);
         vp_transport_set_op(r->t, c->rank, k, label);
-        if (c->rank == o->fail_rank && step == o->fail_step && k == o->fail_op) {
-            if (!o->fail_stall)
+        const vp_faults *f = &o->train.faults;
+        if (c->rank == f->rank && step == f->step && k == f->op) {
+            if (!f->stall)
                 return vp__fail(err, VP_ERUNTIME, "injected failure before op %d (%s) of step %d",
                                 k, label, step);
             float *never = NULL; /* no rank sends this: the watchdog ends the wait */
@@ -406,7 +381,7 @@ static vp_status update(rank_ctx *c, int step, double *losses, vp_train_progress
     run *r = c->r;
     const vp_train_options *o = &r->o->train;
     const vp_schedule *s = r->s;
-    if (step + 1 == o->fault_nonfinite_step && s->stage_device[0] == c->rank) {
+    if (step + 1 == o->faults.nonfinite_step && s->stage_device[0] == c->rank) {
         size_t n;
         vp_stage_grads(r->stage[0], &n)[0] = NAN; /* test hook: poison this step */
     }
@@ -453,8 +428,9 @@ static vp_status checkpoint(rank_ctx *c, int step, vp_error *err) {
         return vp__fail(err, VP_ENOMEM, "out of memory");
     int n = rank_stages(c, mine);
     uint64_t data_pos = (uint64_t)step * (uint64_t)r->s->m;
-    vp_status rc = vp_checkpoint_write_rank(o->checkpoint_dir, c->rank, r->s->p, o, step, data_pos,
-                                            mine, n, err);
+    vp_checkpoint_run traj = vp__checkpoint_run(o);
+    vp_status rc = vp_checkpoint_write_rank(o->checkpoint_dir, c->rank, r->s->p, &traj, step,
+                                            data_pos, mine, n, err);
     if (rc == VP_OK)
         rc = r->t->vt->barrier(r->t, c->rank, err);
     if (rc == VP_OK && c->rank == 0)
@@ -475,7 +451,8 @@ static vp_status resume(rank_ctx *c, int *step, vp_error *err) {
     if (!mine)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_checkpoint_meta meta = {0};
-    vp_status rc = vp_checkpoint_load(o->resume_dir, c->rank, r->s->p, o, mine,
+    vp_checkpoint_run traj = vp__checkpoint_run(o);
+    vp_status rc = vp_checkpoint_load(o->resume_dir, c->rank, r->s->p, &traj, mine,
                                       rank_stages(c, mine), &meta, err);
     free(mine);
     if (rc == VP_OK && meta.step >= o->steps)
@@ -662,7 +639,6 @@ void vp_pipeline_options_default(vp_pipeline_options *o) {
     memset(o, 0, sizeof *o);
     vp_train_options_default(&o->train);
     o->watchdog_s = 60.0;
-    o->fail_rank = -1;
 }
 
 void vp_pipeline_result_release(vp_pipeline_result *r) {
@@ -696,7 +672,6 @@ static void run_free(run *r) {
     free(r->span);
     free(r->peak);
     free(r->l0);
-    vp_cost_model_free(r->emu);
 }
 
 /* Allocates the run's arrays and the stages of the ranks this process hosts. */
@@ -737,56 +712,13 @@ static vp_status run_alloc(run *r, vp_error *err) {
     return rc;
 }
 
-/* A new cost model of s with pr's per-stage pass times (ms); NULL on failure. */
-static vp_cost_model *profile_costs(const vp_profile *pr, const vp_schedule *s, vp_error *err) {
-    vp_costs costs = vp_costs_default();
-    vp_memcfg mem = vp_memcfg_default();
-    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, err);
-    if (cm && vp_profile_cost_model(pr, s, cm, err) != VP_OK) {
-        vp_cost_model_free(cm);
-        return NULL;
-    }
-    return cm;
-}
-
-/* The simulator's peak bytes per rank for this model: per-stage activation and stash
- * bytes from the model's size functions. */
-static vp_status predict_peaks(const run *r, double *out, vp_error *err) {
-    const vp_schedule *s = r->s;
-    vp_costs costs = vp_costs_default();
-    vp_memcfg mem = vp_memcfg_default();
-    mem.unit_bytes = 1.0; /* allocates the byte arrays; overwritten below */
-    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, err);
-    if (!cm)
-        return err ? err->status : VP_ENOMEM;
-    vp_status rc = VP_OK;
-    for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        int k = route_pos(s, st);
-        vp_stage_sizes sz;
-        rc = vp_stage_sizes_of(&r->o->train.model, r->l0[k], r->l0[k + 1], k == 0,
-                               k == s->route_len - 1, &sz, err);
-        cm->act_bytes[st] = (double)sz.act_bytes;
-        cm->keep_bytes[st] = (double)sz.stash_bytes;
-    }
-    vp_sim *sim = NULL;
-    if (rc == VP_OK)
-        rc = vp_simulate(s, cm, &sim, err);
-    if (rc == VP_OK)
-        memcpy(out, sim->peak_bytes, (size_t)s->p * sizeof *out);
-    vp_sim_free(sim);
-    vp_cost_model_free(cm);
-    return rc;
-}
-
-/* The simulated step time (ms) of the schedule with the profile's per-stage costs. */
+/* The simulated step time (ms) of the schedule with the given per-stage pass times. */
 static vp_status predict_step(const run *r, double *out, vp_error *err) {
-    vp_cost_model *cm = profile_costs(r->o->profile, r->s, err);
     vp_sim *sim = NULL;
-    vp_status rc = cm ? vp_simulate(r->s, cm, &sim, err) : (err ? err->status : VP_ENOMEM);
+    vp_status rc = vp_simulate(r->s, r->o->op_ms, &sim, err);
     if (rc == VP_OK)
         *out = sim->makespan;
     vp_sim_free(sim);
-    vp_cost_model_free(cm);
     return rc;
 }
 
@@ -817,8 +749,8 @@ static vp_status fill_result(run *r, vp_pipeline_result *res, vp_error *err) {
     }
     vp_status rc = vp_pipeline_plan_check(s, &r->o->train.model, &res->bit_exact, err);
     if (rc == VP_OK)
-        rc = predict_peaks(r, res->predicted_peak_bytes, err);
-    if (rc == VP_OK && r->o->profile)
+        rc = vp_runtime_predict_peaks(s, &r->o->train.model, res->predicted_peak_bytes, err);
+    if (rc == VP_OK && r->o->op_ms)
         rc = predict_step(r, &res->predicted_step_ms, err);
     if (rc != VP_OK || r->rank_lo != 0)
         return rc;
@@ -851,8 +783,11 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
                         s->m, o->train.m);
     if (o->train.steps < 1 || o->train.eval_batches < 1)
         return vp__fail(err, VP_EINVAL, "need at least one step and one validation batch");
-    if (o->emulate && !o->profile)
-        return vp__fail(err, VP_EINVAL, "emulation needs a profile of the pass costs");
+    if (o->emulate && !o->op_ms)
+        return vp__fail(err, VP_EINVAL, "emulation needs the pass times (op_ms)");
+    if (o->op_ms && o->op_ms->S != s->S)
+        return vp__fail(err, VP_EINVAL, "the pass times have %d stages, the schedule %d",
+                        o->op_ms->S, s->S);
     if (o->emulate && (o->train.checkpoint_dir || o->train.resume_dir))
         return vp__fail(err, VP_EINVAL, "an emulated run has no model state to checkpoint");
     vp_status rc = vp_pipeline_plan_check(s, &o->train.model, NULL, err);
@@ -873,8 +808,8 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
         if (!r.t)
             rc = vp__fail(err, VP_ENOMEM, "out of memory");
     }
-    if (rc == VP_OK && o->emulate && !(r.emu = profile_costs(o->profile, s, err)))
-        rc = err ? err->status : VP_ENOMEM;
+    if (o->emulate)
+        r.emu = o->op_ms;
     if (rc == VP_OK)
         rc = run_alloc(&r, err);
     int local = r.rank_hi - r.rank_lo;

@@ -3,9 +3,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core/internal.h"
-#include "runtime/stage_internal.h"
-#include "vpipe/checkpoint.h"
+#include "runtime/runtime_internal.h"
 
 void vp_train_options_default(vp_train_options *o) {
     *o = (vp_train_options){
@@ -22,7 +20,21 @@ void vp_train_options_default(vp_train_options *o) {
         .seed = 1,
         .eval_every = 0,
         .eval_batches = 16,
+        .faults = {.rank = -1},
     };
+}
+
+vp_checkpoint_run vp__checkpoint_run(const vp_train_options *o) {
+    return (vp_checkpoint_run){.model = o->model,
+                               .m = o->m,
+                               .steps = o->steps,
+                               .warmup = o->warmup,
+                               .schedule = o->schedule,
+                               .lr = o->lr,
+                               .min_lr = o->min_lr,
+                               .clip = o->clip,
+                               .adamw = o->adamw,
+                               .seed = o->seed};
 }
 
 static vp_status check_options(const vp_train_options *o, const vp_data *data, vp_error *err) {
@@ -35,7 +47,7 @@ static vp_status check_options(const vp_train_options *o, const vp_data *data, v
         return vp__fail(err, VP_EINVAL,
                         "microbatches, steps and evaluation batches must be "
                         "positive");
-    if (o->checkpoint_every < 0 || o->fault_nonfinite_step < 0 ||
+    if (o->checkpoint_every < 0 || o->faults.nonfinite_step < 0 ||
         (o->checkpoint_every > 0 && !o->checkpoint_dir))
         return vp__fail(err, VP_EINVAL,
                         "a checkpoint interval needs a checkpoint directory and must not be "
@@ -95,8 +107,10 @@ static vp_status train_step(vp_stage *s, const vp_train_options *o, const vp_dat
             return st;
         loss_sum += loss;
     }
-    if (step + 1 == o->fault_nonfinite_step)
-        s->grads[0] = NAN;
+    if (step + 1 == o->faults.nonfinite_step) {
+        size_t n;
+        vp_stage_grads(s, &n)[0] = NAN; /* the injected fault */
+    }
     p->loss = loss_sum / o->m;
     p->grad_norm = sqrt(vp_stage_grad_sumsq(s));
     p->lr = vp_lr_at(o->schedule, step, o->steps, o->warmup, o->lr, o->min_lr);
@@ -128,8 +142,9 @@ vp_status vp_train_run(const vp_train_options *o, const vp_data *data, vp_train_
     if (!st)
         st = vp_stage_new(&o->model, 0, o->model.n_layer, true, true, 1, o->seed, mem, &s, err);
     vp_checkpoint_meta from = {0};
+    vp_checkpoint_run run = vp__checkpoint_run(o);
     if (!st && o->resume_dir)
-        st = vp_checkpoint_load(o->resume_dir, 0, 1, o, &s, 1, &from, err);
+        st = vp_checkpoint_load(o->resume_dir, 0, 1, &run, &s, 1, &from, err);
     if (!st && from.step >= o->steps)
         st = vp__fail(err, VP_EINVAL,
                       "the checkpoint in %s is at step %d: none of the %d steps is left to run",
@@ -159,7 +174,7 @@ vp_status vp_train_run(const vp_train_options *o, const vp_data *data, vp_train_
                          (step + 1 == o->steps ||
                           (o->checkpoint_every && (step + 1) % o->checkpoint_every == 0));
         if (p.checkpointed)
-            st = vp_checkpoint_save(o->checkpoint_dir, o, step + 1, batch, &s, 1, err);
+            st = vp_checkpoint_save(o->checkpoint_dir, &run, step + 1, batch, &s, 1, err);
         if (!st && callback)
             stop = !callback(&p, user);
         if (!st && stop && !eval)

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/internal.h"
+#include "base/internal.h"
 #include "vpipe/sim.h"
 
 vp_costs vp_costs_default(void) {

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h"
-#include "core/replay.h"
+#include "base/internal.h"
+#include "schedule/replay.h"
 #include "vpipe/sim.h"
 
 void vp_sim_free(vp_sim *sim) {

@@ -73,7 +73,7 @@ expect 2 "unknown --format" -- "$vp" schedule 1f1b -p 2 -m 2 --format yaml
 expect 2 "needs -p and -m" -- "$vp" compare -p 4
 
 # Bad files: exit 3, never a crash.
-expect 3 "cannot open" -- "$vp" validate "$tmp/nonexistent.json"
+expect 3 "nonexistent.json: No such file or directory" -- "$vp" validate "$tmp/nonexistent.json"
 printf '' >"$tmp/empty.json"
 expect 3 "is empty" -- "$vp" validate "$tmp/empty.json"
 head -c 200 "$tmp/il.json" >"$tmp/trunc.json"

@@ -74,7 +74,7 @@ printf '{"format": "vpipe-block", "p": 1, "passes": [["F",0,0], ["BW",0,-5]]}' >
 expect 3 "breaks a dependency" -- "$vp" block "$tmp/dep.json"
 printf '{"format": "vpipe-schedule", "p": 1}' >"$tmp/fmt.json"
 expect 3 'format: must be "vpipe-block"' -- "$vp" block "$tmp/fmt.json"
-expect 3 "cannot open" -- "$vp" block "$tmp/missing.json"
+expect 3 "missing.json: No such file or directory" -- "$vp" block "$tmp/missing.json"
 expect 2 "--cost" -- "$vp" block "$tmp/vmin.json" --cost F=x
 
 finish

@@ -1,0 +1,40 @@
+/* Byte-level text data: a corpus split into training and validation text, and
+ * deterministic windows of it.
+ *
+ * Module `data` (src/data/). Depends on base.
+ */
+#ifndef VPIPE_DATA_H
+#define VPIPE_DATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vpipe/base.h"
+
+/* A byte corpus split into training text and validation text (the last part). */
+typedef struct vp_data vp_data;
+
+/* The default corpus: the King James Bible of Debian's bible-kjv-text package
+ * (/usr/lib/bible.data) when installed, else NULL. Static string. */
+const char *vp_data_default_path(void);
+
+/* Loads path: a plain text file, or a Bible Retrieval System data file ("EC02"
+ * windows of LZW, as bible-kjv-text ships), decoded. The last val_fraction of the
+ * bytes is validation text. VP_EIO for a missing, unreadable, empty or corrupt file;
+ * VP_EINVAL for val_fraction outside (0, 1). */
+vp_status vp_data_load(const char *path, double val_fraction, vp_data **out, vp_error *err);
+void vp_data_free(vp_data *data);
+
+/* Byte counts of the two parts. */
+size_t vp_data_train_bytes(const vp_data *data);
+size_t vp_data_val_bytes(const vp_data *data);
+
+/* Fills tokens and targets [rows*seq_len] with rows windows of seq_len+1 bytes: targets
+ * are tokens shifted by one. Training window positions are a pure function of (seed,
+ * index, row); validation windows of (index, row) only. VP_EIO when the part holds
+ * fewer than seq_len+1 bytes. */
+vp_status vp_data_batch(const vp_data *data, bool validation, uint64_t seed, uint64_t index,
+                        int rows, int seq_len, uint8_t *tokens, uint8_t *targets, vp_error *err);
+
+#endif

@@ -1,0 +1,44 @@
+/* Internal helpers every module shares: error filling, checked allocation, growth, a
+ * monotonic clock and deterministic random numbers. Not part of the public API. */
+#ifndef VPIPE_BASE_INTERNAL_H
+#define VPIPE_BASE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vpipe/base.h"
+
+#if defined(__GNUC__)
+#define VP_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define VP_PRINTF(a, b)
+#endif
+
+/* Fills err (if non-NULL) with status and a formatted message; returns status so that
+ * callers can write `return vp__fail(err, VP_EINVAL, "...")`. */
+vp_status vp__fail(vp_error *err, vp_status status, const char *fmt, ...) VP_PRINTF(3, 4);
+
+/* Same, with a 1-based line and column for parser errors. */
+vp_status vp__fail_at(vp_error *err, vp_status status, int line, int column, const char *fmt, ...)
+    VP_PRINTF(5, 6);
+
+/* calloc that treats n*size overflow as failure. */
+void *vp__calloc(size_t n, size_t size);
+
+/* Grows *buf (element size elem) so that it holds at least need elements; *cap tracks
+ * the capacity. Returns 0 on success, -1 when memory runs out (buffer left unchanged). */
+int vp__grow(void **buf, int *cap, int need, size_t elem);
+
+/* Monotonic clock in milliseconds (for durations only). */
+double vp__now_ms(void);
+
+/* Median of v[0..n), n >= 1; sorts v. */
+double vp__median(double *v, int n);
+
+/* Deterministic random numbers (rng.c): a splitmix64 step, a stream key derived from
+ * (seed, a, b), and n normal samples of standard deviation std (Box-Muller). */
+uint64_t vp__rng_next(uint64_t *state);
+uint64_t vp__rng_key(uint64_t seed, uint64_t a, uint64_t b);
+void vp__rng_normal(uint64_t *state, float *out, int64_t n, float std);
+
+#endif

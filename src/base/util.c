@@ -1,0 +1,45 @@
+/* Checked allocation, growth, the clock and a median. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "base/internal.h"
+
+void *vp__calloc(size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    return calloc(n ? n : 1, size ? size : 1);
+}
+
+double vp__now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int vp__grow(void **buf, int *cap, int need, size_t elem) {
+    if (need <= *cap)
+        return 0;
+    int ncap = *cap ? *cap : 8;
+    while (ncap < need) {
+        if (ncap > INT32_MAX / 2)
+            return -1;
+        ncap *= 2;
+    }
+    void *nb = realloc(*buf, (size_t)ncap * elem);
+    if (!nb)
+        return -1;
+    *buf = nb;
+    *cap = ncap;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double vp__median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}

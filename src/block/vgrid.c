@@ -1,0 +1,896 @@
+/* The V slot grid: V blocks built into schedules (block.h, "V blocks").
+ *
+ * Everything is built in unit slots (one slot per chunk pass, six per microbatch and
+ * device) on a grid of devices x slots. A V block gives the slots of microbatch 0; it
+ * becomes a framework block (vp_block: V placement, T = 6, collision-checked by
+ * vp_block_collisions unless its phases already were) whose passes, repeated every 6
+ * slots, fill the grid. The grid is then reshaped where the stable phase leaves room:
+ *  - squeeze: replay each device's order as early as its dependencies allow;
+ *  - warm-up: the passes before a device's first B⁰ are laid out canonically: chunk-0
+ *    forwards first, then (F⁰, F¹) pairs, then (B¹, W, F) triples, with at most
+ *    min(i+1, k/2) F¹ and k minus that many F⁰ up front (k the block's peak in chunk
+ *    activations, i the device), so the pipeline fills as fast as memory allows;
+ *  - cool-down: the last backwards go onto their critical chain (after the last F¹ of
+ *    device 0, B¹ one slot per device down, then B⁰ back up, earlier microbatches every
+ *    other slot), the W's they free follow in idle slots;
+ *  - fill: an idle slot takes the first later pass of each kind that is ready by then
+ *    and does not raise the device's memory above the cap.
+ * Each reshaping step is kept only when it replays and does not raise the peak. W passes
+ * are anonymous on the grid and bound to their B in FIFO order at the end. The result is
+ * an order per device: vp_simulate replays it with the real costs (the squeeze).
+ *
+ * In bw mode (1F1B-V) a backward is a full BW of two slots and the warm-up is a
+ * compaction: every pass moves to the earliest slot its dependencies allow, forwards only
+ * while memory stays under the peak.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "block/block_internal.h"
+
+/* Pass types on the grid. W is a weight pass bound to a B later (split mode) or the
+ * second slot of the BW that starts in the slot before it (1F1B-V). */
+enum { T_F0 = 0, T_F1 = 1, T_B1 = 2, T_B0 = 3, T_W = 4, T_N = 5 };
+
+#define PERIOD 6
+
+typedef struct grid {
+    int len, cap; /* slots in use / allocated per device row */
+    int8_t *ty;   /* [p][cap] pass type, -1 idle */
+    int32_t *mb;  /* [p][cap] microbatch of the pass (W: unused in split mode) */
+} grid;
+
+struct vp_vgrid {
+    int p, m;  /* shape */
+    int spare; /* microbatches the arrays hold: max(m, 2p) */
+    int mm;    /* microbatches repeated before trimming: spare (split), m (bw) */
+    grid g[2]; /* current and spare grid */
+    int cur;
+    int32_t *at;      /* [p][4][mm] slot where (device, type, microbatch) ends, -1 */
+    int8_t *ord_ty;   /* [p][6*mm] per-device order, for squeezing */
+    int32_t *ord_mb;  /* [p][6*mm] */
+    int *n_ord, *pos; /* [p] */
+    int *free_at;     /* [p] */
+    int *count;       /* [p][T_N] passes of each type seen, for the fill */
+    int *wq;          /* [6*mm] FIFO of B passes awaiting their W (stage, microbatch pairs) */
+};
+
+#define CELL(g, d, t) ((size_t)(d) * (size_t)(g)->cap + (size_t)(t))
+
+static void grid_free(grid *g) {
+    free(g->ty);
+    free(g->mb);
+    g->ty = NULL;
+    g->mb = NULL;
+}
+
+/* Makes room for `need` slots per row, keeping the contents. 0 ok, -1 no memory. */
+static int grid_reserve(grid *g, int p, int need) {
+    if (need <= g->cap)
+        return 0;
+    int cap = g->cap * 2 > need ? g->cap * 2 : need;
+    int8_t *ty = malloc((size_t)p * (size_t)cap);
+    int32_t *mb = malloc((size_t)p * (size_t)cap * sizeof *mb);
+    if (!ty || !mb) {
+        free(ty);
+        free(mb);
+        return -1;
+    }
+    memset(ty, -1, (size_t)p * (size_t)cap);
+    for (int d = 0; d < p && g->cap; d++) {
+        memcpy(ty + (size_t)d * cap, g->ty + (size_t)d * g->cap, (size_t)g->cap);
+        memcpy(mb + (size_t)d * cap, g->mb + (size_t)d * g->cap, (size_t)g->cap * sizeof *mb);
+    }
+    free(g->ty);
+    free(g->mb);
+    g->ty = ty;
+    g->mb = mb;
+    g->cap = cap;
+    return 0;
+}
+
+/* Empties the grid. Cells past len are always idle, so only len columns are cleared. */
+static void grid_clear(grid *g, int p) {
+    for (int d = 0; d < p && g->len > 0; d++)
+        memset(g->ty + CELL(g, d, 0), -1, (size_t)g->len);
+    g->len = 0;
+}
+
+static int grid_copy(grid *dst, const grid *src, int p) {
+    if (grid_reserve(dst, p, src->cap) != 0)
+        return -1;
+    grid_clear(dst, p);
+    for (int d = 0; d < p; d++) {
+        memcpy(dst->ty + CELL(dst, d, 0), src->ty + CELL(src, d, 0), (size_t)src->len);
+        memcpy(dst->mb + CELL(dst, d, 0), src->mb + CELL(src, d, 0),
+               (size_t)src->len * sizeof *src->mb);
+    }
+    dst->len = src->len;
+    return 0;
+}
+
+void vp_vgrid_free(vp_vgrid *w) {
+    if (!w)
+        return;
+    grid_free(&w->g[0]);
+    grid_free(&w->g[1]);
+    free(w->at);
+    free(w->ord_ty);
+    free(w->ord_mb);
+    free(w->n_ord);
+    free(w->pos);
+    free(w->free_at);
+    free(w->count);
+    free(w->wq);
+    free(w);
+}
+
+vp_status vp_vgrid_new(int p, int m, vp_vgrid **out, vp_error *err) {
+    *out = NULL;
+    if (p < 2 || m < 1)
+        return vp__fail(err, VP_EINVAL,
+                        "a V grid needs p >= 2 devices and m >= 1 microbatches (got p=%d, m=%d)", p,
+                        m);
+    vp_vgrid *w = vp__calloc(1, sizeof *w);
+    if (!w)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    w->p = p;
+    w->m = m;
+    w->spare = m > 2 * p ? m : 2 * p;
+    size_t per = (size_t)PERIOD * (size_t)w->spare;
+    w->at = vp__calloc((size_t)p * 4 * (size_t)w->spare, sizeof *w->at);
+    w->ord_ty = vp__calloc((size_t)p * per, sizeof *w->ord_ty);
+    w->ord_mb = vp__calloc((size_t)p * per, sizeof *w->ord_mb);
+    w->n_ord = vp__calloc((size_t)p, sizeof *w->n_ord);
+    w->pos = vp__calloc((size_t)p, sizeof *w->pos);
+    w->free_at = vp__calloc((size_t)p, sizeof *w->free_at);
+    w->count = vp__calloc((size_t)p * T_N, sizeof *w->count);
+    w->wq = vp__calloc(2 * per, sizeof *w->wq);
+    int cols = PERIOD * w->spare + 64 * p + 64;
+    if (!w->at || !w->ord_ty || !w->ord_mb || !w->n_ord || !w->pos || !w->free_at || !w->count ||
+        !w->wq || grid_reserve(&w->g[0], p, cols) != 0 || grid_reserve(&w->g[1], p, cols) != 0) {
+        vp_vgrid_free(w);
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    }
+    *out = w;
+    return VP_OK;
+}
+
+/* ---- block geometry ---------------------------------------------------------------- */
+
+static int mod6(int x) {
+    return ((x % PERIOD) + PERIOD) % PERIOD;
+}
+
+/* First slot >= lo with the given phase. */
+static int first_at(int lo, int phase) {
+    return lo + mod6(phase - lo);
+}
+
+static int in_range(int x) {
+    return x >= 1 && x <= 5;
+}
+
+int vp_vblock_slots(const vp_vblock *vb, int p, int (*t)[6]) {
+    if (p < 2 || !in_range(vb->f1) || !in_range(vb->b1) || !in_range(vb->b0) || vb->f1 == vb->b1 ||
+        vb->f1 == vb->b0 || vb->b1 == vb->b0 || !in_range(vb->d0) || !in_range(vb->d1) ||
+        !in_range(vb->d0b) || !in_range(vb->d1b) || vb->k < 0)
+        return -1;
+    int sum1 = 0; /* chunk-1 forward offset from device p-1 to device 0 */
+    for (int i = 1; i < p; i++)
+        sum1 += i <= vb->k ? vb->d1 : vb->d1b;
+    t[0][0] = 0;
+    for (int i = 1; i < p; i++)
+        t[i][0] = t[i - 1][0] + (i <= vb->k ? vb->d0 : vb->d0b);
+    t[p - 1][1] = first_at(t[p - 1][0] + 1, vb->f1 - sum1);
+    for (int i = p - 2; i >= 0; i--)
+        t[i][1] = t[i + 1][1] + (i + 1 <= vb->k ? vb->d1 : vb->d1b);
+    t[0][2] = first_at(t[0][1] + 1, vb->b1);
+    for (int i = 1; i < p; i++)
+        t[i][2] = t[i - 1][2] + (i <= vb->k ? vb->d0 : vb->d0b);
+    t[p - 1][3] = first_at(t[p - 1][2] + 1, vb->b0 - sum1);
+    for (int i = p - 2; i >= 0; i--)
+        t[i][3] = t[i + 1][3] + (i + 1 <= vb->k ? vb->d1 : vb->d1b);
+    for (int i = 0; i < p; i++) {
+        int used[PERIOD] = {0};
+        for (int x = 0; x < 4; x++) {
+            if (used[mod6(t[i][x])])
+                return -1;
+            used[mod6(t[i][x])] = 1;
+        }
+        for (int x = 2; x < 4; x++) { /* each W in the first free phase after its B */
+            int dist = 1;
+            while (used[mod6(t[i][x] + dist)])
+                dist++;
+            used[mod6(t[i][x] + dist)] = 1;
+            t[i][x + 2] = t[i][x] + dist;
+        }
+    }
+    return 0;
+}
+
+/* Stage of a grid pass type on device d (W: stage of the B it follows, not known here). */
+static int type_stage(int p, int d, int type) {
+    return type == T_F0 || type == T_B0 ? d : 2 * p - 1 - d;
+}
+
+/* Fills a framework block (V placement, T = 6) from slots [p][6]; bw: 1F1B-V's full
+ * backwards of two slots instead of B and W. check: run the framework's collision check
+ * (VP_EVALIDATION when copies overlap); without it the caller vouches for the slots. */
+static vp_status block_from_slots(const int (*t)[6], int p, int bw, int check, vp_block **out,
+                                  vp_error *err) {
+    vp_block *b = vp_block_new(p, 2 * p, VP_PLACE_V, err);
+    if (!b)
+        return err ? err->status : VP_ENOMEM;
+    vp_status rc = VP_OK;
+    for (int i = 0; i < p && rc == VP_OK; i++) {
+        int s0 = type_stage(p, i, T_F0), s1 = type_stage(p, i, T_F1);
+        rc = vp_block_add(b, VP_OP_F, s0, 0, t[i][0], 1);
+        if (rc == VP_OK)
+            rc = vp_block_add(b, VP_OP_F, s1, 0, t[i][1], 1);
+        if (rc == VP_OK)
+            rc = vp_block_add(b, bw ? VP_OP_BW : VP_OP_B, s1, 0, t[i][2], bw ? 2 : 1);
+        if (rc == VP_OK)
+            rc = vp_block_add(b, bw ? VP_OP_BW : VP_OP_B, s0, 0, t[i][3], bw ? 2 : 1);
+        if (rc == VP_OK && !bw)
+            rc = vp_block_add(b, VP_OP_W, s1, 0, t[i][4], 1);
+        if (rc == VP_OK && !bw)
+            rc = vp_block_add(b, VP_OP_W, s0, 0, t[i][5], 1);
+    }
+    b->T = PERIOD;
+    if (rc != VP_OK)
+        vp__fail(err, rc, "out of memory");
+    else if (check)
+        rc = vp_block_collisions(b, PERIOD, NULL, err);
+    if (rc != VP_OK) {
+        vp_block_free(b);
+        return rc;
+    }
+    *out = b;
+    return VP_OK;
+}
+
+/* VP_EINVAL unless p >= 2: a V needs two devices. */
+static vp_status need_two(const char *name, int p, vp_error *err) {
+    if (p >= 2)
+        return VP_OK;
+    return vp__fail(err, VP_EINVAL,
+                    "%s needs p >= 2 (a V folds the model over at least two devices; got p=%d)",
+                    name, p);
+}
+
+/* vp_vblock_slots with a message: VP_EINVAL naming the block when it is malformed or
+ * collides. */
+static vp_status slots_or_fail(const vp_vblock *vb, int p, int (*t)[6], vp_error *err) {
+    if (vp_vblock_slots(vb, p, t) == 0)
+        return VP_OK;
+    char buf[96];
+    return vp__fail(err, VP_EINVAL,
+                    "V block %s at p=%d is malformed or collides at period 6 (phases must be "
+                    "distinct in 1..5, offsets in 1..5)",
+                    vp_vblock_format(vb, p, buf, sizeof buf), p);
+}
+
+vp_status vp_vblock_to_block(const vp_vblock *vb, int p, vp_block **out, vp_error *err) {
+    *out = NULL;
+    vp_status rc = need_two("a V block", p, err);
+    if (rc != VP_OK)
+        return rc;
+    int(*t)[6] = vp__calloc((size_t)p, sizeof *t);
+    if (!t)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    rc = slots_or_fail(vb, p, t, err);
+    if (rc == VP_OK)
+        rc = block_from_slots((const int(*)[6])t, p, 0, 1, out, err);
+    free(t);
+    return rc;
+}
+
+char *vp_vblock_format(const vp_vblock *vb, int p, char *buf, int size) {
+    int n = snprintf(buf, (size_t)size, "f1=%d b1=%d b0=%d d=(%d,%d)", vb->f1, vb->b1, vb->b0,
+                     vb->d0, vb->d1);
+    int changes = vb->k < p - 1 && (vb->d0b != vb->d0 || vb->d1b != vb->d1);
+    if (changes && n > 0 && n < size)
+        snprintf(buf + n, (size_t)(size - n), "->(%d,%d)@K=%d", vb->d0b, vb->d1b, vb->k);
+    return buf;
+}
+
+/* ---- the grid engine --------------------------------------------------------------- */
+
+static grid *cur_grid(vp_vgrid *w) {
+    return &w->g[w->cur];
+}
+
+static size_t at_index(const vp_vgrid *w, int d, int type, int mb) {
+    return ((size_t)d * 4 + (size_t)type) * (size_t)w->mm + (size_t)mb;
+}
+
+/* The pass (device, type) a pass waits for, same microbatch; 0 when it waits for none. In
+ * bw mode a backward waits for the whole BW upstream, which ends with its W slot. */
+static int pred(int p, int d, int type, int *pd, int *pt) {
+    switch (type) {
+    case T_F0:
+        if (d == 0)
+            return 0;
+        *pd = d - 1;
+        *pt = T_F0;
+        return 1;
+    case T_F1:
+        *pd = d == p - 1 ? d : d + 1;
+        *pt = d == p - 1 ? T_F0 : T_F1;
+        return 1;
+    case T_B1:
+        *pd = d == 0 ? 0 : d - 1;
+        *pt = d == 0 ? T_F1 : T_B1;
+        return 1;
+    case T_B0:
+        *pd = d == p - 1 ? d : d + 1;
+        *pt = d == p - 1 ? T_B1 : T_B0;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Peak memory of each device of g, in chunk activations (F +1, W -1); returns the max. */
+static int grid_peak(const grid *g, int p, int *per) {
+    int best = 0;
+    for (int d = 0; d < p; d++) {
+        const int8_t *row = g->ty + CELL(g, d, 0);
+        int cur = 0, peak = 0;
+        for (int t = 0; t < g->len; t++) {
+            if (row[t] == T_F0 || row[t] == T_F1) {
+                if (++cur > peak)
+                    peak = cur;
+            } else if (row[t] == T_W) {
+                cur--;
+            }
+        }
+        if (per)
+            per[d] = peak;
+        if (peak > best)
+            best = peak;
+    }
+    return best;
+}
+
+int vp_vgrid_peak(const vp_vgrid *w, const int (*t)[6]) {
+    /* Copies alive at phase r: for each pass pair (F, its W), the copies whose F started
+     * and whose W has not ended. Counted over one period, which repeats. */
+    int best = 0;
+    for (int d = 0; d < w->p; d++) {
+        for (int r = 0; r < PERIOD; r++) {
+            int live = 0;
+            for (int c = 0; c < 2; c++) {
+                int f = t[d][c], wend = t[d][c == 0 ? 5 : 4] + 1;
+                /* copies j with f + 6j <= T and wend + 6j > T, for a T = r mod 6 far in */
+                int T = 600 * PERIOD + r;
+                int jmax = (T - f) / PERIOD;        /* f + 6j <= T */
+                int jmin = (T - wend) / PERIOD + 1; /* wend + 6j > T */
+                live += jmax >= jmin ? jmax - jmin + 1 : 0;
+            }
+            if (live > best)
+                best = live;
+        }
+    }
+    return best;
+}
+
+/* Replays each device's order as early as dependencies allow (unit slots). In bw mode a
+ * backward occupies its slot and the W slot after it. -1 when the order deadlocks. */
+static int squeeze(vp_vgrid *w, int bw) {
+    grid *g = cur_grid(w);
+    int p = w->p, per = PERIOD * w->mm, total = 0;
+    for (int d = 0; d < p; d++) {
+        const int8_t *row = g->ty + CELL(g, d, 0);
+        const int32_t *mbs = g->mb + CELL(g, d, 0);
+        int8_t *oty = w->ord_ty + (size_t)d * per;
+        int32_t *omb = w->ord_mb + (size_t)d * per;
+        int n = 0;
+        for (int t = 0; t < g->len; t++) {
+            if (row[t] < 0 || (bw && row[t] == T_W))
+                continue;
+            if (n == per)
+                return -1;
+            oty[n] = row[t];
+            omb[n++] = mbs[t];
+        }
+        w->n_ord[d] = n;
+        w->pos[d] = 0;
+        w->free_at[d] = 0;
+        total += n;
+    }
+    int32_t *at = w->at;
+    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
+        at[i] = -1;
+    grid_clear(g, p);
+    while (total > 0) {
+        int before = total;
+        for (int sweep = 0; sweep < 2; sweep++) {
+            for (int x = 0; x < p; x++) {
+                int d = sweep ? p - 1 - x : x, k = w->pos[d], n = w->n_ord[d], t0 = w->free_at[d];
+                const int8_t *oty = w->ord_ty + (size_t)d * per;
+                const int32_t *omb = w->ord_mb + (size_t)d * per;
+                for (; k < n; k++) {
+                    int type = oty[k], mb = omb[k], pd, pt, t = t0;
+                    if (pred(p, d, type, &pd, &pt)) {
+                        int e = at[at_index(w, pd, pt, mb)];
+                        if (e < 0)
+                            break;
+                        if (e > t)
+                            t = e;
+                    }
+                    int dur = bw && (type == T_B1 || type == T_B0) ? 2 : 1;
+                    if (t + dur >= g->cap && grid_reserve(g, p, t + dur + 1) != 0)
+                        return -1;
+                    size_t c = CELL(g, d, t);
+                    g->ty[c] = (int8_t)type;
+                    g->mb[c] = mb;
+                    if (dur == 2) {
+                        g->ty[c + 1] = T_W;
+                        g->mb[c + 1] = mb;
+                    }
+                    if (type != T_W)
+                        at[at_index(w, d, type, mb)] = t + dur;
+                    t0 = t + dur;
+                    if (t0 > g->len)
+                        g->len = t0;
+                }
+                total -= k - w->pos[d];
+                w->pos[d] = k;
+                w->free_at[d] = t0;
+            }
+        }
+        if (total == before)
+            return -1;
+    }
+    return 0;
+}
+
+/* Fills the current grid with the block repeated every 6 slots (copy j = microbatch j
+ * for j < w->mm): every pass at its block time. check as for block_from_slots. */
+static vp_status repeat_block(vp_vgrid *w, const int (*t)[6], int bw, int check, vp_error *err) {
+    vp_block *b = NULL;
+    vp_status rc = block_from_slots(t, w->p, bw, check, &b, err);
+    if (rc != VP_OK)
+        return rc;
+    grid *g = cur_grid(w);
+    grid_clear(g, w->p);
+    for (int i = 0; i < b->n && rc == VP_OK; i++) {
+        const vp_block_pass *ps = &b->pass[i];
+        int d = b->stage_device[ps->stage], start = (int)ps->start, dur = (int)ps->dur;
+        int type = ps->kind == VP_OP_F   ? (ps->stage == d ? T_F0 : T_F1)
+                   : ps->kind == VP_OP_W ? T_W
+                                         : (ps->stage == d ? T_B0 : T_B1);
+        int end = start + PERIOD * (w->mm - 1) + dur;
+        if (grid_reserve(g, w->p, end + 1) != 0) {
+            rc = vp__fail(err, VP_ENOMEM, "out of memory");
+            break;
+        }
+        for (int j = 0; j < w->mm; j++) {
+            size_t at = CELL(g, d, start + PERIOD * j);
+            g->ty[at] = (int8_t)type;
+            g->mb[at] = j;
+            if (dur == 2) {
+                g->ty[at + 1] = T_W;
+                g->mb[at + 1] = j;
+            }
+        }
+        if (end > g->len)
+            g->len = end;
+    }
+    vp_block_free(b);
+    return rc;
+}
+
+/* Keeps each W that an earlier B still waits for and drops the others (split mode); the
+ * W's still owed then go into the idle slots after the row's last W, or past its end. */
+static int settle_w(grid *g, int p) {
+    for (int d = 0; d < p; d++) {
+        int8_t *row = g->ty + CELL(g, d, 0);
+        int owed = 0, last = -1;
+        for (int t = 0; t < g->len; t++) {
+            if (row[t] == T_B1 || row[t] == T_B0)
+                owed++;
+            else if (row[t] == T_W && owed > 0)
+                owed--, last = t;
+            else if (row[t] == T_W)
+                row[t] = -1;
+        }
+        int open = 0; /* B's before t not yet followed by their W */
+        for (int t = 0; owed > 0; t++) {
+            if (t >= g->len) {
+                if (grid_reserve(g, p, t + 2) != 0)
+                    return -1;
+                row = g->ty + CELL(g, d, 0);
+                g->len = t + 1;
+            }
+            if (row[t] == T_B1 || row[t] == T_B0)
+                open++;
+            else if (row[t] == T_W)
+                open--;
+            else if (row[t] < 0 && t > last && open > 0)
+                row[t] = T_W, open--, owed--;
+        }
+    }
+    return 0;
+}
+
+/* Canonical warm-up: the passes before each device's first B⁰, in the order described in
+ * the file comment, written into the first slots (the squeeze places them). In bw mode
+ * a backward keeps its second slot and the triples are (BW, F). */
+static void warmup(vp_vgrid *w, int k, int bw) {
+    grid *g = cur_grid(w);
+    int p = w->p;
+    if (k > 2 * p)
+        k = 2 * p;
+    for (int i = 0; i < p; i++) {
+        int8_t *row = g->ty + CELL(g, i, 0);
+        int32_t *mbs = g->mb + CELL(g, i, 0);
+        int have[T_N] = {0}, end = 0;
+        for (; end < g->len && row[end] != T_B0; end++)
+            if (row[end] >= 0)
+                have[row[end]]++;
+        int q1 = i + 1 < k / 2 ? i + 1 : k / 2, q0 = k - q1;
+        q1 = q1 < have[T_F1] ? q1 : have[T_F1];
+        q0 = q0 < have[T_F0] ? q0 : have[T_F0];
+        int used[T_N] = {0}, n = 0;
+        memset(row, -1, (size_t)end);
+#define EMIT(type) (row[n++] = (int8_t)(type), mbs[n - 1] = used[type]++)
+        for (int x = 0; x < 2 * (p - 1 - i) && used[T_F0] < q0; x++)
+            EMIT(T_F0);
+        for (int x = 0; x <= i; x++) {
+            if (used[T_F0] < q0)
+                EMIT(T_F0);
+            if (used[T_F1] < q1)
+                EMIT(T_F1);
+        }
+        while (n < end && (used[T_F0] < have[T_F0] || used[T_F1] < have[T_F1] ||
+                           used[T_B1] < have[T_B1] || used[T_W] < have[T_W])) {
+            if (used[T_B1] < have[T_B1]) {
+                EMIT(T_B1);
+                if (bw) {
+                    row[n] = T_W;
+                    mbs[n] = mbs[n - 1];
+                    n++;
+                    used[T_W]++;
+                }
+            }
+            if (!bw && used[T_W] < have[T_W])
+                EMIT(T_W);
+            if (used[T_F1] < have[T_F1])
+                EMIT(T_F1);
+            else if (used[T_F0] < have[T_F0])
+                EMIT(T_F0);
+        }
+#undef EMIT
+    }
+}
+
+/* Drops the passes of microbatches >= m (the spare copies of a short run). */
+static int trim(vp_vgrid *w) {
+    grid *g = cur_grid(w);
+    for (int d = 0; d < w->p; d++)
+        for (int t = 0; t < g->len; t++)
+            if (g->ty[CELL(g, d, t)] >= 0 && g->ty[CELL(g, d, t)] != T_W &&
+                g->mb[CELL(g, d, t)] >= w->m)
+                g->ty[CELL(g, d, t)] = -1;
+    return settle_w(g, w->p);
+}
+
+/* Cool-down onto the critical chain (file comment). -1 when the template collides. */
+static int cooldown(vp_vgrid *w, int k) {
+    grid *g = cur_grid(w);
+    int p = w->p, m = w->m, start = -1;
+    int nbb = (k + 1) / 2 < m ? (k + 1) / 2 : m;
+    int nb = k - nbb < m ? k - nbb : m;
+    for (int t = g->len - 1; t >= 0 && start < 0; t--)
+        if (g->ty[CELL(g, 0, t)] == T_F1)
+            start = t;
+    if (start < 0 || grid_reserve(g, p, start + 2 * p + 2) != 0)
+        return -1;
+    for (int i = 0; i < p; i++) {
+        int8_t *row = g->ty + CELL(g, i, 0);
+        int32_t *mbs = g->mb + CELL(g, i, 0);
+        int cb = 0, cbb = 0, cw = 0;
+        for (int t = g->len - 1; t >= 0; t--) {
+            if (row[t] == T_B1 && cb < i + 1 && cb < nb)
+                row[t] = -1, cb++;
+            else if (row[t] == T_B0 && cbb < nbb)
+                row[t] = -1, cbb++;
+        }
+        for (int t = g->len - 1; t >= 0 && (cw < cb + cbb || cw < k); t--)
+            if (row[t] == T_W)
+                row[t] = -1, cw++;
+        for (int q = 0; q < cbb + cb; q++) {
+            int b0 = q < cbb, at = b0 ? start - i + 2 * p - 2 * q : start + 1 + i - 2 * (q - cbb);
+            if (at < 0 || row[at] >= 0)
+                return -1;
+            row[at] = b0 ? T_B0 : T_B1;
+            mbs[at] = m - 1 - (b0 ? q : q - cbb);
+        }
+    }
+    if (start + 2 * p + 1 > g->len)
+        g->len = start + 2 * p + 1;
+    return settle_w(g, p);
+}
+
+/* Fills idle slots with later passes (file comment); memory never exceeds cap. */
+static void fill(vp_vgrid *w, int cap) {
+    grid *g = cur_grid(w);
+    int p = w->p;
+    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
+        w->at[i] = -1;
+    /* per device: memory, B's seen (in the squeeze's scratch), passes of each type seen */
+    int *mem = w->free_at, *nbk = w->n_ord, *seen = w->count;
+    for (int d = 0; d < p; d++) {
+        mem[d] = 0;
+        nbk[d] = 0;
+        for (int x = 0; x < T_N; x++)
+            seen[d * T_N + x] = 0;
+    }
+    for (int j = 0; j < g->len; j++) {
+        for (int i = 0; i < p; i++) {
+            int8_t *row = g->ty + CELL(g, i, 0);
+            int32_t *mbs = g->mb + CELL(g, i, 0);
+            int *cnt = seen + i * T_N;
+            if (row[j] < 0) {
+                int avail = (1 << T_N) - 1, delta = 0, high = 0;
+                for (int x = j + 1; x < g->len && avail; x++) {
+                    int type = row[x];
+                    if (type < 0)
+                        continue;
+                    int before = high;
+                    delta += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
+                    if (delta > high)
+                        high = delta;
+                    if (!(avail >> type & 1))
+                        continue;
+                    avail &= ~(1 << type);
+                    if ((type == T_F0 || type == T_F1) && mem[i] + before >= cap)
+                        continue;
+                    int ok, pd, pt;
+                    if (type == T_W)
+                        ok = nbk[i] > cnt[T_W];
+                    else if (pred(p, i, type, &pd, &pt)) {
+                        int e = w->at[at_index(w, pd, pt, mbs[x])];
+                        ok = e >= 0 && e <= j;
+                    } else {
+                        ok = 1;
+                    }
+                    if (!ok)
+                        continue;
+                    row[j] = (int8_t)type;
+                    mbs[j] = mbs[x];
+                    row[x] = -1;
+                    break;
+                }
+                if (row[j] < 0)
+                    continue;
+            }
+            int type = row[j];
+            if (type != T_W)
+                w->at[at_index(w, i, type, cnt[type])] = j + 1;
+            cnt[type]++;
+            if (type == T_B1 || type == T_B0)
+                nbk[i]++;
+            mem[i] += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
+        }
+    }
+    /* the trailing idle slots the moves left */
+    int len = 0;
+    for (int d = 0; d < p; d++)
+        for (int t = g->len - 1; t >= len; t--)
+            if (g->ty[CELL(g, d, t)] >= 0) {
+                len = t + 1;
+                break;
+            }
+    g->len = len;
+}
+
+/* The grid as a schedule of w->m microbatches: split mode binds each W to the oldest B
+ * still waiting on its device; bw mode turns each backward into a BW. */
+static vp_status to_schedule(vp_vgrid *w, int bw, const char *family, vp_schedule **out,
+                             vp_error *err) {
+    const grid *g = cur_grid(w);
+    int p = w->p;
+    vp_schedule *s = vp_schedule_new(family, p, 2 * p, w->m, VP_PLACE_V, err);
+    if (!s)
+        return err ? err->status : VP_ENOMEM;
+    vp_status rc = VP_OK;
+    for (int d = 0; d < p && rc == VP_OK; d++) {
+        vp_oplist *l = &s->dev[d];
+        if (vp__grow((void **)&l->ops, &l->cap, PERIOD * w->m, sizeof *l->ops) != 0) {
+            rc = VP_ENOMEM;
+            break;
+        }
+        int head = 0, tail = 0; /* FIFO of (stage, mb) in w->wq */
+        for (int t = 0; t < g->len && rc == VP_OK; t++) {
+            int type = g->ty[CELL(g, d, t)];
+            if (type < 0 || (bw && type == T_W))
+                continue;
+            vp_op op = {.kind = VP_OP_W};
+            if (type == T_W) {
+                if (head == tail || l->n == l->cap) {
+                    rc = VP_EINVAL;
+                    break;
+                }
+                op.stage = w->wq[2 * head];
+                op.mb = w->wq[2 * head + 1];
+                head++;
+            } else {
+                op.kind = type <= T_F1 ? VP_OP_F : bw ? VP_OP_BW : VP_OP_B;
+                op.stage = type_stage(p, d, type);
+                op.mb = g->mb[CELL(g, d, t)];
+                if (op.kind == VP_OP_B) {
+                    w->wq[2 * tail] = op.stage;
+                    w->wq[2 * tail + 1] = op.mb;
+                    tail++;
+                }
+            }
+            if (l->n == l->cap)
+                rc = VP_EINVAL;
+            else
+                l->ops[l->n++] = op;
+        }
+    }
+    if (rc != VP_OK) {
+        vp_schedule_free(s);
+        return vp__fail(err, rc,
+                        rc == VP_ENOMEM ? "out of memory" : "V engine produced an unbalanced grid");
+    }
+    *out = s;
+    return VP_OK;
+}
+
+/* Runs step(w, k, bw) on the current grid; keeps the result when it returns 0, replays
+ * (squeezes) and does not raise the peak above k, else restores the grid from before.
+ * Returns 0 kept, 1 restored, -1 no memory. */
+static int tentative(vp_vgrid *w, int (*step)(vp_vgrid *, int, int), int k, int bw) {
+    int spare = 1 - w->cur;
+    if (grid_copy(&w->g[spare], cur_grid(w), w->p) != 0)
+        return -1;
+    if (step(w, k, bw) == 0 && squeeze(w, bw) == 0 && grid_peak(cur_grid(w), w->p, NULL) <= k)
+        return 0;
+    w->cur = spare;
+    return 1;
+}
+
+static int step_warmup(vp_vgrid *w, int k, int bw) {
+    warmup(w, k, bw);
+    return 0;
+}
+
+static int step_cooldown(vp_vgrid *w, int k, int bw) {
+    (void)bw;
+    return cooldown(w, k);
+}
+
+vp_status vp_vgrid_build(vp_vgrid *w, const int (*t)[6], const char *family, vp_schedule **out,
+                         vp_error *err) {
+    *out = NULL;
+    w->mm = w->spare;
+    vp_status rc = repeat_block(w, t, 0, 0, err);
+    if (rc != VP_OK)
+        return rc;
+    /* The warm-up rewrites the order of each prefix, so it can start from the block times;
+     * when it is not kept the block order itself is squeezed. */
+    int cap = grid_peak(cur_grid(w), w->p, NULL), kept = tentative(w, step_warmup, cap, 0);
+    if (kept < 0)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    if (kept > 0 && squeeze(w, 0) != 0)
+        return vp__fail(err, VP_EINVAL, "the repeated V block does not replay");
+    if (w->m < w->mm && (trim(w) != 0 || squeeze(w, 0) != 0))
+        return vp__fail(err, VP_EINVAL, "the trimmed V block does not replay");
+    int k = grid_peak(cur_grid(w), w->p, NULL);
+    if (tentative(w, step_cooldown, k, 0) < 0)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    fill(w, k);
+    return to_schedule(w, 0, family ? family : "v-block", out, err);
+}
+
+vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family, vp_schedule **out,
+                          vp_error *err) {
+    *out = NULL;
+    vp_status rc = need_two(family ? family : "v-block", p, err);
+    if (rc != VP_OK)
+        return rc;
+    int(*t)[6] = vp__calloc((size_t)p, sizeof *t);
+    vp_vgrid *w = NULL;
+    rc = t ? vp_vgrid_new(p, m, &w, err) : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK)
+        rc = slots_or_fail(vb, p, t, err);
+    if (rc == VP_OK)
+        rc = vp_vgrid_build(w, (const int(*)[6])t, family, out, err);
+    vp_vgrid_free(w);
+    free(t);
+    return rc;
+}
+
+/* Memory after each slot of device d's row ([cap] ints), chunk activations. */
+static void row_memory(const grid *g, int d, int *mem) {
+    int cur = 0;
+    for (int t = 0; t < g->len; t++) {
+        int type = g->ty[CELL(g, d, t)];
+        cur += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
+        mem[t] = cur;
+    }
+}
+
+/* 1F1B-V's warm-up (vp_vgrid_build_bw): every pass, in slot order, to the earliest slot
+ * its dependencies and its device allow; a forward only as far back as memory stays under
+ * the peak. */
+static int v1f1b_compact(vp_vgrid *w) {
+    grid *g = cur_grid(w);
+    int p = w->p, peak = grid_peak(g, p, NULL);
+    int *mem = vp__calloc((size_t)p * (size_t)g->len + 1, sizeof *mem);
+    if (!mem)
+        return -1;
+    for (int d = 0; d < p; d++)
+        row_memory(g, d, mem + (size_t)d * g->len);
+    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
+        w->at[i] = -1;
+    for (int i = 0; i < g->len; i++) {
+        for (int d = 0; d < p; d++) {
+            int8_t *row = g->ty + CELL(g, d, 0);
+            int32_t *mbs = g->mb + CELL(g, d, 0);
+            int *m_row = mem + (size_t)d * g->len;
+            int type = row[i];
+            if (type < 0 || type == T_W)
+                continue;
+            int mb = mbs[i], pos = 0, pd, pt;
+            if (mb > 0 && w->at[at_index(w, d, type, mb - 1)] > pos)
+                pos = w->at[at_index(w, d, type, mb - 1)];
+            if (pred(p, d, type, &pd, &pt) && w->at[at_index(w, pd, pt, mb)] > pos)
+                pos = w->at[at_index(w, pd, pt, mb)];
+            int two = type == T_B1 || type == T_B0, to = i;
+            while (pos < i && (row[pos] >= 0 || (two && row[pos + 1] >= 0)))
+                pos++;
+            if (two && pos < i) {
+                to = pos;
+                for (int x = pos + 1; x < i + 1; x++)
+                    m_row[x]--;
+            } else if (!two && pos < i) {
+                int place = i;
+                while (place > pos && m_row[place - 1] < peak)
+                    place--;
+                while (place < i && row[place] >= 0)
+                    place++;
+                to = place;
+                for (int x = place; x < i; x++)
+                    m_row[x]++;
+            }
+            if (to != i) {
+                row[to] = (int8_t)type;
+                mbs[to] = mb;
+                row[i] = -1;
+                if (two) {
+                    row[to + 1] = T_W;
+                    mbs[to + 1] = mb;
+                    row[i + 1] = -1;
+                }
+            }
+            w->at[at_index(w, d, type, mb)] = to + 1 + two;
+        }
+    }
+    free(mem);
+    return 0;
+}
+
+vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const char *family,
+                            vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    w->mm = w->m; /* no spare copies: the compaction handles short runs */
+    vp_status rc = repeat_block(w, t, 1, 1, err);
+    if (rc == VP_OK && canonical) {
+        int kept = tentative(w, step_warmup, grid_peak(cur_grid(w), w->p, NULL), 1);
+        if (kept < 0)
+            rc = vp__fail(err, VP_ENOMEM, "out of memory");
+        else if (kept > 0)
+            rc = vp__fail(err, VP_EVALIDATION, "the canonical warm-up does not replay");
+    }
+    if (rc == VP_OK && v1f1b_compact(w) != 0)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    return rc == VP_OK ? to_schedule(w, 1, family ? family : "1f1b-v", out, err) : rc;
+}

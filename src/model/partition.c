@@ -1,0 +1,26 @@
+/* The layer split: which layers each stage of a route holds. */
+#include "base/internal.h"
+#include "vpipe/model.h"
+
+vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err) {
+    if (route_len < 1 || n_layer < 0)
+        return vp__fail(err, VP_EINVAL, "cannot split %d layers over %d stages", n_layer,
+                        route_len);
+    /* Equal shares; the remainder (< route_len) goes to the middle stages, and what the
+     * middle cannot take (at most one layer) to the first stage. */
+    int base = n_layer / route_len, rem = n_layer % route_len;
+    l0[0] = 0;
+    for (int k = 0; k < route_len; k++) {
+        int is_middle = k > 0 && k < route_len - 1;
+        int count = base + (is_middle && k <= rem);
+        if (k == 0 && rem > route_len - 2 && route_len > 1)
+            count++;
+        if (is_middle && count == 0)
+            return vp__fail(err, VP_EINVAL,
+                            "%d layers cannot fill %d stages: every stage but the first and "
+                            "the last needs a layer (use at least %d layers)",
+                            n_layer, route_len, route_len - 2);
+        l0[k + 1] = l0[k] + count;
+    }
+    return VP_OK;
+}

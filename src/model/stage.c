@@ -1,0 +1,552 @@
+/* The stage: a contiguous layer range with its parameters, gradients, AdamW moments and
+ * per-microbatch activation slots, and its three passes F, B, W (see vpipe/model.h for
+ * the accounting rules these functions follow). */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "model/stage_internal.h"
+
+/* ---- configuration and sizes ---- */
+
+vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err) {
+    if (!cfg)
+        return vp__fail(err, VP_EINVAL, "no model configuration");
+    const struct {
+        const char *name;
+        int value;
+    } fields[] = {{"layers", cfg->n_layer}, {"width", cfg->width},           {"heads", cfg->n_head},
+                  {"seq", cfg->seq_len},    {"microbatch", cfg->microbatch}, {"vocab", cfg->vocab}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].value <= 0)
+            return vp__fail(err, VP_EINVAL, "%s must be positive, got %d", fields[i].name,
+                            fields[i].value);
+    if (cfg->width % cfg->n_head)
+        return vp__fail(err, VP_EINVAL, "width %d is not divisible by heads %d", cfg->width,
+                        cfg->n_head);
+    if (cfg->vocab < 2 || cfg->vocab > 256)
+        return vp__fail(err, VP_EINVAL, "vocab must be in [2, 256], got %d", cfg->vocab);
+    int64_t C = cfg->width, N = (int64_t)cfg->microbatch * cfg->seq_len;
+    int64_t probs = (int64_t)cfg->microbatch * cfg->n_head * cfg->seq_len * cfg->seq_len;
+    if (N * 4 * C > INT_MAX || probs > INT_MAX || 12 * C * C + 13 * C > INT_MAX ||
+        (int64_t)cfg->vocab * N > INT_MAX)
+        return vp__fail(err, VP_EINVAL, "model too large (a tensor exceeds 2^31 elements)");
+    return VP_OK;
+}
+
+static vp_status check_range(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
+                             vp_error *err) {
+    vp_status st = vp_model_config_check(cfg, err);
+    if (st)
+        return st;
+    if (l0 < 0 || l1 < l0 || l1 > cfg->n_layer)
+        return vp__fail(err, VP_EINVAL, "layer range [%d, %d) is not within [0, %d)", l0, l1,
+                        cfg->n_layer);
+    if (l0 == l1 && !first && !last)
+        return vp__fail(err, VP_EINVAL, "a middle stage needs at least one layer");
+    if (first && l0 != 0)
+        return vp__fail(err, VP_EINVAL, "the first stage must start at layer 0");
+    if (last && l1 != cfg->n_layer)
+        return vp__fail(err, VP_EINVAL, "the last stage must end at layer %d", cfg->n_layer);
+    return VP_OK;
+}
+
+vp_status vp_stage_sizes_of(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
+                            vp_stage_sizes *out, vp_error *err) {
+    vp_status st = check_range(cfg, l0, l1, first, last, err);
+    if (st)
+        return st;
+    size_t f = sizeof(float), B = (size_t)cfg->microbatch, T = (size_t)cfg->seq_len;
+    size_t C = (size_t)cfg->width, V = (size_t)cfg->vocab, NH = (size_t)cfg->n_head;
+    size_t N = B * T, nl = (size_t)(l1 - l0);
+    /* per block: x ln1 qkv att x2 ln2 h hg (16C per token), 4 norm stats per token,
+     * probabilities, 4C norm sums; after B: ln1 att ln2 hg dqkv dh dx2 dout, sums */
+    size_t block_act = f * (N * (16 * C + 4) + B * NH * T * T + 4 * C);
+    size_t block_stash = f * (N * 16 * C + 4 * C);
+    vp_stage_sizes s = {0};
+    s.param_bytes = f * nl * (12 * C * C + 13 * C);
+    s.act_bytes = nl * block_act;
+    s.stash_bytes = nl * block_stash;
+    s.io_bytes = f * N * C;
+    vp__dims d = {cfg->microbatch, cfg->seq_len, cfg->width, cfg->n_head};
+    size_t work = nl ? (size_t)vp__block_work_floats(d) : 0;
+    if (first) { /* token and position tables; tokens, and dout for W */
+        s.param_bytes += f * (V * C + T * C);
+        s.act_bytes += N;
+        s.stash_bytes += N + f * N * C;
+    }
+    if (last) { /* final norm and head; xf lnf stats probs sums targets; lnf dlogits sums */
+        s.param_bytes += f * (2 * C + V * C);
+        s.act_bytes += f * (N * (2 * C + 2 + V) + 2 * C) + N;
+        s.stash_bytes += f * (N * (C + V) + 2 * C);
+        work = work > N * C ? work : N * C;
+    }
+    s.work_bytes = f * work;
+    *out = s;
+    return VP_OK;
+}
+
+/* ---- construction ---- */
+
+static void add_tensor(vp_stage *s, long count, bool decay) {
+    long off =
+        s->n_tensors ? s->tensors[s->n_tensors - 1].offset + s->tensors[s->n_tensors - 1].count : 0;
+    s->tensors[s->n_tensors++] = (vp__tensor){off, count, decay};
+}
+
+/* Fills tensor i of the stage from the stream keyed by (a, b): kind 0 zeros, 1 ones,
+ * otherwise normal with std. */
+static void init_tensor(vp_stage *s, int i, uint64_t seed, uint64_t a, uint64_t b, int kind,
+                        float std) {
+    float *p = s->params + s->tensors[i].offset;
+    long n = s->tensors[i].count;
+    if (kind == 0) {
+        memset(p, 0, (size_t)n * sizeof(float));
+    } else if (kind == 1) {
+        for (long j = 0; j < n; j++)
+            p[j] = 1.0f;
+    } else {
+        uint64_t state = vp__rng_key(seed, a, b);
+        vp__rng_normal(&state, p, n, std);
+    }
+}
+
+vp_status vp_stage_new(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
+                       int n_slots, uint64_t seed, vp_mem *mem, vp_stage **out, vp_error *err) {
+    *out = NULL;
+    vp_stage_sizes sizes;
+    vp_status st = vp_stage_sizes_of(cfg, l0, l1, first, last, &sizes, err);
+    if (st)
+        return st;
+    if (n_slots < 1 || !mem)
+        return vp__fail(err, VP_EINVAL, "a stage needs at least one slot and an allocator");
+    vp_stage *s = vp__calloc(1, sizeof *s);
+    if (!s)
+        return vp__fail(err, VP_ENOMEM, "out of memory for a stage");
+    int C = cfg->width, V = cfg->vocab, T = cfg->seq_len;
+    s->cfg = *cfg;
+    s->l0 = l0;
+    s->l1 = l1;
+    s->n_local = l1 - l0;
+    s->first = first;
+    s->last = last;
+    s->d = (vp__dims){cfg->microbatch, T, C, cfg->n_head};
+    s->sizes = sizes;
+    s->mem = mem;
+    s->n_slots = n_slots;
+    s->n_params = (long)(sizes.param_bytes / sizeof(float));
+    s->params = vp__calloc((size_t)s->n_params, sizeof(float));
+    s->grads = vp__calloc((size_t)s->n_params, sizeof(float));
+    s->adam_m = vp__calloc((size_t)s->n_params, sizeof(float));
+    s->adam_v = vp__calloc((size_t)s->n_params, sizeof(float));
+    s->tensors = vp__calloc((size_t)(2 + 12 * s->n_local + 3), sizeof(vp__tensor));
+    s->bp = vp__calloc((size_t)s->n_local, sizeof(vp__block_params));
+    s->bg = vp__calloc((size_t)s->n_local, sizeof(vp__block_params));
+    s->work = vp__calloc(sizes.work_bytes / sizeof(float), sizeof(float));
+    s->slots = vp__calloc((size_t)n_slots, sizeof(vp__slot));
+    bool ok = s->params && s->grads && s->adam_m && s->adam_v && s->tensors && s->bp && s->bg &&
+              s->work && s->slots;
+    for (int i = 0; ok && i < n_slots; i++) {
+        s->slots[i].blocks = vp__calloc((size_t)s->n_local, sizeof(vp__block_act));
+        ok = s->slots[i].blocks != NULL;
+    }
+    if (!ok) {
+        vp_stage_free(s);
+        return vp__fail(err, VP_ENOMEM, "out of memory for a stage's parameters");
+    }
+
+    /* layout and initialisation: tensor streams keyed by (layer+1, index); 0 and L+1
+     * are the embeddings and the head */
+    int L = cfg->n_layer;
+    float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)L);
+    if (first) {
+        add_tensor(s, (long)V * C, true);
+        add_tensor(s, (long)T * C, true);
+        s->wte = s->params;
+        s->wpe = s->params + (long)V * C;
+        s->dwte = s->grads;
+        s->dwpe = s->grads + (long)V * C;
+        init_tensor(s, 0, seed, 0, 0, 2, std);
+        init_tensor(s, 1, seed, 0, 1, 2, std);
+    }
+    const bool decay[12] = {0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0};
+    const int kind[12] = {1, 0, 2, 0, 2, 0, 1, 0, 2, 0, 2, 0};
+    for (int l = 0; l < s->n_local; l++) {
+        int t0 = s->n_tensors;
+        long sizes12[12] = {C, C, 3L * C * C, 3L * C, (long)C * C, C,
+                            C, C, 4L * C * C, 4L * C, 4L * C * C,  C};
+        for (int j = 0; j < 12; j++)
+            add_tensor(s, sizes12[j], decay[j]);
+        vp__block_params_at(&s->bp[l], s->params + s->tensors[t0].offset, C);
+        vp__block_params_at(&s->bg[l], s->grads + s->tensors[t0].offset, C);
+        for (int j = 0; j < 12; j++)
+            init_tensor(s, t0 + j, seed, (uint64_t)(l0 + l + 1), (uint64_t)j, kind[j],
+                        (j == 4 || j == 10) ? proj_std : std);
+    }
+    if (last) {
+        int t0 = s->n_tensors;
+        add_tensor(s, C, false);
+        add_tensor(s, C, false);
+        add_tensor(s, (long)V * C, true);
+        s->lnfw = s->params + s->tensors[t0].offset;
+        s->lnfb = s->params + s->tensors[t0 + 1].offset;
+        s->headw = s->params + s->tensors[t0 + 2].offset;
+        s->dlnfw = s->grads + s->tensors[t0].offset;
+        s->dlnfb = s->grads + s->tensors[t0 + 1].offset;
+        s->dheadw = s->grads + s->tensors[t0 + 2].offset;
+        init_tensor(s, t0, seed, (uint64_t)(L + 1), 0, 1, 0.0f);
+        init_tensor(s, t0 + 1, seed, (uint64_t)(L + 1), 1, 0, 0.0f);
+        init_tensor(s, t0 + 2, seed, (uint64_t)(L + 1), 2, 2, std);
+    }
+    *out = s;
+    return VP_OK;
+}
+
+void vp_stage_free(vp_stage *s) {
+    if (!s)
+        return;
+    for (int i = 0; s->slots && i < s->n_slots; i++) {
+        if (s->slots[i].blocks)
+            vp_stage_discard(s, i);
+        free(s->slots[i].blocks);
+    }
+    free(s->slots);
+    free(s->work);
+    free(s->bp);
+    free(s->bg);
+    free(s->tensors);
+    free(s->params);
+    free(s->grads);
+    free(s->adam_m);
+    free(s->adam_v);
+    free(s);
+}
+
+/* ---- buffers ---- */
+
+/* Charged allocation, or NULL and *ok cleared when out of memory (or *ok already is). */
+static void *take(vp_stage *s, size_t bytes, bool *ok) {
+    void *p = *ok ? vp_mem_alloc(s->mem, bytes) : NULL;
+    *ok = p != NULL;
+    return p;
+}
+
+/* Releases a held buffer (NULL is fine) and clears the field. */
+#define DROP(s, field, bytes) (vp_mem_release((s)->mem, (field), (bytes)), (field) = NULL)
+
+void vp_stage_buffer_free(float *buf) {
+    free(buf);
+}
+
+/* Byte sizes of one block's buffers */
+typedef struct {
+    size_t nc, n, qkv, probs, h, part;
+} block_bytes;
+
+static block_bytes bytes_of(const vp_stage *s) {
+    size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
+    return (block_bytes){f * N * C,     f * N,
+                         f * N * 3 * C, f * (size_t)s->d.B * s->d.NH * s->d.T * s->d.T,
+                         f * N * 4 * C, f * 4 * C};
+}
+
+/* Frees the buffers of a block that B no longer needs (statistics and probabilities). */
+static void drop_block_b(vp_stage *s, vp__block_act *a) {
+    block_bytes z = bytes_of(s);
+    DROP(s, a->mean1, z.n);
+    DROP(s, a->rstd1, z.n);
+    DROP(s, a->probs, z.probs);
+    DROP(s, a->mean2, z.n);
+    DROP(s, a->rstd2, z.n);
+}
+
+static void drop_block(vp_stage *s, vp__block_act *a) {
+    block_bytes z = bytes_of(s);
+    drop_block_b(s, a);
+    DROP(s, a->x, z.nc);
+    DROP(s, a->ln1, z.nc);
+    DROP(s, a->qkv, z.qkv);
+    DROP(s, a->att, z.nc);
+    DROP(s, a->x2, z.nc);
+    DROP(s, a->ln2, z.nc);
+    DROP(s, a->h, z.h);
+    DROP(s, a->hg, z.h);
+    DROP(s, a->part, z.part);
+    DROP(s, a->dout, z.nc);
+}
+
+void vp_stage_discard(vp_stage *s, int mb) {
+    if (!s || mb < 0 || mb >= s->n_slots)
+        return;
+    vp__slot *sl = &s->slots[mb];
+    size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
+    for (int l = 0; l < s->n_local; l++)
+        drop_block(s, &sl->blocks[l]);
+    DROP(s, sl->tokens, N);
+    DROP(s, sl->emb_dout, f * N * C);
+    DROP(s, sl->targets, N);
+    DROP(s, sl->xf, f * N * C);
+    DROP(s, sl->lnf, f * N * C);
+    DROP(s, sl->meanf, f * N);
+    DROP(s, sl->rstdf, f * N);
+    DROP(s, sl->probs, f * N * (size_t)s->cfg.vocab);
+    DROP(s, sl->partf, f * 2 * C);
+    sl->state = VP__SLOT_EMPTY;
+}
+
+static vp_status slot_check(vp_stage *s, int mb, int want, const char *pass, vp_error *err) {
+    if (mb < 0 || mb >= s->n_slots)
+        return vp__fail(err, VP_EINVAL, "%s: microbatch slot %d is not in [0, %d)", pass, mb,
+                        s->n_slots);
+    if (s->slots[mb].state != want)
+        return vp__fail(err, VP_EINVAL, "%s: microbatch slot %d of stage [%d, %d) is %s", pass, mb,
+                        s->l0, s->l1,
+                        s->slots[mb].state == VP__SLOT_EMPTY ? "empty"
+                        : s->slots[mb].state == VP__SLOT_ACT ? "waiting for B"
+                                                             : "waiting for W");
+    return VP_OK;
+}
+
+/* ---- F ---- */
+
+/* A layer's or the embeddings' output: charged when it stays on this stage, else an
+ * uncharged buffer in flight to the next stage. NULL and *ok cleared on failure. */
+static float *take_output(vp_stage *s, bool keep, bool *ok) {
+    size_t bytes = s->sizes.io_bytes;
+    float *p = !*ok   ? NULL
+               : keep ? vp_mem_alloc(s->mem, bytes)
+                      : vp_mem_alloc_uncharged(s->mem, bytes);
+    *ok = p != NULL;
+    return p;
+}
+
+/* Allocates a block's F buffers except x (charged). */
+static bool take_block(vp_stage *s, vp__block_act *a) {
+    block_bytes z = bytes_of(s);
+    bool ok = true;
+    a->ln1 = take(s, z.nc, &ok);
+    a->mean1 = take(s, z.n, &ok);
+    a->rstd1 = take(s, z.n, &ok);
+    a->qkv = take(s, z.qkv, &ok);
+    a->probs = take(s, z.probs, &ok);
+    a->att = take(s, z.nc, &ok);
+    a->x2 = take(s, z.nc, &ok);
+    a->ln2 = take(s, z.nc, &ok);
+    a->mean2 = take(s, z.n, &ok);
+    a->rstd2 = take(s, z.n, &ok);
+    a->h = take(s, z.h, &ok);
+    a->hg = take(s, z.h, &ok);
+    a->part = take(s, z.part, &ok);
+    return ok;
+}
+
+vp_status vp_stage_forward(vp_stage *s, int mb, float *in, const uint8_t *tokens,
+                           const uint8_t *targets, float **out, double *loss, vp_error *err) {
+    vp_status st = slot_check(s, mb, VP__SLOT_EMPTY, "forward", err);
+    if (st)
+        return st;
+    if (s->first ? (!tokens || in) : !in)
+        return vp__fail(err, VP_EINVAL, "forward: %s",
+                        s->first ? "the first stage takes tokens" : "no input activation");
+    if (s->last ? (!targets || !loss || out) : !out)
+        return vp__fail(err, VP_EINVAL, "forward: %s",
+                        s->last ? "the last stage takes targets and returns the loss"
+                                : "no output pointer");
+    vp__slot *sl = &s->slots[mb];
+    size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
+    size_t V = (size_t)s->cfg.vocab;
+    for (size_t i = 0; i < N; i++)
+        if ((tokens && tokens[i] >= V) || (targets && targets[i] >= V))
+            return vp__fail(err, VP_EINVAL, "forward: token %d is outside the vocabulary (%zu)",
+                            tokens && tokens[i] >= V ? tokens[i] : targets[i], V);
+    bool ok = true;
+    float *cur = in;
+    sl->state = VP__SLOT_ACT;
+    if (s->first) {
+        sl->tokens = take(s, N, &ok);
+        if (ok)
+            memcpy(sl->tokens, tokens, N);
+        cur = take_output(s, s->n_local > 0 || s->last, &ok);
+        if (ok)
+            vp__embedding_forward(cur, sl->tokens, s->wte, s->wpe, s->d.B, s->d.T, s->d.C);
+    } else {
+        vp_mem_charge(s->mem, f * N * C);
+    }
+    for (int l = 0; ok && l < s->n_local; l++) {
+        vp__block_act *a = &sl->blocks[l];
+        a->x = cur;
+        ok = take_block(s, a);
+        cur = take_output(s, l + 1 < s->n_local || s->last, &ok);
+        if (ok)
+            vp__block_forward(cur, a, &s->bp[l], s->d);
+    }
+    if (ok && s->last) {
+        sl->xf = cur;
+        sl->targets = take(s, N, &ok);
+        sl->lnf = take(s, f * N * C, &ok);
+        sl->meanf = take(s, f * N, &ok);
+        sl->rstdf = take(s, f * N, &ok);
+        sl->probs = take(s, f * N * V, &ok);
+        sl->partf = take(s, f * 2 * C, &ok);
+        if (ok) {
+            memcpy(sl->targets, targets, N);
+            int n = (int)N, c = (int)C, v = (int)V;
+            vp__layernorm_forward(sl->lnf, sl->meanf, sl->rstdf, sl->xf, s->lnfw, s->lnfb, n, c);
+            vp__linear_forward(sl->probs, sl->lnf, s->headw, NULL, n, c, v);
+            *loss = vp__crossentropy_forward(sl->probs, sl->targets, n, v) / (double)N;
+        }
+    }
+    if (!ok) { /* every buffer already belongs to a field of the slot */
+        vp_stage_discard(s, mb);
+        return vp__fail(err, VP_ENOMEM, "forward: out of memory for activations");
+    }
+    if (!s->last)
+        *out = cur;
+    return VP_OK;
+}
+
+/* ---- B ---- */
+
+vp_status vp_stage_backward_input(vp_stage *s, int mb, float *dout, float loss_scale, float **din,
+                                  vp_error *err) {
+    vp_status st = slot_check(s, mb, VP__SLOT_ACT, "backward_input", err);
+    if (st)
+        return st;
+    if (s->last ? dout != NULL : !dout)
+        return vp__fail(err, VP_EINVAL, "backward_input: %s",
+                        s->last ? "the last stage starts from the loss (dout must be NULL)"
+                                : "no output gradient");
+    if (s->first ? din != NULL : !din)
+        return vp__fail(err, VP_EINVAL, "backward_input: %s",
+                        s->first ? "the first stage has no input gradient" : "no din pointer");
+    vp__slot *sl = &s->slots[mb];
+    size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
+    int n = (int)N, c = (int)C, v = s->cfg.vocab;
+    float *grad = dout;
+    if (s->last) {
+        /* loss = mean_n -log softmax(lnf @ headw^T)[target]; dlogits into probs */
+        vp__crossentropy_backward(sl->probs, sl->targets, loss_scale / (float)N, n, v);
+        vp__linear_backward_input(s->work, sl->probs, s->headw, n, c, v);
+        vp__layernorm_backward_input(sl->xf, sl->partf, NULL, s->work, sl->xf, sl->meanf, sl->rstdf,
+                                     s->lnfw, n, c);
+        grad = sl->xf;
+        sl->xf = NULL;
+    }
+    for (int l = s->n_local - 1; l >= 0; l--) {
+        vp__block_act *a = &sl->blocks[l];
+        vp__block_backward_input(a, grad, &s->bp[l], s->work, s->d);
+        grad = a->x;
+        a->x = NULL;
+    }
+    /* accounting at the end of the pass, releases before charges */
+    for (int l = 0; l < s->n_local; l++)
+        drop_block_b(s, &sl->blocks[l]);
+    if (s->last) {
+        DROP(s, sl->meanf, f * N);
+        DROP(s, sl->rstdf, f * N);
+        DROP(s, sl->targets, N);
+    }
+    if (s->first)
+        sl->emb_dout = grad;
+    else {
+        vp_mem_uncharge(s->mem, f * N * C);
+        *din = grad;
+    }
+    if (!s->last)
+        vp_mem_charge(s->mem, f * N * C);
+    sl->state = VP__SLOT_STASH;
+    return VP_OK;
+}
+
+/* ---- W ---- */
+
+vp_status vp_stage_backward_weight(vp_stage *s, int mb, vp_error *err) {
+    vp_status st = slot_check(s, mb, VP__SLOT_STASH, "backward_weight", err);
+    if (st)
+        return st;
+    vp__slot *sl = &s->slots[mb];
+    for (int l = 0; l < s->n_local; l++)
+        vp__block_backward_weight(&s->bg[l], &sl->blocks[l], s->d);
+    if (s->last) {
+        int n = s->d.B * s->d.T;
+        vp__linear_backward_weight(s->dheadw, NULL, sl->probs, sl->lnf, n, s->d.C, s->cfg.vocab);
+        vp__layernorm_backward_weight(s->dlnfw, s->dlnfb, sl->partf, s->d.C);
+    }
+    if (s->first)
+        vp__embedding_backward_weight(s->dwte, s->dwpe, sl->emb_dout, sl->tokens, s->d.B, s->d.T,
+                                      s->d.C);
+    vp_stage_discard(s, mb);
+    return VP_OK;
+}
+
+/* ---- parameters ---- */
+
+void vp_stage_zero_grad(vp_stage *s) {
+    memset(s->grads, 0, (size_t)s->n_params * sizeof(float));
+}
+
+/* Gradient-norm units: the embeddings (2 tensors), each layer (12), the head (3). */
+static int unit_count(const vp_stage *s) {
+    return s->first + s->n_local + s->last;
+}
+
+static int unit_tensors(const vp_stage *s, int u) {
+    return s->first && u == 0 ? 2 : s->last && u == unit_count(s) - 1 ? 3 : 12;
+}
+
+static double tensors_sumsq(const vp_stage *s, int t0, int nt) {
+    long a = s->tensors[t0].offset;
+    long b = s->tensors[t0 + nt - 1].offset + s->tensors[t0 + nt - 1].count;
+    double sum = 0.0;
+    for (long i = a; i < b; i++)
+        sum += (double)s->grads[i] * s->grads[i];
+    return sum;
+}
+
+void vp_stage_grad_sumsq_units(const vp_stage *s, double *out) {
+    for (int u = 0, t = 0; u < unit_count(s); t += unit_tensors(s, u), u++)
+        out[u] = tensors_sumsq(s, t, unit_tensors(s, u));
+}
+
+double vp_stage_grad_sumsq(const vp_stage *s) {
+    double sum = 0.0;
+    for (int u = 0, t = 0; u < unit_count(s); t += unit_tensors(s, u), u++)
+        sum += tensors_sumsq(s, t, unit_tensors(s, u));
+    return sum;
+}
+
+float *vp_stage_params(vp_stage *s, size_t *count) {
+    *count = (size_t)s->n_params;
+    return s->params;
+}
+
+float *vp_stage_grads(vp_stage *s, size_t *count) {
+    *count = (size_t)s->n_params;
+    return s->grads;
+}
+
+vp_stage_state vp_stage_state_of(vp_stage *s) {
+    return (vp_stage_state){.l0 = s->l0,
+                            .l1 = s->l1,
+                            .first = s->first,
+                            .last = s->last,
+                            .n = (size_t)s->n_params,
+                            .params = s->params,
+                            .adam_m = s->adam_m,
+                            .adam_v = s->adam_v};
+}
+
+uint64_t vp_digest(const void *bytes, size_t n, uint64_t hash) {
+    const unsigned char *p = bytes;
+    for (size_t i = 0; i < n; i++) {
+        hash ^= p[i];
+        hash *= 0x100000001b3ULL;
+    }
+    return hash;
+}
+
+uint64_t vp_stage_digest(const vp_stage *s, uint64_t hash) {
+    return vp_digest(s->params, (size_t)s->n_params * sizeof(float), hash);
+}

@@ -1,0 +1,48 @@
+/* The stage object's layout, shared by stage.c, optim.c, train.c and the tests. */
+#ifndef VPIPE_MODEL_STAGE_INTERNAL_H
+#define VPIPE_MODEL_STAGE_INTERNAL_H
+
+#include "model/kernels.h"
+#include "vpipe/model.h"
+
+/* One parameter tensor in the flat arrays. */
+typedef struct vp__tensor {
+    long offset, count;
+    bool decay; /* weight decay applies (matrices and embeddings) */
+} vp__tensor;
+
+enum { VP__SLOT_EMPTY, VP__SLOT_ACT, VP__SLOT_STASH };
+
+/* What one microbatch holds on this stage between passes. */
+typedef struct vp__slot {
+    int state;
+    vp__block_act *blocks; /* [n_local] */
+    uint8_t *tokens;       /* first: [N] */
+    float *emb_dout;       /* first, after B: [N,C] */
+    uint8_t *targets;      /* last: [N] */
+    float *xf, *lnf;       /* last: [N,C] final-norm input and output */
+    float *meanf, *rstdf;  /* last: [N] */
+    float *probs;          /* last: [N,V] probabilities, dlogits after B */
+    float *partf;          /* last: [2C] final-norm weight-gradient sums */
+} vp__slot;
+
+struct vp_stage {
+    vp_model_config cfg;
+    int l0, l1, n_local;
+    bool first, last;
+    vp__dims d;
+    vp_stage_sizes sizes;
+    float *params, *grads, *adam_m, *adam_v; /* [n_params] each */
+    long n_params;
+    vp__tensor *tensors;
+    int n_tensors;
+    float *wte, *wpe, *lnfw, *lnfb, *headw;      /* parameter views (NULL if absent) */
+    float *dwte, *dwpe, *dlnfw, *dlnfb, *dheadw; /* gradient views */
+    vp__block_params *bp, *bg;                   /* [n_local] parameter, gradient views */
+    float *work;
+    vp__slot *slots;
+    int n_slots;
+    vp_mem *mem;
+};
+
+#endif

@@ -1,0 +1,234 @@
+/* Profiling: measured costs of the model's parts, their file format, and the cost models
+ * and per-slice costs made from them; and costs read off a measured timeline. */
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/internal.h"
+#include "vpipe/profile.h"
+
+/* An in-flight tensor of n floats with small deterministic values. */
+static float *tensor(vp_mem *mem, size_t n) {
+    float *t = vp_mem_alloc_uncharged(mem, n * sizeof *t);
+    for (size_t i = 0; t && i < n; i++)
+        t[i] = 0.01f * (float)((i * 2654435761u) % 200) - 1.0f;
+    return t;
+}
+
+/* Times F, B and W of one part: the median of reps runs after a warm-up. */
+static vp_status measure_part(const vp_model_config *cfg, int part, int reps, double *f, double *b,
+                              double *w, vp_error *err) {
+    int L = cfg->n_layer;
+    int l0 = part == VP_PART_HEAD ? L : 0, l1 = part == VP_PART_LAYER ? 1 : l0;
+    bool first = part == VP_PART_EMBED, last = part == VP_PART_HEAD;
+    size_t N = (size_t)cfg->microbatch * (size_t)cfg->seq_len, io = N * (size_t)cfg->width;
+    vp_mem *mem = vp_mem_new();
+    uint8_t *tokens = malloc(N), *targets = malloc(N);
+    double *tf = vp__calloc((size_t)reps, sizeof *tf), *tb = vp__calloc((size_t)reps, sizeof *tb),
+           *tw = vp__calloc((size_t)reps, sizeof *tw);
+    vp_stage *st = NULL;
+    vp_status rc = mem && tokens && targets && tf && tb && tw
+                       ? vp_stage_new(cfg, l0, l1, first, last, 1, 1, mem, &st, err)
+                       : vp__fail(err, VP_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == VP_OK && i < N; i++)
+        tokens[i] = targets[i] = (uint8_t)((i * 7 + 3) % (size_t)cfg->vocab);
+    for (int rep = -1; rc == VP_OK && rep < reps; rep++) {
+        float *out = NULL, *din = NULL;
+        double loss, t0 = vp__now_ms();
+        rc = vp_stage_forward(st, 0, first ? NULL : tensor(mem, io), tokens, last ? targets : NULL,
+                              last ? NULL : &out, last ? &loss : NULL, err);
+        double t1 = vp__now_ms();
+        vp_stage_buffer_free(out);
+        if (rc == VP_OK)
+            rc = vp_stage_backward_input(st, 0, last ? NULL : tensor(mem, io), 1.0f,
+                                         first ? NULL : &din, err);
+        double t2 = vp__now_ms();
+        vp_stage_buffer_free(din);
+        if (rc == VP_OK)
+            rc = vp_stage_backward_weight(st, 0, err);
+        double t3 = vp__now_ms();
+        if (rep >= 0) {
+            tf[rep] = t1 - t0;
+            tb[rep] = t2 - t1;
+            tw[rep] = t3 - t2;
+        }
+    }
+    if (rc == VP_OK) {
+        *f = vp__median(tf, reps);
+        *b = vp__median(tb, reps);
+        *w = vp__median(tw, reps);
+    }
+    vp_stage_free(st);
+    vp_mem_free(mem);
+    free(tokens);
+    free(targets);
+    free(tf);
+    free(tb);
+    free(tw);
+    return rc;
+}
+
+vp_status vp_profile_measure(const vp_model_config *cfg, int reps, vp_profile *out, vp_error *err) {
+    vp_status rc = vp_model_config_check(cfg, err);
+    if (rc != VP_OK)
+        return rc;
+    if (reps < 1)
+        return vp__fail(err, VP_EINVAL, "profiling needs at least one run (got %d)", reps);
+    vp_blas_set_threads(1);
+    vp_profile pr = {.model = *cfg};
+    for (int part = 0; rc == VP_OK && part < VP_PART_COUNT; part++)
+        rc = measure_part(cfg, part, reps, &pr.f[part], &pr.b[part], &pr.w[part], err);
+    size_t io = (size_t)cfg->microbatch * (size_t)cfg->seq_len * (size_t)cfg->width;
+    if (rc == VP_OK)
+        rc = vp_runtime_measure_hop(io, 10 * reps, &pr.c, err);
+    if (rc == VP_OK)
+        *out = pr;
+    return rc;
+}
+
+/* ---- file -------------------------------------------------------------------------- */
+
+static const char *part_names[VP_PART_COUNT] = {"embed", "layer", "head"};
+
+char *vp_profile_write_json(const vp_profile *pr) {
+    json_t *ms = json_object();
+    for (int k = 0; k < VP_PART_COUNT; k++)
+        json_object_set_new(
+            ms, part_names[k],
+            json_pack("{s:f,s:f,s:f}", "F", pr->f[k], "B", pr->b[k], "W", pr->w[k]));
+    const vp_model_config *m = &pr->model;
+    json_t *root = json_pack("{s:s,s:i,s:{s:i,s:i,s:i,s:i,s:i,s:i},s:o,s:f}", "format",
+                             "vpipe-profile", "version", 1, "model", "layers", m->n_layer, "width",
+                             m->width, "heads", m->n_head, "seq", m->seq_len, "microbatch",
+                             m->microbatch, "vocab", m->vocab, "ms", ms, "c_ms", pr->c);
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+    json_decref(root);
+    return text;
+}
+
+/* A finite number >= 0 at key of obj. */
+static vp_status get_ms(json_t *obj, const char *key, const char *where, double *out,
+                        vp_error *err) {
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
+        return vp__fail(err, VP_EPARSE, "%s.%s must be a number >= 0", where, key);
+    *out = json_number_value(v);
+    return VP_OK;
+}
+
+vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp_error *err) {
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return vp__fail_at(err, VP_EPARSE, jerr.line > 0 ? jerr.line : 1,
+                           jerr.column > 0 ? jerr.column : 1, "%s", jerr.text);
+    vp_profile pr = {0};
+    int version = 0;
+    json_t *ms = NULL;
+    vp_model_config *m = &pr.model;
+    json_error_t perr;
+    vp_status rc = VP_OK;
+    json_t *format = json_object_get(root, "format");
+    if (!json_is_string(format) || strcmp(json_string_value(format), "vpipe-profile"))
+        rc = vp__fail(err, VP_EPARSE, "not a vpipe profile (field \"format\")");
+    else if (json_unpack_ex(root, &perr, 0, "{s:i,s:{s:i,s:i,s:i,s:i,s:i,s:i},s:o}", "version",
+                            &version, "model", "layers", &m->n_layer, "width", &m->width, "heads",
+                            &m->n_head, "seq", &m->seq_len, "microbatch", &m->microbatch, "vocab",
+                            &m->vocab, "ms", &ms) != 0)
+        rc = vp__fail(err, VP_EPARSE, "vpipe profile: %s", perr.text);
+    else if (version != 1)
+        rc = vp__fail(err, VP_EPARSE, "unsupported profile version %d (this vpipe reads 1)",
+                      version);
+    for (int k = 0; rc == VP_OK && k < VP_PART_COUNT; k++) {
+        json_t *part = json_object_get(ms, part_names[k]);
+        char where[32];
+        snprintf(where, sizeof where, "ms.%s", part_names[k]);
+        rc = get_ms(part, "F", where, &pr.f[k], err);
+        if (rc == VP_OK)
+            rc = get_ms(part, "B", where, &pr.b[k], err);
+        if (rc == VP_OK)
+            rc = get_ms(part, "W", where, &pr.w[k], err);
+    }
+    if (rc == VP_OK)
+        rc = get_ms(root, "c_ms", "profile", &pr.c, err);
+    if (rc == VP_OK && vp_model_config_check(m, err) != VP_OK)
+        rc = vp__fail(err, VP_EPARSE, "profile model: %s", err ? err->message : "invalid");
+    json_decref(root);
+    if (rc == VP_OK)
+        *out = pr;
+    return rc;
+}
+
+/* ---- costs from a profile ---------------------------------------------------------- */
+
+/* Time of one pass kind over layers [l0, l1) plus the embeddings / head when first / last. */
+static double part_sum(const double *t, int l0, int l1, int first, int last) {
+    return (first ? t[VP_PART_EMBED] : 0) + (l1 - l0) * t[VP_PART_LAYER] +
+           (last ? t[VP_PART_HEAD] : 0);
+}
+
+vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, vp_cost_model *cm,
+                                vp_error *err) {
+    int R = s->route_len;
+    int *l0 = vp__calloc((size_t)R + 1, sizeof *l0);
+    if (!l0)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_status rc = vp_split_layers(pr->model.n_layer, R, l0, err);
+    for (int st = 0; rc == VP_OK && st < s->S; st++) {
+        int k = st % R, first = k == 0, last = k == R - 1;
+        cm->f[st] = part_sum(pr->f, l0[k], l0[k + 1], first, last);
+        cm->b[st] = part_sum(pr->b, l0[k], l0[k + 1], first, last);
+        cm->w[st] = part_sum(pr->w, l0[k], l0[k + 1], first, last);
+        cm->fb[st] = -1.0;
+    }
+    cm->c = pr->c;
+    free(l0);
+    if (rc == VP_OK && cm->act_bytes)
+        rc = vp_runtime_model_bytes(cm, s, &pr->model, err);
+    return rc;
+}
+
+vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev_f, double *dev_b,
+                                 double *dev_w, vp_costs *costs, vp_error *err) {
+    int *l0 = vp__calloc((size_t)p + 1, sizeof *l0);
+    if (!l0)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_status rc = vp_split_layers(pr->model.n_layer, p, l0, err);
+    double sf = 0, sb = 0, sw = 0;
+    for (int d = 0; rc == VP_OK && d < p; d++) {
+        dev_f[d] = part_sum(pr->f, l0[d], l0[d + 1], d == 0, d == p - 1);
+        dev_b[d] = part_sum(pr->b, l0[d], l0[d + 1], d == 0, d == p - 1);
+        dev_w[d] = part_sum(pr->w, l0[d], l0[d + 1], d == 0, d == p - 1);
+        sf += dev_f[d], sb += dev_b[d], sw += dev_w[d];
+    }
+    free(l0);
+    if (rc != VP_OK)
+        return rc;
+    *costs = vp_costs_default();
+    costs->f = sf / p;
+    costs->b = sb / p;
+    costs->w = sw / p;
+    costs->c = pr->c;
+    costs->dev_f = dev_f;
+    costs->dev_b = dev_b;
+    costs->dev_w = dev_w;
+    return VP_OK;
+}
+
+vp_status vp_profile_unit_bytes(const vp_profile *pr, int p, double *bytes, vp_error *err) {
+    int *l0 = vp__calloc((size_t)p + 1, sizeof *l0);
+    vp_status rc = l0 ? vp_split_layers(pr->model.n_layer, p, l0, err)
+                      : vp__fail(err, VP_ENOMEM, "out of memory");
+    double total = 0;
+    for (int d = 0; rc == VP_OK && d < p; d++) {
+        vp_stage_sizes sz;
+        rc = vp_stage_sizes_of(&pr->model, l0[d], l0[d + 1], d == 0, d == p - 1, &sz, err);
+        total += (double)sz.act_bytes;
+    }
+    free(l0);
+    *bytes = total / p;
+    return rc;
+}

@@ -1,0 +1,292 @@
+/* MPI transport: one process per rank under mpirun (see transport.h). Built only with
+ * Open MPI (VP_HAVE_MPI).
+ *
+ * Messages are non-blocking sends and receives matched by a tag that encodes (direction,
+ * stage, microbatch), so any valid schedule order completes: MPI never lets two messages
+ * with the same tag between two ranks overtake each other, and nothing else orders them.
+ * Every wait polls, so it can notice an abort notice from another rank (a small message
+ * on its own tag, kept posted) and the watchdog limit. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/internal.h"
+#include "runtime/transport/transport.h"
+#include "vpipe/runtime.h"
+
+#ifndef VP_HAVE_MPI
+
+vp_status vp_transport_mpi_new(int p, double watchdog_s, vp_transport **out, int *rank,
+                               vp_error *err) {
+    (void)p;
+    (void)watchdog_s;
+    *out = NULL;
+    *rank = 0;
+    return vp__fail(err, VP_EUNSUPPORTED,
+                    "this vpipe was built without MPI (install libopenmpi-dev and rebuild)");
+}
+
+void vp_runtime_mpi_abort(int code) {
+    (void)code;
+}
+
+#else
+
+#include <mpi.h>
+
+enum { STAGE_BITS = 12, MB_BITS = 14, ABORT_TAG = (1 << 30) - 1, NOTICE_BYTES = 1024 };
+
+typedef struct pending_send {
+    MPI_Request req;
+    float *buf;
+} pending_send;
+
+typedef struct mpi_transport {
+    vp_transport base;
+    int rank;
+    pending_send *sends;
+    int nsends, capsends;
+    MPI_Request notice_req; /* posted receive for abort notices */
+    char notice[NOTICE_BYTES];
+} mpi_transport;
+
+/* Tag of a key: direction, stage + 1 and microbatch + 1 packed below ABORT_TAG. */
+static int key_tag(vp_msg_key key, vp_error *err, int *tag) {
+    if (key.stage < -1 || key.stage + 1 >= (1 << STAGE_BITS) || key.mb < -1 ||
+        key.mb + 1 >= (1 << MB_BITS) || key.dir < 0 || key.dir >= VP_MSG_KINDS)
+        return vp__fail(err, VP_EINVAL, "message key (stage %d, microbatch %d) exceeds MPI tags",
+                        key.stage, key.mb);
+    *tag = ((key.dir << STAGE_BITS | (key.stage + 1)) << MB_BITS) | (key.mb + 1);
+    return VP_OK;
+}
+
+/* Frees the buffers of completed sends. */
+static void sweep_sends(mpi_transport *mt) {
+    int kept = 0;
+    for (int i = 0; i < mt->nsends; i++) {
+        int done = 0;
+        MPI_Test(&mt->sends[i].req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            free(mt->sends[i].buf);
+        else
+            mt->sends[kept++] = mt->sends[i];
+    }
+    mt->nsends = kept;
+}
+
+/* True once another rank's abort notice arrived (it is recorded as the run's error). */
+static int notice_arrived(mpi_transport *mt) {
+    int got = 0;
+    MPI_Status st;
+    if (mt->notice_req == MPI_REQUEST_NULL)
+        return 0;
+    MPI_Test(&mt->notice_req, &got, &st);
+    if (!got)
+        return 0;
+    mt->notice[NOTICE_BYTES - 1] = '\0';
+    vp__transport_set_error(&mt->base, VP_ERUNTIME, mt->notice);
+    return 1;
+}
+
+static vp_status aborted(vp_transport *t, vp_error *err) {
+    return vp__fail(err, VP_ERUNTIME, "run aborted: %s", vp_transport_error(t));
+}
+
+/* Polls req until it completes, an abort arrives, or the watchdog limit passes (then
+ * this rank aborts the run, naming what it waited for). */
+static vp_status wait_for(mpi_transport *mt, MPI_Request *req, MPI_Status *st, const char *what,
+                          vp_error *err) {
+    vp_transport *t = &mt->base;
+    double deadline = vp__now_ms() + t->watchdog_s * 1e3;
+    struct timespec nap = {0, 20000};
+    for (;;) {
+        int done = 0;
+        MPI_Test(req, &done, st);
+        if (done)
+            return VP_OK;
+        if (vp_transport_error(t) || notice_arrived(mt))
+            break;
+        if (vp__now_ms() > deadline) {
+            char msg[NOTICE_BYTES], report[700];
+            vp__transport_report(t, report, sizeof report);
+            snprintf(msg, sizeof msg, "watchdog: rank %d waited %g s for %s;%s", mt->rank,
+                     t->watchdog_s, what, report);
+            t->vt->abort(t, mt->rank, VP_ERUNTIME, msg);
+            break;
+        }
+        nanosleep(&nap, NULL);
+    }
+    MPI_Cancel(req);
+    MPI_Request_free(req);
+    return aborted(t, err);
+}
+
+static vp_status mp_send(vp_transport *t, int from, int to, vp_msg_key key, float *buf, size_t n,
+                         vp_error *err) {
+    mpi_transport *mt = (mpi_transport *)t;
+    (void)from;
+    int tag = 0;
+    vp_status rc = key_tag(key, err, &tag);
+    if (rc == VP_OK &&
+        vp__grow((void **)&mt->sends, &mt->capsends, mt->nsends + 1, sizeof *mt->sends) != 0)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc != VP_OK) {
+        free(buf);
+        return rc;
+    }
+    pending_send *ps = &mt->sends[mt->nsends++];
+    ps->buf = buf;
+    MPI_Isend(buf, (int)n, MPI_FLOAT, to, tag, MPI_COMM_WORLD, &ps->req);
+    sweep_sends(mt);
+    return VP_OK;
+}
+
+static vp_status mp_recv(vp_transport *t, int rank, vp_msg_key key, size_t n, float **buf,
+                         vp_error *err) {
+    mpi_transport *mt = (mpi_transport *)t;
+    int tag = 0;
+    vp_status rc = key_tag(key, err, &tag);
+    if (rc != VP_OK)
+        return rc;
+    /* Stages keep received tensors in their 64-byte aligned allocator pools. */
+    float *b = aligned_alloc(64, (n * sizeof *b + 63) / 64 * 64 + 64);
+    if (!b)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    char what[96];
+    snprintf(what, sizeof what, "the %s of stage %d, microbatch %d",
+             key.dir == VP_MSG_ACT    ? "activation"
+             : key.dir == VP_MSG_GRAD ? "gradient"
+                                      : "data",
+             key.stage, key.mb);
+    MPI_Request req;
+    MPI_Status st;
+    MPI_Irecv(b, (int)n, MPI_FLOAT, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &req);
+    vp_transport_set_wait(t, rank, 1, key);
+    rc = wait_for(mt, &req, &st, what, err);
+    sweep_sends(mt);
+    if (rc != VP_OK) {
+        free(b);
+        return rc;
+    }
+    vp_transport_set_wait(t, rank, 0, key);
+    int count = 0;
+    MPI_Get_count(&st, MPI_FLOAT, &count);
+    if ((size_t)count != n) {
+        free(b);
+        return vp__fail(err, VP_ERUNTIME, "rank %d: message for stage %d has %d floats, not %zu",
+                        rank, key.stage, count, n);
+    }
+    *buf = b;
+    return VP_OK;
+}
+
+static vp_status mp_barrier(vp_transport *t, int rank, vp_error *err) {
+    mpi_transport *mt = (mpi_transport *)t;
+    (void)rank;
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    return wait_for(mt, &req, MPI_STATUS_IGNORE, "the other ranks at a barrier", err);
+}
+
+static vp_status mp_sum(vp_transport *t, int rank, double *v, int n, vp_error *err) {
+    mpi_transport *mt = (mpi_transport *)t;
+    (void)rank;
+    double *all = vp__calloc((size_t)t->p * (size_t)n, sizeof *all);
+    if (!all)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    MPI_Request req;
+    MPI_Iallgather(v, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD, &req);
+    vp_status rc = wait_for(mt, &req, MPI_STATUS_IGNORE, "the other ranks' sums", err);
+    if (rc == VP_OK)
+        for (int i = 0; i < n; i++) {
+            double total = 0.0; /* in rank order, the same bits on every rank */
+            for (int r = 0; r < t->p; r++)
+                total += all[(size_t)r * (size_t)n + (size_t)i];
+            v[i] = total;
+        }
+    free(all);
+    return rc;
+}
+
+static void mp_abort(vp_transport *t, int rank, vp_status status, const char *text) {
+    mpi_transport *mt = (mpi_transport *)t;
+    (void)rank;
+    /* Only the process whose rank failed first tells the others (a notice it received
+     * made this one's failure a consequence, not a cause). */
+    if (!vp__transport_set_error(t, status, text))
+        return;
+    /* Tell every other rank; the notices are small, so they go out eagerly even when
+     * nobody waits for their completion. */
+    for (int r = 0; r < t->p; r++) {
+        if (r == mt->rank)
+            continue;
+        MPI_Request req;
+        MPI_Isend(t->error, (int)strlen(t->error) + 1, MPI_CHAR, r, ABORT_TAG, MPI_COMM_WORLD,
+                  &req);
+        MPI_Request_free(&req);
+    }
+}
+
+static void mp_free(vp_transport *t) {
+    mpi_transport *mt = (mpi_transport *)t;
+    if (!mt)
+        return;
+    if (!vp_transport_error(t))
+        for (int i = 0; i < mt->nsends; i++)
+            MPI_Wait(&mt->sends[i].req, MPI_STATUS_IGNORE);
+    for (int i = 0; i < mt->nsends; i++)
+        free(mt->sends[i].buf);
+    free(mt->sends);
+    if (mt->notice_req != MPI_REQUEST_NULL) {
+        MPI_Cancel(&mt->notice_req);
+        MPI_Request_free(&mt->notice_req);
+    }
+    vp__transport_deinit(t);
+    free(mt);
+}
+
+static const vp_transport_vtbl mpi_vtbl = {mp_send, mp_recv, mp_barrier, mp_sum, mp_abort, mp_free};
+
+static void finalize_at_exit(void) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+        MPI_Finalize();
+}
+
+vp_status vp_transport_mpi_new(int p, double watchdog_s, vp_transport **out, int *rank,
+                               vp_error *err) {
+    *out = NULL;
+    int started = 0, size = 0;
+    MPI_Initialized(&started);
+    if (!started) {
+        if (MPI_Init(NULL, NULL) != MPI_SUCCESS)
+            return vp__fail(err, VP_ERUNTIME, "MPI_Init failed");
+        atexit(finalize_at_exit);
+    }
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    if (size != p)
+        return vp__fail(err, VP_EINVAL,
+                        "the schedule has p=%d ranks but MPI started %d processes (mpirun -np %d)",
+                        p, size, p);
+    mpi_transport *mt = vp__calloc(1, sizeof *mt);
+    if (!mt || vp__transport_init(&mt->base, &mpi_vtbl, p, watchdog_s) != VP_OK) {
+        free(mt);
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    }
+    mt->rank = *rank;
+    mt->base.local_lo = *rank;
+    mt->base.local_hi = *rank + 1;
+    MPI_Irecv(mt->notice, NOTICE_BYTES, MPI_CHAR, MPI_ANY_SOURCE, ABORT_TAG, MPI_COMM_WORLD,
+              &mt->notice_req);
+    *out = &mt->base;
+    return VP_OK;
+}
+
+void vp_runtime_mpi_abort(int code) {
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+#endif

@@ -1,0 +1,185 @@
+/* The schedule value: construction, placement, copying, comparison, names. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "vpipe/schedule.h"
+
+/* Fills stage_device for the placements that have a rule. */
+static vp_status place_stages(vp_schedule *s, vp_error *err) {
+    int p = s->p, S = s->S;
+    switch (s->placement) {
+    case VP_PLACE_SINGLE:
+        if (S != p)
+            return vp__fail(err, VP_EINVAL, "single placement needs S = p (S=%d, p=%d)", S, p);
+        for (int i = 0; i < S; i++)
+            s->stage_device[i] = i;
+        return VP_OK;
+    case VP_PLACE_LOOP:
+        if (S % p != 0)
+            return vp__fail(err, VP_EINVAL, "loop placement needs S a multiple of p (S=%d, p=%d)",
+                            S, p);
+        for (int i = 0; i < S; i++)
+            s->stage_device[i] = i % p;
+        return VP_OK;
+    case VP_PLACE_V:
+        if (S != 2 * p)
+            return vp__fail(err, VP_EINVAL, "V placement needs S = 2p (S=%d, p=%d)", S, p);
+        for (int i = 0; i < p; i++) {
+            s->stage_device[i] = i;
+            s->stage_device[2 * p - 1 - i] = i;
+        }
+        return VP_OK;
+    case VP_PLACE_BIDIR:
+        if (S != 2 * p)
+            return vp__fail(err, VP_EINVAL, "bidirectional placement needs S = 2p (S=%d, p=%d)", S,
+                            p);
+        for (int r = 0; r < p; r++) {
+            s->stage_device[r] = r;
+            s->stage_device[p + r] = p - 1 - r;
+        }
+        return VP_OK;
+    case VP_PLACE_CUSTOM:
+        return VP_OK;
+    }
+    return vp__fail(err, VP_EINVAL, "unknown placement %d", (int)s->placement);
+}
+
+vp_schedule *vp_schedule_new(const char *family, int p, int S, int m, vp_placement_kind placement,
+                             vp_error *err) {
+    if (p < 1 || S < 1 || m < 1) {
+        vp__fail(err, VP_EINVAL, "schedule needs p, S, m >= 1 (p=%d, S=%d, m=%d)", p, S, m);
+        return NULL;
+    }
+    vp_schedule *s = vp__calloc(1, sizeof *s);
+    if (!s) {
+        vp__fail(err, VP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    snprintf(s->family, sizeof s->family, "%s", family ? family : "custom");
+    s->p = p;
+    s->S = S;
+    s->m = m;
+    s->placement = placement;
+    s->route_len = placement == VP_PLACE_BIDIR ? p : S;
+    s->stage_device = vp__calloc((size_t)S, sizeof *s->stage_device);
+    s->stage_chunk = vp__calloc((size_t)S, sizeof *s->stage_chunk);
+    s->mb_first = vp__calloc((size_t)m, sizeof *s->mb_first);
+    s->dev = vp__calloc((size_t)p, sizeof *s->dev);
+    if (!s->stage_device || !s->stage_chunk || !s->mb_first || !s->dev) {
+        vp_schedule_free(s);
+        vp__fail(err, VP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (place_stages(s, err) != VP_OK) {
+        vp_schedule_free(s);
+        return NULL;
+    }
+    if (placement == VP_PLACE_BIDIR)
+        for (int j = 0; j < m; j++)
+            s->mb_first[j] = (j % 2) * p;
+    vp_schedule_set_chunks(s);
+    return s;
+}
+
+void vp_schedule_free(vp_schedule *s) {
+    if (!s)
+        return;
+    if (s->dev)
+        for (int d = 0; d < s->p; d++)
+            free(s->dev[d].ops);
+    free(s->dev);
+    free(s->stage_device);
+    free(s->stage_chunk);
+    free(s->mb_first);
+    free(s);
+}
+
+vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op) {
+    vp_oplist *l = &s->dev[d];
+    if (vp__grow((void **)&l->ops, &l->cap, l->n + 1, sizeof(vp_op)) != 0)
+        return VP_ENOMEM;
+    l->ops[l->n++] = op;
+    return VP_OK;
+}
+
+vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb) {
+    vp_op op = {.kind = (uint8_t)kind, .stage = stage, .mb = mb};
+    return vp_schedule_push(s, d, op);
+}
+
+void vp_schedule_set_chunks(vp_schedule *s) {
+    int *count = vp__calloc((size_t)s->p, sizeof *count);
+    if (!count)
+        return;
+    for (int i = 0; i < s->S; i++) {
+        int d = s->stage_device[i];
+        s->stage_chunk[i] = (d >= 0 && d < s->p) ? count[d]++ : 0;
+    }
+    free(count);
+}
+
+int vp_schedule_chunks_per_device(const vp_schedule *s) {
+    int best = 0;
+    for (int i = 0; i < s->S; i++)
+        if (s->stage_chunk[i] + 1 > best)
+            best = s->stage_chunk[i] + 1;
+    return best;
+}
+
+int vp_schedule_param_copies(const vp_schedule *s) {
+    return s->placement == VP_PLACE_BIDIR ? 2 : 1;
+}
+
+long vp_schedule_op_count(const vp_schedule *s) {
+    long n = 0;
+    for (int d = 0; d < s->p; d++)
+        n += s->dev[d].n;
+    return n;
+}
+
+static int ops_equal(const vp_op *a, const vp_op *b) {
+    if (a->kind != b->kind || a->stage != b->stage || a->mb != b->mb)
+        return 0;
+    if (a->kind != VP_OP_FB)
+        return 1;
+    return a->bkind == b->bkind && a->stage2 == b->stage2 && a->mb2 == b->mb2;
+}
+
+int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
+    if (a->p != b->p || a->S != b->S || a->m != b->m || a->route_len != b->route_len ||
+        a->placement != b->placement)
+        return 0;
+    if (memcmp(a->stage_device, b->stage_device, (size_t)a->S * sizeof *a->stage_device) ||
+        memcmp(a->mb_first, b->mb_first, (size_t)a->m * sizeof *a->mb_first))
+        return 0;
+    for (int d = 0; d < a->p; d++) {
+        if (a->dev[d].n != b->dev[d].n)
+            return 0;
+        for (int k = 0; k < a->dev[d].n; k++)
+            if (!ops_equal(&a->dev[d].ops[k], &b->dev[d].ops[k]))
+                return 0;
+    }
+    return 1;
+}
+
+const char *vp_op_kind_name(vp_op_kind kind) {
+    static const char *names[VP_OP_KIND_COUNT] = {"F", "B", "W", "BW", "F&B"};
+    return (unsigned)kind < VP_OP_KIND_COUNT ? names[kind] : "?";
+}
+
+const char *vp_placement_name(vp_placement_kind placement) {
+    static const char *names[] = {"single", "loop", "v", "bidir", "custom"};
+    return (unsigned)placement <= VP_PLACE_CUSTOM ? names[placement] : "?";
+}
+
+char *vp_op_format(const vp_op *op, char *buf, int size) {
+    if (op->kind == VP_OP_FB)
+        snprintf(buf, (size_t)size, "F%d.%d&%s%d.%d", op->stage, op->mb,
+                 vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);
+    else
+        snprintf(buf, (size_t)size, "%s%d.%d", vp_op_kind_name((vp_op_kind)op->kind), op->stage,
+                 op->mb);
+    return buf;
+}

@@ -1,0 +1,155 @@
+/* The validator: the gate every schedule passes before it is simulated, drawn, exported
+ * or executed. Reports the first problem with device, position and op. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "schedule/replay.h"
+#include "vpipe/schedule.h"
+
+/* Seen passes of one (stage, microbatch). */
+typedef struct {
+    uint8_t f, b, w, bw;
+} pass_count;
+
+static vp_status check_shape(const vp_schedule *s, vp_error *err) {
+    if (s->p < 1 || s->S < 1 || s->m < 1)
+        return vp__fail(err, VP_EVALIDATION, "schedule needs p, S, m >= 1 (p=%d, S=%d, m=%d)", s->p,
+                        s->S, s->m);
+    if (s->route_len < 1 || s->route_len > s->S)
+        return vp__fail(err, VP_EVALIDATION, "route length %d outside 1..S=%d", s->route_len, s->S);
+    for (int i = 0; i < s->S; i++)
+        if (s->stage_device[i] < 0 || s->stage_device[i] >= s->p)
+            return vp__fail(err, VP_EVALIDATION, "stage %d is placed on device %d, outside 0..%d",
+                            i, s->stage_device[i], s->p - 1);
+    for (int j = 0; j < s->m; j++)
+        if (s->mb_first[j] < 0 || s->mb_first[j] + s->route_len > s->S)
+            return vp__fail(err, VP_EVALIDATION,
+                            "microbatch %d's route starts at stage %d and does not fit in %d "
+                            "stages",
+                            j, s->mb_first[j], s->S);
+    return VP_OK;
+}
+
+/* Checks one pass (kind F, B, W or BW) of op at device d, position k, and counts it. */
+static vp_status check_pass(const vp_schedule *s, pass_count *seen, int d, int k, const char *label,
+                            int kind, int stage, int mb, vp_error *err) {
+    if (stage < 0 || stage >= s->S || mb < 0 || mb >= s->m)
+        return vp__fail(err, VP_EVALIDATION,
+                        "device %d, position %d (%s): stage or microbatch out of range (S=%d, "
+                        "m=%d)",
+                        d, k, label, s->S, s->m);
+    if (stage < s->mb_first[mb] || stage > vp_schedule_last_stage(s, mb))
+        return vp__fail(err, VP_EVALIDATION,
+                        "device %d, position %d (%s): stage %d is not on microbatch %d's route "
+                        "(stages %d..%d)",
+                        d, k, label, stage, mb, s->mb_first[mb], vp_schedule_last_stage(s, mb));
+    if (s->stage_device[stage] != d)
+        return vp__fail(err, VP_EVALIDATION,
+                        "device %d, position %d (%s): stage %d belongs on device %d", d, k, label,
+                        stage, s->stage_device[stage]);
+    pass_count *c = &seen[(size_t)stage * (size_t)s->m + (size_t)mb];
+    switch (kind) {
+    case VP_OP_F:
+        if (c->f)
+            return vp__fail(err, VP_EVALIDATION, "device %d, position %d (%s): duplicate forward",
+                            d, k, label);
+        c->f = 1;
+        return VP_OK;
+    case VP_OP_B:
+    case VP_OP_BW:
+        if (c->b || c->bw)
+            return vp__fail(err, VP_EVALIDATION, "device %d, position %d (%s): duplicate backward",
+                            d, k, label);
+        if (!c->f)
+            return vp__fail(err, VP_EVALIDATION,
+                            "device %d, position %d (%s): backward comes before its forward", d, k,
+                            label);
+        if (kind == VP_OP_BW && c->w)
+            return vp__fail(err, VP_EVALIDATION,
+                            "device %d, position %d (%s): full backward after a separate W", d, k,
+                            label);
+        if (kind == VP_OP_B)
+            c->b = 1;
+        else
+            c->bw = 1;
+        return VP_OK;
+    case VP_OP_W:
+        if (c->w || c->bw)
+            return vp__fail(err, VP_EVALIDATION,
+                            "device %d, position %d (%s): duplicate weight backward", d, k, label);
+        if (!c->b)
+            return vp__fail(err, VP_EVALIDATION,
+                            "device %d, position %d (%s): W comes before its B on this device", d,
+                            k, label);
+        c->w = 1;
+        return VP_OK;
+    }
+    return vp__fail(err, VP_EVALIDATION, "device %d, position %d: unknown op kind %d", d, k, kind);
+}
+
+static vp_status check_ops(const vp_schedule *s, pass_count *seen, vp_error *err) {
+    for (int d = 0; d < s->p; d++) {
+        for (int k = 0; k < s->dev[d].n; k++) {
+            const vp_op *op = &s->dev[d].ops[k];
+            char label[48];
+            vp_op_format(op, label, sizeof label);
+            vp_status rc;
+            if (op->kind == VP_OP_FB) {
+                if (op->bkind != VP_OP_B && op->bkind != VP_OP_BW)
+                    return vp__fail(err, VP_EVALIDATION,
+                                    "device %d, position %d (%s): the backward half of F&B must "
+                                    "be B or BW",
+                                    d, k, label);
+                rc = check_pass(s, seen, d, k, label, VP_OP_F, op->stage, op->mb, err);
+                if (rc == VP_OK)
+                    rc = check_pass(s, seen, d, k, label, op->bkind, op->stage2, op->mb2, err);
+            } else if (op->kind <= VP_OP_BW) {
+                rc = check_pass(s, seen, d, k, label, op->kind, op->stage, op->mb, err);
+            } else {
+                rc = vp__fail(err, VP_EVALIDATION, "device %d, position %d: unknown op kind %d", d,
+                              k, op->kind);
+            }
+            if (rc != VP_OK)
+                return rc;
+        }
+    }
+    return VP_OK;
+}
+
+static vp_status check_complete(const vp_schedule *s, const pass_count *seen, vp_error *err) {
+    for (int j = 0; j < s->m; j++) {
+        for (int st = s->mb_first[j]; st <= vp_schedule_last_stage(s, j); st++) {
+            const pass_count *c = &seen[(size_t)st * (size_t)s->m + (size_t)j];
+            const char *missing = NULL;
+            if (!c->f)
+                missing = "F";
+            else if (!c->b && !c->bw)
+                missing = "backward (B or BW)";
+            else if (c->b && !c->w)
+                missing = "W";
+            if (missing)
+                return vp__fail(err, VP_EVALIDATION,
+                                "device %d: missing %s of stage %d, microbatch %d (after its "
+                                "last op, position %d)",
+                                s->stage_device[st], missing, st, j, s->dev[s->stage_device[st]].n);
+        }
+    }
+    return VP_OK;
+}
+
+vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err) {
+    vp_status rc = check_shape(s, err);
+    if (rc != VP_OK)
+        return rc;
+    pass_count *seen = vp__calloc((size_t)s->S * (size_t)s->m, sizeof *seen);
+    if (!seen)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    rc = check_ops(s, seen, err);
+    if (rc == VP_OK)
+        rc = check_complete(s, seen, err);
+    free(seen);
+    if (rc == VP_OK)
+        rc = vp__replay(s, NULL, NULL, 0.0, NULL, NULL, err);
+    return rc;
+}
