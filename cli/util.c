@@ -18,21 +18,7 @@ int cli_error(int code, const char *fmt, ...) {
 }
 
 int cli_lib_error(const vp_error *err) {
-    int code = VP_EXIT_FAILURE;
-    switch (err->status) {
-    case VP_EPARSE:
-    case VP_EVALIDATION:
-    case VP_EIO:
-    case VP_EDEADLOCK:
-        code = VP_EXIT_INPUT;
-        break;
-    case VP_EINVAL:
-    case VP_EUNSUPPORTED:
-        code = VP_EXIT_USAGE;
-        break;
-    default:
-        break;
-    }
+    int code = vp_status_exit_code(err->status);
     if (err->line > 0)
         return cli_error(code, "%d:%d: %s", err->line, err->column, err->message);
     return cli_error(code, "%s", err->message[0] ? err->message : vp_status_str(err->status));

@@ -8,6 +8,10 @@
 
 #include "vpipe/block.h"
 
+/* Largest schedule, in ops, a generator builds unless the spec allows more: about 2-5 GB
+ * of schedule and simulation at 20-50 bytes per op. */
+#define VP_MAX_OPS_DEFAULT 100000000L
+
 /* What a generator is asked for. Families ignore the fields they do not use. */
 typedef struct vp_spec {
     int p;            /* devices, >= 1 */
@@ -16,10 +20,23 @@ typedef struct vp_spec {
     vp_costs costs;   /* per-slice costs, read by cost-aware families */
     vp_memcfg mem;    /* memory model, read by memory-limited families */
     double mem_limit; /* memory limit in units for `zb-auto`-style families (0: preset) */
+    long max_ops;     /* refuse a schedule that may hold more ops (0: VP_MAX_OPS_DEFAULT) */
+    int threads;      /* worker threads a search may use (0 or 1: the calling thread only);
+                         results never depend on it */
 } vp_spec;
 
-/* p, m with default costs and memory model, v = 0, mem_limit = 0. */
+/* p, m with default costs and memory model, v = 0, mem_limit = 0, the default op limit,
+ * one thread. */
 vp_spec vp_spec_make(int p, int m);
+
+/* The most ops any family builds for spec: 3 passes per (stage, microbatch) on at most
+ * max(2, v) stages per device. */
+double vp_spec_max_ops(const vp_spec *spec);
+
+/* VP_ELIMIT when vp_spec_max_ops(spec) exceeds the spec's op limit, with the estimate,
+ * the limit and what would lift it (a larger max_ops, `--max-ops` on the command line);
+ * VP_OK otherwise. Costs nothing: check before allocating. */
+vp_status vp_spec_check_size(const vp_spec *spec, vp_error *err);
 
 typedef struct vp_family {
     const char *name;    /* CLI name, e.g. "1f1b" */
@@ -37,7 +54,8 @@ const vp_family *vp_family_find(const char *name);
 
 /* Builds family `name` for spec into a new schedule (caller frees). VP_EINVAL with a
  * message naming the constraint when the spec does not fit the family (or the name is
- * unknown); the result always passes vp_schedule_validate. */
+ * unknown), VP_ELIMIT (vp_spec_check_size) before allocating anything when it would be
+ * too large; the result always passes vp_schedule_validate. */
 vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out, vp_error *err);
 
 /* The block of a named V family at p devices: "v-min" (offsets 1,1), "v-half" (2,1) or

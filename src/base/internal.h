@@ -22,6 +22,25 @@ vp_status vp__fail(vp_error *err, vp_status status, const char *fmt, ...) VP_PRI
 vp_status vp__fail_at(vp_error *err, vp_status status, int line, int column, const char *fmt, ...)
     VP_PRINTF(5, 6);
 
+/* A growable string (text output of every writer). A failed allocation is sticky: later
+ * appends do nothing and vp__buf_take returns NULL, so writers check once at the end. */
+typedef struct vp__buf {
+    char *data; /* NUL-terminated while not failed */
+    size_t len, cap;
+    int failed;
+} vp__buf;
+
+/* Appends n bytes / a formatted string. */
+void vp__buf_add(vp__buf *b, const char *bytes, size_t n);
+void vp__buf_printf(vp__buf *b, const char *fmt, ...) VP_PRINTF(2, 3);
+
+/* The text (caller frees with free()), or NULL when an allocation failed; b is empty
+ * afterwards. */
+char *vp__buf_take(vp__buf *b);
+
+/* Releases what b holds (b may be reused). */
+void vp__buf_free(vp__buf *b);
+
 /* calloc that treats n*size overflow as failure. */
 void *vp__calloc(size_t n, size_t size);
 

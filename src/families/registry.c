@@ -52,6 +52,23 @@ vp_spec vp_spec_make(int p, int m) {
     return spec;
 }
 
+double vp_spec_max_ops(const vp_spec *spec) {
+    double stages = (double)spec->p * (spec->v > 2 ? spec->v : 2);
+    return 3.0 * stages * (double)spec->m;
+}
+
+vp_status vp_spec_check_size(const vp_spec *spec, vp_error *err) {
+    long limit = spec->max_ops > 0 ? spec->max_ops : VP_MAX_OPS_DEFAULT;
+    double ops = vp_spec_max_ops(spec);
+    if (ops <= (double)limit)
+        return VP_OK;
+    return vp__fail(err, VP_ELIMIT,
+                    "p=%d, m=%d may need up to %.3g ops, over the limit of %ld (about %.0f GB "
+                    "to build and simulate); raise the limit (--max-ops) if the machine has "
+                    "the memory",
+                    spec->p, spec->m, ops, limit, ops * 50 / 1e9);
+}
+
 vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err) {
     if (spec->p < 1)
         return vp__fail(err, VP_EINVAL, "%s needs p >= 1 (got %d)", name, spec->p);
@@ -65,7 +82,9 @@ vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **o
     const vp_family *f = vp_family_find(name);
     if (!f)
         return vp__fail(err, VP_EINVAL, "unknown family '%s' (vpipe list shows them)", name);
-    vp_status rc = f->build(spec, out, err);
+    vp_status rc = vp_spec_check_size(spec, err);
+    if (rc == VP_OK)
+        rc = f->build(spec, out, err);
     if (rc != VP_OK)
         return rc;
     rc = vp_schedule_validate(*out, err);

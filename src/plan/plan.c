@@ -405,6 +405,9 @@ vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **ou
     if (spec->p < 1 || spec->m < 1)
         return vp__fail(err, VP_EINVAL, "plan needs p >= 1 and m >= 1 (got p=%d, m=%d)", spec->p,
                         spec->m);
+    vp_status size = vp_spec_check_size(spec, err);
+    if (size != VP_OK)
+        return size;
     vp_plan *plan = vp__calloc(1, sizeof *plan);
     if (!plan)
         return vp__fail(err, VP_ENOMEM, "out of memory");
