@@ -94,7 +94,7 @@ typedef struct cli_cost_file {
 int cli_parse_cost_file(const char *flag, const char *value, void *dest);
 
 /* What the schedule-building subcommands share: -p, -m, -v, --cost, --cost-file,
- * --memory-model, --memory-limit, --max-ops (the group cli_spec_group). */
+ * --memory-model, --memory-limit (the group cli_spec_group). */
 typedef struct cli_spec {
     vp_spec spec;          /* p, m are 0 until given */
     bool have_cost;        /* --cost was given */
@@ -104,6 +104,9 @@ typedef struct cli_spec {
 } cli_spec;
 
 extern const cli_group cli_spec_group;
+
+/* --max-ops N of a long (a vp_spec's max_ops), for every command that builds schedules. */
+extern const cli_group cli_limit_group;
 
 /* Defaults: p, m unset, default costs and memory model, the default op limit. */
 void cli_spec_init(cli_spec *o);

@@ -248,6 +248,7 @@ static int run(void *args) {
 
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(block_args, spec)},
+    {&cli_limit_group, offsetof(block_args, spec.spec.max_ops)},
     {&block_group, 0},
 };
 

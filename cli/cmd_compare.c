@@ -152,6 +152,7 @@ static int run(void *args) {
 
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(compare_args, spec)},
+    {&cli_limit_group, offsetof(compare_args, spec.spec.max_ops)},
     {&compare_group, 0},
 };
 

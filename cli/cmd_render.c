@@ -124,6 +124,7 @@ static int run(void *args) {
 
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(render_args, spec)},
+    {&cli_limit_group, offsetof(render_args, spec.spec.max_ops)},
     {&render_group, 0},
 };
 

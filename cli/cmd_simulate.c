@@ -76,6 +76,7 @@ static int run(void *args) {
 
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(simulate_args, spec)},
+    {&cli_limit_group, offsetof(simulate_args, spec.spec.max_ops)},
     {&simulate_group, 0},
 };
 

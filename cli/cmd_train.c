@@ -20,6 +20,7 @@ typedef struct train_args {
     cli_cost_file profile;  /* --cost-file, or measured when a run needs one */
     const char *schedule, *schedule_file, *data_path, *memory, *trace, *svg;
     int p, chunks, warmup, transport, lr_schedule;
+    long max_ops; /* --max-ops (0: the default limit) */
     double weight_decay;
     bool json, emulate;
 } train_args;
@@ -560,14 +561,21 @@ static int check_faults_on(const vp_faults *f, const vp_schedule *s) {
     return 0;
 }
 
-/* p ranks need at least p stages: the layers must fill them (vp_split_layers), checked
- * before any schedule is built. */
-static int check_stages(int n_layer, int p) {
-    int *l0 = calloc((size_t)p + 1, sizeof *l0);
+/* The shape of a pipelined run given by flags, checked before any schedule is built: p
+ * ranks need at least p stages, which the layers must fill (vp_split_layers), and the
+ * schedule must stay under the op limit. */
+static int check_shape(const train_args *a) {
+    int *l0 = calloc((size_t)a->p + 1, sizeof *l0);
     if (!l0)
         return cli_error(VP_EXIT_FAILURE, "out of memory");
     vp_error err = {0};
-    int rc = vp_split_layers(n_layer, p, l0, &err) == VP_OK ? 0 : cli_lib_error(&err);
+    vp_spec spec = vp_spec_make(a->p, a->po.train.m);
+    spec.v = a->chunks;
+    spec.max_ops = a->max_ops;
+    int rc = vp_split_layers(a->po.train.model.n_layer, a->p, l0, &err) == VP_OK &&
+                     vp_spec_check_size(&spec, &err) == VP_OK
+                 ? 0
+                 : cli_lib_error(&err);
     free(l0);
     return rc;
 }
@@ -597,7 +605,7 @@ static int check_flags(train_args *a) {
     vp_error err = {0};
     if (vp_model_config_check(&o->model, &err) != VP_OK)
         return cli_lib_error(&err);
-    return reference || a->schedule_file ? 0 : check_stages(o->model.n_layer, a->p);
+    return reference || a->schedule_file ? 0 : check_shape(a);
 }
 
 /* Every file the run will write can be written: checked before step 1. */
@@ -707,6 +715,7 @@ static int pipelined_schedule(train_args *a, vp_schedule **out) {
         spec.spec.m = a->po.train.m;
     }
     spec.spec.v = a->chunks;
+    spec.spec.max_ops = a->max_ops;
     int rc = cli_spec_ready(&spec);
     if (!rc)
         rc = cli_obtain_schedule(a->schedule_file ? a->schedule_file
@@ -823,6 +832,7 @@ static const cli_use uses[] = {
     {&data_group, 0},
     {&durability_group, 0},
     {&output_group, 0},
+    {&cli_limit_group, TRAIN(max_ops)},
     {&testing_group, 0},
 };
 

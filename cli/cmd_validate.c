@@ -28,7 +28,10 @@ static int run(void *args) {
     return rc;
 }
 
-static const cli_use uses[] = {{&cli_spec_group, offsetof(validate_args, spec)}};
+static const cli_use uses[] = {
+    {&cli_spec_group, offsetof(validate_args, spec)},
+    {&cli_limit_group, offsetof(validate_args, spec.spec.max_ops)},
+};
 
 const cli_command cli_cmd_validate = {
     .name = "validate",

@@ -1,6 +1,5 @@
 /* The option groups several subcommands share (the schedule spec, the model), and getting,
  * simulating and describing a schedule. */
-#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -32,8 +31,15 @@ static int parse_memory_model(const char *flag, const char *value, void *dest) {
     return vp_memcfg_parse(value, dest, &err) == VP_OK ? 0 : value_error(flag, value, &err);
 }
 
+/* A count of ops, also in scientific notation (1e9). */
 static int parse_max_ops(const char *flag, const char *value, void *dest) {
-    return cli_parse_int(flag, value, 1, LONG_MAX, dest);
+    double x;
+    int rc = cli_parse_double(flag, value, 1, 1e18, &x);
+    if (!rc && x != floor(x))
+        rc = cli_error(VP_EXIT_USAGE, "%s expects a whole number of ops, got '%s'", flag, value);
+    if (!rc)
+        *(long *)dest = (long)x;
+    return rc;
 }
 
 int cli_parse_cost_file(const char *flag, const char *value, void *dest) {
@@ -93,16 +99,20 @@ static const cli_opt spec_opts[] = {
      .parse = parse_memory_model,
      .help = "release-at-W (default) or the ZB split, R = share of an F's\n"
              "activation that B keeps for W"},
-    {.name = "max-ops",
-     .kind = CLI_CUSTOM,
-     .offset = offsetof(cli_spec, spec.max_ops),
-     .arg = "N",
-     .parse = parse_max_ops,
-     .help = "refuse schedules that may hold more ops (default 1e8, about\n"
-             "2-5 GB of schedule and simulation)"},
 };
 
 const cli_group cli_spec_group = CLI_GROUP("schedule", spec_opts);
+
+static const cli_opt limit_opts[] = {
+    {.name = "max-ops",
+     .kind = CLI_CUSTOM,
+     .arg = "N",
+     .parse = parse_max_ops,
+     .help = "refuse schedules that may hold more ops (default 1e8: about\n"
+             "2-5 GB of schedule and simulation)"},
+};
+
+const cli_group cli_limit_group = CLI_GROUP("limits", limit_opts);
 
 #define MODEL_INT(name_, field, hi_, help_)                                                        \
     {                                                                                              \
