@@ -300,7 +300,7 @@ static void init(void *args) {
 typedef struct progress_ctx {
     FILE *out;
     bool emulated;
-    int write_errno; /* a progress line could not be written: the run stopped */
+    int write_errno; /* a progress line could not be written to stdout: the run stopped */
 } progress_ctx;
 
 static bool on_step(const vp_train_progress *p, void *user) {
@@ -319,7 +319,7 @@ static bool on_step(const vp_train_progress *p, void *user) {
     if (p->checkpointed)
         fprintf(ctx->out, " | checkpoint saved");
     fputc('\n', ctx->out);
-    if (fflush(ctx->out) != 0 || ferror(ctx->out)) {
+    if (ctx->out == stdout && (fflush(stdout) != 0 || ferror(stdout))) { /* data, not logs */
         ctx->write_errno = errno ? errno : EIO;
         return false;
     }
@@ -332,9 +332,7 @@ static bool on_step(const vp_train_progress *p, void *user) {
 static int progress_failed(const progress_ctx *ctx, int rc) {
     if (!ctx->write_errno)
         return rc;
-    return cli_error(VP_EXIT_INPUT, "cannot write %s: %s",
-                     ctx->out == stdout ? "standard output" : "standard error",
-                     strerror(ctx->write_errno));
+    return cli_error(VP_EXIT_INPUT, "cannot write standard output: %s", strerror(ctx->write_errno));
 }
 
 /* ---- the summary ----------------------------------------------------------------------- */
