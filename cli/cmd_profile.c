@@ -23,7 +23,7 @@ static const cli_opt profile_opts[] = {
      .kind = CLI_STRING,
      .offset = offsetof(profile_args, out),
      .arg = "FILE",
-     .help = "output (- is stdout)"},
+     .help = "output file; - is stdout"},
 };
 static const cli_group profile_group = CLI_GROUP("measuring", profile_opts);
 

@@ -157,10 +157,10 @@ static const cli_opt training_opts[] = {
      .kind = CLI_ENUM,
      .offset = TRAIN(transport),
      .choices = transports,
-     .help = "one thread per rank, or one process per rank under\n"
-             "mpirun -np P vpipe train --transport mpi ... (as root set\n"
+     .help = "one thread per rank, or one process per rank under mpirun:\n"
+             "mpirun -np P vpipe train --transport mpi ... (as root, set\n"
              "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;\n"
-             "mpirun --oversubscribe for more ranks than cores)"},
+             "mpirun --oversubscribe runs more ranks than cores)"},
 };
 
 static const cli_opt data_opts[] = {

@@ -9,8 +9,9 @@
 
 #include "cli.h"
 
-/* Column where help texts start. */
+/* Column where help texts start, and the width a default may extend a line to. */
 #define HELP_COLUMN 24
+#define HELP_WIDTH 88
 
 int cli_parse_int(const char *flag, const char *text, long lo, long hi, long *out) {
     char *end = NULL;
@@ -229,14 +230,17 @@ static void help_option(FILE *out, const cli_opt *o, const char *dest) {
         fprintf(out, "%s\n%*s", names, HELP_COLUMN, "");
     else
         fprintf(out, "%-*s", HELP_COLUMN, names);
+    size_t last = 0; /* length of the help's last line */
     for (const char *line = o->help; *line;) {
-        size_t n = strcspn(line, "\n");
-        fprintf(out, "%.*s", (int)n, line);
-        line += n;
+        last = strcspn(line, "\n");
+        fprintf(out, "%.*s", (int)last, line);
+        line += last;
         if (*line == '\n' && *++line)
             fprintf(out, "\n%*s", HELP_COLUMN, "");
     }
     default_text(o, dest, dflt, sizeof dflt);
+    if (dflt[0] && HELP_COLUMN + last + strlen(dflt) > HELP_WIDTH)
+        fprintf(out, "\n%*s", HELP_COLUMN - 1, ""); /* dflt starts with a space */
     fprintf(out, "%s\n", dflt);
 }
 

@@ -14,6 +14,7 @@ typedef struct demo_args {
     bool flag;
     int mode;
     const char *custom;
+    int wide;
     const char *operand;
 } demo_args;
 
@@ -62,6 +63,13 @@ static const cli_opt second_opts[] = {
      .arg = "VALUE",
      .parse = parse_custom,
      .help = "its own parser"},
+    {.name = "wide",
+     .kind = CLI_INT,
+     .offset = offsetof(demo_args, wide),
+     .arg = "N",
+     .lo = 0,
+     .hi = 9,
+     .help = "a help line long enough that its default goes on a line of its own"},
 };
 static const cli_group first = CLI_GROUP("first", first_opts);
 static const cli_group second = CLI_GROUP(NULL, second_opts);
@@ -86,7 +94,7 @@ static const cli_command demo = {
 };
 
 static void demo_init(demo_args *a) {
-    *a = (demo_args){.number = 5, .ratio = 2.0 /* out of bounds: no default shown */};
+    *a = (demo_args){.number = 5, .ratio = 2.0 /* out of bounds: no default shown */, .wide = 7};
 }
 
 /* Output captured from a file descriptor. */
@@ -237,6 +245,11 @@ static void test_help(void **state) {
     /* a name too long for the column: the help starts on the next line */
     assert_non_null(strstr(h, "\n  --a-custom-option-with-a-long-name VALUE\n"
                               "                        its own parser\n"));
+    /* a default that would make the line too long goes on a line of its own */
+    assert_non_null(
+        strstr(h, "\n  --wide N              a help line long enough that its default goes "
+                  "on a line of its own\n"
+                  "                        (default 7)\n"));
     assert_non_null(strstr(h, "\n  -h, --help            this help\n"));
     assert_non_null(strstr(h, "\nEpilog.\n"));
     const char *short_h[] = {"demo", "-h", NULL};
