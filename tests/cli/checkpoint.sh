@@ -14,10 +14,6 @@ K=10
 base=(--data "$text" --layers 2 --heads 2 --seq 32 --microbatch 4 -m 2 --eval-batches 2
     --eval-every 50)
 model=("${base[@]}" --width 64 --steps "$N")
-bad() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
 # the deterministic part of the progress lines of steps after $2 in file $1
 steps_after() {
     grep '^step ' "$1" | cut -d'|' -f1-4 | awk -v s="$2" '{split($2, a, "/"); if (a[1] > s) print}'

@@ -10,10 +10,6 @@ src=$2
 . "$src/tests/cli/expect.bash"
 text=/usr/share/common-licenses/GPL-3
 model=(--layers 2 --width 32 --heads 2 --seq 16 --microbatch 2)
-bad() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
 
 # ---- 1. every writer: /dev/full and a file size limit exit 3, the previous file stays ----
 # `writer ARGS...` runs vpipe ARGS with @OUT@ standing for the output path.

@@ -10,10 +10,6 @@ src=$2
 . "$src/tests/cli/expect.bash"
 text=/usr/share/common-licenses/GPL-3
 model=(--layers 2 --width 32 --heads 2 --seq 16 --microbatch 2)
-bad() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
 
 # --cost: a key given twice is refused (not the last one silently taken); costs whose
 # results cannot be finite are bad input (exit 3), for simulate and for plan
