@@ -591,6 +591,9 @@ static int check_flags(train_args *a) {
     if (a->emulate && (reference || a->p == 1))
         return cli_error(VP_EXIT_USAGE, "--emulate emulates the ranks of a pipelined run: give "
                                         "-p 2 or more and a schedule");
+    if (a->emulate && (o->checkpoint_dir || o->resume_dir))
+        return cli_error(VP_EXIT_USAGE, "--emulate runs no model: there is no model state to "
+                                        "checkpoint or resume");
     if (o->checkpoint_every && !o->checkpoint_dir)
         return cli_error(VP_EXIT_USAGE, "--checkpoint-every needs --checkpoint DIR");
     int rc = check_faults(a);
