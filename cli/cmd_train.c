@@ -319,6 +319,7 @@ static bool on_step(const vp_train_progress *p, void *user) {
     if (p->checkpointed)
         fprintf(ctx->out, " | checkpoint saved");
     fputc('\n', ctx->out);
+    errno = 0;
     if (ctx->out == stdout && (fflush(stdout) != 0 || ferror(stdout))) { /* data, not logs */
         ctx->write_errno = errno ? errno : EIO;
         return false;
