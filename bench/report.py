@@ -245,7 +245,7 @@ def train(r, fam, p, m, model, prof, steps, emulate):
                str(steps), "--cost-file", prof, *extra)
     times = step_times(r.stderr)
     row = dict(step_ms=steady(times), pred_ms=d["predicted_step_ms"],
-               peak=max(d["peak_activation_bytes"]),
+               peak=max(d["peak_activation_bytes"] or [0]),  # null when emulated
                pred_peak=max(d["predicted_peak_activation_bytes"]),
                bubble=statistics.mean(d["bubble_measured"]))
     if not emulate:

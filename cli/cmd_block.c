@@ -1,6 +1,7 @@
 /* vpipe block FILE: build a schedule from a user's building block and report its
  * timing, memory and lifespans. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,23 +9,38 @@
 #include "vpipe/block.h"
 #include "vpipe/io.h"
 
-static const char block_help[] =
-    "usage: vpipe block FILE [-m M] [--cost ...] [--memory-model ...] [--reorder]\n"
-    "                   [-o OUT.json] [--json]\n"
-    "       vpipe block --example [-p P] [--cost ...]\n\n"
-    "Repeats a building block (the start of every pass of one microbatch) every interval T,\n"
-    "keeps each device's order and replays it eagerly (the squeeze), and reports makespan,\n"
-    "bubble, peak memory per device and the block's lifespans: per stage the time from its\n"
-    "F to the end of its W (or BW), and per device the bound sum ceil(l/T)*act, the exact\n"
-    "steady-state occupancy and the simulated peak. FILE may be - for stdin.\n\n"
-    "  -m M                  microbatches (default 2p)\n"
-    "  --cost ...            durations of passes the file leaves open, and the costs of\n"
-    "                        the simulation (default: the file's \"costs\", else F=B=W=1)\n"
-    "  --memory-model at-w|zb:R   memory accounting (default at-w)\n"
-    "  --reorder             move passes into idle gaps without raising any peak\n"
-    "  -o OUT.json           write the schedule (vpipe JSON; - for stdout)\n"
-    "  --json                print the report as one JSON object\n"
-    "  --example             print the 1F1B block for -p P (default 4) as a starting point\n\n"
+typedef struct block_args {
+    cli_spec spec;
+    const char *path, *out;
+    bool json, reorder, example;
+} block_args;
+
+static const cli_opt block_opts[] = {
+    {.name = "reorder",
+     .kind = CLI_FLAG,
+     .offset = offsetof(block_args, reorder),
+     .help = "move passes into idle gaps without raising any peak"},
+    {.short_name = 'o',
+     .kind = CLI_STRING,
+     .offset = offsetof(block_args, out),
+     .arg = "OUT.json",
+     .help = "write the schedule (vpipe JSON; - for stdout)"},
+    {.name = "json",
+     .kind = CLI_FLAG,
+     .offset = offsetof(block_args, json),
+     .help = "print the report as one JSON object"},
+    {.name = "example",
+     .kind = CLI_FLAG,
+     .offset = offsetof(block_args, example),
+     .help = "print the 1F1B block for -p P (default 4) as a starting point"},
+};
+static const cli_group block_group = CLI_GROUP("block", block_opts);
+
+static void init(void *args) {
+    cli_spec_init(&((block_args *)args)->spec);
+}
+
+static const char block_epilog[] =
     "Block file (JSON):\n"
     "  {\"format\": \"vpipe-block\", \"version\": 1,\n"
     "   \"p\": 4,                      devices\n"
@@ -51,11 +67,9 @@ static int print_example(int p, const vp_costs *costs) {
     vp_cost_model *cm = shape ? vp_block_cost_model(shape, costs, &mem, &err) : NULL;
     vp_block *b = cm ? vp_block_1f1b(p, cm, 0, &err) : NULL;
     char *text = b ? vp_block_write_json(b, costs) : NULL;
-    int rc = VP_EXIT_OK;
-    if (text)
-        fputs(text, stdout);
-    else
-        rc = err.message[0] ? cli_lib_error(&err) : cli_error(VP_EXIT_FAILURE, "out of memory");
+    int rc = text             ? cli_write("-", text, strlen(text))
+             : err.message[0] ? cli_lib_error(&err)
+                              : cli_error(VP_EXIT_FAILURE, "out of memory");
     free(text);
     vp_block_free(b);
     vp_cost_model_free(cm);
@@ -75,24 +89,25 @@ static int block_error(const vp_error *err) {
     return cli_error(VP_EXIT_INPUT, "%s", err->message);
 }
 
-static void print_text(const vp_block *b, int T_given, const vp_schedule *s, const vp_sim *sim,
-                       const vp_block_lifespan *ls, int moved) {
-    printf("block  p=%d  stages=%d  placement=%s  mb_per_copy=%d  passes=%d\n", b->p, b->S,
-           vp_placement_name(b->placement), b->mb_per_copy, b->n);
-    printf("interval T=%g%s\n", b->T, T_given ? "" : " (smallest collision-free)");
-    printf("schedule  m=%d  makespan %g  bubble %.2f%% (longest span %g)  over makespan %.2f%%",
-           s->m, sim->makespan, 100.0 * sim->bubble, vp_sim_longest_span(sim),
-           100.0 * sim->bubble_makespan);
+static void print_text(FILE *out, const vp_block *b, int T_given, const vp_schedule *s,
+                       const vp_sim *sim, const vp_block_lifespan *ls, int moved) {
+    fprintf(out, "block  p=%d  stages=%d  placement=%s  mb_per_copy=%d  passes=%d\n", b->p, b->S,
+            vp_placement_name(b->placement), b->mb_per_copy, b->n);
+    fprintf(out, "interval T=%g%s\n", b->T, T_given ? "" : " (smallest collision-free)");
+    fprintf(out,
+            "schedule  m=%d  makespan %g  bubble %.2f%% (longest span %g)  over makespan %.2f%%",
+            s->m, sim->makespan, 100.0 * sim->bubble, vp_sim_longest_span(sim),
+            100.0 * sim->bubble_makespan);
     if (moved >= 0)
-        printf("  reorder moves %d", moved);
-    printf("\n\ndevice      start        end       busy    peak   bound  steady\n");
+        fprintf(out, "  reorder moves %d", moved);
+    fprintf(out, "\n\ndevice      start        end       busy    peak   bound  steady\n");
     for (int d = 0; d < s->p; d++)
-        printf("%6d %10g %10g %10g %7g %7g %7g\n", d, sim->dev_first[d], sim->dev_last[d],
-               sim->dev_busy[d], sim->peak[d], ls->bound[d], ls->steady[d]);
-    printf("\nstage  device   lifespan  ceil(l/T)\n");
+        fprintf(out, "%6d %10g %10g %10g %7g %7g %7g\n", d, sim->dev_first[d], sim->dev_last[d],
+                sim->dev_busy[d], sim->peak[d], ls->bound[d], ls->steady[d]);
+    fprintf(out, "\nstage  device   lifespan  ceil(l/T)\n");
     for (int st = 0; st < b->S; st++)
-        printf("%5d %7d %10g %10g\n", st, b->stage_device[st], ls->life[st],
-               ls->life[st] > 0 ? ceil(ls->life[st] / b->T - 1e-9) : 0.0);
+        fprintf(out, "%5d %7d %10g %10g\n", st, b->stage_device[st], ls->life[st],
+                ls->life[st] > 0 ? ceil(ls->life[st] / b->T - 1e-9) : 0.0);
 }
 
 static json_t *lifespan_json(const vp_block *b, const vp_block_lifespan *ls) {
@@ -108,15 +123,14 @@ static json_t *lifespan_json(const vp_block *b, const vp_block_lifespan *ls) {
 }
 
 /* Reads the block file with the costs (the file's unless --cost was given). */
-static int read_block(const char *path, const cli_spec *o, int have_cost, vp_costs *used,
-                      vp_block **out, int *T_given) {
+static int read_block(const char *path, cli_spec *o, vp_block **out, int *T_given) {
     vp_error err = {0};
     char *text = NULL;
     size_t len = 0;
     if (vp_read_file(path, 0, &text, &len, &err) != VP_OK)
         return cli_lib_error(&err);
-    vp_status rc =
-        vp_block_read_json(text, len, have_cost ? &o->spec.costs : NULL, used, out, &err);
+    vp_status rc = vp_block_read_json(text, len, o->have_cost ? &o->spec.costs : NULL,
+                                      &o->spec.costs, out, &err);
     free(text);
     *T_given = rc == VP_OK && (*out)->T > 0;
     if (rc == VP_OK && !*T_given)
@@ -132,8 +146,8 @@ static int read_block(const char *path, const cli_spec *o, int have_cost, vp_cos
 }
 
 /* Repeats, validates, optionally reorders and simulates. */
-static int build(const vp_block *b, int m, cli_spec *o, int reorder, int *moved, vp_schedule **s,
-                 vp_sim **sim, vp_block_lifespan **ls) {
+static int build(const vp_block *b, int m, const cli_spec *o, bool reorder, int *moved,
+                 vp_schedule **s, vp_sim **sim, vp_block_lifespan **ls) {
     vp_error err = {0};
     vp_cost_model *cm = NULL;
     vp_status rc = vp_block_repeat(b, m, "block", s, &err);
@@ -150,78 +164,112 @@ static int build(const vp_block *b, int m, cli_spec *o, int reorder, int *moved,
     vp_cost_model_free(cm);
     if (rc != VP_OK)
         return block_error(&err);
-    return cli_simulate(*s, o, NULL, sim);
+    return cli_simulate(*s, o, sim);
 }
 
-int cmd_block(int argc, char **argv) {
-    const char *path = NULL, *out_path = NULL;
-    int as_json = 0, reorder = 0, example = 0, have_cost = 0;
-    cli_spec o;
-    cli_spec_init(&o);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--cost"))
-            have_cost = 1;
-        int code;
-        cli_arg arg = cli_common_arg(argc, argv, &i, &o, &as_json, block_help, &code);
-        if (arg == CLI_ARG_EXIT)
-            return code;
-        if (arg == CLI_ARG_TAKEN)
-            continue;
-        if (!strcmp(argv[i], "--reorder"))
-            reorder = 1;
-        else if (!strcmp(argv[i], "--example"))
-            example = 1;
-        else if (!strcmp(argv[i], "-o")) {
-            if (!(out_path = cli_flag_value(argc, argv, &i)))
-                return VP_EXIT_USAGE;
-        } else if (!path && (argv[i][0] != '-' || !argv[i][1]))
-            path = argv[i];
-        else
-            return cli_error(VP_EXIT_USAGE, "block: unexpected argument '%s'", argv[i]);
-    }
-    if (example)
-        return path ? cli_error(VP_EXIT_USAGE, "block --example takes no FILE")
-                    : print_example(o.have_p ? o.spec.p : 4, &o.spec.costs);
-    if (!path)
-        return cli_error(VP_EXIT_USAGE, "block needs a block file (--help shows the format)");
-    if (o.have_p || o.spec.v)
-        return cli_error(VP_EXIT_USAGE, "block: -p and -v come from the block file");
-    vp_block *b = NULL;
-    int T_given = 0;
-    int rc = read_block(path, &o, have_cost, &o.spec.costs, &b, &T_given);
-    if (rc)
+/* The number of ops m microbatches of b make, refused over the limit before anything is
+ * built: each microbatch runs every pass of its copy's class once. */
+static int check_size(const vp_block *b, int m, const vp_spec *spec) {
+    long limit = spec->max_ops > 0 ? spec->max_ops : VP_MAX_OPS_DEFAULT;
+    double ops = (double)b->n / b->mb_per_copy * m;
+    if (ops <= (double)limit)
+        return 0;
+    return cli_error(VP_EXIT_USAGE,
+                     "block: m=%d makes about %.3g ops of %d passes per copy, over the limit of "
+                     "%ld; raise the limit (--max-ops) if the machine has the memory",
+                     m, ops, b->n, limit);
+}
+
+/* The report: JSON, or text unless -o took stdout. */
+static int report(const block_args *a, const vp_block *b, int T_given, const vp_schedule *s,
+                  const vp_sim *sim, const vp_block_lifespan *ls, int moved) {
+    if (a->json) {
+        json_t *j = json_pack("{s:o, s:o}", "simulation", cli_sim_json(s, sim, &a->spec.spec.costs),
+                              "lifespan", lifespan_json(b, ls));
+        json_object_set_new(j, "reorder_moves", json_integer(moved));
+        int rc = cli_write_json("-", j);
+        json_decref(j);
         return rc;
-    int m = o.have_m ? o.spec.m : 2 * b->p;
-    int moved = reorder ? 0 : -1;
+    }
+    if (a->out && !strcmp(a->out, "-"))
+        return 0;
+    cli_out out;
+    if (cli_out_begin(&out))
+        return VP_EXIT_FAILURE;
+    print_text(out.f, b, T_given, s, sim, ls, moved);
+    return cli_out_end(&out, "-");
+}
+
+/* Checks the flags that do not need the file. */
+static int check_flags(block_args *a) {
+    if (a->example)
+        return a->path ? cli_error(VP_EXIT_USAGE, "block --example takes no FILE") : 0;
+    if (!a->path)
+        return cli_error(VP_EXIT_USAGE, "block needs a block file (--help shows the format)");
+    if (a->spec.spec.p || a->spec.spec.v)
+        return cli_error(VP_EXIT_USAGE, "block: -p and -v come from the block file");
+    int rc = cli_spec_ready(&a->spec);
+    return rc ? rc : a->out ? cli_probe_output(a->out) : 0;
+}
+
+static int run(void *args) {
+    block_args *a = args;
+    int rc = check_flags(a);
+    if (rc || a->example) {
+        rc = rc ? rc : print_example(a->spec.spec.p ? a->spec.spec.p : 4, &a->spec.spec.costs);
+        cli_spec_release(&a->spec);
+        return rc;
+    }
+    vp_block *b = NULL;
+    int T_given = 0, moved = a->reorder ? 0 : -1;
     vp_schedule *s = NULL;
     vp_sim *sim = NULL;
     vp_block_lifespan *ls = NULL;
-    rc = build(b, m, &o, reorder, &moved, &s, &sim, &ls);
-    if (!rc && out_path) {
-        char *text = vp_json_write(s);
-        FILE *f = text ? cli_open_out(out_path) : NULL;
-        if (!text)
-            rc = cli_error(VP_EXIT_FAILURE, "out of memory");
-        else if (!f)
-            rc = VP_EXIT_FAILURE;
-        else {
-            fputs(text, f);
-            cli_close_out(f);
-        }
-        free(text);
-    }
-    if (!rc && as_json) {
-        json_t *j = json_pack("{s:o, s:o}", "simulation", cli_sim_json(s, sim, &o.spec.costs),
-                              "lifespan", lifespan_json(b, ls));
-        json_object_set_new(j, "reorder_moves", json_integer(moved));
-        cli_print_json(stdout, j);
-        json_decref(j);
-    } else if (!rc && (!out_path || strcmp(out_path, "-"))) {
-        print_text(b, T_given, s, sim, ls, moved);
-    }
+    rc = read_block(a->path, &a->spec, &b, &T_given);
+    int m = a->spec.spec.m ? a->spec.spec.m : b ? 2 * b->p : 0;
+    if (!rc)
+        rc = check_size(b, m, &a->spec.spec);
+    if (!rc)
+        rc = build(b, m, &a->spec, a->reorder, &moved, &s, &sim, &ls);
+    char *text = !rc && a->out ? vp_json_write(s) : NULL;
+    if (!rc && a->out)
+        rc = text ? cli_write(a->out, text, strlen(text))
+                  : cli_error(VP_EXIT_FAILURE, "out of memory");
+    if (!rc)
+        rc = report(a, b, T_given, s, sim, ls, moved);
+    free(text);
     vp_block_lifespan_free(ls);
     vp_sim_free(sim);
     vp_schedule_free(s);
     vp_block_free(b);
+    cli_spec_release(&a->spec);
     return rc;
 }
+
+static const cli_use uses[] = {
+    {&cli_spec_group, offsetof(block_args, spec)},
+    {&cli_limit_group, offsetof(block_args, spec.spec.max_ops)},
+    {&block_group, 0},
+};
+
+const cli_command cli_cmd_block = {
+    .name = "block",
+    .summary = "build a schedule from your own building block; lifespan report",
+    .usage = "FILE [-m M] [--cost ...] [--memory-model ...] [--reorder] [-o OUT.json] [--json]\n"
+             "       vpipe block --example [-p P] [--cost ...]",
+    .about = "Repeats a building block (the start of every pass of one microbatch) every\n"
+             "interval T, keeps each device's order and replays it eagerly (the squeeze), and\n"
+             "reports makespan, bubble, peak memory per device and the block's lifespans: per\n"
+             "stage the time from its F to the end of its W (or BW), and per device the bound\n"
+             "sum ceil(l/T)*act, the exact steady-state occupancy and the simulated peak. FILE\n"
+             "may be - for stdin. -m defaults to 2p; --cost sets the durations of passes the\n"
+             "file leaves open and the costs of the simulation (default: the file's \"costs\",\n"
+             "else F=B=W=1).\n",
+    .epilog = block_epilog,
+    CLI_USES(uses),
+    .operand = "FILE",
+    .operand_offset = offsetof(block_args, path),
+    .args_size = sizeof(block_args),
+    .init = init,
+    .run = run,
+};

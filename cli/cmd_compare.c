@@ -1,99 +1,172 @@
 /* vpipe compare: every family simulated for the same p, m and costs. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "vpipe/render.h"
 
-/* Draws the simulated timelines as one gallery on a shared time scale. */
-static int write_gallery(const char *path, vp_timeline **tls, int n, const vp_costs *costs) {
-    vp_error err = {0};
-    vp_render_opts ro = {.costs = costs};
-    FILE *f = cli_open_out(path);
-    if (!f)
-        return VP_EXIT_INPUT;
-    vp_status rc = vp_render_svg_gallery(f, (const vp_timeline *const *)tls, n, &ro, &err);
-    cli_close_out(f);
-    return rc == VP_OK ? 0 : cli_lib_error(&err);
+typedef struct compare_args {
+    cli_spec spec;
+    const char *svg;
+    bool json;
+} compare_args;
+
+static const cli_opt compare_opts[] = {
+    {.name = "json",
+     .kind = CLI_FLAG,
+     .offset = offsetof(compare_args, json),
+     .help = "an array of the objects `simulate --json` prints"},
+    {.name = "svg",
+     .kind = CLI_STRING,
+     .offset = offsetof(compare_args, svg),
+     .arg = "FILE",
+     .help = "draw every family on one time scale (- is stdout)"},
+};
+static const cli_group compare_group = CLI_GROUP("output", compare_opts);
+
+static void init(void *args) {
+    cli_spec_init(&((compare_args *)args)->spec);
 }
 
-static const char usage[] =
-    "usage: vpipe compare -p P -m M [--cost ...] [--memory-model ...] [--json] [--svg FILE]\n\n"
-    "Builds and simulates every family (vpipe list) for the same p, m and costs\n"
-    "and prints them side by side. Families whose constraints the shape does not\n"
-    "meet are listed with the reason.\n\n"
-    "  --json                an array of the objects `simulate --json` prints\n"
-    "  --svg FILE            draw every family on one time scale\n";
+/* What the loop over the families collects. */
+typedef struct compare_state {
+    FILE *table;       /* the text table (NULL with --json) */
+    json_t *array;     /* --json */
+    vp_timeline **tls; /* --svg: one timeline per family built */
+    int ntl;
+} compare_state;
 
-int cmd_compare(int argc, char **argv) {
-    int as_json = 0;
-    const char *svg = NULL;
-    cli_spec o;
-    cli_spec_init(&o);
-    for (int i = 1; i < argc; i++) {
-        int code;
-        cli_arg arg = cli_common_arg(argc, argv, &i, &o, &as_json, usage, &code);
-        if (arg == CLI_ARG_EXIT)
-            return code;
-        if (arg == CLI_ARG_TAKEN)
-            continue;
-        if (!strcmp(argv[i], "--svg")) {
-            if (!(svg = cli_flag_value(argc, argv, &i)))
-                return VP_EXIT_USAGE;
-        } else
-            return cli_error(VP_EXIT_USAGE, "compare: unexpected argument '%s'", argv[i]);
+static void table_row(FILE *out, const char *family, const vp_sim *sim) {
+    double lo = sim->peak[0];
+    for (int d = 1; d < sim->p; d++)
+        lo = sim->peak[d] < lo ? sim->peak[d] : lo;
+    fprintf(out, "%-12s %10g %8.2f%% %9.2f%% %8g %8g\n", family, sim->makespan, 100.0 * sim->bubble,
+            100.0 * sim->bubble_makespan, sim->peak_max, lo);
+}
+
+/* Builds and simulates one family into st; a family the shape does not fit is listed as
+ * skipped. Returns 0 or the exit code after printing the error. */
+static int compare_family(const compare_args *a, const vp_family *f, compare_state *st) {
+    vp_schedule *s;
+    vp_error err = {0};
+    if (vp_family_build(f->name, &a->spec.spec, &s, &err) != VP_OK) {
+        if (err.status == VP_ENOMEM || err.status == VP_ELIMIT)
+            return cli_lib_error(&err);
+        if (st->table)
+            fprintf(st->table, "%-12s (skipped: %s)\n", f->name, err.message);
+        return 0;
     }
-    if (!o.have_p || !o.have_m)
-        return cli_error(VP_EXIT_USAGE, "compare needs -p and -m");
-    json_t *arr = json_array();
-    vp_timeline **tls = vp_family_count() ? calloc((size_t)vp_family_count(), sizeof *tls) : NULL;
-    int ntl = 0;
-    if (!as_json)
-        printf("p=%d m=%d  costs F=%g B=%g W=%g c=%g\n\n%-12s %10s %9s %10s %8s %8s\n", o.spec.p,
-               o.spec.m, o.spec.costs.f, o.spec.costs.b, o.spec.costs.w, o.spec.costs.c, "family",
-               "makespan", "bubble", "bubble/ms", "peak", "min-peak");
-    int rc = 0;
-    for (int i = 0; i < vp_family_count() && !rc; i++) {
-        const vp_family *f = vp_family_at(i);
-        vp_schedule *s;
-        vp_error err = {0};
-        if (vp_family_build(f->name, &o.spec, &s, &err) != VP_OK) {
-            if (err.status == VP_ENOMEM)
-                rc = cli_lib_error(&err);
-            else if (!as_json)
-                printf("%-12s (skipped: %s)\n", f->name, err.message);
-            continue;
-        }
-        vp_sim *sim;
-        rc = cli_simulate(s, &o, NULL, &sim);
-        if (!rc && svg) {
-            if (vp_timeline_from_sim(s, sim, &tls[ntl], &err) != VP_OK)
-                rc = cli_lib_error(&err);
-            else
-                ntl++;
-        }
-        if (!rc) {
-            if (as_json) {
-                json_array_append_new(arr, cli_sim_json(s, sim, &o.spec.costs));
-            } else {
-                double lo = sim->peak[0];
-                for (int d = 1; d < sim->p; d++)
-                    lo = sim->peak[d] < lo ? sim->peak[d] : lo;
-                printf("%-12s %10g %8.2f%% %9.2f%% %8g %8g\n", f->name, sim->makespan,
-                       100.0 * sim->bubble, 100.0 * sim->bubble_makespan, sim->peak_max, lo);
-            }
-            vp_sim_free(sim);
-        }
-        vp_schedule_free(s);
+    vp_sim *sim = NULL;
+    int rc = cli_simulate(s, &a->spec, &sim);
+    if (!rc && a->svg) {
+        if (vp_timeline_from_sim(s, sim, &st->tls[st->ntl], &err) != VP_OK)
+            rc = cli_lib_error(&err);
+        else
+            st->ntl++;
     }
-    if (as_json && !rc)
-        cli_print_json(stdout, arr);
-    if (svg && !rc)
-        rc = ntl ? write_gallery(svg, tls, ntl, &o.spec.costs)
-                 : cli_error(VP_EXIT_USAGE, "no family fits p=%d, m=%d", o.spec.p, o.spec.m);
-    for (int i = 0; i < ntl; i++)
-        vp_timeline_free(tls[i]);
-    free(tls);
-    json_decref(arr);
+    if (!rc && st->array)
+        json_array_append_new(st->array, cli_sim_json(s, sim, &a->spec.spec.costs));
+    if (!rc && st->table)
+        table_row(st->table, f->name, sim);
+    vp_sim_free(sim);
+    vp_schedule_free(s);
     return rc;
 }
+
+static int write_gallery(const compare_args *a, const compare_state *st) {
+    if (!st->ntl)
+        return cli_error(VP_EXIT_USAGE, "no family fits p=%d, m=%d", a->spec.spec.p,
+                         a->spec.spec.m);
+    vp_error err = {0};
+    vp_render_opts ro = {.costs = &a->spec.spec.costs};
+    char *svg = NULL;
+    int rc = vp_render_svg_gallery((const vp_timeline *const *)st->tls, st->ntl, &ro, &svg, &err)
+                 ? cli_lib_error(&err)
+                 : cli_write(a->svg, svg, strlen(svg));
+    free(svg);
+    return rc;
+}
+
+static void table_head(FILE *out, const vp_spec *spec) {
+    char costs[128];
+    fprintf(out, "p=%d m=%d  costs %s\n\n%-12s %10s %9s %10s %8s %8s\n", spec->p, spec->m,
+            cli_costs_text(&spec->costs, costs, sizeof costs), "family", "makespan", "bubble",
+            "bubble/ms", "peak", "min-peak");
+}
+
+static const char table_legend[] =
+    "\nbubble: 1 - busy / longest device span; bubble/ms: 1 - busy / makespan; peak and\n"
+    "min-peak: the largest and the smallest device peak of activation memory, in units\n";
+
+static int compare_all(const compare_args *a, compare_state *st) {
+    int rc = 0;
+    for (int i = 0; i < vp_family_count() && !rc; i++) {
+        cli_progress("compare: %d/%d families (%s)", i + 1, vp_family_count(),
+                     vp_family_at(i)->name);
+        rc = compare_family(a, vp_family_at(i), st);
+    }
+    cli_progress_clear();
+    return rc;
+}
+
+/* Writes what the loop collected (the table only when rc is 0) and the gallery. */
+static int write_outputs(const compare_args *a, compare_state *st, cli_out *table, int rc) {
+    if (st->table) {
+        fputs(table_legend, st->table);
+        int out_rc = cli_out_end(table, rc ? NULL : "-");
+        rc = rc ? rc : out_rc;
+    }
+    if (!rc && st->array)
+        rc = cli_write_json("-", st->array);
+    if (!rc && a->svg)
+        rc = write_gallery(a, st);
+    return rc;
+}
+
+static int run(void *args) {
+    compare_args *a = args;
+    if (!a->spec.spec.p || !a->spec.spec.m)
+        return cli_error(VP_EXIT_USAGE, "compare needs -p and -m");
+    int rc = cli_spec_ready(&a->spec);
+    if (!rc && a->svg)
+        rc = cli_probe_output(a->svg);
+    compare_state st = {0};
+    cli_out table = {0};
+    if (!rc && !(st.tls = calloc((size_t)vp_family_count() + 1, sizeof *st.tls)))
+        rc = cli_error(VP_EXIT_FAILURE, "out of memory");
+    else if (!rc && a->json)
+        st.array = json_array();
+    else if (!rc && !(rc = cli_out_begin(&table)))
+        table_head(st.table = table.f, &a->spec.spec);
+    if (!rc)
+        rc = compare_all(a, &st);
+    rc = write_outputs(a, &st, &table, rc);
+    for (int i = 0; i < st.ntl; i++)
+        vp_timeline_free(st.tls[i]);
+    free(st.tls);
+    json_decref(st.array);
+    cli_spec_release(&a->spec);
+    return rc;
+}
+
+static const cli_use uses[] = {
+    {&cli_spec_group, offsetof(compare_args, spec)},
+    {&cli_limit_group, offsetof(compare_args, spec.spec.max_ops)},
+    {&compare_group, 0},
+};
+
+const cli_command cli_cmd_compare = {
+    .name = "compare",
+    .summary = "simulate every family side by side",
+    .usage = "-p P -m M [--cost ...] [--memory-model ...] [--json] [--svg FILE]",
+    .about = "Builds and simulates every family (vpipe list) for the same p, m and costs\n"
+             "and prints them side by side: makespan, bubble (1 - busy / longest device\n"
+             "span), bubble/ms (1 - busy / makespan), peak (the largest device peak of\n"
+             "activation memory, in units) and min-peak (the smallest). Families whose\n"
+             "constraints the shape does not meet are listed with the reason.\n",
+    CLI_USES(uses),
+    .args_size = sizeof(compare_args),
+    .init = init,
+    .run = run,
+};

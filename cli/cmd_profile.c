@@ -1,55 +1,52 @@
 /* vpipe profile: measures the model's pass costs for simulate/plan/train --cost-file. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
-static void usage(FILE *out) {
-    fprintf(out,
-            "usage: vpipe profile [model flags] [--reps K] [-o FILE]\n"
-            "\n"
-            "Measures, on this machine with one BLAS thread, the time of F, B and W of the\n"
-            "embeddings, of one transformer layer and of the head with its loss (median of K\n"
-            "runs), and the time of one hop between ranks. Writes them as a vpipe profile\n"
-            "(JSON) that `simulate`, `compare`, `plan` and `render` take with --cost-file:\n"
-            "every stage of any split then costs the sum of its parts, and memory is also\n"
-            "reported in bytes.\n"
-            "\n"
-            "model:\n%s"
-            "  --reps K            measured runs per pass (5)\n"
-            "  -o FILE             output (default - = stdout)\n",
-            cli_model_help);
-}
+typedef struct profile_args {
+    vp_model_config model;
+    int reps;
+    const char *out;
+} profile_args;
 
-int cmd_profile(int argc, char **argv) {
+static const cli_opt profile_opts[] = {
+    {.name = "reps",
+     .kind = CLI_INT,
+     .offset = offsetof(profile_args, reps),
+     .arg = "K",
+     .lo = 1,
+     .hi = 1000,
+     .help = "measured runs per pass"},
+    {.short_name = 'o',
+     .kind = CLI_STRING,
+     .offset = offsetof(profile_args, out),
+     .arg = "FILE",
+     .help = "output file; - is stdout"},
+};
+static const cli_group profile_group = CLI_GROUP("measuring", profile_opts);
+
+static void init(void *args) {
+    profile_args *a = args;
     vp_train_options defaults;
     vp_train_options_default(&defaults);
-    vp_model_config model = defaults.model;
-    const char *out_path = "-";
-    long reps = 5;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_model_flag(argc, argv, &i, &model);
-        if (r < 0)
-            return -r;
-        if (r)
-            continue;
-        if (!strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return VP_EXIT_OK;
-        } else if (!strcmp(argv[i], "--reps")) {
-            const char *v = cli_flag_value(argc, argv, &i);
-            if (!v || cli_parse_int("--reps", v, 1, 1000, &reps) != 0)
-                return VP_EXIT_USAGE;
-        } else if (!strcmp(argv[i], "-o")) {
-            if (!(out_path = cli_flag_value(argc, argv, &i)))
-                return VP_EXIT_USAGE;
-        } else {
-            return cli_error(VP_EXIT_USAGE, "profile: unexpected argument '%s'", argv[i]);
-        }
-    }
+    a->model = defaults.model;
+    a->reps = 5;
+    a->out = "-";
+}
+
+static int run(void *args) {
+    profile_args *a = args;
     vp_error err = {0};
+    int rc = cli_probe_output(a->out);
+    if (rc)
+        return rc;
     vp_profile pr;
-    if (vp_profile_measure(&model, (int)reps, &pr, &err) != VP_OK)
+    cli_progress("profile: measuring the passes (%d runs each)...", a->reps);
+    vp_status st = vp_profile_measure(&a->model, a->reps, &pr, &err);
+    cli_progress_clear();
+    if (st != VP_OK)
         return cli_lib_error(&err);
     fprintf(stderr, "ms per microbatch      F        B        W\n");
     const char *names[VP_PART_COUNT] = {"embeddings", "one layer", "head + loss"};
@@ -57,13 +54,28 @@ int cmd_profile(int argc, char **argv) {
         fprintf(stderr, "%-14s %9.3f %8.3f %8.3f\n", names[k], pr.f[k], pr.b[k], pr.w[k]);
     fprintf(stderr, "hop between ranks: %.4f ms\n", pr.c);
     char *text = vp_profile_write_json(&pr);
-    if (!text)
-        return cli_error(VP_EXIT_FAILURE, "out of memory");
-    FILE *out = cli_open_out(out_path);
-    if (out) {
-        fprintf(out, "%s\n", text);
-        cli_close_out(out);
-    }
+    rc = text ? cli_write_line(a->out, text) : cli_error(VP_EXIT_FAILURE, "out of memory");
     free(text);
-    return out ? VP_EXIT_OK : VP_EXIT_INPUT;
+    return rc;
 }
+
+static const cli_use uses[] = {
+    {&cli_model_group, offsetof(profile_args, model)},
+    {&profile_group, 0},
+};
+
+const cli_command cli_cmd_profile = {
+    .name = "profile",
+    .summary = "measure the model's pass costs for simulate/plan --cost-file",
+    .usage = "[model flags] [--reps K] [-o FILE]",
+    .about = "Measures, on this machine with one BLAS thread, the time of F, B and W of the\n"
+             "embeddings, of one transformer layer and of the head with its loss (median of K\n"
+             "runs), and the time of one hop between ranks. Writes them as a vpipe profile\n"
+             "(JSON) that `simulate`, `compare`, `plan` and `render` take with --cost-file:\n"
+             "every stage of any split then costs the sum of its parts, and memory is also\n"
+             "reported in bytes.\n",
+    CLI_USES(uses),
+    .args_size = sizeof(profile_args),
+    .init = init,
+    .run = run,
+};

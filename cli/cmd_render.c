@@ -1,4 +1,5 @@
 /* vpipe render FAMILY|FILE: terminal timeline, SVG picture or Chrome trace. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -6,124 +7,138 @@
 #include "cli.h"
 #include "vpipe/render.h"
 
-static const char help[] =
-    "usage: vpipe render FAMILY|FILE [-p P -m M ...] [--ascii] [--svg OUT] [--trace OUT]\n"
-    "                    [--width N] [--fit] [--color|--no-color] [--title TEXT]\n\n"
-    "Simulates a schedule (a family built from -p/-m/..., or a vpipe JSON or PyTorch CSV\n"
-    "file) and draws it. Without an output flag, draws the terminal timeline.\n\n"
-    "  --ascii               terminal timeline to stdout: one row per device, each op as\n"
-    "                        kind + microbatch (lowercase: odd chunk), '.' idle, then the\n"
-    "                        legend, bubble and peak memory\n"
-    "  --svg OUT             SVG picture ('-' for stdout): lanes, memory curves, time axis\n"
-    "  --trace OUT           Chrome trace JSON for Perfetto / chrome://tracing\n"
-    "  --width N             terminal columns (default 100) or SVG plot width in pixels\n"
-    "                        (default: wide enough for every op to show its number)\n"
-    "  --fit                 terminal: scale time into one band instead of wrapping\n"
-    "  --color, --no-color   terminal colours (default: when stdout is a terminal and\n"
-    "                        NO_COLOR is unset)\n"
-    "  --title TEXT          replace the generated title\n";
-
 typedef struct render_args {
+    cli_spec spec;
     const char *what, *svg, *trace, *title;
-    int ascii, fit, color; /* color: -1 auto */
-    long width;
+    bool ascii, fit, color, no_color;
+    int width;
 } render_args;
 
-static int parse(int argc, char **argv, render_args *a, cli_spec *o) {
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        int r = cli_spec_flag(argc, argv, &i, o);
-        if (r < 0)
-            return -r;
-        if (r)
-            continue;
-        if (!strcmp(f, "--ascii")) {
-            a->ascii = 1;
-        } else if (!strcmp(f, "--fit")) {
-            a->fit = 1;
-        } else if (!strcmp(f, "--color") || !strcmp(f, "--no-color")) {
-            a->color = f[2] == 'c';
-        } else if (!strcmp(f, "--svg") || !strcmp(f, "--trace") || !strcmp(f, "--title")) {
-            const char *v = cli_flag_value(argc, argv, &i);
-            if (!v)
-                return VP_EXIT_USAGE;
-            if (!strcmp(f, "--svg"))
-                a->svg = v;
-            else if (!strcmp(f, "--trace"))
-                a->trace = v;
-            else
-                a->title = v;
-        } else if (!strcmp(f, "--width")) {
-            const char *v = cli_flag_value(argc, argv, &i);
-            if (!v || cli_parse_int(f, v, 20, 100000, &a->width))
-                return VP_EXIT_USAGE;
-        } else if (!a->what && (f[0] != '-' || !f[1])) {
-            a->what = f;
-        } else {
-            return cli_error(VP_EXIT_USAGE, "render: unexpected argument '%s'", f);
-        }
-    }
+static const cli_opt render_opts[] = {
+    {.name = "ascii",
+     .kind = CLI_FLAG,
+     .offset = offsetof(render_args, ascii),
+     .help = "terminal timeline to stdout: one row per device, each op as\n"
+             "kind + microbatch (lowercase: odd chunk), '.' idle, then the\n"
+             "legend, bubble and peak memory"},
+    {.name = "svg",
+     .kind = CLI_STRING,
+     .offset = offsetof(render_args, svg),
+     .arg = "OUT",
+     .help = "SVG picture ('-' for stdout): lanes, memory curves, time axis"},
+    {.name = "trace",
+     .kind = CLI_STRING,
+     .offset = offsetof(render_args, trace),
+     .arg = "OUT",
+     .help = "Chrome trace JSON for Perfetto / chrome://tracing"},
+    {.name = "width",
+     .kind = CLI_INT,
+     .offset = offsetof(render_args, width),
+     .arg = "N",
+     .lo = 20,
+     .hi = 100000,
+     .help = "terminal columns (default 100) or SVG plot width in pixels\n"
+             "(default: wide enough for every op to show its number)"},
+    {.name = "fit",
+     .kind = CLI_FLAG,
+     .offset = offsetof(render_args, fit),
+     .help = "terminal: scale time into one band instead of wrapping"},
+    {.name = "color",
+     .kind = CLI_FLAG,
+     .offset = offsetof(render_args, color),
+     .help = "terminal colours (default: when stdout is a terminal and\n"
+             "NO_COLOR is unset)"},
+    {.name = "no-color",
+     .kind = CLI_FLAG,
+     .offset = offsetof(render_args, no_color),
+     .help = "no terminal colours"},
+    {.name = "title",
+     .kind = CLI_STRING,
+     .offset = offsetof(render_args, title),
+     .arg = "TEXT",
+     .help = "replace the generated title"},
+};
+static const cli_group render_group = CLI_GROUP("drawing", render_opts);
+
+static void init(void *args) {
+    cli_spec_init(&((render_args *)args)->spec);
+}
+
+/* The outputs asked for, checked before anything is drawn. */
+static int check_outputs(render_args *a) {
     if (!a->what)
         return cli_error(VP_EXIT_USAGE, "render needs a family or a file (--help)");
+    if (a->color && a->no_color)
+        return cli_error(VP_EXIT_USAGE, "give --color or --no-color, not both");
     if ((a->svg && !strcmp(a->svg, "-")) + (a->trace && !strcmp(a->trace, "-")) + a->ascii > 1)
         return cli_error(VP_EXIT_USAGE, "render: only one output can go to stdout");
     if (!a->svg && !a->trace)
-        a->ascii = 1;
-    return 0;
+        a->ascii = true;
+    int rc = a->svg ? cli_probe_output(a->svg) : 0;
+    return rc ? rc : a->trace ? cli_probe_output(a->trace) : 0;
 }
 
-/* Writes one output with fn; path "-" is stdout. */
-static int emit(const char *path, const vp_timeline *tl, const vp_render_opts *ro,
-                vp_status (*fn)(FILE *, const vp_timeline *, const vp_render_opts *, vp_error *)) {
-    FILE *f = cli_open_out(path);
-    if (!f)
-        return VP_EXIT_FAILURE;
+/* Draws tl with the renderer of kind ('a'scii, 's'vg, 't'race) and writes it to path. */
+static int draw(const render_args *a, const vp_timeline *tl, char kind, const char *path) {
+    vp_render_opts ro = {
+        .costs = &a->spec.spec.costs, .title = a->title, .width = a->width, .fit = a->fit};
+    ro.color =
+        kind == 'a' && !a->no_color && (a->color || (isatty(STDOUT_FILENO) && !getenv("NO_COLOR")));
     vp_error err = {0};
-    vp_status st = fn(f, tl, ro, &err);
-    cli_close_out(f);
-    return st ? cli_lib_error(&err) : 0;
+    char *text = NULL;
+    vp_status st = kind == 'a'   ? vp_render_ascii(tl, &ro, &text, &err)
+                   : kind == 's' ? vp_render_svg(tl, &ro, &text, &err)
+                                 : vp_render_trace(tl, &text, &err);
+    int rc = st != VP_OK ? cli_lib_error(&err) : cli_write(path, text, strlen(text));
+    free(text);
+    return rc;
 }
 
-static vp_status trace_fn(FILE *f, const vp_timeline *tl, const vp_render_opts *ro, vp_error *err) {
-    (void)ro;
-    return vp_render_trace(f, tl, err);
-}
-
-int cmd_render(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help")) {
-            printf("%s%s", help, cli_spec_help);
-            return VP_EXIT_OK;
-        }
-    render_args a = {.color = -1};
-    cli_spec o;
-    cli_spec_init(&o);
-    int rc = parse(argc, argv, &a, &o);
-    if (rc)
-        return rc;
-    vp_schedule *s;
-    if ((rc = cli_obtain_schedule(a.what, &o, &s)))
-        return rc;
+static int run(void *args) {
+    render_args *a = args;
+    vp_schedule *s = NULL;
     vp_sim *sim = NULL;
     vp_timeline *tl = NULL;
     vp_error err = {0};
-    rc = cli_simulate(s, &o, NULL, &sim);
-    if (!rc && vp_timeline_from_sim(s, sim, &tl, &err))
+    int rc = check_outputs(a);
+    if (!rc)
+        rc = cli_spec_ready(&a->spec);
+    if (!rc)
+        rc = cli_obtain_schedule(a->what, &a->spec, &s);
+    if (!rc)
+        rc = cli_simulate(s, &a->spec, &sim);
+    if (!rc && vp_timeline_from_sim(s, sim, &tl, &err) != VP_OK)
         rc = cli_lib_error(&err);
-    vp_render_opts ro = {
-        .costs = &o.spec.costs, .title = a.title, .width = (int)a.width, .fit = a.fit};
-    if (!rc && a.ascii) {
-        ro.color = a.color >= 0 ? a.color : isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
-        rc = emit("-", tl, &ro, vp_render_ascii);
-    }
-    if (!rc && a.svg) {
-        ro.color = 0;
-        rc = emit(a.svg, tl, &ro, vp_render_svg);
-    }
-    if (!rc && a.trace)
-        rc = emit(a.trace, tl, &ro, trace_fn);
+    if (!rc && a->ascii)
+        rc = draw(a, tl, 'a', "-");
+    if (!rc && a->svg)
+        rc = draw(a, tl, 's', a->svg);
+    if (!rc && a->trace)
+        rc = draw(a, tl, 't', a->trace);
     vp_timeline_free(tl);
     vp_sim_free(sim);
     vp_schedule_free(s);
+    cli_spec_release(&a->spec);
     return rc;
 }
+
+static const cli_use uses[] = {
+    {&cli_spec_group, offsetof(render_args, spec)},
+    {&cli_limit_group, offsetof(render_args, spec.spec.max_ops)},
+    {&render_group, 0},
+};
+
+const cli_command cli_cmd_render = {
+    .name = "render",
+    .summary = "draw a schedule: terminal timeline, SVG, Chrome trace",
+    .usage = "FAMILY|FILE [-p P -m M ...] [--ascii] [--svg OUT] [--trace OUT]\n"
+             "                    [--width N] [--fit] [--color|--no-color] [--title TEXT]",
+    .about = "Simulates a schedule (a family built from -p/-m/..., or a vpipe JSON or PyTorch\n"
+             "CSV file) and draws it. Without an output flag, draws the terminal timeline.\n",
+    CLI_USES(uses),
+    .operand = "FAMILY|FILE",
+    .operand_offset = offsetof(render_args, what),
+    .args_size = sizeof(render_args),
+    .init = init,
+    .run = run,
+};

@@ -1,10 +1,43 @@
 /* vpipe schedule FAMILY: builds a schedule and writes it. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "vpipe/io.h"
 
+enum { FORMAT_JSON, FORMAT_TEXT, FORMAT_CSV, FORMAT_CSV_COMMS };
+static const char *const formats[] = {"json", "text", "torch-csv", "torch-csv-comms", NULL};
+
+typedef struct schedule_args {
+    cli_spec spec;
+    const char *family, *out;
+    int format;
+} schedule_args;
+
+static const cli_opt schedule_opts[] = {
+    {.short_name = 'o',
+     .kind = CLI_STRING,
+     .offset = offsetof(schedule_args, out),
+     .arg = "FILE",
+     .help = "output file; - is stdout"},
+    {.name = "format",
+     .kind = CLI_ENUM,
+     .offset = offsetof(schedule_args, format),
+     .choices = formats,
+     .help = "vpipe JSON, text, or PyTorch's compute_only CSV (torch-csv)\n"
+             "or its CSV with SEND/RECV (torch-csv-comms); the CSV exports\n"
+             "print on stderr which torchtitan schedule to pair them with"},
+};
+static const cli_group schedule_group = CLI_GROUP("output", schedule_opts);
+
+static void init(void *args) {
+    schedule_args *a = args;
+    cli_spec_init(&a->spec);
+    a->out = "-";
+}
+
+/* One line of ops per device. */
 static void write_text(FILE *out, const vp_schedule *s) {
     fprintf(out, "# %s p=%d stages=%d m=%d placement=%s\n", s->family, s->p, s->S, s->m,
             vp_placement_name(s->placement));
@@ -18,84 +51,70 @@ static void write_text(FILE *out, const vp_schedule *s) {
     }
 }
 
-static const char usage[] =
-    "usage: vpipe schedule FAMILY -p P -m M [-v V] [-o FILE] [--format FMT]\n\n"
-    "Builds a schedule of FAMILY (vpipe list) and writes it: vpipe JSON (default),\n"
-    "or text, one line of ops per device (F3.1 = forward of stage 3, microbatch 1).\n\n"
-    "  -o FILE               output file (default - = stdout)\n"
-    "  --format FMT          json, text, torch-csv (PyTorch compute_only) or\n"
-    "                        torch-csv-comms (with SEND/RECV); the CSV exports\n"
-    "                        print on stderr which torchtitan schedule to pair\n"
-    "                        them with\n";
-
-int cmd_schedule(int argc, char **argv) {
-    const char *family = NULL, *out_path = "-", *format = "json";
-    cli_spec o;
-    cli_spec_init(&o);
-    for (int i = 1; i < argc; i++) {
-        int code;
-        cli_arg arg = cli_common_arg(argc, argv, &i, &o, NULL, usage, &code);
-        if (arg == CLI_ARG_EXIT)
-            return code;
-        if (arg == CLI_ARG_TAKEN)
-            continue;
-        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--format")) {
-            const char *val = cli_flag_value(argc, argv, &i);
-            if (!val)
-                return VP_EXIT_USAGE;
-            if (argv[i - 1][1] == 'o')
-                out_path = val;
-            else
-                format = val;
-        } else if (!family && argv[i][0] != '-') {
-            family = argv[i];
-        } else {
-            return cli_error(VP_EXIT_USAGE, "schedule: unexpected argument '%s'", argv[i]);
-        }
-    }
-    if (!family)
-        return cli_error(VP_EXIT_USAGE, "schedule needs a family (vpipe list)");
-    vp_torch_csv_format csv = !strcmp(format, "torch-csv")         ? VP_TORCH_CSV_COMPUTE_ONLY
-                              : !strcmp(format, "torch-csv-comms") ? VP_TORCH_CSV_COMPUTE_COMMS
-                                                                   : VP_TORCH_CSV_AUTO;
-    if (strcmp(format, "json") && strcmp(format, "text") && csv == VP_TORCH_CSV_AUTO)
-        return cli_error(VP_EXIT_USAGE,
-                         "unknown --format '%s' (json, text, torch-csv or torch-csv-comms)",
-                         format);
-    if (!vp_family_find(family))
-        return cli_error(VP_EXIT_USAGE, "unknown family '%s' (vpipe list)", family);
-    vp_schedule *s;
-    int rc = cli_obtain_schedule(family, &o, &s);
-    if (rc)
-        return rc;
-    char *text = NULL;
-    if (csv != VP_TORCH_CSV_AUTO) {
-        vp_error err = {0};
-        if (vp_torch_csv_write(s, csv, &text, &err) != VP_OK) {
-            vp_schedule_free(s);
+/* The schedule in the chosen format, as a new string. */
+static int format_schedule(const vp_schedule *s, int format, char **text) {
+    vp_error err = {0};
+    *text = NULL;
+    if (format == FORMAT_CSV || format == FORMAT_CSV_COMMS) {
+        vp_torch_csv_format csv =
+            format == FORMAT_CSV ? VP_TORCH_CSV_COMPUTE_ONLY : VP_TORCH_CSV_COMPUTE_COMMS;
+        if (vp_torch_csv_write(s, csv, text, &err) != VP_OK)
             return cli_lib_error(&err);
-        }
         char notes[1024];
         vp_torch_csv_notes(s, notes, sizeof notes);
         fputs(notes, stderr);
-    } else if (strcmp(format, "text")) {
-        text = vp_json_write(s);
-        if (!text) {
-            vp_schedule_free(s);
-            return cli_error(VP_EXIT_FAILURE, "out of memory");
-        }
+        return 0;
     }
-    FILE *out = cli_open_out(out_path);
-    if (out) {
-        if (text)
-            fputs(text, out);
-        else
-            write_text(out, s);
-        cli_close_out(out);
-    } else {
-        rc = VP_EXIT_INPUT;
+    if (format == FORMAT_JSON) {
+        *text = vp_json_write(s);
+        return *text ? 0 : cli_error(VP_EXIT_FAILURE, "out of memory");
     }
+    cli_out out;
+    if (cli_out_begin(&out))
+        return VP_EXIT_FAILURE;
+    write_text(out.f, s);
+    *text = cli_out_take(&out);
+    return *text ? 0 : VP_EXIT_FAILURE;
+}
+
+static int run(void *args) {
+    schedule_args *a = args;
+    if (!a->family)
+        return cli_error(VP_EXIT_USAGE, "schedule needs a family (vpipe list)");
+    if (!vp_family_find(a->family))
+        return cli_error(VP_EXIT_USAGE, "unknown family '%s' (vpipe list)", a->family);
+    vp_schedule *s = NULL;
+    char *text = NULL;
+    int rc = cli_spec_ready(&a->spec);
+    if (!rc)
+        rc = cli_obtain_schedule(a->family, &a->spec, &s);
+    if (!rc)
+        rc = format_schedule(s, a->format, &text);
+    if (!rc)
+        rc = cli_write(a->out, text, strlen(text));
     free(text);
     vp_schedule_free(s);
+    cli_spec_release(&a->spec);
     return rc;
 }
+
+static const cli_use uses[] = {
+    {&cli_spec_group, offsetof(schedule_args, spec)},
+    {&cli_limit_group, offsetof(schedule_args, spec.spec.max_ops)},
+    {&schedule_group, 0},
+};
+
+const cli_command cli_cmd_schedule = {
+    .name = "schedule",
+    .summary = "build a schedule and write it (json, text, PyTorch CSV)",
+    .usage = "FAMILY -p P -m M [options]",
+    .about = "Builds a schedule of FAMILY (vpipe list) and writes it: vpipe JSON (default),\n"
+             "text, one line of ops per device (F3.1 = forward of stage 3, microbatch 1),\n"
+             "or PyTorch's pipelining CSV.\n",
+    CLI_USES(uses),
+    .operand = "FAMILY",
+    .operand_offset = offsetof(schedule_args, family),
+    .args_size = sizeof(schedule_args),
+    .init = init,
+    .run = run,
+};

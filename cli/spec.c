@@ -1,154 +1,182 @@
-/* The flags every schedule-building subcommand shares, and getting a schedule from a
- * family name or a file. */
+/* The option groups several subcommands share (the schedule spec, the model), and getting,
+ * simulating and describing a schedule. */
+#include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
 
-const char cli_spec_help[] =
-    "  -p P                  devices (pipeline ranks)\n"
-    "  -m M                  microbatches per step\n"
-    "  -v V                  chunks per device for `interleaved` (default 2)\n"
-    "  --cost F=..,B=..,W=..,c=..,FB=..\n"
-    "                        costs per microbatch of one device's whole slice (default\n"
-    "                        F=1,B=1,W=1,c=0; FB = overlapped F&B, default F+B);\n"
-    "                        a family with v chunks per device charges 1/v per chunk pass\n"
-    "  --cost-file FILE      costs measured by `vpipe profile` (per stage, with the\n"
-    "                        model's activation bytes) instead of --cost\n"
-    "  --memory-limit U      activation memory limit in units for zb-1p/zb-2p's greedy\n"
-    "                        (default: p for zb-1p, 2p for zb-2p)\n"
-    "  --memory-model at-w|zb:R\n"
-    "                        release-at-W (default) or the ZB split, R = share of an F's\n"
-    "                        activation that B keeps for W\n";
+/* Prints "<flag> '<value>': [column N: ]<message>" for a library parser's error; a
+ * malformed value is a usage error, other statuses keep their exit code. */
+static int value_error(const char *flag, const char *value, const vp_error *err) {
+    int code = err->status == VP_EPARSE ? VP_EXIT_USAGE : vp_status_exit_code(err->status);
+    if (err->column > 0)
+        return cli_error(code, "%s '%s': column %d: %s", flag, value, err->column, err->message);
+    return cli_error(code, "%s '%s': %s", flag, value, err->message);
+}
+
+static int parse_cost(const char *flag, const char *value, void *dest) {
+    cli_spec *o = dest;
+    vp_error err = {0};
+    if (vp_costs_parse(value, &o->spec.costs, &err) != VP_OK)
+        return value_error(flag, value, &err);
+    o->have_cost = true;
+    return 0;
+}
+
+static int parse_memory_model(const char *flag, const char *value, void *dest) {
+    vp_error err = {0};
+    return vp_memcfg_parse(value, dest, &err) == VP_OK ? 0 : value_error(flag, value, &err);
+}
+
+/* A count of ops, also in scientific notation (1e9). */
+static int parse_max_ops(const char *flag, const char *value, void *dest) {
+    double x;
+    int rc = cli_parse_double(flag, value, 1, 1e18, &x);
+    if (!rc && x != floor(x))
+        rc = cli_error(VP_EXIT_USAGE, "%s expects a whole number of ops, got '%s'", flag, value);
+    if (!rc)
+        *(long *)dest = (long)x;
+    return rc;
+}
+
+int cli_parse_cost_file(const char *flag, const char *value, void *dest) {
+    cli_cost_file *cf = dest;
+    char *text;
+    size_t len;
+    vp_error err = {0};
+    if (vp_read_file(value, 0, &text, &len, &err) != VP_OK) /* "<path>: <reason>" */
+        return cli_error(vp_status_exit_code(err.status), "%s %s", flag, err.message);
+    vp_status rc = vp_profile_read_json(text, len, &cf->profile, &err);
+    free(text);
+    if (rc != VP_OK && err.line > 0)
+        return cli_error(VP_EXIT_INPUT, "%s %s:%d:%d: %s", flag, value, err.line, err.column,
+                         err.message);
+    if (rc != VP_OK)
+        return cli_error(VP_EXIT_INPUT, "%s %s: %s", flag, value, err.message);
+    cf->given = true;
+    return 0;
+}
+
+#define SPEC_INT(short_, field, arg_, help_)                                                       \
+    {                                                                                              \
+        .short_name = short_, .kind = CLI_INT, .offset = offsetof(cli_spec, spec.field),           \
+        .arg = arg_, .lo = 1, .hi = 1000000, .help = help_                                         \
+    }
+
+static const cli_opt spec_opts[] = {
+    SPEC_INT('p', p, "P", "devices (pipeline ranks)"),
+    SPEC_INT('m', m, "M", "microbatches per step"),
+    SPEC_INT('v', v, "V", "chunks per device for `interleaved` (default 2)"),
+    {.name = "cost",
+     .kind = CLI_CUSTOM,
+     .arg = "F=..,B=..,W=..,c=..,FB=..",
+     .parse = parse_cost,
+     .help = "costs per microbatch of one device's whole slice (default\n"
+             "F=1,B=1,W=1,c=0; FB = overlapped F&B, default F+B);\n"
+             "a family with v chunks per device charges 1/v per chunk pass"},
+    {.name = "cost-file",
+     .kind = CLI_CUSTOM,
+     .offset = offsetof(cli_spec, profile),
+     .arg = "FILE",
+     .parse = cli_parse_cost_file,
+     .help = "costs measured by `vpipe profile` (per stage, with the\n"
+             "model's activation bytes) instead of --cost"},
+    {.name = "memory-limit",
+     .kind = CLI_DOUBLE,
+     .offset = offsetof(cli_spec, spec.mem_limit),
+     .arg = "U",
+     .lo = 1,
+     .hi = 1e9,
+     .help = "activation memory limit in units for zb-1p/zb-2p's greedy\n"
+             "(default: p for zb-1p, 2p for zb-2p)"},
+    {.name = "memory-model",
+     .kind = CLI_CUSTOM,
+     .offset = offsetof(cli_spec, spec.mem),
+     .arg = "at-w|zb:R",
+     .parse = parse_memory_model,
+     .help = "release-at-W (default) or the ZB split, R = share of an F's\n"
+             "activation that B keeps for W"},
+};
+
+const cli_group cli_spec_group = CLI_GROUP("schedule", spec_opts);
+
+static const cli_opt limit_opts[] = {
+    {.name = "max-ops",
+     .kind = CLI_CUSTOM,
+     .arg = "N",
+     .parse = parse_max_ops,
+     .help = "refuse schedules that may hold more ops (default 1e8: about\n"
+             "2-5 GB of schedule and simulation)"},
+};
+
+const cli_group cli_limit_group = CLI_GROUP("limits", limit_opts);
+
+#define MODEL_INT(name_, field, hi_, help_)                                                        \
+    {                                                                                              \
+        .name = name_, .kind = CLI_INT, .offset = offsetof(vp_model_config, field), .arg = "N",    \
+        .lo = 1, .hi = hi_, .help = help_                                                          \
+    }
+
+static const cli_opt model_opts[] = {
+    MODEL_INT("layers", n_layer, 1 << 16, "transformer blocks"),
+    MODEL_INT("width", width, 1 << 16, "residual width, divisible by --heads"),
+    MODEL_INT("heads", n_head, 1 << 16, "attention heads"),
+    MODEL_INT("seq", seq_len, 1 << 20, "tokens per sequence"),
+    MODEL_INT("microbatch", microbatch, 1 << 20, "sequences per microbatch"),
+};
+
+const cli_group cli_model_group = CLI_GROUP("model", model_opts);
 
 void cli_spec_init(cli_spec *o) {
     memset(o, 0, sizeof *o);
     o->spec = vp_spec_make(0, 0);
 }
 
-/* With a profile and p known, generators see each rank's measured slice costs. The
- * per-device arrays live as long as the process (the last profile's). */
+/* With a profile and p known, generators see each rank's measured slice costs; a unit of
+ * memory is the mean slice's activation bytes, so byte budgets work too. */
 static int apply_profile(cli_spec *o) {
-    static double *slices;
-    if (!o->have_profile || o->spec.p < 1)
-        return 1;
-    double *grown = realloc(slices, 3 * (size_t)o->spec.p * sizeof *grown);
-    if (!grown) {
-        return -cli_error(VP_EXIT_FAILURE, "out of memory");
-    }
-    slices = grown;
-    vp_error err = {0};
     int p = o->spec.p;
-    /* A unit of memory is the mean slice's activation bytes, so byte budgets work too. */
-    if (vp_profile_slice_costs(&o->profile, p, slices, slices + p, slices + 2 * p, &o->spec.costs,
-                               &err) != VP_OK ||
-        vp_profile_unit_bytes(&o->profile, p, &o->spec.mem.unit_bytes, &err) != VP_OK) {
-        return -cli_error(VP_EXIT_USAGE, "--cost-file at -p %d: %s", p, err.message);
-    }
-    return 1;
-}
-
-int cli_load_profile(const char *path, vp_profile *out) {
-    char *text;
-    size_t len;
+    free(o->dev_costs);
+    o->dev_costs = calloc(3 * (size_t)p, sizeof *o->dev_costs);
+    if (!o->dev_costs)
+        return cli_error(VP_EXIT_FAILURE, "out of memory");
+    double *d = o->dev_costs;
     vp_error err = {0};
-    vp_status rc = vp_read_file(path, 0, &text, &len, &err);
-    if (rc == VP_OK) {
-        rc = vp_profile_read_json(text, len, out, &err);
-        free(text);
-    }
-    if (rc == VP_OK)
-        return 0;
-    if (err.line > 0)
-        return cli_error(VP_EXIT_INPUT, "%s:%d:%d: %s", path, err.line, err.column, err.message);
-    return cli_error(VP_EXIT_INPUT, "%s: %s", path, err.message);
-}
-
-int cli_spec_flag(int argc, char **argv, int *i, cli_spec *o) {
-    const char *flag = argv[*i];
-    long n;
-    if (!strcmp(flag, "--cost-file")) {
-        const char *val = cli_flag_value(argc, argv, i);
-        if (!val)
-            return -VP_EXIT_USAGE;
-        int code = cli_load_profile(val, &o->profile);
-        if (code)
-            return -code;
-        o->have_profile = 1;
-        return apply_profile(o);
-    }
-    if (!strcmp(flag, "-p") || !strcmp(flag, "-m") || !strcmp(flag, "-v")) {
-        const char *val = cli_flag_value(argc, argv, i);
-        if (!val || cli_parse_int(flag, val, 1, 100000, &n) != 0)
-            return -VP_EXIT_USAGE;
-        if (flag[1] == 'p') {
-            o->spec.p = (int)n;
-            o->have_p = 1;
-            return apply_profile(o);
-        } else if (flag[1] == 'm') {
-            o->spec.m = (int)n;
-            o->have_m = 1;
-        } else {
-            o->spec.v = (int)n;
-        }
-        return 1;
-    }
-    if (!strcmp(flag, "--memory-limit")) {
-        const char *val = cli_flag_value(argc, argv, i);
-        return val && cli_parse_double(flag, val, 1.0, 1e9, &o->spec.mem_limit) == 0
-                   ? 1
-                   : -VP_EXIT_USAGE;
-    }
-    if (!strcmp(flag, "--cost") || !strcmp(flag, "--memory-model")) {
-        const char *val = cli_flag_value(argc, argv, i);
-        if (!val)
-            return -VP_EXIT_USAGE;
-        vp_error err = {0};
-        vp_status rc = flag[2] == 'c' ? vp_costs_parse(val, &o->spec.costs, &err)
-                                      : vp_memcfg_parse(val, &o->spec.mem, &err);
-        if (rc != VP_OK) {
-            return -cli_error(VP_EXIT_USAGE, "%s '%s': column %d: %s", flag, val, err.column,
-                              err.message);
-        }
-        return 1;
-    }
+    if (vp_profile_slice_costs(&o->profile.profile, p, d, d + p, d + 2 * p, &o->spec.costs, &err) !=
+            VP_OK ||
+        vp_profile_unit_bytes(&o->profile.profile, p, &o->spec.mem.unit_bytes, &err) != VP_OK)
+        return cli_error(VP_EXIT_USAGE, "--cost-file at -p %d: %s", p, err.message);
     return 0;
 }
 
-cli_arg cli_common_arg(int argc, char **argv, int *i, cli_spec *o, int *json, const char *usage,
-                       int *code) {
-    if (!strcmp(argv[*i], "--help")) {
-        printf("%s%s", usage, cli_spec_help);
-        *code = VP_EXIT_OK;
-        return CLI_ARG_EXIT;
-    }
-    if (json && !strcmp(argv[*i], "--json")) {
-        *json = 1;
-        return CLI_ARG_TAKEN;
-    }
-    int r = cli_spec_flag(argc, argv, i, o);
-    *code = -r;
-    return r < 0 ? CLI_ARG_EXIT : r ? CLI_ARG_TAKEN : CLI_ARG_OTHER;
+int cli_spec_ready(cli_spec *o) {
+    vp_error err = {0};
+    if (o->spec.p > 0 && o->spec.m > 0 && vp_spec_check_size(&o->spec, &err) != VP_OK)
+        return cli_lib_error(&err);
+    if (o->have_cost && o->profile.given)
+        return cli_error(VP_EXIT_USAGE, "give --cost or --cost-file, not both");
+    return o->profile.given && o->spec.p > 0 ? apply_profile(o) : 0;
 }
 
-static int is_file(const char *path) {
-    struct stat st;
-    return !strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISDIR(st.st_mode));
+void cli_spec_release(cli_spec *o) {
+    free(o->dev_costs);
+    o->dev_costs = NULL;
 }
 
 int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out) {
     vp_error err = {0};
     *out = NULL;
     if (vp_family_find(what)) {
-        if (!o->have_p || !o->have_m)
+        if (!o->spec.p || !o->spec.m)
             return cli_error(VP_EXIT_USAGE, "building '%s' needs -p and -m", what);
-        if (vp_family_build(what, &o->spec, out, &err) != VP_OK)
-            return cli_lib_error(&err);
-        return 0;
+        return vp_family_build(what, &o->spec, out, &err) == VP_OK ? 0 : cli_lib_error(&err);
     }
-    /* A bare word that is no file is a mistyped family; anything path-like is a file. */
-    if (!is_file(what) && !strchr(what, '/') && !strchr(what, '.'))
+    /* A bare word that names nothing is a mistyped family; anything else is a file. */
+    struct stat st;
+    if (strcmp(what, "-") && stat(what, &st) != 0 && !strchr(what, '/') && !strchr(what, '.'))
         return cli_error(VP_EXIT_USAGE, "'%s' is neither a family (vpipe list) nor a file", what);
     if (vp_schedule_load(what, out, &err) != VP_OK) {
         if (err.line > 0)
@@ -157,7 +185,7 @@ int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out) 
         return cli_error(err.status == VP_ENOMEM ? VP_EXIT_FAILURE : VP_EXIT_INPUT, "%s",
                          err.message);
     }
-    if ((o->have_p && o->spec.p != (*out)->p) || (o->have_m && o->spec.m != (*out)->m)) {
+    if ((o->spec.p && o->spec.p != (*out)->p) || (o->spec.m && o->spec.m != (*out)->m)) {
         int p = (*out)->p, m = (*out)->m;
         vp_schedule_free(*out);
         *out = NULL;
@@ -166,26 +194,38 @@ int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out) 
     return 0;
 }
 
-int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_cost_model **cm_out, vp_sim **out) {
+const char *cli_costs_text(const vp_costs *c, char *buf, size_t size) {
+    int n = snprintf(buf, size, "F=%g B=%g W=%g c=%g", c->f, c->b, c->w, c->c);
+    if (c->fb >= 0 && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " FB=%g", c->fb);
+    return buf;
+}
+
+int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out) {
     vp_error err = {0};
     vp_memcfg mem = o->spec.mem;
-    if (o->have_profile && mem.unit_bytes <= 0)
+    *out = NULL;
+    if (o->profile.given && mem.unit_bytes <= 0)
         mem.unit_bytes = 1.0; /* allocates the byte arrays the profile fills */
     vp_cost_model *cm = vp_cost_model_new(s, &o->spec.costs, &mem, &err);
-    if (!cm)
+    vp_status rc = cm ? VP_OK : err.status;
+    if (rc == VP_OK && o->profile.given)
+        rc = vp_profile_cost_model(&o->profile.profile, s, cm, &err);
+    if (rc == VP_OK)
+        rc = vp_simulate(s, cm, out, &err);
+    vp_cost_model_free(cm);
+    if (rc != VP_OK)
         return cli_lib_error(&err);
-    if (o->have_profile && vp_profile_cost_model(&o->profile, s, cm, &err) != VP_OK) {
-        vp_cost_model_free(cm);
-        return cli_lib_error(&err);
+    if (!isfinite((*out)->makespan) || !isfinite((*out)->bubble)) {
+        char costs[128];
+        int code = cli_error(VP_EXIT_INPUT,
+                             "the costs (%s) make the simulated makespan %g, which is not "
+                             "finite: give smaller costs",
+                             cli_costs_text(&o->spec.costs, costs, sizeof costs), (*out)->makespan);
+        vp_sim_free(*out);
+        *out = NULL;
+        return code;
     }
-    if (vp_simulate(s, cm, out, &err) != VP_OK) {
-        vp_cost_model_free(cm);
-        return cli_lib_error(&err);
-    }
-    if (cm_out)
-        *cm_out = cm;
-    else
-        vp_cost_model_free(cm);
     return 0;
 }
 
@@ -203,9 +243,11 @@ json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *co
     json_object_set_new(o, "m", json_integer(s->m));
     json_object_set_new(o, "stages", json_integer(s->S));
     json_object_set_new(o, "placement", json_string(vp_placement_name(s->placement)));
-    json_object_set_new(
-        o, "costs",
-        json_pack("{s:f,s:f,s:f,s:f}", "F", costs->f, "B", costs->b, "W", costs->w, "c", costs->c));
+    json_t *c =
+        json_pack("{s:f,s:f,s:f,s:f}", "F", costs->f, "B", costs->b, "W", costs->w, "c", costs->c);
+    if (costs->fb >= 0)
+        json_object_set_new(c, "FB", json_real(costs->fb));
+    json_object_set_new(o, "costs", c);
     json_object_set_new(o, "makespan", json_real(sim->makespan));
     json_object_set_new(o, "longest_span", json_real(vp_sim_longest_span(sim)));
     json_object_set_new(o, "bubble", json_real(sim->bubble));
@@ -217,9 +259,4 @@ json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *co
         json_object_set_new(o, "peak_memory_bytes", double_array(sim->peak_bytes, sim->p));
     json_object_set_new(o, "busy", double_array(sim->dev_busy, sim->p));
     return o;
-}
-
-void cli_print_json(FILE *out, json_t *json) {
-    json_dumpf(json, out, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-    fputc('\n', out);
 }

@@ -11,8 +11,6 @@
 #ifndef VPIPE_RENDER_H
 #define VPIPE_RENDER_H
 
-#include <stdio.h>
-
 #include "vpipe/sim.h"
 
 /* One op as it ran on a device. */
@@ -79,29 +77,33 @@ typedef struct vp_render_opts {
     int fit;               /* terminal: scale time into one band instead of wrapping */
 } vp_render_opts;
 
+/* Every renderer returns its text as a new NUL-terminated string in *out (caller frees
+ * with free(); NULL on failure) and writes nothing itself: the caller decides where the
+ * text goes (vp_write_file, a socket, a browser). VP_ENOMEM when memory runs out. */
+
 /* Terminal timeline: one row per device, time to the right, each op as kind and microbatch
  * (lowercase letters for odd chunks), '.' for idle, wrapped into bands of opts->width
  * columns (or squeezed into one band with opts->fit), a legend, bubble and peak memory.
- * opts may be NULL. VP_EIO when writing fails. */
-vp_status vp_render_ascii(FILE *out, const vp_timeline *tl, const vp_render_opts *opts,
+ * opts may be NULL. VP_EINVAL when opts->width leaves no room for the timeline. */
+vp_status vp_render_ascii(const vp_timeline *tl, const vp_render_opts *opts, char **out,
                           vp_error *err);
 
 /* SVG picture: title (family, p, m, costs, bubble, peak), legend, one lane per device with
  * coloured slices (F, B, W, BW, F&B; lighter shades for later chunks) and microbatch
  * numbers, the memory curve of each device under its lane, a time axis. opts may be NULL. */
-vp_status vp_render_svg(FILE *out, const vp_timeline *tl, const vp_render_opts *opts,
+vp_status vp_render_svg(const vp_timeline *tl, const vp_render_opts *opts, char **out,
                         vp_error *err);
 
 /* SVG gallery: n timelines stacked as panels on one shared time scale and one shared
  * memory scale, so they compare by eye. opts->title heads the page (NULL: generated from
  * the first timeline). VP_EINVAL when n < 1. */
-vp_status vp_render_svg_gallery(FILE *out, const vp_timeline *const *tls, int n,
-                                const vp_render_opts *opts, vp_error *err);
+vp_status vp_render_svg_gallery(const vp_timeline *const *tls, int n, const vp_render_opts *opts,
+                                char **out, vp_error *err);
 
 /* Chrome trace JSON (Perfetto, chrome://tracing): one process per device holding one track
  * of slices (name "<kind> <microbatch>", args kind, stage, microbatch, chunk; stage2,
  * microbatch2, bkind for F&B) and, with has_mem, a memory counter. Times are scaled by
  * tl->trace_us. */
-vp_status vp_render_trace(FILE *out, const vp_timeline *tl, vp_error *err);
+vp_status vp_render_trace(const vp_timeline *tl, char **out, vp_error *err);
 
 #endif

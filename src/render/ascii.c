@@ -116,17 +116,17 @@ static const char *sgr(int attr) {
     return attr % 2 ? odd[attr / 2] : even[attr / 2];
 }
 
-static void print_cells(FILE *out, const cell *row, int n, int color) {
+static void print_cells(vp__buf *out, const cell *row, int n, int color) {
     int cur = -2;
     for (int c = 0; c < n; c++) {
         if (color && row[c].attr != cur) {
             cur = row[c].attr;
-            fprintf(out, "\033[0;%sm", sgr(cur));
+            vp__buf_printf(out, "\033[0;%sm", sgr(cur));
         }
-        fputc(row[c].ch, out);
+        vp__render_putc(out, row[c].ch);
     }
     if (color)
-        fputs("\033[0m", out);
+        vp__render_puts(out, "\033[0m");
 }
 
 /* Smallest 1/2/5 x 10^e step at least min_step. */
@@ -141,7 +141,7 @@ static double nice_step(double min_step) {
 }
 
 /* Time labels over one band [c0, c0 + n) after a prefix of pre columns. */
-static void print_axis(FILE *out, int pre, int c0, int n, double t0, double k) {
+static void print_axis(vp__buf *out, int pre, int c0, int n, double t0, double k) {
     char line[4096];
     int len = pre + n < (int)sizeof line - 1 ? pre + n : (int)sizeof line - 1;
     memset(line, ' ', (size_t)len);
@@ -155,11 +155,11 @@ static void print_axis(FILE *out, int pre, int c0, int n, double t0, double k) {
     }
     while (len > 0 && line[len - 1] == ' ')
         len--;
-    fprintf(out, "%.*s\n", len, line);
+    vp__buf_printf(out, "%.*s\n", len, line);
 }
 
 /* Prints text wrapped at spaces to lines of at most width columns. */
-static void print_wrapped(FILE *out, const char *text, int width) {
+static void print_wrapped(vp__buf *out, const char *text, int width) {
     while (*text) {
         int n = (int)strlen(text);
         if (n > width) {
@@ -169,7 +169,7 @@ static void print_wrapped(FILE *out, const char *text, int width) {
             if (n == 0) /* one word longer than the line */
                 n = (int)strcspn(text, " ");
         }
-        fprintf(out, "%.*s\n", n, text);
+        vp__buf_printf(out, "%.*s\n", n, text);
         text += n;
         while (*text == ' ')
             text++;
@@ -196,8 +196,9 @@ static void legend(const vp_timeline *tl, const vp_timeline_stats *st, double k,
                  st->chunks > 1 ? " lowercase = odd chunk," : "", 1.0 / k);
 }
 
-vp_status vp_render_ascii(FILE *out, const vp_timeline *tl, const vp_render_opts *opts,
-                          vp_error *err) {
+/* The timeline drawn into out (see vp_render_ascii). */
+static vp_status draw_ascii(vp__buf *out, const vp_timeline *tl, const vp_render_opts *opts,
+                            vp_error *err) {
     vp_render_opts o = opts ? *opts : (vp_render_opts){0};
     int width = o.width > 0 ? o.width : 100;
     int pre = snprintf(NULL, 0, "d%d |", tl->p - 1);
@@ -225,16 +226,16 @@ vp_status vp_render_ascii(FILE *out, const vp_timeline *tl, const vp_render_opts
         width);
     for (int c0 = 0; c0 < cols; c0 += band) {
         int n = cols - c0 < band ? cols - c0 : band;
-        fputc('\n', out);
+        vp__render_putc(out, '\n');
         print_axis(out, pre, c0, n, st.t0, k);
         for (int d = 0; d < tl->p; d++) {
-            fprintf(out, "d%-*d |", pre - 3, d);
+            vp__buf_printf(out, "d%-*d |", pre - 3, d);
             print_cells(out, grid + (size_t)d * cols + c0, n, o.color);
-            fputs("|\n", out);
+            vp__render_puts(out, "|\n");
         }
     }
     free(grid);
-    fputc('\n', out);
+    vp__render_putc(out, '\n');
     legend(tl, &st, k, text, sizeof text);
     print_wrapped(out, text, width);
     print_wrapped(out, vp__render_numbers(tl, &st, ", ", text, sizeof text), width);
@@ -248,7 +249,11 @@ vp_status vp_render_ascii(FILE *out, const vp_timeline *tl, const vp_render_opts
         }
         print_wrapped(out, text, width);
     }
-    if (ferror(out))
-        return vp__fail(err, VP_EIO, "render: write failed");
     return VP_OK;
+}
+
+vp_status vp_render_ascii(const vp_timeline *tl, const vp_render_opts *opts, char **out,
+                          vp_error *err) {
+    vp__buf b = {0};
+    return vp__render_finish(&b, draw_ascii(&b, tl, opts, err), out, err);
 }

@@ -1,10 +1,25 @@
-/* Pieces shared by the renderers: titles and op labels. */
+/* Pieces shared by the renderers: text building, titles and op labels. */
 #ifndef VPIPE_RENDER_INTERNAL_H
 #define VPIPE_RENDER_INTERNAL_H
 
 #include <stddef.h>
+#include <string.h>
 
+#include "base/internal.h"
 #include "vpipe/render.h"
+
+/* Appends a string / one character to a renderer's text. */
+static inline void vp__render_puts(vp__buf *out, const char *s) {
+    vp__buf_add(out, s, strlen(s));
+}
+static inline void vp__render_putc(vp__buf *out, char c) {
+    vp__buf_add(out, &c, 1);
+}
+
+/* Ends a renderer whose drawing into b returned rc: on VP_OK hands b's text to *out (a new
+ * string; VP_ENOMEM when an append failed), otherwise releases b and returns rc with *out
+ * NULL. */
+vp_status vp__render_finish(vp__buf *b, vp_status rc, char **out, vp_error *err);
 
 /* Writes the headline "<family>, p=4 m=8 v=2, F=1 B=1 W=1 c=0" (costs when given) into buf,
  * parts joined by sep. Returns buf. */

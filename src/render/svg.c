@@ -34,18 +34,18 @@ typedef struct layout {
     int gallery;
 } layout;
 
-static void xml_text(FILE *out, const char *s) {
+static void xml_text(vp__buf *out, const char *s) {
     for (; *s; s++) {
         if (*s == '&')
-            fputs("&amp;", out);
+            vp__render_puts(out, "&amp;");
         else if (*s == '<')
-            fputs("&lt;", out);
+            vp__render_puts(out, "&lt;");
         else if (*s == '>')
-            fputs("&gt;", out);
+            vp__render_puts(out, "&gt;");
         else if (*s == '"')
-            fputs("&quot;", out);
+            vp__render_puts(out, "&quot;");
         else if ((unsigned char)*s >= 0x20 || *s == '\t')
-            fputc(*s, out);
+            vp__render_putc(out, *s);
     }
 }
 
@@ -82,23 +82,25 @@ static double panel_height(const vp_timeline *tl, int gallery) {
 }
 
 /* One rectangle with the microbatch number centred in it when it fits. */
-static void slice_rect(FILE *out, double x, double y, double w, double h, int kind, int chunk,
+static void slice_rect(vp__buf *out, double x, double y, double w, double h, int kind, int chunk,
                        int chunks, int mb, double font) {
     char fill[8];
     int light;
     shade(kind, chunk, chunks, fill, &light);
-    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", x, y,
-            w, h, fill);
+    vp__buf_printf(out,
+                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", x,
+                   y, w, h, fill);
     char num[16];
     int len = snprintf(num, sizeof num, "%d", mb);
     if (w >= len * font * 0.62 + 3 && h >= font)
-        fprintf(out,
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"middle\" "
-                "fill=\"%s\">%s</text>\n",
-                x + w / 2, y + h / 2 + font * 0.36, font, light ? "#1f2933" : "#ffffff", num);
+        vp__buf_printf(out,
+                       "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"middle\" "
+                       "fill=\"%s\">%s</text>\n",
+                       x + w / 2, y + h / 2 + font * 0.36, font, light ? "#1f2933" : "#ffffff",
+                       num);
 }
 
-static void draw_slice(FILE *out, const vp_timeline *tl, const layout *L, const vp_slice *sl,
+static void draw_slice(vp__buf *out, const vp_timeline *tl, const layout *L, const vp_slice *sl,
                        double t0, double y) {
     double x = MARGIN_L + (sl->start - t0) * L->k, w = (sl->end - sl->start) * L->k;
     if (w <= 0)
@@ -113,84 +115,87 @@ static void draw_slice(FILE *out, const vp_timeline *tl, const layout *L, const 
                    L->chunks, op->mb2, 9);
     }
     /* a thin white edge keeps neighbouring ops of one colour apart */
-    fprintf(out,
-            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-            "stroke=\"#ffffff\" stroke-width=\"0.8\"/>\n",
-            x, y, w, BAR_H);
+    vp__buf_printf(out,
+                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+                   "stroke=\"#ffffff\" stroke-width=\"0.8\"/>\n",
+                   x, y, w, BAR_H);
 }
 
 /* Step curve of memory after each op, under the device's bar. */
-static void draw_memory(FILE *out, const vp_timeline *tl, const layout *L, int d, double t0,
+static void draw_memory(vp__buf *out, const vp_timeline *tl, const layout *L, int d, double t0,
                         double y) {
     const vp_track *t = &tl->dev[d];
     double base = y + MEM_H, scale = L->peak > 0 ? (MEM_H - 3) / L->peak : 0;
     double x_end = MARGIN_L + L->plot_w, peak = 0;
-    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f5f7\"/>\n",
-            MARGIN_L, y, L->plot_w, MEM_H);
-    fprintf(out, "<path d=\"M%.1f %.1f", MARGIN_L, base);
+    vp__buf_printf(
+        out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f5f7\"/>\n",
+        MARGIN_L, y, L->plot_w, MEM_H);
+    vp__buf_printf(out, "<path d=\"M%.1f %.1f", MARGIN_L, base);
     for (int i = 0; i < t->n; i++) {
         double x = MARGIN_L + (t->slices[i].end - t0) * L->k;
-        fprintf(out, " H%.1f V%.1f", x, base - t->slices[i].mem * scale);
+        vp__buf_printf(out, " H%.1f V%.1f", x, base - t->slices[i].mem * scale);
         peak = fmax(peak, t->slices[i].mem);
     }
-    fprintf(out,
-            " H%.1f V%.1f Z\" fill=\"#b7c7d9\" fill-opacity=\"0.7\" stroke=\"#334e68\" "
-            "stroke-width=\"1\" stroke-linejoin=\"round\"/>\n",
-            x_end, base);
-    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#52606d\">peak %.4g</text>\n",
-            x_end + 8, base - 8, peak);
-    fprintf(out,
-            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" "
-            "fill=\"#7b8794\">mem</text>\n",
-            MARGIN_L - 8, base - 8);
+    vp__buf_printf(out,
+                   " H%.1f V%.1f Z\" fill=\"#b7c7d9\" fill-opacity=\"0.7\" stroke=\"#334e68\" "
+                   "stroke-width=\"1\" stroke-linejoin=\"round\"/>\n",
+                   x_end, base);
+    vp__buf_printf(
+        out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#52606d\">peak %.4g</text>\n",
+        x_end + 8, base - 8, peak);
+    vp__buf_printf(out,
+                   "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" "
+                   "fill=\"#7b8794\">mem</text>\n",
+                   MARGIN_L - 8, base - 8);
 }
 
 /* Vertical grid lines (from top to bottom) and the labelled axis at y_axis. */
-static void draw_axis(FILE *out, const layout *L, double top, double y_axis) {
+static void draw_axis(vp__buf *out, const layout *L, double top, double y_axis) {
     double step = nice_step(60.0 / L->k);
-    fprintf(out, "<g stroke=\"#e4e7eb\" stroke-width=\"1\">\n");
+    vp__buf_printf(out, "<g stroke=\"#e4e7eb\" stroke-width=\"1\">\n");
     for (double t = 0; t <= L->span + 1e-9; t += step)
-        fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
-                MARGIN_L + t * L->k, top, MARGIN_L + t * L->k, y_axis);
-    fprintf(out,
-            "</g>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#52606d\"/>\n",
-            MARGIN_L, y_axis, MARGIN_L + L->plot_w, y_axis);
-    fprintf(out, "<g font-size=\"10\" fill=\"#52606d\" text-anchor=\"middle\">\n");
+        vp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+                       MARGIN_L + t * L->k, top, MARGIN_L + t * L->k, y_axis);
+    vp__buf_printf(
+        out, "</g>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#52606d\"/>\n",
+        MARGIN_L, y_axis, MARGIN_L + L->plot_w, y_axis);
+    vp__buf_printf(out, "<g font-size=\"10\" fill=\"#52606d\" text-anchor=\"middle\">\n");
     for (double t = 0; t <= L->span + 1e-9; t += step)
-        fprintf(out,
-                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#52606d\"/>"
-                "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n",
-                MARGIN_L + t * L->k, y_axis, MARGIN_L + t * L->k, y_axis + 4, MARGIN_L + t * L->k,
-                y_axis + 15, t);
-    fprintf(out,
-            "</g>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#52606d\">time</text>\n",
-            MARGIN_L + L->plot_w + 20, y_axis + 15);
+        vp__buf_printf(out,
+                       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#52606d\"/>"
+                       "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n",
+                       MARGIN_L + t * L->k, y_axis, MARGIN_L + t * L->k, y_axis + 4,
+                       MARGIN_L + t * L->k, y_axis + 15, t);
+    vp__buf_printf(
+        out, "</g>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#52606d\">time</text>\n",
+        MARGIN_L + L->plot_w + 20, y_axis + 15);
 }
 
 /* One timeline's lanes (and, in a gallery, its title) starting at y. */
-static void draw_panel(FILE *out, const vp_timeline *tl, const layout *L, double y) {
+static void draw_panel(vp__buf *out, const vp_timeline *tl, const layout *L, double y) {
     vp_timeline_stats st;
     vp_timeline_stats_get(tl, &st);
     if (L->gallery) {
         char nums[256];
-        fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\"><tspan font-weight=\"bold\">",
-                MARGIN_L, y + 15);
+        vp__buf_printf(out,
+                       "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\"><tspan font-weight=\"bold\">",
+                       MARGIN_L, y + 15);
         xml_text(out, tl->family);
         if (st.chunks > 1)
-            fprintf(out, " (v=%d)", st.chunks);
-        fputs("</tspan><tspan fill=\"#52606d\" dx=\"12\">", out);
+            vp__buf_printf(out, " (v=%d)", st.chunks);
+        vp__render_puts(out, "</tspan><tspan fill=\"#52606d\" dx=\"12\">");
         xml_text(out, vp__render_numbers(tl, &st, " \xc2\xb7 ", nums, sizeof nums));
-        fputs("</tspan></text>\n", out);
+        vp__render_puts(out, "</tspan></text>\n");
         y += PANEL_HEAD;
     }
     double y_axis = y + tl->p * lane_pitch(tl) - LANE_GAP / 2;
     draw_axis(out, L, y, y_axis);
     for (int d = 0; d < tl->p; d++) {
         double ly = y + d * lane_pitch(tl);
-        fprintf(out,
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" "
-                "text-anchor=\"end\" fill=\"#323f4b\">dev %d</text>\n",
-                MARGIN_L - 8, ly + BAR_H / 2 + 4, d);
+        vp__buf_printf(out,
+                       "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" "
+                       "text-anchor=\"end\" fill=\"#323f4b\">dev %d</text>\n",
+                       MARGIN_L - 8, ly + BAR_H / 2 + 4, d);
         for (int i = 0; i < tl->dev[d].n; i++)
             draw_slice(out, tl, L, &tl->dev[d].slices[i], st.t0, ly);
         if (tl->has_mem)
@@ -198,10 +203,10 @@ static void draw_panel(FILE *out, const vp_timeline *tl, const layout *L, double
     }
     if (L->gallery) {
         double x = MARGIN_L + st.makespan * L->k;
-        fprintf(out,
-                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" "
-                "stroke-width=\"1.2\" stroke-dasharray=\"4 3\"/>\n",
-                x, y - 4, x, y_axis);
+        vp__buf_printf(out,
+                       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" "
+                       "stroke-width=\"1.2\" stroke-dasharray=\"4 3\"/>\n",
+                       x, y - 4, x, y_axis);
     }
 }
 
@@ -261,47 +266,51 @@ static int legend_rows(const int *items, int k, const layout *L, double *x, int 
 }
 
 /* The legend, first row's baseline at y. */
-static void draw_legend(FILE *out, const vp_timeline *const *tls, int n, const layout *L,
+static void draw_legend(vp__buf *out, const vp_timeline *const *tls, int n, const layout *L,
                         double y) {
     int items[LEG_COUNT], row[LEG_COUNT];
     double xs[LEG_COUNT];
     int k = legend_items(tls, n, L, items);
     legend_rows(items, k, L, xs, row);
     char fill[8];
-    fprintf(out, "<g font-size=\"12\" fill=\"#323f4b\">\n");
+    vp__buf_printf(out, "<g font-size=\"12\" fill=\"#323f4b\">\n");
     for (int i = 0; i < k; i++) {
         double x = xs[i], yy = y + row[i] * LEGEND_ROW;
         int it = items[i];
         if (it < VP_OP_KIND_COUNT) {
             shade(it, 0, 1, fill, NULL);
-            fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>", x,
-                    yy - 11, fill);
+            vp__buf_printf(out,
+                           "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>",
+                           x, yy - 11, fill);
             if (it == VP_OP_FB) {
                 shade(VP_OP_BW, 0, 1, fill, NULL);
-                fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"7\" fill=\"%s\"/>",
-                        x, yy - 4, fill);
+                vp__buf_printf(
+                    out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"7\" fill=\"%s\"/>", x,
+                    yy - 4, fill);
             }
         } else if (it == LEG_CHUNKS) {
             for (int c = 0; c < 2; c++) {
                 shade(VP_OP_F, c ? L->chunks - 1 : 0, L->chunks, fill, NULL);
-                fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"14\" fill=\"%s\"/>",
-                        x + 7 * c, yy - 11, fill);
+                vp__buf_printf(
+                    out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"14\" fill=\"%s\"/>",
+                    x + 7 * c, yy - 11, fill);
             }
         } else if (it == LEG_MEMORY) {
-            fprintf(out,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"#b7c7d9\" "
-                    "stroke=\"#334e68\"/>",
-                    x, yy - 11);
+            vp__buf_printf(
+                out,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"#b7c7d9\" "
+                "stroke=\"#334e68\"/>",
+                x, yy - 11);
         }
-        fprintf(out, "<text x=\"%.1f\" y=\"%.1f\"%s>", x + (it == LEG_NUMBERS ? 0 : 19), yy,
-                it == LEG_NUMBERS ? " fill=\"#7b8794\"" : "");
+        vp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\"%s>", x + (it == LEG_NUMBERS ? 0 : 19), yy,
+                       it == LEG_NUMBERS ? " fill=\"#7b8794\"" : "");
         if (it == LEG_MEMORY)
-            fprintf(out, "memory (%s)", tls[0]->mem_unit);
+            vp__buf_printf(out, "memory (%s)", tls[0]->mem_unit);
         else
             xml_text(out, legend_text(it));
-        fputs("</text>\n", out);
+        vp__render_puts(out, "</text>\n");
     }
-    fputs("</g>\n", out);
+    vp__render_puts(out, "</g>\n");
 }
 
 /* Shared scales: the shortest op gets MIN_OP_PX unless that makes the page too wide. */
@@ -332,7 +341,7 @@ static layout make_layout(const vp_timeline *const *tls, int n, const vp_render_
     return L;
 }
 
-static vp_status draw_page(FILE *out, const vp_timeline *const *tls, int n,
+static vp_status draw_page(vp__buf *out, const vp_timeline *const *tls, int n,
                            const vp_render_opts *opts, vp_error *err) {
     if (n < 1)
         return vp__fail(err, VP_EINVAL, "render: a gallery needs at least one schedule");
@@ -348,12 +357,12 @@ static vp_status draw_page(FILE *out, const vp_timeline *const *tls, int n,
     for (int i = 0; i < n; i++)
         height += panel_height(tls[i], L.gallery) + (i ? PANEL_GAP : 0);
     double width = MARGIN_L + L.plot_w + MARGIN_R;
-    fprintf(out,
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-            "viewBox=\"0 0 %.0f %.0f\" font-family=\"%s\">\n"
-            "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
-            width, height, width, height, FONT);
+    vp__buf_printf(out,
+                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                   "viewBox=\"0 0 %.0f %.0f\" font-family=\"%s\">\n"
+                   "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
+                   width, height, width, height, FONT);
 
     char head[512], line2[512];
     if (o.title)
@@ -368,15 +377,16 @@ static vp_status draw_page(FILE *out, const vp_timeline *const *tls, int n,
         vp__render_costs(o.costs, line2, sizeof line2);
     else
         line2[0] = '\0';
-    fprintf(out,
-            "<text x=\"%.1f\" y=\"30\" font-size=\"19\" font-weight=\"bold\" fill=\"#1f2933\">",
-            MARGIN_L);
+    vp__buf_printf(
+        out, "<text x=\"%.1f\" y=\"30\" font-size=\"19\" font-weight=\"bold\" fill=\"#1f2933\">",
+        MARGIN_L);
     xml_text(out, head);
-    fprintf(out, "</text>\n<text x=\"%.1f\" y=\"52\" font-size=\"13\" fill=\"#52606d\">", MARGIN_L);
+    vp__buf_printf(out, "</text>\n<text x=\"%.1f\" y=\"52\" font-size=\"13\" fill=\"#52606d\">",
+                   MARGIN_L);
     xml_text(out, line2);
     if (L.gallery)
         xml_text(out, "  (one time scale and one memory scale; dashed line: makespan)");
-    fputs("</text>\n", out);
+    vp__render_puts(out, "</text>\n");
     draw_legend(out, tls, n, &L, 78);
 
     double y = head_h;
@@ -384,18 +394,17 @@ static vp_status draw_page(FILE *out, const vp_timeline *const *tls, int n,
         draw_panel(out, tls[i], &L, y);
         y += panel_height(tls[i], L.gallery) + PANEL_GAP;
     }
-    fputs("</svg>\n", out);
-    if (ferror(out))
-        return vp__fail(err, VP_EIO, "render: write failed");
+    vp__render_puts(out, "</svg>\n");
     return VP_OK;
 }
 
-vp_status vp_render_svg(FILE *out, const vp_timeline *tl, const vp_render_opts *opts,
-                        vp_error *err) {
-    return draw_page(out, &tl, 1, opts, err);
+vp_status vp_render_svg_gallery(const vp_timeline *const *tls, int n, const vp_render_opts *opts,
+                                char **out, vp_error *err) {
+    vp__buf b = {0};
+    return vp__render_finish(&b, draw_page(&b, tls, n, opts, err), out, err);
 }
 
-vp_status vp_render_svg_gallery(FILE *out, const vp_timeline *const *tls, int n,
-                                const vp_render_opts *opts, vp_error *err) {
-    return draw_page(out, tls, n, opts, err);
+vp_status vp_render_svg(const vp_timeline *tl, const vp_render_opts *opts, char **out,
+                        vp_error *err) {
+    return vp_render_svg_gallery(&tl, 1, opts, out, err);
 }

@@ -33,4 +33,5 @@ out=$("$vp" train --emulate --schedule v-half $run --cost-file "$tmp/prof.json" 
 expect 0 "" -- python3 -c "import json,sys; d=json.loads(sys.argv[1]); sys.exit(not (d['predicted_step_ms'] > 0 and d['step_ms'] > 0))" "$out"
 expect 0 "emulated" -- "$vp" train --emulate --schedule v-half ${run% --json} --cost-file "$tmp/prof.json"
 expect 2 "no model state" -- "$vp" train --emulate --schedule v-half $run --cost-file "$tmp/prof.json" --checkpoint "$tmp/ck"
+[ -e "$tmp/ck" ] && bad "a refused --emulate run created its checkpoint directory"
 finish

@@ -69,7 +69,7 @@ expect 2 "column 5" -- "$vp" simulate 1f1b -p 4 -m 4 --cost F=2,Bx
 expect 2 "zb:R needs R" -- "$vp" simulate 1f1b -p 4 -m 4 --memory-model zb:7
 expect 2 "needs -p and -m" -- "$vp" simulate 1f1b -p 4
 expect 2 "equal rounds" -- "$vp" simulate interleaved -p 4 -m 9
-expect 2 "unknown --format" -- "$vp" schedule 1f1b -p 2 -m 2 --format yaml
+expect 2 "--format is one of json, text, torch-csv, torch-csv-comms, got 'yaml'" -- "$vp" schedule 1f1b -p 2 -m 2 --format yaml
 expect 2 "needs -p and -m" -- "$vp" compare -p 4
 
 # Bad files: exit 3, never a crash.

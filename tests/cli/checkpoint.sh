@@ -11,12 +11,9 @@ vpipe="$1"
 text=/usr/share/common-licenses/GPL-3
 N=300
 K=10
-model=(--data "$text" --layers 2 --width 64 --heads 2 --seq 32 --microbatch 4 -m 2
-    --eval-batches 2 --eval-every 50 --steps "$N")
-bad() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
+base=(--data "$text" --layers 2 --heads 2 --seq 32 --microbatch 4 -m 2 --eval-batches 2
+    --eval-every 50)
+model=("${base[@]}" --width 64 --steps "$N")
 # the deterministic part of the progress lines of steps after $2 in file $1
 steps_after() {
     grep '^step ' "$1" | cut -d'|' -f1-4 | awk -v s="$2" '{split($2, a, "/"); if (a[1] > s) print}'
@@ -85,8 +82,10 @@ expect 3 "unsupported version 9" -- "$vpipe" train "${model[@]}" --resume "$tmp/
 expect 3 "no checkpoint in" -- "$vpipe" train "${model[@]}" --resume "$tmp/nowhere"
 # another run's checkpoint: exit 2, naming what differs
 expect 2 "seed is 1 there, 7 here" -- "$vpipe" train "${model[@]}" --seed 7 --resume "$tmp/good"
-expect 2 "width is 64 there, 32 here" -- "$vpipe" train "${model[@]}" --width 32 --resume "$tmp/good"
-expect 2 "another run: steps" -- "$vpipe" train "${model[@]}" --steps 400 --resume "$tmp/good"
+expect 2 "width is 64 there, 32 here" -- "$vpipe" train "${base[@]}" --steps "$N" --width 32 \
+    --resume "$tmp/good"
+expect 2 "another run: steps" -- "$vpipe" train "${base[@]}" --width 64 --steps 400 \
+    --resume "$tmp/good"
 
 # 4. a write that fails keeps the previous checkpoint, which still loads
 cp -r "$tmp/good" "$tmp/blocked"
@@ -121,7 +120,6 @@ cmp -s "$tmp/full.steps" "$tmp/resumed.steps" ||
 [ "$(meta_step "$ck")" = "$N" ] || bad "the final checkpoint is not step $N"
 [ "$(ls "$ck")" = "meta.json
 rank-0.step-$N.ckpt" ] || bad "old checkpoints not pruned: $(ls "$ck")"
-expect 2 "none of the $N steps is left" -- "$vpipe" train "${model[@]}" --resume "$ck"
 
 # 6. killed three times at arbitrary moments (possibly while saving: a kill right after
 # the line of step 9, 23 or 38 lands in the next step, which may be saving), resumed each

@@ -1,6 +1,7 @@
 # Helpers sourced by the CLI test scripts: `expect CODE NEEDLE -- command...` runs the
 # command, checks its exit code, and that NEEDLE (if not empty) occurs in its output.
-# Counts failures in $fails; `finish` prints the summary and exits non-zero on failure.
+# Counts failures in $fails (`bad MESSAGE` adds one); `finish` prints the summary and
+# exits non-zero on failure.
 # Also gives each script a scratch directory $tmp, removed on exit (a script that sets its
 # own EXIT trap removes it there), and lets mpirun run as root and oversubscribe cores.
 tmp=$(mktemp -d)
@@ -21,6 +22,11 @@ expect() {
     else
         passes=$((passes + 1))
     fi
+}
+# `bad MESSAGE`: counts a failure the script found itself.
+bad() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
 }
 finish() {
     echo "$passes passed, $fails failed"

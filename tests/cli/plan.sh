@@ -73,5 +73,5 @@ expect 2 "--memory 'half'" -- "$vp" plan -p 8 -m 32 --memory half
 expect 2 "--memory" -- "$vp" plan -p 8 -m 32 --memory 4x
 expect 2 "needs --memory" -- "$vp" plan -p 8 -m 32
 expect 2 "needs -p and -m" -- "$vp" plan --memory 0.5
-expect 2 "unexpected argument" -- "$vp" plan -p 4 -m 8 --memory 1 --frobnicate
+expect 2 "plan: unknown option '--frobnicate'" -- "$vp" plan -p 4 -m 8 --memory 1 --frobnicate
 finish

@@ -70,8 +70,9 @@ expect 3 "bad.csv:1:6: torch csv: unknown action type" -- "$vp" render "$tmp/bad
 expect 2 "needs a family or a file" -- "$vp" render
 expect 2 "only one output" -- "$vp" render 1f1b -p 2 -m 2 --svg - --ascii
 expect 2 "--width" -- "$vp" render 1f1b -p 2 -m 2 --width 5
-expect 2 "unexpected argument" -- "$vp" render 1f1b -p 2 -m 2 --bogus
-expect 1 "" -- "$vp" render 1f1b -p 2 -m 2 --svg "$tmp/no/such/dir/x.svg"
+expect 2 "render: unknown option '--bogus'" -- "$vp" render 1f1b -p 2 -m 2 --bogus
+expect 3 "cannot write $tmp/no/such/dir/x.svg: No such file or directory" -- \
+    "$vp" render 1f1b -p 2 -m 2 --svg "$tmp/no/such/dir/x.svg"
 
 # docs/ pictures are well-formed and current. Regenerate with:
 #   vpipe render 1f1b -p 4 -m 8 --svg docs/1f1b.svg
