@@ -293,7 +293,10 @@ typedef struct vp_price_result {
     double memory_max_bytes;
     int memory_max_rank;
     double capacity_bytes;
-    bool fits; /* memory_max_bytes <= capacity_bytes */
+    bool fits;       /* memory_max_bytes <= capacity_bytes */
+    bool mean_costs; /* vp_price_family: the generator could not build with unequal
+                        per-device costs and was given their means (priced exactly all
+                        the same) */
 } vp_price_result;
 
 /* Prices schedule s (validated) under setup: layout, simulation with each stage's time
@@ -305,7 +308,8 @@ vp_status vp_price_schedule(const vp_price_setup *setup, const vp_schedule *s,
 
 /* Builds family for spec with this setup's costs (a probe build finds the shape, the
  * layout gives the per-device costs and memory model, the family is built again with
- * them) and prices it. *sched (optional) receives the schedule (caller frees). Errors of
+ * them, or with their means when the generator refuses unequal devices: mean_costs) and
+ * prices it. *sched (optional) receives the schedule (caller frees). Errors of
  * vp_family_build and vp_price_schedule. */
 vp_status vp_price_family(const vp_price_setup *setup, const char *family, const vp_spec *spec,
                           vp_price_result **out, vp_schedule **sched, vp_error *err);
@@ -317,7 +321,7 @@ void vp_price_result_free(vp_price_result *r);
  * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
  * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
  * workspace, reserve, total}, bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
- * fits, layers_per_stage, hop_ms, stages (array of {layers, device, params, act_bytes,
+ * fits, mean_costs, layers_per_stage, hop_ms, stages (array of {layers, device, params, act_bytes,
  * keep_bytes, f_ms, b_ms, w_ms}). NULL when memory runs out. */
 char *vp_price_result_json(const vp_price_result *r);
 

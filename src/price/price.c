@@ -148,6 +148,26 @@ static bool same_shape(const vp_schedule *a, const vp_schedule *b) {
            !memcmp(a->stage_device, b->stage_device, (size_t)a->S * sizeof *a->stage_device);
 }
 
+/* Builds family with the layout's per-device costs and memory model; when a generator
+ * cannot work with unequal devices (zb-v's greedy may not fit its limit), with their
+ * means instead (*mean set). */
+static vp_status build_with_costs(const char *family, const vp_spec *spec,
+                                  const vp_price_layout *lay, vp_schedule **s, bool *mean,
+                                  vp_error *err) {
+    vp_spec real = *spec;
+    real.costs = lay->costs;
+    real.mem = lay->mem;
+    vp_status rc = vp_family_build(family, &real, s, err);
+    if (rc != VP_EINVAL || !real.costs.dev_f)
+        return rc;
+    vp_error first = err ? *err : (vp_error){0};
+    real.costs.dev_f = real.costs.dev_b = real.costs.dev_w = NULL;
+    *mean = vp_family_build(family, &real, s, NULL) == VP_OK;
+    if (!*mean && err)
+        *err = first;
+    return *mean ? VP_OK : rc;
+}
+
 vp_status vp_price_family(const vp_price_setup *su, const char *family, const vp_spec *spec,
                           vp_price_result **out, vp_schedule **sched, vp_error *err) {
     *out = NULL;
@@ -158,15 +178,14 @@ vp_status vp_price_family(const vp_price_setup *su, const char *family, const vp
     vp_status rc = vp_family_build(family, spec, &probe, err);
     if (rc == VP_OK)
         rc = vp_price_layout_new(su, probe, &lay, err);
-    if (rc == VP_OK) {
-        vp_spec real = *spec;
-        real.costs = lay->costs;
-        real.mem = lay->mem;
-        rc = vp_family_build(family, &real, &s, err);
-    }
+    bool mean = false;
+    if (rc == VP_OK)
+        rc = build_with_costs(family, spec, lay, &s, &mean, err);
     if (rc == VP_OK)
         rc = same_shape(probe, s) ? price_on_layout(su, s, lay, out, err)
                                   : vp_price_schedule(su, s, out, err);
+    if (rc == VP_OK)
+        (*out)->mean_costs = mean;
     vp_price_layout_free(lay);
     vp_schedule_free(probe);
     if (rc == VP_OK && sched)
@@ -248,6 +267,7 @@ char *vp_price_result_json(const vp_price_result *r) {
     json_object_set_new(o, "memory_max_rank", json_integer(r->memory_max_rank));
     json_object_set_new(o, "capacity_bytes", bytes_json(r->capacity_bytes));
     json_object_set_new(o, "fits", json_boolean(r->fits));
+    json_object_set_new(o, "mean_costs", json_boolean(r->mean_costs));
     for (int k = 0; k < r->route_len; k++)
         json_array_append_new(split, json_integer(r->layers_per_stage[k]));
     json_object_set_new(o, "layers_per_stage", split);
