@@ -11,25 +11,10 @@
  *    published ranges. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "../tests/price_anchors.h"
+#include "base/internal.h"
 #include "vpipe/price.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n) {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return t[n / 2];
-}
 
 static void die(const char *what, const vp_error *err) {
     fprintf(stderr, "bench_price: %s: %s\n", what, err->message);
@@ -56,24 +41,24 @@ static void speed(const char *label, const vp_price_setup *su, int reps) {
     printf("%-12s %9s %9s %7s %7s %9s %9s %5s\n", "family", "price ms", "step s", "mfu", "bubble",
            "max GiB", "rank0 GiB", "fits");
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = vp__now_ms();
         for (int f = 0; f < n; f++) {
-            double t1 = now_s();
+            double t1 = vp__now_ms();
             vp_price_result *res = price(su, vp_family_at(f)->name, p, m);
-            each[f * reps + r] = now_s() - t1;
+            each[f * reps + r] = vp__now_ms() - t1;
             if (r == reps - 1)
                 printf("%-12s %9.2f %9.3f %6.1f%% %6.1f%% %9.1f %9.1f %5s\n", res->family,
-                       1e3 * median(&each[f * reps], reps), res->step_time_s, 100 * res->mfu,
+                       vp__median(&each[f * reps], reps), res->step_time_s, 100 * res->mfu,
                        100 * res->bubble, res->memory_max_bytes / GIB, res->memory[0].total / GIB,
                        res->fits ? "yes" : "no");
             vp_price_result_free(res);
         }
-        all[r] = now_s() - t0;
+        all[r] = vp__now_ms() - t0;
     }
-    printf("every family priced in %.1f ms (median of %d)\n", 1e3 * median(all, reps), reps);
+    printf("every family priced in %.1f ms (median of %d)\n", vp__median(all, reps), reps);
     vp_schedule *shape = vp_schedule_new("1f1b", p, p, m, VP_PLACE_SINGLE, NULL);
     int inner = 1000;
-    double t0 = now_s();
+    double t0 = vp__now_ms();
     for (int k = 0; k < inner; k++) {
         vp_price_layout *lay = NULL;
         vp_error err = {0};
@@ -81,62 +66,38 @@ static void speed(const char *label, const vp_price_setup *su, int reps) {
             die("layout", &err);
         vp_price_layout_free(lay);
     }
-    printf("layout alone (states per rank, stage costs): %.1f us\n", 1e6 * (now_s() - t0) / inner);
+    printf("layout alone (states per rank, stage costs): %.1f us\n",
+           1e3 * (vp__now_ms() - t0) / inner);
     vp_schedule_free(shape);
     free(all);
     free(each);
 }
 
 static void zero_bubble(void) {
-    const struct {
-        const char *model;
-        int mbs;
-        double f, b, w, c;
-        double rate[3][3], gb[3];
-    } rows[] = {
-        {"zb-1.5b",
-         6,
-         18.522,
-         18.086,
-         9.337,
-         0.601,
-         {{11.8, 12.5, 13.6}, {12.9, 13.4, 14.2}, {14.5, 14.8, 14.9}},
-         {30, 32, 59}},
-        {"zb-6.2b",
-         3,
-         29.718,
-         29.444,
-         19.927,
-         0.527,
-         {{3.50, 3.70, 4.03}, {3.88, 4.00, 4.20}, {4.32, 4.35, 4.39}},
-         {39, 42, 70}},
-    };
-    const char *families[] = {"1f1b", "zb-1p", "zb-2p"};
-    const int ms[] = {24, 32, 64};
     vp_gpu g;
     vp_gpu_preset("a100-80gb", &g, NULL);
     printf("\nZero Bubble Table 4 from Table 6 costs (p=8, seq 1024, split k*p-2, no reserve)\n");
     printf("%-8s %-6s %4s %9s %9s %7s %8s %8s %7s\n", "model", "family", "m", "samples/s",
            "published", "off", "peak GB", "published", "off");
     for (int i = 0; i < 2; i++) {
+        const zb_anchor *z = &zb_anchors[i];
         vp_arch a;
-        vp_arch_preset(rows[i].model, &a, NULL);
+        vp_arch_preset(z->model, &a, NULL);
         vp_train t = vp_train_default(&a);
         t.seq = 1024;
-        t.mbs = rows[i].mbs;
+        t.mbs = z->mbs;
         t.reserve_bytes = 0;
         vp_costs k = vp_costs_default();
-        k.f = rows[i].f, k.b = rows[i].b, k.w = rows[i].w, k.c = rows[i].c;
+        k.f = z->f, k.b = z->b, k.w = z->w, k.c = z->c;
         vp_price_setup su = {
             .arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN, .measured = &k};
         for (int f = 0; f < 3; f++)
             for (int j = 0; j < 3; j++) {
-                vp_price_result *r = price(&su, families[f], 8, ms[j]);
+                vp_price_result *r = price(&su, zb_families[f], 8, zb_ms[j]);
                 double rate = r->samples_per_s_per_gpu, gb = r->memory_max_bytes / 1e9;
                 printf("%-8s %-6s %4d %9.2f %9.2f %+6.1f%% %8.1f %8.0f %+6.1f%%\n", a.name,
-                       families[f], ms[j], rate, rows[i].rate[f][j],
-                       100 * (rate / rows[i].rate[f][j] - 1), gb, rows[i].gb[f],
-                       100 * (gb / rows[i].gb[f] - 1));
+                       zb_families[f], zb_ms[j], rate, z->rate[f][j],
+                       100 * (rate / z->rate[f][j] - 1), gb, z->gb[f], 100 * (gb / z->gb[f] - 1));
                 vp_price_result_free(r);
             }
         su.measured = NULL;
@@ -153,39 +114,27 @@ static void zero_bubble(void) {
 }
 
 static void controllable_memory(void) {
-    const char *models[] = {"cm-9.6b", "cm-21b", "cm-38.5b"};
-    const int ps[] = {16, 24, 32}, mbs[] = {4, 2, 1};
-    const struct {
-        const char *family;
-        vp_recompute rc;
-        const char *range;
-    } cols[] = {{"v-min", VP_RECOMPUTE_NONE, "14-19"},
-                {"v-half", VP_RECOMPUTE_NONE, "19-28"},
-                {"1f1b", VP_RECOMPUTE_NONE, "35-56"},
-                {"v-zb", VP_RECOMPUTE_NONE, "35-56"},
-                {"1f1b", VP_RECOMPUTE_FULL, "~1"}};
     vp_gpu g;
     vp_gpu_preset("a100-80gb", &g, NULL);
     printf("\nControllable Memory, pure PP, seq 1024, m = 4p: activation GB per GPU (max rank)\n");
     printf("%-9s %4s %8s %8s %8s %8s %8s\n", "model", "p", "v-min", "v-half", "1f1b", "v-zb",
            "1f1b-R");
-    printf("%-9s %4s %8s %8s %8s %8s %8s\n", "published", "", "14-19", "19-28", "35-56", "35-56",
-           "~1");
+    printf("%-9s %4s", "published", "");
+    for (int k = 0; k < 5; k++)
+        printf(" %3g-%-4g", cm_ranges[k].lo, cm_ranges[k].hi);
+    printf("\n");
     for (int i = 0; i < 3; i++) {
         vp_arch a;
-        vp_arch_preset(models[i], &a, NULL);
-        printf("%-9s %4d", a.name, ps[i]);
+        vp_arch_preset(cm_models[i], &a, NULL);
+        printf("%-9s %4d", a.name, cm_ps[i]);
         for (int k = 0; k < 5; k++) {
             vp_train t = vp_train_default(&a);
             t.seq = 1024;
-            t.mbs = mbs[i];
-            t.recompute = cols[k].rc;
+            t.mbs = cm_mbs[i];
+            t.recompute = cm_ranges[k].recompute;
             vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
-            vp_price_result *r = price(&su, cols[k].family, ps[i], 4 * ps[i]);
-            double most = 0;
-            for (int d = 0; d < r->p; d++)
-                most = r->memory[d].activations > most ? r->memory[d].activations : most;
-            printf(" %8.1f", most / 1e9);
+            vp_price_result *r = price(&su, cm_ranges[k].family, cm_ps[i], 4 * cm_ps[i]);
+            printf(" %8.1f", most_activations(r) / 1e9);
             vp_price_result_free(r);
         }
         printf("\n");

@@ -2,28 +2,12 @@
  * SP / recomputation setting, Megatron's 18 (or 6 + 12/d) bytes per parameter and rank 0's
  * activations under 1F1B, vpipe's own GPT byte for byte against vp_stage_sizes_of, the
  * parameter copies of DualPipe, and the Controllable Memory paper's activation ranges. */
-#include "test_util.h"
+#include "price_util.h"
 #include "vpipe/model.h"
-#include "vpipe/price.h"
 
 static const char *const gpt_presets[] = {"gpt2-124m", "gpt3-175b", "zb-1.5b", "zb-6.2b",
                                           "zb-14.6b",  "zb-28.3b",  "cm-9.6b", "cm-38.5b"};
 #define N_GPT (sizeof gpt_presets / sizeof gpt_presets[0])
-
-static vp_arch preset(const char *name) {
-    vp_arch a;
-    vp_error err = {0};
-    if (vp_arch_preset(name, &a, &err) != VP_OK)
-        fail_msg("%s: %s", name, err.message);
-    return a;
-}
-
-static vp_gpu gpu(const char *name) {
-    vp_gpu g;
-    if (vp_gpu_preset(name, &g, NULL) != VP_OK)
-        fail_msg("no gpu %s", name);
-    return g;
-}
 
 static vp_price_facts facts(const vp_arch *a, const vp_train *t, vp_price_part part) {
     vp_price_facts f;
@@ -56,7 +40,7 @@ static int tp_degrees[] = {1, 2, 4, 8};
 static void test_korthikanti_grid(void **state) {
     (void)state;
     for (size_t i = 0; i < N_GPT; i++) {
-        vp_arch a = preset(gpt_presets[i]);
+        vp_arch a = tp_preset(gpt_presets[i]);
         for (int ti = 0; ti < 4; ti++)
             for (int cell = 0; cell < 2 * 3 * 4; cell++) {
                 vp_train t = vp_train_default(&a);
@@ -82,7 +66,7 @@ static void test_korthikanti_grid(void **state) {
  * fp32 log-sum-exp per head and token. */
 static void test_flash(void **state) {
     (void)state;
-    vp_arch a = preset("zb-6.2b");
+    vp_arch a = tp_preset("zb-6.2b");
     vp_train t = vp_train_default(&a);
     t.seq = 1024;
     t.mbs = 2;
@@ -112,10 +96,10 @@ static double gpt_layer_params(const vp_arch *a, int t) {
  * mask, as Megatron's theoretical_memory_usage counts them). */
 static void test_megatron_rank0(void **state) {
     (void)state;
-    vp_gpu g = gpu("a100-80gb");
+    vp_gpu g = tp_gpu("a100-80gb");
     const char *models[] = {"gpt2-124m", "zb-1.5b", "cm-9.6b", "gpt3-175b"};
     for (int i = 0; i < 4; i++) {
-        vp_arch a = preset(models[i]);
+        vp_arch a = tp_preset(models[i]);
         for (int cell = 0; cell < 4 * 2 * 3 * 2 * 2; cell++) {
             vp_train t = vp_train_default(&a);
             t.seq = 1024;
@@ -129,11 +113,7 @@ static void test_megatron_rank0(void **state) {
             if (a.heads % t.tp)
                 continue;
             vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
-            vp_spec spec = vp_spec_make(p, 2 * p);
-            vp_price_result *r = NULL;
-            vp_error err = {0};
-            if (vp_price_family(&su, "1f1b", &spec, &r, NULL, &err) != VP_OK)
-                fail_msg("%s: %s", a.name, err.message);
+            vp_price_result *r = tp_price(&su, "1f1b", p, 2 * p);
             double per_param = t.zero1 ? 6 + 12.0 / t.dp : 18;
             double h = a.hidden, sb = (double)t.seq * t.mbs, tp = t.tp;
             int n0 = r->layers_per_stage[0], nl = r->layers_per_stage[p - 1];
@@ -161,7 +141,7 @@ static void check_vpipe_layout(const vp_model_config *cfg, int R, vp_placement_k
     vp_train t = vp_train_default(&a);
     t.seq = cfg->seq_len;
     t.mbs = cfg->microbatch;
-    vp_gpu g = gpu("a100-80gb");
+    vp_gpu g = tp_gpu("a100-80gb");
     vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
     int S = place == VP_PLACE_V ? 2 * R : R, p = R;
     vp_schedule *shape = vp_schedule_new("shape", p, S, 1, place, NULL);
@@ -229,11 +209,9 @@ static void test_vpipe_1f1b_peaks(void **state) {
     vp_train t = vp_train_default(&a);
     t.seq = 16;
     t.mbs = 2;
-    vp_gpu g = gpu("a100-80gb");
+    vp_gpu g = tp_gpu("a100-80gb");
     vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
-    vp_spec spec = vp_spec_make(4, 8);
-    vp_price_result *r = NULL;
-    assert_int_equal(vp_price_family(&su, "1f1b", &spec, &r, NULL, NULL), VP_OK);
+    vp_price_result *r = tp_price(&su, "1f1b", 4, 8);
     int l0[5];
     vp_split_layers(6, 4, l0, NULL);
     for (int d = 0; d < 4; d++) {
@@ -251,11 +229,11 @@ static void test_vpipe_1f1b_peaks(void **state) {
  * plus the tied head's copy for GPT-2 on 1F1B, two models for DualPipe. */
 static void test_param_copies(void **state) {
     (void)state;
-    vp_gpu g = gpu("h100-80gb");
+    vp_gpu g = tp_gpu("h100-80gb");
     const char *models[] = {"llama2-7b", "gpt2-124m"};
     const char *families[] = {"1f1b", "zb-v", "dualpipe", "dualpipev"};
     for (int i = 0; i < 2; i++) {
-        vp_arch a = preset(models[i]);
+        vp_arch a = tp_preset(models[i]);
         vp_train t = vp_train_default(&a);
         t.seq = 512;
         for (int f = 0; f < 4; f++) {
@@ -286,37 +264,21 @@ static void test_param_copies(void **state) {
  * recomputation about 1, for its 9.6B, 21B and 38.5B models (m = 4p). */
 static void test_controllable_memory_ranges(void **state) {
     (void)state;
-    vp_gpu g = gpu("a100-80gb");
-    const char *models[] = {"cm-9.6b", "cm-21b", "cm-38.5b"};
-    const int ps[] = {16, 24, 32}, mbs[] = {4, 2, 1};
-    const struct {
-        const char *family;
-        vp_recompute rc;
-        double lo, hi;
-    } ranges[] = {{"v-min", VP_RECOMPUTE_NONE, 14, 19},
-                  {"v-half", VP_RECOMPUTE_NONE, 19, 28},
-                  {"1f1b", VP_RECOMPUTE_NONE, 35, 56},
-                  {"v-zb", VP_RECOMPUTE_NONE, 35, 56},
-                  {"1f1b", VP_RECOMPUTE_FULL, 0.5, 1.5}};
+    vp_gpu g = tp_gpu("a100-80gb");
     for (int i = 0; i < 3; i++) {
-        vp_arch a = preset(models[i]);
+        vp_arch a = tp_preset(cm_models[i]);
         for (int k = 0; k < 5; k++) {
+            const cm_range *c = &cm_ranges[k];
             vp_train t = vp_train_default(&a);
             t.seq = 1024;
-            t.mbs = mbs[i];
-            t.recompute = ranges[k].rc;
+            t.mbs = cm_mbs[i];
+            t.recompute = c->recompute;
             vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
-            vp_spec spec = vp_spec_make(ps[i], 4 * ps[i]);
-            vp_price_result *r = NULL;
-            vp_error err = {0};
-            if (vp_price_family(&su, ranges[k].family, &spec, &r, NULL, &err) != VP_OK)
-                fail_msg("%s %s: %s", a.name, ranges[k].family, err.message);
-            double most = 0;
-            for (int d = 0; d < r->p; d++)
-                most = r->memory[d].activations > most ? r->memory[d].activations : most;
-            if (most / 1e9 < ranges[k].lo || most / 1e9 > ranges[k].hi)
-                fail_msg("%s %s: %.1f GB of activations, published %g-%g", a.name, ranges[k].family,
-                         most / 1e9, ranges[k].lo, ranges[k].hi);
+            vp_price_result *r = tp_price(&su, c->family, cm_ps[i], 4 * cm_ps[i]);
+            double gb = most_activations(r) / 1e9;
+            if (gb < c->lo || gb > c->hi)
+                fail_msg("%s %s: %.1f GB of activations, published %g-%g", a.name, c->family, gb,
+                         c->lo, c->hi);
             vp_price_result_free(r);
         }
     }

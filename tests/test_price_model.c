@@ -1,16 +1,7 @@
 /* Real-model pricing, the descriptions: presets and their parameter counts, the Hugging
  * Face config.json reader, the accelerator presets and JSON, and every bad input the
  * setup check and the readers refuse (with the status and a message naming the cause). */
-#include "test_util.h"
-#include "vpipe/price.h"
-
-static vp_arch preset(const char *name) {
-    vp_arch a;
-    vp_error err = {0};
-    if (vp_arch_preset(name, &a, &err) != VP_OK)
-        fail_msg("%s: %s", name, err.message);
-    return a;
-}
+#include "price_util.h"
 
 /* Parameter counts of the presets against their published sizes (and, for GPT-3 and
  * Llama-3-8B, against the count written out by hand). */
@@ -29,7 +20,7 @@ static void test_preset_params(void **state) {
     int n = (int)(sizeof sizes / sizeof sizes[0]);
     assert_int_equal(vp_arch_preset_count(), n);
     for (int i = 0; i < n; i++) {
-        vp_arch a = preset(sizes[i].name);
+        vp_arch a = tp_preset(sizes[i].name);
         assert_string_equal(vp_arch_preset_name(i), sizes[i].name);
         assert_int_equal(vp_arch_check(&a, NULL), VP_OK);
         double b = vp_arch_params(&a) / 1e9;
@@ -38,9 +29,9 @@ static void test_preset_params(void **state) {
                      sizes[i].billions);
     }
     double h = 12288;
-    vp_arch g = preset("gpt3-175b");
+    vp_arch g = tp_preset("gpt3-175b");
     TU_NEAR(vp_arch_params(&g), 96 * (12 * h * h + 13 * h) + 50257 * h + 2048 * h + 2 * h);
-    vp_arch l = preset("llama3-8b");
+    vp_arch l = tp_preset("llama3-8b");
     double H = 4096, kv = 1024, f = 14336;
     TU_NEAR(vp_arch_params(&l),
             32 * (H * (H + 2 * kv) + H * H + 3 * H * f + 2 * H) + 2 * 128256 * H + H);
@@ -82,13 +73,13 @@ static void assert_same_arch(const vp_arch *a, const vp_arch *b) {
 /* The real config.json files of Llama-3-8B and GPT-2 read into their presets. */
 static void test_hf_reads_presets(void **state) {
     (void)state;
-    vp_arch a, want = preset("llama3-8b");
+    vp_arch a, want = tp_preset("llama3-8b");
     vp_error err = {0};
     assert_int_equal(vp_arch_parse_hf(llama3_8b_json, sizeof llama3_8b_json - 1, "x", &a, &err),
                      VP_OK);
     assert_same_arch(&a, &want);
     assert_string_equal(a.name, "llama");
-    want = preset("gpt2-124m");
+    want = tp_preset("gpt2-124m");
     assert_int_equal(vp_arch_parse_hf(gpt2_json, sizeof gpt2_json - 1, NULL, &a, &err), VP_OK);
     assert_same_arch(&a, &want);
 }
@@ -205,7 +196,7 @@ static vp_status price_1f1b(const vp_arch *a, const vp_train *t, int p, vp_error
  * layers that cannot fill the stages, a bad explicit split, vpipe's model with TP. */
 static void test_bad_setups(void **state) {
     (void)state;
-    vp_arch a = preset("llama3-8b");
+    vp_arch a = tp_preset("llama3-8b");
     vp_train t = vp_train_default(&a);
     vp_error err = {0};
     assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_OK);
@@ -216,7 +207,7 @@ static void test_bad_setups(void **state) {
     t.seq = 8193;
     assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "8192 positions"));
-    vp_arch small = preset("gpt2-124m");
+    vp_arch small = tp_preset("gpt2-124m");
     t = vp_train_default(&small);
     assert_int_equal(price_1f1b(&small, &t, 16, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "12 layers cannot fill 16 stages"));

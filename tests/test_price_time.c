@@ -5,84 +5,32 @@
 #include <jansson.h>
 #include <stdlib.h>
 
-#include "test_util.h"
+#include "price_util.h"
 #include "vpipe/model.h"
-#include "vpipe/price.h"
-
-static vp_arch preset(const char *name) {
-    vp_arch a;
-    vp_error err = {0};
-    if (vp_arch_preset(name, &a, &err) != VP_OK)
-        fail_msg("%s: %s", name, err.message);
-    return a;
-}
-
-static vp_gpu gpu(const char *name) {
-    vp_gpu g;
-    if (vp_gpu_preset(name, &g, NULL) != VP_OK)
-        fail_msg("no gpu %s", name);
-    return g;
-}
-
-static vp_price_result *price(const vp_price_setup *su, const char *family, int p, int m) {
-    vp_spec spec = vp_spec_make(p, m);
-    vp_price_result *r = NULL;
-    vp_error err = {0};
-    if (vp_price_family(su, family, &spec, &r, NULL, &err) != VP_OK)
-        fail_msg("%s %s p=%d m=%d: %s", su->arch->name, family, p, m, err.message);
-    return r;
-}
 
 /* Zero Bubble paper: its Table 6 pass times (ms per stage) as costs, the papers' layer
  * split (k·p − 2 layers, the ends one fewer), no reserve (the paper reports PyTorch's
  * peak allocation): samples/s per GPU within 10% of Table 4, peak memory (GB) within 15%. */
 static void test_zero_bubble_table4(void **state) {
     (void)state;
-    const struct {
-        const char *model;
-        int mbs;
-        double f, b, w, c;
-        double rate[3][3]; /* 1F1B, ZB-1P, ZB-2P at m = 24, 32, 64 */
-        double gb[3];
-    } rows[] = {
-        {"zb-1.5b",
-         6,
-         18.522,
-         18.086,
-         9.337,
-         0.601,
-         {{11.8, 12.5, 13.6}, {12.9, 13.4, 14.2}, {14.5, 14.8, 14.9}},
-         {30, 32, 59}},
-        {"zb-6.2b",
-         3,
-         29.718,
-         29.444,
-         19.927,
-         0.527,
-         {{3.50, 3.70, 4.03}, {3.88, 4.00, 4.20}, {4.32, 4.35, 4.39}},
-         {39, 42, 70}},
-    };
-    const char *families[] = {"1f1b", "zb-1p", "zb-2p"};
-    const int ms[] = {24, 32, 64};
-    vp_gpu g = gpu("a100-80gb");
+    vp_gpu g = tp_gpu("a100-80gb");
     for (int i = 0; i < 2; i++) {
-        vp_arch a = preset(rows[i].model);
+        const zb_anchor *z = &zb_anchors[i];
+        vp_arch a = tp_preset(z->model);
         vp_train t = vp_train_default(&a);
         t.seq = 1024;
-        t.mbs = rows[i].mbs;
+        t.mbs = z->mbs;
         t.reserve_bytes = 0;
-        vp_costs k = tu_costs(rows[i].f, rows[i].b, rows[i].w, rows[i].c);
+        vp_costs k = tu_costs(z->f, z->b, z->w, z->c);
         vp_price_setup su = {
             .arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN, .measured = &k};
         for (int f = 0; f < 3; f++)
             for (int j = 0; j < 3; j++) {
-                vp_price_result *r = price(&su, families[f], 8, ms[j]);
+                vp_price_result *r = tp_price(&su, zb_families[f], 8, zb_ms[j]);
                 double rate = r->samples_per_s_per_gpu, gb = r->memory_max_bytes / 1e9;
-                if (fabs(rate / rows[i].rate[f][j] - 1) > 0.10 ||
-                    fabs(gb / rows[i].gb[f] - 1) > 0.15)
+                if (fabs(rate / z->rate[f][j] - 1) > 0.10 || fabs(gb / z->gb[f] - 1) > 0.15)
                     fail_msg("%s %s m=%d: %.2f samples/s/GPU (published %.2f), %.1f GB (%.0f)",
-                             a.name, families[f], ms[j], rate, rows[i].rate[f][j], gb,
-                             rows[i].gb[f]);
+                             a.name, zb_families[f], zb_ms[j], rate, z->rate[f][j], gb, z->gb[f]);
                 assert_int_equal(r->layers_per_stage[0], r->layers_per_stage[1] - 1);
                 vp_price_result_free(r);
             }
@@ -93,7 +41,7 @@ static void test_zero_bubble_table4(void **state) {
  * pass; recomputation adds F (full) or the attention core (selective). */
 static void test_flops(void **state) {
     (void)state;
-    vp_arch a = preset("zb-14.6b");
+    vp_arch a = tp_preset("zb-14.6b");
     for (int tp = 1; tp <= 8; tp *= 2)
         for (int rc = 0; rc < 3; rc++) {
             vp_train t = vp_train_default(&a);
@@ -120,14 +68,14 @@ static void test_flops(void **state) {
  * NVLink inside a node, over the network between nodes (TP 8 fills a node). */
 static void test_pass_times_and_hops(void **state) {
     (void)state;
-    vp_arch a = preset("llama3-70b");
-    vp_gpu g = gpu("h100-80gb");
+    vp_arch a = tp_preset("llama3-70b");
+    vp_gpu g = tp_gpu("h100-80gb");
     for (int tp = 1; tp <= 8; tp *= 8) {
         vp_train t = vp_train_default(&a);
         t.seq = 4096;
         t.tp = tp;
         vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
-        vp_price_result *r = price(&su, "1f1b", 16, 16);
+        vp_price_result *r = tp_price(&su, "1f1b", 16, 16);
         vp_price_facts f;
         vp_price_part_facts(&a, &t, VP_PRICE_LAYER, &f, NULL);
         double rate = g.peak_flops * g.efficiency / 1e3, n = r->layers_per_stage[1];
@@ -147,8 +95,8 @@ static void test_pass_times_and_hops(void **state) {
  * counts 6 x linear weights x tokens plus the attention matrices, no recomputation. */
 static void test_step_time(void **state) {
     (void)state;
-    vp_arch a = preset("zb-28.3b");
-    vp_gpu g = gpu("a100-80gb");
+    vp_arch a = tp_preset("zb-28.3b");
+    vp_gpu g = tp_gpu("a100-80gb");
     for (int cell = 0; cell < 8; cell++) {
         vp_train t = vp_train_default(&a);
         t.seq = 1024;
@@ -158,7 +106,7 @@ static void test_step_time(void **state) {
         t.recompute = cell / 4 ? VP_RECOMPUTE_FULL : VP_RECOMPUTE_NONE;
         vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t};
         int p = 4, m = 12;
-        vp_price_result *r = price(&su, "zb-h1", p, m);
+        vp_price_result *r = tp_price(&su, "zb-h1", p, m);
         TU_NEAR(r->step_time_s, r->makespan_s + r->optimizer_s + r->dp_exposed_s);
         TU_NEAR(r->dp_exposed_s, r->dp_reduce_s * (1 - t.dp_overlap));
         assert_true(t.dp == 1 ? r->dp_reduce_s == 0 : r->dp_reduce_s > 0);
@@ -184,8 +132,8 @@ static void test_step_time(void **state) {
  * the hop is the measured c, and the makespan is the simulator's under those costs. */
 static void test_measured_costs_win(void **state) {
     (void)state;
-    vp_arch a = preset("llama3-8b");
-    vp_gpu g = gpu("h100-80gb");
+    vp_arch a = tp_preset("llama3-8b");
+    vp_gpu g = tp_gpu("h100-80gb");
     vp_train t = vp_train_default(&a);
     vp_costs k = tu_costs(3, 4, 2, 0.25);
     vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .measured = &k};
@@ -212,20 +160,20 @@ static void test_measured_costs_win(void **state) {
  * another position and lower the busiest device's time; an explicit split is kept. */
 static void test_split(void **state) {
     (void)state;
-    vp_arch a = preset("zb-1.5b");
-    vp_gpu g = gpu("a100-80gb");
+    vp_arch a = tp_preset("zb-1.5b");
+    vp_gpu g = tp_gpu("a100-80gb");
     vp_train t = vp_train_default(&a);
     t.seq = 1024;
     for (int p = 2; p <= 8; p++) {
         vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
-        vp_price_result *r = price(&su, "1f1b", p, p);
+        vp_price_result *r = tp_price(&su, "1f1b", p, p);
         int l0[9];
         vp_split_layers(a.layers, p, l0, NULL);
         for (int k = 0; k < p; k++)
             assert_int_equal(r->layers_per_stage[k], l0[k + 1] - l0[k]);
         vp_price_result_free(r);
         su.split = VP_SPLIT_TIME;
-        r = price(&su, "1f1b", p, p);
+        r = tp_price(&su, "1f1b", p, p);
         double worst = 0, layer = (r->stage[1].f_ms + r->stage[1].b_ms + r->stage[1].w_ms) /
                                   r->layers_per_stage[1];
         for (int k = 0; k < p; k++) {
@@ -244,7 +192,7 @@ static void test_split(void **state) {
     int given[4] = {4, 7, 7, 4};
     vp_price_setup su = {
         .arch = &a, .gpu = &g, .train = &t, .layers_per_stage = given, .n_layers_per_stage = 4};
-    vp_price_result *r = price(&su, "1f1b", 4, 8);
+    vp_price_result *r = tp_price(&su, "1f1b", 4, 8);
     assert_memory_equal(r->layers_per_stage, given, sizeof given);
     assert_int_equal(r->stage[2].l0, 11);
     vp_price_result_free(r);
@@ -253,8 +201,8 @@ static void test_split(void **state) {
 /* The JSON object has the fields a command line prints, equal to the struct's. */
 static void test_json(void **state) {
     (void)state;
-    vp_arch a = preset("llama3-70b");
-    vp_gpu g = gpu("h100-80gb");
+    vp_arch a = tp_preset("llama3-70b");
+    vp_gpu g = tp_gpu("h100-80gb");
     vp_train t = vp_train_default(&a);
     t.seq = 8192;
     t.tp = 8;
@@ -262,7 +210,7 @@ static void test_json(void **state) {
     t.flash = true;
     t.recompute = VP_RECOMPUTE_SELECTIVE;
     vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t};
-    vp_price_result *r = price(&su, "v-half", 8, 32);
+    vp_price_result *r = tp_price(&su, "v-half", 8, 32);
     char *text = vp_price_result_json(r);
     assert_non_null(text);
     json_t *o = json_loads(text, 0, NULL);
