@@ -157,7 +157,7 @@ typedef struct vp_train {
     double reserve_bytes; /* per rank: CUDA context, communicator buffers, allocator slack */
 } vp_train;
 
-/* seq (≤ the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision
+/* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision
  * from the model (16-bit: 2/4/4/8 = 18 bytes per parameter; fp32: 4/4/0/8), no overlap,
  * reserve 1 GiB for Megatron-style models and 0 for vpipe's own. */
 vp_train vp_train_default(const vp_arch *arch);
@@ -193,7 +193,8 @@ typedef struct vp_price_facts {
     double flops_r;                   /* recomputation B adds (0 without) */
 } vp_price_facts;
 
-/* Facts of one part under train. Pure. VP_EINVAL as vp_price_check. */
+/* Facts of one part under train: parameters, M_B and M_W (sums of vp_price_tensors), and
+ * FLOPs per pass. Pure. VP_EINVAL as vp_price_check (without an accelerator). */
 vp_status vp_price_part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
                               vp_price_facts *out, vp_error *err);
 
@@ -219,11 +220,11 @@ typedef struct vp_price_setup {
                                  NULL for FLOPs at the accelerator's efficiency */
 } vp_price_setup;
 
-/* Checks the setup before anything is priced: model and accelerator (when given) fields,
- * degrees >= 1,
- * heads and KV heads divisible by tp, sequence within the model's positions, precision
- * and reserve sane, vpipe's own model only without TP, FlashAttention or recomputation.
- * VP_EINVAL with a message naming the problem. */
+/* Checks the setup before anything is priced: the model's and (when given) the
+ * accelerator's fields, degrees >= 1, heads and KV heads divisible by tp, the sequence
+ * within the model's positions, precision and reserve sane, vpipe's own model only
+ * without TP, FlashAttention or recomputation. VP_EINVAL with a message naming the
+ * problem. */
 vp_status vp_price_check(const vp_price_setup *setup, vp_error *err);
 
 /* One stage of a schedule, priced. Times in milliseconds, bytes per microbatch. */

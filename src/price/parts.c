@@ -40,6 +40,9 @@ typedef struct tensor_row {
 
 #define ROWS(a) a, (int)(sizeof a / sizeof a[0])
 
+/* Most rows of a table (vp__part_facts lists a part's tensors into an array this long). */
+#define MAX_ROWS 32
+
 /* A Megatron GPT/Llama layer: the tensors of Korthikanti et al. Table 2 (34·sbh + 5·as²b
  * for a GPT layer with dropout), generalised to GQA and SwiGLU, with what W needs (each
  * linear's input and output gradient: 32·sbh for GPT, Zero Bubble's M_W). */
@@ -129,6 +132,10 @@ static const tensor_row vpipe_head[] = {
 };
 
 /* The tables by implementation and part. */
+_Static_assert(sizeof megatron_layer / sizeof megatron_layer[0] <= MAX_ROWS &&
+                   sizeof vpipe_layer / sizeof vpipe_layer[0] <= MAX_ROWS,
+               "a tensor table outgrew MAX_ROWS");
+
 static const struct {
     const tensor_row *rows;
     int n;
@@ -244,8 +251,8 @@ vp_status vp_price_part_facts(const vp_arch *arch, const vp_train *train, vp_pri
 
 void vp__part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
                     vp_price_facts *out) {
-    vp_saved_tensor saved[32];
-    int n = vp_price_tensors(arch, train, part, saved, 32);
+    vp_saved_tensor saved[MAX_ROWS];
+    int n = vp_price_tensors(arch, train, part, saved, MAX_ROWS);
     *out = (vp_price_facts){.params = vp__part_params(arch, train->tp, part)};
     for (int i = 0; i < n; i++) {
         if (saved[i].keep != VP_KEEP_B_W)
