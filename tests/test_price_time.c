@@ -64,7 +64,8 @@ static void test_flops(void **state) {
 }
 
 /* Pass times: FLOPs at peak x efficiency, plus (TP) two all-reduces per layer in F and in
- * B as ring reduce-scatter + all-gather inside the node; the hop is the activation over
+ * B as ring reduce-scatter + all-gather inside the node, full recomputation running F
+ * again in B; the hop is the activation over
  * NVLink inside a node, over the network between nodes (TP 8 fills a node). */
 static void test_pass_times_and_hops(void **state) {
     (void)state;
@@ -74,6 +75,7 @@ static void test_pass_times_and_hops(void **state) {
         vp_train t = vp_train_default(&a);
         t.seq = 4096;
         t.tp = tp;
+        t.recompute = tp > 1 ? VP_RECOMPUTE_FULL : VP_RECOMPUTE_NONE;
         vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
         vp_price_result *r = tp_price(&su, "1f1b", 16, 16);
         vp_price_facts f;
@@ -83,6 +85,8 @@ static void test_pass_times_and_hops(void **state) {
         double reduce = tp > 1 ? 2 * (tp - 1) * (tensor / tp / g.intra_bw + g.intra_latency) : 0;
         TU_NEAR(r->stage[1].f_ms, n * (f.flops_f / rate + 2 * reduce * 1e3));
         TU_NEAR(r->stage[1].w_ms, n * f.flops_w / rate);
+        TU_NEAR(r->stage[1].r_ms, tp > 1 ? r->stage[1].f_ms : 0); /* full: F again */
+        TU_NEAR(r->stage[1].b_ms, n * (f.flops_b / rate + 2 * reduce * 1e3) + r->stage[1].r_ms);
         double intra = (tensor / g.intra_bw + g.intra_latency) * 1e3;
         double inter = (tensor / g.inter_bw + g.inter_latency) * 1e3;
         /* TP 1: ranks 0-7 and 8-15 share nodes, one of 15 hops crosses; TP 8: all cross */

@@ -234,7 +234,8 @@ typedef struct vp_price_stage {
     int device;
     double params;                /* parameters held */
     double act_bytes, keep_bytes; /* M_B and M_W of the stage */
-    double f_ms, b_ms, w_ms;      /* pass times (B includes recomputation) */
+    double f_ms, b_ms, w_ms;      /* pass times (BW = B + W, F&B = F + B) */
+    double r_ms;                  /* recomputation, included in b_ms */
 } vp_price_stage;
 
 /* Per-rank memory, bytes. total = the sum of the others. */
@@ -323,7 +324,7 @@ void vp_price_result_free(vp_price_result *r);
  * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
  * workspace, reserve, total}, bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, stages (array of {layers, device, params, act_bytes,
- * keep_bytes, f_ms, b_ms, w_ms}). NULL when memory runs out. */
+ * keep_bytes, f_ms, b_ms, w_ms, r_ms}). NULL when memory runs out. */
 char *vp_price_result_json(const vp_price_result *r);
 
 #endif

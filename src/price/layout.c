@@ -25,9 +25,9 @@ bool vp__spans_nodes(const vp_gpu *gpu, long first, long stride, int n) {
 
 /* Tensor-parallel collectives of one pass of a part, in ms: a layer all-reduces (or
  * reduce-scatters and all-gathers, with sequence parallelism: the same volume) its
- * attention and MLP outputs in F and their input gradients in B, and again in the
- * recomputed F; the head gathers its input (SP) and reduces its input gradient; the
- * embedding reduces its output and, with SP, gathers the gradient its W reads. */
+ * attention and MLP outputs in F and their input gradients in B; the head gathers its
+ * input (SP) and reduces its input gradient; the embedding reduces its output and, with
+ * SP, gathers the gradient its W reads. */
 static double tp_comm_ms(const vp_price_setup *su, vp_price_part part, vp_op_kind pass) {
     const vp_train *t = su->train;
     double tensor = (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes;
@@ -35,7 +35,7 @@ static double tp_comm_ms(const vp_price_setup *su, vp_price_part part, vp_op_kin
     double gather = vp__ring_gather_seconds(su->gpu, inter, t->tp, tensor), reduce = 2 * gather;
     double s = 0;
     if (part == VP_PRICE_LAYER && pass != VP_OP_W)
-        s = 2 * reduce * (pass == VP_OP_B && t->recompute == VP_RECOMPUTE_FULL ? 2 : 1);
+        s = 2 * reduce;
     else if (part == VP_PRICE_HEAD && pass != VP_OP_W)
         s = pass == VP_OP_F ? (t->sp ? gather : 0) : (t->sp ? gather : reduce);
     else if (part == VP_PRICE_EMBEDDING && pass != VP_OP_B)
@@ -46,10 +46,11 @@ static double tp_comm_ms(const vp_price_setup *su, vp_price_part part, vp_op_kin
 /* ---- the parts ---------------------------------------------------------------------- */
 
 /* Per part: facts, and pass times in ms (compute at the accelerator's efficiency plus the
- * TP collectives; B includes recomputation). */
+ * TP collectives; B includes the recomputation r_ms: the attention core, or the whole F
+ * with its collectives). */
 typedef struct part_price {
     vp_price_facts facts;
-    double f_ms, b_ms, w_ms;
+    double f_ms, b_ms, w_ms, r_ms;
 } part_price;
 
 static void price_parts(const vp_price_setup *su, part_price *parts) {
@@ -57,10 +58,12 @@ static void price_parts(const vp_price_setup *su, part_price *parts) {
     for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
         part_price *pp = &parts[k];
         vp__part_facts(su->arch, su->train, (vp_price_part)k, &pp->facts);
-        pp->f_ms = pp->facts.flops_f / rate + tp_comm_ms(su, (vp_price_part)k, VP_OP_F);
-        pp->b_ms = (pp->facts.flops_b + pp->facts.flops_r) / rate +
-                   tp_comm_ms(su, (vp_price_part)k, VP_OP_B);
-        pp->w_ms = pp->facts.flops_w / rate + tp_comm_ms(su, (vp_price_part)k, VP_OP_W);
+        vp_price_part part = (vp_price_part)k;
+        bool whole = part == VP_PRICE_LAYER && su->train->recompute == VP_RECOMPUTE_FULL;
+        pp->f_ms = pp->facts.flops_f / rate + tp_comm_ms(su, part, VP_OP_F);
+        pp->r_ms = pp->facts.flops_r / rate + (whole ? tp_comm_ms(su, part, VP_OP_F) : 0);
+        pp->b_ms = pp->facts.flops_b / rate + tp_comm_ms(su, part, VP_OP_B) + pp->r_ms;
+        pp->w_ms = pp->facts.flops_w / rate + tp_comm_ms(su, part, VP_OP_W);
     }
 }
 
@@ -153,6 +156,7 @@ static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const pa
             g->f_ms += weight[k] * pp[k].f_ms;
             g->b_ms += weight[k] * pp[k].b_ms;
             g->w_ms += weight[k] * pp[k].w_ms;
+            g->r_ms += weight[k] * pp[k].r_ms;
         }
         if (g->last && su->arch->tied && s->stage_device[st - pos] == g->device)
             g->params -= (double)su->arch->vocab * su->arch->hidden / su->train->tp;
@@ -295,6 +299,7 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
             g->f_ms = cm->f[st];
             g->b_ms = cm->b[st];
             g->w_ms = cm->w[st];
+            g->r_ms = 0; /* measured B includes whatever it recomputes */
         } else {
             cm->f[st] = g->f_ms;
             cm->b[st] = g->b_ms;

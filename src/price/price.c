@@ -224,6 +224,7 @@ static json_t *stage_json(const vp_price_stage *g) {
     json_object_set_new(o, "f_ms", json_real(g->f_ms));
     json_object_set_new(o, "b_ms", json_real(g->b_ms));
     json_object_set_new(o, "w_ms", json_real(g->w_ms));
+    json_object_set_new(o, "r_ms", json_real(g->r_ms));
     return o;
 }
 
