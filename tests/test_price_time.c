@@ -160,6 +160,36 @@ static void test_measured_costs_win(void **state) {
     }
 }
 
+/* A family is built with the per-device costs of the layout, and with their means
+ * (mean_costs) exactly when its generator refuses the per-device costs. */
+static void test_mean_costs_only_when_refused(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama2-7b");
+    vp_gpu g = tp_gpu("h100-80gb");
+    vp_train t = vp_train_default(&a);
+    t.seq = 512;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t};
+    for (int f = 0; f < vp_family_count(); f++) {
+        const char *name = vp_family_at(f)->name;
+        vp_spec spec = vp_spec_make(4, 8);
+        vp_price_result *r = NULL;
+        vp_schedule *s = NULL, *again = NULL;
+        vp_price_layout *lay = NULL;
+        assert_int_equal(vp_price_family(&su, name, &spec, &r, &s, NULL), VP_OK);
+        assert_int_equal(vp_price_layout_new(&su, s, &lay, NULL), VP_OK);
+        spec.costs = lay->costs;
+        spec.mem = lay->mem;
+        bool refused = vp_family_build(name, &spec, &again, NULL) != VP_OK;
+        if (r->mean_costs != refused)
+            fail_msg("%s: mean_costs %d, per-device build refused %d", name, r->mean_costs,
+                     refused);
+        vp_schedule_free(again);
+        vp_price_layout_free(lay);
+        vp_schedule_free(s);
+        vp_price_result_free(r);
+    }
+}
+
 /* The even split is vp_split_layers'; the time split leaves no layer that could move to
  * another position and lower the busiest device's time; an explicit split is kept. */
 static void test_split(void **state) {
@@ -254,6 +284,7 @@ int main(void) {
         cmocka_unit_test(test_pass_times_and_hops),
         cmocka_unit_test(test_step_time),
         cmocka_unit_test(test_measured_costs_win),
+        cmocka_unit_test(test_mean_costs_only_when_refused),
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_json),
     };
