@@ -106,6 +106,10 @@ vp_status vp_arch_check(const vp_arch *a, vp_error *err) {
     if (a->heads % a->kv_heads)
         return vp__fail(err, VP_EINVAL, "model %s: heads %d are not divisible by kv_heads %d",
                         a->name, a->heads, a->kv_heads);
+    if ((unsigned)a->ffn_kind > VP_FFN_SWIGLU || (unsigned)a->norm > VP_NORM_RMS ||
+        (unsigned)a->impl > VP_IMPL_VPIPE)
+        return vp__fail(err, VP_EINVAL, "model %s: unknown FFN, norm or implementation kind",
+                        a->name);
     if (a->dtype_bytes != 2 && a->dtype_bytes != 4)
         return vp__fail(err, VP_EINVAL, "model %s: dtype_bytes must be 2 or 4, got %d", a->name,
                         a->dtype_bytes);

@@ -57,8 +57,8 @@ static void price_parts(const vp_price_setup *su, part_price *parts) {
     double rate = su->gpu->peak_flops * su->gpu->efficiency / 1e3; /* FLOPs per ms */
     for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
         part_price *pp = &parts[k];
-        vp__part_facts(su->arch, su->train, (vp_price_part)k, &pp->facts);
         vp_price_part part = (vp_price_part)k;
+        vp__part_facts(su->arch, su->train, part, &pp->facts);
         bool whole = part == VP_PRICE_LAYER && su->train->recompute == VP_RECOMPUTE_FULL;
         pp->f_ms = pp->facts.flops_f / rate + tp_comm_ms(su, part, VP_OP_F);
         pp->r_ms = pp->facts.flops_r / rate + (whole ? tp_comm_ms(su, part, VP_OP_F) : 0);

@@ -40,6 +40,8 @@ static vp_status check_train(const vp_arch *a, const vp_train *t, vp_error *err)
                         "sequence, microbatch size, TP and DP degrees must be positive "
                         "(got seq %d, mbs %d, tp %d, dp %d)",
                         t->seq, t->mbs, t->tp, t->dp);
+    if ((unsigned)t->recompute > VP_RECOMPUTE_FULL)
+        return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)t->recompute);
     if (t->seq > a->max_positions)
         return vp__fail(err, VP_EINVAL, "sequence %d is longer than model %s's %d positions",
                         t->seq, a->name, a->max_positions);
@@ -91,5 +93,7 @@ vp_status vp_price_check(const vp_price_setup *setup, vp_error *err) {
         rc = check_train(setup->arch, setup->train, err);
     if (rc == VP_OK && setup->gpu)
         rc = check_gpu(setup->gpu, err);
+    if (rc == VP_OK && (setup->split < VP_SPLIT_TIME || setup->split > VP_SPLIT_EVEN))
+        rc = vp__fail(err, VP_EINVAL, "unknown split goal %d", (int)setup->split);
     return rc;
 }
