@@ -180,8 +180,8 @@ typedef struct vp_saved_tensor {
 } vp_saved_tensor;
 
 /* Lists the tensors one part saves for one microbatch under train (recomputation,
- * FlashAttention and TP/SP applied) into out[0..cap); returns how many there are (call
- * with cap 0 to count). */
+ * FlashAttention and TP/SP applied; arch and train must pass vp_price_check) into
+ * out[0..cap); returns how many there are (call with cap 0 to count). */
 int vp_price_tensors(const vp_arch *arch, const vp_train *train, vp_price_part part,
                      vp_saved_tensor *out, int cap);
 
