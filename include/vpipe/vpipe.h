@@ -30,6 +30,7 @@
 #include "vpipe/io.h"
 #include "vpipe/model.h"
 #include "vpipe/plan.h"
+#include "vpipe/price.h"
 #include "vpipe/profile.h"
 #include "vpipe/render.h"
 #include "vpipe/runtime.h"

@@ -1,0 +1,330 @@
+/* Real-model pricing: bytes per rank and seconds per step of any schedule, for a real
+ * transformer (vp_arch) on a real accelerator (vp_gpu) under a training setup (vp_train).
+ *
+ * Module `price` (src/price/): model and accelerator descriptions with their presets and
+ * file readers (Hugging Face config.json, a small accelerator JSON), the tensors each
+ * layer saves, FLOPs per pass, the layer split, and the pricing of a schedule through the
+ * simulator. Depends on families (to build a family with the real costs), sim, schedule
+ * and base. Facts and formulas: design/models.md.
+ *
+ * How it prices. A layer's activation bytes are the sum of the tensors it saves (shape x
+ * dtype, vp_price_tensors): what F keeps until B (M_B) and what B leaves for W (M_W:
+ * each linear's input and output gradient), under the setting (tensor parallelism with or
+ * without sequence parallelism, FlashAttention, recomputation). A stage is its layers
+ * plus the embedding (first stage of a route) or the final norm, head and loss (last).
+ * Per-pass times come from FLOPs at the accelerator's efficiency plus the tensor-parallel
+ * collectives, or from measured costs, which always win. The simulator replays the
+ * schedule with these per-stage times and bytes: its per-device peak is the activation
+ * memory of each rank. Model states, pipeline receive buffers, workspace and a named
+ * reserve complete the itemised memory of every rank; the makespan plus the optimizer step
+ * and the exposed data-parallel reduction is the step time.
+ *
+ * Ranks follow Megatron's order (tensor-parallel rank innermost, then data, then
+ * pipeline), so a link is inside a node when both ends share gpus_per_node consecutive
+ * ranks.
+ */
+#ifndef VPIPE_PRICE_H
+#define VPIPE_PRICE_H
+
+#include <stdbool.h>
+
+#include "vpipe/families.h"
+
+/* ---- the model --------------------------------------------------------------------- */
+
+typedef enum { VP_FFN_GELU = 0, VP_FFN_SWIGLU = 1 } vp_ffn_kind;
+typedef enum { VP_NORM_LAYER = 0, VP_NORM_RMS = 1 } vp_norm_kind;
+
+/* Whose saved tensors a layer has: Megatron-style 16-bit training (the tensors of
+ * Korthikanti et al.; norm statistics are not counted), or vpipe's own fp32 runtime
+ * (src/model, byte for byte; no tensor parallelism, FlashAttention or recomputation). */
+typedef enum { VP_IMPL_MEGATRON = 0, VP_IMPL_VPIPE = 1 } vp_impl;
+
+typedef struct vp_arch {
+    char name[64];
+    int layers;             /* transformer blocks */
+    int hidden;             /* h, the residual width */
+    int heads;              /* attention (query) heads; head size hidden / heads */
+    int kv_heads;           /* key/value heads (= heads without grouped-query attention) */
+    int ffn;                /* MLP inner width (4h for GPT) */
+    int vocab;              /* vocabulary */
+    int max_positions;      /* longest sequence; the learned position table's rows */
+    vp_ffn_kind ffn_kind;   /* GELU (two matrices) or SwiGLU (three) */
+    vp_norm_kind norm;      /* LayerNorm (weight and bias) or RMSNorm (weight) */
+    bool tied;              /* head shares the token embedding */
+    bool bias;              /* linears have biases */
+    bool dropout;           /* dropout after attention probabilities, attention, MLP, embedding */
+    bool learned_positions; /* a position table (GPT) rather than rotary positions (Llama) */
+    int dtype_bytes;        /* activations and compute: 2 (bf16/fp16) or 4 (fp32) */
+    vp_impl impl;
+} vp_arch;
+
+/* Built-in models: gpt2-124m, llama2-7b/13b/70b, llama3-8b/70b/405b, gpt3-175b, the Zero
+ * Bubble paper's zb-1.5b/6.2b/14.6b/28.3b and the Controllable Memory paper's
+ * cm-9.6b/21b/38.5b/98.5b (design/models.md §2). vp_arch_preset_name returns NULL past
+ * the end. */
+int vp_arch_preset_count(void);
+const char *vp_arch_preset_name(int i);
+
+/* Fills *out with the preset called name. VP_EINVAL naming the known presets otherwise. */
+vp_status vp_arch_preset(const char *name, vp_arch *out, vp_error *err);
+
+/* vpipe's own byte-level GPT at a train size (vocab 256, fp32, learned positions with
+ * seq rows, LayerNorm, GELU 4h, biases, no dropout, tied = false), named "vpipe". */
+vp_arch vp_arch_vpipe(int layers, int width, int heads, int seq);
+
+/* Reads a Hugging Face config.json (text of len bytes; name fills arch->name when the
+ * file has no "_name_or_path" or "model_type"). Keys: hidden_size, num_hidden_layers,
+ * num_attention_heads, intermediate_size, vocab_size, max_position_embeddings
+ * (required; GPT-2's n_embd, n_layer, n_head, n_inner, n_positions also work),
+ * num_key_value_heads, tie_word_embeddings, hidden_act (or activation_function),
+ * torch_dtype, rms_norm_eps / layer_norm_eps, rope_theta, attention_bias, dropout keys.
+ * VP_EPARSE with line and column for malformed JSON, naming the key that is missing, of
+ * the wrong type, out of range or inconsistent (e.g. heads not dividing hidden). */
+vp_status vp_arch_parse_hf(const char *text, size_t len, const char *name, vp_arch *out,
+                           vp_error *err);
+
+/* The same from a file (vp_read_file's errors, then vp_arch_parse_hf's). */
+vp_status vp_arch_read_hf(const char *path, vp_arch *out, vp_error *err);
+
+/* Preset name or path of a config.json: a name without '/' and not ending in ".json" is a
+ * preset. */
+vp_status vp_arch_resolve(const char *name_or_path, vp_arch *out, vp_error *err);
+
+/* Checks the fields are positive and consistent. VP_EINVAL naming the field. */
+vp_status vp_arch_check(const vp_arch *arch, vp_error *err);
+
+/* Parameters of the whole model (a tied head counted once). */
+double vp_arch_params(const vp_arch *arch);
+
+/* ---- the accelerator --------------------------------------------------------------- */
+
+typedef struct vp_gpu {
+    char name[64];
+    double peak_flops;    /* dense 16-bit FLOP/s */
+    double memory_bytes;  /* capacity */
+    double hbm_bandwidth; /* bytes/s (the optimizer step is memory-bound) */
+    double intra_bw;      /* bytes/s per GPU each way inside a node */
+    double inter_bw;      /* bytes/s per GPU each way between nodes */
+    double intra_latency; /* seconds per message inside a node */
+    double inter_latency; /* seconds per message between nodes */
+    int gpus_per_node;
+    double efficiency; /* fraction of peak a pass reaches, in (0, 1] */
+} vp_gpu;
+
+/* Built-in accelerators: a100-80gb, h100-80gb, h200-141gb (design/models.md §3). */
+int vp_gpu_preset_count(void);
+const char *vp_gpu_preset_name(int i);
+vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
+
+/* Reads an accelerator JSON object: {"name": "...", "base": "a100-80gb", "peak_tflops":
+ * 312, "memory_gib": 80, "hbm_tb_s": 2.039, "intra_node_gb_s": 300, "inter_node_gb_s":
+ * 25, "intra_node_latency_us": 3, "inter_node_latency_us": 10, "gpus_per_node": 8,
+ * "efficiency": 0.5}. With "base" every other key is optional and overrides the preset;
+ * without it all are required ("name" is optional). VP_EPARSE naming the key. */
+vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err);
+
+/* Preset name, or path of such a JSON file (same rule as vp_arch_resolve). */
+vp_status vp_gpu_resolve(const char *name_or_path, vp_gpu *out, vp_error *err);
+
+/* ---- the training setup ------------------------------------------------------------ */
+
+typedef enum {
+    VP_RECOMPUTE_NONE = 0,
+    VP_RECOMPUTE_SELECTIVE = 1, /* attention core recomputed in B */
+    VP_RECOMPUTE_FULL = 2       /* keep each layer's input; B recomputes the layer's F */
+} vp_recompute;
+
+/* Bytes per parameter of each model state. */
+typedef struct vp_precision {
+    int param;   /* the weights the passes read (2 for bf16, 4 for fp32) */
+    int grad;    /* gradient accumulation (4) */
+    int master;  /* fp32 master weights (4), 0 when the weights are fp32 already */
+    int moments; /* optimizer moments (Adam: 4 + 4) */
+} vp_precision;
+
+typedef struct vp_train {
+    int seq;    /* tokens per sequence */
+    int mbs;    /* sequences per microbatch */
+    int tp;     /* tensor-parallel degree t */
+    bool sp;    /* sequence parallelism (with tp > 1) */
+    int dp;     /* data-parallel degree d */
+    bool zero1; /* distributed optimizer: master weights and moments split over d */
+    bool flash; /* FlashAttention: no s x s matrix kept */
+    vp_recompute recompute;
+    vp_precision prec;
+    double dp_overlap;    /* share of the DP gradient reduction hidden behind compute, [0, 1] */
+    double reserve_bytes; /* per rank: CUDA context, communicator buffers, allocator slack */
+} vp_train;
+
+/* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision
+ * from the model (16-bit: 2/4/4/8 = 18 bytes per parameter; fp32: 4/4/0/8), no overlap,
+ * reserve 1 GiB for Megatron-style models and 0 for vpipe's own. */
+vp_train vp_train_default(const vp_arch *arch);
+
+/* Parses "none", "selective" or "full". VP_EINVAL otherwise. */
+vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err);
+const char *vp_recompute_name(vp_recompute r);
+
+/* ---- what a layer, the embedding and the head cost --------------------------------- */
+
+typedef enum { VP_PRICE_LAYER = 0, VP_PRICE_EMBEDDING = 1, VP_PRICE_HEAD = 2 } vp_price_part;
+
+/* When a saved tensor lives: from F until B, from F until W, or from B until W. */
+typedef enum { VP_KEEP_F_B = 0, VP_KEEP_F_W = 1, VP_KEEP_B_W = 2 } vp_keep;
+
+typedef struct vp_saved_tensor {
+    const char *name; /* static, e.g. "softmax output" */
+    double bytes;     /* per microbatch on one rank */
+    vp_keep keep;
+} vp_saved_tensor;
+
+/* Lists the tensors one part saves for one microbatch under train (recomputation,
+ * FlashAttention and TP/SP applied; arch and train must pass vp_price_check) into
+ * out[0..cap); returns how many there are (call with cap 0 to count). */
+int vp_price_tensors(const vp_arch *arch, const vp_train *train, vp_price_part part,
+                     vp_saved_tensor *out, int cap);
+
+typedef struct vp_price_facts {
+    double params;                    /* parameters on one rank (TP-sharded) */
+    double act_bytes;                 /* M_B: added by F, per microbatch */
+    double keep_bytes;                /* M_W: left by B for W, per microbatch */
+    double flops_f, flops_b, flops_w; /* per microbatch on one rank; b excludes recompute */
+    double flops_r;                   /* recomputation B adds (0 without) */
+} vp_price_facts;
+
+/* Facts of one part under train: parameters, M_B and M_W (sums of vp_price_tensors), and
+ * FLOPs per pass. Pure. VP_EINVAL as vp_price_check (without an accelerator). */
+vp_status vp_price_part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
+                              vp_price_facts *out, vp_error *err);
+
+/* ---- pricing ------------------------------------------------------------------------ */
+
+typedef enum {
+    VP_SPLIT_TIME = 0,   /* balance per-device pass time (embedding and head weighed) */
+    VP_SPLIT_MEMORY = 1, /* balance per-device bytes: model states plus activations times
+                            the microbatches the schedule keeps alive on each stage */
+    VP_SPLIT_EVEN = 2    /* equal shares, remainder to the middle stages (vp_split_layers;
+                            k·p − 2 layers give the papers' rule: ends one fewer) */
+} vp_split_goal;
+
+/* What is priced. Everything is borrowed. */
+typedef struct vp_price_setup {
+    const vp_arch *arch;
+    const vp_gpu *gpu;
+    const vp_train *train;
+    vp_split_goal split;         /* used when layers_per_stage is NULL */
+    const int *layers_per_stage; /* [route_len] explicit split, or NULL */
+    int n_layers_per_stage;
+    const vp_costs *measured; /* measured ms per pass of one device's slice (and hop c), or
+                                 NULL for FLOPs at the accelerator's efficiency */
+} vp_price_setup;
+
+/* Checks the setup before anything is priced: the model's and (when given) the
+ * accelerator's fields, degrees >= 1, heads and KV heads divisible by tp, the sequence
+ * within the model's positions, precision and reserve sane, vpipe's own model only
+ * without TP, FlashAttention or recomputation. VP_EINVAL with a message naming the
+ * problem. */
+vp_status vp_price_check(const vp_price_setup *setup, vp_error *err);
+
+/* One stage of a schedule, priced. Times in milliseconds, bytes per microbatch. */
+typedef struct vp_price_stage {
+    int l0, l1;       /* layers [l0, l1) */
+    bool first, last; /* holds the embedding / the final norm, head and loss */
+    int device;
+    double params;                /* parameters held */
+    double act_bytes, keep_bytes; /* M_B and M_W of the stage */
+    double f_ms, b_ms, w_ms;      /* pass times (BW = B + W, F&B = F + B) */
+    double r_ms;                  /* recomputation, included in b_ms */
+} vp_price_stage;
+
+/* Per-rank memory, bytes. total = the sum of the others. */
+typedef struct vp_rank_memory {
+    double params, grads, optimizer; /* model states of the rank's stages */
+    double activations;              /* the schedule's peak of live activations */
+    double buffers;   /* pipeline receive buffers: one activation or gradient per remote
+                         neighbour of each stage */
+    double workspace; /* one layer recomputed at a time (full recompute); vpipe's scratch */
+    double reserve;   /* vp_train.reserve_bytes */
+    double total;
+} vp_rank_memory;
+
+/* The stages of one schedule shape priced under a setup, before simulation: what a
+ * planner checks first (model states per rank) and what a cost-aware family is built
+ * with (costs, mem). */
+typedef struct vp_price_layout {
+    int p, S, route_len;
+    int *layers_per_stage; /* [route_len] */
+    vp_price_stage *stage; /* [S] */
+    double hop_ms;         /* mean pipeline hop between devices */
+    vp_rank_memory *fixed; /* [p] every item but activations (total without them) */
+    vp_costs costs;        /* ms per device slice for building a cost-aware family: the
+                              measured costs as given, or the stages' times (dev_* owned here) */
+    vp_memcfg mem;         /* the ZB split with R = sum M_W / sum M_B, for building */
+    vp_cost_model *cm;     /* per-stage times (ms), hop and bytes: what the simulator replays
+                              (units: one microbatch of the mean device slice) */
+    double *slice_ms;      /* [3p] storage behind costs.dev_* (NULL with measured costs) */
+} vp_price_layout;
+
+/* Prices the stages of shape (a schedule; its op lists are read only for VP_SPLIT_MEMORY).
+ * Caller frees with vp_price_layout_free. VP_EINVAL (vp_price_check, a split that does
+ * not fit: wrong length or sum, an empty middle stage, fewer layers than middle stages),
+ * VP_ENOMEM. */
+vp_status vp_price_layout_new(const vp_price_setup *setup, const vp_schedule *shape,
+                              vp_price_layout **out, vp_error *err);
+void vp_price_layout_free(vp_price_layout *layout);
+
+typedef struct vp_price_result {
+    char family[32];
+    char model[64], gpu[64];
+    int p, S, m, route_len, tp, dp, gpus;
+    int seq, mbs;
+    int *layers_per_stage; /* [route_len] */
+    vp_price_stage *stage; /* [S], times as simulated */
+    double hop_ms;
+    double makespan_s;  /* the simulator's makespan */
+    double optimizer_s; /* optimizer step (memory-bound) */
+    double dp_reduce_s; /* DP gradient reduction; dp_exposed_s of it is not overlapped */
+    double dp_exposed_s;
+    double step_time_s; /* makespan + optimizer + exposed DP reduction */
+    double bubble;      /* the simulator's bubble */
+    double model_flops; /* per step over all GPUs: F + B + W, no recompute */
+    double mfu;         /* model_flops / (gpus x peak x step time) */
+    double samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu;
+    vp_rank_memory *memory; /* [p] pipeline rank (device) d */
+    double memory_max_bytes;
+    int memory_max_rank;
+    double capacity_bytes;
+    bool fits;       /* memory_max_bytes <= capacity_bytes */
+    bool mean_costs; /* vp_price_family: the generator could not build with unequal
+                        per-device costs and was given their means (priced exactly all
+                        the same) */
+} vp_price_result;
+
+/* Prices schedule s (validated) under setup: layout, simulation with each stage's time
+ * and bytes, itemised memory per rank, step time and rates. Caller frees *out with
+ * vp_price_result_free. Errors of vp_price_layout_new and vp_simulate; VP_EINVAL when
+ * measured costs are negative. */
+vp_status vp_price_schedule(const vp_price_setup *setup, const vp_schedule *s,
+                            vp_price_result **out, vp_error *err);
+
+/* Builds family for spec with this setup's costs (a probe build finds the shape, the
+ * layout gives the per-device costs and memory model, the family is built again with
+ * them, or with their means when the generator refuses unequal devices: mean_costs) and
+ * prices it. *sched (optional) receives the schedule (caller frees). Errors of
+ * vp_family_build and vp_price_schedule. */
+vp_status vp_price_family(const vp_price_setup *setup, const char *family, const vp_spec *spec,
+                          vp_price_result **out, vp_schedule **sched, vp_error *err);
+
+void vp_price_result_free(vp_price_result *r);
+
+/* The result as one JSON object (new string, caller frees with free()): family, model,
+ * gpu, p, m, tp, dp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
+ * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
+ * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
+ * workspace, reserve, total}, bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
+ * fits, mean_costs, layers_per_stage, hop_ms, stages (array of {layers, device, params, act_bytes,
+ * keep_bytes, f_ms, b_ms, w_ms, r_ms}). NULL when memory runs out. */
+char *vp_price_result_json(const vp_price_result *r);
+
+#endif

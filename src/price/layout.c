@@ -1,0 +1,369 @@
+/* The stages of one schedule shape, priced: layer split, parameters, saved bytes and pass
+ * times per stage, the pipeline hop, every memory item but the activations, and the cost
+ * model the simulator replays. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "price/price_internal.h"
+
+/* ---- links ------------------------------------------------------------------------ */
+
+double vp__link_seconds(const vp_gpu *gpu, bool inter_node, double bytes) {
+    return inter_node ? bytes / gpu->inter_bw + gpu->inter_latency
+                      : bytes / gpu->intra_bw + gpu->intra_latency;
+}
+
+double vp__ring_gather_seconds(const vp_gpu *gpu, bool inter_node, int n, double bytes) {
+    return n <= 1 ? 0 : (n - 1) * vp__link_seconds(gpu, inter_node, bytes / n);
+}
+
+bool vp__spans_nodes(const vp_gpu *gpu, long first, long stride, int n) {
+    long last = first + stride * (n - 1);
+    return first / gpu->gpus_per_node != last / gpu->gpus_per_node;
+}
+
+/* Tensor-parallel collectives of one pass of a part, in ms: a layer all-reduces (or
+ * reduce-scatters and all-gathers, with sequence parallelism: the same volume) its
+ * attention and MLP outputs in F and their input gradients in B; the head gathers its
+ * input (SP) and reduces its input gradient; the embedding reduces its output and, with
+ * SP, gathers the gradient its W reads. */
+static double tp_comm_ms(const vp_price_setup *su, vp_price_part part, vp_op_kind pass) {
+    const vp_train *t = su->train;
+    double tensor = (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes;
+    bool inter = vp__spans_nodes(su->gpu, 0, 1, t->tp);
+    double gather = vp__ring_gather_seconds(su->gpu, inter, t->tp, tensor), reduce = 2 * gather;
+    double s = 0;
+    if (part == VP_PRICE_LAYER && pass != VP_OP_W)
+        s = 2 * reduce;
+    else if (part == VP_PRICE_HEAD && pass != VP_OP_W)
+        s = pass == VP_OP_F ? (t->sp ? gather : 0) : (t->sp ? gather : reduce);
+    else if (part == VP_PRICE_EMBEDDING && pass != VP_OP_B)
+        s = pass == VP_OP_F ? (t->sp ? gather : reduce) : (t->sp ? gather : 0);
+    return s * 1e3;
+}
+
+/* ---- the parts ---------------------------------------------------------------------- */
+
+/* Per part: facts, and pass times in ms (compute at the accelerator's efficiency plus the
+ * TP collectives; B includes the recomputation r_ms: the attention core, or the whole F
+ * with its collectives). */
+typedef struct part_price {
+    vp_price_facts facts;
+    double f_ms, b_ms, w_ms, r_ms;
+} part_price;
+
+static void price_parts(const vp_price_setup *su, part_price *parts) {
+    double rate = su->gpu->peak_flops * su->gpu->efficiency / 1e3; /* FLOPs per ms */
+    for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
+        part_price *pp = &parts[k];
+        vp_price_part part = (vp_price_part)k;
+        vp__part_facts(su->arch, su->train, part, &pp->facts);
+        bool whole = part == VP_PRICE_LAYER && su->train->recompute == VP_RECOMPUTE_FULL;
+        pp->f_ms = pp->facts.flops_f / rate + tp_comm_ms(su, part, VP_OP_F);
+        pp->r_ms = pp->facts.flops_r / rate + (whole ? tp_comm_ms(su, part, VP_OP_F) : 0);
+        pp->b_ms = pp->facts.flops_b / rate + tp_comm_ms(su, part, VP_OP_B) + pp->r_ms;
+        pp->w_ms = pp->facts.flops_w / rate + tp_comm_ms(su, part, VP_OP_W);
+    }
+}
+
+/* Bytes of model states per parameter held: weights, gradients, master weights and
+ * moments (the last two split over DP with the distributed optimizer). */
+static double state_bytes_per_param(const vp_train *t) {
+    return t->prec.param + t->prec.grad +
+           (t->prec.master + t->prec.moments) / (t->zero1 ? (double)t->dp : 1.0);
+}
+
+/* ---- the split ---------------------------------------------------------------------- */
+
+/* Loads the split balances under the setup's goal, per route position. */
+static vp_status split_loads(const vp_price_setup *su, const vp_schedule *s, const part_price *pp,
+                             double *layer, double *ends, vp_error *err) {
+    int R = s->route_len;
+    double *live = vp__calloc((size_t)s->S, sizeof *live);
+    if (!live)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_status rc = su->split == VP_SPLIT_MEMORY ? vp__stage_live_max(s, live, err) : VP_OK;
+    double state = state_bytes_per_param(su->train);
+    for (int k = 0; k < R && rc == VP_OK; k++) {
+        double alive = 0; /* most microbatches alive on a stage at this position */
+        for (int st = k; st < s->S; st += R)
+            alive = live[st] > alive ? live[st] : alive;
+        const part_price *L = &pp[VP_PRICE_LAYER], *E = &pp[VP_PRICE_EMBEDDING],
+                         *H = &pp[VP_PRICE_HEAD];
+        bool first = k == 0, last = k == R - 1;
+        if (su->split == VP_SPLIT_TIME) {
+            layer[k] = L->f_ms + L->b_ms + L->w_ms;
+            ends[k] = (first ? E->f_ms + E->b_ms + E->w_ms : 0) +
+                      (last ? H->f_ms + H->b_ms + H->w_ms : 0);
+        } else if (su->split == VP_SPLIT_MEMORY) {
+            layer[k] = L->facts.params * state + L->facts.act_bytes * alive;
+            ends[k] = (first ? E->facts.params * state + E->facts.act_bytes * alive : 0) +
+                      (last ? H->facts.params * state + H->facts.act_bytes * alive : 0);
+        } else {
+            layer[k] = 1;
+            ends[k] = 0;
+        }
+    }
+    free(live);
+    return rc;
+}
+
+static vp_status choose_split(const vp_price_setup *su, const vp_schedule *s, const part_price *pp,
+                              int *counts, vp_error *err) {
+    int R = s->route_len;
+    if (su->layers_per_stage) {
+        vp_status rc =
+            vp__split_check(su->layers_per_stage, su->n_layers_per_stage, R, su->arch->layers, err);
+        if (rc == VP_OK)
+            memcpy(counts, su->layers_per_stage, (size_t)R * sizeof *counts);
+        return rc;
+    }
+    double *layer = vp__calloc((size_t)R, sizeof *layer),
+           *ends = vp__calloc((size_t)R, sizeof *ends);
+    vp_status rc = layer && ends ? split_loads(su, s, pp, layer, ends, err)
+                                 : vp__fail(err, VP_ENOMEM, "out of memory");
+    vp__split_costs c = {layer, ends, su->split != VP_SPLIT_EVEN};
+    if (rc == VP_OK)
+        rc = vp__split_layers(s, su->arch->layers, &c, counts, err);
+    free(layer);
+    free(ends);
+    return rc;
+}
+
+/* ---- stages and ranks --------------------------------------------------------------- */
+
+/* Fills layout->stage from the split: each stage's layers plus its ends. A tied head
+ * shares the embedding when its route's first stage sits on the same device. */
+static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const part_price *pp,
+                        vp_price_layout *lay) {
+    int R = s->route_len;
+    for (int st = 0; st < s->S; st++) {
+        int pos = st % R, n = lay->layers_per_stage[pos], l0 = 0;
+        for (int k = 0; k < pos; k++)
+            l0 += lay->layers_per_stage[k];
+        vp_price_stage *g = &lay->stage[st];
+        *g = (vp_price_stage){.l0 = l0,
+                              .l1 = l0 + n,
+                              .first = pos == 0,
+                              .last = pos == R - 1,
+                              .device = s->stage_device[st]};
+        double weight[3] = {n, g->first, g->last};
+        for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
+            g->params += weight[k] * pp[k].facts.params;
+            g->act_bytes += weight[k] * pp[k].facts.act_bytes;
+            g->keep_bytes += weight[k] * pp[k].facts.keep_bytes;
+            g->f_ms += weight[k] * pp[k].f_ms;
+            g->b_ms += weight[k] * pp[k].b_ms;
+            g->w_ms += weight[k] * pp[k].w_ms;
+            g->r_ms += weight[k] * pp[k].r_ms;
+        }
+        if (g->last && su->arch->tied && s->stage_device[st - pos] == g->device)
+            g->params -= (double)su->arch->vocab * su->arch->hidden / su->train->tp;
+    }
+}
+
+/* Bytes of one activation (or gradient) between stages on one rank. */
+static double io_bytes(const vp_price_setup *su) {
+    const vp_train *t = su->train;
+    return (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
+}
+
+/* Mean time of a hop between pipeline neighbours on different devices, in ms: the
+ * tensor over the link between their nodes, plus its latency. A schedule's critical
+ * path crosses every hop alike, so the mean keeps the path's total. */
+static double mean_hop_ms(const vp_price_setup *su, const vp_schedule *s) {
+    long ranks = (long)su->train->tp * su->train->dp; /* global ranks per pipeline rank */
+    double sum = 0;
+    int hops = 0;
+    for (int st = 0; st + 1 < s->S; st++) {
+        int a = s->stage_device[st], b = s->stage_device[st + 1];
+        if ((st + 1) % s->route_len == 0 || a == b)
+            continue;
+        bool inter = a * ranks / su->gpu->gpus_per_node != b * ranks / su->gpu->gpus_per_node;
+        sum += vp__link_seconds(su->gpu, inter, io_bytes(su));
+        hops++;
+    }
+    return hops ? sum / hops * 1e3 : 0;
+}
+
+/* vpipe's per-stage scratch for B (vp_stage_sizes.work_bytes): the block's work floats
+ * when the stage has layers, at least one activation on the last stage. */
+static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
+    double T = su->train->seq, N = su->train->mbs * T, C = su->arch->hidden;
+    double floats = g->l1 > g->l0 ? N * su->arch->ffn + T * T + 3 * T * (C / su->arch->heads) : 0;
+    if (g->last && floats < N * C)
+        floats = N * C;
+    return floats * su->arch->dtype_bytes;
+}
+
+/* Every item of each rank's memory but the activations. */
+static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_price_layout *lay) {
+    const vp_train *t = su->train;
+    vp_train plain = *t;
+    plain.recompute = VP_RECOMPUTE_NONE;
+    vp_price_facts whole; /* one layer without recomputation: what full recompute rebuilds */
+    vp__part_facts(su->arch, &plain, VP_PRICE_LAYER, &whole);
+    double shard = t->zero1 ? t->dp : 1;
+    for (int st = 0; st < s->S; st++) {
+        const vp_price_stage *g = &lay->stage[st];
+        vp_rank_memory *m = &lay->fixed[g->device];
+        m->params += g->params * t->prec.param;
+        m->grads += g->params * t->prec.grad;
+        m->optimizer += g->params * (t->prec.master + t->prec.moments) / shard;
+        m->buffers += io_bytes(su) * ((!g->first && s->stage_device[st - 1] != g->device) +
+                                      (!g->last && s->stage_device[st + 1] != g->device));
+        if (su->arch->impl == VP_IMPL_VPIPE)
+            m->workspace += vpipe_scratch(su, g);
+        else if (t->recompute == VP_RECOMPUTE_FULL && g->l1 > g->l0)
+            m->workspace = whole.act_bytes;
+    }
+    for (int d = 0; d < s->p; d++) {
+        vp_rank_memory *m = &lay->fixed[d];
+        m->reserve = t->reserve_bytes;
+        m->total = m->params + m->grads + m->optimizer + m->buffers + m->workspace + m->reserve;
+    }
+}
+
+/* ---- costs ---------------------------------------------------------------------------- */
+
+/* What a cost-aware family is built with: per device, its stages' times as one slice
+ * (the cost model charges each of v chunks 1/v of it), and the ZB memory split. */
+static vp_status build_costs(const vp_price_setup *su, const vp_schedule *s, vp_price_layout *lay,
+                             vp_error *err) {
+    double act = 0, keep = 0;
+    for (int st = 0; st < s->S; st++) {
+        act += lay->stage[st].act_bytes;
+        keep += lay->stage[st].keep_bytes;
+    }
+    lay->mem = vp_memcfg_default();
+    lay->mem.kind = VP_MEM_ZB;
+    lay->mem.zb_ratio = keep < act ? keep / act : 1.0;
+    if (su->measured) {
+        lay->costs = *su->measured;
+        return VP_OK;
+    }
+    size_t p = (size_t)s->p;
+    double *slice = vp__calloc(4 * p, sizeof *slice); /* f, b, w, stage count per device */
+    if (!slice)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    double *dev[3] = {slice, slice + p, slice + 2 * p}, *count = slice + 3 * p;
+    for (int st = 0; st < s->S; st++) {
+        const vp_price_stage *g = &lay->stage[st];
+        dev[0][g->device] += g->f_ms;
+        dev[1][g->device] += g->b_ms;
+        dev[2][g->device] += g->w_ms;
+        count[g->device] += 1;
+    }
+    double v = s->placement == VP_PLACE_BIDIR ? 1.0 : (double)s->S / s->p, mean[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++)
+        for (size_t d = 0; d < p; d++) {
+            dev[k][d] *= count[d] ? v / count[d] : 0;
+            mean[k] += dev[k][d] / (double)p;
+        }
+    lay->slice_ms = slice;
+    lay->costs = vp_costs_default();
+    lay->costs.f = mean[0]; /* for display: families read the per-device values */
+    lay->costs.b = mean[1];
+    lay->costs.w = mean[2];
+    lay->costs.c = lay->hop_ms;
+    lay->costs.dev_f = dev[0];
+    lay->costs.dev_b = dev[1];
+    lay->costs.dev_w = dev[2];
+    return VP_OK;
+}
+
+/* A cost model for s laid out from costs, with room for bytes. The one place that knows
+ * how the simulator's cost model is made. */
+static vp_cost_model *new_cost_model(const vp_schedule *s, const vp_costs *costs, vp_error *err) {
+    vp_memcfg mem = vp_memcfg_default();
+    mem.unit_bytes = 1; /* allocates act_bytes and keep_bytes */
+    return vp_cost_model_new(s, costs, &mem, err);
+}
+
+/* The simulator's cost model: measured costs laid out as given (their times become the
+ * stages'), or the stages' own times; bytes and units from the stages. */
+static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
+                                 vp_price_layout *lay, vp_error *err) {
+    vp_costs plain = vp_costs_default();
+    lay->cm = new_cost_model(s, su->measured ? su->measured : &plain, err);
+    if (!lay->cm)
+        return err ? err->status : VP_ENOMEM;
+    vp_cost_model *cm = lay->cm;
+    double unit = 0;
+    for (int st = 0; st < s->S; st++)
+        unit += lay->stage[st].act_bytes / s->p;
+    for (int st = 0; st < s->S; st++) {
+        vp_price_stage *g = &lay->stage[st];
+        if (su->measured) {
+            g->f_ms = cm->f[st];
+            g->b_ms = cm->b[st];
+            g->w_ms = cm->w[st];
+            g->r_ms = 0; /* measured B includes whatever it recomputes */
+        } else {
+            cm->f[st] = g->f_ms;
+            cm->b[st] = g->b_ms;
+            cm->w[st] = g->w_ms;
+        }
+        cm->act_bytes[st] = g->act_bytes;
+        cm->keep_bytes[st] = g->keep_bytes;
+        cm->act[st] = g->act_bytes / unit;
+        cm->keep[st] = g->keep_bytes / unit;
+    }
+    cm->c = lay->hop_ms;
+    return VP_OK;
+}
+
+void vp_price_layout_free(vp_price_layout *lay) {
+    if (!lay)
+        return;
+    free(lay->slice_ms);
+    vp_cost_model_free(lay->cm);
+    free(lay->layers_per_stage);
+    free(lay->stage);
+    free(lay->fixed);
+    free(lay);
+}
+
+vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape,
+                              vp_price_layout **out, vp_error *err) {
+    *out = NULL;
+    vp_status rc = vp_price_check(su, err);
+    if (rc != VP_OK)
+        return rc;
+    if (!su->gpu || !shape)
+        return vp__fail(err, VP_EINVAL, "pricing a schedule needs an accelerator and a schedule");
+    if (su->measured && !(su->measured->f >= 0 && su->measured->b >= 0 && su->measured->w >= 0 &&
+                          su->measured->c >= 0))
+        return vp__fail(err, VP_EINVAL, "measured costs must be >= 0");
+    vp_price_layout *lay = vp__calloc(1, sizeof *lay);
+    if (lay) {
+        lay->layers_per_stage = vp__calloc((size_t)shape->route_len, sizeof(int));
+        lay->stage = vp__calloc((size_t)shape->S, sizeof *lay->stage);
+        lay->fixed = vp__calloc((size_t)shape->p, sizeof *lay->fixed);
+    }
+    if (!lay || !lay->layers_per_stage || !lay->stage || !lay->fixed) {
+        vp_price_layout_free(lay);
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    }
+    lay->p = shape->p;
+    lay->S = shape->S;
+    lay->route_len = shape->route_len;
+    part_price parts[3];
+    price_parts(su, parts);
+    rc = choose_split(su, shape, parts, lay->layers_per_stage, err);
+    if (rc == VP_OK) {
+        fill_stages(su, shape, parts, lay);
+        fixed_memory(su, shape, lay);
+        lay->hop_ms = su->measured ? su->measured->c : mean_hop_ms(su, shape);
+        rc = build_costs(su, shape, lay, err);
+    }
+    if (rc == VP_OK)
+        rc = fill_cost_model(su, shape, lay, err);
+    if (rc != VP_OK) {
+        vp_price_layout_free(lay);
+        return rc;
+    }
+    *out = lay;
+    return VP_OK;
+}

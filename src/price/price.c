@@ -1,0 +1,282 @@
+/* Pricing a schedule: simulate it on its layout, then add the optimizer step and the
+ * data-parallel reduction, itemise every rank's memory, and write the result as JSON. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "price/price_internal.h"
+
+void vp_price_result_free(vp_price_result *r) {
+    if (!r)
+        return;
+    free(r->layers_per_stage);
+    free(r->stage);
+    free(r->memory);
+    free(r);
+}
+
+static vp_price_result *result_alloc(const vp_price_layout *lay) {
+    vp_price_result *r = vp__calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->layers_per_stage = vp__calloc((size_t)lay->route_len, sizeof(int));
+    r->stage = vp__calloc((size_t)lay->S, sizeof *r->stage);
+    r->memory = vp__calloc((size_t)lay->p, sizeof *r->memory);
+    if (r->layers_per_stage && r->stage && r->memory) {
+        memcpy(r->layers_per_stage, lay->layers_per_stage, (size_t)lay->route_len * sizeof(int));
+        memcpy(r->stage, lay->stage, (size_t)lay->S * sizeof *r->stage);
+        memcpy(r->memory, lay->fixed, (size_t)lay->p * sizeof *r->memory);
+        return r;
+    }
+    vp_price_result_free(r);
+    return NULL;
+}
+
+/* Seconds of rank d's optimizer step, memory-bound: per parameter of its optimizer shard
+ * it reads the gradient, reads and writes the fp32 weights (master copy, or the weights
+ * themselves) and the moments, and writes the 16-bit copy when there is a master. */
+static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m) {
+    const vp_precision *pr = &su->train->prec;
+    double shard = (m->params / pr->param) / (su->train->zero1 ? su->train->dp : 1);
+    double weights = pr->master ? pr->master : pr->param;
+    double traffic = pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
+    return shard * traffic / su->gpu->hbm_bandwidth;
+}
+
+/* Seconds of rank d's DP gradient reduction: an all-reduce of its gradients, or with the
+ * distributed optimizer a reduce-scatter of them and an all-gather of the updated
+ * weights; over the nodes when the DP group (ranks tp apart) spans more than one. */
+static double dp_seconds(const vp_price_setup *su, int d, const vp_rank_memory *m) {
+    const vp_train *t = su->train;
+    bool inter = vp__spans_nodes(su->gpu, (long)d * t->tp * t->dp, t->tp, t->dp);
+    double grads = vp__ring_gather_seconds(su->gpu, inter, t->dp, m->grads);
+    return t->zero1 ? grads + vp__ring_gather_seconds(su->gpu, inter, t->dp, m->params) : 2 * grads;
+}
+
+/* Model FLOPs of one microbatch through the whole model (F + B + W, no recomputation,
+ * no tensor parallelism). */
+static double model_flops_per_microbatch(const vp_price_setup *su) {
+    vp_train plain = *su->train;
+    plain.tp = 1;
+    plain.recompute = VP_RECOMPUTE_NONE;
+    double total = 0;
+    for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
+        vp_price_facts f;
+        vp__part_facts(su->arch, &plain, (vp_price_part)k, &f);
+        total += (k == VP_PRICE_LAYER ? su->arch->layers : 1) * (f.flops_f + f.flops_b + f.flops_w);
+    }
+    return total;
+}
+
+/* Step time, rates and the activations of every rank from the simulation. */
+static void finish(const vp_price_setup *su, const vp_schedule *s, const vp_sim *sim,
+                   vp_price_result *r) {
+    const vp_train *t = su->train;
+    r->makespan_s = sim->makespan / 1e3;
+    r->bubble = sim->bubble;
+    for (int d = 0; d < s->p; d++) {
+        vp_rank_memory *m = &r->memory[d];
+        double opt = optimizer_seconds(su, m), dp = dp_seconds(su, d, m);
+        r->optimizer_s = opt > r->optimizer_s ? opt : r->optimizer_s;
+        r->dp_reduce_s = dp > r->dp_reduce_s ? dp : r->dp_reduce_s;
+        m->activations = sim->peak_bytes[d];
+        m->total += m->activations;
+        if (m->total > r->memory_max_bytes) {
+            r->memory_max_bytes = m->total;
+            r->memory_max_rank = d;
+        }
+    }
+    r->dp_exposed_s = r->dp_reduce_s * (1 - t->dp_overlap);
+    r->step_time_s = r->makespan_s + r->optimizer_s + r->dp_exposed_s;
+    double samples = (double)s->m * t->mbs * t->dp;
+    r->model_flops = samples / t->mbs * model_flops_per_microbatch(su);
+    r->mfu = r->model_flops / (r->gpus * su->gpu->peak_flops * r->step_time_s);
+    r->samples_per_s_per_gpu = samples / r->step_time_s / r->gpus;
+    r->tokens_per_s = samples * t->seq / r->step_time_s;
+    r->tokens_per_s_per_gpu = r->tokens_per_s / r->gpus;
+    r->capacity_bytes = su->gpu->memory_bytes;
+    r->fits = r->memory_max_bytes <= r->capacity_bytes;
+}
+
+/* Prices s on a layout made for its shape. */
+static vp_status price_on_layout(const vp_price_setup *su, const vp_schedule *s,
+                                 const vp_price_layout *lay, vp_price_result **out, vp_error *err) {
+    vp_sim *sim = NULL;
+    vp_status rc = vp_simulate(s, lay->cm, &sim, err);
+    if (rc != VP_OK)
+        return rc;
+    vp_price_result *r = result_alloc(lay);
+    if (!r) {
+        vp_sim_free(sim);
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    }
+    snprintf(r->family, sizeof r->family, "%s", s->family);
+    snprintf(r->model, sizeof r->model, "%s", su->arch->name);
+    snprintf(r->gpu, sizeof r->gpu, "%s", su->gpu->name);
+    r->p = s->p;
+    r->S = s->S;
+    r->m = s->m;
+    r->route_len = s->route_len;
+    r->tp = su->train->tp;
+    r->dp = su->train->dp;
+    r->gpus = s->p * r->tp * r->dp;
+    r->seq = su->train->seq;
+    r->mbs = su->train->mbs;
+    r->hop_ms = lay->hop_ms;
+    finish(su, s, sim, r);
+    vp_sim_free(sim);
+    *out = r;
+    return VP_OK;
+}
+
+vp_status vp_price_schedule(const vp_price_setup *su, const vp_schedule *s, vp_price_result **out,
+                            vp_error *err) {
+    *out = NULL;
+    vp_price_layout *lay = NULL;
+    vp_status rc = vp_price_layout_new(su, s, &lay, err);
+    if (rc == VP_OK)
+        rc = price_on_layout(su, s, lay, out, err);
+    vp_price_layout_free(lay);
+    return rc;
+}
+
+static bool same_shape(const vp_schedule *a, const vp_schedule *b) {
+    return a->p == b->p && a->S == b->S && a->route_len == b->route_len &&
+           !memcmp(a->stage_device, b->stage_device, (size_t)a->S * sizeof *a->stage_device);
+}
+
+/* Builds family with the layout's per-device costs and memory model; when a generator
+ * cannot work with unequal devices (zb-v's greedy may not fit its limit), with their
+ * means instead (*mean set). */
+static vp_status build_with_costs(const char *family, const vp_spec *spec,
+                                  const vp_price_layout *lay, vp_schedule **s, bool *mean,
+                                  vp_error *err) {
+    vp_spec real = *spec;
+    real.costs = lay->costs;
+    real.mem = lay->mem;
+    vp_status rc = vp_family_build(family, &real, s, err);
+    if (rc != VP_EINVAL || !real.costs.dev_f)
+        return rc;
+    vp_error first = err ? *err : (vp_error){0};
+    real.costs.dev_f = real.costs.dev_b = real.costs.dev_w = NULL;
+    *mean = vp_family_build(family, &real, s, NULL) == VP_OK;
+    if (!*mean && err)
+        *err = first;
+    return *mean ? VP_OK : rc;
+}
+
+vp_status vp_price_family(const vp_price_setup *su, const char *family, const vp_spec *spec,
+                          vp_price_result **out, vp_schedule **sched, vp_error *err) {
+    *out = NULL;
+    if (sched)
+        *sched = NULL;
+    vp_schedule *probe = NULL, *s = NULL;
+    vp_price_layout *lay = NULL;
+    vp_status rc = vp_family_build(family, spec, &probe, err);
+    if (rc == VP_OK)
+        rc = vp_price_layout_new(su, probe, &lay, err);
+    bool mean = false;
+    if (rc == VP_OK)
+        rc = build_with_costs(family, spec, lay, &s, &mean, err);
+    if (rc == VP_OK)
+        rc = same_shape(probe, s) ? price_on_layout(su, s, lay, out, err)
+                                  : vp_price_schedule(su, s, out, err);
+    if (rc == VP_OK)
+        (*out)->mean_costs = mean;
+    vp_price_layout_free(lay);
+    vp_schedule_free(probe);
+    if (rc == VP_OK && sched)
+        *sched = s;
+    else
+        vp_schedule_free(s);
+    return rc;
+}
+
+/* ---- JSON --------------------------------------------------------------------------- */
+
+/* A byte count as a JSON integer (counts split over TP may have a fraction: rounded). */
+static json_t *bytes_json(double bytes) {
+    return json_integer((json_int_t)llround(bytes));
+}
+
+static json_t *memory_json(const vp_rank_memory *m, int rank) {
+    json_t *o = json_object();
+    json_object_set_new(o, "rank", json_integer(rank));
+    const char *names[] = {"params",  "grads",     "optimizer", "activations",
+                           "buffers", "workspace", "reserve",   "total"};
+    double values[] = {m->params,  m->grads,     m->optimizer, m->activations,
+                       m->buffers, m->workspace, m->reserve,   m->total};
+    for (int i = 0; i < 8; i++)
+        json_object_set_new(o, names[i], bytes_json(values[i]));
+    return o;
+}
+
+static json_t *stage_json(const vp_price_stage *g) {
+    json_t *o = json_object();
+    json_object_set_new(o, "layers", json_integer(g->l1 - g->l0));
+    json_object_set_new(o, "device", json_integer(g->device));
+    json_object_set_new(o, "params", bytes_json(g->params));
+    json_object_set_new(o, "act_bytes", bytes_json(g->act_bytes));
+    json_object_set_new(o, "keep_bytes", bytes_json(g->keep_bytes));
+    json_object_set_new(o, "f_ms", json_real(g->f_ms));
+    json_object_set_new(o, "b_ms", json_real(g->b_ms));
+    json_object_set_new(o, "w_ms", json_real(g->w_ms));
+    json_object_set_new(o, "r_ms", json_real(g->r_ms));
+    return o;
+}
+
+/* The scalar fields, in the documented order. */
+static void scalars_json(json_t *o, const vp_price_result *r) {
+    json_object_set_new(o, "family", json_string(r->family));
+    json_object_set_new(o, "model", json_string(r->model));
+    json_object_set_new(o, "gpu", json_string(r->gpu));
+    const char *ints[] = {"p", "m", "tp", "dp", "gpus", "seq", "mbs"};
+    int ivals[] = {r->p, r->m, r->tp, r->dp, r->gpus, r->seq, r->mbs};
+    for (int i = 0; i < 7; i++)
+        json_object_set_new(o, ints[i], json_integer(ivals[i]));
+    const char *reals[] = {"step_time_s",  "makespan_s",
+                           "optimizer_s",  "dp_reduce_s",
+                           "dp_exposed_s", "bubble",
+                           "mfu",          "samples_per_s_per_gpu",
+                           "tokens_per_s", "tokens_per_s_per_gpu"};
+    double rvals[] = {r->step_time_s,  r->makespan_s,
+                      r->optimizer_s,  r->dp_reduce_s,
+                      r->dp_exposed_s, r->bubble,
+                      r->mfu,          r->samples_per_s_per_gpu,
+                      r->tokens_per_s, r->tokens_per_s_per_gpu};
+    for (int i = 0; i < 10; i++)
+        json_object_set_new(o, reals[i], json_real(rvals[i]));
+}
+
+char *vp_price_result_json(const vp_price_result *r) {
+    json_t *o = json_object(), *mem = json_array(), *split = json_array(), *stages = json_array();
+    if (!o || !mem || !split || !stages) {
+        json_decref(o);
+        json_decref(mem);
+        json_decref(split);
+        json_decref(stages);
+        return NULL;
+    }
+    scalars_json(o, r);
+    for (int d = 0; d < r->p; d++)
+        json_array_append_new(mem, memory_json(&r->memory[d], d));
+    json_object_set_new(o, "memory_per_rank", mem);
+    json_object_set_new(o, "memory_max_bytes", bytes_json(r->memory_max_bytes));
+    json_object_set_new(o, "memory_max_rank", json_integer(r->memory_max_rank));
+    json_object_set_new(o, "capacity_bytes", bytes_json(r->capacity_bytes));
+    json_object_set_new(o, "fits", json_boolean(r->fits));
+    json_object_set_new(o, "mean_costs", json_boolean(r->mean_costs));
+    for (int k = 0; k < r->route_len; k++)
+        json_array_append_new(split, json_integer(r->layers_per_stage[k]));
+    json_object_set_new(o, "layers_per_stage", split);
+    json_object_set_new(o, "hop_ms", json_real(r->hop_ms));
+    for (int st = 0; st < r->S; st++)
+        json_array_append_new(stages, stage_json(&r->stage[st]));
+    json_object_set_new(o, "stages", stages);
+    char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+    json_decref(o);
+    return text;
+}

@@ -1,0 +1,99 @@
+/* The training setup: defaults, names, and the check of a whole setup. */
+#include <math.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "price/price_internal.h"
+
+vp_train vp_train_default(const vp_arch *arch) {
+    bool fp32 = arch->dtype_bytes == 4;
+    vp_train t = {
+        .seq = arch->max_positions < 2048 ? arch->max_positions : 2048,
+        .mbs = 1,
+        .tp = 1,
+        .dp = 1,
+        .prec = {.param = fp32 ? 4 : 2, .grad = 4, .master = fp32 ? 0 : 4, .moments = 8},
+        .reserve_bytes = arch->impl == VP_IMPL_VPIPE ? 0 : (double)(1 << 30),
+    };
+    return t;
+}
+
+static const char *const recompute_names[] = {"none", "selective", "full"};
+
+vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err) {
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(text, recompute_names[i])) {
+            *out = (vp_recompute)i;
+            return VP_OK;
+        }
+    return vp__fail(err, VP_EINVAL, "unknown recomputation '%s' (none, selective or full)", text);
+}
+
+const char *vp_recompute_name(vp_recompute r) {
+    return r >= VP_RECOMPUTE_NONE && r <= VP_RECOMPUTE_FULL ? recompute_names[r] : "?";
+}
+
+static vp_status check_train(const vp_arch *a, const vp_train *t, vp_error *err) {
+    if (t->seq < 1 || t->mbs < 1 || t->tp < 1 || t->dp < 1 || t->mbs > (1 << 20) ||
+        t->tp > (1 << 20) || t->dp > (1 << 20))
+        return vp__fail(err, VP_EINVAL,
+                        "sequence, microbatch size, TP and DP degrees must be positive "
+                        "(got seq %d, mbs %d, tp %d, dp %d)",
+                        t->seq, t->mbs, t->tp, t->dp);
+    if ((unsigned)t->recompute > VP_RECOMPUTE_FULL)
+        return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)t->recompute);
+    if (t->seq > a->max_positions)
+        return vp__fail(err, VP_EINVAL, "sequence %d is longer than model %s's %d positions",
+                        t->seq, a->name, a->max_positions);
+    if (a->heads % t->tp || a->kv_heads % t->tp)
+        return vp__fail(err, VP_EINVAL,
+                        "model %s's %d heads and %d KV heads must be divisible by TP %d", a->name,
+                        a->heads, a->kv_heads, t->tp);
+    const vp_precision *p = &t->prec;
+    if (p->param < 1 || p->param > 8 || p->grad < 0 || p->grad > 8 || p->master < 0 ||
+        p->master > 8 || p->moments < 0 || p->moments > 32)
+        return vp__fail(err, VP_EINVAL,
+                        "bytes per parameter out of range (param %d, grad %d, "
+                        "master %d, moments %d)",
+                        p->param, p->grad, p->master, p->moments);
+    if (!(t->dp_overlap >= 0 && t->dp_overlap <= 1) || !(t->reserve_bytes >= 0) ||
+        !isfinite(t->reserve_bytes))
+        return vp__fail(err, VP_EINVAL, "dp_overlap must be in [0, 1] and the reserve >= 0");
+    if (a->impl == VP_IMPL_VPIPE && (t->tp > 1 || t->flash || t->recompute))
+        return vp__fail(err, VP_EINVAL,
+                        "vpipe's own model has no tensor parallelism, "
+                        "FlashAttention or recomputation");
+    return VP_OK;
+}
+
+static vp_status check_gpu(const vp_gpu *g, vp_error *err) {
+    double positive[] = {g->peak_flops, g->memory_bytes, g->hbm_bandwidth, g->intra_bw,
+                         g->inter_bw};
+    for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++)
+        if (!(positive[i] > 0) || !isfinite(positive[i]))
+            return vp__fail(err, VP_EINVAL,
+                            "accelerator %s: FLOP/s, memory and bandwidths "
+                            "must be positive",
+                            g->name);
+    if (!(g->intra_latency >= 0) || !(g->inter_latency >= 0) || !isfinite(g->intra_latency) ||
+        !isfinite(g->inter_latency) || g->gpus_per_node < 1 ||
+        !(g->efficiency > 0 && g->efficiency <= 1))
+        return vp__fail(err, VP_EINVAL,
+                        "accelerator %s: latencies >= 0, gpus_per_node >= 1 "
+                        "and efficiency in (0, 1] needed",
+                        g->name);
+    return VP_OK;
+}
+
+vp_status vp_price_check(const vp_price_setup *setup, vp_error *err) {
+    if (!setup || !setup->arch || !setup->train)
+        return vp__fail(err, VP_EINVAL, "pricing needs a model and a training setup");
+    vp_status rc = vp_arch_check(setup->arch, err);
+    if (rc == VP_OK)
+        rc = check_train(setup->arch, setup->train, err);
+    if (rc == VP_OK && setup->gpu)
+        rc = check_gpu(setup->gpu, err);
+    if (rc == VP_OK && (setup->split < VP_SPLIT_TIME || setup->split > VP_SPLIT_EVEN))
+        rc = vp__fail(err, VP_EINVAL, "unknown split goal %d", (int)setup->split);
+    return rc;
+}

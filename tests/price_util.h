@@ -1,0 +1,37 @@
+/* Helpers shared by the price tests (header-only, static): presets that must exist and a
+ * family priced or the test fails. */
+#ifndef VPIPE_PRICE_UTIL_H
+#define VPIPE_PRICE_UTIL_H
+
+#include "price_anchors.h"
+#include "test_util.h"
+#include "vpipe/price.h"
+
+static inline vp_arch tp_preset(const char *name) {
+    vp_arch a;
+    vp_error err = {0};
+    if (vp_arch_preset(name, &a, &err) != VP_OK)
+        fail_msg("%s: %s", name, err.message);
+    return a;
+}
+
+static inline vp_gpu tp_gpu(const char *name) {
+    vp_gpu g;
+    vp_error err = {0};
+    if (vp_gpu_preset(name, &g, &err) != VP_OK)
+        fail_msg("%s: %s", name, err.message);
+    return g;
+}
+
+/* Prices family at (p, m) under su; fails the test on error. */
+static inline vp_price_result *tp_price(const vp_price_setup *su, const char *family, int p,
+                                        int m) {
+    vp_spec spec = vp_spec_make(p, m);
+    vp_price_result *r = NULL;
+    vp_error err = {0};
+    if (vp_price_family(su, family, &spec, &r, NULL, &err) != VP_OK)
+        fail_msg("%s %s p=%d m=%d: %s", su->arch->name, family, p, m, err.message);
+    return r;
+}
+
+#endif

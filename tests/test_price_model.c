@@ -1,0 +1,253 @@
+/* Real-model pricing, the descriptions: presets and their parameter counts, the Hugging
+ * Face config.json reader, the accelerator presets and JSON, and every bad input the
+ * setup check and the readers refuse (with the status and a message naming the cause). */
+#include "price_util.h"
+
+/* Parameter counts of the presets against their published sizes (and, for GPT-3 and
+ * Llama-3-8B, against the count written out by hand). */
+static void test_preset_params(void **state) {
+    (void)state;
+    const struct {
+        const char *name;
+        double billions, tolerance;
+    } sizes[] = {
+        {"gpt2-124m", 0.124, 0.01},   {"llama2-7b", 6.74, 0.01},  {"llama2-13b", 13.0, 0.01},
+        {"llama2-70b", 69.0, 0.01},   {"llama3-8b", 8.03, 0.01},  {"llama3-70b", 70.6, 0.01},
+        {"llama3-405b", 405.8, 0.01}, {"gpt3-175b", 175.0, 0.01}, {"zb-1.5b", 1.5, 0.02},
+        {"zb-6.2b", 6.2, 0.02},       {"zb-14.6b", 14.6, 0.02},   {"zb-28.3b", 28.3, 0.02},
+        {"cm-9.6b", 9.6, 0.02},       {"cm-21b", 21, 0.02},       {"cm-38.5b", 38.5, 0.02},
+        {"cm-98.5b", 98.5, 0.02}};
+    int n = (int)(sizeof sizes / sizeof sizes[0]);
+    assert_int_equal(vp_arch_preset_count(), n);
+    for (int i = 0; i < n; i++) {
+        vp_arch a = tp_preset(sizes[i].name);
+        assert_string_equal(vp_arch_preset_name(i), sizes[i].name);
+        assert_int_equal(vp_arch_check(&a, NULL), VP_OK);
+        double b = vp_arch_params(&a) / 1e9;
+        if (fabs(b / sizes[i].billions - 1) > sizes[i].tolerance)
+            fail_msg("%s: %.3f B parameters, published %.3f B", sizes[i].name, b,
+                     sizes[i].billions);
+    }
+    double h = 12288;
+    vp_arch g = tp_preset("gpt3-175b");
+    TU_NEAR(vp_arch_params(&g), 96 * (12 * h * h + 13 * h) + 50257 * h + 2048 * h + 2 * h);
+    vp_arch l = tp_preset("llama3-8b");
+    double H = 4096, kv = 1024, f = 14336;
+    TU_NEAR(vp_arch_params(&l),
+            32 * (H * (H + 2 * kv) + H * H + 3 * H * f + 2 * H) + 2 * 128256 * H + H);
+}
+
+static const char llama3_8b_json[] =
+    "{\"architectures\": [\"LlamaForCausalLM\"], \"attention_bias\": false,\n"
+    " \"attention_dropout\": 0.0, \"bos_token_id\": 128000, \"hidden_act\": \"silu\",\n"
+    " \"hidden_size\": 4096, \"intermediate_size\": 14336, \"max_position_embeddings\": 8192,\n"
+    " \"model_type\": \"llama\", \"num_attention_heads\": 32, \"num_hidden_layers\": 32,\n"
+    " \"num_key_value_heads\": 8, \"rms_norm_eps\": 1e-05, \"rope_scaling\": null,\n"
+    " \"rope_theta\": 500000.0, \"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\",\n"
+    " \"vocab_size\": 128256}";
+
+static const char gpt2_json[] =
+    "{\"activation_function\": \"gelu_new\", \"attn_pdrop\": 0.1, \"embd_pdrop\": 0.1,\n"
+    " \"layer_norm_epsilon\": 1e-05, \"model_type\": \"gpt2\", \"n_ctx\": 1024, \"n_embd\": 768,\n"
+    " \"n_head\": 12, \"n_layer\": 12, \"n_positions\": 1024, \"resid_pdrop\": 0.1,\n"
+    " \"vocab_size\": 50257}";
+
+static void assert_same_arch(const vp_arch *a, const vp_arch *b) {
+    assert_int_equal(a->layers, b->layers);
+    assert_int_equal(a->hidden, b->hidden);
+    assert_int_equal(a->heads, b->heads);
+    assert_int_equal(a->kv_heads, b->kv_heads);
+    assert_int_equal(a->ffn, b->ffn);
+    assert_int_equal(a->vocab, b->vocab);
+    assert_int_equal(a->max_positions, b->max_positions);
+    assert_int_equal(a->ffn_kind, b->ffn_kind);
+    assert_int_equal(a->norm, b->norm);
+    assert_int_equal(a->tied, b->tied);
+    assert_int_equal(a->bias, b->bias);
+    assert_int_equal(a->dropout, b->dropout);
+    assert_int_equal(a->learned_positions, b->learned_positions);
+    assert_int_equal(a->dtype_bytes, b->dtype_bytes);
+    TU_NEAR(vp_arch_params(a), vp_arch_params(b));
+}
+
+/* The real config.json files of Llama-3-8B and GPT-2 read into their presets. */
+static void test_hf_reads_presets(void **state) {
+    (void)state;
+    vp_arch a, want = tp_preset("llama3-8b");
+    vp_error err = {0};
+    assert_int_equal(vp_arch_parse_hf(llama3_8b_json, sizeof llama3_8b_json - 1, "x", &a, &err),
+                     VP_OK);
+    assert_same_arch(&a, &want);
+    assert_string_equal(a.name, "llama");
+    want = tp_preset("gpt2-124m");
+    assert_int_equal(vp_arch_parse_hf(gpt2_json, sizeof gpt2_json - 1, NULL, &a, &err), VP_OK);
+    assert_same_arch(&a, &want);
+}
+
+/* Malformed or incomplete files: VP_EPARSE naming the key (or the position). */
+static void test_hf_errors(void **state) {
+    (void)state;
+    const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"{\"hidden_size\": 64,", "config.json"},
+        {"[1, 2]", "JSON object"},
+        {"{\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"vocab_size\": 10, "
+         "\"max_position_embeddings\": 8, \"intermediate_size\": 8, \"hidden_act\": \"silu\"}",
+         "hidden_size"},
+        {"{\"hidden_size\": \"64\", \"num_hidden_layers\": 2}", "hidden_size"},
+        {"{\"hidden_size\": 64, \"num_hidden_layers\": 0}", "num_hidden_layers"},
+        {"{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 3, "
+         "\"vocab_size\": 10, \"max_position_embeddings\": 8, \"intermediate_size\": 8}",
+         "num_attention_heads"},
+        {"{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+         "\"num_key_value_heads\": 3, \"vocab_size\": 10, \"max_position_embeddings\": 8, "
+         "\"intermediate_size\": 8}",
+         "num_key_value_heads"},
+        {"{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+         "\"vocab_size\": 10, \"max_position_embeddings\": 8, \"intermediate_size\": 8}",
+         "hidden_act"},
+        {"{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+         "\"vocab_size\": 10, \"max_position_embeddings\": 8, \"intermediate_size\": 8, "
+         "\"hidden_act\": \"tanh\"}",
+         "tanh"},
+        {"{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+         "\"vocab_size\": 10, \"max_position_embeddings\": 8, \"intermediate_size\": 8, "
+         "\"hidden_act\": \"silu\", \"torch_dtype\": \"int8\"}",
+         "torch_dtype"},
+        {"{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+         "\"vocab_size\": 10, \"max_position_embeddings\": 8, \"intermediate_size\": 8, "
+         "\"hidden_act\": \"silu\", \"tie_word_embeddings\": 1}",
+         "tie_word_embeddings"},
+        {"{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+         "\"vocab_size\": 10, \"max_position_embeddings\": 8, \"intermediate_size\": 8, "
+         "\"hidden_act\": \"silu\", \"attention_dropout\": 2}",
+         "attention_dropout"},
+        {"{\"hidden_size\": 64, \"hidden_size\": 64}", "duplicate"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vp_arch a;
+        vp_error err = {0};
+        vp_status rc = vp_arch_parse_hf(bad[i].text, strlen(bad[i].text), "f", &a, &err);
+        if (rc != VP_EPARSE || !strstr(err.message, bad[i].needle))
+            fail_msg("case %zu: status %d, message '%s' (wanted '%s')", i, rc, err.message,
+                     bad[i].needle);
+    }
+    vp_arch a;
+    vp_error err = {0};
+    assert_int_equal(vp_arch_parse_hf("{\"hidden_size\": 64,\n  x", 23, "f", &a, &err), VP_EPARSE);
+    assert_int_equal(err.line, 2);
+    assert_int_equal(vp_arch_read_hf("/nonexistent/config.json", &a, &err), VP_EIO);
+    assert_int_equal(vp_arch_resolve("no-such-model", &a, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "llama3-70b"));
+}
+
+/* Accelerator presets, a JSON file based on one, a complete one, and refusals. */
+static void test_gpu(void **state) {
+    (void)state;
+    vp_gpu g, h;
+    vp_error err = {0};
+    assert_int_equal(vp_gpu_preset_count(), 3);
+    assert_int_equal(vp_gpu_preset("h100-80gb", &g, &err), VP_OK);
+    TU_NEAR(g.peak_flops, 989e12);
+    TU_NEAR(g.memory_bytes, 80.0 * (1 << 30));
+    const char *based = "{\"base\": \"h100-80gb\", \"name\": \"slow\", \"efficiency\": 0.25}";
+    assert_int_equal(vp_gpu_parse_json(based, strlen(based), &h, &err), VP_OK);
+    assert_string_equal(h.name, "slow");
+    TU_NEAR(h.efficiency, 0.25);
+    TU_NEAR(h.inter_bw, g.inter_bw);
+    const char *full = "{\"peak_tflops\": 100, \"memory_gib\": 16, \"hbm_tb_s\": 1, "
+                       "\"intra_node_gb_s\": 50, \"inter_node_gb_s\": 10, "
+                       "\"intra_node_latency_us\": 2, \"inter_node_latency_us\": 8, "
+                       "\"gpus_per_node\": 4, \"efficiency\": 0.4}";
+    assert_int_equal(vp_gpu_parse_json(full, strlen(full), &h, &err), VP_OK);
+    TU_NEAR(h.peak_flops, 100e12);
+    TU_NEAR(h.memory_bytes, 16.0 * (1 << 30));
+    TU_NEAR(h.inter_latency, 8e-6);
+    assert_int_equal(h.gpus_per_node, 4);
+    const struct {
+        const char *text, *needle;
+    } bad[] = {{"{\"peak_tflops\": 100}", "memory_gib"},
+               {"{\"base\": \"h100-80gb\", \"efficency\": 0.5}", "efficency"},
+               {"{\"base\": \"tpu\"}", "tpu"},
+               {"{\"base\": \"h100-80gb\", \"efficiency\": 1.5}", "efficiency"},
+               {"{\"base\": \"h100-80gb\", \"gpus_per_node\": 0}", "gpus_per_node"},
+               {"{\"base\": 3}", "base"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vp_status rc = vp_gpu_parse_json(bad[i].text, strlen(bad[i].text), &h, &err);
+        if (rc != VP_EPARSE || !strstr(err.message, bad[i].needle))
+            fail_msg("case %zu: status %d, message '%s'", i, rc, err.message);
+    }
+    assert_int_equal(vp_gpu_resolve("tpu-v5", &h, &err), VP_EINVAL);
+}
+
+static vp_status price_1f1b(const vp_arch *a, const vp_train *t, int p, vp_error *err) {
+    vp_gpu g;
+    vp_gpu_preset("h100-80gb", &g, NULL);
+    vp_price_setup su = {.arch = a, .gpu = &g, .train = t};
+    vp_spec spec = vp_spec_make(p, 2 * p);
+    vp_price_result *r = NULL;
+    vp_status rc = vp_price_family(&su, "1f1b", &spec, &r, NULL, err);
+    vp_price_result_free(r);
+    return rc;
+}
+
+/* The setup check: heads not divisible by TP, a sequence longer than the positions,
+ * layers that cannot fill the stages, a bad explicit split, vpipe's model with TP. */
+static void test_bad_setups(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-8b");
+    vp_train t = vp_train_default(&a);
+    vp_error err = {0};
+    assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_OK);
+    t.tp = 3;
+    assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "divisible by TP 3"));
+    t = vp_train_default(&a);
+    t.seq = 8193;
+    assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "8192 positions"));
+    vp_arch small = tp_preset("gpt2-124m");
+    t = vp_train_default(&small);
+    assert_int_equal(price_1f1b(&small, &t, 16, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "12 layers cannot fill 16 stages"));
+    assert_int_equal(price_1f1b(&small, &t, 14, &err), VP_OK); /* 12 middle stages, empty ends */
+    vp_gpu g;
+    vp_gpu_preset("a100-80gb", &g, NULL);
+    vp_schedule *s = tu_build("1f1b", 4, 8, 0, vp_costs_default());
+    const int splits[][4] = {{3, 3, 3, 2}, {6, 0, 3, 3}, {3, 3, 3, 3}};
+    const char *needles[] = {"add up to 11", "at least one", "4 values"};
+    for (int i = 0; i < 3; i++) {
+        vp_price_setup su = {.arch = &small,
+                             .gpu = &g,
+                             .train = &t,
+                             .layers_per_stage = splits[i],
+                             .n_layers_per_stage = i == 2 ? 3 : 4};
+        vp_price_result *r = NULL;
+        assert_int_equal(vp_price_schedule(&su, s, &r, &err), VP_EINVAL);
+        assert_null(r);
+        if (!strstr(err.message, needles[i]) && !(i == 2 && strstr(err.message, "3 values")))
+            fail_msg("split %d: '%s'", i, err.message);
+    }
+    vp_schedule_free(s);
+    vp_arch own = vp_arch_vpipe(4, 64, 4, 32);
+    t = vp_train_default(&own);
+    t.tp = 2;
+    assert_int_equal(price_1f1b(&own, &t, 2, &err), VP_EINVAL);
+    t = vp_train_default(&own);
+    t.flash = true;
+    assert_int_equal(price_1f1b(&own, &t, 2, &err), VP_EINVAL);
+    vp_recompute rc;
+    assert_int_equal(vp_recompute_parse("selective", &rc, NULL), VP_OK);
+    assert_int_equal(rc, VP_RECOMPUTE_SELECTIVE);
+    assert_int_equal(vp_recompute_parse("some", &rc, &err), VP_EINVAL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_preset_params), cmocka_unit_test(test_hf_reads_presets),
+        cmocka_unit_test(test_hf_errors),     cmocka_unit_test(test_gpu),
+        cmocka_unit_test(test_bad_setups),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
