@@ -77,6 +77,16 @@ double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage);
 /* Duration of op under the model (an F&B pair: fb, or the sum of its halves). */
 double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
 
+/* Memory one pass of stage (kind F, B, W or BW) takes when it starts (*up) and releases
+ * when it ends (*down), in units, or in bytes when `bytes` is non-zero (the model must
+ * have them): F takes act; B releases act - keep, W keep, BW act. */
+void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
+                               double *down);
+
+/* The same for op: an F&B pair takes its forward's act and releases its backward's. */
+void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes, double *up,
+                             double *down);
+
 /* Result of a simulation. Arrays indexed by device; per-op arrays by device then position
  * in that device's op list, parallel to schedule->dev[d].ops. */
 typedef struct vp_sim {

@@ -35,12 +35,14 @@ typedef struct zba {
 } zba;
 
 static double cost(const zba *z, vp_op_kind k, int j) {
-    return k == VP_OP_F ? z->cm->f[j] : k == VP_OP_B ? z->cm->b[j] : z->cm->w[j];
+    return vp_cost_model_pass_time(z->cm, k, j);
 }
 
+/* Net memory change of pass k of stage j, in units. */
 static double mem_delta(const zba *z, vp_op_kind k, int j) {
-    const vp_cost_model *cm = z->cm;
-    return k == VP_OP_F ? cm->act[j] : k == VP_OP_B ? -(cm->act[j] - cm->keep[j]) : -cm->keep[j];
+    double up, down;
+    vp_cost_model_pass_memory(z->cm, k, j, 0, &up, &down);
+    return up - down;
 }
 
 static void put(zba *z, int j, vp_op_kind k) {

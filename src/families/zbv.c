@@ -26,7 +26,8 @@
 
 #include "families/families_internal.h"
 
-enum { CAT_F = 0, CAT_B = 1, CAT_W = 2 };
+/* Pass categories, numbered as the op kinds they are. */
+enum { CAT_F = VP_OP_F, CAT_B = VP_OP_B, CAT_W = VP_OP_W };
 
 typedef struct zbv {
     int p, m, S;
@@ -51,14 +52,14 @@ static int stage_of(const zbv *z, int cat, int chunk, int d) {
 }
 
 static double pass_cost(const zbv *z, int cat, int stage) {
-    return cat == CAT_F ? z->cm->f[stage] : cat == CAT_B ? z->cm->b[stage] : z->cm->w[stage];
+    return vp_cost_model_pass_time(z->cm, cat, stage);
 }
 
+/* Net memory change of a pass of category cat of stage, in units. */
 static double pass_mem(const zbv *z, int cat, int stage) {
-    const vp_cost_model *cm = z->cm;
-    return cat == CAT_F   ? cm->act[stage]
-           : cat == CAT_B ? -(cm->act[stage] - cm->keep[stage])
-                          : -cm->keep[stage];
+    double up, down;
+    vp_cost_model_pass_memory(z->cm, cat, stage, 0, &up, &down);
+    return up - down;
 }
 
 /* End time of (cat, chunk) on device d for microbatch mb; < 0 when not run. */

@@ -4,85 +4,34 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "schedule/pass.h"
 #include "schedule/replay.h"
-
-enum { PASS_F = 0, PASS_B = 1, PASS_W = 2 };
 
 typedef struct {
     const vp_schedule *s;
-    double *done; /* [S*m*3] end time of each pass, < 0 while not done */
+    double *done; /* [S*m*VP__PASS_KINDS] end time of each pass, < 0 while not done */
     double c;
 } replay_state;
 
-static double *pass_slot(const replay_state *st, int stage, int mb, int pass) {
-    return &st->done[((size_t)stage * (size_t)st->s->m + (size_t)mb) * 3 + (size_t)pass];
-}
-
-/* The pass that (stage, mb, pass) waits for, as (stage, pass) of the same microbatch;
- * returns 0 when it has none. */
-static int dependency(const vp_schedule *s, int stage, int mb, int pass, int *dstage, int *dpass) {
-    int first = s->mb_first[mb], last = vp_schedule_last_stage(s, mb);
-    switch (pass) {
-    case PASS_F:
-        if (stage == first)
-            return 0;
-        *dstage = stage - 1;
-        *dpass = PASS_F;
-        return 1;
-    case PASS_B:
-        *dstage = stage == last ? stage : stage + 1;
-        *dpass = stage == last ? PASS_F : PASS_B;
-        return 1;
-    default:
-        *dstage = stage;
-        *dpass = PASS_B;
-        return 1;
-    }
-}
-
-/* Earliest start allowed by one pass's dependency, or -1 when it is not done yet. */
-static double ready_time(const replay_state *st, int device, int stage, int mb, int pass) {
-    int ds, dp;
-    if (!dependency(st->s, stage, mb, pass, &ds, &dp))
-        return 0.0;
-    double t = *pass_slot(st, ds, mb, dp);
-    if (t < 0)
-        return -1.0;
-    return st->s->stage_device[ds] == device ? t : t + st->c;
-}
-
-/* Passes an op completes: up to 3 (stage, mb, pass) triples. Returns their count. */
-static int op_passes(const vp_op *op, int out[3][3]) {
-    int n = 0;
-    int bstage = op->stage, bmb = op->mb, bkind = op->kind;
-    if (op->kind == VP_OP_F || op->kind == VP_OP_FB) {
-        out[n][0] = op->stage, out[n][1] = op->mb, out[n][2] = PASS_F, n++;
-        if (op->kind == VP_OP_F)
-            return n;
-        bstage = op->stage2, bmb = op->mb2, bkind = op->bkind;
-    }
-    if (bkind == VP_OP_B || bkind == VP_OP_BW)
-        out[n][0] = bstage, out[n][1] = bmb, out[n][2] = PASS_B, n++;
-    if (bkind == VP_OP_W || bkind == VP_OP_BW)
-        out[n][0] = bstage, out[n][1] = bmb, out[n][2] = PASS_W, n++;
-    return n;
-}
-
-/* Earliest start of op on device d given finished passes, or -1 when blocked. Passes the
- * op itself completes (the W of a BW waits on the B of the same op) are not waited on. */
+/* Earliest start of op on device d given finished passes, or -1 when blocked. A chained
+ * pass (the W of a BW) waits on the op's own previous pass, so only the others wait. */
 static double op_ready(const replay_state *st, int d, const vp_op *op) {
-    int passes[3][3];
-    int n = op_passes(op, passes);
+    vp__pass passes[VP__OP_MAX_PASSES], deps[VP__PASS_MAX_DEPS];
+    int n = vp__op_passes(op, passes);
     double t = 0.0;
     for (int i = 0; i < n; i++) {
-        int stage = passes[i][0], mb = passes[i][1], pass = passes[i][2];
-        if (pass == PASS_W && i > 0 && passes[i - 1][2] == PASS_B)
+        if (passes[i].chained)
             continue;
-        double r = ready_time(st, d, stage, mb, pass);
-        if (r < 0)
-            return -1.0;
-        if (r > t)
-            t = r;
+        int nd = vp__pass_deps(st->s, passes[i], deps);
+        for (int k = 0; k < nd; k++) {
+            double r = st->done[vp__pass_index(st->s, deps[k])];
+            if (r < 0)
+                return -1.0;
+            if (st->s->stage_device[deps[k].stage] != d)
+                r += st->c;
+            if (r > t)
+                t = r;
+        }
     }
     return t;
 }
@@ -105,7 +54,7 @@ static vp_status report_deadlock(const replay_state *st, const int *pos, vp_erro
 vp_status vp__replay(const vp_schedule *s, vp__op_time_fn time_fn, const void *ctx, double c,
                      double **start, double **end, vp_error *err) {
     replay_state st = {.s = s, .c = c};
-    size_t npass = (size_t)s->S * (size_t)s->m * 3;
+    size_t npass = (size_t)s->S * (size_t)s->m * VP__PASS_KINDS;
     st.done = malloc(npass * sizeof *st.done);
     int *pos = vp__calloc((size_t)s->p, sizeof *pos);
     double *free_at = vp__calloc((size_t)s->p, sizeof *free_at);
@@ -130,10 +79,10 @@ vp_status vp__replay(const vp_schedule *s, vp__op_time_fn time_fn, const void *c
                 if (t < free_at[d])
                     t = free_at[d];
                 double e = t + (time_fn ? time_fn(ctx, op) : 1.0);
-                int passes[3][3];
-                int n = op_passes(op, passes);
+                vp__pass passes[VP__OP_MAX_PASSES];
+                int n = vp__op_passes(op, passes);
                 for (int i = 0; i < n; i++)
-                    *pass_slot(&st, passes[i][0], passes[i][1], passes[i][2]) = e;
+                    st.done[vp__pass_index(s, passes[i])] = e;
                 if (start)
                     start[d][pos[d]] = t;
                 if (end)

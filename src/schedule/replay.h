@@ -1,10 +1,6 @@
-/* Eager replay of a schedule: the one place that knows the pass dependencies.
- *
- * Passes are identified per (stage, microbatch, F|B|W); BW completes B and W, F&B
- * completes the F of its forward half and the backward of its other half. Dependencies:
- * F(s,j) after F(s-1,j) unless s is the first stage of j's route; B(s,j) after F(s,j) on
- * the route's last stage, else after B(s+1,j); W(s,j) after B(s,j). A dependency on a
- * pass of another device costs the hop time c.
+/* Eager replay of a schedule, following the pass rules of pass.h: every op starts when
+ * its device is free and the passes it waits for are done (+ the hop c when one ran on
+ * another device).
  */
 #ifndef VPIPE_REPLAY_H
 #define VPIPE_REPLAY_H

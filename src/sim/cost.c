@@ -173,3 +173,25 @@ double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op) {
         return cm->fb[op->stage];
     return cm->f[op->stage] + vp_cost_model_pass_time(cm, op->bkind, op->stage2);
 }
+
+void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
+                               double *down) {
+    const double *act = bytes ? cm->act_bytes : cm->act;
+    const double *keep = bytes ? cm->keep_bytes : cm->keep;
+    *up = kind == VP_OP_F ? act[stage] : 0.0;
+    *down = kind == VP_OP_B    ? act[stage] - keep[stage]
+            : kind == VP_OP_W  ? keep[stage]
+            : kind == VP_OP_BW ? act[stage]
+                               : 0.0;
+}
+
+void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes, double *up,
+                             double *down) {
+    if (op->kind != VP_OP_FB) {
+        vp_cost_model_pass_memory(cm, op->kind, op->stage, bytes, up, down);
+        return;
+    }
+    double none;
+    vp_cost_model_pass_memory(cm, VP_OP_F, op->stage, bytes, up, &none);
+    vp_cost_model_pass_memory(cm, op->bkind, op->stage2, bytes, &none, down);
+}

@@ -28,37 +28,13 @@ void vp_sim_free(vp_sim *sim) {
     free(sim);
 }
 
-/* Memory change of the forward part and of the backward part of op, in units
- * (bytes = 0) or bytes (bytes = 1). */
-static void op_memory(const vp_cost_model *cm, const vp_op *op, int bytes, double *up,
-                      double *down) {
-    const double *act = bytes ? cm->act_bytes : cm->act;
-    const double *keep = bytes ? cm->keep_bytes : cm->keep;
-    int kind = op->kind, stage = op->stage;
-    *up = 0.0;
-    *down = 0.0;
-    if (kind == VP_OP_F || kind == VP_OP_FB) {
-        *up = act[op->stage];
-        if (kind == VP_OP_F)
-            return;
-        kind = op->bkind;
-        stage = op->stage2;
-    }
-    if (kind == VP_OP_B)
-        *down = act[stage] - keep[stage];
-    else if (kind == VP_OP_W)
-        *down = keep[stage];
-    else if (kind == VP_OP_BW)
-        *down = act[stage];
-}
-
 /* Replays device d's order: peak (and memory after each op when after != NULL). */
 static double device_peak(const vp_schedule *s, const vp_cost_model *cm, int d, int bytes,
                           double *after) {
     double cur = 0.0, peak = 0.0;
     for (int k = 0; k < s->dev[d].n; k++) {
         double up, down;
-        op_memory(cm, &s->dev[d].ops[k], bytes, &up, &down);
+        vp_cost_model_op_memory(cm, &s->dev[d].ops[k], bytes, &up, &down);
         cur += up;
         if (cur > peak)
             peak = cur;

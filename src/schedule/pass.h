@@ -1,0 +1,49 @@
+/* The rules of a pass: the one place that knows which pass a pass waits for and which
+ * passes an op completes. The replay, the validator and block reorder read them here;
+ * the memory and time of a pass under a cost model live in sim (vp_cost_model_op_memory,
+ * vp_cost_model_op_time). Internal to the library, shared by every module above schedule.
+ *
+ * A pass is one of F (forward), B (input backward) or W (weight backward) of one
+ * (stage, microbatch). Dependencies, within one microbatch's route:
+ *   F(s, j) waits for F(s-1, j), except on the first stage of j's route;
+ *   B(s, j) waits for F(s, j) on the last stage of j's route, else for B(s+1, j);
+ *   W(s, j) waits for B(s, j).
+ * A dependency on a pass of another device costs the hop time c.
+ * Ops complete passes: F, B and W one each; BW completes B, then W chained after it
+ * inside the op; F&B completes the F of (stage, mb) and the backward (B, or BW's B and
+ * W) of (stage2, mb2), which run together.
+ */
+#ifndef VPIPE_SCHEDULE_PASS_H
+#define VPIPE_SCHEDULE_PASS_H
+
+#include <stddef.h>
+
+#include "vpipe/schedule.h"
+
+typedef enum { VP__PASS_F = 0, VP__PASS_B = 1, VP__PASS_W = 2, VP__PASS_KINDS = 3 } vp__pass_kind;
+
+/* Most passes one op completes, and most passes one pass waits for. */
+#define VP__OP_MAX_PASSES 3
+#define VP__PASS_MAX_DEPS 1
+
+typedef struct vp__pass {
+    int32_t stage, mb;
+    uint8_t kind;    /* vp__pass_kind */
+    uint8_t chained; /* 1: its dependency is the op's previous pass, done inside the op */
+} vp__pass;
+
+/* Index of pass in a table of S * m * VP__PASS_KINDS entries. */
+static inline size_t vp__pass_index(const vp_schedule *s, vp__pass pass) {
+    return ((size_t)pass.stage * (size_t)s->m + (size_t)pass.mb) * VP__PASS_KINDS + pass.kind;
+}
+
+/* Writes the passes `pass` waits for into dep and returns their count (0 for an F on the
+ * first stage of its route). The stage and microbatch must be on the route. */
+int vp__pass_deps(const vp_schedule *s, vp__pass pass, vp__pass dep[VP__PASS_MAX_DEPS]);
+
+/* Writes the passes op completes, in the order they run, into out and returns their
+ * count; a pass with `chained` set waits for nothing outside the op. op->kind and (for
+ * F&B) op->bkind must be valid. */
+int vp__op_passes(const vp_op *op, vp__pass out[VP__OP_MAX_PASSES]);
+
+#endif
