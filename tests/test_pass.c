@@ -1,7 +1,9 @@
-/* The rules of a pass (schedule/pass.h) and the memory of an op (vp_cost_model_op_memory). */
+/* The rules of a pass (schedule/pass.h), the memory of an op (vp_cost_model_op_memory) and
+ * the event-driven replay against a straightforward reference. */
 #include <stdlib.h>
 
 #include "schedule/pass.h"
+#include "schedule/replay.h"
 #include "test_util.h"
 
 static vp__pass pass_of(int stage, int mb, int kind) {
@@ -105,11 +107,188 @@ static void test_op_memory(void **state) {
     vp_schedule_free(s);
 }
 
+/* The reference replay: rounds in which every device runs at most its next op, when that
+ * op's dependencies are done, until a round runs nothing. Same arithmetic as the replay
+ * (start = max(device free, dependency end + c across devices)), no event bookkeeping.
+ * Fills start/end; returns the ops left (0 when it finished); pos[p] the next positions. */
+static long reference_replay(const vp_schedule *s, const vp_cost_model *cm, double **start,
+                             double **end, int *pos) {
+    double *done = malloc((size_t)s->S * s->m * VP__PASS_KINDS * sizeof *done);
+    double *free_at = calloc((size_t)s->p, sizeof *free_at);
+    for (size_t i = 0; i < (size_t)s->S * s->m * VP__PASS_KINDS; i++)
+        done[i] = -1;
+    long left = vp_schedule_op_count(s);
+    for (int d = 0; d < s->p; d++)
+        pos[d] = 0;
+    for (int ran = 1; ran;) {
+        ran = 0;
+        for (int d = 0; d < s->p; d++) {
+            if (pos[d] == s->dev[d].n)
+                continue;
+            const vp_op *op = &s->dev[d].ops[pos[d]];
+            vp__pass passes[VP__OP_MAX_PASSES], deps[VP__PASS_MAX_DEPS];
+            int n = vp__op_passes(op, passes), ready = 1;
+            double t = 0;
+            for (int i = 0; i < n && ready; i++)
+                for (int k = 0; !passes[i].chained && k < vp__pass_deps(s, passes[i], deps); k++) {
+                    double r = done[vp__pass_index(s, deps[k])];
+                    ready = ready && r >= 0;
+                    r += s->stage_device[deps[k].stage] != d ? cm->c : 0.0;
+                    t = r > t ? r : t;
+                }
+            if (!ready)
+                continue;
+            t = free_at[d] > t ? free_at[d] : t;
+            start[d][pos[d]] = t;
+            end[d][pos[d]] = free_at[d] = t + vp_cost_model_op_time(cm, op);
+            for (int i = 0; i < n; i++)
+                done[vp__pass_index(s, passes[i])] = free_at[d];
+            pos[d]++, left--, ran = 1;
+        }
+    }
+    free(done);
+    free(free_at);
+    return left;
+}
+
+static double op_time(const void *cm, const vp_op *op) {
+    return vp_cost_model_op_time(cm, op);
+}
+
+static double **new_times(const vp_schedule *s) {
+    double **t = calloc((size_t)s->p, sizeof *t);
+    for (int d = 0; d < s->p; d++)
+        t[d] = calloc((size_t)s->dev[d].n + 1, sizeof **t);
+    return t;
+}
+
+static void free_times(double **t, int p) {
+    for (int d = 0; d < p; d++)
+        free(t[d]);
+    free(t);
+}
+
+/* Replays s with the library and the reference: the same outcome, bit-equal times, and on
+ * a deadlock a message naming every device the reference leaves blocked (the first few). */
+static void expect_replay_matches(const vp_schedule *s, const vp_cost_model *cm) {
+    double **s1 = new_times(s), **e1 = new_times(s), **s2 = new_times(s), **e2 = new_times(s);
+    int *pos = calloc((size_t)s->p, sizeof *pos);
+    vp_error err = {0};
+    vp_status rc = vp__replay(s, op_time, cm, cm->c, s1, e1, &err);
+    long left = reference_replay(s, cm, s2, e2, pos);
+    assert_int_equal(rc, left ? VP_EDEADLOCK : VP_OK);
+    for (int d = 0; d < s->p; d++) {
+        for (int k = 0; k < pos[d]; k++)
+            if (memcmp(&s1[d][k], &s2[d][k], sizeof(double)) ||
+                memcmp(&e1[d][k], &e2[d][k], sizeof(double)))
+                fail_msg("%s p=%d m=%d device %d op %d: [%a, %a] vs reference [%a, %a]", s->family,
+                         s->p, s->m, d, k, s1[d][k], e1[d][k], s2[d][k], e2[d][k]);
+        char want[64];
+        snprintf(want, sizeof want, "device %d at position %d (", d, pos[d]);
+        if (left && pos[d] < s->dev[d].n && d < 3 && !strstr(err.message, want))
+            fail_msg("deadlock message lacks '%s': %s", want, err.message);
+    }
+    free_times(s1, s->p);
+    free_times(e1, s->p);
+    free_times(s2, s->p);
+    free_times(e2, s->p);
+    free(pos);
+}
+
+/* Every family over a grid of (p, m) and costs (uneven, with hops, with F&B priced). */
+static void test_replay_equals_reference(void **state) {
+    (void)state;
+    const char *costs[] = {"F=1,B=1,W=1,c=0", "F=1,B=2,W=1,c=0.1",
+                           "F=1.3,B=1.7,W=0.9,c=0.05,FB=2.5", "F=3,B=1,W=4,c=0.5"};
+    int ps[] = {1, 2, 3, 4, 6, 8}, ms[] = {1, 2, 3, 5, 8, 12, 16};
+    int checked = 0;
+    for (int f = 0; f < vp_family_count(); f++)
+        for (size_t c = 0; c < sizeof costs / sizeof *costs; c++)
+            for (size_t i = 0; i < sizeof ps / sizeof *ps; i++)
+                for (size_t j = 0; j < sizeof ms / sizeof *ms; j++) {
+                    vp_spec spec = vp_spec_make(ps[i], ms[j]);
+                    assert_int_equal(vp_costs_parse(costs[c], &spec.costs, NULL), VP_OK);
+                    vp_schedule *s = NULL;
+                    if (vp_family_build(vp_family_at(f)->name, &spec, &s, NULL) != VP_OK)
+                        continue; /* the family does not take this shape */
+                    vp_cost_model *cm = vp_cost_model_new(s, &spec.costs, &spec.mem, NULL);
+                    assert_non_null(cm);
+                    expect_replay_matches(s, cm);
+                    vp_cost_model_free(cm);
+                    vp_schedule_free(s);
+                    checked++;
+                }
+    assert_true(checked > 1500);
+}
+
+/* Shuffled device orders: most deadlock somewhere, some do not; the replay and the
+ * reference agree on which, on the times of every op that ran, and on where each device
+ * stops. */
+static void test_replay_shuffled(void **state) {
+    (void)state;
+    const char *families[] = {"1f1b", "interleaved", "zb-h1", "v-half", "dualpipe"};
+    uint64_t rng = 12345;
+    int deadlocks = 0, finished = 0;
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+        for (int trial = 0; trial < 40; trial++) {
+            vp_costs costs = tu_costs(1, 2, 1, 0.25);
+            vp_schedule *s = tu_build(families[f], 4, 8, 0, costs);
+            for (int d = 0; d < s->p; d++) { /* swap a few neighbouring ops */
+                for (int x = 0; x < 1 + trial % 4; x++) {
+                    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+                    int k = (int)((rng >> 33) % (uint64_t)(s->dev[d].n - 1));
+                    vp_op tmp = s->dev[d].ops[k];
+                    s->dev[d].ops[k] = s->dev[d].ops[k + 1];
+                    s->dev[d].ops[k + 1] = tmp;
+                }
+            }
+            vp_memcfg mem = vp_memcfg_default();
+            vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, NULL);
+            expect_replay_matches(s, cm);
+            if (vp__replay(s, NULL, NULL, 0, NULL, NULL, NULL) == VP_EDEADLOCK)
+                deadlocks++;
+            else
+                finished++;
+            vp_cost_model_free(cm);
+            vp_schedule_free(s);
+        }
+    assert_true(deadlocks > 10 && finished > 10);
+}
+
+/* The deadlock message names each blocked device's op and the pass it waits for. */
+static void test_deadlock_message(void **state) {
+    (void)state;
+    vp_error err = {0};
+    vp_schedule *s = vp_schedule_new("t", 2, 2, 2, VP_PLACE_SINGLE, &err);
+    /* Device 0: F0.0 F0.1 BW0.1 BW0.0. Device 1: F1.1 BW1.0 F1.0 BW1.1: its BW1.0 waits for
+     * its own later F1.0, and device 0's BW0.1 for device 1's BW1.1 behind it. */
+    int k0[] = {VP_OP_F, VP_OP_F, VP_OP_BW, VP_OP_BW}, m0[] = {0, 1, 1, 0};
+    int k1[] = {VP_OP_F, VP_OP_BW, VP_OP_F, VP_OP_BW}, m1[] = {1, 0, 0, 1};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(vp_schedule_push_pass(s, 0, k0[i], 0, m0[i]), VP_OK);
+        assert_int_equal(vp_schedule_push_pass(s, 1, k1[i], 1, m1[i]), VP_OK);
+    }
+    assert_int_equal(vp__replay(s, NULL, NULL, 0, NULL, NULL, &err), VP_EDEADLOCK);
+    assert_string_equal(err.message,
+                        "replay deadlocks: every remaining device waits: device 0 at position "
+                        "2 (BW0.1) waits for B1.1 on device 1, device 1 at position 1 (BW1.0) "
+                        "waits for F1.0 on device 1");
+    vp_schedule_free(s);
+    /* Many blocked devices: the message names the first ones and counts the rest. */
+    vp_schedule *big = tu_build("1f1b", 64, 1, 0, vp_costs_default());
+    for (int d = 0; d < big->p; d++) /* every device runs its backward before its forward */
+        big->dev[d].ops[0].kind = VP_OP_BW, big->dev[d].ops[1].kind = VP_OP_F;
+    assert_int_equal(vp__replay(big, NULL, NULL, 0, NULL, NULL, &err), VP_EDEADLOCK);
+    assert_non_null(strstr(err.message, "device 0 at position 0 (BW0.0) waits for B1.0"));
+    assert_non_null(strstr(err.message, "more devices"));
+    vp_schedule_free(big);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dependencies),
-        cmocka_unit_test(test_op_passes),
-        cmocka_unit_test(test_op_memory),
+        cmocka_unit_test(test_dependencies),    cmocka_unit_test(test_op_passes),
+        cmocka_unit_test(test_op_memory),       cmocka_unit_test(test_replay_equals_reference),
+        cmocka_unit_test(test_replay_shuffled), cmocka_unit_test(test_deadlock_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,9 @@ void vp__buf_free(vp__buf *b);
 /* calloc that treats n*size overflow as failure. */
 void *vp__calloc(size_t n, size_t size);
 
+/* malloc of n elements of size bytes (uninitialised) that treats overflow as failure. */
+void *vp__malloc(size_t n, size_t size);
+
 /* Grows *buf (element size elem) so that it holds at least need elements; *cap tracks
  * the capacity. Returns 0 on success, -1 when memory runs out (buffer left unchanged). */
 int vp__grow(void **buf, int *cap, int need, size_t elem);

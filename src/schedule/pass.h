@@ -1,7 +1,8 @@
 /* The rules of a pass: the one place that knows which pass a pass waits for and which
- * passes an op completes. The replay, the validator and block reorder read them here;
- * the memory and time of a pass under a cost model live in sim (vp_cost_model_op_memory,
- * vp_cost_model_op_time). Internal to the library, shared by every module above schedule.
+ * passes an op completes. The replay (and through it the validator and the simulator)
+ * and block reorder read them here; the memory and time of a pass under a cost model live
+ * in sim (vp_cost_model_op_memory, vp_cost_model_op_time). Internal to the library,
+ * shared by every module above schedule.
  *
  * A pass is one of F (forward), B (input backward) or W (weight backward) of one
  * (stage, microbatch). Dependencies, within one microbatch's route:
@@ -20,7 +21,14 @@
 
 #include "vpipe/schedule.h"
 
-typedef enum { VP__PASS_F = 0, VP__PASS_B = 1, VP__PASS_W = 2, VP__PASS_KINDS = 3 } vp__pass_kind;
+/* Pass kinds, numbered as the op kind that runs the pass alone (so a pass formats and is
+ * priced as that op). */
+typedef enum {
+    VP__PASS_F = VP_OP_F,
+    VP__PASS_B = VP_OP_B,
+    VP__PASS_W = VP_OP_W,
+    VP__PASS_KINDS = 3
+} vp__pass_kind;
 
 /* Most passes one op completes, and most passes one pass waits for. */
 #define VP__OP_MAX_PASSES 3
@@ -39,11 +47,57 @@ static inline size_t vp__pass_index(const vp_schedule *s, vp__pass pass) {
 
 /* Writes the passes `pass` waits for into dep and returns their count (0 for an F on the
  * first stage of its route). The stage and microbatch must be on the route. */
-int vp__pass_deps(const vp_schedule *s, vp__pass pass, vp__pass dep[VP__PASS_MAX_DEPS]);
+static inline int vp__pass_deps(const vp_schedule *s, vp__pass pass,
+                                vp__pass dep[VP__PASS_MAX_DEPS]) {
+    vp__pass d = {.stage = pass.stage, .mb = pass.mb};
+    switch (pass.kind) {
+    case VP__PASS_F:
+        if (pass.stage == s->mb_first[pass.mb])
+            return 0;
+        d.stage = pass.stage - 1;
+        d.kind = VP__PASS_F;
+        break;
+    case VP__PASS_B:
+        if (pass.stage == vp_schedule_last_stage(s, pass.mb)) {
+            d.kind = VP__PASS_F;
+        } else {
+            d.stage = pass.stage + 1;
+            d.kind = VP__PASS_B;
+        }
+        break;
+    default:
+        d.kind = VP__PASS_B;
+        break;
+    }
+    dep[0] = d;
+    return 1;
+}
+
+/* Appends the passes of a backward kind (B, W or BW) of (stage, mb) at out[n]. */
+static inline int vp__backward_passes(int kind, int32_t stage, int32_t mb, vp__pass *out, int n) {
+    vp__pass p = {.stage = stage, .mb = mb};
+    if (kind == VP_OP_B || kind == VP_OP_BW) {
+        p.kind = VP__PASS_B;
+        out[n++] = p;
+    }
+    if (kind == VP_OP_W || kind == VP_OP_BW) {
+        p.kind = VP__PASS_W;
+        p.chained = kind == VP_OP_BW;
+        out[n++] = p;
+    }
+    return n;
+}
 
 /* Writes the passes op completes, in the order they run, into out and returns their
  * count; a pass with `chained` set waits for nothing outside the op. op->kind and (for
  * F&B) op->bkind must be valid. */
-int vp__op_passes(const vp_op *op, vp__pass out[VP__OP_MAX_PASSES]);
+static inline int vp__op_passes(const vp_op *op, vp__pass out[VP__OP_MAX_PASSES]) {
+    if (op->kind != VP_OP_F && op->kind != VP_OP_FB)
+        return vp__backward_passes(op->kind, op->stage, op->mb, out, 0);
+    out[0] = (vp__pass){.stage = op->stage, .mb = op->mb, .kind = VP__PASS_F};
+    if (op->kind == VP_OP_F)
+        return 1;
+    return vp__backward_passes(op->bkind, op->stage2, op->mb2, out, 1);
+}
 
 #endif
