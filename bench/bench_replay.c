@@ -199,7 +199,7 @@ static int run_case(const char *family, int p, int m, int sweep_max_p) {
     times ev = {0}, sw = {0};
     int bad = 0;
     if (vp_family_build(family, &spec, &s, &err) != VP_OK ||
-        !(cm = vp_cost_model_new(s, &spec.costs, &spec.mem, &err)) || times_new(s, &ev) ||
+        vp_cost_model_new(s, &spec.costs, &spec.mem, &cm, &err) != VP_OK || times_new(s, &ev) ||
         times_new(s, &sw)) {
         printf("%-12s %7d %5d  skipped: %s\n", family, p, m, err.message);
     } else {

@@ -144,7 +144,7 @@ static int bench_family(const char *family, const vp_spec *spec) {
     }
     row("build", family, spec->p, spec->m, reps, ms);
     if (vp_family_build(family, spec, &c.built, &c.err) != VP_OK ||
-        !(c.cm = vp_cost_model_new(c.built, &spec->costs, &spec->mem, &c.err)) ||
+        vp_cost_model_new(c.built, &spec->costs, &spec->mem, &c.cm, &c.err) != VP_OK ||
         repeat(time_simulate, &c, &ms, &reps)) {
         fprintf(stderr, "bench_speed: simulate %s: %s\n", family, c.err.message);
         vp_cost_model_free(c.cm);

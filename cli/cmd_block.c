@@ -46,10 +46,12 @@ static const char block_help[] =
 /* Prints the 1F1B block for p devices. */
 static int print_example(int p, const vp_costs *costs) {
     vp_error err = {0};
-    vp_block *shape = vp_block_new(p, p, VP_PLACE_SINGLE, &err);
+    vp_block *shape = NULL, *b = NULL;
     vp_memcfg mem = vp_memcfg_default();
-    vp_cost_model *cm = shape ? vp_block_cost_model(shape, costs, &mem, &err) : NULL;
-    vp_block *b = cm ? vp_block_1f1b(p, cm, 0, &err) : NULL;
+    vp_cost_model *cm = NULL;
+    if (vp_block_new(p, p, VP_PLACE_SINGLE, &shape, &err) == VP_OK &&
+        vp_block_cost_model(shape, costs, &mem, &cm, &err) == VP_OK)
+        vp_block_1f1b(p, cm, 0, &b, &err);
     char *text = b ? vp_block_write_json(b, costs) : NULL;
     int rc = VP_EXIT_OK;
     if (text)
@@ -140,8 +142,7 @@ static int build(const vp_block *b, int m, cli_spec *o, int reorder, int *moved,
     if (rc == VP_OK && vp_schedule_validate(*s, &err) != VP_OK)
         return cli_error(VP_EXIT_INPUT, "the block's timing breaks a dependency: %s", err.message);
     if (rc == VP_OK) {
-        cm = vp_block_cost_model(b, &o->spec.costs, &o->spec.mem, &err);
-        rc = cm ? VP_OK : err.status;
+        rc = vp_block_cost_model(b, &o->spec.costs, &o->spec.mem, &cm, &err);
     }
     if (rc == VP_OK)
         rc = vp_block_lifespan_new(b, cm, m, ls, &err);

@@ -177,10 +177,10 @@ static int write_timelines(const vp_schedule *s, const vp_pipeline_result *pr, c
         return 0;
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
-    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, &err);
+    vp_cost_model *cm = NULL;
     vp_timeline *sim_tl = NULL;
     vp_sim *sim = NULL;
-    int rc = cm ? 0 : cli_lib_error(&err);
+    int rc = vp_cost_model_new(s, &costs, &mem, &cm, &err) == VP_OK ? 0 : cli_lib_error(&err);
     if (!rc) {
         vp_runtime_measured_costs(s, pr->measured, cm);
         if (vp_simulate(s, cm, &sim, &err) != VP_OK ||
@@ -274,8 +274,8 @@ static int profile_op_ms(const train_args *a, const vp_schedule *s, vp_cost_mode
     vp_error err = {0};
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
-    *out = vp_cost_model_new(s, &costs, &mem, &err);
-    if (*out && vp_profile_cost_model(&a->profile, s, *out, &err) == VP_OK)
+    if (vp_cost_model_new(s, &costs, &mem, out, &err) == VP_OK &&
+        vp_profile_cost_model(&a->profile, s, *out, &err) == VP_OK)
         return 0;
     vp_cost_model_free(*out);
     *out = NULL;

@@ -171,8 +171,8 @@ int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_cost_model **cm_out
     vp_memcfg mem = o->spec.mem;
     if (o->have_profile && mem.unit_bytes <= 0)
         mem.unit_bytes = 1.0; /* allocates the byte arrays the profile fills */
-    vp_cost_model *cm = vp_cost_model_new(s, &o->spec.costs, &mem, &err);
-    if (!cm)
+    vp_cost_model *cm = NULL;
+    if (vp_cost_model_new(s, &o->spec.costs, &mem, &cm, &err) != VP_OK)
         return cli_lib_error(&err);
     if (o->have_profile && vp_profile_cost_model(&o->profile, s, cm, &err) != VP_OK) {
         vp_cost_model_free(cm);

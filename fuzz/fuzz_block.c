@@ -38,9 +38,10 @@ static void exercise(vp_block *b) {
     }
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
-    vp_cost_model *cm = vp_block_cost_model(b, &costs, &mem, &err);
+    vp_cost_model *cm = NULL;
     vp_block_lifespan *ls = NULL;
-    if (cm && vp_block_lifespan_new(b, cm, 0, &ls, &err) == VP_OK)
+    if (vp_block_cost_model(b, &costs, &mem, &cm, &err) == VP_OK &&
+        vp_block_lifespan_new(b, cm, 0, &ls, &err) == VP_OK)
         vp_block_lifespan_free(ls);
     vp_cost_model_free(cm);
 }

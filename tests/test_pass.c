@@ -26,9 +26,7 @@ static void expect_dep(const vp_schedule *s, vp__pass pass, int stage, int mb, i
  * are not stage 0 or S-1 are covered. */
 static void test_dependencies(void **state) {
     (void)state;
-    vp_error err = {0};
-    vp_schedule *s = vp_schedule_new("t", 2, 4, 2, VP_PLACE_BIDIR, &err);
-    assert_non_null(s);
+    vp_schedule *s = tu_schedule("t", 2, 4, 2, VP_PLACE_BIDIR);
     vp__pass dep[VP__PASS_MAX_DEPS];
     for (int mb = 0; mb < 2; mb++) {
         int first = s->mb_first[mb], last = first + 1;
@@ -75,13 +73,9 @@ static void test_op_passes(void **state) {
 /* Memory of every op kind, in units and bytes, under the ZB split (keep = R * act). */
 static void test_op_memory(void **state) {
     (void)state;
-    vp_error err = {0};
-    vp_schedule *s = vp_schedule_new("t", 2, 4, 1, VP_PLACE_V, &err);
-    assert_non_null(s);
-    vp_costs costs = vp_costs_default();
+    vp_schedule *s = tu_schedule("t", 2, 4, 1, VP_PLACE_V);
     vp_memcfg mem = {.kind = VP_MEM_ZB, .zb_ratio = 0.25, .unit_bytes = 8.0};
-    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, &err);
-    assert_non_null(cm);
+    vp_cost_model *cm = tu_cm(s, vp_costs_default(), &mem);
     double act = 0.5, keep = 0.125; /* a V chunk is half a unit */
     struct {
         vp_op op;
@@ -211,8 +205,7 @@ static void test_replay_equals_reference(void **state) {
                     vp_schedule *s = NULL;
                     if (vp_family_build(vp_family_at(f)->name, &spec, &s, NULL) != VP_OK)
                         continue; /* the family does not take this shape */
-                    vp_cost_model *cm = vp_cost_model_new(s, &spec.costs, &spec.mem, NULL);
-                    assert_non_null(cm);
+                    vp_cost_model *cm = tu_cm(s, spec.costs, &spec.mem);
                     expect_replay_matches(s, cm);
                     vp_cost_model_free(cm);
                     vp_schedule_free(s);
@@ -242,8 +235,7 @@ static void test_replay_shuffled(void **state) {
                     s->dev[d].ops[k + 1] = tmp;
                 }
             }
-            vp_memcfg mem = vp_memcfg_default();
-            vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, NULL);
+            vp_cost_model *cm = tu_cm(s, costs, NULL);
             expect_replay_matches(s, cm);
             if (vp__replay(s, NULL, NULL, 0, NULL, NULL, NULL) == VP_EDEADLOCK)
                 deadlocks++;
@@ -259,7 +251,7 @@ static void test_replay_shuffled(void **state) {
 static void test_deadlock_message(void **state) {
     (void)state;
     vp_error err = {0};
-    vp_schedule *s = vp_schedule_new("t", 2, 2, 2, VP_PLACE_SINGLE, &err);
+    vp_schedule *s = tu_schedule("t", 2, 2, 2, VP_PLACE_SINGLE);
     /* Device 0: F0.0 F0.1 BW0.1 BW0.0. Device 1: F1.1 BW1.0 F1.0 BW1.1: its BW1.0 waits for
      * its own later F1.0, and device 0's BW0.1 for device 1's BW1.1 behind it. */
     int k0[] = {VP_OP_F, VP_OP_F, VP_OP_BW, VP_OP_BW}, m0[] = {0, 1, 1, 0};

@@ -43,7 +43,7 @@ static void test_wrong_device(void **state) {
 
 static void test_w_before_b(void **state) {
     (void)state;
-    vp_schedule *s = vp_schedule_new("t", 1, 1, 1, VP_PLACE_SINGLE, NULL);
+    vp_schedule *s = tu_schedule("t", 1, 1, 1, VP_PLACE_SINGLE);
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_F, 0, 0), VP_OK);
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_W, 0, 0), VP_OK);
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_B, 0, 0), VP_OK);
@@ -53,7 +53,7 @@ static void test_w_before_b(void **state) {
 
 static void test_backward_before_forward(void **state) {
     (void)state;
-    vp_schedule *s = vp_schedule_new("t", 1, 1, 1, VP_PLACE_SINGLE, NULL);
+    vp_schedule *s = tu_schedule("t", 1, 1, 1, VP_PLACE_SINGLE);
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_BW, 0, 0), VP_OK);
     assert_int_equal(vp_schedule_push_pass(s, 0, VP_OP_F, 0, 0), VP_OK);
     expect_invalid(s, VP_EVALIDATION, "backward comes before its forward", "BW0.0");
@@ -65,7 +65,7 @@ static void test_cross_device_cycle(void **state) {
     /* Device 0 runs F0.1 then F0.0; device 1 waits for F1.0 first... no: device 1 runs
      * BW1.0 before F1.1's input arrives only if... Build a true cycle: device 1 insists on
      * F1.1 first, device 0 insists on BW0.1 (which needs BW1.1) before F0.1. */
-    vp_schedule *s = vp_schedule_new("t", 2, 2, 2, VP_PLACE_SINGLE, NULL);
+    vp_schedule *s = tu_schedule("t", 2, 2, 2, VP_PLACE_SINGLE);
     vp_op_kind k0[] = {VP_OP_F, VP_OP_BW, VP_OP_F, VP_OP_BW};
     int m0[] = {0, 0, 1, 1};
     for (int i = 0; i < 4; i++)
@@ -92,7 +92,7 @@ static void test_out_of_range_and_routes(void **state) {
     expect_invalid(s, VP_EVALIDATION, "outside 0..1", NULL);
     vp_schedule_free(s);
     /* Bidirectional routes: a microbatch of copy 1 has no pass on copy 0's stages. */
-    s = vp_schedule_new("t", 2, 4, 2, VP_PLACE_BIDIR, NULL);
+    s = tu_schedule("t", 2, 4, 2, VP_PLACE_BIDIR);
     assert_int_equal(s->mb_first[1], 2);
     assert_int_equal(s->stage_device[2], 1);
     assert_int_equal(s->stage_device[3], 0);
@@ -104,22 +104,64 @@ static void test_out_of_range_and_routes(void **state) {
 static void test_placements(void **state) {
     (void)state;
     vp_error err = {0};
-    vp_schedule *s = vp_schedule_new("t", 4, 8, 1, VP_PLACE_V, &err);
+    vp_schedule *s = tu_schedule("t", 4, 8, 1, VP_PLACE_V);
     int want_v[8] = {0, 1, 2, 3, 3, 2, 1, 0}, want_chunk[8] = {0, 0, 0, 0, 1, 1, 1, 1};
     for (int i = 0; i < 8; i++) {
         assert_int_equal(s->stage_device[i], want_v[i]);
         assert_int_equal(s->stage_chunk[i], want_chunk[i]);
     }
     vp_schedule_free(s);
-    s = vp_schedule_new("t", 4, 12, 1, VP_PLACE_LOOP, &err);
+    s = tu_schedule("t", 4, 12, 1, VP_PLACE_LOOP);
     assert_int_equal(s->stage_device[9], 1);
     assert_int_equal(s->stage_chunk[9], 2);
     assert_int_equal(vp_schedule_chunks_per_device(s), 3);
     vp_schedule_free(s);
-    assert_null(vp_schedule_new("t", 4, 7, 1, VP_PLACE_V, &err));
+    s = (vp_schedule *)&err; /* a failing constructor leaves NULL */
+    vp_shape v7 = {.p = 4, .S = 7, .m = 1, .placement = VP_PLACE_V};
+    assert_int_equal(vp_schedule_new("t", v7, &s, &err), VP_EINVAL);
+    assert_null(s);
     assert_non_null(strstr(err.message, "S = 2p"));
-    assert_null(vp_schedule_new("t", 4, 6, 1, VP_PLACE_LOOP, &err));
-    assert_null(vp_schedule_new("t", 0, 1, 1, VP_PLACE_SINGLE, &err));
+    vp_shape loop6 = {.p = 4, .S = 6, .m = 1, .placement = VP_PLACE_LOOP};
+    assert_int_equal(vp_schedule_new("t", loop6, &s, NULL), VP_EINVAL);
+    vp_shape p0 = {.p = 0, .S = 1, .m = 1, .placement = VP_PLACE_SINGLE};
+    assert_int_equal(vp_schedule_new("t", p0, &s, NULL), VP_EINVAL);
+    assert_null(s);
+}
+
+/* Every constructor reports the real status with err == NULL (no guessing VP_ENOMEM) and
+ * leaves *out NULL. */
+static void test_constructor_errors(void **state) {
+    (void)state;
+    vp_schedule *s = tu_schedule("t", 2, 2, 1, VP_PLACE_SINGLE);
+    vp_costs bad = tu_costs(1, -1, 1, 0);
+    vp_memcfg mem = vp_memcfg_default();
+    vp_cost_model *cm = (vp_cost_model *)s;
+    assert_int_equal(vp_cost_model_new(s, &bad, &mem, &cm, NULL), VP_EINVAL);
+    assert_null(cm);
+    vp_memcfg zb = {.kind = VP_MEM_ZB, .zb_ratio = 1.5};
+    vp_costs ok = vp_costs_default();
+    assert_int_equal(vp_cost_model_new(s, &ok, &zb, &cm, NULL), VP_EINVAL);
+    assert_null(cm);
+    s->stage_device[1] = 5; /* outside 0..p-1: nothing changes */
+    s->stage_chunk[1] = 7;
+    assert_int_equal(vp_schedule_set_chunks(s, NULL), VP_EINVAL);
+    assert_int_equal(s->stage_chunk[1], 7);
+    s->stage_device[1] = 0;
+    assert_int_equal(vp_schedule_set_chunks(s, NULL), VP_OK);
+    assert_int_equal(s->stage_chunk[1], 1);
+    vp_block *shape = NULL, *b = (vp_block *)s;
+    assert_int_equal(vp_block_new(2, 3, VP_PLACE_V, &b, NULL), VP_EINVAL);
+    assert_null(b);
+    assert_int_equal(vp_block_new(3, 3, VP_PLACE_SINGLE, &shape, NULL), VP_OK);
+    assert_int_equal(vp_block_cost_model(shape, &bad, &mem, &cm, NULL), VP_EINVAL);
+    assert_null(cm);
+    cm = tu_cm(s, ok, NULL); /* 2 stages: does not fit a 3-device 1F1B block */
+    b = shape;
+    assert_int_equal(vp_block_1f1b(3, cm, 0, &b, NULL), VP_EINVAL);
+    assert_null(b);
+    vp_cost_model_free(cm);
+    vp_block_free(shape);
+    vp_schedule_free(s);
 }
 
 /* F&B ops: validate, simulate with their own cost, round-trip through JSON. */
@@ -127,7 +169,7 @@ static void test_overlapped_pair(void **state) {
     (void)state;
     /* One device, two stages (a V at p=1), two microbatches: F0.0 F1.0 B1.0 ... with
      * the forward of microbatch 1 overlapped with the backward of microbatch 0. */
-    vp_schedule *s = vp_schedule_new("t", 1, 2, 2, VP_PLACE_V, NULL);
+    vp_schedule *s = tu_schedule("t", 1, 2, 2, VP_PLACE_V);
     vp_op ops[] = {{VP_OP_F, 0, 0, 0, 0, 0},  {VP_OP_F, 0, 1, 0, 0, 0},
                    {VP_OP_BW, 0, 1, 0, 0, 0}, {VP_OP_FB, VP_OP_BW, 0, 1, 0, 0},
                    {VP_OP_F, 0, 1, 1, 0, 0},  {VP_OP_BW, 0, 1, 1, 0, 0},
@@ -224,6 +266,7 @@ int main(void) {
         cmocka_unit_test(test_cross_device_cycle),
         cmocka_unit_test(test_out_of_range_and_routes),
         cmocka_unit_test(test_placements),
+        cmocka_unit_test(test_constructor_errors),
         cmocka_unit_test(test_overlapped_pair),
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_json_errors),

@@ -67,14 +67,20 @@ typedef struct vp_schedule {
     vp_oplist *dev;        /* [p] ops per device */
 } vp_schedule;
 
-/* Allocates an empty schedule with the given shape and placement and fills stage_device,
- * stage_chunk and mb_first from it (VP_PLACE_CUSTOM leaves every stage on device 0, for
- * the caller to set, then call vp_schedule_set_chunks). S must fit the placement:
- * SINGLE S=p, LOOP S a multiple of p, V S=2p, BIDIR S=2p (route_len p, microbatches
- * alternate copies: even mb on copy 0, odd on copy 1, changeable by the caller).
- * Returns NULL on bad arguments or no memory (err says which). */
-vp_schedule *vp_schedule_new(const char *family, int p, int S, int m, vp_placement_kind placement,
-                             vp_error *err);
+/* The shape of a schedule: devices, stages, microbatches and the stage placement. */
+typedef struct vp_shape {
+    int p, S, m;
+    vp_placement_kind placement;
+} vp_shape;
+
+/* Allocates an empty schedule of the given shape into *out and fills stage_device,
+ * stage_chunk and mb_first from the placement (VP_PLACE_CUSTOM leaves every stage on
+ * device 0, for the caller to set, then call vp_schedule_set_chunks). S must fit the
+ * placement: SINGLE S=p, LOOP S a multiple of p, V S=2p, BIDIR S=2p (route_len p,
+ * microbatches alternate copies: even mb on copy 0, odd on copy 1, changeable by the
+ * caller). family NULL is "custom". VP_EINVAL (p, S or m < 1, S not fitting), VP_ENOMEM;
+ * *out is NULL on failure. Caller frees with vp_schedule_free. */
+vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out, vp_error *err);
 
 /* Releases a schedule; NULL is a no-op. */
 void vp_schedule_free(vp_schedule *s);
@@ -86,8 +92,9 @@ vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
 vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
 
 /* Recomputes stage_chunk from stage_device (chunk = rank of the stage, by stage index,
- * among the stages of its device). */
-void vp_schedule_set_chunks(vp_schedule *s);
+ * among the stages of its device). VP_EINVAL (and nothing changed) when a stage's device
+ * is outside 0..p-1, VP_ENOMEM. */
+vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err);
 
 /* Number of chunks (stages) on the busiest device. */
 int vp_schedule_chunks_per_device(const vp_schedule *s);

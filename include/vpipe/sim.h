@@ -64,11 +64,15 @@ typedef struct vp_cost_model {
     double *keep_bytes; /* [S] bytes kept from B until W, NULL when unknown */
 } vp_cost_model;
 
-/* Lays costs and the memory model out per stage of schedule s (chunk passes charged 1/v,
- * v = S/p; for the bidirectional placement each stage is a whole slice). Bytes are
- * filled when mem->unit_bytes > 0. Returns NULL on bad arguments or no memory. */
-vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
-                                 vp_error *err);
+/* Lays costs and the memory model out per stage of schedule s into a new *out (chunk
+ * passes charged 1/v, v = S/p; for the bidirectional placement each stage is a whole
+ * slice). Bytes are filled when mem->unit_bytes > 0. VP_EINVAL (negative costs, a ZB
+ * ratio outside [0, 1]), VP_ENOMEM; *out is NULL on failure. Caller frees with
+ * vp_cost_model_free. */
+vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
+                            vp_cost_model **out, vp_error *err);
+
+/* Releases a cost model; NULL is a no-op. */
 void vp_cost_model_free(vp_cost_model *cm);
 
 /* Duration of one pass of stage under the model: kind F, B, W, or BW (= B + W). */

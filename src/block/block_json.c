@@ -122,9 +122,10 @@ static vp_status apply_costs(json_t *root, vp_block *b, const vp_costs *override
     if (used)
         *used = costs;
     vp_memcfg mem = vp_memcfg_default();
-    vp_cost_model *cm = vp_block_cost_model(b, &costs, &mem, err);
-    if (!cm)
-        return err ? err->status : VP_ENOMEM;
+    vp_cost_model *cm = NULL;
+    vp_status rc = vp_block_cost_model(b, &costs, &mem, &cm, err);
+    if (rc != VP_OK)
+        return rc;
     for (int i = 0; i < b->n; i++)
         if (b->pass[i].dur < 0)
             b->pass[i].dur = vp_cost_model_pass_time(cm, b->pass[i].kind, b->pass[i].stage);
@@ -161,9 +162,10 @@ static vp_status read_block(json_t *root, const vp_costs *override, vp_costs *us
     if (rc != VP_OK)
         return rc;
     vp_error perr = {0};
-    vp_block *b = vp_block_new(p, S, pl, &perr);
-    if (!b)
-        return vp__fail(err, perr.status == VP_ENOMEM ? VP_ENOMEM : VP_EPARSE, "%s", perr.message);
+    vp_block *b = NULL;
+    rc = vp_block_new(p, S, pl, &b, &perr);
+    if (rc != VP_OK)
+        return vp__fail(err, rc == VP_ENOMEM ? VP_ENOMEM : VP_EPARSE, "%s", perr.message);
     b->mb_per_copy = k;
     json_t *map = json_object_get(root, "stage_device");
     if (pl == VP_PLACE_CUSTOM && !map)

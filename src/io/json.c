@@ -225,10 +225,11 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
     json_t *fam = json_object_get(root, "family");
     if (fam && !json_is_string(fam))
         return vp__fail(err, VP_EPARSE, "field \"family\" must be a string");
-    vp_schedule *s =
-        vp_schedule_new(fam ? json_string_value(fam) : "custom", p, S, m, VP_PLACE_CUSTOM, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
+    vp_schedule *s = NULL;
+    vp_shape shape = {.p = p, .S = S, .m = m, .placement = VP_PLACE_CUSTOM};
+    rc = vp_schedule_new(fam ? json_string_value(fam) : "custom", shape, &s, err);
+    if (rc != VP_OK)
+        return rc;
     s->placement = placement;
     s->route_len = route_len;
     rc = read_int_array(json_object_get(root, "stage_device"), "stage_device", S, 0, p - 1,
@@ -236,7 +237,8 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
     json_t *routes = json_object_get(root, "mb_first");
     if (rc == VP_OK && routes)
         rc = read_int_array(routes, "mb_first", m, 0, S - 1, s->mb_first, err);
-    vp_schedule_set_chunks(s);
+    if (rc == VP_OK)
+        rc = vp_schedule_set_chunks(s, err);
     json_t *devs = json_object_get(root, "devices");
     if (rc == VP_OK && (!json_is_array(devs) || (int)json_array_size(devs) != p))
         rc = vp__fail(err, VP_EPARSE, "field \"devices\" must be an array of %d op lists", p);

@@ -686,15 +686,16 @@ static vp_placement_kind detect_placement(const int32_t *rank, int S, int p) {
 static vp_status build(const checker *ck, vp_schedule **out, vp_error *err) {
     const parsed *ps = ck->ps;
     vp_placement_kind kind = detect_placement(ck->rank, ck->S, ps->rows);
-    vp_schedule *s = vp_schedule_new("custom", ps->rows, ck->S, ck->m, kind, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
+    vp_schedule *s = NULL;
+    vp_shape shape = {.p = ps->rows, .S = ck->S, .m = ck->m, .placement = kind};
+    vp_status st = vp_schedule_new("custom", shape, &s, err);
+    if (st != VP_OK)
+        return st;
     if (kind == VP_PLACE_CUSTOM) {
         memcpy(s->stage_device, ck->rank, (size_t)ck->S * sizeof *ck->rank);
-        vp_schedule_set_chunks(s);
+        st = vp_schedule_set_chunks(s, err);
     }
     static const uint8_t vp_kind[4] = {VP_OP_F, VP_OP_B, VP_OP_W, VP_OP_BW};
-    vp_status st = VP_OK;
     for (int i = 0; i < ps->n && !st; i++) {
         const cellrec *c = &ps->cells[i];
         if (c->n == 0 || !is_compute(c->a[0].type))
@@ -706,12 +707,11 @@ static vp_status build(const checker *ck, vp_schedule **out, vp_error *err) {
             op.stage2 = c->a[1].stage;
             op.mb2 = c->a[1].mb;
         }
-        st = vp_schedule_push(s, c->row, op);
+        if (vp_schedule_push(s, c->row, op) != VP_OK)
+            st = vp__fail(err, VP_ENOMEM, "torch csv: out of memory");
     }
     if (st == VP_OK)
         st = vp_schedule_validate(s, err);
-    else
-        vp__fail(err, st, "torch csv: out of memory");
     if (st) {
         vp_schedule_free(s);
         return st;

@@ -89,11 +89,12 @@ vp_status vp_runtime_predict_peaks(const vp_schedule *s, const vp_model_config *
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
     mem.unit_bytes = 1.0; /* allocates the byte arrays; overwritten below */
-    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, err);
-    if (!cm)
-        return err ? err->status : VP_ENOMEM;
+    vp_cost_model *cm = NULL;
+    vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, err);
+    if (rc != VP_OK)
+        return rc;
     vp_sim *sim = NULL;
-    vp_status rc = vp_runtime_model_bytes(cm, s, cfg, err);
+    rc = vp_runtime_model_bytes(cm, s, cfg, err);
     if (rc == VP_OK)
         rc = vp_simulate(s, cm, &sim, err);
     if (rc == VP_OK)

@@ -46,41 +46,40 @@ static vp_status place_stages(vp_schedule *s, vp_error *err) {
     return vp__fail(err, VP_EINVAL, "unknown placement %d", (int)s->placement);
 }
 
-vp_schedule *vp_schedule_new(const char *family, int p, int S, int m, vp_placement_kind placement,
-                             vp_error *err) {
-    if (p < 1 || S < 1 || m < 1) {
-        vp__fail(err, VP_EINVAL, "schedule needs p, S, m >= 1 (p=%d, S=%d, m=%d)", p, S, m);
-        return NULL;
-    }
+vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    int p = shape.p, S = shape.S, m = shape.m;
+    if (p < 1 || S < 1 || m < 1)
+        return vp__fail(err, VP_EINVAL, "schedule needs p, S, m >= 1 (p=%d, S=%d, m=%d)", p, S, m);
     vp_schedule *s = vp__calloc(1, sizeof *s);
-    if (!s) {
-        vp__fail(err, VP_ENOMEM, "out of memory");
-        return NULL;
-    }
+    if (!s)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     snprintf(s->family, sizeof s->family, "%s", family ? family : "custom");
     s->p = p;
     s->S = S;
     s->m = m;
-    s->placement = placement;
-    s->route_len = placement == VP_PLACE_BIDIR ? p : S;
+    s->placement = shape.placement;
+    s->route_len = shape.placement == VP_PLACE_BIDIR ? p : S;
     s->stage_device = vp__calloc((size_t)S, sizeof *s->stage_device);
     s->stage_chunk = vp__calloc((size_t)S, sizeof *s->stage_chunk);
     s->mb_first = vp__calloc((size_t)m, sizeof *s->mb_first);
     s->dev = vp__calloc((size_t)p, sizeof *s->dev);
-    if (!s->stage_device || !s->stage_chunk || !s->mb_first || !s->dev) {
-        vp_schedule_free(s);
-        vp__fail(err, VP_ENOMEM, "out of memory");
-        return NULL;
-    }
-    if (place_stages(s, err) != VP_OK) {
-        vp_schedule_free(s);
-        return NULL;
-    }
-    if (placement == VP_PLACE_BIDIR)
+    vp_status rc = VP_OK;
+    if (!s->stage_device || !s->stage_chunk || !s->mb_first || !s->dev)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK)
+        rc = place_stages(s, err);
+    if (rc == VP_OK && shape.placement == VP_PLACE_BIDIR)
         for (int j = 0; j < m; j++)
             s->mb_first[j] = (j % 2) * p;
-    vp_schedule_set_chunks(s);
-    return s;
+    if (rc == VP_OK)
+        rc = vp_schedule_set_chunks(s, err);
+    if (rc != VP_OK) {
+        vp_schedule_free(s);
+        return rc;
+    }
+    *out = s;
+    return VP_OK;
 }
 
 void vp_schedule_free(vp_schedule *s) {
@@ -109,15 +108,18 @@ vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stag
     return vp_schedule_push(s, d, op);
 }
 
-void vp_schedule_set_chunks(vp_schedule *s) {
+vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err) {
+    for (int i = 0; i < s->S; i++)
+        if (s->stage_device[i] < 0 || s->stage_device[i] >= s->p)
+            return vp__fail(err, VP_EINVAL, "stage %d is placed on device %d, outside 0..%d", i,
+                            s->stage_device[i], s->p - 1);
     int *count = vp__calloc((size_t)s->p, sizeof *count);
     if (!count)
-        return;
-    for (int i = 0; i < s->S; i++) {
-        int d = s->stage_device[i];
-        s->stage_chunk[i] = (d >= 0 && d < s->p) ? count[d]++ : 0;
-    }
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int i = 0; i < s->S; i++)
+        s->stage_chunk[i] = count[s->stage_device[i]]++;
     free(count);
+    return VP_OK;
 }
 
 int vp_schedule_chunks_per_device(const vp_schedule *s) {

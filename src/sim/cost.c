@@ -101,16 +101,13 @@ void vp_cost_model_free(vp_cost_model *cm) {
     free(cm);
 }
 
-vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
-                                 vp_error *err) {
-    if (!(costs->f >= 0 && costs->b >= 0 && costs->w >= 0 && costs->c >= 0)) {
-        vp__fail(err, VP_EINVAL, "costs must be >= 0");
-        return NULL;
-    }
-    if (mem->kind == VP_MEM_ZB && !(mem->zb_ratio >= 0 && mem->zb_ratio <= 1)) {
-        vp__fail(err, VP_EINVAL, "zb memory ratio must be in [0, 1]");
-        return NULL;
-    }
+vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
+                            vp_cost_model **out, vp_error *err) {
+    *out = NULL;
+    if (!(costs->f >= 0 && costs->b >= 0 && costs->w >= 0 && costs->c >= 0))
+        return vp__fail(err, VP_EINVAL, "costs must be >= 0");
+    if (mem->kind == VP_MEM_ZB && !(mem->zb_ratio >= 0 && mem->zb_ratio <= 1))
+        return vp__fail(err, VP_EINVAL, "zb memory ratio must be in [0, 1]");
     size_t S = (size_t)s->S;
     vp_cost_model *cm = vp__calloc(1, sizeof *cm);
     if (cm) {
@@ -130,8 +127,7 @@ vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, co
     if (!cm || !cm->f || !cm->b || !cm->w || !cm->fb || !cm->act || !cm->keep ||
         (mem->unit_bytes > 0 && (!cm->act_bytes || !cm->keep_bytes))) {
         vp_cost_model_free(cm);
-        vp__fail(err, VP_ENOMEM, "out of memory");
-        return NULL;
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     }
     /* A stage is 1/v of its device's slice; the two copies of the bidirectional placement
      * each hold a whole slice. */
@@ -150,7 +146,8 @@ vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, co
             cm->keep_bytes[i] = mem->unit_bytes * cm->keep[i];
         }
     }
-    return cm;
+    *out = cm;
+    return VP_OK;
 }
 
 double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage) {
