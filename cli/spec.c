@@ -168,11 +168,8 @@ int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out) 
 
 int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_cost_model **cm_out, vp_sim **out) {
     vp_error err = {0};
-    vp_memcfg mem = o->spec.mem;
-    if (o->have_profile && mem.unit_bytes <= 0)
-        mem.unit_bytes = 1.0; /* allocates the byte arrays the profile fills */
     vp_cost_model *cm = NULL;
-    if (vp_cost_model_new(s, &o->spec.costs, &mem, &cm, &err) != VP_OK)
+    if (vp_cost_model_new(s, &o->spec.costs, &o->spec.mem, &cm, &err) != VP_OK)
         return cli_lib_error(&err);
     if (o->have_profile && vp_profile_cost_model(&o->profile, s, cm, &err) != VP_OK) {
         vp_cost_model_free(cm);

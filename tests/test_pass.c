@@ -101,6 +101,34 @@ static void test_op_memory(void **state) {
     vp_schedule_free(s);
 }
 
+/* Bytes are always allocated; peak_bytes appears only when the model has them: from
+ * unit_bytes, or filled by the caller, who sets has_bytes. */
+static void test_bytes_flag(void **state) {
+    (void)state;
+    vp_schedule *s = tu_build("1f1b", 3, 6, 0, vp_costs_default());
+    vp_cost_model *cm = tu_cm(s, vp_costs_default(), NULL);
+    assert_int_equal(cm->has_bytes, 0);
+    assert_non_null(cm->act_bytes);
+    vp_sim *sim = NULL;
+    assert_int_equal(vp_simulate(s, cm, &sim, NULL), VP_OK);
+    assert_null(sim->peak_bytes);
+    vp_sim_free(sim);
+    for (int st = 0; st < s->S; st++) /* 1000 bytes per F, all freed by the BW */
+        cm->act_bytes[st] = 1000, cm->keep_bytes[st] = 250;
+    cm->has_bytes = 1;
+    assert_int_equal(vp_simulate(s, cm, &sim, NULL), VP_OK);
+    for (int d = 0; d < s->p; d++)
+        TU_NEAR(sim->peak_bytes[d], 1000 * sim->peak[d]);
+    vp_sim_free(sim);
+    vp_cost_model_free(cm);
+    vp_memcfg mem = {.kind = VP_MEM_AT_W, .zb_ratio = 1, .unit_bytes = 4096};
+    cm = tu_cm(s, vp_costs_default(), &mem);
+    assert_int_equal(cm->has_bytes, 1);
+    TU_NEAR(cm->act_bytes[0], 4096);
+    vp_cost_model_free(cm);
+    vp_schedule_free(s);
+}
+
 /* The reference replay: rounds in which every device runs at most its next op, when that
  * op's dependencies are done, until a round runs nothing. Same arithmetic as the replay
  * (start = max(device free, dependency end + c across devices)), no event bookkeeping.
@@ -278,9 +306,13 @@ static void test_deadlock_message(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dependencies),    cmocka_unit_test(test_op_passes),
-        cmocka_unit_test(test_op_memory),       cmocka_unit_test(test_replay_equals_reference),
-        cmocka_unit_test(test_replay_shuffled), cmocka_unit_test(test_deadlock_message),
+        cmocka_unit_test(test_dependencies),
+        cmocka_unit_test(test_op_passes),
+        cmocka_unit_test(test_op_memory),
+        cmocka_unit_test(test_bytes_flag),
+        cmocka_unit_test(test_replay_equals_reference),
+        cmocka_unit_test(test_replay_shuffled),
+        cmocka_unit_test(test_deadlock_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

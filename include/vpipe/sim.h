@@ -60,13 +60,16 @@ typedef struct vp_cost_model {
     double c;           /* time of one hop between stages on different devices */
     double *act;        /* [S] units added by F */
     double *keep;       /* [S] units kept from B until W */
-    double *act_bytes;  /* [S] bytes added by F, NULL when unknown */
-    double *keep_bytes; /* [S] bytes kept from B until W, NULL when unknown */
+    double *act_bytes;  /* [S] bytes added by F (0 until known) */
+    double *keep_bytes; /* [S] bytes kept from B until W (0 until known) */
+    int has_bytes;      /* 1 when act_bytes/keep_bytes are known: set by vp_cost_model_new
+                           for unit_bytes > 0; a caller that fills them sets it */
 } vp_cost_model;
 
 /* Lays costs and the memory model out per stage of schedule s into a new *out (chunk
  * passes charged 1/v, v = S/p; for the bidirectional placement each stage is a whole
- * slice). Bytes are filled when mem->unit_bytes > 0. VP_EINVAL (negative costs, a ZB
+ * slice). The byte arrays are always allocated; they are filled (and has_bytes set)
+ * when mem->unit_bytes > 0, else left 0 for the caller to fill. VP_EINVAL (negative costs, a ZB
  * ratio outside [0, 1]), VP_ENOMEM; *out is NULL on failure. Caller frees with
  * vp_cost_model_free. */
 vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
@@ -82,8 +85,8 @@ double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage);
 double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
 
 /* Memory one pass of stage (kind F, B, W or BW) takes when it starts (*up) and releases
- * when it ends (*down), in units, or in bytes when `bytes` is non-zero (the model must
- * have them): F takes act; B releases act - keep, W keep, BW act. */
+ * when it ends (*down), in units, or in bytes when `bytes` is non-zero (0 unless the
+ * model has_bytes): F takes act; B releases act - keep, W keep, BW act. */
 void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
                                double *down);
 
@@ -102,7 +105,7 @@ typedef struct vp_sim {
     double *dev_last;       /* [p] end of the device's last op */
     double *dev_busy;       /* [p] time spent computing */
     double *peak;           /* [p] peak memory, units */
-    double *peak_bytes;     /* [p] peak memory in bytes, NULL when unknown */
+    double *peak_bytes;     /* [p] peak memory in bytes, NULL unless the model has_bytes */
     double peak_max;        /* max over devices of peak */
     double **start, **end;  /* [p][n_d] op times */
     double **mem_after;     /* [p][n_d] memory (units) after each op */

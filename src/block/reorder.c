@@ -353,7 +353,7 @@ vp_status vp_block_reorder(vp_schedule *s, const vp_cost_model *cm, int *moved, 
     ctx c = {.s = s,
              .cm = cm,
              .scale = tick_scale(s, cm, total),
-             .metrics = cm->act_bytes && cm->keep_bytes ? 2 : 1,
+             .metrics = cm->has_bytes ? 2 : 1,
              .nmax = nmax};
     c.hop = nearbyint(cm->c * c.scale);
     size_t pm = (size_t)c.metrics * (size_t)s->p, lv = (size_t)c.metrics * nmax;

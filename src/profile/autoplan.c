@@ -10,7 +10,6 @@ static vp_status peak_bytes_of(const vp_profile *pr, const vp_schedule *s, doubl
                                vp_error *err) {
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
-    mem.unit_bytes = 1.0; /* allocates the byte arrays the profile fills */
     vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
     vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, err);

@@ -119,13 +119,12 @@ vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const v
         cm->fb = vp__calloc(S, sizeof(double));
         cm->act = vp__calloc(S, sizeof(double));
         cm->keep = vp__calloc(S, sizeof(double));
-        if (mem->unit_bytes > 0) {
-            cm->act_bytes = vp__calloc(S, sizeof(double));
-            cm->keep_bytes = vp__calloc(S, sizeof(double));
-        }
+        cm->act_bytes = vp__calloc(S, sizeof(double));
+        cm->keep_bytes = vp__calloc(S, sizeof(double));
+        cm->has_bytes = mem->unit_bytes > 0;
     }
-    if (!cm || !cm->f || !cm->b || !cm->w || !cm->fb || !cm->act || !cm->keep ||
-        (mem->unit_bytes > 0 && (!cm->act_bytes || !cm->keep_bytes))) {
+    if (!cm || !cm->f || !cm->b || !cm->w || !cm->fb || !cm->act || !cm->keep || !cm->act_bytes ||
+        !cm->keep_bytes) {
         vp_cost_model_free(cm);
         return vp__fail(err, VP_ENOMEM, "out of memory");
     }
@@ -141,7 +140,7 @@ vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const v
         cm->fb[i] = costs->fb >= 0 ? costs->fb / v : -1.0;
         cm->act[i] = 1.0 / v;
         cm->keep[i] = keep_share / v;
-        if (cm->act_bytes) {
+        if (cm->has_bytes) {
             cm->act_bytes[i] = mem->unit_bytes * cm->act[i];
             cm->keep_bytes[i] = mem->unit_bytes * cm->keep[i];
         }

@@ -89,7 +89,7 @@ vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **ou
     *out = NULL;
     if (cm->S != s->S)
         return vp__fail(err, VP_EINVAL, "cost model has %d stages, schedule %d", cm->S, s->S);
-    vp_sim *sim = sim_alloc(s, cm->act_bytes != NULL);
+    vp_sim *sim = sim_alloc(s, cm->has_bytes);
     if (!sim)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = vp__replay(s, op_time, cm, cm->c, sim->start, sim->end, err);
