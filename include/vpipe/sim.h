@@ -19,6 +19,12 @@
 
 #include "vpipe/schedule.h"
 
+/* Largest cost of one pass or hop the library accepts (vp_costs_parse, vp_cost_model_new):
+ * 1e12 time units (31,700 years in seconds). A simulated time is a sum of at most
+ * (ops + hops) such costs, so even 2^63 ops stay below 1e32, far from overflow, and the
+ * simulator's results are finite. */
+#define VP_COST_MAX 1e12
+
 /* Costs per device slice and microbatch. dev_f/dev_b/dev_w, when non-NULL, hold one value
  * per device and override f/b/w (heterogeneous stages). fb < 0 means an overlapped F&B
  * costs the sum of its halves. */
@@ -30,9 +36,10 @@ typedef struct vp_costs {
 /* F=B=W=1, c=0, F&B = F+B. */
 vp_costs vp_costs_default(void);
 
-/* Parses "F=2,B=2,W=2,c=0.5,FB=3" (any subset, any order, keys case-insensitive for
- * F/B/W/FB, c or C) on top of *costs. Values must be finite and >= 0. VP_EPARSE with the
- * column of the bad key or value. */
+/* Parses "F=2,B=2,W=2,c=0.5,FB=3" (any subset, any order, each key at most once, keys
+ * case-insensitive) on top of *costs. Values are plain decimal numbers in
+ * [0, VP_COST_MAX] (subnormal ones such as 1e-320 included; no sign, hex, inf or nan).
+ * VP_EPARSE with the column of the bad key or value; *costs unchanged on error. */
 vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err);
 
 typedef enum {
@@ -49,7 +56,8 @@ typedef struct vp_memcfg {
 /* Release-at-W, bytes unknown. */
 vp_memcfg vp_memcfg_default(void);
 
-/* Parses "at-w" or "zb:R" into *cfg (unit_bytes unchanged). VP_EPARSE on anything else. */
+/* Parses "at-w" or "zb:R" (R a plain decimal number in [0, 1]) into *cfg (unit_bytes
+ * unchanged). VP_EPARSE with the column on anything else; *cfg unchanged on error. */
 vp_status vp_memcfg_parse(const char *text, vp_memcfg *cfg, vp_error *err);
 
 /* Per-stage costs and memory deltas for one schedule shape. */
@@ -69,7 +77,8 @@ typedef struct vp_cost_model {
 /* Lays costs and the memory model out per stage of schedule s into a new *out (chunk
  * passes charged 1/v, v = S/p; for the bidirectional placement each stage is a whole
  * slice). The byte arrays are always allocated; they are filled (and has_bytes set)
- * when mem->unit_bytes > 0, else left 0 for the caller to fill. VP_EINVAL (negative costs, a ZB
+ * when mem->unit_bytes > 0, else left 0 for the caller to fill. VP_EINVAL (a cost, per-device
+ * cost or hop outside [0, VP_COST_MAX], fb above it, unit_bytes negative or not finite, a ZB
  * ratio outside [0, 1]), VP_ENOMEM; *out is NULL on failure. Caller frees with
  * vp_cost_model_free. */
 vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
@@ -113,9 +122,11 @@ typedef struct vp_sim {
 
 /* Replays the schedule eagerly: each device runs its ops in order, each op as soon as
  * the device is free and its dependencies have finished (plus c for a hop between
- * devices). Fills a new vp_sim. VP_EDEADLOCK (naming each blocked device's op) when the
- * replay cannot finish; VP_EINVAL when the model does not fit the schedule. The schedule
- * should have passed vp_schedule_validate. */
+ * devices). Fills a new vp_sim. VP_EDEADLOCK (naming each blocked device's op and what
+ * it waits for) when the replay cannot finish; VP_EINVAL when the model does not fit the
+ * schedule or a time or memory level is not finite (a hand-filled model with an infinite,
+ * NaN or overflowing cost): the results are always finite. The schedule should have
+ * passed vp_schedule_validate. */
 vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **out, vp_error *err);
 void vp_sim_free(vp_sim *sim);
 

@@ -27,14 +27,6 @@ static vp_status opt_int(json_t *root, const char *key, int lo, int hi, int *out
     return VP_OK;
 }
 
-static int kind_from_name(const char *name) {
-    static const int kinds[] = {VP_OP_F, VP_OP_B, VP_OP_W, VP_OP_BW};
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (!strcmp(name, vp_op_kind_name((vp_op_kind)kinds[i])))
-            return kinds[i];
-    return -1;
-}
-
 static vp_status read_placement(json_t *root, vp_placement_kind *out, vp_error *err) {
     json_t *pl = json_object_get(root, "placement");
     if (!pl) {
@@ -71,8 +63,10 @@ static vp_status read_pass(json_t *row, vp_block *b, size_t x, vp_error *err) {
     if (n < 3 || n > 5)
         return bad(err, path, "a pass is [kind, stage, start] with optional mb and duration");
     json_t *k = json_array_get(row, 0), *st = json_array_get(row, 1);
-    int kind = json_is_string(k) ? kind_from_name(json_string_value(k)) : -1;
-    if (kind < 0)
+    vp_op_kind kind = VP_OP_FB; /* not a block pass */
+    if (json_is_string(k))
+        vp_op_kind_parse(json_string_value(k), &kind);
+    if (kind == VP_OP_FB)
         return bad(err, path, "kind must be \"F\", \"B\", \"W\" or \"BW\"");
     if (!json_is_integer(st) || json_integer_value(st) < 0 || json_integer_value(st) >= b->S) {
         char what[80];

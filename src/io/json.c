@@ -131,13 +131,6 @@ static vp_status read_int_array(json_t *arr, const char *key, int n, int lo, int
     return VP_OK;
 }
 
-static int kind_from_name(const char *name) {
-    for (int k = 0; k < VP_OP_KIND_COUNT; k++)
-        if (!strcmp(name, vp_op_kind_name((vp_op_kind)k)))
-            return k;
-    return -1;
-}
-
 /* One op row: [kind, stage, mb] or ["F&B", s, j, bkind, s2, j2]. Ranges are checked
  * loosely here (non-negative, below S and m); the validator does the rest. */
 static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp_op *op,
@@ -145,8 +138,8 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
     if (!json_is_array(row) || json_array_size(row) < 3)
         return bad(err, path, "an op must be [kind, stage, microbatch]");
     json_t *k = json_array_get(row, 0);
-    int kind = json_is_string(k) ? kind_from_name(json_string_value(k)) : -1;
-    if (kind < 0)
+    vp_op_kind kind;
+    if (!json_is_string(k) || vp_op_kind_parse(json_string_value(k), &kind) != VP_OK)
         return bad(err, path, "unknown op kind (F, B, W, BW or F&B)");
     size_t want = kind == VP_OP_FB ? 6 : 3;
     if (json_array_size(row) != want)
@@ -171,7 +164,9 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
     op->mb = val[1];
     if (kind == VP_OP_FB) {
         json_t *bk = json_array_get(row, 3);
-        int b = json_is_string(bk) ? kind_from_name(json_string_value(bk)) : -1;
+        vp_op_kind b = VP_OP_F;
+        if (json_is_string(bk))
+            vp_op_kind_parse(json_string_value(bk), &b);
         if (b != VP_OP_B && b != VP_OP_BW)
             return bad(err, path, "the backward half of F&B must be \"B\" or \"BW\"");
         op->bkind = (uint8_t)b;

@@ -171,6 +171,15 @@ const char *vp_op_kind_name(vp_op_kind kind) {
     return (unsigned)kind < VP_OP_KIND_COUNT ? names[kind] : "?";
 }
 
+vp_status vp_op_kind_parse(const char *name, vp_op_kind *kind) {
+    for (int k = 0; k < VP_OP_KIND_COUNT; k++)
+        if (!strcmp(name, vp_op_kind_name((vp_op_kind)k))) {
+            *kind = (vp_op_kind)k;
+            return VP_OK;
+        }
+    return VP_EINVAL;
+}
+
 const char *vp_placement_name(vp_placement_kind placement) {
     static const char *names[] = {"single", "loop", "v", "bidir", "custom"};
     return (unsigned)placement <= VP_PLACE_CUSTOM ? names[placement] : "?";

@@ -1,4 +1,5 @@
 /* Simulator: eager replay for times, order replay for memory, and the metrics. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,8 @@ void vp_sim_free(vp_sim *sim) {
     free(sim);
 }
 
-/* Replays device d's order: peak (and memory after each op when after != NULL). */
+/* Replays device d's order: peak (and memory after each op when after != NULL), or NaN
+ * when a level is not finite (a non-finite level stays so to the end). */
 static double device_peak(const vp_schedule *s, const vp_cost_model *cm, int d, int bytes,
                           double *after) {
     double cur = 0.0, peak = 0.0;
@@ -42,7 +44,7 @@ static double device_peak(const vp_schedule *s, const vp_cost_model *cm, int d, 
         if (after)
             after[k] = cur;
     }
-    return peak;
+    return isfinite(cur) ? peak : NAN;
 }
 
 void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak) {
@@ -114,6 +116,15 @@ vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **ou
             sim->peak_bytes[d] = device_peak(s, cm, d, 1, NULL);
         if (sim->peak[d] > sim->peak_max)
             sim->peak_max = sim->peak[d];
+        if (!isfinite(sim->dev_busy[d]) || !isfinite(sim->peak[d]) ||
+            (sim->peak_bytes && !isfinite(sim->peak_bytes[d]))) {
+            vp_sim_free(sim);
+            return vp__fail(err, VP_EINVAL,
+                            "device %d's simulated times or memory are not finite: the cost "
+                            "model holds a cost that is infinite, NaN or too large (each at "
+                            "most %g)",
+                            d, VP_COST_MAX);
+        }
     }
     double mean_busy = busy_sum / s->p, longest = vp_sim_longest_span(sim);
     sim->bubble = longest > 0 ? 1.0 - mean_busy / longest : 0.0;
