@@ -52,7 +52,9 @@ static int print_example(int p, const vp_costs *costs) {
     if (vp_block_new(p, p, VP_PLACE_SINGLE, &shape, &err) == VP_OK &&
         vp_block_cost_model(shape, costs, &mem, &cm, &err) == VP_OK)
         vp_block_1f1b(p, cm, 0, &b, &err);
-    char *text = b ? vp_block_write_json(b, costs) : NULL;
+    char *text = NULL;
+    if (b)
+        vp_block_write_json(b, costs, &text, &err);
     int rc = VP_EXIT_OK;
     if (text)
         fputs(text, stdout);
@@ -199,10 +201,11 @@ int cmd_block(int argc, char **argv) {
     vp_block_lifespan *ls = NULL;
     rc = build(b, m, &o, reorder, &moved, &s, &sim, &ls);
     if (!rc && out_path) {
-        char *text = vp_json_write(s);
-        FILE *f = text ? cli_open_out(out_path) : NULL;
+        char *text = NULL;
+        vp_error err = {0};
+        FILE *f = vp_json_write(s, &text, &err) == VP_OK ? cli_open_out(out_path) : NULL;
         if (!text)
-            rc = cli_error(VP_EXIT_FAILURE, "out of memory");
+            rc = cli_lib_error(&err);
         else if (!f)
             rc = VP_EXIT_FAILURE;
         else {

@@ -119,10 +119,11 @@ int cmd_plan(int argc, char **argv) {
     vp_sim *sim = NULL;
     int rc = cli_simulate(plan->schedule, &o, NULL, &sim);
     if (!rc && out_path) {
-        char *text = vp_json_write(plan->schedule);
-        FILE *out = text ? cli_open_out(out_path) : NULL;
+        char *text = NULL;
+        FILE *out =
+            vp_json_write(plan->schedule, &text, &err) == VP_OK ? cli_open_out(out_path) : NULL;
         if (!text)
-            rc = cli_error(VP_EXIT_FAILURE, "out of memory");
+            rc = cli_lib_error(&err);
         else if (!out)
             rc = VP_EXIT_INPUT;
         else

@@ -79,10 +79,10 @@ int cmd_schedule(int argc, char **argv) {
         vp_torch_csv_notes(s, notes, sizeof notes);
         fputs(notes, stderr);
     } else if (strcmp(format, "text")) {
-        text = vp_json_write(s);
-        if (!text) {
+        vp_error err = {0};
+        if (vp_json_write(s, &text, &err) != VP_OK) {
             vp_schedule_free(s);
-            return cli_error(VP_EXIT_FAILURE, "out of memory");
+            return cli_lib_error(&err);
         }
     }
     FILE *out = cli_open_out(out_path);

@@ -54,9 +54,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort(); /* every rejection explains itself */
         return 0;
     }
-    char *text = vp_block_write_json(b, NULL);
+    char *text = NULL;
     vp_block *back = NULL;
-    if (!text || vp_block_read_json(text, strlen(text), NULL, NULL, &back, &err) != VP_OK ||
+    if (vp_block_write_json(b, NULL, &text, &err) != VP_OK ||
+        vp_block_read_json(text, strlen(text), NULL, NULL, &back, &err) != VP_OK ||
         !same_block(b, back))
         abort();
     free(text);

@@ -406,6 +406,35 @@ static void test_reorder_is_scale_invariant(void **state) {
     }
 }
 
+/* The block writer round-trips the block and its costs (F&B included) and refuses, with
+ * a status, what it cannot write rather than printing inf or dropping a key. */
+static void test_block_json_writer(void **state) {
+    (void)state;
+    vp_costs costs = tu_costs(2, 3, 1, 0.5);
+    costs.fb = 4.5;
+    vp_block *b = tb_1f1b(3, costs, 1), *back = NULL;
+    char *text = NULL;
+    vp_error err = {0};
+    assert_int_equal(vp_block_write_json(b, &costs, &text, &err), VP_OK);
+    vp_costs used = vp_costs_default();
+    assert_int_equal(vp_block_read_json(text, strlen(text), NULL, &used, &back, &err), VP_OK);
+    assert_true(used.f == 2 && used.b == 3 && used.w == 1 && used.c == 0.5 && used.fb == 4.5);
+    assert_int_equal(back->n, b->n);
+    for (int i = 0; i < b->n; i++)
+        assert_true(back->pass[i].start == b->pass[i].start && back->pass[i].dur == b->pass[i].dur);
+    free(text);
+    vp_block_free(back);
+    double dev[3] = {1, 2, 3};
+    costs.dev_f = dev;
+    assert_int_equal(vp_block_write_json(b, &costs, &text, NULL), VP_EUNSUPPORTED);
+    assert_null(text);
+    b->pass[2].start = INFINITY;
+    assert_int_equal(vp_block_write_json(b, NULL, &text, &err), VP_EINVAL);
+    assert_null(text);
+    assert_non_null(strstr(err.message, "pass 2"));
+    vp_block_free(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_rejects_incomplete_blocks),
@@ -419,6 +448,7 @@ int main(void) {
         cmocka_unit_test(test_reorder_fills_gaps),
         cmocka_unit_test(test_reorder_terminates_with_few_moves),
         cmocka_unit_test(test_reorder_is_scale_invariant),
+        cmocka_unit_test(test_block_json_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

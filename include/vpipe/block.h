@@ -207,9 +207,11 @@ vp_status vp_block_read_json(const char *text, size_t len, const vp_costs *overr
                              vp_block **out, vp_error *err);
 
 /* Writes b as block JSON (every pass with its mb offset and duration, "interval" when T >
- * 0, "costs" when costs is non-NULL) into a new NUL-terminated string the caller frees
- * with free(); reading it back gives the same block. NULL when memory runs out. */
-char *vp_block_write_json(const vp_block *b, const vp_costs *costs);
+ * 0, "costs" when costs is non-NULL, with FB when costs->fb >= 0) into a new
+ * NUL-terminated *text the caller frees with free(); reading it back gives the same block
+ * and costs. VP_EINVAL when a time or cost is not finite, VP_EUNSUPPORTED for per-device
+ * costs, VP_ENOMEM; *text is NULL on failure. */
+vp_status vp_block_write_json(const vp_block *b, const vp_costs *costs, char **text, vp_error *err);
 
 /* ---- V blocks (schedules.md §4) -----------------------------------------------------
  *

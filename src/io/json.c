@@ -1,7 +1,6 @@
 /* vpipe's own JSON schedule format (see io.h), and loading schedule files. */
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,44 +10,11 @@
 
 /* ---- writing ---------------------------------------------------------------------- */
 
-typedef struct {
-    char *buf;
-    int len, cap;
-    int failed;
-} strbuf;
-
-static void sb_printf(strbuf *sb, const char *fmt, ...) VP_PRINTF(2, 3);
-
-static void sb_printf(strbuf *sb, const char *fmt, ...) {
-    if (sb->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int room = sb->cap - sb->len;
-        int n =
-            vsnprintf(sb->buf ? sb->buf + sb->len : NULL, (size_t)(room > 0 ? room : 0), fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            sb->failed = 1;
-            return;
-        }
-        if (n < room) {
-            sb->len += n;
-            return;
-        }
-        if (vp__grow((void **)&sb->buf, &sb->cap, sb->len + n + 1, 1) != 0) {
-            sb->failed = 1;
-            return;
-        }
-    }
-}
-
-static void write_int_array(strbuf *sb, const int32_t *v, int n) {
-    sb_printf(sb, "[");
+static void write_int_array(vp__buf *b, const int32_t *v, int n) {
+    vp__buf_add(b, "[", 1);
     for (int i = 0; i < n; i++)
-        sb_printf(sb, "%s%d", i ? "," : "", v[i]);
-    sb_printf(sb, "]");
+        vp__buf_printf(b, "%s%d", i ? "," : "", v[i]);
+    vp__buf_add(b, "]", 1);
 }
 
 static int routes_default(const vp_schedule *s) {
@@ -58,46 +24,49 @@ static int routes_default(const vp_schedule *s) {
     return 1;
 }
 
-char *vp_json_write(const vp_schedule *s) {
-    strbuf sb = {0};
+/* Appends device d's op list. */
+static void write_ops(vp__buf *b, const vp_schedule *s, int d) {
+    vp__buf_printf(b, "%s\n  [", d ? "," : "");
+    for (int k = 0; k < s->dev[d].n; k++) {
+        const vp_op *op = &s->dev[d].ops[k];
+        const char *sep = k ? "," : "";
+        if (op->kind == VP_OP_FB)
+            vp__buf_printf(b, "%s[\"F&B\",%d,%d,\"%s\",%d,%d]", sep, op->stage, op->mb,
+                           vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);
+        else
+            vp__buf_printf(b, "%s[\"%s\",%d,%d]", sep, vp_op_kind_name((vp_op_kind)op->kind),
+                           op->stage, op->mb);
+    }
+    vp__buf_add(b, "]", 1);
+}
+
+vp_status vp_json_write(const vp_schedule *s, char **text, vp_error *err) {
+    *text = NULL;
     json_t *fam = json_string(s->family);
     char *fam_text = fam ? json_dumps(fam, JSON_ENCODE_ANY) : NULL;
     json_decref(fam);
     if (!fam_text)
-        return NULL;
-    sb_printf(&sb,
-              "{\"format\": \"vpipe-schedule\", \"version\": %d, \"family\": %s,\n"
-              " \"p\": %d, \"stages\": %d, \"microbatches\": %d, \"route_len\": %d,\n"
-              " \"placement\": \"%s\", \"stage_device\": ",
-              VP_JSON_VERSION, fam_text, s->p, s->S, s->m, s->route_len,
-              vp_placement_name(s->placement));
+        return vp__fail(err, fam ? VP_ENOMEM : VP_EINVAL,
+                        fam ? "out of memory" : "the family name is not UTF-8");
+    vp__buf b = {0};
+    vp__buf_printf(&b,
+                   "{\"format\": \"vpipe-schedule\", \"version\": %d, \"family\": %s,\n"
+                   " \"p\": %d, \"stages\": %d, \"microbatches\": %d, \"route_len\": %d,\n"
+                   " \"placement\": \"%s\", \"stage_device\": ",
+                   VP_JSON_VERSION, fam_text, s->p, s->S, s->m, s->route_len,
+                   vp_placement_name(s->placement));
     free(fam_text);
-    write_int_array(&sb, s->stage_device, s->S);
+    write_int_array(&b, s->stage_device, s->S);
     if (!routes_default(s)) {
-        sb_printf(&sb, ",\n \"mb_first\": ");
-        write_int_array(&sb, s->mb_first, s->m);
+        vp__buf_printf(&b, ",\n \"mb_first\": ");
+        write_int_array(&b, s->mb_first, s->m);
     }
-    sb_printf(&sb, ",\n \"devices\": [");
-    for (int d = 0; d < s->p; d++) {
-        sb_printf(&sb, "%s\n  [", d ? "," : "");
-        for (int k = 0; k < s->dev[d].n; k++) {
-            const vp_op *op = &s->dev[d].ops[k];
-            const char *sep = k ? "," : "";
-            if (op->kind == VP_OP_FB)
-                sb_printf(&sb, "%s[\"F&B\",%d,%d,\"%s\",%d,%d]", sep, op->stage, op->mb,
-                          vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);
-            else
-                sb_printf(&sb, "%s[\"%s\",%d,%d]", sep, vp_op_kind_name((vp_op_kind)op->kind),
-                          op->stage, op->mb);
-        }
-        sb_printf(&sb, "]");
-    }
-    sb_printf(&sb, "\n ]\n}\n");
-    if (sb.failed) {
-        free(sb.buf);
-        return NULL;
-    }
-    return sb.buf;
+    vp__buf_printf(&b, ",\n \"devices\": [");
+    for (int d = 0; d < s->p; d++)
+        write_ops(&b, s, d);
+    vp__buf_printf(&b, "\n ]\n}\n");
+    *text = vp__buf_take(&b);
+    return *text ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
 }
 
 /* ---- reading ---------------------------------------------------------------------- */
