@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/internal.h"
+#include "bench_machine.h"
 #include "schedule/pass.h"
 #include "schedule/replay.h"
 #include "vpipe/families.h"
@@ -110,23 +111,6 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static void print_machine(void) {
-    char cpu[256] = "unknown", line[512];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    while (f && fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (!strncmp(line, "model name", 10) && colon) {
-            snprintf(cpu, sizeof cpu, "%s", colon + 2);
-            cpu[strcspn(cpu, "\n")] = '\0';
-            break;
-        }
-    }
-    if (f)
-        fclose(f);
-    printf("machine: %s | %ld online processors | vpipe %s | one thread\n", cpu,
-           sysconf(_SC_NPROCESSORS_ONLN), vp_version());
 }
 
 static double op_time(const void *cm, const vp_op *op) {
@@ -233,9 +217,9 @@ int main(int argc, char **argv) {
     }
     const char *const *cases = argc > first ? (const char *const *)argv + first : defaults;
     int ncases = argc > first ? argc - first : (int)(sizeof defaults / sizeof *defaults);
-    print_machine();
-    printf("costs F=1,B=2,W=1,c=0.1; sweep = the replay before the event-driven one; "
-           "times in ms, medians of up to 3 runs\n\n");
+    bench_print_machine();
+    printf("one thread; costs F=1,B=2,W=1,c=0.1; sweep = the replay before the event-driven "
+           "one; times in ms, medians of up to 3 runs\n\n");
     printf("%-12s %7s %5s %10s %11s %11s %11s\n", "family", "p", "m", "ops", "sweep_ms", "event_ms",
            "sweep/event");
     int bad = 0;

@@ -120,9 +120,10 @@ int vp_schedule_param_copies(const vp_schedule *s);
 const char *vp_op_kind_name(vp_op_kind kind);
 const char *vp_placement_name(vp_placement_kind placement);
 
-/* The op kind named `name` (exactly as vp_op_kind_name writes it) into *kind. VP_EINVAL
- * (nothing written) for any other string. */
+/* The op kind or placement named `name` (exactly as vp_op_kind_name or vp_placement_name
+ * writes it) into *kind / *placement. VP_EINVAL (nothing written) for any other string. */
 vp_status vp_op_kind_parse(const char *name, vp_op_kind *kind);
+vp_status vp_placement_parse(const char *name, vp_placement_kind *placement);
 
 /* Writes a short label of op into buf ("F3.1" = F of stage 3, microbatch 1;
  * "F0.7&BW7.3" for an overlapped pair). Returns buf. */

@@ -32,12 +32,8 @@ static vp_status read_placement(json_t *root, vp_placement_kind *out, vp_error *
         *out = VP_PLACE_SINGLE;
         return VP_OK;
     }
-    const char *name = json_is_string(pl) ? json_string_value(pl) : "";
-    for (int k = VP_PLACE_SINGLE; k <= VP_PLACE_CUSTOM; k++)
-        if (!strcmp(name, vp_placement_name((vp_placement_kind)k))) {
-            *out = (vp_placement_kind)k;
-            return VP_OK;
-        }
+    if (json_is_string(pl) && vp_placement_parse(json_string_value(pl), out) == VP_OK)
+        return VP_OK;
     return vp__fail(err, VP_EPARSE, "placement: must be one of single, loop, v, bidir, custom");
 }
 

@@ -147,12 +147,8 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
 
 static vp_status parse_placement(json_t *root, vp_placement_kind *out, vp_error *err) {
     json_t *pl = json_object_get(root, "placement");
-    const char *name = json_is_string(pl) ? json_string_value(pl) : NULL;
-    for (int k = VP_PLACE_SINGLE; name && k <= VP_PLACE_CUSTOM; k++)
-        if (!strcmp(name, vp_placement_name((vp_placement_kind)k))) {
-            *out = (vp_placement_kind)k;
-            return VP_OK;
-        }
+    if (json_is_string(pl) && vp_placement_parse(json_string_value(pl), out) == VP_OK)
+        return VP_OK;
     return vp__fail(err, VP_EPARSE,
                     "field \"placement\" must be one of single, loop, v, bidir, custom");
 }

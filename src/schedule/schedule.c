@@ -166,23 +166,40 @@ int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
     return 1;
 }
 
+static const char *const op_kind_names[VP_OP_KIND_COUNT] = {"F", "B", "W", "BW", "F&B"};
+static const char *const placement_names[VP_PLACE_CUSTOM + 1] = {"single", "loop", "v", "bidir",
+                                                                 "custom"};
+
 const char *vp_op_kind_name(vp_op_kind kind) {
-    static const char *names[VP_OP_KIND_COUNT] = {"F", "B", "W", "BW", "F&B"};
-    return (unsigned)kind < VP_OP_KIND_COUNT ? names[kind] : "?";
+    return (unsigned)kind < VP_OP_KIND_COUNT ? op_kind_names[kind] : "?";
+}
+
+/* Index of name among names[0..n), or -1. */
+static int name_index(const char *name, const char *const *names, int n) {
+    for (int k = 0; k < n; k++)
+        if (!strcmp(name, names[k]))
+            return k;
+    return -1;
 }
 
 vp_status vp_op_kind_parse(const char *name, vp_op_kind *kind) {
-    for (int k = 0; k < VP_OP_KIND_COUNT; k++)
-        if (!strcmp(name, vp_op_kind_name((vp_op_kind)k))) {
-            *kind = (vp_op_kind)k;
-            return VP_OK;
-        }
-    return VP_EINVAL;
+    int k = name_index(name, op_kind_names, VP_OP_KIND_COUNT);
+    if (k < 0)
+        return VP_EINVAL;
+    *kind = (vp_op_kind)k;
+    return VP_OK;
+}
+
+vp_status vp_placement_parse(const char *name, vp_placement_kind *placement) {
+    int k = name_index(name, placement_names, VP_PLACE_CUSTOM + 1);
+    if (k < 0)
+        return VP_EINVAL;
+    *placement = (vp_placement_kind)k;
+    return VP_OK;
 }
 
 const char *vp_placement_name(vp_placement_kind placement) {
-    static const char *names[] = {"single", "loop", "v", "bidir", "custom"};
-    return (unsigned)placement <= VP_PLACE_CUSTOM ? names[placement] : "?";
+    return (unsigned)placement <= VP_PLACE_CUSTOM ? placement_names[placement] : "?";
 }
 
 char *vp_op_format(const vp_op *op, char *buf, int size) {
