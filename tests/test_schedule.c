@@ -1,5 +1,10 @@
 /* The schedule value, the validator and vpipe JSON. */
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "schedule/replay.h"
 
 #include "test_util.h"
 
@@ -164,6 +169,53 @@ static void test_constructor_errors(void **state) {
     vp_schedule_free(s);
 }
 
+/* Runs action(s) in a child process; expects it to abort with a message on stderr that
+ * contains `needle` (VP_ASSERT: file, line, condition). */
+static void expect_abort(void (*action)(vp_schedule *), vp_schedule *s, const char *needle) {
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        action(s);
+        _exit(0); /* not reached when the check fires */
+    }
+    close(fds[1]);
+    char text[512] = {0};
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof text - 1 && (n = read(fds[0], text + len, sizeof text - 1 - len)) > 0)
+        len += (size_t)n;
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT || !strstr(text, needle))
+        fail_msg("want an abort naming '%s', got status %d: %s", needle, status, text);
+}
+
+static void push_to_device_9(vp_schedule *s) {
+    vp_schedule_push_pass(s, 9, VP_OP_F, 0, 0);
+}
+
+static void replay_off_route(vp_schedule *s) {
+    s->dev[1].ops[0].mb = 7; /* m = 2: microbatch 7 has no route */
+    vp__replay(s, NULL, NULL, 0, NULL, NULL, NULL);
+}
+
+/* Programmer errors abort with file, line and condition: a device out of range, and a
+ * replay of a schedule that was not validated. */
+static void test_programmer_errors(void **state) {
+    (void)state;
+    vp_schedule *s = one_f1b(2, 2);
+    expect_abort(push_to_device_9, s, "schedule.c");
+    expect_abort(push_to_device_9, s, "d >= 0 && d < s->p");
+    expect_abort(replay_off_route, s, "ops_on_routes(s)");
+    assert_int_equal(s->dev[1].ops[0].mb, 0); /* the child's change stayed in the child */
+    vp_schedule_free(s);
+}
+
 /* F&B ops: validate, simulate with their own cost, round-trip through JSON. */
 static void test_overlapped_pair(void **state) {
     (void)state;
@@ -268,6 +320,7 @@ int main(void) {
         cmocka_unit_test(test_out_of_range_and_routes),
         cmocka_unit_test(test_placements),
         cmocka_unit_test(test_constructor_errors),
+        cmocka_unit_test(test_programmer_errors),
         cmocka_unit_test(test_overlapped_pair),
         cmocka_unit_test(test_json_round_trip),
         cmocka_unit_test(test_json_errors),

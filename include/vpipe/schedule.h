@@ -85,10 +85,12 @@ vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out,
 /* Releases a schedule; NULL is a no-op. */
 void vp_schedule_free(vp_schedule *s);
 
-/* Appends op to device d's list. VP_ENOMEM on allocation failure. */
+/* Appends op to device d's list (0 <= d < p, else the library aborts: a programmer
+ * error). The op itself is checked by vp_schedule_validate. VP_ENOMEM on allocation
+ * failure. */
 vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
 
-/* Convenience: appends a single pass (kind F, B, W or BW). */
+/* Convenience: appends a single pass (kind F, B, W or BW; else the library aborts). */
 vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
 
 /* Recomputes stage_chunk from stage_device (chunk = rank of the stage, by stage index,

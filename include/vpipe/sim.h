@@ -94,8 +94,9 @@ double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage);
 double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
 
 /* Memory one pass of stage (kind F, B, W or BW) takes when it starts (*up) and releases
- * when it ends (*down), in units, or in bytes when `bytes` is non-zero (0 unless the
- * model has_bytes): F takes act; B releases act - keep, W keep, BW act. */
+ * when it ends (*down), in units, or in bytes when `bytes` is non-zero (the model must
+ * have them: has_bytes, else the library aborts): F takes act; B releases act - keep, W keep, BW
+ * act. */
 void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
                                double *down);
 

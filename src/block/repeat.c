@@ -405,6 +405,7 @@ vp_status vp_block_repeat(const vp_block *b, int m, const char *family, vp_sched
 }
 
 vp_status vp_block_times(const vp_block *b, const vp_schedule *s, double **times, vp_error *err) {
+    VP_ASSERT(s->p == b->p && s->S == b->S); /* s comes from vp_block_repeat(b) */
     int k = b->mb_per_copy;
     /* pass index per (class, stage, kind); the block check makes it unique */
     int *idx = vp__calloc((size_t)k * (size_t)b->S * 4, sizeof *idx);

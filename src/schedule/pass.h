@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 
+#include "base/internal.h"
 #include "vpipe/schedule.h"
 
 /* Pass kinds, numbered as the op kind that runs the pass alone (so a pass formats and is
@@ -90,8 +91,10 @@ static inline int vp__backward_passes(int kind, int32_t stage, int32_t mb, vp__p
 
 /* Writes the passes op completes, in the order they run, into out and returns their
  * count; a pass with `chained` set waits for nothing outside the op. op->kind and (for
- * F&B) op->bkind must be valid. */
+ * F&B) op->bkind must be valid (checked: a programmer error aborts). */
 static inline int vp__op_passes(const vp_op *op, vp__pass out[VP__OP_MAX_PASSES]) {
+    VP_ASSERT(op->kind <= VP_OP_FB &&
+              (op->kind != VP_OP_FB || op->bkind == VP_OP_B || op->bkind == VP_OP_BW));
     if (op->kind != VP_OP_F && op->kind != VP_OP_FB)
         return vp__backward_passes(op->kind, op->stage, op->mb, out, 0);
     out[0] = (vp__pass){.stage = op->stage, .mb = op->mb, .kind = VP__PASS_F};

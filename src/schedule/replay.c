@@ -137,8 +137,28 @@ static vp_status report_deadlock(const replay_state *st, vp_error *err) {
     return vp__fail(err, VP_EDEADLOCK, "replay deadlocks: every remaining device waits: %s", msg);
 }
 
+/* Whether (stage, mb) lies on mb's route. */
+static int on_route(const vp_schedule *s, int32_t stage, int32_t mb) {
+    return (uint32_t)mb < (uint32_t)s->m &&
+           (uint32_t)(stage - s->mb_first[mb]) < (uint32_t)s->route_len;
+}
+
+/* Whether every op's passes lie on their routes (what the replay trusts: then every
+ * pass it looks up, dependencies included, is in range). */
+static int ops_on_routes(const vp_schedule *s) {
+    int ok = 1;
+    for (int d = 0; d < s->p; d++)
+        for (int k = 0; k < s->dev[d].n; k++) {
+            const vp_op *op = &s->dev[d].ops[k];
+            ok &= on_route(s, op->stage, op->mb) &&
+                  (op->kind != VP_OP_FB || on_route(s, op->stage2, op->mb2));
+        }
+    return ok;
+}
+
 vp_status vp__replay(const vp_schedule *s, vp__op_time_fn time_fn, const void *ctx, double c,
                      double **start, double **end, vp_error *err) {
+    VP_ASSERT(ops_on_routes(s)); /* the caller validated s */
     size_t npass = (size_t)s->S * (size_t)s->m * VP__PASS_KINDS, p = (size_t)s->p;
     replay_state st = {.s = s, .c = c};
     st.pass = vp__malloc(npass, sizeof *st.pass); /* filled below */

@@ -13,8 +13,10 @@ typedef double (*vp__op_time_fn)(const void *ctx, const vp_op *op);
 /* Replays s: each device runs its ops in order, each starting when the device is free and
  * its dependencies are done (+ c across devices). When start/end are non-NULL they receive
  * the times ([p][n_d], caller allocated). time_fn NULL means every op takes 1. Returns
- * VP_OK, or VP_EDEADLOCK naming the op each unfinished device waits on, or VP_ENOMEM.
- * Assumes the ops' stages and microbatches are in range (validated). */
+ * VP_OK, or VP_EDEADLOCK naming the op each unfinished device waits on and the pass it
+ * waits for, or VP_ENOMEM. The ops' kinds, stages and microbatches must be valid and on
+ * their routes (vp_schedule_validate checks them before it replays); the replay aborts
+ * on one that is not. */
 vp_status vp__replay(const vp_schedule *s, vp__op_time_fn time_fn, const void *ctx, double c,
                      double **start, double **end, vp_error *err);
 

@@ -96,6 +96,7 @@ void vp_schedule_free(vp_schedule *s) {
 }
 
 vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op) {
+    VP_ASSERT(d >= 0 && d < s->p);
     vp_oplist *l = &s->dev[d];
     if (vp__grow((void **)&l->ops, &l->cap, l->n + 1, sizeof(vp_op)) != 0)
         return VP_ENOMEM;
@@ -104,6 +105,7 @@ vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op) {
 }
 
 vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb) {
+    VP_ASSERT(kind == VP_OP_F || kind == VP_OP_B || kind == VP_OP_W || kind == VP_OP_BW);
     vp_op op = {.kind = (uint8_t)kind, .stage = stage, .mb = mb};
     return vp_schedule_push(s, d, op);
 }

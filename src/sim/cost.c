@@ -214,6 +214,7 @@ double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op) {
 
 void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
                                double *down) {
+    VP_ASSERT(!bytes || cm->has_bytes);
     const double *act = bytes ? cm->act_bytes : cm->act;
     const double *keep = bytes ? cm->keep_bytes : cm->keep;
     *up = kind == VP_OP_F ? act[stage] : 0.0;

@@ -48,6 +48,7 @@ static double device_peak(const vp_schedule *s, const vp_cost_model *cm, int d, 
 }
 
 void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak) {
+    VP_ASSERT(cm->S == s->S);
     for (int d = 0; d < s->p; d++)
         peak[d] = device_peak(s, cm, d, 0, NULL);
 }
