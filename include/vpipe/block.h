@@ -1,4 +1,5 @@
-/* The building-block framework (schedules.md §3) and V blocks (§4).
+/* Building blocks (the timing of one microbatch's passes, repeated every interval) and V
+ * blocks (building blocks of the V placement in unit slots).
  *
  * Module `block` (src/block/): blocks, their repetition, collisions, reorder, lifespans,
  * the block file format, and the V slot grid that builds V blocks. Depends on sim and
@@ -213,7 +214,7 @@ vp_status vp_block_read_json(const char *text, size_t len, const vp_costs *overr
  * costs, VP_ENOMEM; *text is NULL on failure. */
 vp_status vp_block_write_json(const vp_block *b, const vp_costs *costs, char **text, vp_error *err);
 
-/* ---- V blocks (schedules.md §4) -----------------------------------------------------
+/* ---- V blocks ------------------------------------------------------------------------
  *
  * A V block (vp_vblock) is the building block of one microbatch on the V placement, in
  * unit slots (one slot per chunk pass, period 6 per device): F⁰ of device 0 at slot 0, the

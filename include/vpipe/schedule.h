@@ -1,7 +1,8 @@
 /* The schedule value: the one thing every part of vpipe reads.
  *
- * Module `schedule` (src/schedule/): the value, its validator, and the eager replay that
- * knows the pass dependencies. Depends on base.
+ * Module `schedule` (src/schedule/): the value, its validator, the rules of a pass
+ * (which pass waits for which) and the event-driven replay that follows them. Depends on
+ * base.
  *
  * A schedule has p devices, S stages and m microbatches. A placement maps every stage to
  * a device and a chunk (the stage's rank among the stages of its device). Every

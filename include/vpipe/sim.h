@@ -134,8 +134,9 @@ void vp_sim_free(vp_sim *sim);
 /* Longest device span (last end - first start). */
 double vp_sim_longest_span(const vp_sim *sim);
 
-/* Memory replay only (no timing): fills peak[p] (units) from each device's order. Used
- * by generators that must respect a memory limit. */
+/* Peak memory (units) of each device's op order into peak[p] (caller storage), without
+ * timing: peaks depend only on the orders (the block lifespan report uses it). cm must
+ * be s's (else the library aborts). */
 void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak);
 
 #endif
