@@ -13,7 +13,7 @@ static vp__pass pass_of(int stage, int mb, int kind) {
 
 /* Expects `pass` to wait for exactly one pass, (stage, mb, kind). */
 static void expect_dep(const vp_schedule *s, vp__pass pass, int stage, int mb, int kind) {
-    vp__pass dep[VP__PASS_MAX_DEPS];
+    vp__pass dep[VP__PASS_MAX_DEPS] = {{0}};
     int n = vp__pass_deps(s, pass, dep);
     if (n != 1 || dep[0].stage != stage || dep[0].mb != mb || dep[0].kind != kind)
         fail_msg("pass %d of (%d, %d): want (%d, %d, %d), got %d deps, first (%d, %d, %d)",
