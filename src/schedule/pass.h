@@ -22,14 +22,13 @@
 #include "base/internal.h"
 #include "vpipe/schedule.h"
 
-/* Pass kinds, numbered as the op kind that runs the pass alone (so a pass formats and is
- * priced as that op). */
-typedef enum {
-    VP__PASS_F = VP_OP_F,
-    VP__PASS_B = VP_OP_B,
-    VP__PASS_W = VP_OP_W,
-    VP__PASS_KINDS = 3
-} vp__pass_kind;
+typedef enum { VP__PASS_F, VP__PASS_B, VP__PASS_W, VP__PASS_KINDS } vp__pass_kind;
+
+/* The op kind that runs a pass of kind k alone (it names the pass in messages). */
+static inline vp_op_kind vp__pass_op_kind(int k) {
+    static const vp_op_kind op_kind[VP__PASS_KINDS] = {VP_OP_F, VP_OP_B, VP_OP_W};
+    return op_kind[k];
+}
 
 /* Most passes one op completes, and most passes one pass waits for. */
 #define VP__OP_MAX_PASSES 3
@@ -66,7 +65,7 @@ static inline int vp__pass_deps(const vp_schedule *s, vp__pass pass,
             d.kind = VP__PASS_B;
         }
         break;
-    default:
+    default: /* VP__PASS_W */
         d.kind = VP__PASS_B;
         break;
     }

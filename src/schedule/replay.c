@@ -122,7 +122,7 @@ static vp_status report_deadlock(const replay_state *st, vp_error *err) {
         }
         const vp_op *op = &s->dev[d].ops[st->pos[d]];
         vp__pass dep = st->waits[d];
-        vp_op dep_op = {.kind = dep.kind, .stage = dep.stage, .mb = dep.mb};
+        vp_op dep_op = {.kind = vp__pass_op_kind(dep.kind), .stage = dep.stage, .mb = dep.mb};
         char label[48], wait[48];
         vp_op_format(op, label, sizeof label);
         vp_op_format(&dep_op, wait, sizeof wait);
