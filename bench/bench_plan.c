@@ -64,10 +64,12 @@ static void bench_family(const char *name, const vp_spec *spec, int reps) {
             return;
         }
         double t1 = now();
-        vp_cost_model *cm = vp_cost_model_new(s, &spec->costs, &spec->mem, &err);
+        vp_cost_model *cm = NULL;
         vp_sim *sim = NULL;
         double t2 = now();
-        vp_status rc = cm ? vp_simulate(s, cm, &sim, &err) : VP_ENOMEM;
+        vp_status rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, &err);
+        if (rc == VP_OK)
+            rc = vp_simulate(s, cm, &sim, &err);
         double t3 = now();
         tb[r] = t1 - t0;
         ts[r] = t3 - t2;

@@ -56,7 +56,9 @@ static void speed(const char *label, const vp_price_setup *su, int reps) {
         all[r] = vp__now_ms() - t0;
     }
     printf("every family priced in %.1f ms (median of %d)\n", vp__median(all, reps), reps);
-    vp_schedule *shape = vp_schedule_new("1f1b", p, p, m, VP_PLACE_SINGLE, NULL);
+    vp_schedule *shape = NULL;
+    if (vp_schedule_new("1f1b", (vp_shape){p, p, m, VP_PLACE_SINGLE}, &shape, NULL) != VP_OK)
+        return;
     int inner = 1000;
     double t0 = vp__now_ms();
     for (int k = 0; k < inner; k++) {

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_machine.h"
 #include "vpipe/model.h"
 #include "vpipe/plan.h"
 
@@ -39,26 +40,6 @@ static int cmp_double(const void *a, const void *b) {
 static double median(double *t, int n) {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
-static void print_machine(void) {
-    char cpu[256] = "unknown", line[512];
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    while (f && fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (!strncmp(line, "model name", 10) && colon) {
-            snprintf(cpu, sizeof cpu, "%s", colon + 2);
-            cpu[strcspn(cpu, "\n")] = '\0';
-            break;
-        }
-    }
-    if (f)
-        fclose(f);
-    const char *env = getenv("OPENBLAS_CORETYPE");
-    printf("machine: %s | %ld online processors | OpenBLAS core %s (OPENBLAS_CORETYPE=%s) | "
-           "vpipe %s\n",
-           cpu, sysconf(_SC_NPROCESSORS_ONLN), vp_blas_corename(), env ? env : "unset",
-           VP_VERSION_STRING);
 }
 
 /* Repeats a timed action: as many runs as fit in ~0.25 s (3..MAX_REPS) after one warm-up
@@ -144,7 +125,7 @@ static int bench_family(const char *family, const vp_spec *spec) {
     }
     row("build", family, spec->p, spec->m, reps, ms);
     if (vp_family_build(family, spec, &c.built, &c.err) != VP_OK ||
-        !(c.cm = vp_cost_model_new(c.built, &spec->costs, &spec->mem, &c.err)) ||
+        vp_cost_model_new(c.built, &spec->costs, &spec->mem, &c.cm, &c.err) != VP_OK ||
         repeat(time_simulate, &c, &ms, &reps)) {
         fprintf(stderr, "bench_speed: simulate %s: %s\n", family, c.err.message);
         vp_cost_model_free(c.cm);
@@ -196,7 +177,7 @@ int main(int argc, char **argv) {
                 shapes[n][1] = k * p;
                 n++;
             }
-    print_machine();
+    bench_print_machine();
     printf("# build/simulate: every family at costs F=B=W=2, c=0; plan: vp_plan_run, budget "
            "0.5 of 1F1B; medians in ms\n");
     fflush(stdout);

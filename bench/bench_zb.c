@@ -49,9 +49,10 @@ static void bench_family(const char *family, int p, int m, const vp_costs *costs
         if (vp_family_build(family, &spec, &s, &err) != VP_OK)
             die(family, &err);
         double t1 = now_s();
-        vp_cost_model *cm = vp_cost_model_new(s, costs, mem, &err);
+        vp_cost_model *cm = NULL;
         vp_sim *sim = NULL;
-        if (!cm || vp_simulate(s, cm, &sim, &err) != VP_OK)
+        if (vp_cost_model_new(s, costs, mem, &cm, &err) != VP_OK ||
+            vp_simulate(s, cm, &sim, &err) != VP_OK)
             die("simulate", &err);
         double t2 = now_s();
         tb[r] = t1 - t0;
@@ -70,7 +71,9 @@ static void bench_family(const char *family, int p, int m, const vp_costs *costs
 
 /* The V-Min block (schedules.md §4) at unit chunk cost, T = 6. */
 static vp_block *vmin_block(int p) {
-    vp_block *b = vp_block_new(p, 2 * p, VP_PLACE_V, NULL);
+    vp_block *b = NULL;
+    if (vp_block_new(p, 2 * p, VP_PLACE_V, &b, NULL) != VP_OK)
+        return NULL;
     int x = p % 3 == 0 ? 2 : 0;
     for (int i = 0; i < p; i++) {
         int t[4] = {i, 2 * p - 1 - i, 2 * p + x + i, 4 * p + x - 1 - i};
@@ -101,8 +104,8 @@ static void bench_block(int p, int m, int reps) {
     costs.f = costs.b = costs.w = 2;
     vp_memcfg mem = vp_memcfg_default();
     vp_error err = {0};
-    vp_cost_model *cm = vp_block_cost_model(b, &costs, &mem, &err);
-    if (!cm)
+    vp_cost_model *cm = NULL;
+    if (vp_block_cost_model(b, &costs, &mem, &cm, &err) != VP_OK)
         die("cost model", &err);
     int inner = 100;
     double *t = calloc((size_t)reps, sizeof *t), makespan = 0;

@@ -62,14 +62,18 @@ static const char block_epilog[] =
 /* Prints the 1F1B block for p devices. */
 static int print_example(int p, const vp_costs *costs) {
     vp_error err = {0};
-    vp_block *shape = vp_block_new(p, p, VP_PLACE_SINGLE, &err);
+    vp_block *shape = NULL, *b = NULL;
     vp_memcfg mem = vp_memcfg_default();
-    vp_cost_model *cm = shape ? vp_block_cost_model(shape, costs, &mem, &err) : NULL;
-    vp_block *b = cm ? vp_block_1f1b(p, cm, 0, &err) : NULL;
-    char *text = b ? vp_block_write_json(b, costs) : NULL;
-    int rc = text             ? cli_write("-", text, strlen(text))
-             : err.message[0] ? cli_lib_error(&err)
-                              : cli_error(VP_EXIT_FAILURE, "out of memory");
+    vp_cost_model *cm = NULL;
+    char *text = NULL;
+    vp_status st = vp_block_new(p, p, VP_PLACE_SINGLE, &shape, &err);
+    if (st == VP_OK)
+        st = vp_block_cost_model(shape, costs, &mem, &cm, &err);
+    if (st == VP_OK)
+        st = vp_block_1f1b(p, cm, 0, &b, &err);
+    if (st == VP_OK)
+        st = vp_block_write_json(b, costs, &text, &err);
+    int rc = st == VP_OK ? cli_write("-", text, strlen(text)) : cli_lib_error(&err);
     free(text);
     vp_block_free(b);
     vp_cost_model_free(cm);
@@ -153,10 +157,8 @@ static int build(const vp_block *b, int m, const cli_spec *o, bool reorder, int 
     vp_status rc = vp_block_repeat(b, m, "block", s, &err);
     if (rc == VP_OK && vp_schedule_validate(*s, &err) != VP_OK)
         return cli_error(VP_EXIT_INPUT, "the block's timing breaks a dependency: %s", err.message);
-    if (rc == VP_OK) {
-        cm = vp_block_cost_model(b, &o->spec.costs, &o->spec.mem, &err);
-        rc = cm ? VP_OK : err.status;
-    }
+    if (rc == VP_OK)
+        rc = vp_block_cost_model(b, &o->spec.costs, &o->spec.mem, &cm, &err);
     if (rc == VP_OK)
         rc = vp_block_lifespan_new(b, cm, m, ls, &err);
     if (rc == VP_OK && reorder)
@@ -231,10 +233,11 @@ static int run(void *args) {
         rc = check_size(b, m, &a->spec.spec);
     if (!rc)
         rc = build(b, m, &a->spec, a->reorder, &moved, &s, &sim, &ls);
-    char *text = !rc && a->out ? vp_json_write(s) : NULL;
+    char *text = NULL;
+    vp_error err = {0};
     if (!rc && a->out)
-        rc = text ? cli_write(a->out, text, strlen(text))
-                  : cli_error(VP_EXIT_FAILURE, "out of memory");
+        rc = vp_json_write(s, &text, &err) == VP_OK ? cli_write(a->out, text, strlen(text))
+                                                    : cli_lib_error(&err);
     if (!rc)
         rc = report(a, b, T_given, s, sim, ls, moved);
     free(text);

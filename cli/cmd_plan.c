@@ -101,9 +101,11 @@ static void print_text(FILE *out, const vp_plan *plan, const vp_sim *sim, const 
 /* The chosen schedule to -o, then the report unless -o took stdout. */
 static int write_results(const plan_args *a, const vp_plan *plan, const vp_sim *sim) {
     if (a->out) {
-        char *text = vp_json_write(plan->schedule);
-        int rc = text ? cli_write(a->out, text, strlen(text))
-                      : cli_error(VP_EXIT_FAILURE, "out of memory");
+        char *text = NULL;
+        vp_error err = {0};
+        int rc = vp_json_write(plan->schedule, &text, &err) == VP_OK
+                     ? cli_write(a->out, text, strlen(text))
+                     : cli_lib_error(&err);
         free(text);
         if (rc || !strcmp(a->out, "-"))
             return rc;

@@ -65,10 +65,8 @@ static int format_schedule(const vp_schedule *s, int format, char **text) {
         fputs(notes, stderr);
         return 0;
     }
-    if (format == FORMAT_JSON) {
-        *text = vp_json_write(s);
-        return *text ? 0 : cli_error(VP_EXIT_FAILURE, "out of memory");
-    }
+    if (format == FORMAT_JSON)
+        return vp_json_write(s, text, &err) == VP_OK ? 0 : cli_lib_error(&err);
     cli_out out;
     if (cli_out_begin(&out))
         return VP_EXIT_FAILURE;

@@ -464,10 +464,11 @@ static int simulated_timeline(const vp_schedule *s, const vp_pipeline_result *pr
     vp_error err = {0};
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
-    mem.unit_bytes = 1.0; /* allocates the byte arrays vp_runtime_model_bytes fills */
-    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, &err);
+    vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
-    vp_status rc = cm ? vp_runtime_model_bytes(cm, s, model, &err) : err.status;
+    vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, &err);
+    if (rc == VP_OK)
+        rc = vp_runtime_model_bytes(cm, s, model, &err);
     if (rc == VP_OK) {
         vp_runtime_measured_costs(s, pr->measured, cm);
         for (int st = 0; st < cm->S; st++) {
@@ -666,8 +667,8 @@ static int profile_op_ms(const train_args *a, const vp_schedule *s, vp_cost_mode
     vp_error err = {0};
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
-    *out = vp_cost_model_new(s, &costs, &mem, &err);
-    if (*out && vp_profile_cost_model(&a->profile.profile, s, *out, &err) == VP_OK)
+    if (vp_cost_model_new(s, &costs, &mem, out, &err) == VP_OK &&
+        vp_profile_cost_model(&a->profile.profile, s, *out, &err) == VP_OK)
         return 0;
     vp_cost_model_free(*out);
     *out = NULL;

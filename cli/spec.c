@@ -203,30 +203,15 @@ const char *cli_costs_text(const vp_costs *c, char *buf, size_t size) {
 
 int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out) {
     vp_error err = {0};
-    vp_memcfg mem = o->spec.mem;
+    vp_cost_model *cm = NULL;
     *out = NULL;
-    if (o->profile.given && mem.unit_bytes <= 0)
-        mem.unit_bytes = 1.0; /* allocates the byte arrays the profile fills */
-    vp_cost_model *cm = vp_cost_model_new(s, &o->spec.costs, &mem, &err);
-    vp_status rc = cm ? VP_OK : err.status;
+    vp_status rc = vp_cost_model_new(s, &o->spec.costs, &o->spec.mem, &cm, &err);
     if (rc == VP_OK && o->profile.given)
         rc = vp_profile_cost_model(&o->profile.profile, s, cm, &err);
     if (rc == VP_OK)
         rc = vp_simulate(s, cm, out, &err);
     vp_cost_model_free(cm);
-    if (rc != VP_OK)
-        return cli_lib_error(&err);
-    if (!isfinite((*out)->makespan) || !isfinite((*out)->bubble)) {
-        char costs[128];
-        int code = cli_error(VP_EXIT_INPUT,
-                             "the costs (%s) make the simulated makespan %g, which is not "
-                             "finite: give smaller costs",
-                             cli_costs_text(&o->spec.costs, costs, sizeof costs), (*out)->makespan);
-        vp_sim_free(*out);
-        *out = NULL;
-        return code;
-    }
-    return 0;
+    return rc == VP_OK ? 0 : cli_lib_error(&err);
 }
 
 static json_t *double_array(const double *v, int n) {

@@ -38,9 +38,10 @@ static void exercise(vp_block *b) {
     }
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
-    vp_cost_model *cm = vp_block_cost_model(b, &costs, &mem, &err);
+    vp_cost_model *cm = NULL;
     vp_block_lifespan *ls = NULL;
-    if (cm && vp_block_lifespan_new(b, cm, 0, &ls, &err) == VP_OK)
+    if (vp_block_cost_model(b, &costs, &mem, &cm, &err) == VP_OK &&
+        vp_block_lifespan_new(b, cm, 0, &ls, &err) == VP_OK)
         vp_block_lifespan_free(ls);
     vp_cost_model_free(cm);
 }
@@ -53,9 +54,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort(); /* every rejection explains itself */
         return 0;
     }
-    char *text = vp_block_write_json(b, NULL);
+    char *text = NULL;
     vp_block *back = NULL;
-    if (!text || vp_block_read_json(text, strlen(text), NULL, NULL, &back, &err) != VP_OK ||
+    if (vp_block_write_json(b, NULL, &text, &err) != VP_OK ||
+        vp_block_read_json(text, strlen(text), NULL, NULL, &back, &err) != VP_OK ||
         !same_block(b, back))
         abort();
     free(text);

@@ -18,10 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     (void)vp_schedule_validate(s, &err);
-    char *text = vp_json_write(s);
+    char *text = NULL;
     vp_schedule *back = NULL;
-    if (!text || vp_json_read(text, strlen(text), &back, &err) != VP_OK ||
-        !vp_schedule_equal(s, back))
+    if (vp_json_write(s, &text, &err) != VP_OK ||
+        vp_json_read(text, strlen(text), &back, &err) != VP_OK || !vp_schedule_equal(s, back))
         abort();
     free(text);
     vp_schedule_free(back);

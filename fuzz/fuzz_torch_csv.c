@@ -45,11 +45,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
-    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, NULL);
+    vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
     vp_timeline *tl = NULL;
-    if (!cm || vp_simulate(s, cm, &sim, NULL) != VP_OK ||
-        vp_timeline_from_sim(s, sim, &tl, NULL) != VP_OK)
+    if (vp_cost_model_new(s, &costs, &mem, &cm, NULL) != VP_OK ||
+        vp_simulate(s, cm, &sim, NULL) != VP_OK || vp_timeline_from_sim(s, sim, &tl, NULL) != VP_OK)
         abort();
     char *text = NULL;
     if (vp_render_ascii(tl, NULL, &text, NULL) != VP_OK)

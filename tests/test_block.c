@@ -9,19 +9,19 @@
 static vp_cost_model *tb_cm(const vp_block *b, vp_costs costs) {
     vp_memcfg mem = vp_memcfg_default();
     vp_error err = {0};
-    vp_cost_model *cm = vp_block_cost_model(b, &costs, &mem, &err);
-    if (!cm)
+    vp_cost_model *cm = NULL;
+    if (vp_block_cost_model(b, &costs, &mem, &cm, &err) != VP_OK)
         fail_msg("cost model: %s", err.message);
     return cm;
 }
 
 /* The 1F1B block for p devices under costs (split or not). */
 static vp_block *tb_1f1b(int p, vp_costs costs, int split) {
-    vp_block *shape = vp_block_new(p, p, VP_PLACE_SINGLE, NULL);
+    vp_block *shape = NULL, *b = NULL;
+    assert_int_equal(vp_block_new(p, p, VP_PLACE_SINGLE, &shape, NULL), VP_OK);
     vp_cost_model *cm = tb_cm(shape, costs);
     vp_error err = {0};
-    vp_block *b = vp_block_1f1b(p, cm, split, &err);
-    if (!b)
+    if (vp_block_1f1b(p, cm, split, &b, &err) != VP_OK)
         fail_msg("1f1b block p=%d: %s", p, err.message);
     vp_cost_model_free(cm);
     vp_block_free(shape);
@@ -39,8 +39,8 @@ static vp_schedule *tb_repeat(const vp_block *b, int m) {
 static void test_check_rejects_incomplete_blocks(void **state) {
     (void)state;
     vp_error err = {0};
-    vp_block *b = vp_block_new(2, 2, VP_PLACE_SINGLE, &err);
-    assert_non_null(b);
+    vp_block *b = NULL;
+    assert_int_equal(vp_block_new(2, 2, VP_PLACE_SINGLE, &b, &err), VP_OK);
     assert_int_equal(vp_block_check(b, &err), VP_EINVAL); /* no passes */
     assert_int_equal(vp_block_add(b, VP_OP_F, 0, 0, 0, 1), VP_OK);
     assert_int_equal(vp_block_add(b, VP_OP_F, 1, 0, 1, 1), VP_OK);
@@ -61,8 +61,11 @@ static void test_check_rejects_incomplete_blocks(void **state) {
     assert_int_equal(vp_block_find(b, VP_OP_W, 0, 0), 4);
     assert_int_equal(vp_block_find(b, VP_OP_W, 1, 0), -1);
     vp_block_free(b);
-    assert_null(vp_block_new(3, 4, VP_PLACE_SINGLE, &err)); /* S must be p */
-    assert_null(vp_block_new(3, 5, VP_PLACE_V, &err));
+    b = (vp_block *)&err; /* a failing constructor leaves NULL */
+    assert_int_equal(vp_block_new(3, 4, VP_PLACE_SINGLE, &b, &err), VP_EINVAL); /* S must be p */
+    assert_null(b);
+    assert_int_equal(vp_block_new(3, 5, VP_PLACE_V, &b, NULL), VP_EINVAL);
+    assert_null(b);
     vp_block_free(NULL);
 }
 
@@ -92,7 +95,8 @@ static void test_collision_names_device_and_passes(void **state) {
 static void test_self_overlap_has_no_interval(void **state) {
     (void)state;
     vp_error err = {0};
-    vp_block *b = vp_block_new(1, 1, VP_PLACE_SINGLE, &err);
+    vp_block *b = NULL;
+    assert_int_equal(vp_block_new(1, 1, VP_PLACE_SINGLE, &b, &err), VP_OK);
     vp_block_add(b, VP_OP_F, 0, 0, 0, 2);
     vp_block_add(b, VP_OP_BW, 0, 0, 1, 2); /* overlaps F within the same copy */
     double T = 0;
@@ -101,7 +105,7 @@ static void test_self_overlap_has_no_interval(void **state) {
     assert_non_null(strstr(err.message, "BW0.0"));
     vp_block_free(b);
     /* all-zero durations: no interval either */
-    b = vp_block_new(1, 1, VP_PLACE_SINGLE, &err);
+    assert_int_equal(vp_block_new(1, 1, VP_PLACE_SINGLE, &b, &err), VP_OK);
     vp_block_add(b, VP_OP_F, 0, 0, 0, 0);
     vp_block_add(b, VP_OP_BW, 0, 0, 0, 0);
     assert_int_equal(vp_block_min_interval(b, &T, &err), VP_EINVAL);
@@ -163,10 +167,9 @@ static void test_offsets_and_packing_trim_to_same_schedule(void **state) {
     (void)state;
     for (int p = 1; p <= 8; p++) {
         vp_block *b = tb_1f1b(p, tu_costs(1, 2, 1, 0), 1);
-        vp_block *shifted = vp_block_clone(b);
-        vp_block *packed = vp_block_clone(b);
-        assert_non_null(shifted);
-        assert_non_null(packed);
+        vp_block *shifted = NULL, *packed = NULL;
+        assert_int_equal(vp_block_clone(b, &shifted, NULL), VP_OK);
+        assert_int_equal(vp_block_clone(b, &packed, NULL), VP_OK);
         for (int i = 0; i < shifted->n; i++)
             if (shifted->pass[i].kind != VP_OP_F) {
                 shifted->pass[i].mb = -1;
@@ -208,7 +211,7 @@ static void test_block_times_and_squeeze(void **state) {
         double **t = calloc((size_t)p, sizeof *t);
         for (int d = 0; d < p; d++)
             t[d] = calloc((size_t)s->dev[d].n, sizeof **t);
-        vp_block_times(b, s, t);
+        assert_int_equal(vp_block_times(b, s, t, NULL), VP_OK);
         vp_sim *sim = tu_sim(s, cc, NULL);
         double t0 = b->pass[vp_block_find(b, VP_OP_F, 0, 0)].start;
         for (int d = 0; d < p; d++) {
@@ -244,7 +247,7 @@ static void test_reorder_never_hurts(void **state) {
                     vp_costs cc = tu_costs(1, 2, 1, 0.1);
                     vp_schedule *s = tu_build(fams[f], p, m, 0, cc);
                     vp_sim *before = tu_sim(s, cc, &mems[k]);
-                    vp_cost_model *cm = vp_cost_model_new(s, &cc, &mems[k], NULL);
+                    vp_cost_model *cm = tu_cm(s, cc, &mems[k]);
                     int moved = -1;
                     assert_int_equal(vp_block_reorder(s, cm, &moved, NULL), VP_OK);
                     assert_true(moved >= 0);
@@ -270,7 +273,7 @@ static void test_reorder_fills_gaps(void **state) {
     (void)state;
     for (int p = 2; p <= 8; p++) {
         for (int m = 2; m <= 2 * p; m += p - 1) {
-            vp_schedule *s = vp_schedule_new("w-last", p, p, m, VP_PLACE_SINGLE, NULL);
+            vp_schedule *s = tu_schedule("w-last", p, p, m, VP_PLACE_SINGLE);
             for (int d = 0; d < p; d++) {
                 int warm = p - 1 - d < m ? p - 1 - d : m, f = 0, b = 0;
                 while (f < warm)
@@ -287,7 +290,7 @@ static void test_reorder_fills_gaps(void **state) {
             vp_costs cc = tu_costs(1, 1, 1, 0);
             vp_sim *before = tu_sim(s, cc, NULL);
             vp_memcfg mem = vp_memcfg_default();
-            vp_cost_model *cm = vp_cost_model_new(s, &cc, &mem, NULL);
+            vp_cost_model *cm = tu_cm(s, cc, &mem);
             int moved = 0;
             assert_int_equal(vp_block_reorder(s, cm, &moved, NULL), VP_OK);
             assert_true(moved > 0);
@@ -344,8 +347,7 @@ static void test_reorder_terminates_with_few_moves(void **state) {
                 assert_true(f0 && b0 && f1 && b1);
                 vp_sim *before = tu_sim(s, costs[k], &mem);
                 tb_pass_starts(s, before, f0, b0);
-                vp_cost_model *cm = vp_cost_model_new(s, &costs[k], &mem, NULL);
-                assert_non_null(cm);
+                vp_cost_model *cm = tu_cm(s, costs[k], &mem);
                 int moved = -1, again = -1;
                 vp_error err = {0};
                 if (vp_block_reorder(s, cm, &moved, &err) != VP_OK)
@@ -392,8 +394,7 @@ static void test_reorder_is_scale_invariant(void **state) {
             double u = x ? 0.1 : 1.0;
             vp_costs cc = tu_costs(u, 2 * u, u, 0.5 * u);
             s[x] = tu_build(fams[f], 8, 24, 0, cc);
-            vp_cost_model *cm = vp_cost_model_new(s[x], &cc, &mem, NULL);
-            assert_non_null(cm);
+            vp_cost_model *cm = tu_cm(s[x], cc, &mem);
             assert_int_equal(vp_block_reorder(s[x], cm, &moved[x], NULL), VP_OK);
             vp_cost_model_free(cm);
         }
@@ -403,6 +404,35 @@ static void test_reorder_is_scale_invariant(void **state) {
         vp_schedule_free(s[0]);
         vp_schedule_free(s[1]);
     }
+}
+
+/* The block writer round-trips the block and its costs (F&B included) and refuses, with
+ * a status, what it cannot write rather than printing inf or dropping a key. */
+static void test_block_json_writer(void **state) {
+    (void)state;
+    vp_costs costs = tu_costs(2, 3, 1, 0.5);
+    costs.fb = 4.5;
+    vp_block *b = tb_1f1b(3, costs, 1), *back = NULL;
+    char *text = NULL;
+    vp_error err = {0};
+    assert_int_equal(vp_block_write_json(b, &costs, &text, &err), VP_OK);
+    vp_costs used = vp_costs_default();
+    assert_int_equal(vp_block_read_json(text, strlen(text), NULL, &used, &back, &err), VP_OK);
+    assert_true(used.f == 2 && used.b == 3 && used.w == 1 && used.c == 0.5 && used.fb == 4.5);
+    assert_int_equal(back->n, b->n);
+    for (int i = 0; i < b->n; i++)
+        assert_true(back->pass[i].start == b->pass[i].start && back->pass[i].dur == b->pass[i].dur);
+    free(text);
+    vp_block_free(back);
+    double dev[3] = {1, 2, 3};
+    costs.dev_f = dev;
+    assert_int_equal(vp_block_write_json(b, &costs, &text, NULL), VP_EUNSUPPORTED);
+    assert_null(text);
+    b->pass[2].start = INFINITY;
+    assert_int_equal(vp_block_write_json(b, NULL, &text, &err), VP_EINVAL);
+    assert_null(text);
+    assert_non_null(strstr(err.message, "pass 2"));
+    vp_block_free(b);
 }
 
 int main(void) {
@@ -418,6 +448,7 @@ int main(void) {
         cmocka_unit_test(test_reorder_fills_gaps),
         cmocka_unit_test(test_reorder_terminates_with_few_moves),
         cmocka_unit_test(test_reorder_is_scale_invariant),
+        cmocka_unit_test(test_block_json_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

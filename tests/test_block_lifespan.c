@@ -10,8 +10,8 @@
 
 static vp_cost_model *tl_cm(const vp_block *b, vp_costs costs, vp_memcfg mem) {
     vp_error err = {0};
-    vp_cost_model *cm = vp_block_cost_model(b, &costs, &mem, &err);
-    if (!cm)
+    vp_cost_model *cm = NULL;
+    if (vp_block_cost_model(b, &costs, &mem, &cm, &err) != VP_OK)
         fail_msg("cost model: %s", err.message);
     return cm;
 }
@@ -37,7 +37,8 @@ static int first_free(int *used, int from) {
  * B1 at 2p+x+i, B0 at 4p+x-1-i (x = 2 when 3 divides p), each W in the first free slot
  * after its B, chunk 1's first. Costs F=B=W=2 per slice make every chunk pass 1. */
 static vp_block *vmin_block(int p) {
-    vp_block *b = vp_block_new(p, 2 * p, VP_PLACE_V, NULL);
+    vp_block *b = NULL;
+    assert_int_equal(vp_block_new(p, 2 * p, VP_PLACE_V, &b, NULL), VP_OK);
     int x = p % 3 == 0 ? 2 : 0;
     for (int i = 0; i < p; i++) {
         int s0 = i, s1 = 2 * p - 1 - i;
@@ -74,11 +75,12 @@ static void check_bound(const vp_block_lifespan *ls, int exact, double slack) {
 static void test_1f1b_bound_equals_peak(void **state) {
     (void)state;
     for (int p = 2; p <= 16; p++) {
-        vp_block *shape = vp_block_new(p, p, VP_PLACE_SINGLE, NULL);
+        vp_block *shape = NULL;
+        assert_int_equal(vp_block_new(p, p, VP_PLACE_SINGLE, &shape, NULL), VP_OK);
         vp_cost_model *cm = tl_cm(shape, tu_costs(2, 2, 2, 0), vp_memcfg_default());
         for (int split = 0; split < 2; split++) {
-            vp_block *b = vp_block_1f1b(p, cm, split, NULL);
-            assert_non_null(b);
+            vp_block *b = NULL;
+            assert_int_equal(vp_block_1f1b(p, cm, split, &b, NULL), VP_OK);
             vp_block_lifespan *ls = tl_lifespan(b, cm, 3 * p);
             check_bound(ls, 1, 0);
             for (int d = 0; d < p; d++) {
@@ -134,10 +136,12 @@ static void test_bound_holds_everywhere(void **state) {
             for (int mm = 0; mm < 2; mm++) {
                 double *c = costs[k];
                 vp_costs cc = tu_costs(c[0], c[1], c[2], c[3]);
-                vp_block *shape = vp_block_new(p, p, VP_PLACE_SINGLE, NULL);
+                vp_block *shape = NULL;
+                assert_int_equal(vp_block_new(p, p, VP_PLACE_SINGLE, &shape, NULL), VP_OK);
                 vp_cost_model *cm = tl_cm(shape, cc, mems[mm]);
                 for (int split = 0; split < 2; split++) {
-                    vp_block *b = vp_block_1f1b(p, cm, split, NULL);
+                    vp_block *b = NULL;
+                    assert_int_equal(vp_block_1f1b(p, cm, split, &b, NULL), VP_OK);
                     vp_block_lifespan *ls = tl_lifespan(b, cm, 2 * p + 1);
                     check_bound(ls, 0, 0);
                     vp_block_lifespan_free(ls);
@@ -174,7 +178,8 @@ static void test_v_presets_bound_vs_peak(void **state) {
             assert_int_equal(vp_vblock_to_block(&vb, p, &b, &err), VP_OK);
             vp_costs c = tu_costs(2, 2, 2, 0);
             vp_memcfg m = vp_memcfg_default();
-            vp_cost_model *cm = vp_block_cost_model(b, &c, &m, &err);
+            vp_cost_model *cm = NULL;
+            assert_int_equal(vp_block_cost_model(b, &c, &m, &cm, &err), VP_OK);
             vp_block_lifespan *ls = NULL;
             assert_int_equal(vp_block_lifespan_new(b, cm, 4 * p, &ls, &err), VP_OK);
             for (int d = 0; d < p; d++) {

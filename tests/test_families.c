@@ -170,13 +170,98 @@ static void test_costs_parse(void **state) {
     TU_NEAR(c.w, 1);
     TU_NEAR(c.c, 0.25);
     TU_NEAR(c.fb, 4);
-    const char *bad[] = {"",     "F",        "F=",    "F=x",   "F=-1",   "Q=1",
-                         "F=1,", "F=1,,B=2", "F=nan", "F=inf", "F=1B=2", "F=1;B=2"};
+    const char *bad[] = {"",        "F",         "F=",     "F=x",     "F=-1",     "Q=1",
+                         "F=1,",    "F=1,,B=2",  "F=nan",  "F=inf",   "F=1B=2",   "F=1;B=2",
+                         "F=+1",    "F= 1",      "F=0x10", "B=1,b=2", "FB=1,fb=1", "c=1,C=2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vp_costs keep = c;
         assert_int_equal(vp_costs_parse(bad[i], &c, &err), VP_EPARSE);
         assert_true(err.column >= 1);
         TU_NEAR(c.f, keep.f); /* unchanged on error */
+    }
+    /* a duplicate is refused at its second occurrence, naming the first */
+    assert_int_equal(vp_costs_parse("F=1,W=3,F=2", &c, &err), VP_EPARSE);
+    assert_int_equal(err.column, 9);
+    assert_non_null(strstr(err.message, "given twice (first at column 1)"));
+    /* too large (their results could not be finite): refused as failing validation, the
+     * message gives the bound and the reason */
+    const char *big[] = {"F=1e308", "F=1.1e12", "F=1e400"};
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        vp_costs keep = c;
+        assert_int_equal(vp_costs_parse(big[i], &c, &err), VP_EVALIDATION);
+        assert_int_equal(err.column, 3);
+        assert_non_null(strstr(err.message, "over 1e+12"));
+        assert_non_null(strstr(err.message, "overflow"));
+        TU_NEAR(c.f, keep.f);
+    }
+    /* the bound itself, subnormal and plain decimal forms are accepted */
+    assert_int_equal(vp_costs_parse("F=1e12,B=1e-320,W=.5,c=5.", &c, &err), VP_OK);
+    assert_true(c.f == 1e12 && c.b > 0 && c.b < 1e-300 && c.w == 0.5 && c.c == 5);
+}
+
+static void test_memcfg_parse(void **state) {
+    (void)state;
+    vp_memcfg m = vp_memcfg_default();
+    vp_error err = {0};
+    const char *bad[] = {"zb:1.5", "release",   "zb:",   "zb: 0.5", "zb:0.5x", "zb:-0.1",
+                         "zb:nan", "zb:0x1p-1", "at-w ", "AT-W",    "zb:1e400"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(vp_memcfg_parse(bad[i], &m, &err), VP_EPARSE);
+        assert_int_equal(m.kind, VP_MEM_AT_W); /* unchanged */
+    }
+    assert_int_equal(vp_memcfg_parse("zb:1e-320", &m, &err), VP_OK);
+    assert_true(m.kind == VP_MEM_ZB && m.zb_ratio > 0 && m.zb_ratio < 1e-300);
+    assert_int_equal(vp_memcfg_parse("zb:1", &m, &err), VP_OK);
+    TU_NEAR(m.zb_ratio, 1);
+}
+
+/* Costs the parser cannot produce but a caller can set: refused by the cost model, and a
+ * hand-filled model with infinite or NaN entries gets an error from the simulator, never
+ * an infinite makespan or a NaN bubble. */
+static void test_nonfinite_costs(void **state) {
+    (void)state;
+    vp_schedule *s = tu_build("1f1b", 3, 4, 0, vp_costs_default());
+    vp_memcfg mem = vp_memcfg_default();
+    vp_cost_model *cm = NULL;
+    double inf = INFINITY, dev[3] = {1, inf, 1};
+    vp_costs big = tu_costs(2e12, 1, 1, 0), fb = vp_costs_default(), per = vp_costs_default();
+    fb.fb = inf;
+    per.dev_b = dev;
+    assert_int_equal(vp_cost_model_new(s, &big, &mem, &cm, NULL), VP_EINVAL);
+    assert_int_equal(vp_cost_model_new(s, &fb, &mem, &cm, NULL), VP_EINVAL);
+    assert_int_equal(vp_cost_model_new(s, &per, &mem, &cm, NULL), VP_EINVAL);
+    mem.unit_bytes = inf;
+    assert_int_equal(vp_cost_model_new(s, &per, &mem, &cm, NULL), VP_EINVAL);
+    assert_null(cm);
+    double *slot[] = {NULL, NULL, NULL, NULL};
+    for (int x = 0; x < 4; x++) {
+        cm = tu_cm(s, vp_costs_default(), NULL);
+        slot[0] = &cm->f[1], slot[1] = &cm->b[2], slot[2] = &cm->act[0], slot[3] = &cm->c;
+        *slot[x] = x % 2 ? NAN : 1e308; /* 1e308 overflows when two are added */
+        if (x == 3)
+            *slot[x] = inf;
+        vp_sim *sim = NULL;
+        vp_error err = {0};
+        vp_status rc = vp_simulate(s, cm, &sim, &err);
+        if (rc != VP_EINVAL || sim || !strstr(err.message, "not finite"))
+            fail_msg("case %d: status %d, sim %p: %s", x, rc, (void *)sim, err.message);
+        vp_cost_model_free(cm);
+    }
+    vp_schedule_free(s);
+}
+
+static void test_op_kind_parse(void **state) {
+    (void)state;
+    for (int k = 0; k < VP_OP_KIND_COUNT; k++) {
+        vp_op_kind got = VP_OP_KIND_COUNT;
+        assert_int_equal(vp_op_kind_parse(vp_op_kind_name((vp_op_kind)k), &got), VP_OK);
+        assert_int_equal(got, k);
+    }
+    vp_op_kind keep = VP_OP_W;
+    const char *bad[] = {"", "f", "FB", "F&", "BW ", "I", "?"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(vp_op_kind_parse(bad[i], &keep), VP_EINVAL);
+        assert_int_equal(keep, VP_OP_W);
     }
 }
 
@@ -207,6 +292,9 @@ int main(void) {
         cmocka_unit_test(test_bubble_definitions),
         cmocka_unit_test(test_memory_models),
         cmocka_unit_test(test_costs_parse),
+        cmocka_unit_test(test_memcfg_parse),
+        cmocka_unit_test(test_nonfinite_costs),
+        cmocka_unit_test(test_op_kind_parse),
         cmocka_unit_test(test_family_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -144,7 +144,8 @@ static void check_vpipe_layout(const vp_model_config *cfg, int R, vp_placement_k
     vp_gpu g = tp_gpu("a100-80gb");
     vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
     int S = place == VP_PLACE_V ? 2 * R : R, p = R;
-    vp_schedule *shape = vp_schedule_new("shape", p, S, 1, place, NULL);
+    vp_schedule *shape = NULL;
+    assert_int_equal(vp_schedule_new("shape", (vp_shape){p, S, 1, place}, &shape, NULL), VP_OK);
     vp_price_layout *lay = NULL;
     vp_error err = {0};
     if (vp_price_layout_new(&su, shape, &lay, &err) != VP_OK)

@@ -236,7 +236,8 @@ static void test_trace(void **state) {
 /* A timeline filled by hand, as the runtime will: no memory, seconds, odd names. */
 static void test_measured_timeline(void **state) {
     (void)state;
-    vp_timeline *tl = vp_timeline_new("run <1> & \"x\"", 2, 2, 1);
+    vp_timeline *tl = NULL;
+    assert_int_equal(vp_timeline_new("run <1> & \"x\"", 2, 2, 1, &tl, NULL), VP_OK);
     tl->trace_us = 1e6;
     vp_slice f0 = {{VP_OP_F, 0, 0, 0, 0, 0}, 0.0, 0.010, 0};
     vp_slice f1 = {{VP_OP_F, 0, 1, 0, 0, 0}, 0.011, 0.020, 0};
@@ -276,7 +277,8 @@ static void test_measured_timeline(void **state) {
     json_decref(root);
     free(text);
     vp_timeline_free(tl);
-    assert_null(vp_timeline_new(NULL, 0, 1, 1));
+    assert_int_equal(vp_timeline_new(NULL, 0, 1, 1, &tl, NULL), VP_EINVAL);
+    assert_null(tl);
     vp_timeline_free(NULL);
 }
 

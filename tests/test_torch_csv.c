@@ -319,7 +319,7 @@ static void test_compute_comms_layout(void **state) {
 
 static void test_unexportable(void **state) {
     (void)state;
-    vp_schedule *s = vp_schedule_new("dualpipe", 2, 4, 2, VP_PLACE_BIDIR, NULL);
+    vp_schedule *s = tu_schedule("dualpipe", 2, 4, 2, VP_PLACE_BIDIR);
     char *text = NULL;
     vp_error err = {0};
     assert_int_equal(vp_torch_csv_write(s, VP_TORCH_CSV_COMPUTE_ONLY, &text, &err),

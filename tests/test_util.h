@@ -28,13 +28,32 @@ static inline vp_schedule *tu_build(const char *family, int p, int m, int v, vp_
     return s;
 }
 
-/* Simulates s under costs and memory model mem (NULL = release-at-W). */
-static inline vp_sim *tu_sim(const vp_schedule *s, vp_costs costs, const vp_memcfg *mem) {
+/* A new empty schedule of the shape; fails the test on error. */
+static inline vp_schedule *tu_schedule(const char *family, int p, int S, int m,
+                                       vp_placement_kind placement) {
+    vp_schedule *s = NULL;
+    vp_error err = {0};
+    vp_shape shape = {.p = p, .S = S, .m = m, .placement = placement};
+    if (vp_schedule_new(family, shape, &s, &err) != VP_OK)
+        fail_msg("schedule: %s", err.message);
+    return s;
+}
+
+/* A new cost model of s under costs and memory model mem (NULL = release-at-W); fails the
+ * test on error. */
+static inline vp_cost_model *tu_cm(const vp_schedule *s, vp_costs costs, const vp_memcfg *mem) {
     vp_memcfg m = mem ? *mem : vp_memcfg_default();
     vp_error err = {0};
-    vp_cost_model *cm = vp_cost_model_new(s, &costs, &m, &err);
-    if (!cm)
+    vp_cost_model *cm = NULL;
+    if (vp_cost_model_new(s, &costs, &m, &cm, &err) != VP_OK)
         fail_msg("cost model: %s", err.message);
+    return cm;
+}
+
+/* Simulates s under costs and memory model mem (NULL = release-at-W). */
+static inline vp_sim *tu_sim(const vp_schedule *s, vp_costs costs, const vp_memcfg *mem) {
+    vp_error err = {0};
+    vp_cost_model *cm = tu_cm(s, costs, mem);
     vp_sim *sim = NULL;
     if (vp_simulate(s, cm, &sim, &err) != VP_OK)
         fail_msg("simulate %s: %s", s->family, err.message);

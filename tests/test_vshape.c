@@ -153,7 +153,8 @@ static void test_framework_agrees(void **state) {
             if (vp_vblock_to_block(&blocks[i], p, &b, &err) != VP_OK)
                 fail_msg("block %d at p=%d: %s", i, p, err.message);
             assert_int_equal(vp_block_collisions(b, 6, NULL, NULL), VP_OK);
-            vp_cost_model *cm = vp_block_cost_model(b, &c, &mem, NULL);
+            vp_cost_model *cm = NULL;
+            assert_int_equal(vp_block_cost_model(b, &c, &mem, &cm, NULL), VP_OK);
             vp_block_lifespan *ls = NULL;
             assert_int_equal(vp_block_lifespan_new(b, cm, 4 * p, &ls, NULL), VP_OK);
             vp_spec spec = vp_spec_make(p, 4 * p);

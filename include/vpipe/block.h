@@ -1,4 +1,5 @@
-/* The building-block framework (schedules.md §3) and V blocks (§4).
+/* Building blocks (the timing of one microbatch's passes, repeated every interval) and V
+ * blocks (building blocks of the V placement in unit slots).
  *
  * Module `block` (src/block/): blocks, their repetition, collisions, reorder, lifespans,
  * the block file format, and the V slot grid that builds V blocks. Depends on sim and
@@ -20,8 +21,8 @@
  * bound Σ⌈l_s/T⌉·act_s holds for the repeated order and for everything derived from it.
  *
  * Typical use:
- *   vp_block *b = vp_block_new(p, 2 * p, VP_PLACE_V, err);
- *   vp_cost_model *cm = vp_block_cost_model(b, &costs, &mem, err);
+ *   vp_block_new(p, 2 * p, VP_PLACE_V, &b, err);
+ *   vp_block_cost_model(b, &costs, &mem, &cm, err);
  *   vp_block_add(b, VP_OP_F, s, 0, start, cm->f[s]);  ...
  *   vp_block_min_interval(b, &b->T, err);                  (or set b->T yourself)
  *   vp_block_repeat(b, m, "my-block", &sched, err);        (collision-checked)
@@ -75,16 +76,16 @@ typedef struct vp_block {
 } vp_block;
 
 /* Allocates an empty block (no passes, T = 0, mb_per_copy = 1) for p devices and S stages
- * placed like vp_schedule_new places them (SINGLE S=p, LOOP S a multiple of p, V and
- * BIDIR S=2p; CUSTOM puts every stage on device 0 for the caller to change). Caller frees
- * with vp_block_free. NULL with err filled (VP_EINVAL, VP_ENOMEM) on failure. */
-vp_block *vp_block_new(int p, int S, vp_placement_kind placement, vp_error *err);
+ * into *out, placed like vp_schedule_new places them (SINGLE S=p, LOOP S a multiple of p,
+ * V and BIDIR S=2p; CUSTOM puts every stage on device 0 for the caller to change). Caller
+ * frees with vp_block_free. VP_EINVAL, VP_ENOMEM; *out is NULL on failure. */
+vp_status vp_block_new(int p, int S, vp_placement_kind placement, vp_block **out, vp_error *err);
 
 /* Releases a block; NULL is a no-op. */
 void vp_block_free(vp_block *b);
 
-/* Deep copy; NULL when memory runs out. */
-vp_block *vp_block_clone(const vp_block *b);
+/* A deep copy of b into a new *out (caller frees). VP_ENOMEM; *out is NULL on failure. */
+vp_status vp_block_clone(const vp_block *b, vp_block **out, vp_error *err);
 
 /* Appends a pass. VP_EINVAL when kind or stage is out of range, start is not finite or
  * dur < 0 / not finite (vp_block_check has the tighter limits), VP_ENOMEM when memory
@@ -94,10 +95,11 @@ vp_status vp_block_add(vp_block *b, vp_op_kind kind, int stage, int mb, double s
 /* Index of the pass (kind, stage, mb) or -1. */
 int vp_block_find(const vp_block *b, vp_op_kind kind, int stage, int mb);
 
-/* Cost model for the block's shape (per-stage costs and memory deltas, chunk passes
- * charged 1/v as in vp_cost_model_new). Caller frees with vp_cost_model_free. */
-vp_cost_model *vp_block_cost_model(const vp_block *b, const vp_costs *costs, const vp_memcfg *mem,
-                                   vp_error *err);
+/* A new cost model for the block's shape into *out (per-stage costs and memory deltas,
+ * chunk passes charged 1/v as in vp_cost_model_new, whose errors pass through). Caller
+ * frees with vp_cost_model_free; *out is NULL on failure. */
+vp_status vp_block_cost_model(const vp_block *b, const vp_costs *costs, const vp_memcfg *mem,
+                              vp_cost_model **out, vp_error *err);
 
 /* Checks the block's structure: stage_device in range, 1 <= mb_per_copy <= 64, every pass
  * with |start| <= 1e15, duration in [0, 1e15] and |mb| <= 1e6, and for each microbatch
@@ -134,9 +136,9 @@ vp_status vp_block_min_interval(const vp_block *b, double *T, vp_error *err);
  * device right after its F; split = 0 uses BW passes, split = 1 puts a B and its W in
  * each BW's place (the chain still waits for the W, as in 1F1B). T is set to the
  * smallest collision-free interval. Repeating it gives the 1F1B order (for split = 0 the
- * same schedule as the `1f1b` family). Caller frees; NULL with err filled when p or cm
- * do not fit or every cost is zero (no interval). */
-vp_block *vp_block_1f1b(int p, const vp_cost_model *cm, int split, vp_error *err);
+ * same schedule as the `1f1b` family). Caller frees. VP_EINVAL when p or cm do not fit or
+ * every cost is zero (no interval), VP_ENOMEM; *out is NULL on failure. */
+vp_status vp_block_1f1b(int p, const vp_cost_model *cm, int split, vp_block **out, vp_error *err);
 
 /* Repeats the block every b->T and returns the schedule of m microbatches (family
  * names it, NULL: "block"): each device's passes ordered by start time (ties as in the
@@ -151,8 +153,9 @@ vp_status vp_block_repeat(const vp_block *b, int m, const char *family, vp_sched
 
 /* Start time of every op of a repeated block before squeezing ([p][n_d], parallel to
  * s->dev[d].ops, as in vp_sim): the block time of the op's copy. s must come from
- * vp_block_repeat(b, ...). Fills times, a caller-allocated array of per-device arrays. */
-void vp_block_times(const vp_block *b, const vp_schedule *s, double **times);
+ * vp_block_repeat(b, ...). Fills times, a caller-allocated array of per-device arrays
+ * (NAN for an op the block has no pass for). VP_ENOMEM. */
+vp_status vp_block_times(const vp_block *b, const vp_schedule *s, double **times, vp_error *err);
 
 /* Reorders a (squeezed) schedule in place, in rounds on the eager replay under cm. Per
  * device and round: a pass other than W that has Ws right in front of it and would start
@@ -205,11 +208,13 @@ vp_status vp_block_read_json(const char *text, size_t len, const vp_costs *overr
                              vp_block **out, vp_error *err);
 
 /* Writes b as block JSON (every pass with its mb offset and duration, "interval" when T >
- * 0, "costs" when costs is non-NULL) into a new NUL-terminated string the caller frees
- * with free(); reading it back gives the same block. NULL when memory runs out. */
-char *vp_block_write_json(const vp_block *b, const vp_costs *costs);
+ * 0, "costs" when costs is non-NULL, with FB when costs->fb >= 0) into a new
+ * NUL-terminated *text the caller frees with free(); reading it back gives the same block
+ * and costs. VP_EINVAL when a time or cost is not finite, VP_EUNSUPPORTED for per-device
+ * costs, VP_ENOMEM; *text is NULL on failure. */
+vp_status vp_block_write_json(const vp_block *b, const vp_costs *costs, char **text, vp_error *err);
 
-/* ---- V blocks (schedules.md §4) -----------------------------------------------------
+/* ---- V blocks ------------------------------------------------------------------------
  *
  * A V block (vp_vblock) is the building block of one microbatch on the V placement, in
  * unit slots (one slot per chunk pass, period 6 per device): F⁰ of device 0 at slot 0, the

@@ -58,9 +58,13 @@ const vp_family *vp_family_find(const char *name);
  * too large; the result always passes vp_schedule_validate. */
 vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out, vp_error *err);
 
-/* The block of a named V family at p devices: "v-min" (offsets 1,1), "v-half" (2,1) or
- * "v-zb" (4,2), with the start slots of schedules.md §4. VP_EINVAL for other names or
- * p < 2. */
+/* The block of a named V family at p devices, no change point (phases mod 6):
+ *   "v-min":  offsets (1,1), F¹ at 2p-1, B¹ at 2p+x, B⁰ at 4p+x-1 (x = 2 when 3 divides p,
+ *             else 0): about 1/3 of 1F1B's memory;
+ *   "v-half": offsets (2,1), F¹ at 3p-2, B¹ at 3p+x-1, B⁰ at 6p+x-2 (x = 3 for even p,
+ *             else 0): half of 1F1B's memory;
+ *   "v-zb":   offsets (4,2), F¹ 1, B¹ 2, B⁰ 3: 1F1B's memory, no bubble in steady state.
+ * VP_EINVAL for other names or p < 2. */
 vp_status vp_vblock_preset(const char *family, int p, vp_vblock *out, vp_error *err);
 
 #endif

@@ -21,8 +21,9 @@
 #define VP_JSON_VERSION 1
 
 /* Serialises s as vpipe JSON (compact op rows, one device per line) into a new
- * NUL-terminated string the caller frees with free(). NULL when memory runs out. */
-char *vp_json_write(const vp_schedule *s);
+ * NUL-terminated *text the caller frees with free(). VP_EINVAL when the family name is not
+ * UTF-8, VP_ENOMEM; *text is NULL on failure. */
+vp_status vp_json_write(const vp_schedule *s, char **text, vp_error *err);
 
 /* Parses vpipe JSON text of len bytes into a new schedule. Checks the structure and
  * ranges (VP_EPARSE with line/column, or with the JSON path of the bad field), not the

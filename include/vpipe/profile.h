@@ -39,8 +39,8 @@ char *vp_profile_write_json(const vp_profile *pr);
 vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp_error *err);
 
 /* Fills cm (a model of schedule s) from the profile: per-stage F, B, W times for the layer
- * split vp_split_layers gives s, c, and, when cm has byte arrays, per-stage activation and
- * stash bytes from the size functions. VP_EINVAL when the layers do not split over s. */
+ * split vp_split_layers gives s, c, and per-stage activation and stash bytes from the size
+ * functions (cm->has_bytes set). VP_EINVAL when the layers do not split over s. */
 vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, vp_cost_model *cm,
                                 vp_error *err);
 

@@ -50,8 +50,10 @@ typedef struct vp_timeline_stats {
 } vp_timeline_stats;
 
 /* An empty timeline of p devices and S stages (all chunks 0, has_mem 0, mem_unit "units",
- * trace_us 1000) named family (NULL: "custom"). NULL on bad arguments or no memory. */
-vp_timeline *vp_timeline_new(const char *family, int p, int S, int m);
+ * trace_us 1000) named family (NULL: "custom") into a new *out (caller frees).
+ * VP_EINVAL (p or S < 1, m < 0), VP_ENOMEM; *out is NULL on failure. */
+vp_status vp_timeline_new(const char *family, int p, int S, int m, vp_timeline **out,
+                          vp_error *err);
 
 /* Releases a timeline; NULL is a no-op. */
 void vp_timeline_free(vp_timeline *tl);

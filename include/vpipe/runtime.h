@@ -177,9 +177,10 @@ vp_status vp_runtime_measure_hop(size_t floats, int reps, double *ms, vp_error *
 vp_status vp_runtime_predict_peaks(const vp_schedule *s, const vp_model_config *cfg, double *peaks,
                                    vp_error *err);
 
-/* Fills cm's byte arrays for model cfg under schedule s: per stage the bytes F adds
- * (act) and those B keeps for W (stash), from the layer split vp_split_layers gives s.
- * VP_EINVAL when cm has no byte arrays or the layers do not split over s's route. */
+/* Fills cm's byte arrays for model cfg under schedule s and sets cm->has_bytes: per stage
+ * the bytes F adds (act) and those B keeps for W (stash), from the layer split
+ * vp_split_layers gives s. VP_EINVAL when cm is not s's or the layers do not split over
+ * s's route. */
 vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
                                  const vp_model_config *cfg, vp_error *err);
 

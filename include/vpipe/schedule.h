@@ -1,7 +1,8 @@
 /* The schedule value: the one thing every part of vpipe reads.
  *
- * Module `schedule` (src/schedule/): the value, its validator, and the eager replay that
- * knows the pass dependencies. Depends on base.
+ * Module `schedule` (src/schedule/): the value, its validator, the rules of a pass
+ * (which pass waits for which) and the event-driven replay that follows them. Depends on
+ * base.
  *
  * A schedule has p devices, S stages and m microbatches. A placement maps every stage to
  * a device and a chunk (the stage's rank among the stages of its device). Every
@@ -67,27 +68,36 @@ typedef struct vp_schedule {
     vp_oplist *dev;        /* [p] ops per device */
 } vp_schedule;
 
-/* Allocates an empty schedule with the given shape and placement and fills stage_device,
- * stage_chunk and mb_first from it (VP_PLACE_CUSTOM leaves every stage on device 0, for
- * the caller to set, then call vp_schedule_set_chunks). S must fit the placement:
- * SINGLE S=p, LOOP S a multiple of p, V S=2p, BIDIR S=2p (route_len p, microbatches
- * alternate copies: even mb on copy 0, odd on copy 1, changeable by the caller).
- * Returns NULL on bad arguments or no memory (err says which). */
-vp_schedule *vp_schedule_new(const char *family, int p, int S, int m, vp_placement_kind placement,
-                             vp_error *err);
+/* The shape of a schedule: devices, stages, microbatches and the stage placement. */
+typedef struct vp_shape {
+    int p, S, m;
+    vp_placement_kind placement;
+} vp_shape;
+
+/* Allocates an empty schedule of the given shape into *out and fills stage_device,
+ * stage_chunk and mb_first from the placement (VP_PLACE_CUSTOM leaves every stage on
+ * device 0, for the caller to set, then call vp_schedule_set_chunks). S must fit the
+ * placement: SINGLE S=p, LOOP S a multiple of p, V S=2p, BIDIR S=2p (route_len p,
+ * microbatches alternate copies: even mb on copy 0, odd on copy 1, changeable by the
+ * caller). family NULL is "custom". VP_EINVAL (p, S or m < 1, S not fitting), VP_ENOMEM;
+ * *out is NULL on failure. Caller frees with vp_schedule_free. */
+vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out, vp_error *err);
 
 /* Releases a schedule; NULL is a no-op. */
 void vp_schedule_free(vp_schedule *s);
 
-/* Appends op to device d's list. VP_ENOMEM on allocation failure. */
+/* Appends op to device d's list (0 <= d < p, else the library aborts: a programmer
+ * error). The op itself is checked by vp_schedule_validate. VP_ENOMEM on allocation
+ * failure. */
 vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
 
-/* Convenience: appends a single pass (kind F, B, W or BW). */
+/* Convenience: appends a single pass (kind F, B, W or BW; else the library aborts). */
 vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
 
 /* Recomputes stage_chunk from stage_device (chunk = rank of the stage, by stage index,
- * among the stages of its device). */
-void vp_schedule_set_chunks(vp_schedule *s);
+ * among the stages of its device). VP_EINVAL (and nothing changed) when a stage's device
+ * is outside 0..p-1, VP_ENOMEM. */
+vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err);
 
 /* Number of chunks (stages) on the busiest device. */
 int vp_schedule_chunks_per_device(const vp_schedule *s);
@@ -112,6 +122,11 @@ int vp_schedule_param_copies(const vp_schedule *s);
  * "custom". Static strings. */
 const char *vp_op_kind_name(vp_op_kind kind);
 const char *vp_placement_name(vp_placement_kind placement);
+
+/* The op kind or placement named `name` (exactly as vp_op_kind_name or vp_placement_name
+ * writes it) into *kind / *placement. VP_EINVAL (nothing written) for any other string. */
+vp_status vp_op_kind_parse(const char *name, vp_op_kind *kind);
+vp_status vp_placement_parse(const char *name, vp_placement_kind *placement);
 
 /* Writes a short label of op into buf ("F3.1" = F of stage 3, microbatch 1;
  * "F0.7&BW7.3" for an overlapped pair). Returns buf. */

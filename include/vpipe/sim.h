@@ -19,6 +19,12 @@
 
 #include "vpipe/schedule.h"
 
+/* Largest cost of one pass or hop the library accepts (vp_costs_parse, vp_cost_model_new):
+ * 1e12 time units (31,700 years in seconds). A simulated time is a sum of at most
+ * (ops + hops) such costs, so even 2^63 ops stay below 1e32, far from overflow, and the
+ * simulator's results are finite. */
+#define VP_COST_MAX 1e12
+
 /* Costs per device slice and microbatch. dev_f/dev_b/dev_w, when non-NULL, hold one value
  * per device and override f/b/w (heterogeneous stages). fb < 0 means an overlapped F&B
  * costs the sum of its halves. */
@@ -30,9 +36,11 @@ typedef struct vp_costs {
 /* F=B=W=1, c=0, F&B = F+B. */
 vp_costs vp_costs_default(void);
 
-/* Parses "F=2,B=2,W=2,c=0.5,FB=3" (any subset, any order, keys case-insensitive for
- * F/B/W/FB, c or C) on top of *costs. Values must be finite and >= 0. VP_EPARSE with the
- * column of the bad key or value. */
+/* Parses "F=2,B=2,W=2,c=0.5,FB=3" (any subset, any order, each key at most once, keys
+ * case-insensitive) on top of *costs. Values are plain decimal numbers in
+ * [0, VP_COST_MAX] (subnormal ones such as 1e-320 included; no sign, hex, inf or nan).
+ * VP_EPARSE with the column of a malformed key or value, VP_EVALIDATION with the column of
+ * a value over VP_COST_MAX (its results could not be finite); *costs unchanged on error. */
 vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err);
 
 typedef enum {
@@ -49,7 +57,8 @@ typedef struct vp_memcfg {
 /* Release-at-W, bytes unknown. */
 vp_memcfg vp_memcfg_default(void);
 
-/* Parses "at-w" or "zb:R" into *cfg (unit_bytes unchanged). VP_EPARSE on anything else. */
+/* Parses "at-w" or "zb:R" (R a plain decimal number in [0, 1]) into *cfg (unit_bytes
+ * unchanged). VP_EPARSE with the column on anything else; *cfg unchanged on error. */
 vp_status vp_memcfg_parse(const char *text, vp_memcfg *cfg, vp_error *err);
 
 /* Per-stage costs and memory deltas for one schedule shape. */
@@ -60,15 +69,23 @@ typedef struct vp_cost_model {
     double c;           /* time of one hop between stages on different devices */
     double *act;        /* [S] units added by F */
     double *keep;       /* [S] units kept from B until W */
-    double *act_bytes;  /* [S] bytes added by F, NULL when unknown */
-    double *keep_bytes; /* [S] bytes kept from B until W, NULL when unknown */
+    double *act_bytes;  /* [S] bytes added by F (0 until known) */
+    double *keep_bytes; /* [S] bytes kept from B until W (0 until known) */
+    int has_bytes;      /* 1 when act_bytes/keep_bytes are known: set by vp_cost_model_new
+                           for unit_bytes > 0; a caller that fills them sets it */
 } vp_cost_model;
 
-/* Lays costs and the memory model out per stage of schedule s (chunk passes charged 1/v,
- * v = S/p; for the bidirectional placement each stage is a whole slice). Bytes are
- * filled when mem->unit_bytes > 0. Returns NULL on bad arguments or no memory. */
-vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
-                                 vp_error *err);
+/* Lays costs and the memory model out per stage of schedule s into a new *out (chunk
+ * passes charged 1/v, v = S/p; for the bidirectional placement each stage is a whole
+ * slice). The byte arrays are always allocated; they are filled (and has_bytes set)
+ * when mem->unit_bytes > 0, else left 0 for the caller to fill. VP_EINVAL (a cost, per-device
+ * cost or hop outside [0, VP_COST_MAX], fb above it, unit_bytes negative or not finite, a ZB
+ * ratio outside [0, 1]), VP_ENOMEM; *out is NULL on failure. Caller frees with
+ * vp_cost_model_free. */
+vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
+                            vp_cost_model **out, vp_error *err);
+
+/* Releases a cost model; NULL is a no-op. */
 void vp_cost_model_free(vp_cost_model *cm);
 
 /* Duration of one pass of stage under the model: kind F, B, W, or BW (= B + W). */
@@ -76,6 +93,17 @@ double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage);
 
 /* Duration of op under the model (an F&B pair: fb, or the sum of its halves). */
 double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
+
+/* Memory one pass of stage (kind F, B, W or BW) takes when it starts (*up) and releases
+ * when it ends (*down), in units, or in bytes when `bytes` is non-zero (the model must
+ * have them: has_bytes, else the library aborts): F takes act; B releases act - keep, W keep, BW
+ * act. */
+void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
+                               double *down);
+
+/* The same for op: an F&B pair takes its forward's act and releases its backward's. */
+void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes, double *up,
+                             double *down);
 
 /* Result of a simulation. Arrays indexed by device; per-op arrays by device then position
  * in that device's op list, parallel to schedule->dev[d].ops. */
@@ -88,7 +116,7 @@ typedef struct vp_sim {
     double *dev_last;       /* [p] end of the device's last op */
     double *dev_busy;       /* [p] time spent computing */
     double *peak;           /* [p] peak memory, units */
-    double *peak_bytes;     /* [p] peak memory in bytes, NULL when unknown */
+    double *peak_bytes;     /* [p] peak memory in bytes, NULL unless the model has_bytes */
     double peak_max;        /* max over devices of peak */
     double **start, **end;  /* [p][n_d] op times */
     double **mem_after;     /* [p][n_d] memory (units) after each op */
@@ -96,17 +124,20 @@ typedef struct vp_sim {
 
 /* Replays the schedule eagerly: each device runs its ops in order, each op as soon as
  * the device is free and its dependencies have finished (plus c for a hop between
- * devices). Fills a new vp_sim. VP_EDEADLOCK (naming each blocked device's op) when the
- * replay cannot finish; VP_EINVAL when the model does not fit the schedule. The schedule
- * should have passed vp_schedule_validate. */
+ * devices). Fills a new vp_sim. VP_EDEADLOCK (naming each blocked device's op and what
+ * it waits for) when the replay cannot finish; VP_EINVAL when the model does not fit the
+ * schedule or a time or memory level is not finite (a hand-filled model with an infinite,
+ * NaN or overflowing cost): the results are always finite. The schedule should have
+ * passed vp_schedule_validate. */
 vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **out, vp_error *err);
 void vp_sim_free(vp_sim *sim);
 
 /* Longest device span (last end - first start). */
 double vp_sim_longest_span(const vp_sim *sim);
 
-/* Memory replay only (no timing): fills peak[p] (units) from each device's order. Used
- * by generators that must respect a memory limit. */
+/* Peak memory (units) of each device's op order into peak[p] (caller storage), without
+ * timing: peaks depend only on the orders (the block lifespan report uses it). cm must
+ * be s's (else the library aborts). */
 void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak);
 
 #endif

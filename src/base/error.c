@@ -1,6 +1,7 @@
-/* The status vocabulary, the version, and error filling. */
+/* The status vocabulary, the version, error filling and failed internal checks. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "base/internal.h"
 
@@ -27,6 +28,11 @@ const char *vp_status_name(vp_status status) {
 int vp_status_exit_code(vp_status status) {
     switch (status) { VP_STATUS_LIST(EXIT_CASE) }
     return 1;
+}
+
+void vp__assert_fail(const char *cond, const char *file, int line) {
+    fprintf(stderr, "vpipe: %s:%d: internal check failed: %s\n", file, line, cond);
+    abort();
 }
 
 const char *vp_version(void) {

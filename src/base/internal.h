@@ -14,6 +14,12 @@
 #define VP_PRINTF(a, b)
 #endif
 
+/* Checks a precondition the library trusts its caller with (a programmer error, never
+ * bad input, which gets a vp_status): when cond is false, prints the file, line and
+ * condition to stderr and aborts. The one place the library prints. */
+#define VP_ASSERT(cond) ((cond) ? (void)0 : vp__assert_fail(#cond, __FILE__, __LINE__))
+_Noreturn void vp__assert_fail(const char *cond, const char *file, int line);
+
 /* Fills err (if non-NULL) with status and a formatted message; returns status so that
  * callers can write `return vp__fail(err, VP_EINVAL, "...")`. */
 vp_status vp__fail(vp_error *err, vp_status status, const char *fmt, ...) VP_PRINTF(3, 4);
@@ -43,6 +49,9 @@ void vp__buf_free(vp__buf *b);
 
 /* calloc that treats n*size overflow as failure. */
 void *vp__calloc(size_t n, size_t size);
+
+/* malloc of n elements of size bytes (uninitialised) that treats overflow as failure. */
+void *vp__malloc(size_t n, size_t size);
 
 /* Grows *buf (element size elem) so that it holds at least need elements; *cap tracks
  * the capacity. Returns 0 on success, -1 when memory runs out (buffer left unchanged). */

@@ -11,6 +11,12 @@ void *vp__calloc(size_t n, size_t size) {
     return calloc(n ? n : 1, size ? size : 1);
 }
 
+void *vp__malloc(size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    return malloc(n && size ? n * size : 1);
+}
+
 double vp__now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

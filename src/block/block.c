@@ -6,19 +6,21 @@
 
 #include "block/block_internal.h"
 
-vp_block *vp_block_new(int p, int S, vp_placement_kind placement, vp_error *err) {
+vp_status vp_block_new(int p, int S, vp_placement_kind placement, vp_block **out, vp_error *err) {
+    *out = NULL;
     /* An empty schedule of the shape places the stages exactly as schedules do. */
-    vp_schedule *shape = vp_schedule_new("block", p, S, 1, placement, err);
-    if (!shape)
-        return NULL;
+    vp_schedule *shape = NULL;
+    vp_shape sh = {.p = p, .S = S, .m = 1, .placement = placement};
+    vp_status rc = vp_schedule_new("block", sh, &shape, err);
+    if (rc != VP_OK)
+        return rc;
     vp_block *b = vp__calloc(1, sizeof *b);
     if (b)
         b->stage_device = vp__calloc((size_t)S, sizeof *b->stage_device);
     if (!b || !b->stage_device) {
         vp_schedule_free(shape);
         vp_block_free(b);
-        vp__fail(err, VP_ENOMEM, "out of memory");
-        return NULL;
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     }
     b->p = p;
     b->S = S;
@@ -27,7 +29,8 @@ vp_block *vp_block_new(int p, int S, vp_placement_kind placement, vp_error *err)
     for (int s = 0; s < S; s++)
         b->stage_device[s] = shape->stage_device[s];
     vp_schedule_free(shape);
-    return b;
+    *out = b;
+    return VP_OK;
 }
 
 void vp_block_free(vp_block *b) {
@@ -38,22 +41,24 @@ void vp_block_free(vp_block *b) {
     free(b);
 }
 
-vp_block *vp_block_clone(const vp_block *b) {
-    vp_block *c = vp_block_new(b->p, b->S, VP_PLACE_CUSTOM, NULL);
-    if (!c)
-        return NULL;
+vp_status vp_block_clone(const vp_block *b, vp_block **out, vp_error *err) {
+    vp_block *c = NULL;
+    vp_status rc = vp_block_new(b->p, b->S, VP_PLACE_CUSTOM, &c, err);
+    if (rc != VP_OK)
+        return rc;
     c->placement = b->placement;
     c->mb_per_copy = b->mb_per_copy;
     c->T = b->T;
     memcpy(c->stage_device, b->stage_device, (size_t)b->S * sizeof *b->stage_device);
     if (b->n && vp__grow((void **)&c->pass, &c->cap, b->n, sizeof *c->pass) != 0) {
         vp_block_free(c);
-        return NULL;
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     }
     if (b->n)
         memcpy(c->pass, b->pass, (size_t)b->n * sizeof *c->pass);
     c->n = b->n;
-    return c;
+    *out = c;
+    return VP_OK;
 }
 
 vp_status vp_block_add(vp_block *b, vp_op_kind kind, int stage, int mb, double start, double dur) {
@@ -75,14 +80,15 @@ int vp_block_find(const vp_block *b, vp_op_kind kind, int stage, int mb) {
     return -1;
 }
 
-vp_cost_model *vp_block_cost_model(const vp_block *b, const vp_costs *costs, const vp_memcfg *mem,
-                                   vp_error *err) {
-    vp_schedule *shape = vp__block_shape(b, 1, NULL, err);
-    if (!shape)
-        return NULL;
-    vp_cost_model *cm = vp_cost_model_new(shape, costs, mem, err);
+vp_status vp_block_cost_model(const vp_block *b, const vp_costs *costs, const vp_memcfg *mem,
+                              vp_cost_model **out, vp_error *err) {
+    *out = NULL;
+    vp_schedule *shape = NULL;
+    vp_status rc = vp__block_shape(b, 1, NULL, &shape, err);
+    if (rc == VP_OK)
+        rc = vp_cost_model_new(shape, costs, mem, out, err);
     vp_schedule_free(shape);
-    return cm;
+    return rc;
 }
 
 int vp__block_class(const vp_block *b, int mb) {
@@ -90,20 +96,27 @@ int vp__block_class(const vp_block *b, int mb) {
     return ((mb % k) + k) % k;
 }
 
-vp_schedule *vp__block_shape(const vp_block *b, int m, const char *family, vp_error *err) {
-    vp_placement_kind kind = b->placement == VP_PLACE_CUSTOM ? VP_PLACE_CUSTOM : b->placement;
-    vp_schedule *s = vp_schedule_new(family ? family : "block", b->p, b->S, m, kind, err);
-    if (!s)
-        return NULL;
+vp_status vp__block_shape(const vp_block *b, int m, const char *family, vp_schedule **out,
+                          vp_error *err) {
+    vp_schedule *s = NULL;
+    vp_shape shape = {.p = b->p, .S = b->S, .m = m, .placement = b->placement};
+    vp_status rc = vp_schedule_new(family ? family : "block", shape, &s, err);
+    if (rc != VP_OK)
+        return rc;
     memcpy(s->stage_device, b->stage_device, (size_t)b->S * sizeof *s->stage_device);
-    vp_schedule_set_chunks(s);
+    rc = vp_schedule_set_chunks(s, err);
+    if (rc != VP_OK) {
+        vp_schedule_free(s);
+        return rc;
+    }
     int lo[VP__BLOCK_MAX_CLASSES], len = 0;
     if (vp__block_routes(b, lo, &len)) {
         s->route_len = len;
         for (int j = 0; j < m; j++)
             s->mb_first[j] = lo[vp__block_class(b, j)];
     }
-    return s;
+    *out = s;
+    return VP_OK;
 }
 
 int vp__block_routes(const vp_block *b, int *lo, int *len) {

@@ -16,8 +16,10 @@ int vp__block_class(const vp_block *b, int mb);
  * Returns 0 when some class has no pass or the routes differ in length. */
 int vp__block_routes(const vp_block *b, int *lo, int *len);
 
-/* Empty schedule with the block's shape, placement, routes and m microbatches. */
-vp_schedule *vp__block_shape(const vp_block *b, int m, const char *family, vp_error *err);
+/* A new empty schedule with the block's shape, placement, routes and m microbatches
+ * (family NULL: "block"). VP_EINVAL, VP_ENOMEM; *out untouched on failure. */
+vp_status vp__block_shape(const vp_block *b, int m, const char *family, vp_schedule **out,
+                          vp_error *err);
 
 /* Tolerance for comparing block times of magnitude scale. */
 static inline double vp__block_eps(double scale) {

@@ -1,7 +1,6 @@
 /* Reading a block from JSON (format in block.h). */
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,26 +26,14 @@ static vp_status opt_int(json_t *root, const char *key, int lo, int hi, int *out
     return VP_OK;
 }
 
-static int kind_from_name(const char *name) {
-    static const int kinds[] = {VP_OP_F, VP_OP_B, VP_OP_W, VP_OP_BW};
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (!strcmp(name, vp_op_kind_name((vp_op_kind)kinds[i])))
-            return kinds[i];
-    return -1;
-}
-
 static vp_status read_placement(json_t *root, vp_placement_kind *out, vp_error *err) {
     json_t *pl = json_object_get(root, "placement");
     if (!pl) {
         *out = VP_PLACE_SINGLE;
         return VP_OK;
     }
-    const char *name = json_is_string(pl) ? json_string_value(pl) : "";
-    for (int k = VP_PLACE_SINGLE; k <= VP_PLACE_CUSTOM; k++)
-        if (!strcmp(name, vp_placement_name((vp_placement_kind)k))) {
-            *out = (vp_placement_kind)k;
-            return VP_OK;
-        }
+    if (json_is_string(pl) && vp_placement_parse(json_string_value(pl), out) == VP_OK)
+        return VP_OK;
     return vp__fail(err, VP_EPARSE, "placement: must be one of single, loop, v, bidir, custom");
 }
 
@@ -71,8 +58,10 @@ static vp_status read_pass(json_t *row, vp_block *b, size_t x, vp_error *err) {
     if (n < 3 || n > 5)
         return bad(err, path, "a pass is [kind, stage, start] with optional mb and duration");
     json_t *k = json_array_get(row, 0), *st = json_array_get(row, 1);
-    int kind = json_is_string(k) ? kind_from_name(json_string_value(k)) : -1;
-    if (kind < 0)
+    vp_op_kind kind = VP_OP_FB; /* not a block pass */
+    if (json_is_string(k))
+        vp_op_kind_parse(json_string_value(k), &kind);
+    if (kind == VP_OP_FB)
         return bad(err, path, "kind must be \"F\", \"B\", \"W\" or \"BW\"");
     if (!json_is_integer(st) || json_integer_value(st) < 0 || json_integer_value(st) >= b->S) {
         char what[80];
@@ -122,9 +111,10 @@ static vp_status apply_costs(json_t *root, vp_block *b, const vp_costs *override
     if (used)
         *used = costs;
     vp_memcfg mem = vp_memcfg_default();
-    vp_cost_model *cm = vp_block_cost_model(b, &costs, &mem, err);
-    if (!cm)
-        return err ? err->status : VP_ENOMEM;
+    vp_cost_model *cm = NULL;
+    vp_status rc = vp_block_cost_model(b, &costs, &mem, &cm, err);
+    if (rc != VP_OK)
+        return rc;
     for (int i = 0; i < b->n; i++)
         if (b->pass[i].dur < 0)
             b->pass[i].dur = vp_cost_model_pass_time(cm, b->pass[i].kind, b->pass[i].stage);
@@ -161,9 +151,10 @@ static vp_status read_block(json_t *root, const vp_costs *override, vp_costs *us
     if (rc != VP_OK)
         return rc;
     vp_error perr = {0};
-    vp_block *b = vp_block_new(p, S, pl, &perr);
-    if (!b)
-        return vp__fail(err, perr.status == VP_ENOMEM ? VP_ENOMEM : VP_EPARSE, "%s", perr.message);
+    vp_block *b = NULL;
+    rc = vp_block_new(p, S, pl, &b, &perr);
+    if (rc != VP_OK)
+        return vp__fail(err, rc == VP_ENOMEM ? VP_ENOMEM : VP_EPARSE, "%s", perr.message);
     b->mb_per_copy = k;
     json_t *map = json_object_get(root, "stage_device");
     if (pl == VP_PLACE_CUSTOM && !map)
@@ -204,60 +195,63 @@ static vp_status read_block(json_t *root, const vp_costs *override, vp_costs *us
     return VP_OK;
 }
 
-/* Appends to a growing string; sets *failed on error. */
-static void append(char **buf, int *len, int *cap, int *failed, const char *fmt, ...)
-    VP_PRINTF(5, 6);
-
-static void append(char **buf, int *len, int *cap, int *failed, const char *fmt, ...) {
-    for (int round = 0; !*failed && round < 2; round++) {
-        va_list ap;
-        va_start(ap, fmt);
-        int room = *cap - *len;
-        int n = vsnprintf(*buf ? *buf + *len : NULL, (size_t)(room > 0 ? room : 0), fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            *failed = 1;
-        } else if (n < room) {
-            *len += n;
-            return;
-        } else if (vp__grow((void **)buf, cap, *len + n + 1, 1) != 0) {
-            *failed = 1;
-        }
-    }
+/* VP_EINVAL naming what in b or costs cannot be written: a number that is not finite
+ * (the JSON would not read back), per-device costs (the "costs" string has no form for
+ * them). */
+static vp_status check_writable(const vp_block *b, const vp_costs *costs, vp_error *err) {
+    if (!isfinite(b->T))
+        return vp__fail(err, VP_EINVAL, "block JSON: the interval is not finite");
+    for (int i = 0; i < b->n; i++)
+        if (!isfinite(b->pass[i].start) || !isfinite(b->pass[i].dur))
+            return vp__fail(err, VP_EINVAL, "block JSON: pass %d's start or duration is not finite",
+                            i);
+    if (costs && !(isfinite(costs->f) && isfinite(costs->b) && isfinite(costs->w) &&
+                   isfinite(costs->c) && isfinite(costs->fb)))
+        return vp__fail(err, VP_EINVAL, "block JSON: a cost is not finite");
+    if (costs && (costs->dev_f || costs->dev_b || costs->dev_w))
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "block JSON: per-device costs have no form in the \"costs\" string");
+    return VP_OK;
 }
 
-char *vp_block_write_json(const vp_block *b, const vp_costs *costs) {
-    char *buf = NULL;
-    int len = 0, cap = 0, failed = 0;
-    append(&buf, &len, &cap, &failed,
-           "{\"format\": \"%s\", \"version\": %d, \"p\": %d, \"stages\": %d,\n"
-           " \"placement\": \"%s\"",
-           VP_BLOCK_FORMAT, VP_BLOCK_VERSION, b->p, b->S, vp_placement_name(b->placement));
+vp_status vp_block_write_json(const vp_block *b, const vp_costs *costs, char **text,
+                              vp_error *err) {
+    *text = NULL;
+    vp_status rc = check_writable(b, costs, err);
+    if (rc != VP_OK)
+        return rc;
+    vp__buf o = {0};
+    vp__buf_printf(&o,
+                   "{\"format\": \"%s\", \"version\": %d, \"p\": %d, \"stages\": %d,\n"
+                   " \"placement\": \"%s\"",
+                   VP_BLOCK_FORMAT, VP_BLOCK_VERSION, b->p, b->S, vp_placement_name(b->placement));
     if (b->placement == VP_PLACE_CUSTOM) {
-        append(&buf, &len, &cap, &failed, ", \"stage_device\": [");
+        vp__buf_printf(&o, ", \"stage_device\": [");
         for (int s = 0; s < b->S; s++)
-            append(&buf, &len, &cap, &failed, "%s%d", s ? "," : "", b->stage_device[s]);
-        append(&buf, &len, &cap, &failed, "]");
+            vp__buf_printf(&o, "%s%d", s ? "," : "", b->stage_device[s]);
+        vp__buf_printf(&o, "]");
     }
     if (b->mb_per_copy != 1)
-        append(&buf, &len, &cap, &failed, ", \"mb_per_copy\": %d", b->mb_per_copy);
+        vp__buf_printf(&o, ", \"mb_per_copy\": %d", b->mb_per_copy);
     if (b->T > 0)
-        append(&buf, &len, &cap, &failed, ", \"interval\": %.17g", b->T);
-    if (costs)
-        append(&buf, &len, &cap, &failed, ",\n \"costs\": \"F=%.17g,B=%.17g,W=%.17g,c=%.17g\"",
-               costs->f, costs->b, costs->w, costs->c);
-    append(&buf, &len, &cap, &failed, ",\n \"passes\": [");
+        vp__buf_printf(&o, ", \"interval\": %.17g", b->T);
+    if (costs) {
+        vp__buf_printf(&o, ",\n \"costs\": \"F=%.17g,B=%.17g,W=%.17g,c=%.17g", costs->f, costs->b,
+                       costs->w, costs->c);
+        if (costs->fb >= 0)
+            vp__buf_printf(&o, ",FB=%.17g", costs->fb);
+        vp__buf_printf(&o, "\"");
+    }
+    vp__buf_printf(&o, ",\n \"passes\": [");
     for (int i = 0; i < b->n; i++) {
         const vp_block_pass *ps = &b->pass[i];
-        append(&buf, &len, &cap, &failed, "%s\n  [\"%s\", %d, %.17g, %d, %.17g]", i ? "," : "",
-               vp_op_kind_name((vp_op_kind)ps->kind), ps->stage, ps->start, ps->mb, ps->dur);
+        vp__buf_printf(&o, "%s\n  [\"%s\", %d, %.17g, %d, %.17g]", i ? "," : "",
+                       vp_op_kind_name((vp_op_kind)ps->kind), ps->stage, ps->start, ps->mb,
+                       ps->dur);
     }
-    append(&buf, &len, &cap, &failed, "\n ]\n}\n");
-    if (failed) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    vp__buf_printf(&o, "\n ]\n}\n");
+    *text = vp__buf_take(&o);
+    return *text ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
 }
 
 vp_status vp_block_read_json(const char *text, size_t len, const vp_costs *override, vp_costs *used,

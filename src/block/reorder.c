@@ -61,6 +61,7 @@
 #include <string.h>
 
 #include "block/block_internal.h"
+#include "schedule/pass.h"
 #include "schedule/replay.h"
 
 /* Where a pass sits: device and position. */
@@ -73,7 +74,7 @@ typedef struct ctx {
     const vp_cost_model *cm;
     double scale, hop;     /* ticks per time unit; the hop c in ticks */
     double **start, **end; /* [p][n_d] bounds in ticks, parallel to the orders */
-    where *f, *b;          /* [S*m] position of each F, and of each B or BW */
+    where *at;             /* [S*m*VP__PASS_KINDS] position of the op completing each pass */
     int metrics;           /* 1 (units) or 2 (units and bytes) */
     size_t nmax;           /* most ops on one device (>= 1) */
     double *peak0;         /* [metrics][p] device peaks before reordering */
@@ -114,27 +115,13 @@ static double tick_scale(const vp_schedule *s, const vp_cost_model *cm, double t
     return ldexp(1.0, 52 - ex);
 }
 
-/* Memory added when op starts (up) and released when it ends (down), in units (metric 0)
- * or bytes (metric 1), as the simulator counts them. */
-static void op_memory(const vp_cost_model *cm, int metric, const vp_op *op, double *up,
-                      double *down) {
-    const double *act = metric ? cm->act_bytes : cm->act;
-    const double *keep = metric ? cm->keep_bytes : cm->keep;
-    int s = op->stage;
-    *up = op->kind == VP_OP_F ? act[s] : 0.0;
-    *down = op->kind == VP_OP_B    ? act[s] - keep[s]
-            : op->kind == VP_OP_W  ? keep[s]
-            : op->kind == VP_OP_BW ? act[s]
-                                   : 0.0;
-}
-
 /* Replays device d's memory into lvl/hi of metric; returns the peak. */
 static double device_levels(ctx *c, int metric, int d) {
     const vp_oplist *l = &c->s->dev[d];
     double *lvl = c->lvl + (size_t)metric * c->nmax, *hi = c->hi + (size_t)metric * c->nmax;
     double cur = 0, peak = 0, up, down;
     for (int k = 0; k < l->n; k++) {
-        op_memory(c->cm, metric, &l->ops[k], &up, &down);
+        vp_cost_model_op_memory(c->cm, &l->ops[k], metric, &up, &down);
         lvl[k] = cur;
         cur += up;
         hi[k] = cur;
@@ -151,49 +138,45 @@ static double device_levels(ctx *c, int metric, int d) {
 static int memory_fits(const ctx *c, int d, const vp_op *z, int i, const double *himax) {
     for (int x = 0; x < c->metrics; x++) {
         double up, down, cap = c->cap[(size_t)x * c->s->p + d];
-        op_memory(c->cm, x, z, &up, &down);
+        vp_cost_model_op_memory(c->cm, z, x, &up, &down);
         if (c->lvl[(size_t)x * c->nmax + (size_t)i] + up > cap || himax[x] + (up - down) > cap)
             return 0;
     }
     return 1;
 }
 
-/* Records the positions of device d's ops from..to (inclusive); Ws are not needed. */
+/* Records the positions of device d's ops from..to (inclusive) under the passes they
+ * complete. */
 static void index_range(ctx *c, int d, int from, int to) {
     for (int k = from; k <= to; k++) {
-        const vp_op *op = &c->s->dev[d].ops[k];
-        size_t at = (size_t)op->stage * c->s->m + op->mb;
-        where wh = {d, k};
-        if (op->kind == VP_OP_F)
-            c->f[at] = wh;
-        else if (op->kind != VP_OP_W)
-            c->b[at] = wh;
+        vp__pass passes[VP__OP_MAX_PASSES];
+        int n = vp__op_passes(&c->s->dev[d].ops[k], passes);
+        for (int i = 0; i < n; i++)
+            c->at[vp__pass_index(c->s, passes[i])] = (where){d, k};
     }
 }
 
-/* Earliest start of op on device d allowed by its dependency's end bound, computed as the
- * replay computes it (rules in core/replay.h). Sets *local to the dependency's position
- * when it is on device d, else -1. */
+/* Earliest start of op on device d allowed by its dependencies' end bounds, computed as
+ * the replay computes it (rules in schedule/pass.h). Sets *local to the last position of
+ * a dependency on device d, else -1. */
 static double ready_bound(const ctx *c, int d, const vp_op *op, int *local) {
-    const vp_schedule *s = c->s;
-    int st = op->stage, mb = op->mb;
-    size_t at = (size_t)st * s->m + mb;
-    where dep;
+    vp__pass passes[VP__OP_MAX_PASSES], deps[VP__PASS_MAX_DEPS];
+    int n = vp__op_passes(op, passes);
+    double t = 0.0;
     *local = -1;
-    if (op->kind == VP_OP_F) {
-        if (st == s->mb_first[mb])
-            return 0.0;
-        dep = c->f[at - s->m];
-    } else if (op->kind == VP_OP_W) {
-        dep = c->b[at];
-    } else {
-        dep = st == vp_schedule_last_stage(s, mb) ? c->f[at] : c->b[at + s->m];
+    for (int i = 0; i < n; i++) {
+        int nd = passes[i].chained ? 0 : vp__pass_deps(c->s, passes[i], deps);
+        for (int k = 0; k < nd; k++) {
+            where dep = c->at[vp__pass_index(c->s, deps[k])];
+            double r = c->end[dep.d][dep.k];
+            if (dep.d == d)
+                *local = dep.k > *local ? dep.k : *local;
+            else
+                r += c->hop;
+            t = r > t ? r : t;
+        }
     }
-    if (dep.d == d) {
-        *local = dep.k;
-        return c->end[d][dep.k];
-    }
-    return c->end[dep.d][dep.k] + c->hop;
+    return t;
 }
 
 /* sufmin[k] = min over positions k' >= k of device d of ready + duration (infinity for
@@ -370,21 +353,20 @@ vp_status vp_block_reorder(vp_schedule *s, const vp_cost_model *cm, int *moved, 
     ctx c = {.s = s,
              .cm = cm,
              .scale = tick_scale(s, cm, total),
-             .metrics = cm->act_bytes && cm->keep_bytes ? 2 : 1,
+             .metrics = cm->has_bytes ? 2 : 1,
              .nmax = nmax};
     c.hop = nearbyint(cm->c * c.scale);
     size_t pm = (size_t)c.metrics * (size_t)s->p, lv = (size_t)c.metrics * nmax;
     c.start = alloc_times(s);
     c.end = alloc_times(s);
-    c.f = vp__calloc(cells, sizeof *c.f);
-    c.b = vp__calloc(cells, sizeof *c.b);
+    c.at = vp__calloc(cells * VP__PASS_KINDS, sizeof *c.at);
     c.peak0 = vp__calloc(pm, sizeof *c.peak0);
     c.cap = vp__calloc(pm, sizeof *c.cap);
     c.lvl = vp__calloc(lv, sizeof *c.lvl);
     c.hi = vp__calloc(lv, sizeof *c.hi);
     c.sufmin = vp__calloc(nmax, sizeof *c.sufmin);
     vp_status rc = VP_OK;
-    if (!c.start || !c.end || !c.f || !c.b || !c.peak0 || !c.cap || !c.lvl || !c.hi || !c.sufmin)
+    if (!c.start || !c.end || !c.at || !c.peak0 || !c.cap || !c.lvl || !c.hi || !c.sufmin)
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
     for (int d = 0; rc == VP_OK && d < s->p; d++) {
         index_range(&c, d, 0, s->dev[d].n - 1);
@@ -411,8 +393,7 @@ vp_status vp_block_reorder(vp_schedule *s, const vp_cost_model *cm, int *moved, 
     }
     free_times(c.start, s->p);
     free_times(c.end, s->p);
-    free(c.f);
-    free(c.b);
+    free(c.at);
     free(c.peak0);
     free(c.cap);
     free(c.lvl);

@@ -385,9 +385,9 @@ vp_status vp_block_repeat(const vp_block *b, int m, const char *family, vp_sched
     if (work_make(b, &w) != 0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     rc = collisions(b, &w, T, NULL, err);
-    vp_schedule *s = rc == VP_OK ? vp__block_shape(b, m, family, err) : NULL;
-    if (rc == VP_OK && !s)
-        rc = err ? err->status : VP_ENOMEM;
+    vp_schedule *s = NULL;
+    if (rc == VP_OK)
+        rc = vp__block_shape(b, m, family, &s, err);
     double eps = vp__block_eps(block_scale(b, T));
     for (int d = 0; rc == VP_OK && d < b->p; d++) {
         int n = device_phases(b, &w.bk, d, T, eps, -1.0, w.ph);
@@ -404,27 +404,29 @@ vp_status vp_block_repeat(const vp_block *b, int m, const char *family, vp_sched
     return VP_OK;
 }
 
-void vp_block_times(const vp_block *b, const vp_schedule *s, double **times) {
+vp_status vp_block_times(const vp_block *b, const vp_schedule *s, double **times, vp_error *err) {
+    VP_ASSERT(s->p == b->p && s->S == b->S); /* s comes from vp_block_repeat(b) */
     int k = b->mb_per_copy;
     /* pass index per (class, stage, kind); the block check makes it unique */
     int *idx = vp__calloc((size_t)k * (size_t)b->S * 4, sizeof *idx);
-    if (idx) {
-        for (size_t c = 0; c < (size_t)k * (size_t)b->S * 4; c++)
-            idx[c] = -1;
-        for (int i = 0; i < b->n; i++) {
-            const vp_block_pass *ps = &b->pass[i];
-            idx[((size_t)vp__block_class(b, ps->mb) * b->S + ps->stage) * 4 + ps->kind] = i;
-        }
+    if (!idx)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    for (size_t c = 0; c < (size_t)k * (size_t)b->S * 4; c++)
+        idx[c] = -1;
+    for (int i = 0; i < b->n; i++) {
+        const vp_block_pass *ps = &b->pass[i];
+        idx[((size_t)vp__block_class(b, ps->mb) * b->S + ps->stage) * 4 + ps->kind] = i;
     }
     for (int d = 0; d < s->p; d++) {
         for (int x = 0; x < s->dev[d].n; x++) {
             const vp_op *op = &s->dev[d].ops[x];
             int i = -1;
-            if (idx && op->kind < 4 && op->stage >= 0 && op->stage < b->S)
+            if (op->kind < 4 && op->stage >= 0 && op->stage < b->S)
                 i = idx[((size_t)vp__block_class(b, op->mb) * b->S + op->stage) * 4 + op->kind];
             times[d][x] =
                 i < 0 ? NAN : b->pass[i].start + (double)((op->mb - b->pass[i].mb) / k) * b->T;
         }
     }
     free(idx);
+    return VP_OK;
 }

@@ -1,15 +1,14 @@
 /* Stock blocks: 1F1B written as a building block. */
 #include "block/block_internal.h"
 
-vp_block *vp_block_1f1b(int p, const vp_cost_model *cm, int split, vp_error *err) {
-    if (p < 1 || cm->S != p) {
-        vp__fail(err, VP_EINVAL, "1f1b block needs p >= 1 and a cost model of p stages");
-        return NULL;
-    }
-    vp_block *b = vp_block_new(p, p, VP_PLACE_SINGLE, err);
-    if (!b)
-        return NULL;
-    vp_status rc = VP_OK;
+vp_status vp_block_1f1b(int p, const vp_cost_model *cm, int split, vp_block **out, vp_error *err) {
+    *out = NULL;
+    if (p < 1 || cm->S != p)
+        return vp__fail(err, VP_EINVAL, "1f1b block needs p >= 1 and a cost model of p stages");
+    vp_block *b = NULL;
+    vp_status rc = vp_block_new(p, p, VP_PLACE_SINGLE, &b, err);
+    if (rc != VP_OK)
+        return rc;
     double f = 0;
     for (int i = 0; i < p && rc == VP_OK; i++) {
         rc = vp_block_add(b, VP_OP_F, i, 0, f, cm->f[i]);
@@ -32,7 +31,8 @@ vp_block *vp_block_1f1b(int p, const vp_cost_model *cm, int split, vp_error *err
         vp__fail(err, rc, "out of memory");
     if (rc != VP_OK) {
         vp_block_free(b);
-        return NULL;
+        return rc;
     }
-    return b;
+    *out = b;
+    return VP_OK;
 }

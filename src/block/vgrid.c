@@ -220,10 +220,10 @@ static int type_stage(int p, int d, int type) {
  * (VP_EVALIDATION when copies overlap); without it the caller vouches for the slots. */
 static vp_status block_from_slots(const int (*t)[6], int p, int bw, int check, vp_block **out,
                                   vp_error *err) {
-    vp_block *b = vp_block_new(p, 2 * p, VP_PLACE_V, err);
-    if (!b)
-        return err ? err->status : VP_ENOMEM;
-    vp_status rc = VP_OK;
+    vp_block *b = NULL;
+    vp_status rc = vp_block_new(p, 2 * p, VP_PLACE_V, &b, err);
+    if (rc != VP_OK)
+        return rc;
     for (int i = 0; i < p && rc == VP_OK; i++) {
         int s0 = type_stage(p, i, T_F0), s1 = type_stage(p, i, T_F1);
         rc = vp_block_add(b, VP_OP_F, s0, 0, t[i][0], 1);
@@ -695,10 +695,11 @@ static vp_status to_schedule(vp_vgrid *w, int bw, const char *family, vp_schedul
                              vp_error *err) {
     const grid *g = cur_grid(w);
     int p = w->p;
-    vp_schedule *s = vp_schedule_new(family, p, 2 * p, w->m, VP_PLACE_V, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
-    vp_status rc = VP_OK;
+    vp_schedule *s = NULL;
+    vp_shape shape = {.p = p, .S = 2 * p, .m = w->m, .placement = VP_PLACE_V};
+    vp_status rc = vp_schedule_new(family, shape, &s, err);
+    if (rc != VP_OK)
+        return rc;
     for (int d = 0; d < p && rc == VP_OK; d++) {
         vp_oplist *l = &s->dev[d];
         if (vp__grow((void **)&l->ops, &l->cap, PERIOD * w->m, sizeof *l->ops) != 0) {

@@ -8,9 +8,11 @@ vp_status vp__build_1f1b(const vp_spec *spec, vp_schedule **out, vp_error *err) 
     if (rc != VP_OK)
         return rc;
     int p = spec->p, m = spec->m;
-    vp_schedule *s = vp_schedule_new("1f1b", p, p, m, VP_PLACE_SINGLE, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
+    vp_schedule *s = NULL;
+    rc = vp_schedule_new("1f1b", (vp_shape){.p = p, .S = p, .m = m, .placement = VP_PLACE_SINGLE},
+                         &s, err);
+    if (rc != VP_OK)
+        return rc;
     for (int d = 0; d < p && rc == VP_OK; d++) {
         int warmup = p - 1 - d < m ? p - 1 - d : m;
         int next_f = 0, next_b = 0;

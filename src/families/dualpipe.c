@@ -137,9 +137,11 @@ static void run_program(program *g, int R, int r, int n) {
 static vp_status build(const char *family, const vp_spec *spec, int bidir, vp_schedule **out,
                        vp_error *err) {
     int p = spec->p, m = spec->m;
-    vp_schedule *s = vp_schedule_new(family, p, 2 * p, m, bidir ? VP_PLACE_BIDIR : VP_PLACE_V, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
+    vp_schedule *s = NULL;
+    vp_shape shape = {.p = p, .S = 2 * p, .m = m, .placement = bidir ? VP_PLACE_BIDIR : VP_PLACE_V};
+    vp_status rc = vp_schedule_new(family, shape, &s, err);
+    if (rc != VP_OK)
+        return rc;
     int n = bidir ? m / 2 : m;
     program g = {.s = s, .rc = VP_OK};
     g.wq = vp__calloc(2 * (size_t)n + 2, sizeof *g.wq);

@@ -25,4 +25,9 @@ vp_status vp__build_dualpipev(const vp_spec *spec, vp_schedule **out, vp_error *
 /* Checks p >= 1 and m >= 1 for family name. */
 vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err);
 
+/* A new cost model of the spec's costs and memory model for schedules of shape (m does
+ * not matter). Caller frees with vp_cost_model_free. */
+vp_status vp__spec_cost_model(const vp_spec *spec, vp_shape shape, vp_cost_model **out,
+                              vp_error *err);
+
 #endif

@@ -6,9 +6,11 @@ vp_status vp__build_gpipe(const vp_spec *spec, vp_schedule **out, vp_error *err)
     vp_status rc = vp__check_pm("gpipe", spec, err);
     if (rc != VP_OK)
         return rc;
-    vp_schedule *s = vp_schedule_new("gpipe", spec->p, spec->p, spec->m, VP_PLACE_SINGLE, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
+    vp_schedule *s = NULL;
+    vp_shape shape = {.p = spec->p, .S = spec->p, .m = spec->m, .placement = VP_PLACE_SINGLE};
+    rc = vp_schedule_new("gpipe", shape, &s, err);
+    if (rc != VP_OK)
+        return rc;
     for (int d = 0; d < spec->p && rc == VP_OK; d++) {
         for (int j = 0; j < spec->m && rc == VP_OK; j++)
             rc = vp_schedule_push_pass(s, d, VP_OP_F, d, j);

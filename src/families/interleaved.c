@@ -31,9 +31,11 @@ vp_status vp__build_interleaved(const vp_spec *spec, vp_schedule **out, vp_error
                         "interleaved splits m into max(1, m div p) = %d equal rounds: m=%d is not "
                         "a multiple of %d (try m=%d or m=%d)",
                         rounds, m, rounds, m / rounds * rounds, (m / rounds + 1) * rounds);
-    vp_schedule *s = vp_schedule_new("interleaved", p, v * p, m, VP_PLACE_LOOP, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
+    vp_schedule *s = NULL;
+    vp_shape shape = {.p = p, .S = v * p, .m = m, .placement = VP_PLACE_LOOP};
+    rc = vp_schedule_new("interleaved", shape, &s, err);
+    if (rc != VP_OK)
+        return rc;
     int total = m * v;
     for (int d = 0; d < p && rc == VP_OK; d++) {
         int warmup = (v - 1) * g + 2 * (p - 1 - d);

@@ -77,6 +77,16 @@ vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err) {
     return VP_OK;
 }
 
+vp_status vp__spec_cost_model(const vp_spec *spec, vp_shape shape, vp_cost_model **out,
+                              vp_error *err) {
+    vp_schedule *s = NULL;
+    vp_status rc = vp_schedule_new("shape", shape, &s, err);
+    if (rc == VP_OK)
+        rc = vp_cost_model_new(s, &spec->costs, &spec->mem, out, err);
+    vp_schedule_free(s);
+    return rc;
+}
+
 vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out, vp_error *err) {
     *out = NULL;
     const vp_family *f = vp_family_find(name);

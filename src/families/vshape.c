@@ -71,10 +71,11 @@ vp_status vp_vblock_preset(const char *family, int p, vp_vblock *out, vp_error *
 
 /* Makespan of s under the spec's costs, or -1 on failure. */
 static double spec_makespan(const vp_schedule *s, const vp_spec *spec, double *peak) {
-    vp_cost_model *cm = vp_cost_model_new(s, &spec->costs, &spec->mem, NULL);
+    vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
     double ms = -1;
-    if (cm && vp_simulate(s, cm, &sim, NULL) == VP_OK) {
+    if (vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, NULL) == VP_OK &&
+        vp_simulate(s, cm, &sim, NULL) == VP_OK) {
         ms = sim->makespan;
         *peak = sim->peak_max;
     }
@@ -142,8 +143,7 @@ static vp_status build_preset(const char *family, const vp_spec *spec, vp_schedu
         vp_schedule *s = NULL;
         rc = vp_vgrid_build(w, (const int(*)[6])t, family, &s, err);
         if (rc == VP_OK && !cm) {
-            cm = vp_cost_model_new(s, &spec->costs, &spec->mem, err);
-            rc = cm ? VP_OK : err ? err->status : VP_ENOMEM;
+            rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, err);
             bound = cm ? v_makespan_bound(cm, p, spec->m) : 0;
         }
         vp_sim *sim = NULL;

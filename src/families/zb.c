@@ -72,9 +72,11 @@ static vp_status build(const char *name, void (*device)(pusher *, int, int), con
     vp_status rc = vp__check_pm(name, spec, err);
     if (rc != VP_OK)
         return rc;
-    vp_schedule *s = vp_schedule_new(name, spec->p, spec->p, spec->m, VP_PLACE_SINGLE, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
+    vp_schedule *s = NULL;
+    vp_shape shape = {.p = spec->p, .S = spec->p, .m = spec->m, .placement = VP_PLACE_SINGLE};
+    rc = vp_schedule_new(name, shape, &s, err);
+    if (rc != VP_OK)
+        return rc;
     for (int d = 0; d < spec->p && rc == VP_OK; d++) {
         pusher ps = {s, d, VP_OK};
         device(&ps, spec->p, spec->m);

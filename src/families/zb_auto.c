@@ -35,12 +35,14 @@ typedef struct zba {
 } zba;
 
 static double cost(const zba *z, vp_op_kind k, int j) {
-    return k == VP_OP_F ? z->cm->f[j] : k == VP_OP_B ? z->cm->b[j] : z->cm->w[j];
+    return vp_cost_model_pass_time(z->cm, k, j);
 }
 
+/* Net memory change of pass k of stage j, in units. */
 static double mem_delta(const zba *z, vp_op_kind k, int j) {
-    const vp_cost_model *cm = z->cm;
-    return k == VP_OP_F ? cm->act[j] : k == VP_OP_B ? -(cm->act[j] - cm->keep[j]) : -cm->keep[j];
+    double up, down;
+    vp_cost_model_pass_memory(z->cm, k, j, 0, &up, &down);
+    return up - down;
 }
 
 static void put(zba *z, int j, vp_op_kind k) {
@@ -187,11 +189,10 @@ static double run_variant(zba *z, int *req) {
     }
     z->maxbub = 0;
     z->rc = VP_OK;
-    z->s = vp_schedule_new("zb-auto", S, S, m, VP_PLACE_SINGLE, NULL);
-    if (!z->s) {
-        z->rc = VP_ENOMEM;
+    z->rc = vp_schedule_new(
+        "zb-auto", (vp_shape){.p = S, .S = S, .m = m, .placement = VP_PLACE_SINGLE}, &z->s, NULL);
+    if (z->rc != VP_OK)
         return -1;
-    }
     for (int i = 0; i < m && z->rc == VP_OK; i++) {
         if (i == 0)
             warmup(z, req);
@@ -219,11 +220,11 @@ static vp_status zb_auto(const char *name, const vp_spec *spec, double limit, vp
     if (rc != VP_OK)
         return rc;
     int p = spec->p, m = spec->m;
-    vp_schedule *shape = vp_schedule_new(name, p, p, 1, VP_PLACE_SINGLE, err);
-    vp_cost_model *cm = shape ? vp_cost_model_new(shape, &spec->costs, &spec->mem, err) : NULL;
-    vp_schedule_free(shape);
-    if (!cm)
-        return err ? err->status : VP_ENOMEM;
+    vp_cost_model *cm = NULL;
+    rc = vp__spec_cost_model(spec, (vp_shape){.p = p, .S = p, .m = 1, .placement = VP_PLACE_SINGLE},
+                             &cm, err);
+    if (rc != VP_OK)
+        return rc;
     if (!(limit >= 1.0 - 1e-9)) {
         vp_cost_model_free(cm);
         return vp__fail(err, VP_EINVAL,

@@ -26,7 +26,8 @@
 
 #include "families/families_internal.h"
 
-enum { CAT_F = 0, CAT_B = 1, CAT_W = 2 };
+/* Pass categories, numbered as the op kinds they are. */
+enum { CAT_F = VP_OP_F, CAT_B = VP_OP_B, CAT_W = VP_OP_W };
 
 typedef struct zbv {
     int p, m, S;
@@ -51,14 +52,14 @@ static int stage_of(const zbv *z, int cat, int chunk, int d) {
 }
 
 static double pass_cost(const zbv *z, int cat, int stage) {
-    return cat == CAT_F ? z->cm->f[stage] : cat == CAT_B ? z->cm->b[stage] : z->cm->w[stage];
+    return vp_cost_model_pass_time(z->cm, cat, stage);
 }
 
+/* Net memory change of a pass of category cat of stage, in units. */
 static double pass_mem(const zbv *z, int cat, int stage) {
-    const vp_cost_model *cm = z->cm;
-    return cat == CAT_F   ? cm->act[stage]
-           : cat == CAT_B ? -(cm->act[stage] - cm->keep[stage])
-                          : -cm->keep[stage];
+    double up, down;
+    vp_cost_model_pass_memory(z->cm, cat, stage, 0, &up, &down);
+    return up - down;
 }
 
 /* End time of (cat, chunk) on device d for microbatch mb; < 0 when not run. */
@@ -269,11 +270,10 @@ static double run(zbv *z, const double *approved) {
         z->cur[d] = z->mem[d] = z->bub[d] = 0;
         z->whead[d] = z->wtail[d] = 0;
     }
-    z->s = vp_schedule_new("zb-v", p, 2 * p, m, VP_PLACE_V, NULL);
-    if (!z->s) {
-        z->rc = VP_ENOMEM;
+    z->rc = vp_schedule_new("zb-v", (vp_shape){.p = p, .S = 2 * p, .m = m, .placement = VP_PLACE_V},
+                            &z->s, NULL);
+    if (z->rc != VP_OK)
         return -1;
-    }
     warmup(z);
     for (int step = 0; step < 2 * m && z->rc == VP_OK; step++) {
         backward_step(z);
@@ -301,11 +301,11 @@ vp_status vp__build_zbv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
     if (rc != VP_OK)
         return rc;
     int p = spec->p, m = spec->m;
-    vp_schedule *shape = vp_schedule_new("zb-v", p, 2 * p, 1, VP_PLACE_V, err);
-    vp_cost_model *cm = shape ? vp_cost_model_new(shape, &spec->costs, &spec->mem, err) : NULL;
-    vp_schedule_free(shape);
-    if (!cm)
-        return err ? err->status : VP_ENOMEM;
+    vp_cost_model *cm = NULL;
+    rc = vp__spec_cost_model(spec, (vp_shape){.p = p, .S = 2 * p, .m = 1, .placement = VP_PLACE_V},
+                             &cm, err);
+    if (rc != VP_OK)
+        return rc;
     zbv z = {.p = p, .m = m, .S = 2 * p, .cm = cm, .eps = 1e-9};
     z.limit = spec->mem_limit > 0 ? spec->mem_limit : p;
     size_t cells = (size_t)2 * p * (size_t)m;

@@ -1,7 +1,6 @@
 /* vpipe's own JSON schedule format (see io.h), and loading schedule files. */
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,44 +10,11 @@
 
 /* ---- writing ---------------------------------------------------------------------- */
 
-typedef struct {
-    char *buf;
-    int len, cap;
-    int failed;
-} strbuf;
-
-static void sb_printf(strbuf *sb, const char *fmt, ...) VP_PRINTF(2, 3);
-
-static void sb_printf(strbuf *sb, const char *fmt, ...) {
-    if (sb->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int room = sb->cap - sb->len;
-        int n =
-            vsnprintf(sb->buf ? sb->buf + sb->len : NULL, (size_t)(room > 0 ? room : 0), fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            sb->failed = 1;
-            return;
-        }
-        if (n < room) {
-            sb->len += n;
-            return;
-        }
-        if (vp__grow((void **)&sb->buf, &sb->cap, sb->len + n + 1, 1) != 0) {
-            sb->failed = 1;
-            return;
-        }
-    }
-}
-
-static void write_int_array(strbuf *sb, const int32_t *v, int n) {
-    sb_printf(sb, "[");
+static void write_int_array(vp__buf *b, const int32_t *v, int n) {
+    vp__buf_add(b, "[", 1);
     for (int i = 0; i < n; i++)
-        sb_printf(sb, "%s%d", i ? "," : "", v[i]);
-    sb_printf(sb, "]");
+        vp__buf_printf(b, "%s%d", i ? "," : "", v[i]);
+    vp__buf_add(b, "]", 1);
 }
 
 static int routes_default(const vp_schedule *s) {
@@ -58,46 +24,49 @@ static int routes_default(const vp_schedule *s) {
     return 1;
 }
 
-char *vp_json_write(const vp_schedule *s) {
-    strbuf sb = {0};
+/* Appends device d's op list. */
+static void write_ops(vp__buf *b, const vp_schedule *s, int d) {
+    vp__buf_printf(b, "%s\n  [", d ? "," : "");
+    for (int k = 0; k < s->dev[d].n; k++) {
+        const vp_op *op = &s->dev[d].ops[k];
+        const char *sep = k ? "," : "";
+        if (op->kind == VP_OP_FB)
+            vp__buf_printf(b, "%s[\"F&B\",%d,%d,\"%s\",%d,%d]", sep, op->stage, op->mb,
+                           vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);
+        else
+            vp__buf_printf(b, "%s[\"%s\",%d,%d]", sep, vp_op_kind_name((vp_op_kind)op->kind),
+                           op->stage, op->mb);
+    }
+    vp__buf_add(b, "]", 1);
+}
+
+vp_status vp_json_write(const vp_schedule *s, char **text, vp_error *err) {
+    *text = NULL;
     json_t *fam = json_string(s->family);
     char *fam_text = fam ? json_dumps(fam, JSON_ENCODE_ANY) : NULL;
     json_decref(fam);
     if (!fam_text)
-        return NULL;
-    sb_printf(&sb,
-              "{\"format\": \"vpipe-schedule\", \"version\": %d, \"family\": %s,\n"
-              " \"p\": %d, \"stages\": %d, \"microbatches\": %d, \"route_len\": %d,\n"
-              " \"placement\": \"%s\", \"stage_device\": ",
-              VP_JSON_VERSION, fam_text, s->p, s->S, s->m, s->route_len,
-              vp_placement_name(s->placement));
+        return vp__fail(err, fam ? VP_ENOMEM : VP_EINVAL,
+                        fam ? "out of memory" : "the family name is not UTF-8");
+    vp__buf b = {0};
+    vp__buf_printf(&b,
+                   "{\"format\": \"vpipe-schedule\", \"version\": %d, \"family\": %s,\n"
+                   " \"p\": %d, \"stages\": %d, \"microbatches\": %d, \"route_len\": %d,\n"
+                   " \"placement\": \"%s\", \"stage_device\": ",
+                   VP_JSON_VERSION, fam_text, s->p, s->S, s->m, s->route_len,
+                   vp_placement_name(s->placement));
     free(fam_text);
-    write_int_array(&sb, s->stage_device, s->S);
+    write_int_array(&b, s->stage_device, s->S);
     if (!routes_default(s)) {
-        sb_printf(&sb, ",\n \"mb_first\": ");
-        write_int_array(&sb, s->mb_first, s->m);
+        vp__buf_printf(&b, ",\n \"mb_first\": ");
+        write_int_array(&b, s->mb_first, s->m);
     }
-    sb_printf(&sb, ",\n \"devices\": [");
-    for (int d = 0; d < s->p; d++) {
-        sb_printf(&sb, "%s\n  [", d ? "," : "");
-        for (int k = 0; k < s->dev[d].n; k++) {
-            const vp_op *op = &s->dev[d].ops[k];
-            const char *sep = k ? "," : "";
-            if (op->kind == VP_OP_FB)
-                sb_printf(&sb, "%s[\"F&B\",%d,%d,\"%s\",%d,%d]", sep, op->stage, op->mb,
-                          vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);
-            else
-                sb_printf(&sb, "%s[\"%s\",%d,%d]", sep, vp_op_kind_name((vp_op_kind)op->kind),
-                          op->stage, op->mb);
-        }
-        sb_printf(&sb, "]");
-    }
-    sb_printf(&sb, "\n ]\n}\n");
-    if (sb.failed) {
-        free(sb.buf);
-        return NULL;
-    }
-    return sb.buf;
+    vp__buf_printf(&b, ",\n \"devices\": [");
+    for (int d = 0; d < s->p; d++)
+        write_ops(&b, s, d);
+    vp__buf_printf(&b, "\n ]\n}\n");
+    *text = vp__buf_take(&b);
+    return *text ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
 }
 
 /* ---- reading ---------------------------------------------------------------------- */
@@ -131,13 +100,6 @@ static vp_status read_int_array(json_t *arr, const char *key, int n, int lo, int
     return VP_OK;
 }
 
-static int kind_from_name(const char *name) {
-    for (int k = 0; k < VP_OP_KIND_COUNT; k++)
-        if (!strcmp(name, vp_op_kind_name((vp_op_kind)k)))
-            return k;
-    return -1;
-}
-
 /* One op row: [kind, stage, mb] or ["F&B", s, j, bkind, s2, j2]. Ranges are checked
  * loosely here (non-negative, below S and m); the validator does the rest. */
 static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp_op *op,
@@ -145,8 +107,8 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
     if (!json_is_array(row) || json_array_size(row) < 3)
         return bad(err, path, "an op must be [kind, stage, microbatch]");
     json_t *k = json_array_get(row, 0);
-    int kind = json_is_string(k) ? kind_from_name(json_string_value(k)) : -1;
-    if (kind < 0)
+    vp_op_kind kind;
+    if (!json_is_string(k) || vp_op_kind_parse(json_string_value(k), &kind) != VP_OK)
         return bad(err, path, "unknown op kind (F, B, W, BW or F&B)");
     size_t want = kind == VP_OP_FB ? 6 : 3;
     if (json_array_size(row) != want)
@@ -171,7 +133,9 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
     op->mb = val[1];
     if (kind == VP_OP_FB) {
         json_t *bk = json_array_get(row, 3);
-        int b = json_is_string(bk) ? kind_from_name(json_string_value(bk)) : -1;
+        vp_op_kind b = VP_OP_F;
+        if (json_is_string(bk))
+            vp_op_kind_parse(json_string_value(bk), &b);
         if (b != VP_OP_B && b != VP_OP_BW)
             return bad(err, path, "the backward half of F&B must be \"B\" or \"BW\"");
         op->bkind = (uint8_t)b;
@@ -183,12 +147,8 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
 
 static vp_status parse_placement(json_t *root, vp_placement_kind *out, vp_error *err) {
     json_t *pl = json_object_get(root, "placement");
-    const char *name = json_is_string(pl) ? json_string_value(pl) : NULL;
-    for (int k = VP_PLACE_SINGLE; name && k <= VP_PLACE_CUSTOM; k++)
-        if (!strcmp(name, vp_placement_name((vp_placement_kind)k))) {
-            *out = (vp_placement_kind)k;
-            return VP_OK;
-        }
+    if (json_is_string(pl) && vp_placement_parse(json_string_value(pl), out) == VP_OK)
+        return VP_OK;
     return vp__fail(err, VP_EPARSE,
                     "field \"placement\" must be one of single, loop, v, bidir, custom");
 }
@@ -225,10 +185,11 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
     json_t *fam = json_object_get(root, "family");
     if (fam && !json_is_string(fam))
         return vp__fail(err, VP_EPARSE, "field \"family\" must be a string");
-    vp_schedule *s =
-        vp_schedule_new(fam ? json_string_value(fam) : "custom", p, S, m, VP_PLACE_CUSTOM, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
+    vp_schedule *s = NULL;
+    vp_shape shape = {.p = p, .S = S, .m = m, .placement = VP_PLACE_CUSTOM};
+    rc = vp_schedule_new(fam ? json_string_value(fam) : "custom", shape, &s, err);
+    if (rc != VP_OK)
+        return rc;
     s->placement = placement;
     s->route_len = route_len;
     rc = read_int_array(json_object_get(root, "stage_device"), "stage_device", S, 0, p - 1,
@@ -236,7 +197,8 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
     json_t *routes = json_object_get(root, "mb_first");
     if (rc == VP_OK && routes)
         rc = read_int_array(routes, "mb_first", m, 0, S - 1, s->mb_first, err);
-    vp_schedule_set_chunks(s);
+    if (rc == VP_OK)
+        rc = vp_schedule_set_chunks(s, err);
     json_t *devs = json_object_get(root, "devices");
     if (rc == VP_OK && (!json_is_array(devs) || (int)json_array_size(devs) != p))
         rc = vp__fail(err, VP_EPARSE, "field \"devices\" must be an array of %d op lists", p);

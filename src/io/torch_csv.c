@@ -41,32 +41,11 @@ static int has_mb(int t) {
 
 /* ---------------------------------------------------------------- writer */
 
-typedef struct sbuf {
-    char *s;
-    int n, cap, oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) VP_PRINTF(2, 3);
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    va_list ap, ap2;
-    va_start(ap, fmt);
-    va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    if (!b->oom && (n < 0 || vp__grow((void **)&b->s, &b->cap, b->n + n + 1, 1)))
-        b->oom = 1;
-    if (!b->oom) {
-        vsnprintf(b->s + b->n, (size_t)n + 1, fmt, ap2);
-        b->n += n;
-    }
-    va_end(ap2);
-    va_end(ap);
-}
-
 /* Appends one cell, with the separating comma when it is not the row's first. */
-static void cell_out(sbuf *b, int *first, int stage, int type, int mb) {
-    sb_printf(b, "%s%d%s", *first ? "" : ",", stage, type_name[type]);
+static void cell_out(vp__buf *b, int *first, int stage, int type, int mb) {
+    vp__buf_printf(b, "%s%d%s", *first ? "" : ",", stage, type_name[type]);
     if (mb >= 0)
-        sb_printf(b, "%d", mb);
+        vp__buf_printf(b, "%d", mb);
     *first = 0;
 }
 
@@ -99,7 +78,7 @@ static int comm_of(const vp_schedule *s, int d, int kind, int stage, int recv) {
     return recv ? T_RECV_B : T_SEND_B;
 }
 
-static void write_row(sbuf *b, const vp_schedule *s, int d, int comms, int *done) {
+static void write_row(vp__buf *b, const vp_schedule *s, int d, int comms, int *done) {
     int first = 1;
     for (int i = 0; i < s->dev[d].n; i++) {
         const vp_op *op = &s->dev[d].ops[i];
@@ -110,8 +89,8 @@ static void write_row(sbuf *b, const vp_schedule *s, int d, int comms, int *done
                 cell_out(b, &first, stage[h], t, mb[h]);
         }
         if (op->kind == VP_OP_FB)
-            sb_printf(b, "%s(%dF%d;%d%s%d)OVERLAP_F_B", first ? "" : ",", op->stage, op->mb,
-                      op->stage2, type_name[torch_backward(op->bkind)], op->mb2);
+            vp__buf_printf(b, "%s(%dF%d;%d%s%d)OVERLAP_F_B", first ? "" : ",", op->stage, op->mb,
+                           op->stage2, type_name[torch_backward(op->bkind)], op->mb2);
         else
             cell_out(b, &first, op->stage, op->kind == VP_OP_F ? T_F : torch_backward(op->kind),
                      op->mb);
@@ -126,7 +105,7 @@ static void write_row(sbuf *b, const vp_schedule *s, int d, int comms, int *done
             if ((kind[h] == VP_OP_W || kind[h] == VP_OP_BW) && ++done[stage[h]] == s->m)
                 cell_out(b, &first, stage[h], T_REDUCE_GRAD, -1);
     }
-    sb_printf(b, "\n");
+    vp__buf_printf(b, "\n");
 }
 
 /* Why s cannot be written as a PyTorch CSV, or NULL. */
@@ -152,18 +131,12 @@ vp_status vp_torch_csv_write(const vp_schedule *s, vp_torch_csv_format format, c
     if (why)
         return vp__fail(err, VP_EUNSUPPORTED, "torch csv: %s", why);
     int *done = vp__calloc((size_t)s->S, sizeof *done);
-    sbuf b = {0};
-    if (!done)
-        b.oom = 1;
-    for (int d = 0; d < s->p && !b.oom; d++)
+    vp__buf b = {.failed = !done};
+    for (int d = 0; d < s->p && !b.failed; d++)
         write_row(&b, s, d, format == VP_TORCH_CSV_COMPUTE_COMMS, done);
     free(done);
-    if (b.oom || !b.s) {
-        free(b.s);
-        return vp__fail(err, VP_ENOMEM, "torch csv: out of memory");
-    }
-    *text = b.s;
-    return VP_OK;
+    *text = vp__buf_take(&b);
+    return *text ? VP_OK : vp__fail(err, VP_ENOMEM, "torch csv: out of memory");
 }
 
 const char *vp_torch_schedule_name(const vp_schedule *s) {
@@ -184,36 +157,37 @@ const char *vp_torch_schedule_name(const vp_schedule *s) {
 }
 
 int vp_torch_csv_notes(const vp_schedule *s, char *buf, size_t size) {
-    sbuf b = {0};
+    vp__buf b = {0};
     int warnings = 0;
     const char *why = unexportable(s);
     const char *name = vp_torch_schedule_name(s);
     if (why) {
-        sb_printf(&b, "warning: cannot export: %s\n", why);
+        vp__buf_printf(&b, "warning: cannot export: %s\n", why);
         warnings++;
     } else if (name) {
-        sb_printf(&b, "torchtitan: pipeline_parallel_schedule = \"%s\"", name);
+        vp__buf_printf(&b, "torchtitan: pipeline_parallel_schedule = \"%s\"", name);
         if (s->placement == VP_PLACE_V)
-            sb_printf(&b,
-                      " (or \"%s\"; both give the V placement: rank r holds stages r and "
-                      "%d-r)\n",
-                      strcmp(name, "DualPipeV") ? "DualPipeV" : "ZBVZeroBubble", 2 * s->p - 1);
+            vp__buf_printf(&b,
+                           " (or \"%s\"; both give the V placement: rank r holds stages r and "
+                           "%d-r)\n",
+                           strcmp(name, "DualPipeV") ? "DualPipeV" : "ZBVZeroBubble", 2 * s->p - 1);
         else if (s->S > s->p)
-            sb_printf(&b,
-                      " (or \"Interleaved1F1B\"; loop placement: rank r holds stages r, "
-                      "r+%d, ...; %d stages per rank%s)\n",
-                      s->p, s->S / s->p,
-                      s->S == 2 * s->p ? "" : ": set pipeline_parallel_layers_per_stage to match");
+            vp__buf_printf(&b,
+                           " (or \"Interleaved1F1B\"; loop placement: rank r holds stages r, "
+                           "r+%d, ...; %d stages per rank%s)\n",
+                           s->p, s->S / s->p,
+                           s->S == 2 * s->p ? ""
+                                            : ": set pipeline_parallel_layers_per_stage to match");
         else
-            sb_printf(&b, " (one stage per rank)\n");
-        sb_printf(&b,
-                  "torchtitan: pipeline_parallel_schedule_csv = <this file>, "
-                  "num_pp_microbatches = %d\n",
-                  s->m);
+            vp__buf_printf(&b, " (one stage per rank)\n");
+        vp__buf_printf(&b,
+                       "torchtitan: pipeline_parallel_schedule_csv = <this file>, "
+                       "num_pp_microbatches = %d\n",
+                       s->m);
     } else {
-        sb_printf(&b, "warning: no torchtitan schedule name splits the model with this "
-                      "placement; PyTorch's _PipelineScheduleRuntime infers it from the file, "
-                      "torchtitan does not\n");
+        vp__buf_printf(&b, "warning: no torchtitan schedule name splits the model with this "
+                           "placement; PyTorch's _PipelineScheduleRuntime infers it from the file, "
+                           "torchtitan does not\n");
         warnings++;
     }
     long input_only = 0;
@@ -221,16 +195,17 @@ int vp_torch_csv_notes(const vp_schedule *s, char *buf, size_t size) {
         for (int i = 0; i < s->dev[d].n; i++)
             input_only += s->dev[d].ops[i].kind == VP_OP_FB && s->dev[d].ops[i].bkind == VP_OP_B;
     if (!why && input_only) {
-        sb_printf(&b,
-                  "warning: %ld overlapped F&B ops have an input-only backward, written "
-                  "(sFj;sIj)OVERLAP_F_B; PyTorch's own schedules overlap only full "
-                  "backwards (B), so this pair is untested upstream\n",
-                  input_only);
+        vp__buf_printf(&b,
+                       "warning: %ld overlapped F&B ops have an input-only backward, written "
+                       "(sFj;sIj)OVERLAP_F_B; PyTorch's own schedules overlap only full "
+                       "backwards (B), so this pair is untested upstream\n",
+                       input_only);
         warnings++;
     }
+    char *text = vp__buf_take(&b);
     if (size)
-        snprintf(buf, size, "%s", b.s && !b.oom ? b.s : "");
-    free(b.s);
+        snprintf(buf, size, "%s", text ? text : "");
+    free(text);
     return warnings;
 }
 
@@ -686,15 +661,16 @@ static vp_placement_kind detect_placement(const int32_t *rank, int S, int p) {
 static vp_status build(const checker *ck, vp_schedule **out, vp_error *err) {
     const parsed *ps = ck->ps;
     vp_placement_kind kind = detect_placement(ck->rank, ck->S, ps->rows);
-    vp_schedule *s = vp_schedule_new("custom", ps->rows, ck->S, ck->m, kind, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
+    vp_schedule *s = NULL;
+    vp_shape shape = {.p = ps->rows, .S = ck->S, .m = ck->m, .placement = kind};
+    vp_status st = vp_schedule_new("custom", shape, &s, err);
+    if (st != VP_OK)
+        return st;
     if (kind == VP_PLACE_CUSTOM) {
         memcpy(s->stage_device, ck->rank, (size_t)ck->S * sizeof *ck->rank);
-        vp_schedule_set_chunks(s);
+        st = vp_schedule_set_chunks(s, err);
     }
     static const uint8_t vp_kind[4] = {VP_OP_F, VP_OP_B, VP_OP_W, VP_OP_BW};
-    vp_status st = VP_OK;
     for (int i = 0; i < ps->n && !st; i++) {
         const cellrec *c = &ps->cells[i];
         if (c->n == 0 || !is_compute(c->a[0].type))
@@ -706,12 +682,11 @@ static vp_status build(const checker *ck, vp_schedule **out, vp_error *err) {
             op.stage2 = c->a[1].stage;
             op.mb2 = c->a[1].mb;
         }
-        st = vp_schedule_push(s, c->row, op);
+        if (vp_schedule_push(s, c->row, op) != VP_OK)
+            st = vp__fail(err, VP_ENOMEM, "torch csv: out of memory");
     }
     if (st == VP_OK)
         st = vp_schedule_validate(s, err);
-    else
-        vp__fail(err, st, "torch csv: out of memory");
     if (st) {
         vp_schedule_free(s);
         return st;

@@ -83,9 +83,11 @@ static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_p
             return vp__fail(err, rc, "out of memory");
         if (rc != VP_OK)
             continue;
-        vp_cost_model *cm = vp_cost_model_new(s, &spec->costs, &spec->mem, err);
-        vp_plan_candidate *c = cm ? cand_push(out) : NULL;
-        rc = !cm ? (err ? err->status : VP_ENOMEM) : !c ? VP_ENOMEM : measure(s, cm, c, err);
+        vp_cost_model *cm = NULL;
+        vp_plan_candidate *c = NULL;
+        rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, err);
+        if (rc == VP_OK)
+            rc = (c = cand_push(out)) ? measure(s, cm, c, err) : VP_ENOMEM;
         vp_cost_model_free(cm);
         vp_schedule_free(s);
         if (rc != VP_OK)
@@ -214,14 +216,17 @@ static vp_status add_vblocks(const vp_spec *spec, cand_list *out, long *tried, l
         return VP_OK;
     vp_vblock *blocks = NULL;
     long n = enumerate(p, &blocks);
-    vp_schedule *shape =
-        n >= 0 ? vp_schedule_new("v-block", p, 2 * p, spec->m, VP_PLACE_V, err) : NULL;
-    vp_cost_model *cm = shape ? vp_cost_model_new(shape, &spec->costs, &spec->mem, err) : NULL;
+    vp_schedule *shape = NULL;
+    vp_cost_model *cm = NULL;
+    vp_shape v = {.p = p, .S = 2 * p, .m = spec->m, .placement = VP_PLACE_V};
+    vp_status rc = n < 0 ? vp__fail(err, VP_ENOMEM, "out of memory")
+                         : vp_schedule_new("v-block", v, &shape, err);
+    if (rc == VP_OK)
+        rc = vp_cost_model_new(shape, &spec->costs, &spec->mem, &cm, err);
     vp_schedule_free(shape);
-    if (!cm) {
+    if (rc != VP_OK) {
         free(blocks);
-        return n < 0 || !err || err->status == VP_OK ? vp__fail(err, VP_ENOMEM, "out of memory")
-                                                     : err->status;
+        return rc;
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int nw = cpus < 1 ? 1 : cpus > VP__PLAN_THREADS ? VP__PLAN_THREADS : (int)cpus;
@@ -242,7 +247,6 @@ static vp_status add_vblocks(const vp_spec *spec, cand_list *out, long *tried, l
     for (int i = 0; i < nw; i++)
         if (started[i])
             pthread_join(tid[i], NULL);
-    vp_status rc = VP_OK;
     worker all = {.rc = VP_OK};
     for (int i = 0; i < nw; i++) {
         if (rc == VP_OK && wk[i].rc != VP_OK) {

@@ -273,23 +273,17 @@ static vp_status build_costs(const vp_price_setup *su, const vp_schedule *s, vp_
     return VP_OK;
 }
 
-/* A cost model for s laid out from costs, with room for bytes. The one place that knows
- * how the simulator's cost model is made. */
-static vp_cost_model *new_cost_model(const vp_schedule *s, const vp_costs *costs, vp_error *err) {
-    vp_memcfg mem = vp_memcfg_default();
-    mem.unit_bytes = 1; /* allocates act_bytes and keep_bytes */
-    return vp_cost_model_new(s, costs, &mem, err);
-}
-
 /* The simulator's cost model: measured costs laid out as given (their times become the
  * stages'), or the stages' own times; bytes and units from the stages. */
 static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
                                  vp_price_layout *lay, vp_error *err) {
     vp_costs plain = vp_costs_default();
-    lay->cm = new_cost_model(s, su->measured ? su->measured : &plain, err);
-    if (!lay->cm)
-        return err ? err->status : VP_ENOMEM;
+    vp_memcfg mem = vp_memcfg_default();
+    vp_status rc = vp_cost_model_new(s, su->measured ? su->measured : &plain, &mem, &lay->cm, err);
+    if (rc != VP_OK)
+        return rc;
     vp_cost_model *cm = lay->cm;
+    cm->has_bytes = 1; /* filled below from the stages */
     double unit = 0;
     for (int st = 0; st < s->S; st++)
         unit += lay->stage[st].act_bytes / s->p;

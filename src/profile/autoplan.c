@@ -10,10 +10,11 @@ static vp_status peak_bytes_of(const vp_profile *pr, const vp_schedule *s, doubl
                                vp_error *err) {
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
-    mem.unit_bytes = 1.0; /* allocates the byte arrays the profile fills */
-    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, err);
+    vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
-    vp_status rc = cm ? vp_profile_cost_model(pr, s, cm, err) : (err ? err->status : VP_ENOMEM);
+    vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, err);
+    if (rc == VP_OK)
+        rc = vp_profile_cost_model(pr, s, cm, err);
     if (rc == VP_OK)
         rc = vp_simulate(s, cm, &sim, err);
     if (rc == VP_OK) {

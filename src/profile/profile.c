@@ -186,7 +186,7 @@ vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, vp_c
     }
     cm->c = pr->c;
     free(l0);
-    if (rc == VP_OK && cm->act_bytes)
+    if (rc == VP_OK)
         rc = vp_runtime_model_bytes(cm, s, &pr->model, err);
     return rc;
 }

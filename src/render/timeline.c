@@ -8,12 +8,15 @@
 #include "base/internal.h"
 #include "render/render_internal.h"
 
-vp_timeline *vp_timeline_new(const char *family, int p, int S, int m) {
+vp_status vp_timeline_new(const char *family, int p, int S, int m, vp_timeline **out,
+                          vp_error *err) {
+    *out = NULL;
     if (p < 1 || S < 1 || m < 0)
-        return NULL;
+        return vp__fail(err, VP_EINVAL, "timeline needs p, S >= 1 and m >= 0 (p=%d, S=%d, m=%d)", p,
+                        S, m);
     vp_timeline *tl = vp__calloc(1, sizeof *tl);
     if (!tl)
-        return NULL;
+        return vp__fail(err, VP_ENOMEM, "timeline: out of memory");
     snprintf(tl->family, sizeof tl->family, "%s", family ? family : "custom");
     snprintf(tl->mem_unit, sizeof tl->mem_unit, "units");
     tl->p = p;
@@ -24,9 +27,10 @@ vp_timeline *vp_timeline_new(const char *family, int p, int S, int m) {
     tl->dev = vp__calloc((size_t)p, sizeof *tl->dev);
     if (!tl->stage_chunk || !tl->dev) {
         vp_timeline_free(tl);
-        return NULL;
+        return vp__fail(err, VP_ENOMEM, "timeline: out of memory");
     }
-    return tl;
+    *out = tl;
+    return VP_OK;
 }
 
 void vp_timeline_free(vp_timeline *tl) {
@@ -59,9 +63,10 @@ vp_status vp_timeline_from_sim(const vp_schedule *s, const vp_sim *sim, vp_timel
     *out = NULL;
     if (!s || !sim || sim->p != s->p)
         return vp__fail(err, VP_EINVAL, "timeline: the simulation does not belong to the schedule");
-    vp_timeline *tl = vp_timeline_new(s->family, s->p, s->S, s->m);
-    if (!tl)
-        return vp__fail(err, VP_ENOMEM, "timeline: out of memory");
+    vp_timeline *tl = NULL;
+    vp_status rc = vp_timeline_new(s->family, s->p, s->S, s->m, &tl, err);
+    if (rc != VP_OK)
+        return rc;
     memcpy(tl->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof *tl->stage_chunk);
     tl->has_mem = sim->mem_after != NULL;
     for (int d = 0; d < s->p; d++) {

@@ -754,9 +754,9 @@ static vp_status fill_result(run *r, vp_pipeline_result *res, vp_error *err) {
         rc = predict_step(r, &res->predicted_step_ms, err);
     if (rc != VP_OK || r->rank_lo != 0)
         return rc;
-    res->measured = vp_timeline_new(s->family, s->p, s->S, s->m);
-    if (!res->measured)
-        return vp__fail(err, VP_ENOMEM, "out of memory");
+    rc = vp_timeline_new(s->family, s->p, s->S, s->m, &res->measured, err);
+    if (rc != VP_OK)
+        return rc;
     memcpy(res->measured->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof(int32_t));
     res->measured->has_mem = 1;
     snprintf(res->measured->mem_unit, sizeof res->measured->mem_unit, "MiB");

@@ -66,8 +66,8 @@ vp_status vp_runtime_measure_hop(size_t n, int reps, double *c, vp_error *err) {
 
 vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
                                  const vp_model_config *cfg, vp_error *err) {
-    if (!cm->act_bytes || !cm->keep_bytes || cm->S != s->S)
-        return vp__fail(err, VP_EINVAL, "the cost model has no byte arrays for this schedule");
+    if (cm->S != s->S)
+        return vp__fail(err, VP_EINVAL, "the cost model does not fit this schedule");
     int R = s->route_len;
     int *l0 = vp__calloc((size_t)R + 1, sizeof *l0);
     if (!l0)
@@ -81,6 +81,7 @@ vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
         cm->keep_bytes[st] = (double)sz.stash_bytes;
     }
     free(l0);
+    cm->has_bytes = rc == VP_OK;
     return rc;
 }
 
@@ -88,12 +89,12 @@ vp_status vp_runtime_predict_peaks(const vp_schedule *s, const vp_model_config *
                                    vp_error *err) {
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
-    mem.unit_bytes = 1.0; /* allocates the byte arrays; overwritten below */
-    vp_cost_model *cm = vp_cost_model_new(s, &costs, &mem, err);
-    if (!cm)
-        return err ? err->status : VP_ENOMEM;
+    vp_cost_model *cm = NULL;
+    vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, err);
+    if (rc != VP_OK)
+        return rc;
     vp_sim *sim = NULL;
-    vp_status rc = vp_runtime_model_bytes(cm, s, cfg, err);
+    rc = vp_runtime_model_bytes(cm, s, cfg, err);
     if (rc == VP_OK)
         rc = vp_simulate(s, cm, &sim, err);
     if (rc == VP_OK)

@@ -1,156 +1,194 @@
-/* Eager replay of the per-device orders (see replay.h). */
+/* Event-driven eager replay of the per-device orders (see replay.h).
+ *
+ * A device runs its ops in order for as long as the next one's dependencies are done;
+ * when one is not, the device joins the waiters of that pass and leaves the run. Finishing
+ * an op finishes its passes and hands their waiters back to the stack of devices to run.
+ * Every op is started once and every device waits on a pass at most once per dependency
+ * of its ops, so the replay costs O(ops + dependencies), whatever the order in which
+ * devices run. That order changes nothing: an op's start is the max of its device's
+ * free time and its dependencies' ends (+ c across devices), computed from the same
+ * values in the same order whenever it runs, so the times are those of the sweep the
+ * replay replaced (a wave over devices, repeated until nothing moves). A deadlock leaves
+ * every unfinished device waiting; the fixpoint is the sweep's too.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
+#include "schedule/pass.h"
 #include "schedule/replay.h"
 
-enum { PASS_F = 0, PASS_B = 1, PASS_W = 2 };
+/* One pass: its end time (< 0 while not done) and the first device waiting for it. */
+typedef struct {
+    double end;
+    int waiter; /* -1: none */
+} pass_state;
 
 typedef struct {
     const vp_schedule *s;
-    double *done; /* [S*m*3] end time of each pass, < 0 while not done */
     double c;
+    pass_state *pass; /* [S*m*VP__PASS_KINDS] */
+    int *next_waiter; /* [p] next device waiting for the same pass, or -1 */
+    vp__pass *waits;  /* [p] the pass each device last waited for */
+    int *pos;         /* [p] position of each device's next op */
+    double *free_at;  /* [p] end of each device's last op */
+    int *stack, top;  /* [p] devices to run; a device is here or in one waiter list */
 } replay_state;
 
-static double *pass_slot(const replay_state *st, int stage, int mb, int pass) {
-    return &st->done[((size_t)stage * (size_t)st->s->m + (size_t)mb) * 3 + (size_t)pass];
-}
-
-/* The pass that (stage, mb, pass) waits for, as (stage, pass) of the same microbatch;
- * returns 0 when it has none. */
-static int dependency(const vp_schedule *s, int stage, int mb, int pass, int *dstage, int *dpass) {
-    int first = s->mb_first[mb], last = vp_schedule_last_stage(s, mb);
-    switch (pass) {
-    case PASS_F:
-        if (stage == first)
-            return 0;
-        *dstage = stage - 1;
-        *dpass = PASS_F;
-        return 1;
-    case PASS_B:
-        *dstage = stage == last ? stage : stage + 1;
-        *dpass = stage == last ? PASS_F : PASS_B;
-        return 1;
-    default:
-        *dstage = stage;
-        *dpass = PASS_B;
-        return 1;
-    }
-}
-
-/* Earliest start allowed by one pass's dependency, or -1 when it is not done yet. */
-static double ready_time(const replay_state *st, int device, int stage, int mb, int pass) {
-    int ds, dp;
-    if (!dependency(st->s, stage, mb, pass, &ds, &dp))
-        return 0.0;
-    double t = *pass_slot(st, ds, mb, dp);
-    if (t < 0)
-        return -1.0;
-    return st->s->stage_device[ds] == device ? t : t + st->c;
-}
-
-/* Passes an op completes: up to 3 (stage, mb, pass) triples. Returns their count. */
-static int op_passes(const vp_op *op, int out[3][3]) {
-    int n = 0;
-    int bstage = op->stage, bmb = op->mb, bkind = op->kind;
-    if (op->kind == VP_OP_F || op->kind == VP_OP_FB) {
-        out[n][0] = op->stage, out[n][1] = op->mb, out[n][2] = PASS_F, n++;
-        if (op->kind == VP_OP_F)
-            return n;
-        bstage = op->stage2, bmb = op->mb2, bkind = op->bkind;
-    }
-    if (bkind == VP_OP_B || bkind == VP_OP_BW)
-        out[n][0] = bstage, out[n][1] = bmb, out[n][2] = PASS_B, n++;
-    if (bkind == VP_OP_W || bkind == VP_OP_BW)
-        out[n][0] = bstage, out[n][1] = bmb, out[n][2] = PASS_W, n++;
-    return n;
-}
-
-/* Earliest start of op on device d given finished passes, or -1 when blocked. Passes the
- * op itself completes (the W of a BW waits on the B of the same op) are not waited on. */
-static double op_ready(const replay_state *st, int d, const vp_op *op) {
-    int passes[3][3];
-    int n = op_passes(op, passes);
+/* Earliest start allowed by the dependencies of passes[0..n), the passes of an op on
+ * device d (before the device is free), or -1 when one is not done; *blocked then
+ * receives that pass. A chained pass (the W of a BW) waits on the op's own previous pass,
+ * so only the others wait. */
+static double ready_at(const replay_state *st, int d, const vp__pass *passes, int n,
+                       vp__pass *blocked) {
+    vp__pass deps[VP__PASS_MAX_DEPS];
     double t = 0.0;
     for (int i = 0; i < n; i++) {
-        int stage = passes[i][0], mb = passes[i][1], pass = passes[i][2];
-        if (pass == PASS_W && i > 0 && passes[i - 1][2] == PASS_B)
-            continue;
-        double r = ready_time(st, d, stage, mb, pass);
-        if (r < 0)
-            return -1.0;
-        if (r > t)
-            t = r;
+        int nd = passes[i].chained ? 0 : vp__pass_deps(st->s, passes[i], deps);
+        for (int k = 0; k < nd; k++) {
+            double r = st->pass[vp__pass_index(st->s, deps[k])].end;
+            if (r < 0) {
+                *blocked = deps[k];
+                return -1.0;
+            }
+            if (st->s->stage_device[deps[k].stage] != d)
+                r += st->c;
+            if (r > t)
+                t = r;
+        }
     }
     return t;
 }
 
-static vp_status report_deadlock(const replay_state *st, const int *pos, vp_error *err) {
+/* Marks passes[0..n) done at time e and moves their waiters to the stack. */
+static void finish(replay_state *st, const vp__pass *passes, int n, double e) {
+    for (int i = 0; i < n; i++) {
+        pass_state *ps = &st->pass[vp__pass_index(st->s, passes[i])];
+        ps->end = e;
+        for (int w = ps->waiter; w >= 0; w = st->next_waiter[w])
+            st->stack[st->top++] = w;
+        ps->waiter = -1;
+    }
+}
+
+/* Runs device d until its next op waits (it joins that pass's waiters) or it is done;
+ * returns the number of ops run. */
+static long run_device(replay_state *st, int d, vp__op_time_fn time_fn, const void *ctx,
+                       double **start, double **end) {
+    const vp_oplist *l = &st->s->dev[d];
+    int k = st->pos[d];
+    double free_at = st->free_at[d];
+    for (; k < l->n; k++) {
+        const vp_op *op = &l->ops[k];
+        vp__pass passes[VP__OP_MAX_PASSES], blocked;
+        int n = vp__op_passes(op, passes);
+        double t = ready_at(st, d, passes, n, &blocked);
+        if (t < 0) {
+            pass_state *ps = &st->pass[vp__pass_index(st->s, blocked)];
+            st->waits[d] = blocked;
+            st->next_waiter[d] = ps->waiter;
+            ps->waiter = d;
+            break;
+        }
+        if (t < free_at)
+            t = free_at;
+        double e = t + (time_fn ? time_fn(ctx, op) : 1.0);
+        if (start)
+            start[d][k] = t;
+        if (end)
+            end[d][k] = e;
+        free_at = e;
+        finish(st, passes, n, e);
+    }
+    long ran = k - st->pos[d];
+    st->pos[d] = k;
+    st->free_at[d] = free_at;
+    return ran;
+}
+
+/* VP_EDEADLOCK naming, for each unfinished device (as many as fit), its next op and the
+ * pass it waits for. */
+static vp_status report_deadlock(const replay_state *st, vp_error *err) {
     const vp_schedule *s = st->s;
     char msg[400];
-    int len = 0;
-    for (int d = 0; d < s->p && len < (int)sizeof msg - 40; d++) {
-        if (pos[d] >= s->dev[d].n)
+    int len = 0, more = 0;
+    for (int d = 0; d < s->p; d++) {
+        if (st->pos[d] >= s->dev[d].n)
             continue;
-        char label[48];
-        vp_op_format(&s->dev[d].ops[pos[d]], label, sizeof label);
-        len += snprintf(msg + len, sizeof msg - (size_t)len, "%sdevice %d at position %d (%s)",
-                        len ? ", " : "", d, pos[d], label);
+        if (len >= (int)sizeof msg - 80) {
+            more++;
+            continue;
+        }
+        const vp_op *op = &s->dev[d].ops[st->pos[d]];
+        vp__pass dep = st->waits[d];
+        vp_op dep_op = {.kind = vp__pass_op_kind(dep.kind), .stage = dep.stage, .mb = dep.mb};
+        char label[48], wait[48];
+        vp_op_format(op, label, sizeof label);
+        vp_op_format(&dep_op, wait, sizeof wait);
+        len += snprintf(msg + len, sizeof msg - (size_t)len,
+                        "%sdevice %d at position %d (%s) waits for %s on device %d",
+                        len ? ", " : "", d, st->pos[d], label, wait, s->stage_device[dep.stage]);
     }
+    if (more)
+        return vp__fail(err, VP_EDEADLOCK,
+                        "replay deadlocks: every remaining device waits: %s, and %d more devices",
+                        msg, more);
     return vp__fail(err, VP_EDEADLOCK, "replay deadlocks: every remaining device waits: %s", msg);
+}
+
+/* Whether (stage, mb) lies on mb's route. */
+static int on_route(const vp_schedule *s, int32_t stage, int32_t mb) {
+    return (uint32_t)mb < (uint32_t)s->m &&
+           (uint32_t)(stage - s->mb_first[mb]) < (uint32_t)s->route_len;
+}
+
+/* Whether every op's passes lie on their routes (what the replay trusts: then every
+ * pass it looks up, dependencies included, is in range). */
+static int ops_on_routes(const vp_schedule *s) {
+    int ok = 1;
+    for (int d = 0; d < s->p; d++)
+        for (int k = 0; k < s->dev[d].n; k++) {
+            const vp_op *op = &s->dev[d].ops[k];
+            ok &= on_route(s, op->stage, op->mb) &&
+                  (op->kind != VP_OP_FB || on_route(s, op->stage2, op->mb2));
+        }
+    return ok;
 }
 
 vp_status vp__replay(const vp_schedule *s, vp__op_time_fn time_fn, const void *ctx, double c,
                      double **start, double **end, vp_error *err) {
+    VP_ASSERT(ops_on_routes(s)); /* the caller validated s */
+    size_t npass = (size_t)s->S * (size_t)s->m * VP__PASS_KINDS, p = (size_t)s->p;
     replay_state st = {.s = s, .c = c};
-    size_t npass = (size_t)s->S * (size_t)s->m * 3;
-    st.done = malloc(npass * sizeof *st.done);
-    int *pos = vp__calloc((size_t)s->p, sizeof *pos);
-    double *free_at = vp__calloc((size_t)s->p, sizeof *free_at);
+    st.pass = vp__malloc(npass, sizeof *st.pass); /* filled below */
+    st.next_waiter = vp__calloc(p, sizeof *st.next_waiter);
+    st.waits = vp__calloc(p, sizeof *st.waits);
+    st.pos = vp__calloc(p, sizeof *st.pos);
+    st.free_at = vp__calloc(p, sizeof *st.free_at);
+    st.stack = vp__calloc(p, sizeof *st.stack);
     vp_status rc = VP_OK;
-    if (!st.done || !pos || !free_at) {
+    if (!st.pass || !st.next_waiter || !st.waits || !st.pos || !st.free_at || !st.stack) {
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < npass; i++)
-        st.done[i] = -1.0;
-
+        st.pass[i] = (pass_state){.end = -1.0, .waiter = -1};
+    for (int d = s->p - 1; d >= 0; d--) /* device 0 runs first */
+        st.stack[st.top++] = d;
     long remaining = vp_schedule_op_count(s);
-    while (remaining > 0) {
-        long before = remaining;
-        for (int d = 0; d < s->p; d++) {
-            const vp_oplist *l = &s->dev[d];
-            while (pos[d] < l->n) {
-                const vp_op *op = &l->ops[pos[d]];
-                double t = op_ready(&st, d, op);
-                if (t < 0)
-                    break;
-                if (t < free_at[d])
-                    t = free_at[d];
-                double e = t + (time_fn ? time_fn(ctx, op) : 1.0);
-                int passes[3][3];
-                int n = op_passes(op, passes);
-                for (int i = 0; i < n; i++)
-                    *pass_slot(&st, passes[i][0], passes[i][1], passes[i][2]) = e;
-                if (start)
-                    start[d][pos[d]] = t;
-                if (end)
-                    end[d][pos[d]] = e;
-                free_at[d] = e;
-                pos[d]++;
-                remaining--;
-            }
-        }
-        if (remaining == before) {
-            rc = report_deadlock(&st, pos, err);
-            break;
-        }
+    while (st.top > 0) {
+        int d = st.stack[--st.top];
+        remaining -= run_device(&st, d, time_fn, ctx, start, end);
     }
+    if (remaining > 0)
+        rc = report_deadlock(&st, err);
 out:
-    free(st.done);
-    free(pos);
-    free(free_at);
+    free(st.pass);
+    free(st.next_waiter);
+    free(st.waits);
+    free(st.pos);
+    free(st.free_at);
+    free(st.stack);
     return rc;
 }

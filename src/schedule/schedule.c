@@ -46,41 +46,40 @@ static vp_status place_stages(vp_schedule *s, vp_error *err) {
     return vp__fail(err, VP_EINVAL, "unknown placement %d", (int)s->placement);
 }
 
-vp_schedule *vp_schedule_new(const char *family, int p, int S, int m, vp_placement_kind placement,
-                             vp_error *err) {
-    if (p < 1 || S < 1 || m < 1) {
-        vp__fail(err, VP_EINVAL, "schedule needs p, S, m >= 1 (p=%d, S=%d, m=%d)", p, S, m);
-        return NULL;
-    }
+vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    int p = shape.p, S = shape.S, m = shape.m;
+    if (p < 1 || S < 1 || m < 1)
+        return vp__fail(err, VP_EINVAL, "schedule needs p, S, m >= 1 (p=%d, S=%d, m=%d)", p, S, m);
     vp_schedule *s = vp__calloc(1, sizeof *s);
-    if (!s) {
-        vp__fail(err, VP_ENOMEM, "out of memory");
-        return NULL;
-    }
+    if (!s)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     snprintf(s->family, sizeof s->family, "%s", family ? family : "custom");
     s->p = p;
     s->S = S;
     s->m = m;
-    s->placement = placement;
-    s->route_len = placement == VP_PLACE_BIDIR ? p : S;
+    s->placement = shape.placement;
+    s->route_len = shape.placement == VP_PLACE_BIDIR ? p : S;
     s->stage_device = vp__calloc((size_t)S, sizeof *s->stage_device);
     s->stage_chunk = vp__calloc((size_t)S, sizeof *s->stage_chunk);
     s->mb_first = vp__calloc((size_t)m, sizeof *s->mb_first);
     s->dev = vp__calloc((size_t)p, sizeof *s->dev);
-    if (!s->stage_device || !s->stage_chunk || !s->mb_first || !s->dev) {
-        vp_schedule_free(s);
-        vp__fail(err, VP_ENOMEM, "out of memory");
-        return NULL;
-    }
-    if (place_stages(s, err) != VP_OK) {
-        vp_schedule_free(s);
-        return NULL;
-    }
-    if (placement == VP_PLACE_BIDIR)
+    vp_status rc = VP_OK;
+    if (!s->stage_device || !s->stage_chunk || !s->mb_first || !s->dev)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK)
+        rc = place_stages(s, err);
+    if (rc == VP_OK && shape.placement == VP_PLACE_BIDIR)
         for (int j = 0; j < m; j++)
             s->mb_first[j] = (j % 2) * p;
-    vp_schedule_set_chunks(s);
-    return s;
+    if (rc == VP_OK)
+        rc = vp_schedule_set_chunks(s, err);
+    if (rc != VP_OK) {
+        vp_schedule_free(s);
+        return rc;
+    }
+    *out = s;
+    return VP_OK;
 }
 
 void vp_schedule_free(vp_schedule *s) {
@@ -97,6 +96,7 @@ void vp_schedule_free(vp_schedule *s) {
 }
 
 vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op) {
+    VP_ASSERT(d >= 0 && d < s->p);
     vp_oplist *l = &s->dev[d];
     if (vp__grow((void **)&l->ops, &l->cap, l->n + 1, sizeof(vp_op)) != 0)
         return VP_ENOMEM;
@@ -105,19 +105,23 @@ vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op) {
 }
 
 vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb) {
+    VP_ASSERT(kind == VP_OP_F || kind == VP_OP_B || kind == VP_OP_W || kind == VP_OP_BW);
     vp_op op = {.kind = (uint8_t)kind, .stage = stage, .mb = mb};
     return vp_schedule_push(s, d, op);
 }
 
-void vp_schedule_set_chunks(vp_schedule *s) {
+vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err) {
+    for (int i = 0; i < s->S; i++)
+        if (s->stage_device[i] < 0 || s->stage_device[i] >= s->p)
+            return vp__fail(err, VP_EINVAL, "stage %d is placed on device %d, outside 0..%d", i,
+                            s->stage_device[i], s->p - 1);
     int *count = vp__calloc((size_t)s->p, sizeof *count);
     if (!count)
-        return;
-    for (int i = 0; i < s->S; i++) {
-        int d = s->stage_device[i];
-        s->stage_chunk[i] = (d >= 0 && d < s->p) ? count[d]++ : 0;
-    }
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int i = 0; i < s->S; i++)
+        s->stage_chunk[i] = count[s->stage_device[i]]++;
     free(count);
+    return VP_OK;
 }
 
 int vp_schedule_chunks_per_device(const vp_schedule *s) {
@@ -164,14 +168,40 @@ int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
     return 1;
 }
 
+static const char *const op_kind_names[VP_OP_KIND_COUNT] = {"F", "B", "W", "BW", "F&B"};
+static const char *const placement_names[VP_PLACE_CUSTOM + 1] = {"single", "loop", "v", "bidir",
+                                                                 "custom"};
+
 const char *vp_op_kind_name(vp_op_kind kind) {
-    static const char *names[VP_OP_KIND_COUNT] = {"F", "B", "W", "BW", "F&B"};
-    return (unsigned)kind < VP_OP_KIND_COUNT ? names[kind] : "?";
+    return (unsigned)kind < VP_OP_KIND_COUNT ? op_kind_names[kind] : "?";
+}
+
+/* Index of name among names[0..n), or -1. */
+static int name_index(const char *name, const char *const *names, int n) {
+    for (int k = 0; k < n; k++)
+        if (!strcmp(name, names[k]))
+            return k;
+    return -1;
+}
+
+vp_status vp_op_kind_parse(const char *name, vp_op_kind *kind) {
+    int k = name_index(name, op_kind_names, VP_OP_KIND_COUNT);
+    if (k < 0)
+        return VP_EINVAL;
+    *kind = (vp_op_kind)k;
+    return VP_OK;
+}
+
+vp_status vp_placement_parse(const char *name, vp_placement_kind *placement) {
+    int k = name_index(name, placement_names, VP_PLACE_CUSTOM + 1);
+    if (k < 0)
+        return VP_EINVAL;
+    *placement = (vp_placement_kind)k;
+    return VP_OK;
 }
 
 const char *vp_placement_name(vp_placement_kind placement) {
-    static const char *names[] = {"single", "loop", "v", "bidir", "custom"};
-    return (unsigned)placement <= VP_PLACE_CUSTOM ? names[placement] : "?";
+    return (unsigned)placement <= VP_PLACE_CUSTOM ? placement_names[placement] : "?";
 }
 
 char *vp_op_format(const vp_op *op, char *buf, int size) {

@@ -1,5 +1,7 @@
 /* The validator: the gate every schedule passes before it is simulated, drawn, exported
  * or executed. Reports the first problem with device, position and op. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,44 +33,58 @@ static vp_status check_shape(const vp_schedule *s, vp_error *err) {
     return VP_OK;
 }
 
-/* Checks one pass (kind F, B, W or BW) of op at device d, position k, and counts it. */
-static vp_status check_pass(const vp_schedule *s, pass_count *seen, int d, int k, const char *label,
-                            int kind, int stage, int mb, vp_error *err) {
+/* An op's place in the schedule, for messages. */
+typedef struct {
+    int d, k;
+    const vp_op *op;
+} op_at;
+
+/* VP_EVALIDATION "device D, position K (LABEL): <message>". */
+static vp_status fail_op(vp_error *err, op_at at, const char *fmt, ...) VP_PRINTF(3, 4);
+static vp_status fail_op(vp_error *err, op_at at, const char *fmt, ...) {
+    char label[48], what[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    vp_op_format(at.op, label, sizeof label);
+    return vp__fail(err, VP_EVALIDATION, "device %d, position %d (%s): %s", at.d, at.k, label,
+                    what);
+}
+
+/* Checks the placement and route of one pass of the op at `at`. */
+static vp_status check_place(const vp_schedule *s, op_at at, int stage, int mb, vp_error *err) {
     if (stage < 0 || stage >= s->S || mb < 0 || mb >= s->m)
-        return vp__fail(err, VP_EVALIDATION,
-                        "device %d, position %d (%s): stage or microbatch out of range (S=%d, "
-                        "m=%d)",
-                        d, k, label, s->S, s->m);
+        return fail_op(err, at, "stage or microbatch out of range (S=%d, m=%d)", s->S, s->m);
     if (stage < s->mb_first[mb] || stage > vp_schedule_last_stage(s, mb))
-        return vp__fail(err, VP_EVALIDATION,
-                        "device %d, position %d (%s): stage %d is not on microbatch %d's route "
-                        "(stages %d..%d)",
-                        d, k, label, stage, mb, s->mb_first[mb], vp_schedule_last_stage(s, mb));
-    if (s->stage_device[stage] != d)
-        return vp__fail(err, VP_EVALIDATION,
-                        "device %d, position %d (%s): stage %d belongs on device %d", d, k, label,
-                        stage, s->stage_device[stage]);
+        return fail_op(err, at, "stage %d is not on microbatch %d's route (stages %d..%d)", stage,
+                       mb, s->mb_first[mb], vp_schedule_last_stage(s, mb));
+    if (s->stage_device[stage] != at.d)
+        return fail_op(err, at, "stage %d belongs on device %d", stage, s->stage_device[stage]);
+    return VP_OK;
+}
+
+/* Checks one pass (kind F, B, W or BW) of the op at `at` and counts it. */
+static vp_status check_pass(const vp_schedule *s, pass_count *seen, op_at at, int kind, int stage,
+                            int mb, vp_error *err) {
+    vp_status rc = check_place(s, at, stage, mb, err);
+    if (rc != VP_OK)
+        return rc;
     pass_count *c = &seen[(size_t)stage * (size_t)s->m + (size_t)mb];
     switch (kind) {
     case VP_OP_F:
         if (c->f)
-            return vp__fail(err, VP_EVALIDATION, "device %d, position %d (%s): duplicate forward",
-                            d, k, label);
+            return fail_op(err, at, "duplicate forward");
         c->f = 1;
         return VP_OK;
     case VP_OP_B:
     case VP_OP_BW:
         if (c->b || c->bw)
-            return vp__fail(err, VP_EVALIDATION, "device %d, position %d (%s): duplicate backward",
-                            d, k, label);
+            return fail_op(err, at, "duplicate backward");
         if (!c->f)
-            return vp__fail(err, VP_EVALIDATION,
-                            "device %d, position %d (%s): backward comes before its forward", d, k,
-                            label);
+            return fail_op(err, at, "backward comes before its forward");
         if (kind == VP_OP_BW && c->w)
-            return vp__fail(err, VP_EVALIDATION,
-                            "device %d, position %d (%s): full backward after a separate W", d, k,
-                            label);
+            return fail_op(err, at, "full backward after a separate W");
         if (kind == VP_OP_B)
             c->b = 1;
         else
@@ -76,36 +92,30 @@ static vp_status check_pass(const vp_schedule *s, pass_count *seen, int d, int k
         return VP_OK;
     case VP_OP_W:
         if (c->w || c->bw)
-            return vp__fail(err, VP_EVALIDATION,
-                            "device %d, position %d (%s): duplicate weight backward", d, k, label);
+            return fail_op(err, at, "duplicate weight backward");
         if (!c->b)
-            return vp__fail(err, VP_EVALIDATION,
-                            "device %d, position %d (%s): W comes before its B on this device", d,
-                            k, label);
+            return fail_op(err, at, "W comes before its B on this device");
         c->w = 1;
         return VP_OK;
     }
-    return vp__fail(err, VP_EVALIDATION, "device %d, position %d: unknown op kind %d", d, k, kind);
+    return vp__fail(err, VP_EVALIDATION, "device %d, position %d: unknown op kind %d", at.d, at.k,
+                    kind);
 }
 
 static vp_status check_ops(const vp_schedule *s, pass_count *seen, vp_error *err) {
     for (int d = 0; d < s->p; d++) {
         for (int k = 0; k < s->dev[d].n; k++) {
             const vp_op *op = &s->dev[d].ops[k];
-            char label[48];
-            vp_op_format(op, label, sizeof label);
+            op_at at = {d, k, op};
             vp_status rc;
             if (op->kind == VP_OP_FB) {
                 if (op->bkind != VP_OP_B && op->bkind != VP_OP_BW)
-                    return vp__fail(err, VP_EVALIDATION,
-                                    "device %d, position %d (%s): the backward half of F&B must "
-                                    "be B or BW",
-                                    d, k, label);
-                rc = check_pass(s, seen, d, k, label, VP_OP_F, op->stage, op->mb, err);
+                    return fail_op(err, at, "the backward half of F&B must be B or BW");
+                rc = check_pass(s, seen, at, VP_OP_F, op->stage, op->mb, err);
                 if (rc == VP_OK)
-                    rc = check_pass(s, seen, d, k, label, op->bkind, op->stage2, op->mb2, err);
+                    rc = check_pass(s, seen, at, op->bkind, op->stage2, op->mb2, err);
             } else if (op->kind <= VP_OP_BW) {
-                rc = check_pass(s, seen, d, k, label, op->kind, op->stage, op->mb, err);
+                rc = check_pass(s, seen, at, op->kind, op->stage, op->mb, err);
             } else {
                 rc = vp__fail(err, VP_EVALIDATION, "device %d, position %d: unknown op kind %d", d,
                               k, op->kind);

@@ -1,5 +1,5 @@
 /* Cost model: user costs per device slice laid out per stage, and memory deltas. */
-#include <errno.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +18,35 @@ vp_memcfg vp_memcfg_default(void) {
     return m;
 }
 
+/* Reads a plain decimal number at text ("2", "0.5", ".5", "1e-3"; no blank, sign, hex,
+ * inf or nan) into *v: a subnormal stays as it is, an overflow becomes HUGE_VAL. Returns
+ * the end, or NULL when text does not start with such a number. */
+static const char *read_number(const char *text, double *v) {
+    if (!isdigit((unsigned char)text[0]) && !(text[0] == '.' && isdigit((unsigned char)text[1])))
+        return NULL;
+    char *end = NULL;
+    *v = strtod(text, &end); /* an ERANGE is an underflow (kept) or HUGE_VAL (refused later) */
+    for (const char *c = text; c < end; c++)
+        if (!isdigit((unsigned char)*c) && !strchr(".eE+-", *c))
+            return NULL; /* "0x1p3" */
+    return end;
+}
+
+/* The slot of cost key [key, key + len) in c, and its index in seen[]; NULL if unknown. */
+static double *cost_slot(vp_costs *c, const char *key, size_t len, int *which) {
+    static const char *const names[] = {"F", "B", "W", "c", "FB"};
+    double *slots[] = {&c->f, &c->b, &c->w, &c->c, &c->fb};
+    for (int i = 0; i < 5; i++)
+        if (len == strlen(names[i]) && !strncasecmp(key, names[i], len)) {
+            *which = i;
+            return slots[i];
+        }
+    return NULL;
+}
+
 vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err) {
     vp_costs c = *costs;
+    int seen[5] = {0}; /* column of each key, 0 while not given */
     const char *p = text;
     if (!*p)
         return vp__fail_at(err, VP_EPARSE, 1, 1, "empty cost list (expected e.g. F=2,B=2,W=2,c=0)");
@@ -27,41 +54,35 @@ vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err) {
         const char *key = p;
         while (*p && *p != '=' && *p != ',')
             p++;
-        size_t klen = (size_t)(p - key);
-        int col = (int)(key - text) + 1;
+        int klen = (int)(p - key), col = (int)(key - text) + 1, which = 0;
         if (*p != '=')
-            return vp__fail_at(err, VP_EPARSE, 1, col, "expected KEY=VALUE at '%.*s'", (int)klen,
-                               key);
-        double *slot = NULL;
-        if (klen == 1 && (key[0] == 'F' || key[0] == 'f'))
-            slot = &c.f;
-        else if (klen == 1 && (key[0] == 'B' || key[0] == 'b'))
-            slot = &c.b;
-        else if (klen == 1 && (key[0] == 'W' || key[0] == 'w'))
-            slot = &c.w;
-        else if (klen == 1 && (key[0] == 'c' || key[0] == 'C'))
-            slot = &c.c;
-        else if (klen == 2 && !strncasecmp(key, "FB", 2))
-            slot = &c.fb;
-        else
+            return vp__fail_at(err, VP_EPARSE, 1, col, "expected KEY=VALUE at '%.*s'", klen, key);
+        double *slot = cost_slot(&c, key, (size_t)klen, &which);
+        if (!slot)
             return vp__fail_at(err, VP_EPARSE, 1, col,
-                               "unknown cost key '%.*s' (known: F, B, W, c, FB)", (int)klen, key);
+                               "unknown cost key '%.*s' (known: F, B, W, c, FB)", klen, key);
+        if (seen[which])
+            return vp__fail_at(err, VP_EPARSE, 1, col,
+                               "cost %.*s is given twice (first at column %d)", klen, key,
+                               seen[which]);
+        seen[which] = col;
         p++;
-        char *end = NULL;
-        errno = 0;
-        double v = strtod(p, &end);
-        int vcol = (int)(p - text) + 1;
-        if (end == p || errno || !isfinite(v) || v < 0 || (*end && *end != ','))
-            return vp__fail_at(err, VP_EPARSE, 1, vcol, "cost %.*s needs a finite number >= 0",
-                               (int)klen, key);
+        double v = 0;
+        const char *end = read_number(p, &v);
+        if (!end || (*end && *end != ','))
+            return vp__fail_at(err, VP_EPARSE, 1, (int)(p - text) + 1,
+                               "cost %.*s needs a number >= 0, got '%.*s'", klen, key,
+                               (int)strcspn(p, ","), p);
+        if (!(v <= VP_COST_MAX))
+            return vp__fail_at(err, VP_EVALIDATION, 1, (int)(p - text) + 1,
+                               "cost %.*s is %g, over %g: larger costs overflow the simulated "
+                               "times",
+                               klen, key, v, VP_COST_MAX);
         *slot = v;
         p = end;
-        if (*p == ',') {
-            p++;
-            if (!*p)
-                return vp__fail_at(err, VP_EPARSE, 1, (int)(p - text) + 1,
-                                   "trailing comma in cost list");
-        }
+        if (*p == ',' && !*++p)
+            return vp__fail_at(err, VP_EPARSE, 1, (int)(p - text) + 1,
+                               "trailing comma in cost list");
     }
     *costs = c;
     return VP_OK;
@@ -74,15 +95,15 @@ vp_status vp_memcfg_parse(const char *text, vp_memcfg *cfg, vp_error *err) {
         return VP_OK;
     }
     if (!strncmp(text, "zb:", 3)) {
-        char *end = NULL;
-        errno = 0;
-        double r = strtod(text + 3, &end);
-        if (end != text + 3 && !*end && !errno && r >= 0.0 && r <= 1.0) {
+        double r = 0;
+        const char *end = read_number(text + 3, &r);
+        if (end && !*end && r <= 1.0) {
             cfg->kind = VP_MEM_ZB;
             cfg->zb_ratio = r;
             return VP_OK;
         }
-        return vp__fail_at(err, VP_EPARSE, 1, 4, "zb:R needs R in [0, 1], got '%s'", text + 3);
+        return vp__fail_at(err, VP_EPARSE, 1, 4,
+                           "zb:R needs R in [0, 1] (a plain decimal number), got '%s'", text + 3);
     }
     return vp__fail_at(err, VP_EPARSE, 1, 1, "unknown memory model '%s' (at-w or zb:R)", text);
 }
@@ -101,16 +122,38 @@ void vp_cost_model_free(vp_cost_model *cm) {
     free(cm);
 }
 
-vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
-                                 vp_error *err) {
-    if (!(costs->f >= 0 && costs->b >= 0 && costs->w >= 0 && costs->c >= 0)) {
-        vp__fail(err, VP_EINVAL, "costs must be >= 0");
-        return NULL;
-    }
-    if (mem->kind == VP_MEM_ZB && !(mem->zb_ratio >= 0 && mem->zb_ratio <= 1)) {
-        vp__fail(err, VP_EINVAL, "zb memory ratio must be in [0, 1]");
-        return NULL;
-    }
+/* Whether x is a cost the library takes: in [0, VP_COST_MAX] (NaN is not). */
+static int cost_ok(double x) {
+    return x >= 0 && x <= VP_COST_MAX;
+}
+
+/* VP_EINVAL naming the first cost of costs outside [0, VP_COST_MAX] (fb < 0 means "sum of
+ * the halves"; per-device arrays have p entries). */
+static vp_status check_costs(const vp_costs *costs, int p, vp_error *err) {
+    const double *dev[3] = {costs->dev_f, costs->dev_b, costs->dev_w};
+    int ok = cost_ok(costs->f) && cost_ok(costs->b) && cost_ok(costs->w) && cost_ok(costs->c) &&
+             (costs->fb < 0 || cost_ok(costs->fb));
+    for (int k = 0; ok && k < 3; k++)
+        for (int d = 0; dev[k] && ok && d < p; d++)
+            ok = cost_ok(dev[k][d]);
+    if (!ok)
+        return vp__fail(err, VP_EINVAL,
+                        "costs must be finite numbers >= 0 and <= %g (larger costs overflow the "
+                        "simulated times)",
+                        VP_COST_MAX);
+    return VP_OK;
+}
+
+vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
+                            vp_cost_model **out, vp_error *err) {
+    *out = NULL;
+    vp_status rc = check_costs(costs, s->p, err);
+    if (rc != VP_OK)
+        return rc;
+    if (mem->kind == VP_MEM_ZB && !(mem->zb_ratio >= 0 && mem->zb_ratio <= 1))
+        return vp__fail(err, VP_EINVAL, "zb memory ratio must be in [0, 1]");
+    if (!(mem->unit_bytes >= 0 && isfinite(mem->unit_bytes)))
+        return vp__fail(err, VP_EINVAL, "unit_bytes must be a finite number >= 0");
     size_t S = (size_t)s->S;
     vp_cost_model *cm = vp__calloc(1, sizeof *cm);
     if (cm) {
@@ -122,16 +165,14 @@ vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, co
         cm->fb = vp__calloc(S, sizeof(double));
         cm->act = vp__calloc(S, sizeof(double));
         cm->keep = vp__calloc(S, sizeof(double));
-        if (mem->unit_bytes > 0) {
-            cm->act_bytes = vp__calloc(S, sizeof(double));
-            cm->keep_bytes = vp__calloc(S, sizeof(double));
-        }
+        cm->act_bytes = vp__calloc(S, sizeof(double));
+        cm->keep_bytes = vp__calloc(S, sizeof(double));
+        cm->has_bytes = mem->unit_bytes > 0;
     }
-    if (!cm || !cm->f || !cm->b || !cm->w || !cm->fb || !cm->act || !cm->keep ||
-        (mem->unit_bytes > 0 && (!cm->act_bytes || !cm->keep_bytes))) {
+    if (!cm || !cm->f || !cm->b || !cm->w || !cm->fb || !cm->act || !cm->keep || !cm->act_bytes ||
+        !cm->keep_bytes) {
         vp_cost_model_free(cm);
-        vp__fail(err, VP_ENOMEM, "out of memory");
-        return NULL;
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     }
     /* A stage is 1/v of its device's slice; the two copies of the bidirectional placement
      * each hold a whole slice. */
@@ -145,12 +186,13 @@ vp_cost_model *vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, co
         cm->fb[i] = costs->fb >= 0 ? costs->fb / v : -1.0;
         cm->act[i] = 1.0 / v;
         cm->keep[i] = keep_share / v;
-        if (cm->act_bytes) {
+        if (cm->has_bytes) {
             cm->act_bytes[i] = mem->unit_bytes * cm->act[i];
             cm->keep_bytes[i] = mem->unit_bytes * cm->keep[i];
         }
     }
-    return cm;
+    *out = cm;
+    return VP_OK;
 }
 
 double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage) {
@@ -172,4 +214,27 @@ double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op) {
     if (cm->fb[op->stage] >= 0)
         return cm->fb[op->stage];
     return cm->f[op->stage] + vp_cost_model_pass_time(cm, op->bkind, op->stage2);
+}
+
+void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
+                               double *down) {
+    VP_ASSERT(!bytes || cm->has_bytes);
+    const double *act = bytes ? cm->act_bytes : cm->act;
+    const double *keep = bytes ? cm->keep_bytes : cm->keep;
+    *up = kind == VP_OP_F ? act[stage] : 0.0;
+    *down = kind == VP_OP_B    ? act[stage] - keep[stage]
+            : kind == VP_OP_W  ? keep[stage]
+            : kind == VP_OP_BW ? act[stage]
+                               : 0.0;
+}
+
+void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes, double *up,
+                             double *down) {
+    if (op->kind != VP_OP_FB) {
+        vp_cost_model_pass_memory(cm, op->kind, op->stage, bytes, up, down);
+        return;
+    }
+    double none;
+    vp_cost_model_pass_memory(cm, VP_OP_F, op->stage, bytes, up, &none);
+    vp_cost_model_pass_memory(cm, op->bkind, op->stage2, bytes, &none, down);
 }

@@ -1,4 +1,5 @@
 /* Simulator: eager replay for times, order replay for memory, and the metrics. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,37 +29,14 @@ void vp_sim_free(vp_sim *sim) {
     free(sim);
 }
 
-/* Memory change of the forward part and of the backward part of op, in units
- * (bytes = 0) or bytes (bytes = 1). */
-static void op_memory(const vp_cost_model *cm, const vp_op *op, int bytes, double *up,
-                      double *down) {
-    const double *act = bytes ? cm->act_bytes : cm->act;
-    const double *keep = bytes ? cm->keep_bytes : cm->keep;
-    int kind = op->kind, stage = op->stage;
-    *up = 0.0;
-    *down = 0.0;
-    if (kind == VP_OP_F || kind == VP_OP_FB) {
-        *up = act[op->stage];
-        if (kind == VP_OP_F)
-            return;
-        kind = op->bkind;
-        stage = op->stage2;
-    }
-    if (kind == VP_OP_B)
-        *down = act[stage] - keep[stage];
-    else if (kind == VP_OP_W)
-        *down = keep[stage];
-    else if (kind == VP_OP_BW)
-        *down = act[stage];
-}
-
-/* Replays device d's order: peak (and memory after each op when after != NULL). */
+/* Replays device d's order: peak (and memory after each op when after != NULL), or NaN
+ * when a level is not finite (a non-finite level stays so to the end). */
 static double device_peak(const vp_schedule *s, const vp_cost_model *cm, int d, int bytes,
                           double *after) {
     double cur = 0.0, peak = 0.0;
     for (int k = 0; k < s->dev[d].n; k++) {
         double up, down;
-        op_memory(cm, &s->dev[d].ops[k], bytes, &up, &down);
+        vp_cost_model_op_memory(cm, &s->dev[d].ops[k], bytes, &up, &down);
         cur += up;
         if (cur > peak)
             peak = cur;
@@ -66,10 +44,11 @@ static double device_peak(const vp_schedule *s, const vp_cost_model *cm, int d, 
         if (after)
             after[k] = cur;
     }
-    return peak;
+    return isfinite(cur) ? peak : NAN;
 }
 
 void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak) {
+    VP_ASSERT(cm->S == s->S);
     for (int d = 0; d < s->p; d++)
         peak[d] = device_peak(s, cm, d, 0, NULL);
 }
@@ -113,7 +92,7 @@ vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **ou
     *out = NULL;
     if (cm->S != s->S)
         return vp__fail(err, VP_EINVAL, "cost model has %d stages, schedule %d", cm->S, s->S);
-    vp_sim *sim = sim_alloc(s, cm->act_bytes != NULL);
+    vp_sim *sim = sim_alloc(s, cm->has_bytes);
     if (!sim)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = vp__replay(s, op_time, cm, cm->c, sim->start, sim->end, err);
@@ -138,6 +117,15 @@ vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **ou
             sim->peak_bytes[d] = device_peak(s, cm, d, 1, NULL);
         if (sim->peak[d] > sim->peak_max)
             sim->peak_max = sim->peak[d];
+        if (!isfinite(sim->dev_busy[d]) || !isfinite(sim->peak[d]) ||
+            (sim->peak_bytes && !isfinite(sim->peak_bytes[d]))) {
+            vp_sim_free(sim);
+            return vp__fail(err, VP_EINVAL,
+                            "device %d's simulated times or memory are not finite: the cost "
+                            "model holds a cost that is infinite, NaN or too large (each at "
+                            "most %g)",
+                            d, VP_COST_MAX);
+        }
     }
     double mean_busy = busy_sum / s->p, longest = vp_sim_longest_span(sim);
     sim->bubble = longest > 0 ? 1.0 - mean_busy / longest : 0.0;

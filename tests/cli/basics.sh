@@ -64,7 +64,7 @@ expect 2 "-m needs a value" -- "$vp" simulate 1f1b -p 4 -m
 expect 2 "neither a family" -- "$vp" simulate nosuchfamily -p 4 -m 4
 expect 2 "unknown family" -- "$vp" schedule nosuchfamily -p 4 -m 4
 expect 2 "unknown cost key 'Q'" -- "$vp" simulate 1f1b -p 4 -m 4 --cost Q=1
-expect 2 "needs a finite number" -- "$vp" simulate 1f1b -p 4 -m 4 --cost F=-2
+expect 2 "needs a number >= 0" -- "$vp" simulate 1f1b -p 4 -m 4 --cost F=-2
 expect 2 "column 5" -- "$vp" simulate 1f1b -p 4 -m 4 --cost F=2,Bx
 expect 2 "zb:R needs R" -- "$vp" simulate 1f1b -p 4 -m 4 --memory-model zb:7
 expect 2 "needs -p and -m" -- "$vp" simulate 1f1b -p 4

@@ -1,0 +1,105 @@
+/* The rules of a pass: the one place that knows which pass a pass waits for and which
+ * passes an op completes. The replay (and through it the validator and the simulator)
+ * and block reorder read them here; the memory and time of a pass under a cost model live
+ * in sim (vp_cost_model_op_memory, vp_cost_model_op_time). Internal to the library,
+ * shared by every module above schedule.
+ *
+ * A pass is one of F (forward), B (input backward) or W (weight backward) of one
+ * (stage, microbatch). Dependencies, within one microbatch's route:
+ *   F(s, j) waits for F(s-1, j), except on the first stage of j's route;
+ *   B(s, j) waits for F(s, j) on the last stage of j's route, else for B(s+1, j);
+ *   W(s, j) waits for B(s, j).
+ * A dependency on a pass of another device costs the hop time c.
+ * Ops complete passes: F, B and W one each; BW completes B, then W chained after it
+ * inside the op; F&B completes the F of (stage, mb) and the backward (B, or BW's B and
+ * W) of (stage2, mb2), which run together.
+ */
+#ifndef VPIPE_SCHEDULE_PASS_H
+#define VPIPE_SCHEDULE_PASS_H
+
+#include <stddef.h>
+
+#include "base/internal.h"
+#include "vpipe/schedule.h"
+
+typedef enum { VP__PASS_F, VP__PASS_B, VP__PASS_W, VP__PASS_KINDS } vp__pass_kind;
+
+/* The op kind that runs a pass of kind k alone (it names the pass in messages). */
+static inline vp_op_kind vp__pass_op_kind(int k) {
+    static const vp_op_kind op_kind[VP__PASS_KINDS] = {VP_OP_F, VP_OP_B, VP_OP_W};
+    return op_kind[k];
+}
+
+/* Most passes one op completes, and most passes one pass waits for. */
+#define VP__OP_MAX_PASSES 3
+#define VP__PASS_MAX_DEPS 1
+
+typedef struct vp__pass {
+    int32_t stage, mb;
+    uint8_t kind;    /* vp__pass_kind */
+    uint8_t chained; /* 1: its dependency is the op's previous pass, done inside the op */
+} vp__pass;
+
+/* Index of pass in a table of S * m * VP__PASS_KINDS entries. */
+static inline size_t vp__pass_index(const vp_schedule *s, vp__pass pass) {
+    return ((size_t)pass.stage * (size_t)s->m + (size_t)pass.mb) * VP__PASS_KINDS + pass.kind;
+}
+
+/* Writes the passes `pass` waits for into dep and returns their count (0 for an F on the
+ * first stage of its route). The stage and microbatch must be on the route. */
+static inline int vp__pass_deps(const vp_schedule *s, vp__pass pass,
+                                vp__pass dep[VP__PASS_MAX_DEPS]) {
+    vp__pass d = {.stage = pass.stage, .mb = pass.mb};
+    switch (pass.kind) {
+    case VP__PASS_F:
+        if (pass.stage == s->mb_first[pass.mb])
+            return 0;
+        d.stage = pass.stage - 1;
+        d.kind = VP__PASS_F;
+        break;
+    case VP__PASS_B:
+        if (pass.stage == vp_schedule_last_stage(s, pass.mb)) {
+            d.kind = VP__PASS_F;
+        } else {
+            d.stage = pass.stage + 1;
+            d.kind = VP__PASS_B;
+        }
+        break;
+    default: /* VP__PASS_W */
+        d.kind = VP__PASS_B;
+        break;
+    }
+    dep[0] = d;
+    return 1;
+}
+
+/* Appends the passes of a backward kind (B, W or BW) of (stage, mb) at out[n]. */
+static inline int vp__backward_passes(int kind, int32_t stage, int32_t mb, vp__pass *out, int n) {
+    vp__pass p = {.stage = stage, .mb = mb};
+    if (kind == VP_OP_B || kind == VP_OP_BW) {
+        p.kind = VP__PASS_B;
+        out[n++] = p;
+    }
+    if (kind == VP_OP_W || kind == VP_OP_BW) {
+        p.kind = VP__PASS_W;
+        p.chained = kind == VP_OP_BW;
+        out[n++] = p;
+    }
+    return n;
+}
+
+/* Writes the passes op completes, in the order they run, into out and returns their
+ * count; a pass with `chained` set waits for nothing outside the op. op->kind and (for
+ * F&B) op->bkind must be valid (checked: a programmer error aborts). */
+static inline int vp__op_passes(const vp_op *op, vp__pass out[VP__OP_MAX_PASSES]) {
+    VP_ASSERT(op->kind <= VP_OP_FB &&
+              (op->kind != VP_OP_FB || op->bkind == VP_OP_B || op->bkind == VP_OP_BW));
+    if (op->kind != VP_OP_F && op->kind != VP_OP_FB)
+        return vp__backward_passes(op->kind, op->stage, op->mb, out, 0);
+    out[0] = (vp__pass){.stage = op->stage, .mb = op->mb, .kind = VP__PASS_F};
+    if (op->kind == VP_OP_F)
+        return 1;
+    return vp__backward_passes(op->bkind, op->stage2, op->mb2, out, 1);
+}
+
+#endif
