@@ -329,6 +329,34 @@ static void test_misuse(void **state) {
     vp_mem_free(mem);
 }
 
+/* Configurations whose sizes would overflow are refused before anything multiplies them
+ * (a crafted checkpoint header reached a signed overflow here); the largest accepted
+ * sizes come out exact. */
+static void test_config_sizes_cannot_overflow(void **state) {
+    (void)state;
+    vp_error err = {0};
+    vp_model_config big = cfg;
+    big.microbatch = big.seq_len = 1 << 30; /* B*T*4C would pass 2^63 */
+    assert_int_equal(vp_model_config_check(&big, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "too large"));
+    big = cfg;
+    big.width = big.n_head = 1 << 20; /* 12 C^2 parameters per layer */
+    assert_int_equal(vp_model_config_check(&big, &err), VP_EINVAL);
+    big = (vp_model_config){.n_layer = 2147483647,
+                            .width = 8192,
+                            .n_head = 1,
+                            .seq_len = 64,
+                            .microbatch = 8,
+                            .vocab = 256};
+    assert_int_equal(vp_model_config_check(&big, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "2147483647 layers"));
+    big.n_layer = 1000;
+    vp_stage_sizes sz;
+    assert_int_equal(vp_stage_sizes_of(&big, 0, 1000, true, true, &sz, &err), VP_OK);
+    size_t C = 8192, per_layer = 12 * C * C + 13 * C;
+    assert_true(sz.param_bytes == 4 * (1000 * per_layer + 256 * C + 64 * C + 2 * C + 256 * C));
+}
+
 /* ---- data ---- */
 
 static void write_file(const char *path, const void *bytes, size_t n) {
@@ -376,6 +404,35 @@ static void test_data(void **state) {
     remove(path);
 }
 
+/* Only regular files are read, and at most VP_DATA_MAX bytes: a device, a directory or a
+ * larger file is refused before reading, naming the file and the reason. */
+static void test_data_refuses_unbounded_input(void **state) {
+    (void)state;
+    vp_data *d = NULL;
+    vp_error err = {0};
+    assert_int_equal(vp_data_load("/dev/zero", 0.1, &d, &err), VP_EIO);
+    assert_null(d);
+    assert_non_null(strstr(err.message, "/dev/zero: is not a regular file"));
+    assert_int_equal(vp_data_load("/tmp", 0.1, &d, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "/tmp: is a directory"));
+    char path[] = "/tmp/vp_model_big_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)VP_DATA_MAX + 1), 0); /* sparse: nothing written */
+    close(fd);
+    assert_int_equal(vp_data_load(path, 0.1, &d, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "is larger than 1073741824 bytes"));
+    assert_non_null(strstr(err.message, path));
+    remove(path);
+    const char text[] = "abcdefghij";
+    assert_int_equal(vp_data_parse(text, 10, "ten", 0.2, &d, &err), VP_OK);
+    assert_int_equal(vp_data_train_bytes(d), 8);
+    assert_int_equal(vp_data_val_bytes(d), 2);
+    vp_data_free(d);
+    assert_int_equal(vp_data_parse(text, 0, "nothing", 0.2, &d, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "nothing is empty"));
+}
+
 /* The KJV Bible from bible-kjv-text decodes to its 4.4 MB of text. */
 static void test_kjv_decoding(void **state) {
     (void)state;
@@ -414,7 +471,9 @@ int main(void) {
         cmocka_unit_test(test_sizes_match_allocator),
         cmocka_unit_test(test_shared_allocator_peak),
         cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_config_sizes_cannot_overflow),
         cmocka_unit_test(test_data),
+        cmocka_unit_test(test_data_refuses_unbounded_input),
         cmocka_unit_test(test_kjv_decoding),
         cmocka_unit_test(test_lr_schedule),
     };

@@ -19,11 +19,21 @@ typedef struct vp_data vp_data;
  * (/usr/lib/bible.data) when installed, else NULL. Static string. */
 const char *vp_data_default_path(void);
 
+/* Largest corpus vpipe reads: 1 GiB, for the file and for the text it decodes to. */
+#define VP_DATA_MAX ((size_t)1 << 30)
+
 /* Loads path: a plain text file, or a Bible Retrieval System data file ("EC02"
  * windows of LZW, as bible-kjv-text ships), decoded. The last val_fraction of the
- * bytes is validation text. VP_EIO for a missing, unreadable, empty or corrupt file;
- * VP_EINVAL for val_fraction outside (0, 1). */
+ * bytes is validation text. Reads regular files only (or "-", standard input), at most
+ * VP_DATA_MAX bytes, refusing anything else before reading it. VP_EIO naming the file
+ * and the reason for a missing, unreadable, non-regular, empty, corrupt or too large
+ * file; VP_EINVAL for val_fraction outside (0, 1); VP_ENOMEM. */
 vp_status vp_data_load(const char *path, double val_fraction, vp_data **out, vp_error *err);
+
+/* The same from len bytes in memory (copied; name is used in messages). */
+vp_status vp_data_parse(const void *bytes, size_t len, const char *name, double val_fraction,
+                        vp_data **out, vp_error *err);
+
 void vp_data_free(vp_data *data);
 
 /* Byte counts of the two parts. */

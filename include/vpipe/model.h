@@ -44,8 +44,9 @@ typedef struct vp_model_config {
 } vp_model_config;
 
 /* Checks every field is positive and consistent (width % n_head == 0, vocab in
- * [2, 256], sizes small enough that every tensor's element count fits in an int).
- * VP_EINVAL with a message naming the field otherwise. */
+ * [2, 256], sizes small enough that every tensor's element count fits in an int and the
+ * byte sizes of a stage holding every layer stay below 2^61, so that the size functions
+ * cannot overflow). VP_EINVAL with a message naming the field otherwise. */
 vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err);
 
 /* ---- pure size functions ------------------------------------------------------------ */

@@ -11,6 +11,19 @@
 
 /* ---- configuration and sizes ---- */
 
+/* Whether the product of n positive factors is at most limit (checked before each
+ * multiplication, so nothing overflows); *product receives it when it is. */
+static bool product_fits(int64_t limit, const int64_t *factors, int n, int64_t *product) {
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) {
+        if (factors[i] > limit / p)
+            return false;
+        p *= factors[i];
+    }
+    *product = p;
+    return true;
+}
+
 vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err) {
     if (!cfg)
         return vp__fail(err, VP_EINVAL, "no model configuration");
@@ -28,11 +41,21 @@ vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err) {
                         cfg->n_head);
     if (cfg->vocab < 2 || cfg->vocab > 256)
         return vp__fail(err, VP_EINVAL, "vocab must be in [2, 256], got %d", cfg->vocab);
-    int64_t C = cfg->width, N = (int64_t)cfg->microbatch * cfg->seq_len;
-    int64_t probs = (int64_t)cfg->microbatch * cfg->n_head * cfg->seq_len * cfg->seq_len;
-    if (N * 4 * C > INT_MAX || probs > INT_MAX || 12 * C * C + 13 * C > INT_MAX ||
-        (int64_t)cfg->vocab * N > INT_MAX)
+    int64_t B = cfg->microbatch, T = cfg->seq_len, C = cfg->width, NH = cfg->n_head;
+    int64_t V = cfg->vocab, N = 0, probs = 0, nc4 = 0, cc12 = 0, vn = 0;
+    /* every tensor's element count fits in an int (the kernels index with int) */
+    if (!product_fits(INT_MAX, (int64_t[]){B, T}, 2, &N) ||
+        !product_fits(INT_MAX, (int64_t[]){B, NH, T, T}, 4, &probs) ||
+        !product_fits(INT_MAX, (int64_t[]){N, 4, C}, 3, &nc4) ||
+        !product_fits(INT_MAX, (int64_t[]){12, C, C}, 3, &cc12) || cc12 + 13 * C > INT_MAX ||
+        !product_fits(INT_MAX, (int64_t[]){V, N}, 2, &vn))
         return vp__fail(err, VP_EINVAL, "model too large (a tensor exceeds 2^31 elements)");
+    /* and a stage holding every layer has byte sizes below 2^61 (each layer's parameters
+     * and activations are below 2^36 bytes after the checks above) */
+    int64_t layer_bytes = 4 * (4 * nc4 + probs + 4 * C + 4 * N) + 4 * (cc12 + 13 * C), total;
+    if (!product_fits(INT64_MAX / 4, (int64_t[]){cfg->n_layer, layer_bytes}, 2, &total))
+        return vp__fail(err, VP_EINVAL, "model too large (%d layers exceed 2^61 bytes)",
+                        cfg->n_layer);
     return VP_OK;
 }
 

@@ -104,7 +104,7 @@ char *vp_profile_write_json(const vp_profile *pr) {
                              "vpipe-profile", "version", 1, "model", "layers", m->n_layer, "width",
                              m->width, "heads", m->n_head, "seq", m->seq_len, "microbatch",
                              m->microbatch, "vocab", m->vocab, "ms", ms, "c_ms", pr->c);
-    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(root);
     return text;
 }
