@@ -97,8 +97,9 @@ static void make_stages(const vp_train_options *o, const int *l0, int n, uint64_
     int L = o->model.n_layer;
     for (int k = 0; k < n; k++) {
         vp_error err = {0};
-        vp_status st = vp_stage_new(&o->model, l0[k], l0[k + 1], l0[k] == 0, l0[k + 1] == L, 1,
-                                    seed, mem, &out[k], &err);
+        vp_status st =
+            vp_stage_new(&o->model, (vp_stage_range){l0[k], l0[k + 1], l0[k] == 0, l0[k + 1] == L},
+                         &(vp_stage_options){.n_slots = 1, .seed = seed}, mem, &out[k], &err);
         if (st != VP_OK)
             fail_msg("stage [%d, %d): %s", l0[k], l0[k + 1], err.message);
         if (salt != 0.0f) { /* moments from made-up gradients, then shifted weights */

@@ -36,9 +36,10 @@ static void chain_new(chain *p, int n, const int *bounds) {
     p->n = n;
     p->mem = vp_mem_new();
     for (int s = 0; s < n; s++) {
-        assert_int_equal(vp_stage_new(&cfg, bounds[s], bounds[s + 1], s == 0, s == n - 1, M, 11,
-                                      p->mem, &p->st[s], NULL),
-                         VP_OK);
+        assert_int_equal(
+            vp_stage_new(&cfg, (vp_stage_range){bounds[s], bounds[s + 1], s == 0, s == n - 1},
+                         &(vp_stage_options){.n_slots = M, .seed = 11}, p->mem, &p->st[s], NULL),
+            VP_OK);
         p->units[s] = (s == 0) + bounds[s + 1] - bounds[s] + (s == n - 1);
     }
 }
@@ -210,10 +211,12 @@ static void test_orders_bitwise(void **state) {
  * configurations and every kind of stage. */
 static void check_sizes(const vp_model_config *c, int l0, int l1, bool first, bool last) {
     vp_stage_sizes sz;
-    assert_int_equal(vp_stage_sizes_of(c, l0, l1, first, last, &sz, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(c, (vp_stage_range){l0, l1, first, last}, &sz, NULL), VP_OK);
     vp_mem *mem = vp_mem_new();
     vp_stage *st = NULL;
-    assert_int_equal(vp_stage_new(c, l0, l1, first, last, 1, 5, mem, &st, NULL), VP_OK);
+    assert_int_equal(vp_stage_new(c, (vp_stage_range){l0, l1, first, last},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 5}, mem, &st, NULL),
+                     VP_OK);
     size_t np;
     vp_stage_params(st, &np);
     assert_int_equal(np * sizeof(float), sz.param_bytes);
@@ -259,9 +262,10 @@ static void test_sizes_match_allocator(void **state) {
     }
     /* the sizes are additive over a split: layers, then the ends */
     vp_stage_sizes all, a, b;
-    assert_int_equal(vp_stage_sizes_of(&cfg, 0, 4, true, true, &all, NULL), VP_OK);
-    assert_int_equal(vp_stage_sizes_of(&cfg, 0, 2, true, false, &a, NULL), VP_OK);
-    assert_int_equal(vp_stage_sizes_of(&cfg, 2, 4, false, true, &b, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 4, true, true}, &all, NULL),
+                     VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 2, true, false}, &a, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){2, 4, false, true}, &b, NULL), VP_OK);
     assert_int_equal(all.act_bytes, a.act_bytes + b.act_bytes);
     assert_int_equal(all.stash_bytes, a.stash_bytes + b.stash_bytes);
     assert_int_equal(all.param_bytes, a.param_bytes + b.param_bytes);
@@ -273,7 +277,7 @@ static void test_shared_allocator_peak(void **state) {
     (void)state;
     const int one[2] = {0, 4}, three[4] = {0, 1, 3, 4};
     vp_stage_sizes sz;
-    assert_int_equal(vp_stage_sizes_of(&cfg, 0, 4, true, true, &sz, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 4, true, true}, &sz, NULL), VP_OK);
     size_t peaks[2];
     for (int k = 0; k < 2; k++) {
         chain p;
@@ -301,12 +305,22 @@ static void test_misuse(void **state) {
     assert_int_equal(vp_model_config_check(&bad, &err), VP_EINVAL);
     vp_mem *mem = vp_mem_new();
     vp_stage *st = NULL;
-    assert_int_equal(vp_stage_new(&cfg, 1, 5, false, true, 1, 1, mem, &st, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_new(&cfg, 1, 2, false, false, 0, 1, mem, &st, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_new(&cfg, 2, 2, false, false, 1, 1, mem, &st, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_new(&cfg, 1, 4, true, true, 1, 1, mem, &st, &err), VP_EINVAL);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 5, false, true},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
+                     VP_EINVAL);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 2, false, false},
+                                  &(vp_stage_options){.n_slots = 0, .seed = 1}, mem, &st, &err),
+                     VP_EINVAL);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){2, 2, false, false},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
+                     VP_EINVAL);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 4, true, true},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
+                     VP_EINVAL);
     assert_null(st);
-    assert_int_equal(vp_stage_new(&cfg, 0, 4, true, true, 2, 1, mem, &st, &err), VP_OK);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){0, 4, true, true},
+                                  &(vp_stage_options){.n_slots = 2, .seed = 1}, mem, &st, &err),
+                     VP_OK);
     uint8_t tok[32] = {0};
     double loss;
     assert_int_equal(vp_stage_backward_input(st, 0, NULL, 1.0f, NULL, &err), VP_EINVAL);
@@ -321,7 +335,9 @@ static void test_misuse(void **state) {
     assert_int_equal(vp_mem_current(mem), 0);
     vp_model_config small = cfg;
     small.vocab = 5;
-    assert_int_equal(vp_stage_new(&small, 0, 4, true, true, 1, 1, mem, &st, &err), VP_OK);
+    assert_int_equal(vp_stage_new(&small, (vp_stage_range){0, 4, true, true},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
+                     VP_OK);
     tok[3] = 7;
     assert_int_equal(vp_stage_forward(st, 0, NULL, tok, tok, NULL, &loss, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "vocabulary"));
@@ -352,7 +368,8 @@ static void test_config_sizes_cannot_overflow(void **state) {
     assert_non_null(strstr(err.message, "2147483647 layers"));
     big.n_layer = 1000;
     vp_stage_sizes sz;
-    assert_int_equal(vp_stage_sizes_of(&big, 0, 1000, true, true, &sz, &err), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&big, (vp_stage_range){0, 1000, true, true}, &sz, &err),
+                     VP_OK);
     size_t C = 8192, per_layer = 12 * C * C + 13 * C;
     assert_true(sz.param_bytes == 4 * (1000 * per_layer + 256 * C + 64 * C + 2 * C + 256 * C));
 }

@@ -155,8 +155,7 @@ static void decode_header(const uint8_t *h, vp_checkpoint_info *out) {
 
 /* One stage record as found in a file. */
 typedef struct record {
-    int l0, l1;
-    bool first, last;
+    vp_stage_range range;
     size_t count;        /* parameters */
     const uint8_t *data; /* params, m, v: 3 * count little-endian floats */
 } record;
@@ -171,19 +170,19 @@ static vp_status read_record(const uint8_t *b, size_t end, size_t *off, int k,
     const uint8_t *p = b + *off;
     int32_t first = rdi32(p + 8), last = rdi32(p + 12);
     uint64_t count = rd64(p + 16);
-    *r = (record){rdi32(p), rdi32(p + 4), first == 1, last == 1, 0, p + RECORD_BYTES};
+    *r = (record){{rdi32(p), rdi32(p + 4), first == 1, last == 1}, 0, p + RECORD_BYTES};
     if ((first != 0 && first != 1) || (last != 0 && last != 1))
         return vp__fail(err, VP_EPARSE, "checkpoint %s: stage record %d: bad first/last flags",
                         name, k);
     vp_stage_sizes sz;
     vp_error why = {0};
-    if (vp_stage_sizes_of(cfg, r->l0, r->l1, r->first, r->last, &sz, &why) != VP_OK)
+    if (vp_stage_sizes_of(cfg, r->range, &sz, &why) != VP_OK)
         return vp__fail(err, VP_EPARSE, "checkpoint %s: stage record %d: %s", name, k, why.message);
     if (count != sz.param_bytes / sizeof(float))
         return vp__fail(err, VP_EPARSE,
                         "checkpoint %s: stage record %d holds %llu parameters, layers [%d, %d) "
                         "of its model have %zu",
-                        name, k, (unsigned long long)count, r->l0, r->l1,
+                        name, k, (unsigned long long)count, r->range.l0, r->range.l1,
                         sz.param_bytes / sizeof(float));
     r->count = (size_t)count;
     size_t avail = end - *off - RECORD_BYTES;
@@ -356,14 +355,16 @@ static vp_status restore(const uint8_t *b, size_t size, const char *name,
             record r;
             vp_stage_state s = vp_stage_state_of(stages[k]);
             read_record(b, size - TRAILER_BYTES, &off, k, &in.run.model, name, &r, NULL);
-            bool same = r.l0 == s.l0 && r.l1 == s.l1 && r.first == s.first && r.last == s.last;
+            vp_stage_range there = r.range, here = s.range;
+            bool same = there.l0 == here.l0 && there.l1 == here.l1 && there.first == here.first &&
+                        there.last == here.last;
             if (pass == 0 && !same)
                 return vp__fail(err, VP_EINVAL,
                                 "checkpoint %s: stage %d holds layers [%d, %d)%s%s there, "
                                 "[%d, %d)%s%s here",
-                                name, k, r.l0, r.l1, r.first ? " +embeddings" : "",
-                                r.last ? " +head" : "", s.l0, s.l1, s.first ? " +embeddings" : "",
-                                s.last ? " +head" : "");
+                                name, k, there.l0, there.l1, there.first ? " +embeddings" : "",
+                                there.last ? " +head" : "", here.l0, here.l1,
+                                here.first ? " +embeddings" : "", here.last ? " +head" : "");
             if (pass == 0)
                 continue;
             size_t bytes = r.count * sizeof(float);
@@ -529,7 +530,7 @@ static void produce_rank(writer *w, const void *ctx) {
     for (int k = 0; k < rf->info.n_stages; k++) {
         vp_stage_state s = vp_stage_state_of(rf->stages[k]);
         uint8_t r[RECORD_BYTES];
-        const int fields[4] = {s.l0, s.l1, s.first, s.last};
+        const int fields[4] = {s.range.l0, s.range.l1, s.range.first, s.range.last};
         for (int i = 0; i < 4; i++)
             le32(r + 4 * i, (uint32_t)fields[i]);
         le64(r + 16, (uint64_t)s.n);

@@ -105,6 +105,11 @@ static int is_last(const run *r, int st) {
     return route_pos(r->s, st) == r->s->route_len - 1;
 }
 
+/* The layers and parts stage st holds. */
+static vp_stage_range stage_range(const run *r, int st) {
+    return vp_split_range(r->l0, route_pos(r->s, st), r->s->route_len);
+}
+
 /* Fails the rank: aborts every rank with its message (the first abort's is kept). */
 static vp_status rank_fail(rank_ctx *c, vp_status rc, const vp_error *e) {
     char msg[700];
@@ -563,11 +568,9 @@ static vp_status gather(rank_ctx *c, vp_error *err) {
     }
     uint64_t digest = VP_DIGEST_INIT;
     for (int st = 0; rc == VP_OK && !r->emu && st < s->route_len; st++) {
-        int k = route_pos(s, st);
         vp_stage_sizes sz;
         float *got = NULL;
-        rc = vp_stage_sizes_of(&r->o->train.model, r->l0[k], r->l0[k + 1], k == 0,
-                               k == s->route_len - 1, &sz, err);
+        rc = vp_stage_sizes_of(&r->o->train.model, stage_range(r, st), &sz, err);
         if (rc == VP_OK)
             rc = r->t->vt->recv(r->t, 0, (vp_msg_key){st, 0, VP_MSG_PARAMS},
                                 sz.param_bytes / sizeof(float), &got, err);
@@ -702,11 +705,11 @@ static vp_status run_alloc(run *r, vp_error *err) {
         if (!(r->mem[d] = vp_mem_new()))
             return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = vp_split_layers(r->L, s->route_len, r->l0, err);
+    const vp_stage_options opt = {.n_slots = s->m, .seed = r->o->train.seed};
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        int k = route_pos(s, st), d = s->stage_device[st];
+        int d = s->stage_device[st];
         if (!r->emu && d >= r->rank_lo && d < r->rank_hi)
-            rc = vp_stage_new(&r->o->train.model, r->l0[k], r->l0[k + 1], k == 0,
-                              k == s->route_len - 1, s->m, r->o->train.seed, r->mem[d],
+            rc = vp_stage_new(&r->o->train.model, stage_range(r, st), &opt, r->mem[d],
                               &r->stage[st], err);
     }
     return rc;

@@ -74,9 +74,8 @@ vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = vp_split_layers(cfg->n_layer, R, l0, err);
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        int k = st % R;
         vp_stage_sizes sz;
-        rc = vp_stage_sizes_of(cfg, l0[k], l0[k + 1], k == 0, k == R - 1, &sz, err);
+        rc = vp_stage_sizes_of(cfg, vp_split_range(l0, st % R, R), &sz, err);
         cm->act_bytes[st] = (double)sz.act_bytes;
         cm->keep_bytes[st] = (double)sz.stash_bytes;
     }

@@ -140,7 +140,8 @@ vp_status vp_train_run(const vp_train_options *o, const vp_data *data, vp_train_
     if (!mem || !tokens || !targets)
         st = vp__fail(err, VP_ENOMEM, "out of memory");
     if (!st)
-        st = vp_stage_new(&o->model, 0, o->model.n_layer, true, true, 1, o->seed, mem, &s, err);
+        st = vp_stage_new(&o->model, (vp_stage_range){0, o->model.n_layer, true, true},
+                          &(vp_stage_options){.n_slots = 1, .seed = o->seed}, mem, &s, err);
     vp_checkpoint_meta from = {0};
     vp_checkpoint_run run = vp__checkpoint_run(o);
     if (!st && o->resume_dir)
