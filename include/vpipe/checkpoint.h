@@ -13,9 +13,10 @@
  *   2. after all of them succeeded, one rank commits (vp_checkpoint_commit),
  *   3. after the commit, every rank removes its superseded files (vp_checkpoint_prune).
  * Each file is written to <name>.tmp, fsync'ed, renamed over <name>, and the directory
- * fsync'ed, so a crash at any moment leaves the previous committed checkpoint intact and
- * loadable; files of an uncommitted step are ignored and pruned later. One run writes to
- * a directory at a time. Under MPI the directory must be shared by the ranks.
+ * fsync'ed (base's atomic writer), so a crash at any moment leaves the
+ * previous committed checkpoint intact and loadable; files of an uncommitted step are
+ * ignored and pruned later. One run writes to a directory at a time. Under MPI the
+ * directory must be shared by the ranks.
  *
  * Rank file, version 1, every number little-endian:
  *   offset 0    "VPIPECKP" magic (8 bytes)

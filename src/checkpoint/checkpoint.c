@@ -2,7 +2,6 @@
  * format and the protocol are described in vpipe/checkpoint.h). */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -448,35 +447,21 @@ static void rank_file_name(char *buf, size_t size, int rank, int step) {
     snprintf(buf, size, "rank-%d.step-%d.ckpt", rank, step);
 }
 
-/* Streams bytes to a file, hashing them; remembers the first error. */
+/* Streams bytes into an atomic write, hashing them. */
 typedef struct writer {
-    int fd;
+    vp__atomic *file;
     uint64_t hash;
-    int errnum;
 } writer;
 
 static void put(writer *w, const void *bytes, size_t n) {
-    if (w->errnum)
-        return;
     w->hash = vp_digest(bytes, n, w->hash);
-    const uint8_t *p = bytes;
-    while (n > 0) {
-        ssize_t k = write(w->fd, p, n < (1u << 30) ? n : (1u << 30));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            w->errnum = k < 0 ? errno : EIO;
-            return;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
+    vp__atomic_write(w->file, bytes, n);
 }
 
 typedef void (*producer)(writer *w, const void *ctx);
 
-/* Writes dir/name atomically: produce into dir/name.tmp, fsync, rename, fsync dir. On
- * failure the temporary file is removed and dir/name is as it was. */
+/* Writes dir/name atomically through dir/name.tmp (vp__atomic_*), creating dir (one
+ * level) when missing: on failure no file is left and dir/name is as it was. */
 static vp_status write_atomic(const char *dir, const char *name, producer produce, const void *ctx,
                               vp_error *err) {
     char path[PATH_BYTES], tmp[PATH_BYTES + 8];
@@ -487,29 +472,15 @@ static vp_status write_atomic(const char *dir, const char *name, producer produc
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return vp__fail(err, VP_EIO, "cannot create checkpoint directory %s: %s", dir,
                         strerror(errno));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return vp__fail(err, VP_EIO, "cannot write checkpoint %s: %s", tmp, strerror(errno));
-    writer w = {fd, VP_DIGEST_INIT, 0};
-    produce(&w, ctx);
-    if (!w.errnum && fsync(fd) != 0)
-        w.errnum = errno;
-    if (close(fd) != 0 && !w.errnum)
-        w.errnum = errno;
-    if (!w.errnum && rename(tmp, path) != 0)
-        w.errnum = errno;
-    if (w.errnum) {
-        unlink(tmp);
-        return vp__fail(err, VP_EIO, "cannot write checkpoint %s: %s", path, strerror(w.errnum));
+    writer w = {NULL, VP_DIGEST_INIT};
+    vp_error why = {0};
+    st = vp__atomic_open(path, tmp, &w.file, &why);
+    if (st == VP_OK) {
+        produce(&w, ctx);
+        st = vp__atomic_commit(w.file, &why);
     }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int bad = dfd < 0 || fsync(dfd) != 0;
-    int errnum = errno;
-    if (dfd >= 0)
-        close(dfd);
-    if (bad)
-        return vp__fail(err, VP_EIO, "cannot sync checkpoint directory %s: %s", dir,
-                        strerror(errnum));
+    if (st != VP_OK)
+        return vp__fail(err, st, "cannot write checkpoint %s", why.message);
     return VP_OK;
 }
 
