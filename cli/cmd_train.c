@@ -182,8 +182,8 @@ static int write_timelines(const vp_schedule *s, const vp_pipeline_result *pr, c
     vp_sim *sim = NULL;
     int rc = cm ? 0 : cli_lib_error(&err);
     if (!rc) {
-        vp_runtime_measured_costs(s, pr->measured, cm);
-        if (vp_simulate(s, cm, &sim, &err) != VP_OK ||
+        if (vp_runtime_measured_costs(s, pr->measured, cm, &err) != VP_OK ||
+            vp_simulate(s, cm, &sim, &err) != VP_OK ||
             vp_timeline_from_sim(s, sim, &sim_tl, &err) != VP_OK)
             rc = cli_lib_error(&err);
     }
@@ -325,14 +325,15 @@ static int pipelined_schedule(train_args *a, vp_schedule **out) {
                                &spec, out);
 }
 
-/* Reports a failed run; under MPI, lets the other ranks print what they were doing, then
- * ends the whole job. */
-static int run_failed(const train_args *a, const vp_error *err) {
-    int rc = err->status == VP_ERUNTIME ? cli_error(VP_EXIT_FAILURE, "%s", err->message)
+/* Reports a failed run once (under MPI only the process the library names prints), then
+ * under MPI ends the whole job. */
+static int run_failed(const train_args *a, const vp_pipeline_result *pr, const vp_error *err) {
+    int rc = vp_status_exit_code(err->status);
+    if (pr->report)
+        rc = err->status == VP_ERUNTIME ? cli_error(VP_EXIT_FAILURE, "%s", err->message)
                                         : cli_lib_error(err);
     if (a->po.transport == VP_TRANSPORT_MPI) {
         fflush(stderr);
-        nanosleep(&(struct timespec){1, 0}, NULL);
         vp_runtime_mpi_abort(rc);
     }
     return rc;
@@ -377,7 +378,7 @@ static int run_pipelined(train_args *a, const vp_data *data, progress_ctx *ctx) 
     if (vp_pipeline_train(&a->po, data, on_step, ctx, &pr, &err) != VP_OK) {
         vp_cost_model_free(op_ms);
         vp_schedule_free(s);
-        return run_failed(a, &err);
+        return run_failed(a, &pr, &err);
     }
     vp_cost_model_free(op_ms);
     if (pr.rank == 0) { /* under MPI, rank 0 reports */

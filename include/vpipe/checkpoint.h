@@ -89,6 +89,11 @@ typedef struct vp_checkpoint_info {
 
 /* ---- saving ------------------------------------------------------------------------- */
 
+/* Before a run: creates dir (one level) when missing and checks that a file can be
+ * written in it (a probe file, removed again), so that a run fails before its first
+ * step rather than at its first checkpoint. VP_EIO with the directory and the reason. */
+vp_status vp_checkpoint_prepare(const char *dir, vp_error *err);
+
 /* Phase 1: writes DIR/rank-<rank>.step-<step>.ckpt atomically with the n_stages stages
  * this rank holds (in the order the run keeps them), the trajectory run, step
  * (optimiser steps completed) and data_pos (next batch index). Creates dir (one level)

@@ -2,6 +2,7 @@
  * format and the protocol are described in vpipe/checkpoint.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -447,6 +448,33 @@ static void rank_file_name(char *buf, size_t size, int rank, int step) {
     snprintf(buf, size, "rank-%d.step-%d.ckpt", rank, step);
 }
 
+/* Creates dir (one level) when missing. */
+static vp_status make_dir(const char *dir, vp_error *err) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return vp__fail(err, VP_EIO, "cannot create checkpoint directory %s: %s", dir,
+                        strerror(errno));
+    return VP_OK;
+}
+
+vp_status vp_checkpoint_prepare(const char *dir, vp_error *err) {
+    if (!dir)
+        return vp__fail(err, VP_EINVAL, "no checkpoint directory");
+    vp_status st = make_dir(dir, err);
+    char name[64], path[PATH_BYTES];
+    snprintf(name, sizeof name, ".vpipe-probe.%ld", (long)getpid());
+    if (st == VP_OK)
+        st = join(path, dir, name, err);
+    if (st != VP_OK)
+        return st;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0)
+        return vp__fail(err, VP_EIO, "cannot write to checkpoint directory %s: %s", dir,
+                        strerror(errno));
+    close(fd);
+    unlink(path);
+    return VP_OK;
+}
+
 /* Streams bytes into an atomic write, hashing them. */
 typedef struct writer {
     vp__atomic *file;
@@ -469,9 +497,9 @@ static vp_status write_atomic(const char *dir, const char *name, producer produc
     if (st != VP_OK)
         return st;
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return vp__fail(err, VP_EIO, "cannot create checkpoint directory %s: %s", dir,
-                        strerror(errno));
+    st = make_dir(dir, err);
+    if (st != VP_OK)
+        return st;
     writer w = {NULL, VP_DIGEST_INIT};
     vp_error why = {0};
     st = vp__atomic_open(path, tmp, &w.file, &why);
