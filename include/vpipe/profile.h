@@ -25,8 +25,9 @@ typedef struct vp_profile {
     double c;
 } vp_profile;
 
-/* Measures cfg's parts on this machine (one BLAS thread): the median of reps runs after
- * one warm-up. VP_EINVAL for a bad config or reps < 1. */
+/* Measures cfg's parts on this machine with one BLAS thread (it sets
+ * vp_blas_set_threads(1), a process-wide setting it leaves so): the median of reps runs
+ * after one warm-up. VP_EINVAL for a bad config or reps < 1. */
 vp_status vp_profile_measure(const vp_model_config *cfg, int reps, vp_profile *out, vp_error *err);
 
 /* vpipe profile JSON:

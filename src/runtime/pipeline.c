@@ -315,6 +315,7 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
     vp_outcome out = outcome_of(rc, r.rank_lo, &e);
     result->report = r.t->vt->settle(r.t, 0, &out); /* one process may see what others do not */
     if (out.status == VP_OK) {
+        vp_blas_set_threads(1); /* one BLAS thread per rank, as the contract says */
         run_ranks(&r);
         out = outcome_of(VP_OK, r.rank_lo, &e);
         result->report = r.t->vt->settle(r.t, 1, &out);
