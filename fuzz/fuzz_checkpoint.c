@@ -27,11 +27,14 @@ static void try_restore(const uint8_t *bytes, size_t size, const vp_checkpoint_r
                         vp_stage *stage) {
     vp_error err = {0};
     vp_checkpoint_info info;
-    if (vp_checkpoint_restore(bytes, size, "fuzz.ckpt", o, 0, 1, &stage, 1, &info, &err) != VP_OK) {
+    const vp_checkpoint_part part = {0, 1, &stage, 1};
+    if (vp_checkpoint_restore(bytes, size, "fuzz.ckpt", o, &part, &err) != VP_OK) {
         if (err.message[0] == '\0')
             abort(); /* every refusal explains itself */
         return;
     }
+    if (vp_checkpoint_parse(bytes, size, "fuzz.ckpt", &info, &err) != VP_OK)
+        abort(); /* what restores, parses */
     if (info.step < 0 || info.n_stages != 1 || info.rank != 0 || info.n_ranks != 1 ||
         info.run.model.width != o->model.width)
         abort();

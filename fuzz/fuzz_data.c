@@ -19,7 +19,8 @@ static void check_windows(const vp_data *d, bool validation, int seq_len) {
     uint8_t tokens[ROWS * 64], targets[ROWS * 64];
     size_t have = validation ? vp_data_val_bytes(d) : vp_data_train_bytes(d);
     vp_error err = {0};
-    vp_status st = vp_data_batch(d, validation, 7, 11, ROWS, seq_len, tokens, targets, &err);
+    vp_batch batch = {ROWS, seq_len, tokens, targets};
+    vp_status st = vp_data_batch(d, validation, 7, 11, &batch, &err);
     if ((st == VP_OK) != (have >= (size_t)seq_len + 1) || (st != VP_OK && !err.message[0]))
         abort(); /* refused exactly when the part is shorter than a window, with a reason */
     for (int r = 0; st == VP_OK && r < ROWS; r++)

@@ -394,13 +394,16 @@ static void test_data(void **state) {
     assert_true(vp_data_val_bytes(d) == total / 10);
     uint8_t tok[2][4 * 64], tgt[2][4 * 64];
     for (int k = 0; k < 2; k++)
-        assert_int_equal(vp_data_batch(d, false, 9, 17, 4, 64, tok[k], tgt[k], NULL), VP_OK);
+        assert_int_equal(vp_data_batch(d, false, 9, 17, &(vp_batch){4, 64, tok[k], tgt[k]}, NULL),
+                         VP_OK);
     assert_memory_equal(tok[0], tok[1], sizeof tok[0]); /* deterministic */
     assert_memory_equal(tok[0] + 1, tgt[0], 63);        /* targets are shifted tokens */
-    assert_int_equal(vp_data_batch(d, false, 10, 17, 4, 64, tok[1], tgt[1], NULL), VP_OK);
+    assert_int_equal(vp_data_batch(d, false, 10, 17, &(vp_batch){4, 64, tok[1], tgt[1]}, NULL),
+                     VP_OK);
     assert_memory_not_equal(tok[0], tok[1], sizeof tok[0]); /* the seed matters */
-    assert_int_equal(
-        vp_data_batch(d, true, 0, 0, 1, (int)vp_data_val_bytes(d), tok[0], tgt[0], &err), VP_EIO);
+    assert_int_equal(vp_data_batch(d, true, 0, 0,
+                                   &(vp_batch){1, (int)vp_data_val_bytes(d), tok[0], tgt[0]}, &err),
+                     VP_EIO);
     assert_non_null(strstr(err.message, "sequence length"));
     vp_data_free(d);
 
@@ -462,7 +465,8 @@ static void test_kjv_decoding(void **state) {
     uint8_t tok[4096], tgt[4096];
     int found = 0;
     for (int i = 0; i < 64 && !found; i++) { /* windows are readable English */
-        assert_int_equal(vp_data_batch(d, false, 1, (uint64_t)i, 1, 4096, tok, tgt, NULL), 0);
+        assert_int_equal(
+            vp_data_batch(d, false, 1, (uint64_t)i, &(vp_batch){1, 4096, tok, tgt}, NULL), 0);
         for (size_t k = 0; k + 5 <= sizeof tok && !found; k++)
             found = !memcmp(tok + k, " the ", 5);
     }

@@ -40,11 +40,17 @@ void vp_data_free(vp_data *data);
 size_t vp_data_train_bytes(const vp_data *data);
 size_t vp_data_val_bytes(const vp_data *data);
 
-/* Fills tokens and targets [rows*seq_len] with rows windows of seq_len+1 bytes: targets
- * are tokens shifted by one. Training window positions are a pure function of (seed,
- * index, row); validation windows of (index, row) only. VP_EIO when the part holds
- * fewer than seq_len+1 bytes. */
+/* rows windows of seq_len tokens in caller storage: tokens and targets [rows*seq_len]. */
+typedef struct vp_batch {
+    int rows, seq_len;
+    uint8_t *tokens, *targets;
+} vp_batch;
+
+/* Fills batch with windows of seq_len+1 bytes of one part: targets are tokens shifted by
+ * one. Training window positions are a pure function of (seed, index, row); validation
+ * windows of (index, row) only (seed is not used). VP_EIO when the part holds fewer
+ * than seq_len+1 bytes. */
 vp_status vp_data_batch(const vp_data *data, bool validation, uint64_t seed, uint64_t index,
-                        int rows, int seq_len, uint8_t *tokens, uint8_t *targets, vp_error *err);
+                        const vp_batch *batch, vp_error *err);
 
 #endif

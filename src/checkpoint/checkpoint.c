@@ -327,9 +327,10 @@ static vp_status compare_options(const vp_checkpoint_run *a, const vp_checkpoint
 /* Parses, checks against the run (and the commit record when expect is given), then
  * copies: stages change only when every check passed. */
 static vp_status restore(const uint8_t *b, size_t size, const char *name,
-                         const vp_checkpoint_run *o, int rank, int n_ranks, vp_stage *const *stages,
-                         int n_stages, const vp_checkpoint_meta *expect, vp_checkpoint_info *info,
-                         vp_error *err) {
+                         const vp_checkpoint_run *o, const vp_checkpoint_part *part,
+                         const vp_checkpoint_meta *expect, vp_error *err) {
+    int rank = part->rank, n_ranks = part->n_ranks, n_stages = part->n_stages;
+    vp_stage *const *stages = part->stages;
     vp_checkpoint_info in;
     vp_status st = vp_checkpoint_parse(b, size, name, &in, err);
     if (st != VP_OK)
@@ -374,16 +375,13 @@ static vp_status restore(const uint8_t *b, size_t size, const char *name,
             vp_stage_zero_grad(stages[k]);
         }
     }
-    if (info)
-        *info = in;
     return VP_OK;
 }
 
 vp_status vp_checkpoint_restore(const void *bytes, size_t size, const char *name,
-                                const vp_checkpoint_run *o, int rank, int n_ranks,
-                                vp_stage *const *stages, int n_stages, vp_checkpoint_info *info,
+                                const vp_checkpoint_run *o, const vp_checkpoint_part *part,
                                 vp_error *err) {
-    return restore(bytes, size, name, o, rank, n_ranks, stages, n_stages, NULL, info, err);
+    return restore(bytes, size, name, o, part, NULL, err);
 }
 
 /* ---- the commit record -------------------------------------------------------------- */
@@ -512,6 +510,14 @@ static vp_status write_atomic(const char *dir, const char *name, producer produc
     return VP_OK;
 }
 
+/* Bytes of the rank file that holds stages. */
+static size_t rank_file_bytes(vp_stage *const *stages, int n_stages) {
+    size_t total = HEADER_BYTES + TRAILER_BYTES;
+    for (int k = 0; k < n_stages; k++)
+        total += RECORD_BYTES + 3 * sizeof(float) * vp_stage_state_of(stages[k]).n;
+    return total;
+}
+
 /* What a rank file holds. */
 typedef struct rank_file {
     vp_checkpoint_info info;
@@ -520,11 +526,8 @@ typedef struct rank_file {
 
 static void produce_rank(writer *w, const void *ctx) {
     const rank_file *rf = ctx;
-    uint64_t total = HEADER_BYTES + TRAILER_BYTES;
-    for (int k = 0; k < rf->info.n_stages; k++)
-        total += RECORD_BYTES + 3 * sizeof(float) * (uint64_t)vp_stage_state_of(rf->stages[k]).n;
     uint8_t h[HEADER_BYTES];
-    encode_header(h, &rf->info, total);
+    encode_header(h, &rf->info, rank_file_bytes(rf->stages, rf->info.n_stages));
     put(w, h, sizeof h);
     for (int k = 0; k < rf->info.n_stages; k++) {
         vp_stage_state s = vp_stage_state_of(rf->stages[k]);
@@ -560,9 +563,11 @@ static vp_status check_finite(vp_stage *const *stages, int n_stages, int step, v
     return VP_OK;
 }
 
-vp_status vp_checkpoint_write_rank(const char *dir, int rank, int n_ranks,
-                                   const vp_checkpoint_run *o, int step, uint64_t data_pos,
-                                   vp_stage *const *stages, int n_stages, vp_error *err) {
+vp_status vp_checkpoint_write_rank(const char *dir, const vp_checkpoint_run *o,
+                                   const vp_checkpoint_part *part, int step, uint64_t data_pos,
+                                   vp_error *err) {
+    int rank = part->rank, n_ranks = part->n_ranks, n_stages = part->n_stages;
+    vp_stage *const *stages = part->stages;
     if (!dir || !o || !stages || n_stages < 1 || n_ranks < 1 || rank < 0 || rank >= n_ranks ||
         step < 0)
         return vp__fail(err, VP_EINVAL,
@@ -658,10 +663,10 @@ vp_status vp_checkpoint_prune(const char *dir, int rank, int step, vp_error *err
     return st;
 }
 
-vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *o, int step,
-                             uint64_t data_pos, vp_stage *const *stages, int n_stages,
-                             vp_error *err) {
-    vp_status st = vp_checkpoint_write_rank(dir, 0, 1, o, step, data_pos, stages, n_stages, err);
+vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *o, vp_stage *const *stages,
+                             int n_stages, int step, uint64_t data_pos, vp_error *err) {
+    const vp_checkpoint_part part = {0, 1, stages, n_stages};
+    vp_status st = vp_checkpoint_write_rank(dir, o, &part, step, data_pos, err);
     if (st == VP_OK)
         st = vp_checkpoint_commit(dir, 1, step, data_pos, err);
     if (st == VP_OK)
@@ -685,29 +690,30 @@ vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_err
     return st;
 }
 
-vp_status vp_checkpoint_load(const char *dir, int rank, int n_ranks, const vp_checkpoint_run *o,
-                             vp_stage *const *stages, int n_stages, vp_checkpoint_meta *meta,
+vp_status vp_checkpoint_load(const char *dir, const vp_checkpoint_run *o,
+                             const vp_checkpoint_part *part, vp_checkpoint_meta *meta,
                              vp_error *err) {
     vp_checkpoint_meta m;
     vp_status st = vp_checkpoint_latest(dir, &m, err);
     if (st != VP_OK)
         return st;
-    if (m.n_ranks != n_ranks)
+    if (m.n_ranks != part->n_ranks)
         return vp__fail(err, VP_EINVAL,
                         "checkpoint %s was written by a run on %d ranks, this run has %d", dir,
-                        m.n_ranks, n_ranks);
+                        m.n_ranks, part->n_ranks);
     char name[64], path[PATH_BYTES];
-    rank_file_name(name, sizeof name, rank, m.step);
+    rank_file_name(name, sizeof name, part->rank, m.step);
     st = join(path, dir, name, err);
     if (st != VP_OK)
         return st;
     char *bytes = NULL;
-    size_t size = 0;
+    /* a regular file (never a device), read whole: a checkpoint of a large model may pass
+     * the 1 GiB default of vp_read_file, and the file's own header says what it holds */
+    size_t size = 0, most = SIZE_MAX / 4;
     vp_error why = {0};
-    if (vp_read_file(path, 0, &bytes, &size, &why) != VP_OK)
+    if (vp_read_file(path, most, &bytes, &size, &why) != VP_OK)
         return vp__fail(err, why.status, "checkpoint: %s", why.message);
-    st = restore((const uint8_t *)bytes, size, path, o, rank, n_ranks, stages, n_stages, &m, NULL,
-                 err);
+    st = restore((const uint8_t *)bytes, size, path, o, part, &m, err);
     free(bytes);
     if (st == VP_OK && meta)
         *meta = m;

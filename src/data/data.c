@@ -258,19 +258,19 @@ size_t vp_data_val_bytes(const vp_data *data) {
 }
 
 vp_status vp_data_batch(const vp_data *data, bool validation, uint64_t seed, uint64_t index,
-                        int rows, int seq_len, uint8_t *tokens, uint8_t *targets, vp_error *err) {
+                        const vp_batch *batch, vp_error *err) {
     const uint8_t *base = data->bytes + (validation ? data->n_train : 0);
-    size_t n = validation ? data->n - data->n_train : data->n_train, T = (size_t)seq_len;
-    if (seq_len < 1 || n < T + 1)
-        return vp__fail(err, VP_EIO,
-                        "sequence length %d needs %d bytes of %s text, the data has %zu", seq_len,
-                        seq_len + 1, validation ? "validation" : "training", n);
+    size_t n = validation ? data->n - data->n_train : data->n_train, T = (size_t)batch->seq_len;
+    if (batch->seq_len < 1 || n < T + 1)
+        return vp__fail(
+            err, VP_EIO, "sequence length %d needs %d bytes of %s text, the data has %zu",
+            batch->seq_len, batch->seq_len + 1, validation ? "validation" : "training", n);
     uint64_t key = validation ? 0x76616c6964ULL : seed;
-    for (int r = 0; r < rows; r++) {
+    for (int r = 0; r < batch->rows; r++) {
         uint64_t state = vp__rng_key(key, index, (uint64_t)r);
         size_t start = (size_t)(vp__rng_next(&state) % (n - T));
-        memcpy(tokens + (size_t)r * T, base + start, T);
-        memcpy(targets + (size_t)r * T, base + start + 1, T);
+        memcpy(batch->tokens + (size_t)r * T, base + start, T);
+        memcpy(batch->targets + (size_t)r * T, base + start + 1, T);
     }
     return VP_OK;
 }

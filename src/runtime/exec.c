@@ -50,13 +50,11 @@ static vp_status run_forward(vp__rank *c, int st, int mb, uint64_t batch, int va
                              double *loss, float **out, vp_error *err) {
     vp__run *r = c->r;
     int first = is_first(r, st), last = is_last(r, st);
-    const vp_model_config *cfg = &r->o->train.model;
     float *in = NULL;
     *out = NULL;
     vp_status rc = VP_OK;
     if ((first || last) && !r->emu)
-        rc = vp_data_batch(r->data, validation, validation ? 0 : r->o->train.seed, batch,
-                           cfg->microbatch, cfg->seq_len, c->tokens, c->targets, err);
+        rc = vp_data_batch(r->data, validation, r->o->train.seed, batch, &c->batch, err);
     if (rc == VP_OK && !first)
         rc =
             r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_ACT}, r->io_floats, &in, err);
@@ -68,8 +66,9 @@ static vp_status run_forward(vp__rank *c, int st, int mb, uint64_t batch, int va
         if (!last)
             rc = emulated_tensor(r, out, err);
     } else if (rc == VP_OK) {
-        rc = vp_stage_forward(r->stage[st], mb, in, first ? c->tokens : NULL,
-                              last ? c->targets : NULL, last ? NULL : out, last ? loss : NULL, err);
+        rc = vp_stage_forward(r->stage[st], mb, in, first ? c->batch.tokens : NULL,
+                              last ? c->batch.targets : NULL, last ? NULL : out, last ? loss : NULL,
+                              err);
     }
     return rc;
 }
@@ -335,8 +334,8 @@ static vp_status checkpoint(vp__rank *c, int step, vp_error *err) {
     int n = rank_stages(c, mine);
     uint64_t data_pos = (uint64_t)step * (uint64_t)r->s->m;
     vp_checkpoint_run traj = vp__checkpoint_run(o);
-    vp_status rc = vp_checkpoint_write_rank(o->checkpoint_dir, c->rank, r->s->p, &traj, step,
-                                            data_pos, mine, n, err);
+    const vp_checkpoint_part part = {c->rank, r->s->p, mine, n};
+    vp_status rc = vp_checkpoint_write_rank(o->checkpoint_dir, &traj, &part, step, data_pos, err);
     if (rc == VP_OK)
         rc = r->t->vt->barrier(r->t, c->rank, err);
     if (rc == VP_OK && c->rank == 0)
@@ -359,8 +358,8 @@ static vp_status resume(vp__rank *c, int *step, vp_error *err) {
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_checkpoint_meta meta = {0};
     vp_checkpoint_run traj = vp__checkpoint_run(o);
-    vp_status rc = vp_checkpoint_load(o->resume_dir, c->rank, r->s->p, &traj, mine,
-                                      rank_stages(c, mine), &meta, err);
+    const vp_checkpoint_part part = {c->rank, r->s->p, mine, rank_stages(c, mine)};
+    vp_status rc = vp_checkpoint_load(o->resume_dir, &traj, &part, &meta, err);
     free(mine);
     *step = meta.step;
     return rc;
@@ -493,20 +492,19 @@ static vp_status rank_alloc(vp__rank *c, double **losses, vp_error *err) {
     size_t N = (size_t)cfg->microbatch * (size_t)cfg->seq_len;
     size_t n = (size_t)c->r->s->dev[c->rank].n;
     *losses = vp__calloc((size_t)c->r->s->m, sizeof **losses);
-    c->tokens = malloc(N);
-    c->targets = malloc(N);
+    c->batch = (vp_batch){cfg->microbatch, cfg->seq_len, malloc(N), malloc(N)};
     c->t_start = vp__calloc(n, sizeof(double));
     c->t_end = vp__calloc(n, sizeof(double));
     c->t_mem = vp__calloc(n, sizeof(double));
-    if (!*losses || !c->tokens || !c->targets || !c->t_start || !c->t_end || !c->t_mem)
+    if (!*losses || !c->batch.tokens || !c->batch.targets || !c->t_start || !c->t_end || !c->t_mem)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     return VP_OK;
 }
 
 static void rank_free(vp__rank *c, double *losses) {
     free(losses);
-    free(c->tokens);
-    free(c->targets);
+    free(c->batch.tokens);
+    free(c->batch.targets);
     free(c->t_start);
     free(c->t_end);
     free(c->t_mem);

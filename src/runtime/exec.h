@@ -33,7 +33,7 @@ typedef struct vp__run {
 typedef struct vp__rank {
     vp__run *r;
     int rank;
-    uint8_t *tokens, *targets;
+    vp_batch batch;                  /* one microbatch */
     double compute_start;            /* when the current op's inputs had arrived (< 0: not yet) */
     double peak, busy, span;         /* training peak bytes; last step's busy time and span */
     double *t_start, *t_end, *t_mem; /* [n] last step's op times */

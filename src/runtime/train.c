@@ -30,7 +30,7 @@ typedef struct reference {
     const vp_data *data;
     vp_mem *mem;
     vp_stage *stage;
-    uint8_t *tokens, *targets; /* [microbatch * seq_len] */
+    vp_batch batch; /* one microbatch */
 } reference;
 
 /* Mean validation loss over eval_batches fixed windows (forward only, slot 0). */
@@ -39,10 +39,10 @@ static vp_status evaluate(reference *ref, double *out, vp_error *err) {
     double sum = 0.0;
     for (int e = 0; e < o->eval_batches; e++) {
         double loss;
-        vp_status st = vp_data_batch(ref->data, true, 0, (uint64_t)e, o->model.microbatch,
-                                     o->model.seq_len, ref->tokens, ref->targets, err);
+        vp_status st = vp_data_batch(ref->data, true, 0, (uint64_t)e, &ref->batch, err);
         if (!st)
-            st = vp_stage_forward(ref->stage, 0, NULL, ref->tokens, ref->targets, NULL, &loss, err);
+            st = vp_stage_forward(ref->stage, 0, NULL, ref->batch.tokens, ref->batch.targets, NULL,
+                                  &loss, err);
         if (st)
             return st;
         vp_stage_discard(ref->stage, 0);
@@ -63,10 +63,10 @@ static vp_status train_step(reference *ref, int step, vp_train_progress *p, vp_e
     for (int j = 0; j < o->m; j++) {
         double loss;
         vp_status st =
-            vp_data_batch(ref->data, false, o->seed, batch + (uint64_t)j, o->model.microbatch,
-                          o->model.seq_len, ref->tokens, ref->targets, err);
+            vp_data_batch(ref->data, false, o->seed, batch + (uint64_t)j, &ref->batch, err);
         if (!st)
-            st = vp_stage_forward(s, 0, NULL, ref->tokens, ref->targets, NULL, &loss, err);
+            st = vp_stage_forward(s, 0, NULL, ref->batch.tokens, ref->batch.targets, NULL, &loss,
+                                  err);
         if (!st)
             st = vp_stage_backward_input(s, 0, NULL, 1.0f / (float)o->m, NULL, err);
         if (!st)
@@ -106,7 +106,7 @@ static vp_status run_step(reference *ref, int step, vp_train_callback callback, 
     if (p->checkpointed) {
         vp_checkpoint_run run = vp__checkpoint_run(o);
         uint64_t data_pos = (uint64_t)(step + 1) * (uint64_t)o->m;
-        st = vp_checkpoint_save(o->checkpoint_dir, &run, step + 1, data_pos, &ref->stage, 1, err);
+        st = vp_checkpoint_save(o->checkpoint_dir, &run, &ref->stage, 1, step + 1, data_pos, err);
     }
     *stop = !st && callback && !callback(p, user);
     if (!st && *stop && !eval)
@@ -132,9 +132,8 @@ static vp_status set_up(reference *ref, int *from, vp_error *err) {
         return st;
     size_t N = (size_t)o->model.microbatch * (size_t)o->model.seq_len;
     ref->mem = vp_mem_new();
-    ref->tokens = malloc(N);
-    ref->targets = malloc(N);
-    if (!ref->mem || !ref->tokens || !ref->targets)
+    ref->batch = (vp_batch){o->model.microbatch, o->model.seq_len, malloc(N), malloc(N)};
+    if (!ref->mem || !ref->batch.tokens || !ref->batch.targets)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     st = vp_stage_new(&o->model, (vp_stage_range){0, o->model.n_layer, true, true},
                       &(vp_stage_options){.n_slots = 1, .seed = o->seed}, ref->mem, &ref->stage,
@@ -142,7 +141,8 @@ static vp_status set_up(reference *ref, int *from, vp_error *err) {
     vp_checkpoint_meta meta = {0};
     vp_checkpoint_run run = vp__checkpoint_run(o);
     if (!st && o->resume_dir)
-        st = vp_checkpoint_load(o->resume_dir, 0, 1, &run, &ref->stage, 1, &meta, err);
+        st = vp_checkpoint_load(o->resume_dir, &run, &(vp_checkpoint_part){0, 1, &ref->stage, 1},
+                                &meta, err);
     *from = meta.step;
     return st;
 }
@@ -170,7 +170,7 @@ vp_status vp_train_run(const vp_train_options *o, const vp_data *data, vp_train_
     }
     vp_stage_free(ref.stage);
     vp_mem_free(ref.mem);
-    free(ref.tokens);
-    free(ref.targets);
+    free(ref.batch.tokens);
+    free(ref.batch.targets);
     return st;
 }
