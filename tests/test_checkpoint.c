@@ -156,7 +156,7 @@ static char *saved_checkpoint(const vp_train_options *o, vp_mem *mem, uint8_t **
     make_stages(o, l0, 1, o->seed, 0.25f, mem, &s);
     vp_error err = {0};
     vp_checkpoint_run run = vp__checkpoint_run(o);
-    if (vp_checkpoint_save(dir, &run, &s, 1, 3, 6, &err) != VP_OK)
+    if (vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 3, 6, &err) != VP_OK)
         fail_msg("save: %s", err.message);
     vp_stage_free(s);
     *bytes = (uint8_t *)slurp(dir, "rank-0.step-3.ckpt", size);
@@ -578,7 +578,8 @@ static void test_failed_write_keeps_previous(void **state) {
     path_of(blocker, dir, "rank-0.step-4.ckpt.tmp");
     assert_int_equal(mkdir(blocker, 0777), 0);
     vp_error err = {0};
-    assert_int_equal(vp_checkpoint_save(dir, &run, &s, 1, 4, 8, &err), VP_EIO);
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 4, 8, &err),
+                     VP_EIO);
     assert_non_null(strstr(err.message, "rank-0.step-4.ckpt"));
     assert_false(exists(dir, "rank-0.step-4.ckpt"));
     char *meta_after = slurp(dir, "meta.json", &len);
@@ -588,7 +589,8 @@ static void test_failed_write_keeps_previous(void **state) {
     rmdir(blocker);
     path_of(blocker, dir, "meta.json.tmp");
     assert_int_equal(mkdir(blocker, 0777), 0);
-    assert_int_equal(vp_checkpoint_save(dir, &run, &s, 1, 4, 8, &err), VP_EIO);
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 4, 8, &err),
+                     VP_EIO);
     assert_non_null(strstr(err.message, "meta.json"));
     meta_after = slurp(dir, "meta.json", &len);
     assert_string_equal(meta_before, meta_after);
@@ -601,7 +603,8 @@ static void test_failed_write_keeps_previous(void **state) {
     assert_int_equal(meta.step, 3);
     rmdir(blocker);
     /* the next good save commits step 4 and prunes both older files */
-    assert_int_equal(vp_checkpoint_save(dir, &run, &s, 1, 4, 8, &err), VP_OK);
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 4, 8, &err),
+                     VP_OK);
     assert_false(exists(dir, "rank-0.step-3.ckpt"));
     assert_true(exists(dir, "rank-0.step-4.ckpt"));
     assert_int_equal(
@@ -611,7 +614,8 @@ static void test_failed_write_keeps_previous(void **state) {
     /* a directory that cannot be created */
     char bad[4096];
     path_of(bad, dir, "meta.json/sub");
-    assert_int_equal(vp_checkpoint_save(bad, &run, &s, 1, 5, 10, &err), VP_EIO);
+    assert_int_equal(vp_checkpoint_save(bad, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 5, 10, &err),
+                     VP_EIO);
     assert_non_null(strstr(err.message, "cannot create checkpoint directory"));
     vp_stage_free(back);
     vp_stage_free(s);
@@ -640,12 +644,15 @@ static void test_refuses_nonfinite_state(void **state) {
     for (int i = 0; i < 3; i++) {
         float keep = p[where[i]];
         p[where[i]] = bad[i];
-        assert_int_equal(vp_checkpoint_save(dir, &run, &s, 1, 1, 2, &err), VP_ERUNTIME);
+        assert_int_equal(
+            vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 1, 2, &err),
+            VP_ERUNTIME);
         assert_non_null(strstr(err.message, "refusing to checkpoint"));
         assert_int_equal(entries(dir), 0); /* no file, no temporary file, no record */
         p[where[i]] = keep;
     }
-    assert_int_equal(vp_checkpoint_save(dir, &run, &s, 1, 1, 2, &err), VP_OK);
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 1, 2, &err),
+                     VP_OK);
     vp_stage_free(s);
     vp_mem_free(mem);
     remove_tree(dir);

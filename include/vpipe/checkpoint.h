@@ -123,9 +123,11 @@ vp_status vp_checkpoint_commit(const char *dir, int n_ranks, int step, uint64_t 
  * VP_EIO when the directory cannot be read or a file cannot be removed. */
 vp_status vp_checkpoint_prune(const char *dir, int rank, int step, vp_error *err);
 
-/* The three phases for a run that holds every stage in one rank (rank 0 of 1). */
-vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *run, vp_stage *const *stages,
-                             int n_stages, int step, uint64_t data_pos, vp_error *err);
+/* The three phases for a run that holds every stage in one rank: part is rank 0 of 1
+ * (VP_EINVAL otherwise). */
+vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *run,
+                             const vp_checkpoint_part *part, int step, uint64_t data_pos,
+                             vp_error *err);
 
 /* ---- loading ------------------------------------------------------------------------ */
 

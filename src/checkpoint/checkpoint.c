@@ -663,10 +663,12 @@ vp_status vp_checkpoint_prune(const char *dir, int rank, int step, vp_error *err
     return st;
 }
 
-vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *o, vp_stage *const *stages,
-                             int n_stages, int step, uint64_t data_pos, vp_error *err) {
-    const vp_checkpoint_part part = {0, 1, stages, n_stages};
-    vp_status st = vp_checkpoint_write_rank(dir, o, &part, step, data_pos, err);
+vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *o,
+                             const vp_checkpoint_part *part, int step, uint64_t data_pos,
+                             vp_error *err) {
+    if (part->rank != 0 || part->n_ranks != 1)
+        return vp__fail(err, VP_EINVAL, "saving in one go takes the whole run (rank 0 of 1)");
+    vp_status st = vp_checkpoint_write_rank(dir, o, part, step, data_pos, err);
     if (st == VP_OK)
         st = vp_checkpoint_commit(dir, 1, step, data_pos, err);
     if (st == VP_OK)

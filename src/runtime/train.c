@@ -105,8 +105,9 @@ static vp_status run_step(reference *ref, int step, vp_train_callback callback, 
     p->checkpointed = !st && vp__step_checkpoints(o, step + 1);
     if (p->checkpointed) {
         vp_checkpoint_run run = vp__checkpoint_run(o);
+        vp_checkpoint_part whole = {0, 1, &ref->stage, 1};
         uint64_t data_pos = (uint64_t)(step + 1) * (uint64_t)o->m;
-        st = vp_checkpoint_save(o->checkpoint_dir, &run, &ref->stage, 1, step + 1, data_pos, err);
+        st = vp_checkpoint_save(o->checkpoint_dir, &run, &whole, step + 1, data_pos, err);
     }
     *stop = !st && callback && !callback(p, user);
     if (!st && *stop && !eval)
