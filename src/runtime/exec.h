@@ -29,7 +29,7 @@ typedef struct vp__run {
     vp_train_result res; /* filled by the process's lowest rank */
 } vp__run;
 
-/* One rank's thread: rank_ctx->r is the run. */
+/* One rank of the run r, as its thread (or MPI process) works on it. */
 typedef struct vp__rank {
     vp__run *r;
     int rank;
