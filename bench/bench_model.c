@@ -68,11 +68,11 @@ int main(int argc, char **argv) {
         a[i] = (float)(i % 7) * 0.01f;
     for (long i = 0; i < (long)c * 4 * c; i++)
         b[i] = (float)(i % 5) * 0.01f;
-    vp__sgemm(false, true, n, 4 * c, c, 1.0f, a, c, b, c, 0.0f, o, 4 * c); /* warm up */
+    vp__sgemm(false, false, true, n, 4 * c, c, 1.0f, a, c, b, c, 0.0f, o, 4 * c); /* warm up */
     int reps = 5;
     double t0 = now_s();
     for (int r = 0; r < reps; r++)
-        vp__sgemm(false, true, n, 4 * c, c, 1.0f, a, c, b, c, 0.0f, o, 4 * c);
+        vp__sgemm(false, false, true, n, 4 * c, c, 1.0f, a, c, b, c, 0.0f, o, 4 * c);
     double sgemm_gf = reps * 2.0 * N * C * 4 * C / (now_s() - t0) / 1e9;
     printf("%-28s %8.1f GFLOP/s   ([%d,%d] x [%d,%d])\n", "cblas_sgemm", sgemm_gf, n, c, c, 4 * c);
     free(a);
@@ -82,10 +82,11 @@ int main(int argc, char **argv) {
     /* one layer: a middle stage [1, 2) */
     vp_mem *mem = vp_mem_new();
     vp_stage *st = NULL;
-    if (vp_stage_new(&cfg, 1, 2, false, false, 1, 1, mem, &st, &err))
+    if (vp_stage_new(&cfg, (vp_stage_range){1, 2, false, false},
+                     &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err))
         die("stage", &err);
     vp_stage_sizes sz;
-    vp_stage_sizes_of(&cfg, 1, 2, false, false, &sz, &err);
+    vp_stage_sizes_of(&cfg, (vp_stage_range){1, 2, false, false}, &sz, &err);
     double flops_f = 24 * N * C * C + 4 * N * T * C, flops_b = 24 * N * C * C + 8 * N * T * C,
            flops_w = 24 * N * C * C;
     double tf = 0, tb = 0, tw = 0;
@@ -126,7 +127,8 @@ int main(int argc, char **argv) {
            (tf + tb + tw) * 1e3, 100 * layer_gf / sgemm_gf);
 
     /* a whole training step: all layers, embeddings, head, loss, AdamW */
-    if (vp_stage_new(&cfg, 0, cfg.n_layer, true, true, 1, 1, mem, &st, &err))
+    if (vp_stage_new(&cfg, (vp_stage_range){0, cfg.n_layer, true, true},
+                     &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err))
         die("stage", &err);
     uint8_t *tok = malloc((size_t)n), *tgt = malloc((size_t)n);
     for (int i = 0; i < n; i++) {

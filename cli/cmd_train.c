@@ -442,10 +442,23 @@ static void print_summary(FILE *out, const train_args *a, const vp_schedule *s,
 }
 
 /* The summary of a pipelined run: JSON, or text on stdout. */
+/* The summary of a resumed run that had no step left to run (its checkpoint holds the
+ * last), or -1 when steps ran. */
+static int finished_summary(const train_args *a, const vp_train_result *r) {
+    if (!a->po.train.resume_dir || r->resumed_step != r->steps)
+        return -1;
+    return cli_print("nothing left to run: the checkpoint in %s holds all %d steps | param "
+                     "digest %016" PRIx64 "\n",
+                     a->po.train.resume_dir, r->steps, r->param_digest);
+}
+
 static int report_pipelined(const train_args *a, const vp_schedule *s,
                             const vp_pipeline_result *pr) {
     if (a->json)
         return print_json(a, s->family, &pr->train, pr);
+    int done = finished_summary(a, &pr->train);
+    if (done >= 0)
+        return done;
     cli_out out;
     if (cli_out_begin(&out))
         return VP_EXIT_FAILURE;
@@ -469,8 +482,9 @@ static int simulated_timeline(const vp_schedule *s, const vp_pipeline_result *pr
     vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, &err);
     if (rc == VP_OK)
         rc = vp_runtime_model_bytes(cm, s, model, &err);
+    if (rc == VP_OK)
+        rc = vp_runtime_measured_costs(s, pr->measured, cm, &err);
     if (rc == VP_OK) {
-        vp_runtime_measured_costs(s, pr->measured, cm);
         for (int st = 0; st < cm->S; st++) {
             cm->act[st] = cm->act_bytes[st] / MIB;
             cm->keep[st] = cm->keep_bytes[st] / MIB;
@@ -729,14 +743,15 @@ static int pipelined_schedule(train_args *a, vp_schedule **out) {
     return rc;
 }
 
-/* Reports a failed run; under MPI, lets the other ranks print what they were doing, then
- * ends the whole job. */
-static int run_failed(const train_args *a, const vp_error *err) {
-    int rc = err->status == VP_ERUNTIME ? cli_error(VP_EXIT_FAILURE, "%s", err->message)
+/* Reports a failed run once (under MPI only the process the library names prints), then
+ * under MPI ends the whole job. */
+static int run_failed(const train_args *a, const vp_pipeline_result *pr, const vp_error *err) {
+    int rc = vp_status_exit_code(err->status);
+    if (pr->report)
+        rc = err->status == VP_ERUNTIME ? cli_error(VP_EXIT_FAILURE, "%s", err->message)
                                         : cli_lib_error(err);
     if (a->po.transport == VP_TRANSPORT_MPI) {
         fflush(stderr);
-        nanosleep(&(struct timespec){1, 0}, NULL);
         vp_runtime_mpi_abort(rc);
     }
     return rc;
@@ -759,6 +774,9 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
         fprintf(ctx->out, "skipped %d non-finite steps\n", r.skipped_steps);
     if (a->json)
         return print_json(a, "single", &r, NULL);
+    int done = finished_summary(a, &r);
+    if (done >= 0)
+        return done;
     return cli_print(
         "done: %d steps | train loss %.4f | val loss %.4f | %.1f ms/step | %.0f tok/s\n"
         "peak activation bytes: %zu | param digest %016" PRIx64 "\n",
@@ -800,7 +818,7 @@ static int run_pipelined(train_args *a, const vp_data *data, progress_ctx *ctx) 
     vp_cost_model_free(op_ms);
     if (st != VP_OK) {
         vp_schedule_free(s);
-        return progress_failed(ctx, run_failed(a, &err));
+        return progress_failed(ctx, run_failed(a, &pr, &err));
     }
     rc = progress_failed(ctx, 0);
     if (!rc && pr.rank == 0) /* under MPI, rank 0 reports */

@@ -27,11 +27,14 @@ static void try_restore(const uint8_t *bytes, size_t size, const vp_checkpoint_r
                         vp_stage *stage) {
     vp_error err = {0};
     vp_checkpoint_info info;
-    if (vp_checkpoint_restore(bytes, size, "fuzz.ckpt", o, 0, 1, &stage, 1, &info, &err) != VP_OK) {
+    const vp_checkpoint_part part = {0, 1, &stage, 1};
+    if (vp_checkpoint_restore(bytes, size, "fuzz.ckpt", o, &part, &err) != VP_OK) {
         if (err.message[0] == '\0')
             abort(); /* every refusal explains itself */
         return;
     }
+    if (vp_checkpoint_parse(bytes, size, "fuzz.ckpt", &info, &err) != VP_OK)
+        abort(); /* what restores, parses */
     if (info.step < 0 || info.n_stages != 1 || info.rank != 0 || info.n_ranks != 1 ||
         info.run.model.width != o->model.width)
         abort();
@@ -49,7 +52,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!stage) {
         o = tiny_options();
         mem = vp_mem_new();
-        if (!mem || vp_stage_new(&o.model, 0, 1, true, true, 1, o.seed, mem, &stage, NULL) != VP_OK)
+        vp_stage_options opt = {.n_slots = 1, .seed = o.seed};
+        if (!mem || vp_stage_new(&o.model, (vp_stage_range){0, 1, true, true}, &opt, mem, &stage,
+                                 NULL) != VP_OK)
             abort();
     }
     try_restore(data, size, &o, stage);

@@ -57,6 +57,17 @@ static bool exists(const char *dir, const char *name) {
     return stat(p, &st) == 0;
 }
 
+/* Entries of dir other than . and .. */
+static int entries(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
 static char *slurp(const char *dir, const char *name, size_t *len) {
     char p[4096];
     path_of(p, dir, name);
@@ -97,8 +108,9 @@ static void make_stages(const vp_train_options *o, const int *l0, int n, uint64_
     int L = o->model.n_layer;
     for (int k = 0; k < n; k++) {
         vp_error err = {0};
-        vp_status st = vp_stage_new(&o->model, l0[k], l0[k + 1], l0[k] == 0, l0[k + 1] == L, 1,
-                                    seed, mem, &out[k], &err);
+        vp_status st =
+            vp_stage_new(&o->model, (vp_stage_range){l0[k], l0[k + 1], l0[k] == 0, l0[k + 1] == L},
+                         &(vp_stage_options){.n_slots = 1, .seed = seed}, mem, &out[k], &err);
         if (st != VP_OK)
             fail_msg("stage [%d, %d): %s", l0[k], l0[k + 1], err.message);
         if (salt != 0.0f) { /* moments from made-up gradients, then shifted weights */
@@ -144,7 +156,7 @@ static char *saved_checkpoint(const vp_train_options *o, vp_mem *mem, uint8_t **
     make_stages(o, l0, 1, o->seed, 0.25f, mem, &s);
     vp_error err = {0};
     vp_checkpoint_run run = vp__checkpoint_run(o);
-    if (vp_checkpoint_save(dir, &run, 3, 6, &s, 1, &err) != VP_OK)
+    if (vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 3, 6, &err) != VP_OK)
         fail_msg("save: %s", err.message);
     vp_stage_free(s);
     *bytes = (uint8_t *)slurp(dir, "rank-0.step-3.ckpt", size);
@@ -178,16 +190,18 @@ static void test_round_trip_grid(void **state) {
                 vp_error err = {0};
                 for (int r = 0; r < n_ranks; r++) {
                     int k0 = r * per_rank, n = S - k0 < per_rank ? S - k0 : per_rank;
-                    if (vp_checkpoint_write_rank(dir, r, n_ranks, &run, step, pos, src + k0, n,
-                                                 &err) != VP_OK)
+                    if (vp_checkpoint_write_rank(dir, &run,
+                                                 &(vp_checkpoint_part){r, n_ranks, src + k0, n},
+                                                 step, pos, &err) != VP_OK)
                         fail_msg("write rank %d: %s", r, err.message);
                 }
                 assert_int_equal(vp_checkpoint_commit(dir, n_ranks, step, pos, &err), VP_OK);
                 for (int r = 0; r < n_ranks; r++) {
                     int k0 = r * per_rank, n = S - k0 < per_rank ? S - k0 : per_rank;
                     vp_checkpoint_meta meta;
-                    if (vp_checkpoint_load(dir, r, n_ranks, &run, dst + k0, n, &meta, &err) !=
-                        VP_OK)
+                    if (vp_checkpoint_load(dir, &run,
+                                           &(vp_checkpoint_part){r, n_ranks, dst + k0, n}, &meta,
+                                           &err) != VP_OK)
                         fail_msg("load rank %d: %s", r, err.message);
                     assert_int_equal(meta.step, step);
                     assert_int_equal(meta.data_pos, pos);
@@ -289,11 +303,19 @@ static void test_resume_bit_identical(void **state) {
         assert_memory_equal(&r2.val_loss, &rf.val_loss, sizeof(double));
         /* the interrupted run's own result differs: resuming is doing real work */
         assert_true(r1.param_digest != rf.param_digest);
-        /* the last step's checkpoint is the final state; nothing is left to run */
+        /* the last step's checkpoint is the final state: resuming it is a finished run,
+         * reported from the checkpoint (a restart loop ends), and runs no step */
         assert_int_equal(vp_checkpoint_latest(dir, &meta, &err), VP_OK);
         assert_int_equal(meta.step, o.steps);
-        assert_int_equal(vp_train_run(&o, data, NULL, NULL, &r2, &err), VP_EINVAL);
-        assert_non_null(strstr(err.message, "none of the"));
+        trace none = {0};
+        vp_train_result done;
+        assert_int_equal(vp_train_run(&o, data, record, &none, &done, &err), VP_OK);
+        assert_int_equal(done.steps, o.steps);
+        assert_int_equal(done.resumed_step, o.steps);
+        assert_true(done.param_digest == rf.param_digest);
+        assert_true(isnan(done.train_loss) && isnan(done.val_loss));
+        for (int s = 1; s <= o.steps; s++)
+            assert_false(none.seen[s]);
         remove_tree(dir);
         free(dir);
     }
@@ -361,11 +383,14 @@ static void test_resume_refuses_other_runs(void **state) {
     int l0[3] = {0, 1, 2};
     vp_stage *s[2];
     make_stages(&o, l0, 2, 1, 0.0f, mem, s);
-    assert_int_equal(vp_checkpoint_load(dir, 0, 2, &run, s, 1, NULL, &err), VP_EINVAL);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 2, s, 1}, NULL, &err),
+                     VP_EINVAL);
     assert_non_null(strstr(err.message, "1 ranks, this run has 2"));
-    assert_int_equal(vp_checkpoint_load(dir, 0, 1, &run, s, 2, NULL, &err), VP_EINVAL);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, s, 2}, NULL, &err),
+                     VP_EINVAL);
     assert_non_null(strstr(err.message, "holds 1 stages"));
-    assert_int_equal(vp_checkpoint_load(dir, 0, 1, &run, s, 1, NULL, &err), VP_EINVAL);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, s, 1}, NULL, &err),
+                     VP_EINVAL);
     assert_non_null(strstr(err.message, "layers [0, 2) +embeddings +head there, [0, 1)"));
     free_stages(s, 2);
     vp_mem_free(mem);
@@ -394,8 +419,10 @@ static void test_refuses_corruption(void **state) {
     uint8_t *b = malloc(size);
     vp_error err = {0};
     vp_checkpoint_info info;
-    assert_int_equal(vp_checkpoint_restore(good, size, "good", &run, 0, 1, &s, 1, &info, &err),
-                     VP_OK);
+    assert_int_equal(
+        vp_checkpoint_restore(good, size, "good", &run, &(vp_checkpoint_part){0, 1, &s, 1}, &err),
+        VP_OK);
+    assert_int_equal(vp_checkpoint_parse(good, size, "good", &info, &err), VP_OK);
     assert_int_equal(info.step, 3);
     assert_int_equal(info.data_pos, 6);
     assert_int_equal(info.version, VP_CHECKPOINT_VERSION);
@@ -406,9 +433,9 @@ static void test_refuses_corruption(void **state) {
 
     const size_t cuts[] = {0, 1, 7, 8, 100, 151, 152, 200, size / 2, size - 9, size - 8, size - 1};
     for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
-        assert_int_equal(
-            vp_checkpoint_restore(good, cuts[c], "cut.ckpt", &run, 0, 1, &s, 1, NULL, &err),
-            VP_EPARSE);
+        assert_int_equal(vp_checkpoint_restore(good, cuts[c], "cut.ckpt", &run,
+                                               &(vp_checkpoint_part){0, 1, &s, 1}, &err),
+                         VP_EPARSE);
         assert_non_null(strstr(err.message, "cut.ckpt"));
         if (cuts[c] >= 8 && !strstr(err.message, "truncated"))
             fail_msg("cut at %zu: %s", cuts[c], err.message);
@@ -424,8 +451,8 @@ static void test_refuses_corruption(void **state) {
         for (int bit = 0; bit < 8; bit += 3) {
             memcpy(b, good, size);
             b[at] ^= (uint8_t)(1u << bit);
-            vp_status st =
-                vp_checkpoint_restore(b, size, "flip.ckpt", &run, 0, 1, &s, 1, NULL, &err);
+            vp_status st = vp_checkpoint_restore(b, size, "flip.ckpt", &run,
+                                                 &(vp_checkpoint_part){0, 1, &s, 1}, &err);
             if (st != VP_EPARSE)
                 fail_msg("flip of bit %d at byte %zu: status %d", bit, at, st);
             bool named = strstr(err.message, "checksum mismatch") ||
@@ -463,7 +490,8 @@ static void test_refuses_corruption(void **state) {
         for (int i = 0; i < 4; i++)
             b[edits[e].at + (size_t)i] = (uint8_t)(edits[e].value >> (8 * i));
         reseal(b, size);
-        vp_status st = vp_checkpoint_restore(b, size, "edit.ckpt", &run, 0, 1, &s, 1, NULL, &err);
+        vp_status st = vp_checkpoint_restore(b, size, "edit.ckpt", &run,
+                                             &(vp_checkpoint_part){0, 1, &s, 1}, &err);
         if (st != edits[e].want || !strstr(err.message, edits[e].says))
             fail_msg("edit at %zu: status %d: %s", edits[e].at, st, err.message);
     }
@@ -471,9 +499,9 @@ static void test_refuses_corruption(void **state) {
     uint8_t *longer = calloc(size + 16, 1);
     memcpy(longer, good, size);
     reseal(longer, size + 16);
-    assert_int_equal(
-        vp_checkpoint_restore(longer, size + 16, "long.ckpt", &run, 0, 1, &s, 1, NULL, &err),
-        VP_EPARSE);
+    assert_int_equal(vp_checkpoint_restore(longer, size + 16, "long.ckpt", &run,
+                                           &(vp_checkpoint_part){0, 1, &s, 1}, &err),
+                     VP_EPARSE);
     assert_non_null(strstr(err.message, "announces"));
     free(longer);
     assert_true(digest(&s, 1) == before);
@@ -482,7 +510,8 @@ static void test_refuses_corruption(void **state) {
     memcpy(b, good, size);
     b[size / 2] ^= 0x10;
     spill(dir, "rank-0.step-3.ckpt", b, size);
-    assert_int_equal(vp_checkpoint_load(dir, 0, 1, &run, &s, 1, NULL, &err), VP_EPARSE);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
+                     VP_EPARSE);
     assert_non_null(strstr(err.message, "rank-0.step-3.ckpt: checksum mismatch"));
     spill(dir, "rank-0.step-3.ckpt", good, size);
     const char *metas[] = {
@@ -495,23 +524,28 @@ static void test_refuses_corruption(void **state) {
         "{\"format\": \"vpipe-checkpoint\", \"version\": 1, \"step\": 3, \"ranks\": 0}"};
     for (size_t k = 0; k < sizeof metas / sizeof metas[0]; k++) {
         spill(dir, "meta.json", metas[k], strlen(metas[k]));
-        assert_int_equal(vp_checkpoint_load(dir, 0, 1, &run, &s, 1, NULL, &err), VP_EPARSE);
+        assert_int_equal(
+            vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
+            VP_EPARSE);
         assert_non_null(strstr(err.message, "meta.json"));
     }
     const char *later = "{\"format\": \"vpipe-checkpoint\", \"version\": 1, \"step\": 3, "
                         "\"data_position\": 8, \"ranks\": 1}";
     spill(dir, "meta.json", later, strlen(later));
-    assert_int_equal(vp_checkpoint_load(dir, 0, 1, &run, &s, 1, NULL, &err), VP_EPARSE);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
+                     VP_EPARSE);
     assert_non_null(strstr(err.message, "says step 3 (data position 8)"));
     const char *missing = "{\"format\": \"vpipe-checkpoint\", \"version\": 1, \"step\": 4, "
                           "\"data_position\": 8, \"ranks\": 1}";
     spill(dir, "meta.json", missing, strlen(missing));
-    assert_int_equal(vp_checkpoint_load(dir, 0, 1, &run, &s, 1, NULL, &err), VP_EIO);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
+                     VP_EIO);
     assert_non_null(strstr(err.message, "rank-0.step-4.ckpt"));
     char meta_path[4096];
     path_of(meta_path, dir, "meta.json");
     unlink(meta_path);
-    assert_int_equal(vp_checkpoint_load(dir, 0, 1, &run, &s, 1, NULL, &err), VP_EIO);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
+                     VP_EIO);
     assert_non_null(strstr(err.message, "no checkpoint in"));
     assert_true(digest(&s, 1) == before);
 
@@ -544,7 +578,8 @@ static void test_failed_write_keeps_previous(void **state) {
     path_of(blocker, dir, "rank-0.step-4.ckpt.tmp");
     assert_int_equal(mkdir(blocker, 0777), 0);
     vp_error err = {0};
-    assert_int_equal(vp_checkpoint_save(dir, &run, 4, 8, &s, 1, &err), VP_EIO);
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 4, 8, &err),
+                     VP_EIO);
     assert_non_null(strstr(err.message, "rank-0.step-4.ckpt"));
     assert_false(exists(dir, "rank-0.step-4.ckpt"));
     char *meta_after = slurp(dir, "meta.json", &len);
@@ -554,7 +589,8 @@ static void test_failed_write_keeps_previous(void **state) {
     rmdir(blocker);
     path_of(blocker, dir, "meta.json.tmp");
     assert_int_equal(mkdir(blocker, 0777), 0);
-    assert_int_equal(vp_checkpoint_save(dir, &run, 4, 8, &s, 1, &err), VP_EIO);
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 4, 8, &err),
+                     VP_EIO);
     assert_non_null(strstr(err.message, "meta.json"));
     meta_after = slurp(dir, "meta.json", &len);
     assert_string_equal(meta_before, meta_after);
@@ -562,20 +598,24 @@ static void test_failed_write_keeps_previous(void **state) {
     vp_stage *back;
     make_stages(&o, l0, 1, 8, 0.0f, mem, &back);
     vp_checkpoint_meta meta;
-    assert_int_equal(vp_checkpoint_load(dir, 0, 1, &run, &back, 1, &meta, &err), VP_OK);
+    assert_int_equal(
+        vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &back, 1}, &meta, &err), VP_OK);
     assert_int_equal(meta.step, 3);
     rmdir(blocker);
     /* the next good save commits step 4 and prunes both older files */
-    assert_int_equal(vp_checkpoint_save(dir, &run, 4, 8, &s, 1, &err), VP_OK);
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 4, 8, &err),
+                     VP_OK);
     assert_false(exists(dir, "rank-0.step-3.ckpt"));
     assert_true(exists(dir, "rank-0.step-4.ckpt"));
-    assert_int_equal(vp_checkpoint_load(dir, 0, 1, &run, &back, 1, &meta, &err), VP_OK);
+    assert_int_equal(
+        vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &back, 1}, &meta, &err), VP_OK);
     assert_int_equal(meta.step, 4);
     assert_true(digest(&back, 1) == digest(&s, 1));
     /* a directory that cannot be created */
     char bad[4096];
     path_of(bad, dir, "meta.json/sub");
-    assert_int_equal(vp_checkpoint_save(bad, &run, 5, 10, &s, 1, &err), VP_EIO);
+    assert_int_equal(vp_checkpoint_save(bad, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 5, 10, &err),
+                     VP_EIO);
     assert_non_null(strstr(err.message, "cannot create checkpoint directory"));
     vp_stage_free(back);
     vp_stage_free(s);
@@ -604,14 +644,15 @@ static void test_refuses_nonfinite_state(void **state) {
     for (int i = 0; i < 3; i++) {
         float keep = p[where[i]];
         p[where[i]] = bad[i];
-        assert_int_equal(vp_checkpoint_save(dir, &run, 1, 2, &s, 1, &err), VP_ERUNTIME);
+        assert_int_equal(
+            vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 1, 2, &err),
+            VP_ERUNTIME);
         assert_non_null(strstr(err.message, "refusing to checkpoint"));
-        assert_false(exists(dir, "rank-0.step-1.ckpt"));
-        assert_false(exists(dir, "rank-0.step-1.ckpt.tmp"));
-        assert_false(exists(dir, "meta.json"));
+        assert_int_equal(entries(dir), 0); /* no file, no temporary file, no record */
         p[where[i]] = keep;
     }
-    assert_int_equal(vp_checkpoint_save(dir, &run, 1, 2, &s, 1, &err), VP_OK);
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 1, 2, &err),
+                     VP_OK);
     vp_stage_free(s);
     vp_mem_free(mem);
     remove_tree(dir);

@@ -170,9 +170,9 @@ static void test_costs_parse(void **state) {
     TU_NEAR(c.w, 1);
     TU_NEAR(c.c, 0.25);
     TU_NEAR(c.fb, 4);
-    const char *bad[] = {"",        "F",         "F=",     "F=x",     "F=-1",     "Q=1",
-                         "F=1,",    "F=1,,B=2",  "F=nan",  "F=inf",   "F=1B=2",   "F=1;B=2",
-                         "F=+1",    "F= 1",      "F=0x10", "B=1,b=2", "FB=1,fb=1", "c=1,C=2"};
+    const char *bad[] = {"",     "F",        "F=",     "F=x",     "F=-1",      "Q=1",
+                         "F=1,", "F=1,,B=2", "F=nan",  "F=inf",   "F=1B=2",    "F=1;B=2",
+                         "F=+1", "F= 1",     "F=0x10", "B=1,b=2", "FB=1,fb=1", "c=1,C=2"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vp_costs keep = c;
         assert_int_equal(vp_costs_parse(bad[i], &c, &err), VP_EPARSE);

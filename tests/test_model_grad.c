@@ -262,12 +262,12 @@ static void test_attention(void **state) {
     double qd[N * 3 * C], rd[N * C], yd[N * C];
     fill(qkv, qd, N * 3 * C, 0.0f, 1.0f);
     fill(r, rd, N * C, 0.0f, 1.0f);
-    vp__attention_forward(y, probs, qkv, B, T, C, NH);
+    vp__dims d = {B, T, C, NH, false};
+    vp__attention_forward(y, probs, qkv, d);
     rattention(yd, qd, B, T, C, NH);
     assert_true(max_rel_diff(y, yd, N * C) < TOL_FWD);
-    vp__dims d = {B, T, C, NH};
     float *work = calloc((size_t)vp__block_work_floats(d), sizeof(float));
-    vp__attention_backward(qkv, r, probs, work, B, T, C, NH); /* qkv now holds dqkv */
+    vp__attention_backward(qkv, r, probs, work, d); /* qkv now holds dqkv */
     att_ctx c = {qd, rd};
     printf("attention\n");
     fd_check("dqkv (B)", att_J, &c, qd, N * 3 * C, qkv);
@@ -301,9 +301,9 @@ static void test_mlp(void **state) {
     fill(pb, pbd, C, 0.0f, 0.3f);
     fill(r, rd, N * C, 0.0f, 1.0f);
     float h[N * H], hg[N * H], y[N * C], dhg[N * H], dx[N * C];
-    vp__linear_forward(h, x, fcw, fcb, N, C, H);
+    vp__linear_forward(h, x, fcw, fcb, N, C, H, false);
     vp__gelu_forward(hg, h, N * H);
-    vp__linear_forward(y, hg, pw, pb, N, H, C);
+    vp__linear_forward(y, hg, pw, pb, N, H, C, false);
     mlp_ctx c = {xd, fcwd, fcbd, pwd, pbd, rd};
     double yd[N * C], hd[N * H];
     rlinear(hd, xd, fcwd, fcbd, N, C, H);
@@ -311,13 +311,13 @@ static void test_mlp(void **state) {
     rlinear(yd, hd, pwd, pbd, N, H, C);
     assert_true(max_rel_diff(y, yd, N * C) < TOL_FWD);
     /* B */
-    vp__linear_backward_input(dhg, r, pw, N, H, C);
+    vp__linear_backward_input(dhg, r, pw, N, H, C, false);
     vp__gelu_backward(h, h, dhg, N * H); /* h now holds dh */
-    vp__linear_backward_input(dx, h, fcw, N, C, H);
+    vp__linear_backward_input(dx, h, fcw, N, C, H, false);
     /* W */
     float dfcw[H * C] = {0}, dfcb[H] = {0}, dpw[C * H] = {0}, dpb[C] = {0};
-    vp__linear_backward_weight(dpw, dpb, r, hg, N, H, C);
-    vp__linear_backward_weight(dfcw, dfcb, h, x, N, C, H);
+    vp__linear_backward_weight(dpw, dpb, r, hg, N, H, C, false);
+    vp__linear_backward_weight(dfcw, dfcb, h, x, N, C, H, false);
     printf("mlp (linear, gelu, linear)\n");
     fd_check("dx (B)", mlp_J, &c, xd, N * C, dx);
     fd_check("dfc w (W)", mlp_J, &c, fcwd, H * C, dfcw);
@@ -362,7 +362,7 @@ static void test_block(void **state) {
     memcpy(xin, x, sizeof x);
     memcpy(dout, r, sizeof r);
     vp__block_act a = {xin, ln1, m1, s1, qkv, probs, att, x2, ln2, m2, s2, h, hg, part, NULL};
-    vp__dims d = {B, T, C, NH};
+    vp__dims d = {B, T, C, NH, false};
     float *work = calloc((size_t)vp__block_work_floats(d), sizeof(float));
     vp__block_forward(y, &a, &p, d);
     rblock(yd, xd, pd, B, T, C, NH);
@@ -432,7 +432,9 @@ static double stage_J(void *pv) {
 static void check_stage(int l0, int l1, bool first, bool last) {
     vp_mem *mem = vp_mem_new();
     vp_stage *st = NULL;
-    assert_int_equal(vp_stage_new(&cfg, l0, l1, first, last, 1, 7, mem, &st, NULL), VP_OK);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){l0, l1, first, last},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 7}, mem, &st, NULL),
+                     VP_OK);
     size_t np, ng;
     float *pf = vp_stage_params(st, &np), *gf = vp_stage_grads(st, &ng);
     double *pd = malloc(sizeof(double) * np);
@@ -525,24 +527,27 @@ static void test_sgemm_matches_naive(void **state) {
             fill(c1, NULL, M * NN, 0.0f, 1.0f);
             memcpy(c2, c1, sizeof c1);
             int lda = ta ? M : K, ldb = tb ? K : NN;
-            vp__sgemm(ta, tb, M, NN, K, 0.5f, a, lda, b, ldb, 1.0f, c1, NN);
+            vp__sgemm(false, ta, tb, M, NN, K, 0.5f, a, lda, b, ldb, 1.0f, c1, NN);
             vp__sgemm_naive(ta, tb, M, NN, K, 0.5f, a, lda, b, ldb, 1.0f, c2, NN);
             for (int i = 0; i < M * NN; i++)
                 assert_true(fabsf(c1[i] - c2[i]) < 1e-5f * (1.0f + fabsf(c2[i])));
         }
 }
 
-/* A whole stage computed with the naive matmul agrees with the sgemm one. */
+/* A whole stage made with the naive matmul option agrees with the sgemm one. */
 static void test_stage_naive_matmul(void **state) {
     (void)state;
     double loss[2];
     float *grads[2];
     size_t n = 0;
     for (int naive = 0; naive < 2; naive++) {
-        vp__matmul_use_naive(naive);
         vp_mem *mem = vp_mem_new();
         vp_stage *st = NULL;
-        assert_int_equal(vp_stage_new(&cfg, 0, L, true, true, 1, 3, mem, &st, NULL), VP_OK);
+        assert_int_equal(
+            vp_stage_new(&cfg, (vp_stage_range){0, L, true, true},
+                         &(vp_stage_options){.n_slots = 1, .seed = 3, .naive_matmul = naive}, mem,
+                         &st, NULL),
+            VP_OK);
         uint8_t tok[N], tgt[N];
         for (int i = 0; i < N; i++) {
             tok[i] = (uint8_t)(i % V);
@@ -557,7 +562,6 @@ static void test_stage_naive_matmul(void **state) {
         vp_stage_free(st);
         vp_mem_free(mem);
     }
-    vp__matmul_use_naive(false);
     assert_true(fabs(loss[0] - loss[1]) < 1e-5);
     double *gd = to_double(grads[1], (long)n);
     assert_true(max_rel_diff(grads[0], gd, (long)n) < 1e-4);

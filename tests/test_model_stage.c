@@ -36,9 +36,10 @@ static void chain_new(chain *p, int n, const int *bounds) {
     p->n = n;
     p->mem = vp_mem_new();
     for (int s = 0; s < n; s++) {
-        assert_int_equal(vp_stage_new(&cfg, bounds[s], bounds[s + 1], s == 0, s == n - 1, M, 11,
-                                      p->mem, &p->st[s], NULL),
-                         VP_OK);
+        assert_int_equal(
+            vp_stage_new(&cfg, (vp_stage_range){bounds[s], bounds[s + 1], s == 0, s == n - 1},
+                         &(vp_stage_options){.n_slots = M, .seed = 11}, p->mem, &p->st[s], NULL),
+            VP_OK);
         p->units[s] = (s == 0) + bounds[s + 1] - bounds[s] + (s == n - 1);
     }
 }
@@ -210,10 +211,12 @@ static void test_orders_bitwise(void **state) {
  * configurations and every kind of stage. */
 static void check_sizes(const vp_model_config *c, int l0, int l1, bool first, bool last) {
     vp_stage_sizes sz;
-    assert_int_equal(vp_stage_sizes_of(c, l0, l1, first, last, &sz, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(c, (vp_stage_range){l0, l1, first, last}, &sz, NULL), VP_OK);
     vp_mem *mem = vp_mem_new();
     vp_stage *st = NULL;
-    assert_int_equal(vp_stage_new(c, l0, l1, first, last, 1, 5, mem, &st, NULL), VP_OK);
+    assert_int_equal(vp_stage_new(c, (vp_stage_range){l0, l1, first, last},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 5}, mem, &st, NULL),
+                     VP_OK);
     size_t np;
     vp_stage_params(st, &np);
     assert_int_equal(np * sizeof(float), sz.param_bytes);
@@ -259,9 +262,10 @@ static void test_sizes_match_allocator(void **state) {
     }
     /* the sizes are additive over a split: layers, then the ends */
     vp_stage_sizes all, a, b;
-    assert_int_equal(vp_stage_sizes_of(&cfg, 0, 4, true, true, &all, NULL), VP_OK);
-    assert_int_equal(vp_stage_sizes_of(&cfg, 0, 2, true, false, &a, NULL), VP_OK);
-    assert_int_equal(vp_stage_sizes_of(&cfg, 2, 4, false, true, &b, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 4, true, true}, &all, NULL),
+                     VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 2, true, false}, &a, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){2, 4, false, true}, &b, NULL), VP_OK);
     assert_int_equal(all.act_bytes, a.act_bytes + b.act_bytes);
     assert_int_equal(all.stash_bytes, a.stash_bytes + b.stash_bytes);
     assert_int_equal(all.param_bytes, a.param_bytes + b.param_bytes);
@@ -273,7 +277,7 @@ static void test_shared_allocator_peak(void **state) {
     (void)state;
     const int one[2] = {0, 4}, three[4] = {0, 1, 3, 4};
     vp_stage_sizes sz;
-    assert_int_equal(vp_stage_sizes_of(&cfg, 0, 4, true, true, &sz, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 4, true, true}, &sz, NULL), VP_OK);
     size_t peaks[2];
     for (int k = 0; k < 2; k++) {
         chain p;
@@ -301,12 +305,22 @@ static void test_misuse(void **state) {
     assert_int_equal(vp_model_config_check(&bad, &err), VP_EINVAL);
     vp_mem *mem = vp_mem_new();
     vp_stage *st = NULL;
-    assert_int_equal(vp_stage_new(&cfg, 1, 5, false, true, 1, 1, mem, &st, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_new(&cfg, 1, 2, false, false, 0, 1, mem, &st, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_new(&cfg, 2, 2, false, false, 1, 1, mem, &st, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_new(&cfg, 1, 4, true, true, 1, 1, mem, &st, &err), VP_EINVAL);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 5, false, true},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
+                     VP_EINVAL);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 2, false, false},
+                                  &(vp_stage_options){.n_slots = 0, .seed = 1}, mem, &st, &err),
+                     VP_EINVAL);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){2, 2, false, false},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
+                     VP_EINVAL);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 4, true, true},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
+                     VP_EINVAL);
     assert_null(st);
-    assert_int_equal(vp_stage_new(&cfg, 0, 4, true, true, 2, 1, mem, &st, &err), VP_OK);
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){0, 4, true, true},
+                                  &(vp_stage_options){.n_slots = 2, .seed = 1}, mem, &st, &err),
+                     VP_OK);
     uint8_t tok[32] = {0};
     double loss;
     assert_int_equal(vp_stage_backward_input(st, 0, NULL, 1.0f, NULL, &err), VP_EINVAL);
@@ -321,12 +335,43 @@ static void test_misuse(void **state) {
     assert_int_equal(vp_mem_current(mem), 0);
     vp_model_config small = cfg;
     small.vocab = 5;
-    assert_int_equal(vp_stage_new(&small, 0, 4, true, true, 1, 1, mem, &st, &err), VP_OK);
+    assert_int_equal(vp_stage_new(&small, (vp_stage_range){0, 4, true, true},
+                                  &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
+                     VP_OK);
     tok[3] = 7;
     assert_int_equal(vp_stage_forward(st, 0, NULL, tok, tok, NULL, &loss, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "vocabulary"));
     vp_stage_free(st);
     vp_mem_free(mem);
+}
+
+/* Configurations whose sizes would overflow are refused before anything multiplies them
+ * (a crafted checkpoint header reached a signed overflow here); the largest accepted
+ * sizes come out exact. */
+static void test_config_sizes_cannot_overflow(void **state) {
+    (void)state;
+    vp_error err = {0};
+    vp_model_config big = cfg;
+    big.microbatch = big.seq_len = 1 << 30; /* B*T*4C would pass 2^63 */
+    assert_int_equal(vp_model_config_check(&big, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "too large"));
+    big = cfg;
+    big.width = big.n_head = 1 << 20; /* 12 C^2 parameters per layer */
+    assert_int_equal(vp_model_config_check(&big, &err), VP_EINVAL);
+    big = (vp_model_config){.n_layer = 2147483647,
+                            .width = 8192,
+                            .n_head = 1,
+                            .seq_len = 64,
+                            .microbatch = 8,
+                            .vocab = 256};
+    assert_int_equal(vp_model_config_check(&big, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "2147483647 layers"));
+    big.n_layer = 1000;
+    vp_stage_sizes sz;
+    assert_int_equal(vp_stage_sizes_of(&big, (vp_stage_range){0, 1000, true, true}, &sz, &err),
+                     VP_OK);
+    size_t C = 8192, per_layer = 12 * C * C + 13 * C;
+    assert_true(sz.param_bytes == 4 * (1000 * per_layer + 256 * C + 64 * C + 2 * C + 256 * C));
 }
 
 /* ---- data ---- */
@@ -349,13 +394,16 @@ static void test_data(void **state) {
     assert_true(vp_data_val_bytes(d) == total / 10);
     uint8_t tok[2][4 * 64], tgt[2][4 * 64];
     for (int k = 0; k < 2; k++)
-        assert_int_equal(vp_data_batch(d, false, 9, 17, 4, 64, tok[k], tgt[k], NULL), VP_OK);
+        assert_int_equal(vp_data_batch(d, false, 9, 17, &(vp_batch){4, 64, tok[k], tgt[k]}, NULL),
+                         VP_OK);
     assert_memory_equal(tok[0], tok[1], sizeof tok[0]); /* deterministic */
     assert_memory_equal(tok[0] + 1, tgt[0], 63);        /* targets are shifted tokens */
-    assert_int_equal(vp_data_batch(d, false, 10, 17, 4, 64, tok[1], tgt[1], NULL), VP_OK);
+    assert_int_equal(vp_data_batch(d, false, 10, 17, &(vp_batch){4, 64, tok[1], tgt[1]}, NULL),
+                     VP_OK);
     assert_memory_not_equal(tok[0], tok[1], sizeof tok[0]); /* the seed matters */
-    assert_int_equal(
-        vp_data_batch(d, true, 0, 0, 1, (int)vp_data_val_bytes(d), tok[0], tgt[0], &err), VP_EIO);
+    assert_int_equal(vp_data_batch(d, true, 0, 0,
+                                   &(vp_batch){1, (int)vp_data_val_bytes(d), tok[0], tgt[0]}, &err),
+                     VP_EIO);
     assert_non_null(strstr(err.message, "sequence length"));
     vp_data_free(d);
 
@@ -376,6 +424,35 @@ static void test_data(void **state) {
     remove(path);
 }
 
+/* Only regular files are read, and at most VP_DATA_MAX bytes: a device, a directory or a
+ * larger file is refused before reading, naming the file and the reason. */
+static void test_data_refuses_unbounded_input(void **state) {
+    (void)state;
+    vp_data *d = NULL;
+    vp_error err = {0};
+    assert_int_equal(vp_data_load("/dev/zero", 0.1, &d, &err), VP_EIO);
+    assert_null(d);
+    assert_non_null(strstr(err.message, "/dev/zero: is not a regular file"));
+    assert_int_equal(vp_data_load("/tmp", 0.1, &d, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "/tmp: is a directory"));
+    char path[] = "/tmp/vp_model_big_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t)VP_DATA_MAX + 1), 0); /* sparse: nothing written */
+    close(fd);
+    assert_int_equal(vp_data_load(path, 0.1, &d, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "is larger than 1073741824 bytes"));
+    assert_non_null(strstr(err.message, path));
+    remove(path);
+    const char text[] = "abcdefghij";
+    assert_int_equal(vp_data_parse(text, 10, "ten", 0.2, &d, &err), VP_OK);
+    assert_int_equal(vp_data_train_bytes(d), 8);
+    assert_int_equal(vp_data_val_bytes(d), 2);
+    vp_data_free(d);
+    assert_int_equal(vp_data_parse(text, 0, "nothing", 0.2, &d, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "nothing is empty"));
+}
+
 /* The KJV Bible from bible-kjv-text decodes to its 4.4 MB of text. */
 static void test_kjv_decoding(void **state) {
     (void)state;
@@ -388,7 +465,8 @@ static void test_kjv_decoding(void **state) {
     uint8_t tok[4096], tgt[4096];
     int found = 0;
     for (int i = 0; i < 64 && !found; i++) { /* windows are readable English */
-        assert_int_equal(vp_data_batch(d, false, 1, (uint64_t)i, 1, 4096, tok, tgt, NULL), 0);
+        assert_int_equal(
+            vp_data_batch(d, false, 1, (uint64_t)i, &(vp_batch){1, 4096, tok, tgt}, NULL), 0);
         for (size_t k = 0; k + 5 <= sizeof tok && !found; k++)
             found = !memcmp(tok + k, " the ", 5);
     }
@@ -414,7 +492,9 @@ int main(void) {
         cmocka_unit_test(test_sizes_match_allocator),
         cmocka_unit_test(test_shared_allocator_peak),
         cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_config_sizes_cannot_overflow),
         cmocka_unit_test(test_data),
+        cmocka_unit_test(test_data_refuses_unbounded_input),
         cmocka_unit_test(test_kjv_decoding),
         cmocka_unit_test(test_lr_schedule),
     };

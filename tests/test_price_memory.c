@@ -158,8 +158,9 @@ static void check_vpipe_layout(const vp_model_config *cfg, int R, vp_placement_k
         assert_int_equal(st->l0, l0[k]);
         assert_int_equal(st->l1, l0[k + 1]);
         vp_stage_sizes sz;
-        assert_int_equal(vp_stage_sizes_of(cfg, st->l0, st->l1, k == 0, k == S - 1, &sz, NULL),
-                         VP_OK);
+        assert_int_equal(
+            vp_stage_sizes_of(cfg, (vp_stage_range){st->l0, st->l1, k == 0, k == S - 1}, &sz, NULL),
+            VP_OK);
         if (st->act_bytes != sz.act_bytes || st->keep_bytes != sz.stash_bytes ||
             st->params * 4 != sz.param_bytes)
             fail_msg("L%d C%d H%d T%d B%d stage %d/%d: act %.0f/%zu stash %.0f/%zu params "
@@ -217,7 +218,7 @@ static void test_vpipe_1f1b_peaks(void **state) {
     vp_split_layers(6, 4, l0, NULL);
     for (int d = 0; d < 4; d++) {
         vp_stage_sizes sz;
-        vp_stage_sizes_of(&cfg, l0[d], l0[d + 1], d == 0, d == 3, &sz, NULL);
+        vp_stage_sizes_of(&cfg, (vp_stage_range){l0[d], l0[d + 1], d == 0, d == 3}, &sz, NULL);
         TU_NEAR(r->memory[d].activations, (4 - d) * (double)sz.act_bytes);
         TU_NEAR(r->memory[d].params + r->memory[d].grads + r->memory[d].optimizer,
                 4.0 * sz.param_bytes);

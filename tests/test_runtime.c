@@ -2,6 +2,7 @@
  * reference, measured peak activation bytes equal the simulator's prediction, the
  * paper's memory ratios hold on the real model, and failures stop every rank. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include "vpipe/runtime.h"
@@ -180,6 +181,8 @@ static void test_rank_failure_stops_everyone(void **state) {
     vp_error err = {0};
     assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &r, &err), VP_ERUNTIME);
     assert_non_null(strstr(err.message, "rank 2: injected failure before op 5"));
+    assert_int_equal(r.failed_rank, 2);
+    assert_int_equal(r.report, 1); /* one process: it reports */
     vp_schedule_free(s);
 }
 
@@ -204,6 +207,169 @@ static void test_watchdog_names_every_rank(void **state) {
         if (!strstr(err.message, needle))
             fail_msg("report lacks %s: %s", needle, err.message);
     }
+    /* the stalled rank names the op it stalls at: op 1 of rank 3 is BW3.0 */
+    if (!strstr(err.message, "rank 3: op 1 (BW3.0) blocked by an injected stall at stage 3, "
+                             "microbatch 0"))
+        fail_msg("the stall is not named: %s", err.message);
+    assert_null(strstr(err.message, "stage -1"));
+    vp_schedule_free(s);
+}
+
+/* Counts the steps a run reports (a run refused up front reports none). */
+static bool count_steps(const vp_train_progress *p, void *user) {
+    (void)p;
+    (*(int *)user)++;
+    return true;
+}
+
+/* What can be checked before the first step is: data shorter than a window, a layer split
+ * that cannot fill the route (before the schedule's replay: a broken schedule with too
+ * few layers is refused for its layers), and a checkpoint directory that cannot be made
+ * (on both loops). No step runs. */
+static void test_refused_before_the_first_step(void **state) {
+    (void)state;
+    vp_pipeline_options o = small_options(2);
+    o.train.steps = 3;
+    vp_schedule *s = NULL;
+    assert_true(build("1f1b", 2, 2, &s));
+    o.schedule = s;
+    vp_data *tiny = NULL;
+    char hundred[100];
+    memset(hundred, 'a', sizeof hundred);
+    assert_int_equal(vp_data_parse(hundred, sizeof hundred, "hundred", 0.1, &tiny, NULL), VP_OK);
+    vp_pipeline_result r;
+    vp_error err = {0};
+    int steps = 0;
+    assert_int_equal(vp_pipeline_train(&o, tiny, count_steps, &steps, &r, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "longer than the data"));
+    vp_data_free(tiny);
+    vp_schedule *broken = NULL;
+    assert_true(build("1f1b", 4, 4, &broken));
+    broken->dev[1].n--; /* it fails validation, and 1 layer cannot fill its 4 stages: */
+    vp_model_config one_layer = o.train.model;
+    one_layer.n_layer = 1;
+    assert_int_equal(vp_pipeline_plan_check(broken, &one_layer, NULL, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "cannot fill"));
+    vp_schedule_free(broken);
+    char file[] = "/tmp/vp_runtime_file_XXXXXX";
+    int fd = mkstemp(file);
+    assert_true(fd >= 0);
+    close(fd);
+    char under_file[64];
+    snprintf(under_file, sizeof under_file, "%s/ck", file);
+    o.train.checkpoint_dir = under_file;
+    assert_int_equal(vp_pipeline_train(&o, data, count_steps, &steps, &r, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "cannot create checkpoint directory"));
+    vp_train_result ref;
+    assert_int_equal(vp_train_run(&o.train, data, count_steps, &steps, &ref, &err), VP_EIO);
+    assert_non_null(strstr(err.message, under_file));
+    assert_int_equal(steps, 0);
+    remove(file);
+    vp_schedule_free(s);
+}
+
+/* Faults are injected only where the run has them: a rank of the schedule, a step of the
+ * run, an op of that rank; the single-rank run has no rank to fail; a poisoned step
+ * within the run. */
+static void test_faults_out_of_range_refused(void **state) {
+    (void)state;
+    vp_pipeline_options o = small_options(4);
+    vp_schedule *s = NULL;
+    assert_true(build("1f1b", 2, 4, &s));
+    o.schedule = s;
+    const vp_faults bad[] = {{.rank = 2},
+                             {.rank = 1, .step = 2},
+                             {.rank = 0, .step = -1},
+                             {.rank = 1, .op = 8},
+                             {.rank = -1, .nonfinite_step = 3}};
+    const char *why[] = {"rank 2 of 2", "step 2", "step -1", "op 8", "step 3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.train.faults = bad[i];
+        vp_pipeline_result r;
+        vp_error err = {0};
+        assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &r, &err), VP_EINVAL);
+        if (!strstr(err.message, why[i]))
+            fail_msg("fault %zu: %s", i, err.message);
+    }
+    assert_int_equal(s->dev[1].n, 8); /* op 7 exists: the last op of rank 1 */
+    o.train.faults = (vp_faults){.rank = 0};
+    vp_train_result ref;
+    vp_error err = {0};
+    assert_int_equal(vp_train_run(&o.train, data, NULL, NULL, &ref, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "single-rank"));
+    vp_schedule_free(s);
+}
+
+/* Resuming the checkpoint of a pipelined run's last step is a finished run: VP_OK, the
+ * uninterrupted run's digest, no step. */
+static void test_resume_of_a_finished_pipeline(void **state) {
+    (void)state;
+    vp_pipeline_options o = small_options(4);
+    vp_schedule *s = NULL;
+    assert_true(build("v-half", 2, 4, &s));
+    o.schedule = s;
+    char dir[] = "/tmp/vp_runtime_ck_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    o.train.checkpoint_dir = dir;
+    vp_pipeline_result full, done;
+    vp_error err = {0};
+    assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &full, &err), VP_OK);
+    o.train.checkpoint_dir = NULL;
+    o.train.resume_dir = dir;
+    int steps = 0;
+    if (vp_pipeline_train(&o, data, count_steps, &steps, &done, &err) != VP_OK)
+        fail_msg("%s", err.message);
+    assert_int_equal(steps, 0);
+    assert_int_equal(done.train.steps, o.train.steps);
+    assert_int_equal(done.train.resumed_step, o.train.steps);
+    assert_true(done.train.param_digest == full.train.param_digest);
+    assert_true(isnan(done.train.train_loss));
+    vp_pipeline_result_release(&full);
+    vp_pipeline_result_release(&done);
+    char path[128];
+    snprintf(path, sizeof path, "rm -r %s", dir);
+    assert_int_equal(system(path), 0);
+    vp_schedule_free(s);
+}
+
+static bool remember_lr(const vp_train_progress *p, void *user) {
+    *(double *)user = p->lr;
+    return true;
+}
+
+/* An emulated run has no model: NaN losses and learning rate, no digest, no measured
+ * peaks, and says so; its step times are real. */
+static void test_emulated_run_reports_what_it_has(void **state) {
+    (void)state;
+    vp_pipeline_options o = small_options(4);
+    vp_schedule *s = NULL;
+    assert_true(build("1f1b", 2, 4, &s));
+    vp_costs costs = vp_costs_default();
+    costs.f = costs.b = costs.w = 0.01; /* ms */
+    vp_memcfg mem = vp_memcfg_default();
+    vp_error err = {0};
+    vp_cost_model *cm = NULL;
+    assert_int_equal(vp_cost_model_new(s, &costs, &mem, &cm, &err), VP_OK);
+    o.schedule = s;
+    o.op_ms = cm;
+    o.emulate = 1;
+    double lr = 0.0;
+    vp_pipeline_result r;
+    assert_int_equal(vp_pipeline_train(&o, NULL, remember_lr, &lr, &r, &err), VP_OK);
+    assert_true(r.emulated);
+    assert_true(isnan(lr) && isnan(r.train.train_loss) && isnan(r.train.val_loss));
+    assert_true(r.train.param_digest == 0);
+    assert_int_equal(r.train.peak_act_bytes, 0);
+    assert_true(r.train.step_ms > 0.0);
+    /* its measured op times give per-stage costs back; a model of another shape is refused */
+    assert_int_equal(vp_runtime_measured_costs(s, r.measured, cm, &err), VP_OK);
+    assert_true(cm->f[0] >= 0.01 && cm->c == 0.0);
+    vp_schedule *other = NULL;
+    assert_true(build("1f1b", 4, 4, &other));
+    assert_int_equal(vp_runtime_measured_costs(other, r.measured, cm, &err), VP_EINVAL);
+    vp_schedule_free(other);
+    vp_pipeline_result_release(&r);
+    vp_cost_model_free(cm);
     vp_schedule_free(s);
 }
 
@@ -215,6 +381,10 @@ int main(void) {
         cmocka_unit_test(test_invalid_schedule_refused),
         cmocka_unit_test(test_rank_failure_stops_everyone),
         cmocka_unit_test(test_watchdog_names_every_rank),
+        cmocka_unit_test(test_refused_before_the_first_step),
+        cmocka_unit_test(test_faults_out_of_range_refused),
+        cmocka_unit_test(test_resume_of_a_finished_pipeline),
+        cmocka_unit_test(test_emulated_run_reports_what_it_has),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -13,9 +13,10 @@
  *   2. after all of them succeeded, one rank commits (vp_checkpoint_commit),
  *   3. after the commit, every rank removes its superseded files (vp_checkpoint_prune).
  * Each file is written to <name>.tmp, fsync'ed, renamed over <name>, and the directory
- * fsync'ed, so a crash at any moment leaves the previous committed checkpoint intact and
- * loadable; files of an uncommitted step are ignored and pruned later. One run writes to
- * a directory at a time. Under MPI the directory must be shared by the ranks.
+ * fsync'ed (base's atomic writer), so a crash at any moment leaves the
+ * previous committed checkpoint intact and loadable; files of an uncommitted step are
+ * ignored and pruned later. One run writes to a directory at a time. Under MPI the
+ * directory must be shared by the ranks.
  *
  * Rank file, version 1, every number little-endian:
  *   offset 0    "VPIPECKP" magic (8 bytes)
@@ -86,17 +87,30 @@ typedef struct vp_checkpoint_info {
     vp_checkpoint_run run; /* the trajectory it belongs to */
 } vp_checkpoint_info;
 
+/* One rank's part of a run: which rank of how many, and the stages it holds (borrowed),
+ * in the order the run keeps them. */
+typedef struct vp_checkpoint_part {
+    int rank, n_ranks;
+    vp_stage *const *stages;
+    int n_stages;
+} vp_checkpoint_part;
+
 /* ---- saving ------------------------------------------------------------------------- */
 
-/* Phase 1: writes DIR/rank-<rank>.step-<step>.ckpt atomically with the n_stages stages
- * this rank holds (in the order the run keeps them), the trajectory run, step
- * (optimiser steps completed) and data_pos (next batch index). Creates dir (one level)
- * when missing. Refuses (VP_ERUNTIME, nothing written) when a parameter or moment is not
- * finite. VP_EIO with the file and the reason when writing fails; no partial file is
- * left and earlier checkpoints stay as they were. Thread-safe for different ranks. */
-vp_status vp_checkpoint_write_rank(const char *dir, int rank, int n_ranks,
-                                   const vp_checkpoint_run *run, int step, uint64_t data_pos,
-                                   vp_stage *const *stages, int n_stages, vp_error *err);
+/* Before a run: creates dir (one level) when missing and checks that a file can be
+ * written in it (a probe file, removed again), so that a run fails before its first
+ * step rather than at its first checkpoint. VP_EIO with the directory and the reason. */
+vp_status vp_checkpoint_prepare(const char *dir, vp_error *err);
+
+/* Phase 1: writes DIR/rank-<rank>.step-<step>.ckpt atomically with the stages of this
+ * rank's part, the trajectory run, step (optimiser steps completed) and data_pos (next
+ * batch index). Creates dir (one level) when missing. Refuses (VP_ERUNTIME, nothing
+ * written) when a parameter or moment is not finite. VP_EIO with the file and the reason
+ * when writing fails; no partial file is left and earlier checkpoints stay as they were.
+ * Thread-safe for different ranks. */
+vp_status vp_checkpoint_write_rank(const char *dir, const vp_checkpoint_run *run,
+                                   const vp_checkpoint_part *part, int step, uint64_t data_pos,
+                                   vp_error *err);
 
 /* Phase 2: makes step the directory's checkpoint by replacing DIR/meta.json atomically.
  * Call once, after phase 1 succeeded on every rank. VP_EIO when writing fails (the
@@ -109,9 +123,10 @@ vp_status vp_checkpoint_commit(const char *dir, int n_ranks, int step, uint64_t 
  * VP_EIO when the directory cannot be read or a file cannot be removed. */
 vp_status vp_checkpoint_prune(const char *dir, int rank, int step, vp_error *err);
 
-/* The three phases for a run that holds every stage in one rank (rank 0 of 1). */
-vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *run, int step,
-                             uint64_t data_pos, vp_stage *const *stages, int n_stages,
+/* The three phases for a run that holds every stage in one rank: part is rank 0 of 1
+ * (VP_EINVAL otherwise). */
+vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *run,
+                             const vp_checkpoint_part *part, int step, uint64_t data_pos,
                              vp_error *err);
 
 /* ---- loading ------------------------------------------------------------------------ */
@@ -120,14 +135,14 @@ vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *run, int 
  * VP_EPARSE when it is malformed. */
 vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_error *err);
 
-/* Restores this rank's stages from the committed checkpoint of dir: reads meta.json and
- * the rank's file of that step, checks it (see the top of this header) against the run
- * (run, rank, n_ranks, the stages' layer ranges) and the commit record, then copies the
- * parameters and AdamW moments into the stages and zeroes their gradients. *meta
- * (optional) receives the step and data position to continue from. On any error the
- * stages are left untouched. */
-vp_status vp_checkpoint_load(const char *dir, int rank, int n_ranks, const vp_checkpoint_run *run,
-                             vp_stage *const *stages, int n_stages, vp_checkpoint_meta *meta,
+/* Restores the stages of this rank's part from the committed checkpoint of dir: reads
+ * meta.json and the rank's file of that step (a regular file, of any size), checks it
+ * (see the top of this header) against the run (run, the part's rank and rank count, the
+ * stages' layer ranges) and the commit record, then copies the parameters and AdamW
+ * moments into the stages and zeroes their gradients. *meta (optional) receives the step
+ * and data position to continue from. On any error the stages are left untouched. */
+vp_status vp_checkpoint_load(const char *dir, const vp_checkpoint_run *run,
+                             const vp_checkpoint_part *part, vp_checkpoint_meta *meta,
                              vp_error *err);
 
 /* ---- the readers (bytes in memory; name is used in messages) ---------------------------- */
@@ -137,11 +152,10 @@ vp_status vp_checkpoint_load(const char *dir, int rank, int n_ranks, const vp_ch
 vp_status vp_checkpoint_parse(const void *bytes, size_t size, const char *name,
                               vp_checkpoint_info *info, vp_error *err);
 
-/* vp_checkpoint_parse, then the checks against the run and the copy into the stages that
- * vp_checkpoint_load does. *info (optional) receives the header. */
+/* vp_checkpoint_parse, then the checks against the run and the part and the copy into
+ * its stages that vp_checkpoint_load does. */
 vp_status vp_checkpoint_restore(const void *bytes, size_t size, const char *name,
-                                const vp_checkpoint_run *run, int rank, int n_ranks,
-                                vp_stage *const *stages, int n_stages, vp_checkpoint_info *info,
+                                const vp_checkpoint_run *run, const vp_checkpoint_part *part,
                                 vp_error *err);
 
 /* Parses the text of a meta.json. VP_EPARSE with the problem. */

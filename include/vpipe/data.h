@@ -19,22 +19,38 @@ typedef struct vp_data vp_data;
  * (/usr/lib/bible.data) when installed, else NULL. Static string. */
 const char *vp_data_default_path(void);
 
+/* Largest corpus vpipe reads: 1 GiB, for the file and for the text it decodes to. */
+#define VP_DATA_MAX ((size_t)1 << 30)
+
 /* Loads path: a plain text file, or a Bible Retrieval System data file ("EC02"
  * windows of LZW, as bible-kjv-text ships), decoded. The last val_fraction of the
- * bytes is validation text. VP_EIO for a missing, unreadable, empty or corrupt file;
- * VP_EINVAL for val_fraction outside (0, 1). */
+ * bytes is validation text. Reads regular files only (or "-", standard input), at most
+ * VP_DATA_MAX bytes, refusing anything else before reading it. VP_EIO naming the file
+ * and the reason for a missing, unreadable, non-regular, empty, corrupt or too large
+ * file; VP_EINVAL for val_fraction outside (0, 1); VP_ENOMEM. */
 vp_status vp_data_load(const char *path, double val_fraction, vp_data **out, vp_error *err);
+
+/* The same from len bytes in memory (copied; name is used in messages). */
+vp_status vp_data_parse(const void *bytes, size_t len, const char *name, double val_fraction,
+                        vp_data **out, vp_error *err);
+
 void vp_data_free(vp_data *data);
 
 /* Byte counts of the two parts. */
 size_t vp_data_train_bytes(const vp_data *data);
 size_t vp_data_val_bytes(const vp_data *data);
 
-/* Fills tokens and targets [rows*seq_len] with rows windows of seq_len+1 bytes: targets
- * are tokens shifted by one. Training window positions are a pure function of (seed,
- * index, row); validation windows of (index, row) only. VP_EIO when the part holds
- * fewer than seq_len+1 bytes. */
+/* rows windows of seq_len tokens in caller storage: tokens and targets [rows*seq_len]. */
+typedef struct vp_batch {
+    int rows, seq_len;
+    uint8_t *tokens, *targets;
+} vp_batch;
+
+/* Fills batch with windows of seq_len+1 bytes of one part: targets are tokens shifted by
+ * one. Training window positions are a pure function of (seed, index, row); validation
+ * windows of (index, row) only (seed is not used). VP_EIO when the part holds fewer
+ * than seq_len+1 bytes. */
 vp_status vp_data_batch(const vp_data *data, bool validation, uint64_t seed, uint64_t index,
-                        int rows, int seq_len, uint8_t *tokens, uint8_t *targets, vp_error *err);
+                        const vp_batch *batch, vp_error *err);
 
 #endif

@@ -44,11 +44,21 @@ typedef struct vp_model_config {
 } vp_model_config;
 
 /* Checks every field is positive and consistent (width % n_head == 0, vocab in
- * [2, 256], sizes small enough that every tensor's element count fits in an int).
- * VP_EINVAL with a message naming the field otherwise. */
+ * [2, 256], sizes small enough that every tensor's element count fits in an int and the
+ * byte sizes of a stage holding every layer stay below 2^61, so that the size functions
+ * cannot overflow). VP_EINVAL with a message naming the field otherwise. */
 vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err);
 
-/* ---- pure size functions ------------------------------------------------------------ */
+/* ---- stage ranges and pure size functions ------------------------------------------- */
+
+/* A stage's share of the model: layers [l0, l1), plus the token and position embeddings
+ * when first, plus the final norm, head and loss when last. Valid when 0 <= l0 <= l1 <=
+ * n_layer, the first stage starts at 0, the last ends at n_layer, and only a first or
+ * last stage is empty. */
+typedef struct vp_stage_range {
+    int l0, l1;
+    bool first, last;
+} vp_stage_range;
 
 typedef struct vp_stage_sizes {
     size_t param_bytes; /* parameters; gradients and each AdamW moment take as much again */
@@ -58,12 +68,10 @@ typedef struct vp_stage_sizes {
     size_t work_bytes;  /* per-stage scratch for B, allocated once, not charged */
 } vp_stage_sizes;
 
-/* Sizes of the stage holding layers [l0, l1) (plus the embeddings when first, plus the
- * final norm, head and loss when last). Pure: allocates nothing. VP_EINVAL for a bad
- * config or range (0 <= l0 <= l1 <= n_layer; an empty range only on a first or last
- * stage). */
-vp_status vp_stage_sizes_of(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
-                            vp_stage_sizes *out, vp_error *err);
+/* Sizes of the stage holding range of model cfg. Pure: allocates nothing. VP_EINVAL for
+ * a bad config or range. */
+vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range range, vp_stage_sizes *out,
+                            vp_error *err);
 
 /* Splits n_layer layers over the route_len stages of a route into [l0[k], l0[k+1]),
  * k = 0..route_len-1 (l0 has route_len + 1 entries): equal shares, with the remainder
@@ -71,6 +79,9 @@ vp_status vp_stage_sizes_of(const vp_model_config *cfg, int l0, int l1, bool fir
  * and loss) take fewer. VP_EINVAL when a middle stage would be empty (fewer than
  * route_len - 2 layers). */
 vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
+
+/* The range of stage k of a route of route_len stages split into l0 by vp_split_layers. */
+vp_stage_range vp_split_range(const int *l0, int k, int route_len);
 
 /* ---- accounting allocator ------------------------------------------------------------ */
 
@@ -104,13 +115,20 @@ size_t vp_mem_peak(const vp_mem *mem);
  * stages may run on different threads. */
 typedef struct vp_stage vp_stage;
 
-/* Makes the stage for layers [l0, l1). Parameters are initialised from seed: each
- * tensor from its own stream keyed by (seed, layer, tensor), so any split of the same
- * model starts from the same weights. n_slots microbatch indices [0, n_slots) may be in
- * flight at once. mem is borrowed and must outlive the stage. Gradients start at zero.
- * VP_EINVAL for bad arguments, VP_ENOMEM. */
-vp_status vp_stage_new(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
-                       int n_slots, uint64_t seed, vp_mem *mem, vp_stage **out, vp_error *err);
+/* How a stage is made. */
+typedef struct vp_stage_options {
+    int n_slots;       /* microbatch indices [0, n_slots) that may be in flight at once */
+    uint64_t seed;     /* initial parameters */
+    bool naive_matmul; /* multiply with the plain-loop reference instead of OpenBLAS (slow;
+                          for tests and as a fallback) */
+} vp_stage_options;
+
+/* Makes the stage holding range of model cfg. Parameters are initialised from opt->seed:
+ * each tensor from its own stream keyed by (seed, layer, tensor), so any split of the
+ * same model starts from the same weights. mem is borrowed and must outlive the stage.
+ * Gradients start at zero. VP_EINVAL for a bad config, range or n_slots < 1, VP_ENOMEM. */
+vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
+                       const vp_stage_options *opt, vp_mem *mem, vp_stage **out, vp_error *err);
 /* Frees the stage and every buffer its slots still hold (released from mem). */
 void vp_stage_free(vp_stage *stage);
 
@@ -168,8 +186,7 @@ float *vp_stage_grads(vp_stage *stage, size_t *count);
  * moments, each n floats in the layout of vp_stage_params. Borrowed pointers, valid
  * while the stage lives; writing through them changes the stage. */
 typedef struct vp_stage_state {
-    int l0, l1;
-    bool first, last;
+    vp_stage_range range;
     size_t n;
     float *params, *adam_m, *adam_v;
 } vp_stage_state;
@@ -203,7 +220,9 @@ double vp_lr_at(vp_lr_schedule schedule, int step, int steps, int warmup, double
 
 /* ---- matmul ------------------------------------------------------------------------ */
 
-/* Threads OpenBLAS may use (1 when stages run one per thread). */
+/* Threads OpenBLAS may use: a process-wide setting. vp_train_run, vp_pipeline_train and
+ * vp_profile_measure set it to 1 (and leave it so), as their contracts say: stage threads
+ * then scale (~1.9x for two) and the reference's sums are those of one BLAS thread. */
 void vp_blas_set_threads(int n);
 /* OpenBLAS's kernel name ("Haswell", "SkylakeX", ...); static. */
 const char *vp_blas_corename(void);

@@ -25,16 +25,18 @@ typedef struct vp_profile {
     double c;
 } vp_profile;
 
-/* Measures cfg's parts on this machine (one BLAS thread): the median of reps runs after
- * one warm-up. VP_EINVAL for a bad config or reps < 1. */
+/* Measures cfg's parts on this machine with one BLAS thread (it sets
+ * vp_blas_set_threads(1), a process-wide setting it leaves so): the median of reps runs
+ * after one warm-up. VP_EINVAL for a bad config or reps < 1. */
 vp_status vp_profile_measure(const vp_model_config *cfg, int reps, vp_profile *out, vp_error *err);
 
 /* vpipe profile JSON:
  *   {"format": "vpipe-profile", "version": 1,
  *    "model": {"layers": 4, "width": 128, "heads": 4, "seq": 64, "microbatch": 8, "vocab": 256},
  *    "ms": {"embed": {"F": .., "B": .., "W": ..}, "layer": {..}, "head": {..}}, "c_ms": ..}
- * Write returns a new string (caller frees) or NULL; read checks every field (VP_EPARSE
- * with line/column or the field's name). */
+ * Write returns a new string (caller frees) or NULL (also for a non-finite time); its
+ * numbers carry 17 significant digits, so reading it back gives the same bits. Read
+ * checks every field (VP_EPARSE with line/column or the field's name). */
 char *vp_profile_write_json(const vp_profile *pr);
 vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp_error *err);
 

@@ -30,10 +30,11 @@
 /* Faults a run injects on purpose, for tests and drills (vpipe train --inject-nan,
  * --fail-at, --stall-at). */
 typedef struct vp_faults {
-    int nonfinite_step; /* poison this 1-based step's gradients with NaN (0: never) */
-    int rank;           /* pipelines: this rank fails (rank < 0: never) ... */
-    int step;           /* ... at this 0-based step ... */
-    int op;             /* ... before this op index */
+    int nonfinite_step; /* poison this 1-based step's gradients with NaN (0: never; at most
+                           the run's steps) */
+    int rank;           /* pipelines: this rank fails (rank < 0: never; < p) ... */
+    int step;           /* ... at this 0-based step of the run ... */
+    int op;             /* ... before this index of its op list */
     int stall;          /* 1: instead of failing, the rank stalls (waits for a tensor nobody
                            sends) until the watchdog stops the run */
 } vp_faults;
@@ -84,23 +85,29 @@ typedef struct vp_train_result {
     int steps;             /* steps completed, counting those before a resume */
     int resumed_step;      /* the step a resumed run started from (0: fresh) */
     int skipped_steps;     /* non-finite steps skipped in this run (skip_nonfinite) */
-    double train_loss;     /* mean loss of the last step (that was not skipped) */
-    double val_loss;       /* final validation loss */
-    double step_ms;        /* mean over the steps */
-    double tokens_per_s;   /* mean over the steps */
+    double train_loss;     /* mean loss of the last step that was not skipped (NaN: none) */
+    double val_loss;       /* final validation loss (NaN: no step ran) */
+    double step_ms;        /* mean over this run's steps (0: none ran) */
+    double tokens_per_s;   /* mean over this run's steps (0: none ran) */
     size_t peak_act_bytes; /* peak of the rank's allocator */
     uint64_t param_digest; /* vp_stage_digest over the final parameters */
 } vp_train_result;
 
 /* Trains on one rank with one stage: per step, for each microbatch j: F, B, W; then the
  * global-norm clip and AdamW. This order and its sums are the reference that pipelined
- * runs reproduce bit for bit. With resume_dir it first restores the checkpoint there and
- * continues from its step and data position, bit-identical to a run never interrupted;
- * with checkpoint_dir it saves one (vp_checkpoint_save) after every checkpoint_every-th
- * step and after the last, never from a non-finite state. VP_EINVAL for bad options or a
- * checkpoint of another run, VP_EIO when the data is shorter than a window or a
- * checkpoint cannot be read or written, VP_EPARSE for a corrupt checkpoint, VP_ERUNTIME
- * when the loss or gradient norm is not finite (unless skip_nonfinite). */
+ * runs reproduce bit for bit. Sets OpenBLAS to one thread (vp_blas_set_threads(1), a
+ * process-wide setting it leaves so). Everything that can be checked before the first
+ * step is: the options, the data's length, and with checkpoint_dir that the directory
+ * exists (it is created) and takes a file (vp_checkpoint_prepare). With resume_dir it
+ * first restores the checkpoint there and continues from its step and data position,
+ * bit-identical to a run never interrupted; a checkpoint of the run's last step is a run
+ * already done: VP_OK with steps = resumed_step = the run's steps, the digest of the
+ * restored parameters, NaN losses and no step. With checkpoint_dir it saves one
+ * (vp_checkpoint_save) after every checkpoint_every-th step and after the last, never
+ * from a non-finite state. VP_EINVAL for bad options (a fault at a rank included: there
+ * is one rank) or a checkpoint of another run, VP_EIO when the data is shorter than a
+ * window or a checkpoint cannot be read or written, VP_EPARSE for a corrupt checkpoint,
+ * VP_ERUNTIME when the loss or gradient norm is not finite (unless skip_nonfinite). */
 vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
                        vp_train_callback callback, void *user, vp_train_result *result,
                        vp_error *err);
@@ -121,7 +128,8 @@ typedef struct vp_pipeline_options {
                                     (e.g. from a profile, profile.h): predicts the step
                                     time (borrowed) */
     int emulate;                 /* 1: every pass waits its op_ms time instead of computing
-                                    (needs op_ms): no model, no losses, real transport */
+                                    (needs op_ms): no model, no losses, real transport; data
+                                    may be NULL */
 } vp_pipeline_options;
 
 /* Defaults: vp_train_options_default, no schedule, watchdog 60 s, no fault. */
@@ -139,31 +147,53 @@ typedef struct vp_pipeline_result {
     int bit_exact;                /* 1 when bit-identity with vp_train_run is expected */
     double predicted_step_ms;     /* simulated makespan with o->op_ms (0: none) */
     vp_timeline *measured;        /* last step, times in ms, memory in MiB */
+    int emulated;                 /* 1: the passes were emulated, so losses, lr and grad norm
+                                     are NaN and param_digest and the measured peaks are 0:
+                                     not applicable; step times are real */
+    /* Set on failure as well (then nothing else is): */
+    int failed_rank; /* the rank whose failure stopped the run (-1: none, or before it) */
+    int report;      /* 1 when this process is the one to report the failure: always on
+                        the threads transport; under MPI the process of failed_rank (or of
+                        rank 0 when every process failed alike before the run), so that
+                        the job prints the error once */
 } vp_pipeline_result;
 
 /* Releases what a result holds (not the struct itself); NULL fields are fine. */
 void vp_pipeline_result_release(vp_pipeline_result *r);
 
-/* Checks that schedule s can train model cfg: it validates, the layers split over its
- * route, and m fits. Sets *bit_exact (optional) to 1 when every stage runs its weight
- * gradients in microbatch order and there is one model copy (then results are bit-
- * identical to the single-rank reference). VP_EVALIDATION / VP_EINVAL with the reason. */
+/* Checks that schedule s can train model cfg, cheapest first: the model, whether its
+ * layers fill the route's stages, then the validation (a replay of every op) and the
+ * placement. Sets *bit_exact (optional) to 1 when every stage runs its weight gradients
+ * in microbatch order and there is one model copy (then results are bit-identical to
+ * the single-rank reference). VP_EVALIDATION / VP_EINVAL with the reason. */
 vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg, int *bit_exact,
                                  vp_error *err);
 
 /* Trains with schedule o->schedule: on the threads transport every rank runs as a
  * thread of this process; under MPI this process runs the rank MPI gives it, and only
- * rank 0's process receives the parameter digest and the measured timeline.
- * callback runs on rank 0 after every step (false stops every rank after that step).
+ * rank 0's process receives the parameter digest and the measured timeline. Sets
+ * OpenBLAS to one thread per process (vp_blas_set_threads(1), left so). Under MPI the
+ * first call initialises MPI (MPI_Init, and an atexit handler that calls MPI_Finalize)
+ * and duplicates MPI_COMM_WORLD once for the processes' agreement on the outcome; every
+ * process of the job must call it with the same options.
+ * Before the first step it checks what it can (the options as vp_train_run does, the
+ * data's length, the faults against the schedule: a rank < p, a step of the run, an op
+ * of that rank's list; vp_pipeline_plan_check; the checkpoint directory, created and
+ * probed). A checkpoint of the run's last step is a run already done, as for
+ * vp_train_run (the digest of the restored parameters, NaN losses). callback runs on
+ * rank 0 after every step (false stops every rank after that step).
  * Fills *result (release with vp_pipeline_result_release). A failing rank stops every
- * rank: VP_ERUNTIME with the first failure's message (a watchdog report names each
- * rank's op). */
+ * rank; every process returns the same status and message, of the rank that failed
+ * first (VP_ERUNTIME for a rank's failure or a watchdog, whose report names each rank's
+ * op), and result->report tells the one process that should print it. */
 vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
                             vp_train_callback callback, void *user, vp_pipeline_result *result,
                             vp_error *err);
 
 /* Under MPI, stops every process of the job with exit code `code` (for the command line
- * after a failed run); without MPI, does nothing. */
+ * after a failed run): it first waits (at most 10 s) until every process has called it,
+ * so that the process reporting the failure has printed it. Without MPI, or before MPI
+ * was initialised, does nothing. */
 void vp_runtime_mpi_abort(int code);
 
 /* ---- measuring ---------------------------------------------------------------------------- */
@@ -187,7 +217,9 @@ vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
 /* Sets cm's per-stage times to the mean measured duration of each stage's passes in tl
  * (a measured timeline of schedule s): f, b, w from F, B, W ops; a stage that only ran
  * full backwards gets b = w = half their mean; fb from F&B ops (by forward stage); c = 0.
- * Stages or kinds that tl never ran keep their value. */
-void vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl, vp_cost_model *cm);
+ * Stages or kinds that tl never ran keep their value. VP_EINVAL when cm or tl is not of
+ * s's shape, VP_ENOMEM (cm unchanged). */
+vp_status vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl, vp_cost_model *cm,
+                                    vp_error *err);
 
 #endif

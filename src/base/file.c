@@ -98,17 +98,93 @@ static vp_status write_stdout(const void *bytes, size_t len, vp_error *err) {
     return VP_OK;
 }
 
-/* fsyncs the directory holding path, so that a rename into it is durable. */
-static void sync_dir(const char *path) {
+/* ---- atomic writes ---- */
+
+struct vp__atomic {
+    char *path, *tmp; /* the destination and the temporary file beside it */
+    int fd;
+    int errnum; /* the first failure (0: none) */
+};
+
+vp_status vp__atomic_open(const char *path, const char *tmp_path, vp__atomic **out, vp_error *err) {
+    *out = NULL;
+    size_t n = strlen(path) + 32;
+    vp__atomic *a = vp__calloc(1, sizeof *a);
+    char *tmp = tmp_path ? strdup(tmp_path) : malloc(n);
+    char *copy = strdup(path);
+    if (!a || !tmp || !copy) {
+        free(a);
+        free(tmp);
+        free(copy);
+        return vp__fail(err, VP_ENOMEM, "%s: out of memory", path);
+    }
+    if (!tmp_path)
+        snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    /* 0666 less the umask, as any new file; a symbolic link in the way is refused */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0) {
+        vp_status rc = vp__fail(err, VP_EIO, "%s: %s", path, strerror(errno));
+        free(a);
+        free(tmp);
+        free(copy);
+        return rc;
+    }
+    *a = (vp__atomic){copy, tmp, fd, 0};
+    *out = a;
+    return VP_OK;
+}
+
+void vp__atomic_write(vp__atomic *a, const void *bytes, size_t n) {
+    if (!a->errnum && write_all(a->fd, bytes, n) != 0)
+        a->errnum = errno;
+}
+
+static void atomic_end(vp__atomic *a) {
+    if (a->fd >= 0)
+        close(a->fd);
+    unlink(a->tmp);
+    free(a->path);
+    free(a->tmp);
+    free(a);
+}
+
+void vp__atomic_abort(vp__atomic *a) {
+    if (a)
+        atomic_end(a);
+}
+
+/* fsyncs the directory holding path, so that a rename into it is durable; 0 or errno
+ * (a file system that cannot sync directories counts as done). */
+static int sync_dir(const char *path) {
     char *copy = strdup(path);
     if (!copy)
-        return;
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        fsync(fd);
+        return ENOMEM;
+    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int e = fd < 0 || fsync(fd) != 0 ? errno : 0;
+    if (fd >= 0)
         close(fd);
-    }
     free(copy);
+    return e == EINVAL || e == ENOTSUP ? 0 : e;
+}
+
+vp_status vp__atomic_commit(vp__atomic *a, vp_error *err) {
+    if (!a->errnum && fsync(a->fd) != 0)
+        a->errnum = errno;
+    if (close(a->fd) != 0 && !a->errnum)
+        a->errnum = errno;
+    a->fd = -1;
+    if (!a->errnum && rename(a->tmp, a->path) != 0)
+        a->errnum = errno;
+    vp_status rc = VP_OK;
+    if (a->errnum) {
+        rc = vp__fail(err, VP_EIO, "%s: %s", a->path, strerror(a->errnum));
+    } else {
+        int e = sync_dir(a->path);
+        if (e)
+            rc = vp__fail(err, VP_EIO, "%s: cannot sync its directory: %s", a->path, strerror(e));
+    }
+    atomic_end(a);
+    return rc;
 }
 
 /* A device or a FIFO (/dev/null, /dev/full, /dev/stdout, a named pipe) cannot be
@@ -132,35 +208,10 @@ vp_status vp_write_file(const char *path, const void *bytes, size_t len, vp_erro
         return vp__fail(err, VP_EIO, "%s: is a directory", path);
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return write_in_place(path, bytes, len, err);
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp)
-        return vp__fail(err, VP_ENOMEM, "%s: out of memory", path);
-    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        vp_status rc = vp__fail(err, VP_EIO, "%s: %s", path, strerror(errno));
-        free(tmp);
+    vp__atomic *a = NULL;
+    vp_status rc = vp__atomic_open(path, NULL, &a, err);
+    if (rc != VP_OK)
         return rc;
-    }
-    int failed = write_all(fd, bytes, len) != 0 || fsync(fd) != 0;
-    int saved = errno;
-    failed |= close(fd) != 0;
-    if (!failed)
-        saved = errno = 0;
-    /* mkstemp makes 0600 files; give the result the usual permissions (umask applies). */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (!failed && chmod(tmp, 0666 & ~mask) != 0)
-        failed = 1, saved = errno;
-    if (!failed && rename(tmp, path) != 0)
-        failed = 1, saved = errno;
-    if (failed) {
-        unlink(tmp);
-        free(tmp);
-        return vp__fail(err, VP_EIO, "%s: %s", path, strerror(saved ? saved : EIO));
-    }
-    free(tmp);
-    sync_dir(path);
-    return VP_OK;
+    vp__atomic_write(a, bytes, len);
+    return vp__atomic_commit(a, err);
 }

@@ -47,6 +47,19 @@ char *vp__buf_take(vp__buf *b);
 /* Releases what b holds (b may be reused). */
 void vp__buf_free(vp__buf *b);
 
+/* Writing a file atomically (file.c; vp_write_file and the checkpoints are built on
+ * it). vp__atomic_open creates (or truncates) the temporary file tmp_path, which must be
+ * in path's directory (NULL: "<path>.tmp.<pid>"); vp__atomic_write appends to it,
+ * keeping the first failure (later writes do nothing); vp__atomic_commit then fsyncs,
+ * closes and renames it over path and fsyncs the directory, or, after any failure,
+ * removes it and returns VP_EIO with the path and the reason; vp__atomic_abort removes
+ * it. Commit and abort free the writer. path is untouched until the rename. */
+typedef struct vp__atomic vp__atomic;
+vp_status vp__atomic_open(const char *path, const char *tmp_path, vp__atomic **out, vp_error *err);
+void vp__atomic_write(vp__atomic *a, const void *bytes, size_t n);
+vp_status vp__atomic_commit(vp__atomic *a, vp_error *err);
+void vp__atomic_abort(vp__atomic *a);
+
 /* calloc that treats n*size overflow as failure. */
 void *vp__calloc(size_t n, size_t size);
 

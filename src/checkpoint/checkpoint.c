@@ -155,8 +155,7 @@ static void decode_header(const uint8_t *h, vp_checkpoint_info *out) {
 
 /* One stage record as found in a file. */
 typedef struct record {
-    int l0, l1;
-    bool first, last;
+    vp_stage_range range;
     size_t count;        /* parameters */
     const uint8_t *data; /* params, m, v: 3 * count little-endian floats */
 } record;
@@ -171,19 +170,19 @@ static vp_status read_record(const uint8_t *b, size_t end, size_t *off, int k,
     const uint8_t *p = b + *off;
     int32_t first = rdi32(p + 8), last = rdi32(p + 12);
     uint64_t count = rd64(p + 16);
-    *r = (record){rdi32(p), rdi32(p + 4), first == 1, last == 1, 0, p + RECORD_BYTES};
+    *r = (record){{rdi32(p), rdi32(p + 4), first == 1, last == 1}, 0, p + RECORD_BYTES};
     if ((first != 0 && first != 1) || (last != 0 && last != 1))
         return vp__fail(err, VP_EPARSE, "checkpoint %s: stage record %d: bad first/last flags",
                         name, k);
     vp_stage_sizes sz;
     vp_error why = {0};
-    if (vp_stage_sizes_of(cfg, r->l0, r->l1, r->first, r->last, &sz, &why) != VP_OK)
+    if (vp_stage_sizes_of(cfg, r->range, &sz, &why) != VP_OK)
         return vp__fail(err, VP_EPARSE, "checkpoint %s: stage record %d: %s", name, k, why.message);
     if (count != sz.param_bytes / sizeof(float))
         return vp__fail(err, VP_EPARSE,
                         "checkpoint %s: stage record %d holds %llu parameters, layers [%d, %d) "
                         "of its model have %zu",
-                        name, k, (unsigned long long)count, r->l0, r->l1,
+                        name, k, (unsigned long long)count, r->range.l0, r->range.l1,
                         sz.param_bytes / sizeof(float));
     r->count = (size_t)count;
     size_t avail = end - *off - RECORD_BYTES;
@@ -328,9 +327,10 @@ static vp_status compare_options(const vp_checkpoint_run *a, const vp_checkpoint
 /* Parses, checks against the run (and the commit record when expect is given), then
  * copies: stages change only when every check passed. */
 static vp_status restore(const uint8_t *b, size_t size, const char *name,
-                         const vp_checkpoint_run *o, int rank, int n_ranks, vp_stage *const *stages,
-                         int n_stages, const vp_checkpoint_meta *expect, vp_checkpoint_info *info,
-                         vp_error *err) {
+                         const vp_checkpoint_run *o, const vp_checkpoint_part *part,
+                         const vp_checkpoint_meta *expect, vp_error *err) {
+    int rank = part->rank, n_ranks = part->n_ranks, n_stages = part->n_stages;
+    vp_stage *const *stages = part->stages;
     vp_checkpoint_info in;
     vp_status st = vp_checkpoint_parse(b, size, name, &in, err);
     if (st != VP_OK)
@@ -356,14 +356,16 @@ static vp_status restore(const uint8_t *b, size_t size, const char *name,
             record r;
             vp_stage_state s = vp_stage_state_of(stages[k]);
             read_record(b, size - TRAILER_BYTES, &off, k, &in.run.model, name, &r, NULL);
-            bool same = r.l0 == s.l0 && r.l1 == s.l1 && r.first == s.first && r.last == s.last;
+            vp_stage_range there = r.range, here = s.range;
+            bool same = there.l0 == here.l0 && there.l1 == here.l1 && there.first == here.first &&
+                        there.last == here.last;
             if (pass == 0 && !same)
                 return vp__fail(err, VP_EINVAL,
                                 "checkpoint %s: stage %d holds layers [%d, %d)%s%s there, "
                                 "[%d, %d)%s%s here",
-                                name, k, r.l0, r.l1, r.first ? " +embeddings" : "",
-                                r.last ? " +head" : "", s.l0, s.l1, s.first ? " +embeddings" : "",
-                                s.last ? " +head" : "");
+                                name, k, there.l0, there.l1, there.first ? " +embeddings" : "",
+                                there.last ? " +head" : "", here.l0, here.l1,
+                                here.first ? " +embeddings" : "", here.last ? " +head" : "");
             if (pass == 0)
                 continue;
             size_t bytes = r.count * sizeof(float);
@@ -373,16 +375,13 @@ static vp_status restore(const uint8_t *b, size_t size, const char *name,
             vp_stage_zero_grad(stages[k]);
         }
     }
-    if (info)
-        *info = in;
     return VP_OK;
 }
 
 vp_status vp_checkpoint_restore(const void *bytes, size_t size, const char *name,
-                                const vp_checkpoint_run *o, int rank, int n_ranks,
-                                vp_stage *const *stages, int n_stages, vp_checkpoint_info *info,
+                                const vp_checkpoint_run *o, const vp_checkpoint_part *part,
                                 vp_error *err) {
-    return restore(bytes, size, name, o, rank, n_ranks, stages, n_stages, NULL, info, err);
+    return restore(bytes, size, name, o, part, NULL, err);
 }
 
 /* ---- the commit record -------------------------------------------------------------- */
@@ -447,35 +446,48 @@ static void rank_file_name(char *buf, size_t size, int rank, int step) {
     snprintf(buf, size, "rank-%d.step-%d.ckpt", rank, step);
 }
 
-/* Streams bytes to a file, hashing them; remembers the first error. */
+/* Creates dir (one level) when missing. */
+static vp_status make_dir(const char *dir, vp_error *err) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return vp__fail(err, VP_EIO, "cannot create checkpoint directory %s: %s", dir,
+                        strerror(errno));
+    return VP_OK;
+}
+
+vp_status vp_checkpoint_prepare(const char *dir, vp_error *err) {
+    if (!dir)
+        return vp__fail(err, VP_EINVAL, "no checkpoint directory");
+    vp_status st = make_dir(dir, err);
+    char name[64], path[PATH_BYTES];
+    snprintf(name, sizeof name, ".vpipe-probe.%ld", (long)getpid());
+    if (st == VP_OK)
+        st = join(path, dir, name, err);
+    if (st != VP_OK)
+        return st;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0)
+        return vp__fail(err, VP_EIO, "cannot write to checkpoint directory %s: %s", dir,
+                        strerror(errno));
+    close(fd);
+    unlink(path);
+    return VP_OK;
+}
+
+/* Streams bytes into an atomic write, hashing them. */
 typedef struct writer {
-    int fd;
+    vp__atomic *file;
     uint64_t hash;
-    int errnum;
 } writer;
 
 static void put(writer *w, const void *bytes, size_t n) {
-    if (w->errnum)
-        return;
     w->hash = vp_digest(bytes, n, w->hash);
-    const uint8_t *p = bytes;
-    while (n > 0) {
-        ssize_t k = write(w->fd, p, n < (1u << 30) ? n : (1u << 30));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            w->errnum = k < 0 ? errno : EIO;
-            return;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
+    vp__atomic_write(w->file, bytes, n);
 }
 
 typedef void (*producer)(writer *w, const void *ctx);
 
-/* Writes dir/name atomically: produce into dir/name.tmp, fsync, rename, fsync dir. On
- * failure the temporary file is removed and dir/name is as it was. */
+/* Writes dir/name atomically through dir/name.tmp (vp__atomic_*), creating dir (one
+ * level) when missing: on failure no file is left and dir/name is as it was. */
 static vp_status write_atomic(const char *dir, const char *name, producer produce, const void *ctx,
                               vp_error *err) {
     char path[PATH_BYTES], tmp[PATH_BYTES + 8];
@@ -483,33 +495,27 @@ static vp_status write_atomic(const char *dir, const char *name, producer produc
     if (st != VP_OK)
         return st;
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return vp__fail(err, VP_EIO, "cannot create checkpoint directory %s: %s", dir,
-                        strerror(errno));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return vp__fail(err, VP_EIO, "cannot write checkpoint %s: %s", tmp, strerror(errno));
-    writer w = {fd, VP_DIGEST_INIT, 0};
-    produce(&w, ctx);
-    if (!w.errnum && fsync(fd) != 0)
-        w.errnum = errno;
-    if (close(fd) != 0 && !w.errnum)
-        w.errnum = errno;
-    if (!w.errnum && rename(tmp, path) != 0)
-        w.errnum = errno;
-    if (w.errnum) {
-        unlink(tmp);
-        return vp__fail(err, VP_EIO, "cannot write checkpoint %s: %s", path, strerror(w.errnum));
+    st = make_dir(dir, err);
+    if (st != VP_OK)
+        return st;
+    writer w = {NULL, VP_DIGEST_INIT};
+    vp_error why = {0};
+    st = vp__atomic_open(path, tmp, &w.file, &why);
+    if (st == VP_OK) {
+        produce(&w, ctx);
+        st = vp__atomic_commit(w.file, &why);
     }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int bad = dfd < 0 || fsync(dfd) != 0;
-    int errnum = errno;
-    if (dfd >= 0)
-        close(dfd);
-    if (bad)
-        return vp__fail(err, VP_EIO, "cannot sync checkpoint directory %s: %s", dir,
-                        strerror(errnum));
+    if (st != VP_OK)
+        return vp__fail(err, st, "cannot write checkpoint %s", why.message);
     return VP_OK;
+}
+
+/* Bytes of the rank file that holds stages. */
+static size_t rank_file_bytes(vp_stage *const *stages, int n_stages) {
+    size_t total = HEADER_BYTES + TRAILER_BYTES;
+    for (int k = 0; k < n_stages; k++)
+        total += RECORD_BYTES + 3 * sizeof(float) * vp_stage_state_of(stages[k]).n;
+    return total;
 }
 
 /* What a rank file holds. */
@@ -520,16 +526,13 @@ typedef struct rank_file {
 
 static void produce_rank(writer *w, const void *ctx) {
     const rank_file *rf = ctx;
-    uint64_t total = HEADER_BYTES + TRAILER_BYTES;
-    for (int k = 0; k < rf->info.n_stages; k++)
-        total += RECORD_BYTES + 3 * sizeof(float) * (uint64_t)vp_stage_state_of(rf->stages[k]).n;
     uint8_t h[HEADER_BYTES];
-    encode_header(h, &rf->info, total);
+    encode_header(h, &rf->info, rank_file_bytes(rf->stages, rf->info.n_stages));
     put(w, h, sizeof h);
     for (int k = 0; k < rf->info.n_stages; k++) {
         vp_stage_state s = vp_stage_state_of(rf->stages[k]);
         uint8_t r[RECORD_BYTES];
-        const int fields[4] = {s.l0, s.l1, s.first, s.last};
+        const int fields[4] = {s.range.l0, s.range.l1, s.range.first, s.range.last};
         for (int i = 0; i < 4; i++)
             le32(r + 4 * i, (uint32_t)fields[i]);
         le64(r + 16, (uint64_t)s.n);
@@ -560,9 +563,11 @@ static vp_status check_finite(vp_stage *const *stages, int n_stages, int step, v
     return VP_OK;
 }
 
-vp_status vp_checkpoint_write_rank(const char *dir, int rank, int n_ranks,
-                                   const vp_checkpoint_run *o, int step, uint64_t data_pos,
-                                   vp_stage *const *stages, int n_stages, vp_error *err) {
+vp_status vp_checkpoint_write_rank(const char *dir, const vp_checkpoint_run *o,
+                                   const vp_checkpoint_part *part, int step, uint64_t data_pos,
+                                   vp_error *err) {
+    int rank = part->rank, n_ranks = part->n_ranks, n_stages = part->n_stages;
+    vp_stage *const *stages = part->stages;
     if (!dir || !o || !stages || n_stages < 1 || n_ranks < 1 || rank < 0 || rank >= n_ranks ||
         step < 0)
         return vp__fail(err, VP_EINVAL,
@@ -658,10 +663,12 @@ vp_status vp_checkpoint_prune(const char *dir, int rank, int step, vp_error *err
     return st;
 }
 
-vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *o, int step,
-                             uint64_t data_pos, vp_stage *const *stages, int n_stages,
+vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *o,
+                             const vp_checkpoint_part *part, int step, uint64_t data_pos,
                              vp_error *err) {
-    vp_status st = vp_checkpoint_write_rank(dir, 0, 1, o, step, data_pos, stages, n_stages, err);
+    if (part->rank != 0 || part->n_ranks != 1)
+        return vp__fail(err, VP_EINVAL, "saving in one go takes the whole run (rank 0 of 1)");
+    vp_status st = vp_checkpoint_write_rank(dir, o, part, step, data_pos, err);
     if (st == VP_OK)
         st = vp_checkpoint_commit(dir, 1, step, data_pos, err);
     if (st == VP_OK)
@@ -685,29 +692,30 @@ vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_err
     return st;
 }
 
-vp_status vp_checkpoint_load(const char *dir, int rank, int n_ranks, const vp_checkpoint_run *o,
-                             vp_stage *const *stages, int n_stages, vp_checkpoint_meta *meta,
+vp_status vp_checkpoint_load(const char *dir, const vp_checkpoint_run *o,
+                             const vp_checkpoint_part *part, vp_checkpoint_meta *meta,
                              vp_error *err) {
     vp_checkpoint_meta m;
     vp_status st = vp_checkpoint_latest(dir, &m, err);
     if (st != VP_OK)
         return st;
-    if (m.n_ranks != n_ranks)
+    if (m.n_ranks != part->n_ranks)
         return vp__fail(err, VP_EINVAL,
                         "checkpoint %s was written by a run on %d ranks, this run has %d", dir,
-                        m.n_ranks, n_ranks);
+                        m.n_ranks, part->n_ranks);
     char name[64], path[PATH_BYTES];
-    rank_file_name(name, sizeof name, rank, m.step);
+    rank_file_name(name, sizeof name, part->rank, m.step);
     st = join(path, dir, name, err);
     if (st != VP_OK)
         return st;
     char *bytes = NULL;
-    size_t size = 0;
+    /* a regular file (never a device), read whole: a checkpoint of a large model may pass
+     * the 1 GiB default of vp_read_file, and the file's own header says what it holds */
+    size_t size = 0, most = SIZE_MAX / 4;
     vp_error why = {0};
-    if (vp_read_file(path, 0, &bytes, &size, &why) != VP_OK)
+    if (vp_read_file(path, most, &bytes, &size, &why) != VP_OK)
         return vp__fail(err, why.status, "checkpoint: %s", why.message);
-    st = restore((const uint8_t *)bytes, size, path, o, rank, n_ranks, stages, n_stages, &m, NULL,
-                 err);
+    st = restore((const uint8_t *)bytes, size, path, o, part, &m, err);
     free(bytes);
     if (st == VP_OK && meta)
         *meta = m;

@@ -1,8 +1,6 @@
 /* Byte-level text data: a plain file, or the King James Bible as Debian's
  * bible-kjv-text ships it, split into training and validation text, and windows drawn
  * from them deterministically. */
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,41 +102,78 @@ static long lzw_window(lzw_tables *z, const uint8_t *in, size_t n, int maxbits, 
     return (long)len;
 }
 
-/* Decodes a BRS file image into *text; VP_EIO if it is not one or is corrupt. */
-static vp_status brs_decode(const uint8_t *f, size_t size, const char *path, uint8_t **text,
-                            size_t *len, vp_error *err) {
+/* Makes room for `more` bytes after the first n of *buf (capacity *cap), doubling;
+ * false when out of memory. */
+static bool reserve(uint8_t **buf, size_t *cap, size_t n, size_t more) {
+    if (n + more <= *cap)
+        return true;
+    size_t want = *cap ? *cap : 1 << 16;
+    while (want < n + more)
+        want *= 2;
+    uint8_t *grown = realloc(*buf, want);
+    if (!grown)
+        return false;
+    *buf = grown;
+    *cap = want;
+    return true;
+}
+
+/* What a BRS header says. */
+typedef struct brs_header {
+    uint32_t wsize, nwin; /* window size, window count */
+    size_t table_end;     /* end of the window offset table */
+    int maxbits;          /* maximum LZW code width */
+    bool block;           /* block mode: code 256 clears the table */
+} brs_header;
+
+/* Reads and checks a BRS header into *h; VP_EIO naming what is wrong. */
+static vp_status read_brs_header(const uint8_t *f, size_t size, const char *name, brs_header *h,
+                                 vp_error *err) {
     if (size < 0x60)
-        return vp__fail(err, VP_EIO, "%s: truncated Bible data header", path);
-    uint32_t wsize = be32(f + 0x54), nwin = be32(f + 0x58);
-    size_t table_end = 0x5c + 4 * ((size_t)nwin + 1);
-    if (wsize == 0 || wsize > (1u << 24) || nwin == 0 || nwin > (1u << 16) ||
-        table_end + 3 > size || f[table_end] != 0x1f || f[table_end + 1] != 0x9d)
-        return vp__fail(err, VP_EIO, "%s: unrecognised Bible data header", path);
-    int maxbits = f[table_end + 2] & 0x1f;
-    bool block = f[table_end + 2] & 0x80;
-    if (maxbits < 9 || maxbits > 16)
-        return vp__fail(err, VP_EIO, "%s: unsupported code width %d", path, maxbits);
-    uint8_t *out = malloc((size_t)wsize * nwin);
-    lzw_tables *z = malloc(sizeof *z);
-    if (!out || !z) {
-        free(out);
-        free(z);
-        return vp__fail(err, VP_ENOMEM, "out of memory decoding %s", path);
-    }
-    size_t n = 0;
-    for (uint32_t w = 0; w < nwin; w++) {
+        return vp__fail(err, VP_EIO, "%s: truncated Bible data header", name);
+    h->wsize = be32(f + 0x54);
+    h->nwin = be32(f + 0x58);
+    h->table_end = 0x5c + 4 * ((size_t)h->nwin + 1);
+    if (h->wsize == 0 || h->wsize > (1u << 24) || h->nwin == 0 || h->nwin > (1u << 16) ||
+        h->table_end + 3 > size || f[h->table_end] != 0x1f || f[h->table_end + 1] != 0x9d)
+        return vp__fail(err, VP_EIO, "%s: unrecognised Bible data header", name);
+    h->maxbits = f[h->table_end + 2] & 0x1f;
+    h->block = f[h->table_end + 2] & 0x80;
+    if (h->maxbits < 9 || h->maxbits > 16)
+        return vp__fail(err, VP_EIO, "%s: unsupported code width %d", name, h->maxbits);
+    return VP_OK;
+}
+
+/* Decodes a BRS file image into *text (grown as the windows decode, at most
+ * VP_DATA_MAX bytes); VP_EIO if it is not one, is corrupt or decodes to more. */
+static vp_status brs_decode(const uint8_t *f, size_t size, const char *name, uint8_t **text,
+                            size_t *len, vp_error *err) {
+    brs_header h = {0};
+    vp_status st = read_brs_header(f, size, name, &h, err);
+    lzw_tables *z = st ? NULL : malloc(sizeof *z);
+    uint8_t *out = NULL;
+    size_t n = 0, cap = 0;
+    if (!st && !z)
+        st = vp__fail(err, VP_ENOMEM, "out of memory decoding %s", name);
+    for (uint32_t w = 0; !st && w < h.nwin; w++) {
         size_t a = be32(f + 0x5c + 4 * (size_t)w), b = be32(f + 0x60 + 4 * (size_t)w);
-        long got = a < table_end + 3 || b < a || b > size
-                       ? -1
-                       : lzw_window(z, f + a, b - a, maxbits, block, out + n, wsize);
-        if (got < 0) {
-            free(out);
-            free(z);
-            return vp__fail(err, VP_EIO, "%s: window %u of the Bible data is corrupt", path, w);
+        if (!reserve(&out, &cap, n, h.wsize)) {
+            st = vp__fail(err, VP_ENOMEM, "out of memory decoding %s", name);
+            break;
         }
-        n += (size_t)got;
+        long got = a < h.table_end + 3 || b < a || b > size
+                       ? -1
+                       : lzw_window(z, f + a, b - a, h.maxbits, h.block, out + n, h.wsize);
+        if (got < 0)
+            st = vp__fail(err, VP_EIO, "%s: window %u of the Bible data is corrupt", name, w);
+        else if ((n += (size_t)got) > VP_DATA_MAX)
+            st = vp__fail(err, VP_EIO, "%s: decodes to more than %zu bytes", name, VP_DATA_MAX);
     }
     free(z);
+    if (st) {
+        free(out);
+        return st;
+    }
     *text = out;
     *len = n;
     return VP_OK;
@@ -146,46 +181,12 @@ static vp_status brs_decode(const uint8_t *f, size_t size, const char *path, uin
 
 /* ---- loading ---- */
 
-static vp_status read_file(const char *path, uint8_t **buf, size_t *len, vp_error *err) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return vp__fail(err, VP_EIO, "cannot read data file %s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *b = malloc(cap);
-    while (b) {
-        n += fread(b + n, 1, cap - n, fp);
-        if (n < cap)
-            break;
-        uint8_t *nb = realloc(b, cap * 2);
-        if (!nb)
-            free(b);
-        b = nb;
-        cap *= 2;
-    }
-    int e = errno;
-    vp_status st = !b ? VP_ENOMEM : ferror(fp) ? VP_EIO : VP_OK;
-    fclose(fp);
-    if (st) {
-        free(b);
-        return vp__fail(err, st, "cannot read data file %s: %s", path, strerror(e));
-    }
-    *buf = b;
-    *len = n;
-    return VP_OK;
-}
-
-vp_status vp_data_load(const char *path, double val_fraction, vp_data **out, vp_error *err) {
-    *out = NULL;
-    if (!(val_fraction > 0.0 && val_fraction < 1.0))
-        return vp__fail(err, VP_EINVAL, "validation fraction must be in (0, 1)");
-    uint8_t *buf = NULL;
-    size_t n = 0;
-    vp_status st = read_file(path, &buf, &n, err);
-    if (st)
-        return st;
+/* The corpus of the n bytes at buf, which it takes over (freed on failure). */
+static vp_status from_bytes(uint8_t *buf, size_t n, const char *name, double val_fraction,
+                            vp_data **out, vp_error *err) {
     if (n >= 4 && !memcmp(buf, "EC02", 4)) {
         uint8_t *text = NULL;
-        st = brs_decode(buf, n, path, &text, &n, err);
+        vp_status st = brs_decode(buf, n, name, &text, &n, err);
         free(buf);
         if (st)
             return st;
@@ -193,18 +194,52 @@ vp_status vp_data_load(const char *path, double val_fraction, vp_data **out, vp_
     }
     if (n == 0) {
         free(buf);
-        return vp__fail(err, VP_EIO, "data file %s is empty", path);
+        return vp__fail(err, VP_EIO, "data file %s is empty", name);
     }
     vp_data *d = malloc(sizeof *d);
     if (!d) {
         free(buf);
-        return vp__fail(err, VP_ENOMEM, "out of memory loading %s", path);
+        return vp__fail(err, VP_ENOMEM, "out of memory loading %s", name);
     }
     d->bytes = buf;
     d->n = n;
     d->n_train = n - (size_t)((double)n * val_fraction);
     *out = d;
     return VP_OK;
+}
+
+static vp_status check_fraction(double val_fraction, vp_error *err) {
+    if (!(val_fraction > 0.0 && val_fraction < 1.0))
+        return vp__fail(err, VP_EINVAL, "validation fraction must be in (0, 1)");
+    return VP_OK;
+}
+
+vp_status vp_data_parse(const void *bytes, size_t len, const char *name, double val_fraction,
+                        vp_data **out, vp_error *err) {
+    *out = NULL;
+    vp_status st = check_fraction(val_fraction, err);
+    if (st)
+        return st;
+    if (len > VP_DATA_MAX)
+        return vp__fail(err, VP_EIO, "data %s is larger than %zu bytes", name, VP_DATA_MAX);
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy)
+        return vp__fail(err, VP_ENOMEM, "out of memory loading %s", name);
+    memcpy(copy, bytes, len);
+    return from_bytes(copy, len, name, val_fraction, out, err);
+}
+
+vp_status vp_data_load(const char *path, double val_fraction, vp_data **out, vp_error *err) {
+    *out = NULL;
+    vp_status st = check_fraction(val_fraction, err);
+    if (st)
+        return st;
+    char *text = NULL;
+    size_t n = 0;
+    vp_error why = {0};
+    if (vp_read_file(path, VP_DATA_MAX, &text, &n, &why) != VP_OK)
+        return vp__fail(err, why.status, "cannot read data file %s", why.message);
+    return from_bytes((uint8_t *)text, n, path, val_fraction, out, err);
 }
 
 void vp_data_free(vp_data *data) {
@@ -223,19 +258,19 @@ size_t vp_data_val_bytes(const vp_data *data) {
 }
 
 vp_status vp_data_batch(const vp_data *data, bool validation, uint64_t seed, uint64_t index,
-                        int rows, int seq_len, uint8_t *tokens, uint8_t *targets, vp_error *err) {
+                        const vp_batch *batch, vp_error *err) {
     const uint8_t *base = data->bytes + (validation ? data->n_train : 0);
-    size_t n = validation ? data->n - data->n_train : data->n_train, T = (size_t)seq_len;
-    if (seq_len < 1 || n < T + 1)
-        return vp__fail(err, VP_EIO,
-                        "sequence length %d needs %d bytes of %s text, the data has %zu", seq_len,
-                        seq_len + 1, validation ? "validation" : "training", n);
+    size_t n = validation ? data->n - data->n_train : data->n_train, T = (size_t)batch->seq_len;
+    if (batch->seq_len < 1 || n < T + 1)
+        return vp__fail(
+            err, VP_EIO, "sequence length %d needs %d bytes of %s text, the data has %zu",
+            batch->seq_len, batch->seq_len + 1, validation ? "validation" : "training", n);
     uint64_t key = validation ? 0x76616c6964ULL : seed;
-    for (int r = 0; r < rows; r++) {
+    for (int r = 0; r < batch->rows; r++) {
         uint64_t state = vp__rng_key(key, index, (uint64_t)r);
         size_t start = (size_t)(vp__rng_next(&state) % (n - T));
-        memcpy(tokens + (size_t)r * T, base + start, T);
-        memcpy(targets + (size_t)r * T, base + start + 1, T);
+        memcpy(batch->tokens + (size_t)r * T, base + start, T);
+        memcpy(batch->targets + (size_t)r * T, base + start + 1, T);
     }
     return VP_OK;
 }

@@ -6,16 +6,15 @@
 
 #include "model/kernels.h"
 
-void vp__attention_forward(float *out, float *probs, const float *qkv, int B, int T, int C,
-                           int NH) {
-    int hs = C / NH, C3 = 3 * C;
+void vp__attention_forward(float *out, float *probs, const float *qkv, vp__dims d) {
+    int B = d.B, T = d.T, C = d.C, NH = d.NH, hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             const float *q = qkv + (long)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
             float *p = probs + ((long)b * NH + h) * T * T;
             /* p[T,T] = scale * q[T,hs] @ k[T,hs]^T */
-            vp__sgemm(false, true, T, T, hs, scale, q, C3, k, C3, 0.0f, p, T);
+            vp__sgemm(d.naive, false, true, T, T, hs, scale, q, C3, k, C3, 0.0f, p, T);
             for (int t = 0; t < T; t++) {
                 float *row = p + (long)t * T;
                 float mx = row[0];
@@ -33,7 +32,7 @@ void vp__attention_forward(float *out, float *probs, const float *qkv, int B, in
                     row[s] = 0.0f;
             }
             /* out[T,hs] = p[T,T] @ v[T,hs] */
-            vp__sgemm(false, false, T, hs, T, 1.0f, p, T, v, C3, 0.0f,
+            vp__sgemm(d.naive, false, false, T, hs, T, 1.0f, p, T, v, C3, 0.0f,
                       out + (long)b * T * C + h * hs, C);
         }
     }
@@ -41,9 +40,10 @@ void vp__attention_forward(float *out, float *probs, const float *qkv, int B, in
 
 /* d/d(q,k,v) of out = softmax(scale * q k^T, causal) v. With dp = dout v^T:
  * dv = p^T dout, ds = p * (dp - rowsum(p * dp)), dq = scale ds k, dk = scale ds^T q */
-void vp__attention_backward(float *qkv, const float *dout, const float *probs, float *work, int B,
-                            int T, int C, int NH) {
-    int hs = C / NH, C3 = 3 * C;
+void vp__attention_backward(float *qkv, const float *dout, const float *probs, float *work,
+                            vp__dims dims) {
+    int B = dims.B, T = dims.T, C = dims.C, NH = dims.NH, hs = C / NH, C3 = 3 * C;
+    bool naive = dims.naive;
     float scale = 1.0f / sqrtf((float)hs);
     float *ds = work, *dq = work + (long)T * T, *dk = dq + (long)T * hs, *dv = dk + (long)T * hs;
     for (int b = 0; b < B; b++) {
@@ -51,8 +51,8 @@ void vp__attention_backward(float *qkv, const float *dout, const float *probs, f
             float *q = qkv + (long)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
             const float *p = probs + ((long)b * NH + h) * T * T;
             const float *d = dout + (long)b * T * C + h * hs;
-            vp__sgemm(false, true, T, T, hs, 1.0f, d, C, v, C3, 0.0f, ds, T);
-            vp__sgemm(true, false, T, hs, T, 1.0f, p, T, d, C, 0.0f, dv, hs);
+            vp__sgemm(naive, false, true, T, T, hs, 1.0f, d, C, v, C3, 0.0f, ds, T);
+            vp__sgemm(naive, true, false, T, hs, T, 1.0f, p, T, d, C, 0.0f, dv, hs);
             for (int t = 0; t < T; t++) {
                 const float *pr = p + (long)t * T;
                 float *dr = ds + (long)t * T;
@@ -64,8 +64,8 @@ void vp__attention_backward(float *qkv, const float *dout, const float *probs, f
                 for (int s = t + 1; s < T; s++)
                     dr[s] = 0.0f;
             }
-            vp__sgemm(false, false, T, hs, T, scale, ds, T, k, C3, 0.0f, dq, hs);
-            vp__sgemm(true, false, T, hs, T, scale, ds, T, q, C3, 0.0f, dk, hs);
+            vp__sgemm(naive, false, false, T, hs, T, scale, ds, T, k, C3, 0.0f, dq, hs);
+            vp__sgemm(naive, true, false, T, hs, T, scale, ds, T, q, C3, 0.0f, dk, hs);
             for (int t = 0; t < T; t++) {
                 memcpy(q + (long)t * C3, dq + (long)t * hs, (size_t)hs * sizeof(float));
                 memcpy(k + (long)t * C3, dk + (long)t * hs, (size_t)hs * sizeof(float));

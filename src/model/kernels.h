@@ -6,32 +6,31 @@
 #define VPIPE_MODEL_KERNELS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* ---- matmul (matmul.c) ---- */
 
 /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [M,K] (A is [K,M] when
- * ta), op(B) is [K,N] (B is [N,K] when tb). Goes to cblas_sgemm unless the naive
- * reference is selected. */
-void vp__sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-               const float *B, int ldb, float beta, float *C, int ldc);
+ * ta), op(B) is [K,N] (B is [N,K] when tb). cblas_sgemm, or with naive the reference
+ * below (every kernel that multiplies takes this choice from its caller, the stage). */
+void vp__sgemm(bool naive, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+               int lda, const float *B, int ldb, float beta, float *C, int ldc);
 /* The same product with plain loops (double accumulator); the reference. */
 void vp__sgemm_naive(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
-/* Routes vp__sgemm to the naive loops (process-wide; for tests). */
-void vp__matmul_use_naive(bool naive);
 
-/* ---- linear (layers.c): out = inp @ W^T + b ---- */
+/* ---- linear (layers.c): out = inp @ W^T + b; naive selects the reference matmul ---- */
 
 /* out[N,OC] = inp[N,IC] @ w[OC,IC]^T + b[OC] (b may be NULL) */
 void vp__linear_forward(float *out, const float *inp, const float *w, const float *b, int N, int IC,
-                        int OC);
+                        int OC, bool naive);
 /* B: dinp[N,IC] = dout[N,OC] @ w[OC,IC] */
 void vp__linear_backward_input(float *dinp, const float *dout, const float *w, int N, int IC,
-                               int OC);
+                               int OC, bool naive);
 /* W: dw[OC,IC] += dout[N,OC]^T @ inp[N,IC]; db[OC] += sum_n dout[n,:] (db may be NULL) */
 void vp__linear_backward_weight(float *dw, float *db, const float *dout, const float *inp, int N,
-                                int IC, int OC);
+                                int IC, int OC, bool naive);
 
 /* ---- layernorm (layers.c): out = (x - mean) * rstd * w + b, eps 1e-5 ---- */
 
@@ -54,15 +53,22 @@ void vp__gelu_forward(float *out, const float *x, int n);
 /* B: dx[n] = gelu'(x) * dout (dx may alias x or dout) */
 void vp__gelu_backward(float *dx, const float *x, const float *dout, int n);
 
+/* The shape of a microbatch's activations (B sequences of T tokens, width C, NH heads),
+ * and the matmul the kernels of a stage use (naive: the plain-loop reference). */
+typedef struct vp__dims {
+    int B, T, C, NH;
+    bool naive;
+} vp__dims;
+
 /* ---- causal multi-head attention (attention.c) ----
  * qkv[B,T,3C] holds q, k, v side by side; head h uses columns h*hs..(h+1)*hs of each. */
 
 /* out[B,T,C] = softmax(q k^T / sqrt(hs), causal) v per head; probs[B,NH,T,T] kept */
-void vp__attention_forward(float *out, float *probs, const float *qkv, int B, int T, int C, int NH);
+void vp__attention_forward(float *out, float *probs, const float *qkv, vp__dims d);
 /* B: overwrites qkv with dqkv[B,T,3C] given dout[B,T,C] and probs;
  * work holds T*T + 3*T*hs floats. */
-void vp__attention_backward(float *qkv, const float *dout, const float *probs, float *work, int B,
-                            int T, int C, int NH);
+void vp__attention_backward(float *qkv, const float *dout, const float *probs, float *work,
+                            vp__dims d);
 
 /* ---- embedding (layers.c): out[b,t] = wte[tok[b,t]] + wpe[t] ---- */
 
@@ -91,7 +97,27 @@ typedef struct vp__block_params {
     float *fcprojw, *fcprojb; /* [C,4C], [C] */
 } vp__block_params;
 
-/* Parameter count of one block and the offsets of its tensors in that order. */
+/* How a parameter tensor starts: zeros, ones, normal with std 0.02, or (the projections
+ * into the residual stream) normal with std 0.02 / sqrt(2 * layers). */
+typedef enum { VP__INIT_ZEROS, VP__INIT_ONES, VP__INIT_NORMAL, VP__INIT_RESIDUAL } vp__init;
+
+/* One of the tensors of a block, in the order of the flat parameter arrays: its field in
+ * vp__block_params, its element count (mult * C, times C again when square), whether
+ * weight decay applies (matrices), and how it starts. The one table of the layout. */
+typedef struct vp__layer_tensor {
+    size_t field;
+    int mult;
+    bool square, decay;
+    vp__init init;
+} vp__layer_tensor;
+
+enum { VP__LAYER_TENSORS = 12 };
+extern const vp__layer_tensor vp__layer_tensors[VP__LAYER_TENSORS];
+
+/* Element count of block tensor j for width C. */
+long vp__layer_tensor_count(int j, int C);
+
+/* Parameter count of one block, and the views of its tensors laid out from base. */
 int vp__block_param_count(int C);
 void vp__block_params_at(vp__block_params *p, float *base, int C);
 
@@ -111,10 +137,6 @@ typedef struct vp__block_act {
     float *part;                /* [4C]   ln1 then ln2 weight-gradient sums */
     float *dout;                /* [N,C]  output gradient (dY of fcproj), set by B */
 } vp__block_act;
-
-typedef struct vp__dims {
-    int B, T, C, NH;
-} vp__dims;
 
 /* Scratch floats block backward needs: N*4C + T*T + 3*T*hs. */
 int64_t vp__block_work_floats(vp__dims d);

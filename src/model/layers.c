@@ -7,8 +7,8 @@
 /* ---- linear ---- */
 
 void vp__linear_forward(float *out, const float *inp, const float *w, const float *b, int N, int IC,
-                        int OC) {
-    vp__sgemm(false, true, N, OC, IC, 1.0f, inp, IC, w, IC, 0.0f, out, OC);
+                        int OC, bool naive) {
+    vp__sgemm(naive, false, true, N, OC, IC, 1.0f, inp, IC, w, IC, 0.0f, out, OC);
     if (!b)
         return;
     for (int n = 0; n < N; n++) {
@@ -20,14 +20,14 @@ void vp__linear_forward(float *out, const float *inp, const float *w, const floa
 
 /* d/d(inp) of out = inp @ w^T + b */
 void vp__linear_backward_input(float *dinp, const float *dout, const float *w, int N, int IC,
-                               int OC) {
-    vp__sgemm(false, false, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
+                               int OC, bool naive) {
+    vp__sgemm(naive, false, false, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
 }
 
 /* d/d(w), d/d(b) of out = inp @ w^T + b */
 void vp__linear_backward_weight(float *dw, float *db, const float *dout, const float *inp, int N,
-                                int IC, int OC) {
-    vp__sgemm(true, false, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
+                                int IC, int OC, bool naive) {
+    vp__sgemm(naive, true, false, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
     if (!db)
         return;
     for (int n = 0; n < N; n++) {

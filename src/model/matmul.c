@@ -4,15 +4,9 @@
 #include "model/kernels.h"
 #include "vpipe/model.h"
 
-static bool use_naive = false;
-
-void vp__matmul_use_naive(bool naive) {
-    use_naive = naive;
-}
-
-void vp__sgemm(bool ta, bool tb, int M, int N, int K, float alpha, const float *A, int lda,
-               const float *B, int ldb, float beta, float *C, int ldc) {
-    if (use_naive) {
+void vp__sgemm(bool naive, bool ta, bool tb, int M, int N, int K, float alpha, const float *A,
+               int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    if (naive) {
         vp__sgemm_naive(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }

@@ -24,3 +24,7 @@ vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err) {
     }
     return VP_OK;
 }
+
+vp_stage_range vp_split_range(const int *l0, int k, int route_len) {
+    return (vp_stage_range){l0[k], l0[k + 1], k == 0, k == route_len - 1};
+}

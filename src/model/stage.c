@@ -11,6 +11,19 @@
 
 /* ---- configuration and sizes ---- */
 
+/* Whether the product of n positive factors is at most limit (checked before each
+ * multiplication, so nothing overflows); *product receives it when it is. */
+static bool product_fits(int64_t limit, const int64_t *factors, int n, int64_t *product) {
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) {
+        if (factors[i] > limit / p)
+            return false;
+        p *= factors[i];
+    }
+    *product = p;
+    return true;
+}
+
 vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err) {
     if (!cfg)
         return vp__fail(err, VP_EINVAL, "no model configuration");
@@ -28,56 +41,65 @@ vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err) {
                         cfg->n_head);
     if (cfg->vocab < 2 || cfg->vocab > 256)
         return vp__fail(err, VP_EINVAL, "vocab must be in [2, 256], got %d", cfg->vocab);
-    int64_t C = cfg->width, N = (int64_t)cfg->microbatch * cfg->seq_len;
-    int64_t probs = (int64_t)cfg->microbatch * cfg->n_head * cfg->seq_len * cfg->seq_len;
-    if (N * 4 * C > INT_MAX || probs > INT_MAX || 12 * C * C + 13 * C > INT_MAX ||
-        (int64_t)cfg->vocab * N > INT_MAX)
+    int64_t B = cfg->microbatch, T = cfg->seq_len, C = cfg->width, NH = cfg->n_head;
+    int64_t V = cfg->vocab, N = 0, probs = 0, nc4 = 0, cc12 = 0, vn = 0;
+    /* every tensor's element count fits in an int (the kernels index with int) */
+    if (!product_fits(INT_MAX, (int64_t[]){B, T}, 2, &N) ||
+        !product_fits(INT_MAX, (int64_t[]){B, NH, T, T}, 4, &probs) ||
+        !product_fits(INT_MAX, (int64_t[]){N, 4, C}, 3, &nc4) ||
+        !product_fits(INT_MAX, (int64_t[]){12, C, C}, 3, &cc12) || cc12 + 13 * C > INT_MAX ||
+        !product_fits(INT_MAX, (int64_t[]){V, N}, 2, &vn))
         return vp__fail(err, VP_EINVAL, "model too large (a tensor exceeds 2^31 elements)");
+    /* and a stage holding every layer has byte sizes below 2^61 (each layer's parameters
+     * and activations are below 2^36 bytes after the checks above) */
+    int64_t layer_bytes = 4 * (4 * nc4 + probs + 4 * C + 4 * N) + 4 * (cc12 + 13 * C), total;
+    if (!product_fits(INT64_MAX / 4, (int64_t[]){cfg->n_layer, layer_bytes}, 2, &total))
+        return vp__fail(err, VP_EINVAL, "model too large (%d layers exceed 2^61 bytes)",
+                        cfg->n_layer);
     return VP_OK;
 }
 
-static vp_status check_range(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
-                             vp_error *err) {
+static vp_status check_range(const vp_model_config *cfg, vp_stage_range r, vp_error *err) {
     vp_status st = vp_model_config_check(cfg, err);
     if (st)
         return st;
-    if (l0 < 0 || l1 < l0 || l1 > cfg->n_layer)
-        return vp__fail(err, VP_EINVAL, "layer range [%d, %d) is not within [0, %d)", l0, l1,
+    if (r.l0 < 0 || r.l1 < r.l0 || r.l1 > cfg->n_layer)
+        return vp__fail(err, VP_EINVAL, "layer range [%d, %d) is not within [0, %d)", r.l0, r.l1,
                         cfg->n_layer);
-    if (l0 == l1 && !first && !last)
+    if (r.l0 == r.l1 && !r.first && !r.last)
         return vp__fail(err, VP_EINVAL, "a middle stage needs at least one layer");
-    if (first && l0 != 0)
+    if (r.first && r.l0 != 0)
         return vp__fail(err, VP_EINVAL, "the first stage must start at layer 0");
-    if (last && l1 != cfg->n_layer)
+    if (r.last && r.l1 != cfg->n_layer)
         return vp__fail(err, VP_EINVAL, "the last stage must end at layer %d", cfg->n_layer);
     return VP_OK;
 }
 
-vp_status vp_stage_sizes_of(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
-                            vp_stage_sizes *out, vp_error *err) {
-    vp_status st = check_range(cfg, l0, l1, first, last, err);
+vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range range, vp_stage_sizes *out,
+                            vp_error *err) {
+    vp_status st = check_range(cfg, range, err);
     if (st)
         return st;
     size_t f = sizeof(float), B = (size_t)cfg->microbatch, T = (size_t)cfg->seq_len;
     size_t C = (size_t)cfg->width, V = (size_t)cfg->vocab, NH = (size_t)cfg->n_head;
-    size_t N = B * T, nl = (size_t)(l1 - l0);
+    size_t N = B * T, nl = (size_t)(range.l1 - range.l0);
     /* per block: x ln1 qkv att x2 ln2 h hg (16C per token), 4 norm stats per token,
      * probabilities, 4C norm sums; after B: ln1 att ln2 hg dqkv dh dx2 dout, sums */
     size_t block_act = f * (N * (16 * C + 4) + B * NH * T * T + 4 * C);
     size_t block_stash = f * (N * 16 * C + 4 * C);
     vp_stage_sizes s = {0};
-    s.param_bytes = f * nl * (12 * C * C + 13 * C);
+    s.param_bytes = f * nl * (size_t)vp__block_param_count(cfg->width);
     s.act_bytes = nl * block_act;
     s.stash_bytes = nl * block_stash;
     s.io_bytes = f * N * C;
-    vp__dims d = {cfg->microbatch, cfg->seq_len, cfg->width, cfg->n_head};
+    vp__dims d = {cfg->microbatch, cfg->seq_len, cfg->width, cfg->n_head, false};
     size_t work = nl ? (size_t)vp__block_work_floats(d) : 0;
-    if (first) { /* token and position tables; tokens, and dout for W */
+    if (range.first) { /* token and position tables; tokens, and dout for W */
         s.param_bytes += f * (V * C + T * C);
         s.act_bytes += N;
         s.stash_bytes += N + f * N * C;
     }
-    if (last) { /* final norm and head; xf lnf stats probs sums targets; lnf dlogits sums */
+    if (range.last) { /* final norm and head; xf lnf stats probs sums targets; lnf dlogits sums */
         s.param_bytes += f * (2 * C + V * C);
         s.act_bytes += f * (N * (2 * C + 2 + V) + 2 * C) + N;
         s.stash_bytes += f * (N * (C + V) + 2 * C);
@@ -96,110 +118,112 @@ static void add_tensor(vp_stage *s, long count, bool decay) {
     s->tensors[s->n_tensors++] = (vp__tensor){off, count, decay};
 }
 
-/* Fills tensor i of the stage from the stream keyed by (a, b): kind 0 zeros, 1 ones,
- * otherwise normal with std. */
-static void init_tensor(vp_stage *s, int i, uint64_t seed, uint64_t a, uint64_t b, int kind,
-                        float std) {
-    float *p = s->params + s->tensors[i].offset;
-    long n = s->tensors[i].count;
-    if (kind == 0) {
-        memset(p, 0, (size_t)n * sizeof(float));
-    } else if (kind == 1) {
-        for (long j = 0; j < n; j++)
+/* Adds tensor i of the stage (count elements) and fills it from the stream keyed by
+ * (a, b); std is that of a normal start. */
+static void init_tensor(vp_stage *s, long count, bool decay, vp__init init, float std,
+                        uint64_t seed, uint64_t a, uint64_t b) {
+    add_tensor(s, count, decay);
+    float *p = s->params + s->tensors[s->n_tensors - 1].offset;
+    if (init == VP__INIT_ZEROS) {
+        memset(p, 0, (size_t)count * sizeof(float));
+    } else if (init == VP__INIT_ONES) {
+        for (long j = 0; j < count; j++)
             p[j] = 1.0f;
     } else {
         uint64_t state = vp__rng_key(seed, a, b);
-        vp__rng_normal(&state, p, n, std);
+        vp__rng_normal(&state, p, count, std);
     }
 }
 
-vp_status vp_stage_new(const vp_model_config *cfg, int l0, int l1, bool first, bool last,
-                       int n_slots, uint64_t seed, vp_mem *mem, vp_stage **out, vp_error *err) {
-    *out = NULL;
-    vp_stage_sizes sizes;
-    vp_status st = vp_stage_sizes_of(cfg, l0, l1, first, last, &sizes, err);
-    if (st)
-        return st;
-    if (n_slots < 1 || !mem)
-        return vp__fail(err, VP_EINVAL, "a stage needs at least one slot and an allocator");
-    vp_stage *s = vp__calloc(1, sizeof *s);
-    if (!s)
-        return vp__fail(err, VP_ENOMEM, "out of memory for a stage");
-    int C = cfg->width, V = cfg->vocab, T = cfg->seq_len;
-    s->cfg = *cfg;
-    s->l0 = l0;
-    s->l1 = l1;
-    s->n_local = l1 - l0;
-    s->first = first;
-    s->last = last;
-    s->d = (vp__dims){cfg->microbatch, T, C, cfg->n_head};
-    s->sizes = sizes;
-    s->mem = mem;
-    s->n_slots = n_slots;
-    s->n_params = (long)(sizes.param_bytes / sizeof(float));
-    s->params = vp__calloc((size_t)s->n_params, sizeof(float));
-    s->grads = vp__calloc((size_t)s->n_params, sizeof(float));
-    s->adam_m = vp__calloc((size_t)s->n_params, sizeof(float));
-    s->adam_v = vp__calloc((size_t)s->n_params, sizeof(float));
-    s->tensors = vp__calloc((size_t)(2 + 12 * s->n_local + 3), sizeof(vp__tensor));
+/* Allocates the stage's arrays (zeroed); false when out of memory. */
+static bool alloc_arrays(vp_stage *s) {
+    size_t n = (size_t)s->n_params;
+    s->params = vp__calloc(n, sizeof(float));
+    s->grads = vp__calloc(n, sizeof(float));
+    s->adam_m = vp__calloc(n, sizeof(float));
+    s->adam_v = vp__calloc(n, sizeof(float));
+    s->tensors = vp__calloc((size_t)(2 + VP__LAYER_TENSORS * s->n_local + 3), sizeof(vp__tensor));
     s->bp = vp__calloc((size_t)s->n_local, sizeof(vp__block_params));
     s->bg = vp__calloc((size_t)s->n_local, sizeof(vp__block_params));
-    s->work = vp__calloc(sizes.work_bytes / sizeof(float), sizeof(float));
-    s->slots = vp__calloc((size_t)n_slots, sizeof(vp__slot));
+    s->work = vp__calloc(s->sizes.work_bytes / sizeof(float), sizeof(float));
+    s->slots = vp__calloc((size_t)s->n_slots, sizeof(vp__slot));
     bool ok = s->params && s->grads && s->adam_m && s->adam_v && s->tensors && s->bp && s->bg &&
               s->work && s->slots;
-    for (int i = 0; ok && i < n_slots; i++) {
+    for (int i = 0; ok && i < s->n_slots; i++) {
         s->slots[i].blocks = vp__calloc((size_t)s->n_local, sizeof(vp__block_act));
         ok = s->slots[i].blocks != NULL;
     }
-    if (!ok) {
-        vp_stage_free(s);
-        return vp__fail(err, VP_ENOMEM, "out of memory for a stage's parameters");
-    }
+    return ok;
+}
 
-    /* layout and initialisation: tensor streams keyed by (layer+1, index); 0 and L+1
-     * are the embeddings and the head */
-    int L = cfg->n_layer;
-    float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)L);
-    if (first) {
-        add_tensor(s, (long)V * C, true);
-        add_tensor(s, (long)T * C, true);
+/* Lays out and initialises the parameters: tensor streams keyed by (layer + 1, index);
+ * 0 and L + 1 are the embeddings and the head. */
+static void init_params(vp_stage *s, uint64_t seed) {
+    int C = s->cfg.width, V = s->cfg.vocab, T = s->cfg.seq_len, L = s->cfg.n_layer;
+    float std = 0.02f, residual_std = 0.02f / sqrtf(2.0f * (float)L);
+    if (s->first) {
+        init_tensor(s, (long)V * C, true, VP__INIT_NORMAL, std, seed, 0, 0);
+        init_tensor(s, (long)T * C, true, VP__INIT_NORMAL, std, seed, 0, 1);
         s->wte = s->params;
         s->wpe = s->params + (long)V * C;
         s->dwte = s->grads;
         s->dwpe = s->grads + (long)V * C;
-        init_tensor(s, 0, seed, 0, 0, 2, std);
-        init_tensor(s, 1, seed, 0, 1, 2, std);
     }
-    const bool decay[12] = {0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0};
-    const int kind[12] = {1, 0, 2, 0, 2, 0, 1, 0, 2, 0, 2, 0};
     for (int l = 0; l < s->n_local; l++) {
-        int t0 = s->n_tensors;
-        long sizes12[12] = {C, C, 3L * C * C, 3L * C, (long)C * C, C,
-                            C, C, 4L * C * C, 4L * C, 4L * C * C,  C};
-        for (int j = 0; j < 12; j++)
-            add_tensor(s, sizes12[j], decay[j]);
-        vp__block_params_at(&s->bp[l], s->params + s->tensors[t0].offset, C);
-        vp__block_params_at(&s->bg[l], s->grads + s->tensors[t0].offset, C);
-        for (int j = 0; j < 12; j++)
-            init_tensor(s, t0 + j, seed, (uint64_t)(l0 + l + 1), (uint64_t)j, kind[j],
-                        (j == 4 || j == 10) ? proj_std : std);
+        long at = s->n_tensors
+                      ? s->tensors[s->n_tensors - 1].offset + s->tensors[s->n_tensors - 1].count
+                      : 0;
+        for (int j = 0; j < VP__LAYER_TENSORS; j++) {
+            const vp__layer_tensor *t = &vp__layer_tensors[j];
+            init_tensor(s, vp__layer_tensor_count(j, C), t->decay, t->init,
+                        t->init == VP__INIT_RESIDUAL ? residual_std : std, seed,
+                        (uint64_t)(s->l0 + l + 1), (uint64_t)j);
+        }
+        vp__block_params_at(&s->bp[l], s->params + at, C);
+        vp__block_params_at(&s->bg[l], s->grads + at, C);
     }
-    if (last) {
+    if (s->last) {
         int t0 = s->n_tensors;
-        add_tensor(s, C, false);
-        add_tensor(s, C, false);
-        add_tensor(s, (long)V * C, true);
+        init_tensor(s, C, false, VP__INIT_ONES, 0.0f, seed, (uint64_t)(L + 1), 0);
+        init_tensor(s, C, false, VP__INIT_ZEROS, 0.0f, seed, (uint64_t)(L + 1), 1);
+        init_tensor(s, (long)V * C, true, VP__INIT_NORMAL, std, seed, (uint64_t)(L + 1), 2);
         s->lnfw = s->params + s->tensors[t0].offset;
         s->lnfb = s->params + s->tensors[t0 + 1].offset;
         s->headw = s->params + s->tensors[t0 + 2].offset;
         s->dlnfw = s->grads + s->tensors[t0].offset;
         s->dlnfb = s->grads + s->tensors[t0 + 1].offset;
         s->dheadw = s->grads + s->tensors[t0 + 2].offset;
-        init_tensor(s, t0, seed, (uint64_t)(L + 1), 0, 1, 0.0f);
-        init_tensor(s, t0 + 1, seed, (uint64_t)(L + 1), 1, 0, 0.0f);
-        init_tensor(s, t0 + 2, seed, (uint64_t)(L + 1), 2, 2, std);
     }
+}
+
+vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
+                       const vp_stage_options *opt, vp_mem *mem, vp_stage **out, vp_error *err) {
+    *out = NULL;
+    vp_stage_sizes sizes;
+    vp_status st = vp_stage_sizes_of(cfg, range, &sizes, err);
+    if (st)
+        return st;
+    if (!opt || opt->n_slots < 1 || !mem)
+        return vp__fail(err, VP_EINVAL, "a stage needs at least one slot and an allocator");
+    vp_stage *s = vp__calloc(1, sizeof *s);
+    if (!s)
+        return vp__fail(err, VP_ENOMEM, "out of memory for a stage");
+    s->cfg = *cfg;
+    s->l0 = range.l0;
+    s->l1 = range.l1;
+    s->n_local = range.l1 - range.l0;
+    s->first = range.first;
+    s->last = range.last;
+    s->d = (vp__dims){cfg->microbatch, cfg->seq_len, cfg->width, cfg->n_head, opt->naive_matmul};
+    s->sizes = sizes;
+    s->mem = mem;
+    s->n_slots = opt->n_slots;
+    s->n_params = (long)(sizes.param_bytes / sizeof(float));
+    if (!alloc_arrays(s)) {
+        vp_stage_free(s);
+        return vp__fail(err, VP_ENOMEM, "out of memory for a stage's parameters");
+    }
+    init_params(s, opt->seed);
     *out = s;
     return VP_OK;
 }
@@ -394,7 +418,7 @@ vp_status vp_stage_forward(vp_stage *s, int mb, float *in, const uint8_t *tokens
             memcpy(sl->targets, targets, N);
             int n = (int)N, c = (int)C, v = (int)V;
             vp__layernorm_forward(sl->lnf, sl->meanf, sl->rstdf, sl->xf, s->lnfw, s->lnfb, n, c);
-            vp__linear_forward(sl->probs, sl->lnf, s->headw, NULL, n, c, v);
+            vp__linear_forward(sl->probs, sl->lnf, s->headw, NULL, n, c, v, s->d.naive);
             *loss = vp__crossentropy_forward(sl->probs, sl->targets, n, v) / (double)N;
         }
     }
@@ -428,7 +452,7 @@ vp_status vp_stage_backward_input(vp_stage *s, int mb, float *dout, float loss_s
     if (s->last) {
         /* loss = mean_n -log softmax(lnf @ headw^T)[target]; dlogits into probs */
         vp__crossentropy_backward(sl->probs, sl->targets, loss_scale / (float)N, n, v);
-        vp__linear_backward_input(s->work, sl->probs, s->headw, n, c, v);
+        vp__linear_backward_input(s->work, sl->probs, s->headw, n, c, v, s->d.naive);
         vp__layernorm_backward_input(sl->xf, sl->partf, NULL, s->work, sl->xf, sl->meanf, sl->rstdf,
                                      s->lnfw, n, c);
         grad = sl->xf;
@@ -471,7 +495,8 @@ vp_status vp_stage_backward_weight(vp_stage *s, int mb, vp_error *err) {
         vp__block_backward_weight(&s->bg[l], &sl->blocks[l], s->d);
     if (s->last) {
         int n = s->d.B * s->d.T;
-        vp__linear_backward_weight(s->dheadw, NULL, sl->probs, sl->lnf, n, s->d.C, s->cfg.vocab);
+        vp__linear_backward_weight(s->dheadw, NULL, sl->probs, sl->lnf, n, s->d.C, s->cfg.vocab,
+                                   s->d.naive);
         vp__layernorm_backward_weight(s->dlnfw, s->dlnfb, sl->partf, s->d.C);
     }
     if (s->first)
@@ -528,10 +553,7 @@ float *vp_stage_grads(vp_stage *s, size_t *count) {
 }
 
 vp_stage_state vp_stage_state_of(vp_stage *s) {
-    return (vp_stage_state){.l0 = s->l0,
-                            .l1 = s->l1,
-                            .first = s->first,
-                            .last = s->last,
+    return (vp_stage_state){.range = {s->l0, s->l1, s->first, s->last},
                             .n = (size_t)s->n_params,
                             .params = s->params,
                             .adam_m = s->adam_m,

@@ -21,9 +21,11 @@ static float *tensor(vp_mem *mem, size_t n) {
 /* Times F, B and W of one part: the median of reps runs after a warm-up. */
 static vp_status measure_part(const vp_model_config *cfg, int part, int reps, double *f, double *b,
                               double *w, vp_error *err) {
-    int L = cfg->n_layer;
-    int l0 = part == VP_PART_HEAD ? L : 0, l1 = part == VP_PART_LAYER ? 1 : l0;
-    bool first = part == VP_PART_EMBED, last = part == VP_PART_HEAD;
+    int L = cfg->n_layer, l0 = part == VP_PART_HEAD ? L : 0;
+    vp_stage_range range = {l0, part == VP_PART_LAYER ? 1 : l0, part == VP_PART_EMBED,
+                            part == VP_PART_HEAD};
+    bool first = range.first, last = range.last;
+    const vp_stage_options opt = {.n_slots = 1, .seed = 1};
     size_t N = (size_t)cfg->microbatch * (size_t)cfg->seq_len, io = N * (size_t)cfg->width;
     vp_mem *mem = vp_mem_new();
     uint8_t *tokens = malloc(N), *targets = malloc(N);
@@ -31,7 +33,7 @@ static vp_status measure_part(const vp_model_config *cfg, int part, int reps, do
            *tw = vp__calloc((size_t)reps, sizeof *tw);
     vp_stage *st = NULL;
     vp_status rc = mem && tokens && targets && tf && tb && tw
-                       ? vp_stage_new(cfg, l0, l1, first, last, 1, 1, mem, &st, err)
+                       ? vp_stage_new(cfg, range, &opt, mem, &st, err)
                        : vp__fail(err, VP_ENOMEM, "out of memory");
     for (size_t i = 0; rc == VP_OK && i < N; i++)
         tokens[i] = targets[i] = (uint8_t)((i * 7 + 3) % (size_t)cfg->vocab);
@@ -104,7 +106,7 @@ char *vp_profile_write_json(const vp_profile *pr) {
                              "vpipe-profile", "version", 1, "model", "layers", m->n_layer, "width",
                              m->width, "heads", m->n_head, "seq", m->seq_len, "microbatch",
                              m->microbatch, "vocab", m->vocab, "ms", ms, "c_ms", pr->c);
-    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(root);
     return text;
 }
@@ -164,10 +166,10 @@ vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp
 
 /* ---- costs from a profile ---------------------------------------------------------- */
 
-/* Time of one pass kind over layers [l0, l1) plus the embeddings / head when first / last. */
-static double part_sum(const double *t, int l0, int l1, int first, int last) {
-    return (first ? t[VP_PART_EMBED] : 0) + (l1 - l0) * t[VP_PART_LAYER] +
-           (last ? t[VP_PART_HEAD] : 0);
+/* Time of one pass kind over a stage's range: its layers plus the embeddings / head. */
+static double part_sum(const double *t, vp_stage_range r) {
+    return (r.first ? t[VP_PART_EMBED] : 0) + (r.l1 - r.l0) * t[VP_PART_LAYER] +
+           (r.last ? t[VP_PART_HEAD] : 0);
 }
 
 vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, vp_cost_model *cm,
@@ -178,10 +180,10 @@ vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, vp_c
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = vp_split_layers(pr->model.n_layer, R, l0, err);
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        int k = st % R, first = k == 0, last = k == R - 1;
-        cm->f[st] = part_sum(pr->f, l0[k], l0[k + 1], first, last);
-        cm->b[st] = part_sum(pr->b, l0[k], l0[k + 1], first, last);
-        cm->w[st] = part_sum(pr->w, l0[k], l0[k + 1], first, last);
+        vp_stage_range range = vp_split_range(l0, st % R, R);
+        cm->f[st] = part_sum(pr->f, range);
+        cm->b[st] = part_sum(pr->b, range);
+        cm->w[st] = part_sum(pr->w, range);
         cm->fb[st] = -1.0;
     }
     cm->c = pr->c;
@@ -199,9 +201,10 @@ vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev_f, dou
     vp_status rc = vp_split_layers(pr->model.n_layer, p, l0, err);
     double sf = 0, sb = 0, sw = 0;
     for (int d = 0; rc == VP_OK && d < p; d++) {
-        dev_f[d] = part_sum(pr->f, l0[d], l0[d + 1], d == 0, d == p - 1);
-        dev_b[d] = part_sum(pr->b, l0[d], l0[d + 1], d == 0, d == p - 1);
-        dev_w[d] = part_sum(pr->w, l0[d], l0[d + 1], d == 0, d == p - 1);
+        vp_stage_range range = vp_split_range(l0, d, p);
+        dev_f[d] = part_sum(pr->f, range);
+        dev_b[d] = part_sum(pr->b, range);
+        dev_w[d] = part_sum(pr->w, range);
         sf += dev_f[d], sb += dev_b[d], sw += dev_w[d];
     }
     free(l0);
@@ -225,7 +228,7 @@ vp_status vp_profile_unit_bytes(const vp_profile *pr, int p, double *bytes, vp_e
     double total = 0;
     for (int d = 0; rc == VP_OK && d < p; d++) {
         vp_stage_sizes sz;
-        rc = vp_stage_sizes_of(&pr->model, l0[d], l0[d + 1], d == 0, d == p - 1, &sz, err);
+        rc = vp_stage_sizes_of(&pr->model, vp_split_range(l0, d, p), &sz, err);
         total += (double)sz.act_bytes;
     }
     free(l0);

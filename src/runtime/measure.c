@@ -74,9 +74,8 @@ vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = vp_split_layers(cfg->n_layer, R, l0, err);
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        int k = st % R;
         vp_stage_sizes sz;
-        rc = vp_stage_sizes_of(cfg, l0[k], l0[k + 1], k == 0, k == R - 1, &sz, err);
+        rc = vp_stage_sizes_of(cfg, vp_split_range(l0, st % R, R), &sz, err);
         cm->act_bytes[st] = (double)sz.act_bytes;
         cm->keep_bytes[st] = (double)sz.stash_bytes;
     }
@@ -104,17 +103,25 @@ vp_status vp_runtime_predict_peaks(const vp_schedule *s, const vp_model_config *
     return rc;
 }
 
-void vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl, vp_cost_model *cm) {
+vp_status vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl, vp_cost_model *cm,
+                                    vp_error *err) {
+    if (cm->S != s->S || tl->p != s->p)
+        return vp__fail(err, VP_EINVAL,
+                        "the cost model (%d stages) or timeline (%d ranks) is not of the schedule "
+                        "(%d stages, %d ranks)",
+                        cm->S, tl->p, s->S, s->p);
     double *sum = vp__calloc((size_t)s->S * VP_OP_KIND_COUNT, sizeof *sum);
     int *count = vp__calloc((size_t)s->S * VP_OP_KIND_COUNT, sizeof *count);
     if (!sum || !count) {
         free(sum);
         free(count);
-        return;
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     }
     for (int d = 0; d < tl->p; d++)
         for (int k = 0; k < tl->dev[d].n; k++) {
             const vp_slice *sl = &tl->dev[d].slices[k];
+            if (sl->op.stage < 0 || sl->op.stage >= s->S || sl->op.kind >= VP_OP_KIND_COUNT)
+                continue; /* not an op of s */
             int i = sl->op.stage * VP_OP_KIND_COUNT + sl->op.kind;
             sum[i] += sl->end - sl->start;
             count[i]++;
@@ -136,4 +143,5 @@ void vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl, vp_c
     cm->c = 0.0;
     free(sum);
     free(count);
+    return VP_OK;
 }

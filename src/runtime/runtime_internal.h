@@ -1,4 +1,5 @@
-/* Internal pieces the reference loop (train.c) and the pipeline (exec.c) share. */
+/* Internal pieces the reference loop (train.c) and the pipeline (exec.c) share: the step
+ * policy of step.c. */
 #ifndef VPIPE_RUNTIME_INTERNAL_H
 #define VPIPE_RUNTIME_INTERNAL_H
 
@@ -7,5 +8,31 @@
 
 /* The trajectory of a run as a checkpoint records it. */
 vp_checkpoint_run vp__checkpoint_run(const vp_train_options *o);
+
+/* Checks the options both loops take, and that data (when given) holds a window of
+ * seq_len + 1 bytes in each part. VP_EINVAL naming the option, VP_EIO for short data. */
+vp_status vp__train_check(const vp_train_options *o, const vp_data *data, vp_error *err);
+
+/* Whether the 0-based step gets the injected non-finite gradient (o->faults). */
+bool vp__step_poisoned(const vp_train_options *o, int step);
+
+/* What the step's sums decide, the same on every rank: sets p->lr; a non-finite p->loss
+ * or p->grad_norm fails the step (VP_ERUNTIME) or, with skip_nonfinite, sets p->skipped
+ * (the caller zeroes its gradients and skips the optimiser); otherwise *scale receives
+ * the clip factor (1 for none) for AdamW at step + 1. */
+vp_status vp__step_decide(const vp_train_options *o, int step, vp_train_progress *p, float *scale,
+                          vp_error *err);
+
+/* Whether the run evaluates / saves a checkpoint after `done` completed steps. */
+bool vp__step_evaluates(const vp_train_options *o, int done);
+bool vp__step_checkpoints(const vp_train_options *o, int done);
+
+/* A result before any step of a run resumed at resumed_step (0: fresh): NaN losses. */
+vp_train_result vp__result_start(int resumed_step);
+
+/* Adds a finished step (p) to the result: steps, skipped steps, last loss of a step not
+ * skipped, validation loss, and the mean step time and throughput of this run's steps
+ * (tokens_per_step tokens each). */
+void vp__result_add(vp_train_result *r, const vp_train_progress *p, double tokens_per_step);
 
 #endif

@@ -120,6 +120,9 @@ cmp -s "$tmp/full.steps" "$tmp/resumed.steps" ||
 [ "$(meta_step "$ck")" = "$N" ] || bad "the final checkpoint is not step $N"
 [ "$(ls "$ck")" = "meta.json
 rank-0.step-$N.ckpt" ] || bad "old checkpoints not pruned: $(ls "$ck")"
+# a finished run resumed: nothing left to run, exit 0 and the final summary
+expect 0 "param digest $(json_field "$tmp/full.json" param_digest)" -- "$vpipe" train \
+    "${model[@]}" --resume "$ck"
 
 # 6. killed three times at arbitrary moments (possibly while saving: a kill right after
 # the line of step 9, 23 or 38 lands in the next step, which may be saving), resumed each

@@ -15,6 +15,17 @@
 #include "runtime/transport/transport.h"
 #include "vpipe/runtime.h"
 
+enum { STAGE_BITS = 12, MB_BITS = 14 }; /* a tag packs direction, stage + 1, mb + 1 */
+
+vp_status vp_transport_mpi_fits(int S, int m, vp_error *err) {
+    if (S + 1 >= (1 << STAGE_BITS) || m + 1 >= (1 << MB_BITS))
+        return vp__fail(err, VP_ELIMIT,
+                        "MPI message tags hold fewer than %d stages and %d microbatches; the "
+                        "schedule has %d and %d",
+                        (1 << STAGE_BITS) - 1, (1 << MB_BITS) - 1, S, m);
+    return VP_OK;
+}
+
 #ifndef VP_HAVE_MPI
 
 vp_status vp_transport_mpi_new(int p, double watchdog_s, vp_transport **out, int *rank,
@@ -35,7 +46,18 @@ void vp_runtime_mpi_abort(int code) {
 
 #include <mpi.h>
 
-enum { STAGE_BITS = 12, MB_BITS = 14, ABORT_TAG = (1 << 30) - 1, NOTICE_BYTES = 1024 };
+enum { ABORT_TAG = (1 << 30) - 1, NOTICE_BYTES = 1280 };
+
+/* An abort notice: the rank that failed first (as its sender knows) and the message. */
+typedef struct notice {
+    int32_t rank;
+    char text[NOTICE_BYTES];
+} notice;
+
+/* The communicator of the control messages that must match across processes even after
+ * a run broke off mid-collective: the outcome (settle) and the final barrier of
+ * vp_runtime_mpi_abort. A duplicate of MPI_COMM_WORLD, made once per process. */
+static MPI_Comm control = MPI_COMM_NULL;
 
 typedef struct pending_send {
     MPI_Request req;
@@ -48,7 +70,7 @@ typedef struct mpi_transport {
     pending_send *sends;
     int nsends, capsends;
     MPI_Request notice_req; /* posted receive for abort notices */
-    char notice[NOTICE_BYTES];
+    notice got;
 } mpi_transport;
 
 /* Tag of a key: direction, stage + 1 and microbatch + 1 packed below ABORT_TAG. */
@@ -84,8 +106,8 @@ static int notice_arrived(mpi_transport *mt) {
     MPI_Test(&mt->notice_req, &got, &st);
     if (!got)
         return 0;
-    mt->notice[NOTICE_BYTES - 1] = '\0';
-    vp__transport_set_error(&mt->base, VP_ERUNTIME, mt->notice);
+    mt->got.text[NOTICE_BYTES - 1] = '\0';
+    vp__transport_set_error(&mt->base, mt->got.rank, VP_ERUNTIME, mt->got.text);
     return 1;
 }
 
@@ -110,7 +132,7 @@ static vp_status wait_for(mpi_transport *mt, MPI_Request *req, MPI_Status *st, c
         if (vp__now_ms() > deadline) {
             char msg[NOTICE_BYTES], report[700];
             vp__transport_report(t, report, sizeof report);
-            snprintf(msg, sizeof msg, "watchdog: rank %d waited %g s for %s;%s", mt->rank,
+            snprintf(msg, sizeof msg, "watchdog: rank %d waited %g s for %s; ranks:%s", mt->rank,
                      t->watchdog_s, what, report);
             t->vt->abort(t, mt->rank, VP_ERUNTIME, msg);
             break;
@@ -154,11 +176,7 @@ static vp_status mp_recv(vp_transport *t, int rank, vp_msg_key key, size_t n, fl
     if (!b)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     char what[96];
-    snprintf(what, sizeof what, "the %s of stage %d, microbatch %d",
-             key.dir == VP_MSG_ACT    ? "activation"
-             : key.dir == VP_MSG_GRAD ? "gradient"
-                                      : "data",
-             key.stage, key.mb);
+    vp__msg_describe(key, what, sizeof what);
     MPI_Request req;
     MPI_Status st;
     MPI_Irecv(b, (int)n, MPI_FLOAT, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &req);
@@ -211,21 +229,87 @@ static vp_status mp_sum(vp_transport *t, int rank, double *v, int n, vp_error *e
 
 static void mp_abort(vp_transport *t, int rank, vp_status status, const char *text) {
     mpi_transport *mt = (mpi_transport *)t;
-    (void)rank;
     /* Only the process whose rank failed first tells the others (a notice it received
      * made this one's failure a consequence, not a cause). */
-    if (!vp__transport_set_error(t, status, text))
+    if (!vp__transport_set_error(t, rank, status, text))
         return;
+    static notice out; /* one abort per process: it stays valid while the sends go out */
+    out.rank = rank;
+    snprintf(out.text, sizeof out.text, "%s", t->error);
     /* Tell every other rank; the notices are small, so they go out eagerly even when
      * nobody waits for their completion. */
     for (int r = 0; r < t->p; r++) {
         if (r == mt->rank)
             continue;
         MPI_Request req;
-        MPI_Isend(t->error, (int)strlen(t->error) + 1, MPI_CHAR, r, ABORT_TAG, MPI_COMM_WORLD,
-                  &req);
+        MPI_Isend(&out, (int)sizeof out, MPI_BYTE, r, ABORT_TAG, MPI_COMM_WORLD, &req);
         MPI_Request_free(&req);
     }
+}
+
+/* What one process tells the others at the end of a run. */
+typedef struct settle_record {
+    int32_t status, first, rank;
+    char message[sizeof(((vp_outcome *)0)->message)];
+    char states[512];
+} settle_record;
+
+/* Waits up to seconds for req; 0 when it did not complete (a process is gone). */
+static int wait_bounded(MPI_Request *req, double seconds) {
+    double deadline = vp__now_ms() + seconds * 1e3;
+    struct timespec nap = {0, 100000};
+    for (int done = 0;; nanosleep(&nap, NULL)) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done || vp__now_ms() > deadline)
+            return done;
+    }
+}
+
+/* The record that speaks for the run: the lowest rank that failed first, else the lowest
+ * that failed; -1 when none did. */
+static int speaker(const settle_record *all, int p) {
+    int any = -1;
+    for (int r = p - 1; r >= 0; r--)
+        if (all[r].status != VP_OK)
+            any = r;
+    for (int r = 0; r < p; r++)
+        if (all[r].status != VP_OK && all[r].first)
+            return r;
+    return any;
+}
+
+static int mp_settle(vp_transport *t, int with_states, vp_outcome *outcome) {
+    mpi_transport *mt = (mpi_transport *)t;
+    settle_record *all = vp__calloc((size_t)t->p, sizeof *all), mine = {0};
+    vp_outcome seen;
+    int first;
+    vp__transport_outcome(t, &seen, &first);
+    if (seen.status == VP_OK) /* a failure outside the ranks' work, or none */
+        seen = *outcome, first = outcome->status != VP_OK;
+    mine = (settle_record){seen.status, first, seen.rank, "", ""};
+    snprintf(mine.message, sizeof mine.message, "%s", seen.message);
+    if (with_states)
+        vp__transport_report(t, mine.states, sizeof mine.states);
+    MPI_Request req;
+    if (!all ||
+        MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, control,
+                       &req) != MPI_SUCCESS ||
+        !wait_bounded(&req, t->watchdog_s)) {
+        *outcome = seen; /* nobody to agree with: this process reports what it saw */
+        vp__outcome_add_states(outcome, mine.states);
+        free(all);
+        return 1;
+    }
+    int r = speaker(all, t->p);
+    *outcome = (vp_outcome){.status = VP_OK, .rank = -1};
+    if (r >= 0) {
+        *outcome = (vp_outcome){.status = all[r].status, .rank = all[r].rank};
+        snprintf(outcome->message, sizeof outcome->message, "%s", all[r].message);
+        for (int k = 0; k < t->p; k++)
+            vp__outcome_add_states(outcome, all[k].states);
+    }
+    free(all);
+    return r == mt->rank;
 }
 
 static void mp_free(vp_transport *t) {
@@ -246,7 +330,8 @@ static void mp_free(vp_transport *t) {
     free(mt);
 }
 
-static const vp_transport_vtbl mpi_vtbl = {mp_send, mp_recv, mp_barrier, mp_sum, mp_abort, mp_free};
+static const vp_transport_vtbl mpi_vtbl = {mp_send,  mp_recv,   mp_barrier, mp_sum,
+                                           mp_abort, mp_settle, mp_free};
 
 static void finalize_at_exit(void) {
     int finalized = 0;
@@ -265,6 +350,8 @@ vp_status vp_transport_mpi_new(int p, double watchdog_s, vp_transport **out, int
             return vp__fail(err, VP_ERUNTIME, "MPI_Init failed");
         atexit(finalize_at_exit);
     }
+    if (control == MPI_COMM_NULL)
+        MPI_Comm_dup(MPI_COMM_WORLD, &control);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     if (size != p)
@@ -279,13 +366,22 @@ vp_status vp_transport_mpi_new(int p, double watchdog_s, vp_transport **out, int
     mt->rank = *rank;
     mt->base.local_lo = *rank;
     mt->base.local_hi = *rank + 1;
-    MPI_Irecv(mt->notice, NOTICE_BYTES, MPI_CHAR, MPI_ANY_SOURCE, ABORT_TAG, MPI_COMM_WORLD,
+    MPI_Irecv(&mt->got, (int)sizeof mt->got, MPI_BYTE, MPI_ANY_SOURCE, ABORT_TAG, MPI_COMM_WORLD,
               &mt->notice_req);
     *out = &mt->base;
     return VP_OK;
 }
 
 void vp_runtime_mpi_abort(int code) {
+    int started = 0;
+    MPI_Initialized(&started);
+    if (!started)
+        return;
+    if (control != MPI_COMM_NULL) { /* the process that reports has printed when it comes */
+        MPI_Request req;
+        MPI_Ibarrier(control, &req);
+        wait_bounded(&req, 10.0);
+    }
     MPI_Abort(MPI_COMM_WORLD, code);
 }
 

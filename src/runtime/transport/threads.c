@@ -94,13 +94,11 @@ static void deadline_after(double seconds, struct timespec *ts) {
 }
 
 static void watchdog_fire(vp_transport *t, int rank, vp_msg_key key) {
-    char report[900];
+    char report[900], what[96], msg[1200];
     vp__transport_report(t, report, sizeof report);
-    char msg[1024];
-    snprintf(msg, sizeof msg,
-             "watchdog: rank %d waited %g s for the %s of stage %d, microbatch %d; ranks:%s", rank,
-             t->watchdog_s, key.dir == VP_MSG_ACT ? "activation" : "gradient", key.stage, key.mb,
-             report);
+    vp__msg_describe(key, what, sizeof what);
+    snprintf(msg, sizeof msg, "watchdog: rank %d waited %g s for %s; ranks:%s", rank, t->watchdog_s,
+             what, report);
     t->vt->abort(t, rank, VP_ERUNTIME, msg);
 }
 
@@ -172,8 +170,7 @@ static vp_status th_sum(vp_transport *t, int rank, double *v, int n, vp_error *e
 
 static void th_abort(vp_transport *t, int rank, vp_status status, const char *text) {
     threads_transport *tt = (threads_transport *)t;
-    (void)rank;
-    vp__transport_set_error(t, status, text);
+    vp__transport_set_error(t, rank, status, text);
     for (int r = 0; r < t->p; r++) {
         pthread_mutex_lock(&tt->box[r].lock);
         pthread_cond_broadcast(&tt->box[r].ready);
@@ -182,6 +179,21 @@ static void th_abort(vp_transport *t, int rank, vp_status status, const char *te
     pthread_mutex_lock(&tt->bar_lock);
     pthread_cond_broadcast(&tt->bar_cond);
     pthread_mutex_unlock(&tt->bar_lock);
+}
+
+/* Every rank is in this process: its first failure is the run's. */
+static int th_settle(vp_transport *t, int with_states, vp_outcome *outcome) {
+    int first;
+    vp_outcome seen = *outcome;
+    vp__transport_outcome(t, outcome, &first);
+    if (outcome->status == VP_OK)
+        *outcome = seen; /* a failure outside the ranks (before or after them), or none */
+    if (outcome->status != VP_OK && with_states) {
+        char states[900];
+        vp__transport_report(t, states, sizeof states);
+        vp__outcome_add_states(outcome, states);
+    }
+    return 1;
 }
 
 static void th_free(vp_transport *t) {
@@ -205,8 +217,8 @@ static void th_free(vp_transport *t) {
     free(tt);
 }
 
-static const vp_transport_vtbl threads_vtbl = {th_send, th_recv,  th_barrier,
-                                               th_sum,  th_abort, th_free};
+static const vp_transport_vtbl threads_vtbl = {th_send,  th_recv,   th_barrier, th_sum,
+                                               th_abort, th_settle, th_free};
 
 vp_transport *vp_transport_threads_new(int p, double watchdog_s) {
     threads_transport *tt = vp__calloc(1, sizeof *tt);

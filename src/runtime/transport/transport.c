@@ -13,6 +13,7 @@ vp_status vp__transport_init(vp_transport *t, const vp_transport_vtbl *vt, int p
     t->p = p;
     t->watchdog_s = watchdog_s > 0 ? watchdog_s : 60.0;
     t->aborted = 0;
+    t->abort_rank = -1;
     t->local_lo = 0;
     t->local_hi = p;
     t->error[0] = '\0';
@@ -30,11 +31,12 @@ void vp__transport_deinit(vp_transport *t) {
     free(t->status);
 }
 
-int vp__transport_set_error(vp_transport *t, vp_status status, const char *message) {
+int vp__transport_set_error(vp_transport *t, int rank, vp_status status, const char *message) {
     pthread_mutex_lock(&t->lock);
     int first = !t->aborted;
     if (first) {
         t->aborted = 1;
+        t->abort_rank = rank;
         t->abort_status = status;
         snprintf(t->error, sizeof t->error, "%s", message);
     }
@@ -71,8 +73,34 @@ void vp_transport_set_wait(vp_transport *t, int rank, int waiting, vp_msg_key ke
     pthread_mutex_unlock(&t->lock);
 }
 
-static const char *wait_name(const vp_msg_key *k) {
-    return k->dir == VP_MSG_ACT ? "activation" : k->dir == VP_MSG_GRAD ? "gradient" : "replica";
+void vp__msg_describe(vp_msg_key key, char *buf, size_t size) {
+    static const char *const what[VP_MSG_KINDS] = {"the activation",        "the gradient",
+                                                   "the replica gradients", "the parameters",
+                                                   "the op times",          "an injected stall"};
+    const char *name = key.dir >= 0 && key.dir < VP_MSG_KINDS ? what[key.dir] : "a message";
+    snprintf(buf, size, "%s %s stage %d, microbatch %d", name,
+             key.dir == VP_MSG_STALL ? "at" : "of", key.stage, key.mb);
+}
+
+void vp__transport_outcome(vp_transport *t, vp_outcome *out, int *first) {
+    pthread_mutex_lock(&t->lock);
+    *out = (vp_outcome){.status = t->aborted ? t->abort_status : VP_OK,
+                        .rank = t->aborted ? t->abort_rank : -1};
+    snprintf(out->message, sizeof out->message, "%s", t->aborted ? t->error : "");
+    *first = t->aborted && t->abort_rank >= t->local_lo && t->abort_rank < t->local_hi;
+    pthread_mutex_unlock(&t->lock);
+}
+
+void vp__outcome_add_states(vp_outcome *out, const char *states) {
+    while (*states) {
+        const char *text = states + strspn(states, "\n "); /* the line without its indent */
+        size_t n = strcspn(text, "\n"), len = strlen(out->message);
+        char line[256];
+        snprintf(line, sizeof line, "%.*s", (int)n, text);
+        if (n && !strstr(out->message, line))
+            snprintf(out->message + len, sizeof out->message - len, "\n  %s", line);
+        states = text + n;
+    }
 }
 
 void vp__transport_report(vp_transport *t, char *buf, size_t size) {
@@ -81,13 +109,17 @@ void vp__transport_report(vp_transport *t, char *buf, size_t size) {
     pthread_mutex_lock(&t->lock);
     for (int r = t->local_lo; r < t->local_hi && len < size; r++) {
         const vp_rank_status *st = &t->status[r];
+        char what[96];
+        vp__msg_describe(st->wait, what, sizeof what);
         int n;
         if (st->op < 0)
             n = snprintf(buf + len, size - len, "\n  rank %d: between steps", r);
+        else if (st->waiting && st->wait.dir == VP_MSG_STALL)
+            n = snprintf(buf + len, size - len, "\n  rank %d: op %d (%s) blocked by %s", r, st->op,
+                         st->label, what);
         else if (st->waiting)
-            n = snprintf(buf + len, size - len,
-                         "\n  rank %d: op %d (%s) blocked on the %s of stage %d, microbatch %d", r,
-                         st->op, st->label, wait_name(&st->wait), st->wait.stage, st->wait.mb);
+            n = snprintf(buf + len, size - len, "\n  rank %d: op %d (%s) blocked on %s", r, st->op,
+                         st->label, what);
         else
             n = snprintf(buf + len, size - len, "\n  rank %d: running op %d (%s)", r, st->op,
                          st->label);

@@ -20,10 +20,12 @@ typedef enum {
     VP_MSG_GRAD = 1,    /* gradient into B(stage, mb) */
     VP_MSG_REPLICA = 2, /* gradients of a bidirectional replica stage (stage = sender's) */
     VP_MSG_PARAMS = 3,  /* a stage's parameters, gathered on rank 0 at the end */
-    VP_MSG_TIMES = 4    /* a rank's measured op times, gathered on rank 0 (stage = rank) */
+    VP_MSG_TIMES = 4,   /* a rank's measured op times, gathered on rank 0 (stage = rank) */
+    VP_MSG_STALL = 5    /* nothing: what a rank stalled on purpose waits for (the stage and
+                           microbatch of the op it stalls at) */
 } vp_msg_dir;
 
-#define VP_MSG_KINDS 5
+#define VP_MSG_KINDS 6
 
 typedef struct vp_msg_key {
     int stage; /* the receiving stage (for REPLICA: the sender's stage) */
@@ -32,6 +34,14 @@ typedef struct vp_msg_key {
 } vp_msg_key;
 
 typedef struct vp_transport vp_transport;
+
+/* How a run ended: VP_OK, or the status, the rank and the message of the failure that
+ * stopped it. */
+typedef struct vp_outcome {
+    vp_status status;
+    int rank; /* -1 when nothing failed */
+    char message[1536];
+} vp_outcome;
 
 typedef struct vp_transport_vtbl {
     /* Hands buf (n floats, malloc'ed) to rank `to`; the transport owns it from here. */
@@ -48,8 +58,15 @@ typedef struct vp_transport_vtbl {
      * rank gets the same bits). */
     vp_status (*sum)(vp_transport *t, int rank, double *v, int n, vp_error *err);
     /* Stops the run: every blocked or later call returns VP_ERUNTIME. The first abort's
-     * status and message are kept (vp_transport_status, vp_transport_error). */
+     * rank, status and message are kept (vp_transport_status, vp_transport_error). */
     void (*abort)(vp_transport *t, int rank, vp_status status, const char *message);
+    /* Agrees on how the run ended. Every process calls it once, at the same point, with
+     * the outcome it saw (its own first failure, or VP_OK); all get back the same one:
+     * the failure of the lowest rank among those that failed before learning of another
+     * failure, and with states, every rank's state appended (vp__transport_report lines
+     * the message does not hold yet). Returns 1 when this process is the one to report
+     * it (the process of that rank), 0 otherwise. */
+    int (*settle)(vp_transport *t, int with_states, vp_outcome *outcome);
     void (*free)(vp_transport *t);
 } vp_transport_vtbl;
 
@@ -71,8 +88,9 @@ struct vp_transport {
     vp_rank_status *status; /* [p] */
     int local_lo, local_hi; /* ranks this process hosts (their states are known here) */
     int aborted;
+    int abort_rank;         /* of the first abort */
     vp_status abort_status; /* of the first abort */
-    char error[1024];
+    char error[1280];
 };
 
 /* Initialises the shared part (vt, p, watchdog, states, all ranks local); VP_ENOMEM. */
@@ -80,12 +98,24 @@ vp_status vp__transport_init(vp_transport *t, const vp_transport_vtbl *vt, int p
                              double watchdog_s);
 void vp__transport_deinit(vp_transport *t);
 
-/* Records the first abort's status and message (later ones are ignored); returns 1 for
- * the first. */
-int vp__transport_set_error(vp_transport *t, vp_status status, const char *message);
+/* Records the first abort's rank, status and message (later ones are ignored); returns 1
+ * for the first. */
+int vp__transport_set_error(vp_transport *t, int rank, vp_status status, const char *message);
 
-/* Writes "rank r: <state>" lines for the ranks this process hosts into buf. */
+/* Writes "\n  rank r: <state>" lines for the ranks this process hosts into buf. */
 void vp__transport_report(vp_transport *t, char *buf, size_t size);
+
+/* What a receive of key waits for, as a phrase ("the activation of stage 2, microbatch
+ * 5", "an injected stall at stage 2, microbatch 5"), into buf. */
+void vp__msg_describe(vp_msg_key key, char *buf, size_t size);
+
+/* The outcome this process saw: VP_OK, or the first failure it learnt of (its own or
+ * another rank's) with its rank. *first is set when that failure is this process's own. */
+void vp__transport_outcome(vp_transport *t, vp_outcome *out, int *first);
+
+/* Appends to out->message each line of states (vp__transport_report lines) it does not
+ * hold yet. */
+void vp__outcome_add_states(vp_outcome *out, const char *states);
 
 /* One thread per rank in this process. NULL when out of memory. */
 vp_transport *vp_transport_threads_new(int p, double watchdog_s);
@@ -95,6 +125,10 @@ vp_transport *vp_transport_threads_new(int p, double watchdog_s);
  * vpipe was built without MPI; VP_EINVAL when the world size is not p. */
 vp_status vp_transport_mpi_new(int p, double watchdog_s, vp_transport **out, int *rank,
                                vp_error *err);
+
+/* Whether a schedule of S stages and m microbatches fits the MPI transport's message tags
+ * (fewer than 4095 stages and 16383 microbatches); VP_ELIMIT saying which does not. */
+vp_status vp_transport_mpi_fits(int S, int m, vp_error *err);
 
 /* Publishes rank's current op (op index, -1 between steps, and label) for the watchdog
  * report. */
