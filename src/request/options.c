@@ -7,38 +7,19 @@
 #include "base/internal.h"
 #include "request/options.h"
 
-/* Every option of request.h. */
-static const char *const known[] = {"family",
-                                    "p",
-                                    "m",
-                                    "v",
-                                    "costs",
-                                    "memory_model",
-                                    "memory_limit",
-                                    "max_ops",
-                                    "threads",
-                                    "memory",
-                                    "width",
-                                    "fit",
-                                    "color",
-                                    "title",
-                                    "model",
-                                    "gpu",
-                                    "seq",
-                                    "mbs",
-                                    "tp",
-                                    "dp",
-                                    "sp",
-                                    "zero1",
-                                    "flash",
-                                    "recompute",
-                                    "split",
-                                    "layers_per_stage"};
+/* Every option of request.h, by use: building, planning, drawing, pricing (two rows). */
+static const char *const known[][10] = {
+    {"family", "p", "m", "v", "costs", "memory_model", "memory_limit", "max_ops"},
+    {"threads", "memory"},
+    {"width", "fit", "color", "title"},
+    {"model", "gpu", "seq", "mbs", "tp", "dp", "sp", "zero1", "flash", "recompute"},
+    {"split", "layers_per_stage"}};
 
 static bool is_known(const char *key) {
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
-        if (!strcmp(key, known[i]))
-            return true;
+        for (int j = 0; j < 10 && known[i][j]; j++)
+            if (!strcmp(key, known[i][j]))
+                return true;
     return false;
 }
 
@@ -67,16 +48,25 @@ vp_status vp__options_open(const char *text, json_t **out, vp_error *err) {
     return VP_OK;
 }
 
+/* Option key of o in *v (NULL when absent): a number in [lo, hi], an integer when
+ * integer. */
+static vp_status number_in(const json_t *o, const char *key, bool integer, double lo, double hi,
+                           const json_t **v, vp_error *err) {
+    *v = json_object_get(o, key);
+    double x = json_number_value(*v);
+    if (!*v || ((integer ? json_is_integer(*v) : json_is_number(*v)) && x >= lo && x <= hi))
+        return VP_OK;
+    return vp__fail(err, VP_EINVAL, "option '%s' must be %s in [%.15g, %.15g]", key,
+                    integer ? "an integer" : "a number", lo, hi);
+}
+
 vp_status vp__option_long(const json_t *o, const char *key, long lo, long hi, long *out,
                           vp_error *err) {
-    const json_t *v = json_object_get(o, key);
-    if (!v)
-        return VP_OK;
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-        return vp__fail(err, VP_EINVAL, "option '%s' must be an integer in [%ld, %ld]", key, lo,
-                        hi);
-    *out = (long)json_integer_value(v);
-    return VP_OK;
+    const json_t *v;
+    vp_status rc = number_in(o, key, true, (double)lo, (double)hi, &v, err);
+    if (rc == VP_OK && v)
+        *out = (long)json_integer_value(v);
+    return rc;
 }
 
 vp_status vp__option_int(const json_t *o, const char *key, int lo, int hi, int *out,
@@ -89,14 +79,11 @@ vp_status vp__option_int(const json_t *o, const char *key, int lo, int hi, int *
 
 vp_status vp__option_number(const json_t *o, const char *key, double lo, double hi, double *out,
                             vp_error *err) {
-    const json_t *v = json_object_get(o, key);
-    if (!v)
-        return VP_OK;
-    double x = json_number_value(v);
-    if (!json_is_number(v) || !(x >= lo && x <= hi))
-        return vp__fail(err, VP_EINVAL, "option '%s' must be a number in [%g, %g]", key, lo, hi);
-    *out = x;
-    return VP_OK;
+    const json_t *v;
+    vp_status rc = number_in(o, key, false, lo, hi, &v, err);
+    if (rc == VP_OK && v)
+        *out = json_number_value(v);
+    return rc;
 }
 
 vp_status vp__option_bool(const json_t *o, const char *key, bool *out, vp_error *err) {
