@@ -13,7 +13,7 @@ import glob
 import os
 import shutil
 import threading
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 SONAME = "libvpipe.so.0"
 
@@ -160,7 +160,7 @@ def take_text(ptr: ctypes.c_void_p) -> str:
         _libc.free(ptr)
 
 
-def check(call: Callable[[ctypes.Array], int]) -> None:
+def check(call: Callable[[Any], int]) -> None:
     """Runs call(err) and raises Error with the library's message when it fails."""
     err = _CError()
     status = call(ctypes.byref(err))
@@ -169,7 +169,7 @@ def check(call: Callable[[ctypes.Array], int]) -> None:
         raise Error(err.message.decode("utf-8", "replace"), name, err.line, err.column)
 
 
-def text_of(call: Callable[[ctypes.c_void_p, ctypes.Array], int]) -> str:
+def text_of(call: Callable[[Any, Any], int]) -> str:
     """Runs call(out, err), which leaves a new C string in out, and returns it as str."""
     out = ctypes.c_void_p()
     check(lambda err: call(ctypes.byref(out), err))
