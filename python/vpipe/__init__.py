@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import numbers
 import os
 import weakref
 from typing import Any, Mapping, Optional, Union
@@ -84,9 +85,9 @@ def _costs_text(costs: Costs) -> Optional[str]:
         return costs
     parts = []
     for key, value in costs.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise Error(f"option 'costs': {key} must be a number, not {value!r}")
-        parts.append(f"{key}={value!r}")
+        parts.append(f"{key}={float(value)!r}")
     return ",".join(parts)
 
 
@@ -94,8 +95,8 @@ def _options(**options: Any) -> bytes:
     """The options of a request (vpipe/request.h) as JSON; None values are left out."""
     if "costs" in options:
         options["costs"] = _costs_text(options["costs"])
-    if "memory" in options and isinstance(options["memory"], (int, float)):
-        options["memory"] = repr(options["memory"])
+    if isinstance(options.get("memory"), numbers.Real):
+        options["memory"] = repr(float(options["memory"]))
     return json.dumps({k: v for k, v in options.items() if v is not None}).encode()
 
 
