@@ -34,6 +34,10 @@ int cli_lib_error(const vp_error *err);
  * untouched. Returns 0 on success. */
 int cli_write(const char *path, const char *text, size_t len);
 
+/* Writes what a library writer made: when st is VP_OK, text to path with cli_write, else
+ * err's message. Frees text either way. Returns 0 or the exit code. */
+int cli_write_result(const char *path, vp_status st, char *text, const vp_error *err);
+
 /* Writes text and a newline to path with cli_write. Returns 0 or the exit code. */
 int cli_write_line(const char *path, const char *text);
 
@@ -137,8 +141,8 @@ int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out);
 /* "F=1 B=1 W=1 c=0" (and " FB=x" when set) of costs, into buf. Returns buf. */
 const char *cli_costs_text(const vp_costs *c, char *buf, size_t size);
 
-/* The JSON object scripts read for one simulated schedule (family, p, m, makespan,
- * bubble, bubble_makespan, peak_memory, peak_memory_max, ...). New reference. */
+/* The library's simulation report (vp_sim_json) as a JSON object, for outputs that hold
+ * several (compare --json, block --json). New reference; NULL when memory runs out. */
 json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *costs);
 
 /* ---- subcommands ------------------------------------------------------------------------- */

@@ -38,42 +38,6 @@ static void init(void *args) {
     cli_spec_init(&((plan_args *)args)->spec);
 }
 
-/* A candidate as JSON (memory in units; bytes too when known). */
-static json_t *cand_json(const vp_plan_candidate *c) {
-    json_t *o = json_object();
-    json_object_set_new(o, "family", json_string(c->family));
-    json_object_set_new(o, "params", json_string(c->params));
-    json_object_set_new(o, "memory", json_real(c->peak));
-    if (c->peak_bytes > 0)
-        json_object_set_new(o, "memory_bytes", json_real(c->peak_bytes));
-    json_object_set_new(o, "bubble", json_real(c->bubble));
-    json_object_set_new(o, "makespan", json_real(c->makespan));
-    json_object_set_new(o, "fits", json_boolean(c->fits));
-    return o;
-}
-
-static int print_json(const vp_plan *plan, const vp_sim *sim, const cli_spec *o) {
-    json_t *j = cli_sim_json(plan->schedule, sim, &o->spec.costs);
-    json_object_set_new(j, "budget", json_real(plan->budget));
-    json_object_set_new(j, "budget_unit", json_string(plan->budget_in_bytes ? "bytes" : "units"));
-    json_object_set_new(j, "ref_peak_1f1b", json_real(plan->ref_peak));
-    json_object_set_new(j, "param_copies", json_integer(vp_schedule_param_copies(plan->schedule)));
-    json_object_set_new(j, "params", json_string(plan->candidates[plan->chosen].params));
-    json_object_set_new(j, "reason", json_string(plan->reason));
-    json_object_set_new(j, "blocks_tried", json_integer(plan->blocks_tried));
-    json_object_set_new(j, "blocks_built", json_integer(plan->blocks_built));
-    json_t *front = json_array(), *cands = json_array();
-    for (int i = 0; i < plan->n_frontier; i++)
-        json_array_append_new(front, cand_json(&plan->candidates[plan->frontier[i]]));
-    for (int i = 0; i < plan->n_candidates; i++)
-        json_array_append_new(cands, cand_json(&plan->candidates[i]));
-    json_object_set_new(j, "frontier", front);
-    json_object_set_new(j, "candidates", cands);
-    int rc = cli_write_json("-", j);
-    json_decref(j);
-    return rc;
-}
-
 static void print_text(FILE *out, const vp_plan *plan, const vp_sim *sim, const cli_spec *o) {
     const vp_plan_candidate *win = &plan->candidates[plan->chosen];
     char costs[128];
@@ -100,18 +64,18 @@ static void print_text(FILE *out, const vp_plan *plan, const vp_sim *sim, const 
 
 /* The chosen schedule to -o, then the report unless -o took stdout. */
 static int write_results(const plan_args *a, const vp_plan *plan, const vp_sim *sim) {
+    char *text = NULL;
+    vp_error err = {0};
     if (a->out) {
-        char *text = NULL;
-        vp_error err = {0};
-        int rc = vp_json_write(plan->schedule, &text, &err) == VP_OK
-                     ? cli_write(a->out, text, strlen(text))
-                     : cli_lib_error(&err);
-        free(text);
+        vp_status st = vp_json_write(plan->schedule, &text, &err);
+        int rc = cli_write_result(a->out, st, text, &err);
         if (rc || !strcmp(a->out, "-"))
             return rc;
     }
-    if (a->json)
-        return print_json(plan, sim, &a->spec);
+    if (a->json) {
+        vp_status st = vp_plan_json(plan, sim, &a->spec.spec.costs, &text, &err);
+        return cli_write_result("-", st, text, &err);
+    }
     cli_out out;
     if (cli_out_begin(&out))
         return VP_EXIT_FAILURE;

@@ -43,10 +43,10 @@ static void print_text(FILE *out, const vp_schedule *s, const vp_sim *sim, const
 /* The report on stdout: text or JSON. */
 static int report(const simulate_args *a, const vp_schedule *s, const vp_sim *sim) {
     if (a->json) {
-        json_t *j = cli_sim_json(s, sim, &a->spec.spec.costs);
-        int rc = cli_write_json("-", j);
-        json_decref(j);
-        return rc;
+        char *text = NULL;
+        vp_error err = {0};
+        vp_status st = vp_sim_json(s, sim, &a->spec.spec.costs, &text, &err);
+        return cli_write_result("-", st, text, &err);
     }
     cli_out out;
     if (cli_out_begin(&out))

@@ -214,34 +214,9 @@ int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out) {
     return rc == VP_OK ? 0 : cli_lib_error(&err);
 }
 
-static json_t *double_array(const double *v, int n) {
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_real(v[i]));
-    return a;
-}
-
 json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *costs) {
-    json_t *o = json_object();
-    json_object_set_new(o, "family", json_string(s->family));
-    json_object_set_new(o, "p", json_integer(s->p));
-    json_object_set_new(o, "m", json_integer(s->m));
-    json_object_set_new(o, "stages", json_integer(s->S));
-    json_object_set_new(o, "placement", json_string(vp_placement_name(s->placement)));
-    json_t *c =
-        json_pack("{s:f,s:f,s:f,s:f}", "F", costs->f, "B", costs->b, "W", costs->w, "c", costs->c);
-    if (costs->fb >= 0)
-        json_object_set_new(c, "FB", json_real(costs->fb));
-    json_object_set_new(o, "costs", c);
-    json_object_set_new(o, "makespan", json_real(sim->makespan));
-    json_object_set_new(o, "longest_span", json_real(vp_sim_longest_span(sim)));
-    json_object_set_new(o, "bubble", json_real(sim->bubble));
-    json_object_set_new(o, "bubble_makespan", json_real(sim->bubble_makespan));
-    json_object_set_new(o, "peak_memory", double_array(sim->peak, sim->p));
-    json_object_set_new(o, "peak_memory_max", json_real(sim->peak_max));
-    json_object_set_new(o, "param_copies", json_integer(vp_schedule_param_copies(s)));
-    if (sim->peak_bytes)
-        json_object_set_new(o, "peak_memory_bytes", double_array(sim->peak_bytes, sim->p));
-    json_object_set_new(o, "busy", double_array(sim->dev_busy, sim->p));
-    return o;
+    char *text = NULL;
+    json_t *j = vp_sim_json(s, sim, costs, &text, NULL) == VP_OK ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return j;
 }

@@ -54,6 +54,10 @@
 
 #include "vpipe/model.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define VP_CHECKPOINT_VERSION 1
 
 /* What identifies a training trajectory: a checkpoint resumes only a run with the same
@@ -100,7 +104,7 @@ typedef struct vp_checkpoint_part {
 /* Before a run: creates dir (one level) when missing and checks that a file can be
  * written in it (a probe file, removed again), so that a run fails before its first
  * step rather than at its first checkpoint. VP_EIO with the directory and the reason. */
-vp_status vp_checkpoint_prepare(const char *dir, vp_error *err);
+VP_API vp_status vp_checkpoint_prepare(const char *dir, vp_error *err);
 
 /* Phase 1: writes DIR/rank-<rank>.step-<step>.ckpt atomically with the stages of this
  * rank's part, the trajectory run, step (optimiser steps completed) and data_pos (next
@@ -108,32 +112,32 @@ vp_status vp_checkpoint_prepare(const char *dir, vp_error *err);
  * written) when a parameter or moment is not finite. VP_EIO with the file and the reason
  * when writing fails; no partial file is left and earlier checkpoints stay as they were.
  * Thread-safe for different ranks. */
-vp_status vp_checkpoint_write_rank(const char *dir, const vp_checkpoint_run *run,
-                                   const vp_checkpoint_part *part, int step, uint64_t data_pos,
-                                   vp_error *err);
+VP_API vp_status vp_checkpoint_write_rank(const char *dir, const vp_checkpoint_run *run,
+                                          const vp_checkpoint_part *part, int step,
+                                          uint64_t data_pos, vp_error *err);
 
 /* Phase 2: makes step the directory's checkpoint by replacing DIR/meta.json atomically.
  * Call once, after phase 1 succeeded on every rank. VP_EIO when writing fails (the
  * previous commit stays). */
-vp_status vp_checkpoint_commit(const char *dir, int n_ranks, int step, uint64_t data_pos,
-                               vp_error *err);
+VP_API vp_status vp_checkpoint_commit(const char *dir, int n_ranks, int step, uint64_t data_pos,
+                                      vp_error *err);
 
 /* Phase 3: removes rank's files of steps other than step (superseded or never
  * committed) and its leftover temporary files. Call after the commit of step is done.
  * VP_EIO when the directory cannot be read or a file cannot be removed. */
-vp_status vp_checkpoint_prune(const char *dir, int rank, int step, vp_error *err);
+VP_API vp_status vp_checkpoint_prune(const char *dir, int rank, int step, vp_error *err);
 
 /* The three phases for a run that holds every stage in one rank: part is rank 0 of 1
  * (VP_EINVAL otherwise). */
-vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *run,
-                             const vp_checkpoint_part *part, int step, uint64_t data_pos,
-                             vp_error *err);
+VP_API vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *run,
+                                    const vp_checkpoint_part *part, int step, uint64_t data_pos,
+                                    vp_error *err);
 
 /* ---- loading ------------------------------------------------------------------------ */
 
 /* Reads DIR/meta.json. VP_EIO when there is none (no checkpoint) or it cannot be read,
  * VP_EPARSE when it is malformed. */
-vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_error *err);
+VP_API vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_error *err);
 
 /* Restores the stages of this rank's part from the committed checkpoint of dir: reads
  * meta.json and the rank's file of that step (a regular file, of any size), checks it
@@ -141,25 +145,29 @@ vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_err
  * stages' layer ranges) and the commit record, then copies the parameters and AdamW
  * moments into the stages and zeroes their gradients. *meta (optional) receives the step
  * and data position to continue from. On any error the stages are left untouched. */
-vp_status vp_checkpoint_load(const char *dir, const vp_checkpoint_run *run,
-                             const vp_checkpoint_part *part, vp_checkpoint_meta *meta,
-                             vp_error *err);
+VP_API vp_status vp_checkpoint_load(const char *dir, const vp_checkpoint_run *run,
+                                    const vp_checkpoint_part *part, vp_checkpoint_meta *meta,
+                                    vp_error *err);
 
 /* ---- the readers (bytes in memory; name is used in messages) ---------------------------- */
 
 /* Checks a rank file's bytes (magic, version, length, checksum, records consistent with
  * the model) and fills *info. VP_EPARSE with the problem otherwise. */
-vp_status vp_checkpoint_parse(const void *bytes, size_t size, const char *name,
-                              vp_checkpoint_info *info, vp_error *err);
+VP_API vp_status vp_checkpoint_parse(const void *bytes, size_t size, const char *name,
+                                     vp_checkpoint_info *info, vp_error *err);
 
 /* vp_checkpoint_parse, then the checks against the run and the part and the copy into
  * its stages that vp_checkpoint_load does. */
-vp_status vp_checkpoint_restore(const void *bytes, size_t size, const char *name,
-                                const vp_checkpoint_run *run, const vp_checkpoint_part *part,
-                                vp_error *err);
+VP_API vp_status vp_checkpoint_restore(const void *bytes, size_t size, const char *name,
+                                       const vp_checkpoint_run *run, const vp_checkpoint_part *part,
+                                       vp_error *err);
 
 /* Parses the text of a meta.json. VP_EPARSE with the problem. */
-vp_status vp_checkpoint_meta_parse(const char *text, size_t len, const char *name,
-                                   vp_checkpoint_meta *meta, vp_error *err);
+VP_API vp_status vp_checkpoint_meta_parse(const char *text, size_t len, const char *name,
+                                          vp_checkpoint_meta *meta, vp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 
 #include "vpipe/block.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Largest schedule, in ops, a generator builds unless the spec allows more: about 2-5 GB
  * of schedule and simulation at 20-50 bytes per op. */
 #define VP_MAX_OPS_DEFAULT 100000000L
@@ -27,16 +31,16 @@ typedef struct vp_spec {
 
 /* p, m with default costs and memory model, v = 0, mem_limit = 0, the default op limit,
  * one thread. */
-vp_spec vp_spec_make(int p, int m);
+VP_API vp_spec vp_spec_make(int p, int m);
 
 /* The most ops any family builds for spec: 3 passes per (stage, microbatch) on at most
  * max(2, v) stages per device. */
-double vp_spec_max_ops(const vp_spec *spec);
+VP_API double vp_spec_max_ops(const vp_spec *spec);
 
 /* VP_ELIMIT when vp_spec_max_ops(spec) exceeds the spec's op limit, with the estimate,
  * the limit and what would lift it (a larger max_ops, `--max-ops` on the command line);
  * VP_OK otherwise. Costs nothing: check before allocating. */
-vp_status vp_spec_check_size(const vp_spec *spec, vp_error *err);
+VP_API vp_status vp_spec_check_size(const vp_spec *spec, vp_error *err);
 
 typedef struct vp_family {
     const char *name;    /* CLI name, e.g. "1f1b" */
@@ -46,17 +50,18 @@ typedef struct vp_family {
 } vp_family;
 
 /* The registry, in presentation order. vp_family_at returns NULL past the end. */
-int vp_family_count(void);
-const vp_family *vp_family_at(int i);
+VP_API int vp_family_count(void);
+VP_API const vp_family *vp_family_at(int i);
 
 /* Family by name (exact match); NULL when unknown. */
-const vp_family *vp_family_find(const char *name);
+VP_API const vp_family *vp_family_find(const char *name);
 
 /* Builds family `name` for spec into a new schedule (caller frees). VP_EINVAL with a
  * message naming the constraint when the spec does not fit the family (or the name is
  * unknown), VP_ELIMIT (vp_spec_check_size) before allocating anything when it would be
  * too large; the result always passes vp_schedule_validate. */
-vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out, vp_error *err);
+VP_API vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out,
+                                 vp_error *err);
 
 /* The block of a named V family at p devices, no change point (phases mod 6):
  *   "v-min":  offsets (1,1), F¹ at 2p-1, B¹ at 2p+x, B⁰ at 4p+x-1 (x = 2 when 3 divides p,
@@ -65,6 +70,10 @@ vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **o
  *             else 0): half of 1F1B's memory;
  *   "v-zb":   offsets (4,2), F¹ 1, B¹ 2, B⁰ 3: 1F1B's memory, no bubble in steady state.
  * VP_EINVAL for other names or p < 2. */
-vp_status vp_vblock_preset(const char *family, int p, vp_vblock *out, vp_error *err);
+VP_API vp_status vp_vblock_preset(const char *family, int p, vp_vblock *out, vp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

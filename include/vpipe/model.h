@@ -32,6 +32,10 @@
 
 #include "vpipe/base.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- configuration ---------------------------------------------------------------- */
 
 typedef struct vp_model_config {
@@ -47,7 +51,7 @@ typedef struct vp_model_config {
  * [2, 256], sizes small enough that every tensor's element count fits in an int and the
  * byte sizes of a stage holding every layer stay below 2^61, so that the size functions
  * cannot overflow). VP_EINVAL with a message naming the field otherwise. */
-vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err);
+VP_API vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err);
 
 /* ---- stage ranges and pure size functions ------------------------------------------- */
 
@@ -70,18 +74,18 @@ typedef struct vp_stage_sizes {
 
 /* Sizes of the stage holding range of model cfg. Pure: allocates nothing. VP_EINVAL for
  * a bad config or range. */
-vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range range, vp_stage_sizes *out,
-                            vp_error *err);
+VP_API vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range range,
+                                   vp_stage_sizes *out, vp_error *err);
 
 /* Splits n_layer layers over the route_len stages of a route into [l0[k], l0[k+1]),
  * k = 0..route_len-1 (l0 has route_len + 1 entries): equal shares, with the remainder
  * going to the middle stages first, so the first stage (embeddings) and the last (head
  * and loss) take fewer. VP_EINVAL when a middle stage would be empty (fewer than
  * route_len - 2 layers). */
-vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
+VP_API vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
 
 /* The range of stage k of a route of route_len stages split into l0 by vp_split_layers. */
-vp_stage_range vp_split_range(const int *l0, int k, int route_len);
+VP_API vp_stage_range vp_split_range(const int *l0, int k, int route_len);
 
 /* ---- accounting allocator ------------------------------------------------------------ */
 
@@ -91,22 +95,22 @@ vp_stage_range vp_split_range(const int *l0, int k, int route_len);
 typedef struct vp_mem vp_mem;
 
 /* New allocator with zero counts, or NULL when out of memory. */
-vp_mem *vp_mem_new(void);
-void vp_mem_free(vp_mem *mem);
+VP_API vp_mem *vp_mem_new(void);
+VP_API void vp_mem_free(vp_mem *mem);
 
 /* Allocates bytes (uninitialised) and charges them; NULL on failure. */
-void *vp_mem_alloc(vp_mem *mem, size_t bytes);
+VP_API void *vp_mem_alloc(vp_mem *mem, size_t bytes);
 /* The same without charging: a buffer in flight to another stage. Any of these buffers
  * may be released with free() instead. */
-void *vp_mem_alloc_uncharged(vp_mem *mem, size_t bytes);
+VP_API void *vp_mem_alloc_uncharged(vp_mem *mem, size_t bytes);
 /* Takes back p (from either alloc, possibly another vp_mem's) and uncharges bytes. */
-void vp_mem_release(vp_mem *mem, void *p, size_t bytes);
+VP_API void vp_mem_release(vp_mem *mem, void *p, size_t bytes);
 /* Charges or releases bytes without allocating (a buffer changing hands). */
-void vp_mem_charge(vp_mem *mem, size_t bytes);
-void vp_mem_uncharge(vp_mem *mem, size_t bytes);
+VP_API void vp_mem_charge(vp_mem *mem, size_t bytes);
+VP_API void vp_mem_uncharge(vp_mem *mem, size_t bytes);
 
-size_t vp_mem_current(const vp_mem *mem);
-size_t vp_mem_peak(const vp_mem *mem);
+VP_API size_t vp_mem_current(const vp_mem *mem);
+VP_API size_t vp_mem_peak(const vp_mem *mem);
 
 /* ---- stage ------------------------------------------------------------------------- */
 
@@ -127,10 +131,11 @@ typedef struct vp_stage_options {
  * each tensor from its own stream keyed by (seed, layer, tensor), so any split of the
  * same model starts from the same weights. mem is borrowed and must outlive the stage.
  * Gradients start at zero. VP_EINVAL for a bad config, range or n_slots < 1, VP_ENOMEM. */
-vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
-                       const vp_stage_options *opt, vp_mem *mem, vp_stage **out, vp_error *err);
+VP_API vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
+                              const vp_stage_options *opt, vp_mem *mem, vp_stage **out,
+                              vp_error *err);
 /* Frees the stage and every buffer its slots still hold (released from mem). */
-void vp_stage_free(vp_stage *stage);
+VP_API void vp_stage_free(vp_stage *stage);
 
 /* F for microbatch slot mb.
  * - First stage: tokens [B*T] (borrowed, copied, each < vocab); in must be NULL.
@@ -142,8 +147,8 @@ void vp_stage_free(vp_stage *stage);
  *   stage's forward or free it with vp_stage_buffer_free.
  * VP_EINVAL (in still the caller's) if the slot is busy, an argument is missing or a
  * token is out of range; VP_ENOMEM (in freed, slot left empty). */
-vp_status vp_stage_forward(vp_stage *stage, int mb, float *in, const uint8_t *tokens,
-                           const uint8_t *targets, float **out, double *loss, vp_error *err);
+VP_API vp_status vp_stage_forward(vp_stage *stage, int mb, float *in, const uint8_t *tokens,
+                                  const uint8_t *targets, float **out, double *loss, vp_error *err);
 
 /* B for slot mb (after F). Last stage: starts from the loss with dloss = loss_scale
  * (1/m to average m microbatches; the mean over B*T tokens is built in) and dout must
@@ -151,36 +156,36 @@ vp_status vp_stage_forward(vp_stage *stage, int mb, float *in, const uint8_t *to
  * malloc'd buffer of io_bytes), taken over. First stage: din must be NULL. Others: *din
  * receives the input gradient, in flight. VP_EINVAL (dout still the caller's) if the
  * slot has not run F. */
-vp_status vp_stage_backward_input(vp_stage *stage, int mb, float *dout, float loss_scale,
-                                  float **din, vp_error *err);
+VP_API vp_status vp_stage_backward_input(vp_stage *stage, int mb, float *dout, float loss_scale,
+                                         float **din, vp_error *err);
 
 /* W for slot mb (after B): weight gradients += this microbatch's; the slot is empty
  * afterwards. VP_EINVAL if the slot has not run B. */
-vp_status vp_stage_backward_weight(vp_stage *stage, int mb, vp_error *err);
+VP_API vp_status vp_stage_backward_weight(vp_stage *stage, int mb, vp_error *err);
 
 /* Drops whatever slot mb holds (after a forward-only evaluation, or on abort). */
-void vp_stage_discard(vp_stage *stage, int mb);
+VP_API void vp_stage_discard(vp_stage *stage, int mb);
 
 /* Frees an in-flight buffer from forward or backward_input (NULL is fine). */
-void vp_stage_buffer_free(float *buf);
+VP_API void vp_stage_buffer_free(float *buf);
 
 /* Sets every gradient to zero. */
-void vp_stage_zero_grad(vp_stage *stage);
+VP_API void vp_stage_zero_grad(vp_stage *stage);
 
 /* Sums of squared gradients per unit, each accumulated in double in parameter order:
  * out[0] the embeddings (first stage), then one per layer, then the final norm and head
  * (last stage); 1 + layers + 1 units for the whole model. Adding the units of every
  * stage in model order gives the same bits however the layers are split. */
-void vp_stage_grad_sumsq_units(const vp_stage *stage, double *out);
+VP_API void vp_stage_grad_sumsq_units(const vp_stage *stage, double *out);
 
 /* The stage's units added in order (the whole model's when it is the only stage). */
-double vp_stage_grad_sumsq(const vp_stage *stage);
+VP_API double vp_stage_grad_sumsq(const vp_stage *stage);
 
 /* Parameters and gradients as flat arrays in the stage's layout: embeddings (token,
  * position), then per layer ln1 w b, qkv w b, proj w b, ln2 w b, fc w b, fcproj w b,
  * then final norm w b and head. Borrowed; valid while the stage lives. */
-float *vp_stage_params(vp_stage *stage, size_t *count);
-float *vp_stage_grads(vp_stage *stage, size_t *count);
+VP_API float *vp_stage_params(vp_stage *stage, size_t *count);
+VP_API float *vp_stage_grads(vp_stage *stage, size_t *count);
 
 /* What a checkpoint saves of a stage: its layer range and its parameters and AdamW
  * moments, each n floats in the layout of vp_stage_params. Borrowed pointers, valid
@@ -191,15 +196,15 @@ typedef struct vp_stage_state {
     float *params, *adam_m, *adam_v;
 } vp_stage_state;
 
-vp_stage_state vp_stage_state_of(vp_stage *stage);
+VP_API vp_stage_state vp_stage_state_of(vp_stage *stage);
 
 /* FNV-1a 64 over the parameter bytes, continuing from hash (start with
  * VP_DIGEST_INIT); digesting stages in order hashes the whole model. */
 #define VP_DIGEST_INIT 0xcbf29ce484222325ULL
-uint64_t vp_stage_digest(const vp_stage *stage, uint64_t hash);
+VP_API uint64_t vp_stage_digest(const vp_stage *stage, uint64_t hash);
 
 /* FNV-1a 64 over n bytes, continuing from hash. */
-uint64_t vp_digest(const void *bytes, size_t n, uint64_t hash);
+VP_API uint64_t vp_digest(const void *bytes, size_t n, uint64_t hash);
 
 /* ---- optimiser ----------------------------------------------------------------------- */
 
@@ -210,21 +215,27 @@ typedef struct vp_adamw {
 
 /* One AdamW step (step counts from 1) with learning rate lr on gradients multiplied
  * by grad_scale (the clip factor; 1 for none). */
-void vp_stage_adamw(vp_stage *stage, const vp_adamw *opt, int step, float lr, float grad_scale);
+VP_API void vp_stage_adamw(vp_stage *stage, const vp_adamw *opt, int step, float lr,
+                           float grad_scale);
 
 typedef enum { VP_LR_COSINE, VP_LR_CONSTANT } vp_lr_schedule;
 
 /* Learning rate at step (0-based) of steps: constant, or linear warm-up over warmup
  * steps then cosine decay to min_lr. */
-double vp_lr_at(vp_lr_schedule schedule, int step, int steps, int warmup, double lr, double min_lr);
+VP_API double vp_lr_at(vp_lr_schedule schedule, int step, int steps, int warmup, double lr,
+                       double min_lr);
 
 /* ---- matmul ------------------------------------------------------------------------ */
 
 /* Threads OpenBLAS may use: a process-wide setting. vp_train_run, vp_pipeline_train and
  * vp_profile_measure set it to 1 (and leave it so), as their contracts say: stage threads
  * then scale (~1.9x for two) and the reference's sums are those of one BLAS thread. */
-void vp_blas_set_threads(int n);
+VP_API void vp_blas_set_threads(int n);
 /* OpenBLAS's kernel name ("Haswell", "SkylakeX", ...); static. */
-const char *vp_blas_corename(void);
+VP_API const char *vp_blas_corename(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

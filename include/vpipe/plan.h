@@ -11,6 +11,10 @@
 #include "vpipe/block.h"
 #include "vpipe/families.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A memory budget as a user states it. */
 typedef enum {
     VP_BUDGET_FRACTION = 0, /* a fraction of 1F1B's peak ("0.5") */
@@ -25,7 +29,7 @@ typedef struct vp_budget {
 
 /* Parses "0.5", "4u" or "123456b" (number, then an optional unit suffix). VP_EPARSE with
  * the column of the problem. */
-vp_status vp_budget_parse(const char *text, vp_budget *out, vp_error *err);
+VP_API vp_status vp_budget_parse(const char *text, vp_budget *out, vp_error *err);
 
 /* One schedule the planner considered: a registered family, or the best V block it found
  * at one peak level. */
@@ -66,9 +70,24 @@ typedef struct vp_plan {
  * spec->mem.unit_bytes > 0. VP_EINVAL when the budget is malformed, bytes are not known,
  * or no schedule fits (the message names the smallest peak reached and by what). Cost:
  * one build and one simulation per family and per collision-free V block. */
-vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out, vp_error *err);
+VP_API vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out,
+                             vp_error *err);
+
+/* The planner's report as JSON text, what `vpipe plan --json` prints: the chosen
+ * schedule's simulation report (vp_sim_json of plan->schedule, simulated under costs), then
+ * "budget", "budget_unit" ("units" or "bytes"), "ref_peak_1f1b", "params" (the V block's,
+ * or ""), "reason", "blocks_tried", "blocks_built", "frontier" and "candidates" (arrays of
+ * {"family", "params", "memory"[, "memory_bytes"], "bubble", "makespan", "fits"}). Same
+ * format as vp_sim_json. New string in *text (caller frees with free(); NULL on failure).
+ * VP_ENOMEM. */
+VP_API vp_status vp_plan_json(const vp_plan *plan, const vp_sim *sim, const vp_costs *costs,
+                              char **text, vp_error *err);
 
 /* Releases a plan; NULL is a no-op. */
-void vp_plan_free(vp_plan *plan);
+VP_API void vp_plan_free(vp_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -30,6 +30,10 @@
 
 #include "vpipe/families.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- the model --------------------------------------------------------------------- */
 
 typedef enum { VP_FFN_GELU = 0, VP_FFN_SWIGLU = 1 } vp_ffn_kind;
@@ -63,15 +67,15 @@ typedef struct vp_arch {
  * Bubble paper's zb-1.5b/6.2b/14.6b/28.3b and the Controllable Memory paper's
  * cm-9.6b/21b/38.5b/98.5b (design/models.md §2). vp_arch_preset_name returns NULL past
  * the end. */
-int vp_arch_preset_count(void);
-const char *vp_arch_preset_name(int i);
+VP_API int vp_arch_preset_count(void);
+VP_API const char *vp_arch_preset_name(int i);
 
 /* Fills *out with the preset called name. VP_EINVAL naming the known presets otherwise. */
-vp_status vp_arch_preset(const char *name, vp_arch *out, vp_error *err);
+VP_API vp_status vp_arch_preset(const char *name, vp_arch *out, vp_error *err);
 
 /* vpipe's own byte-level GPT at a train size (vocab 256, fp32, learned positions with
  * seq rows, LayerNorm, GELU 4h, biases, no dropout, tied = false), named "vpipe". */
-vp_arch vp_arch_vpipe(int layers, int width, int heads, int seq);
+VP_API vp_arch vp_arch_vpipe(int layers, int width, int heads, int seq);
 
 /* Reads a Hugging Face config.json (text of len bytes; name fills arch->name when the
  * file has no "_name_or_path" or "model_type"). Keys: hidden_size, num_hidden_layers,
@@ -81,21 +85,21 @@ vp_arch vp_arch_vpipe(int layers, int width, int heads, int seq);
  * torch_dtype, rms_norm_eps / layer_norm_eps, rope_theta, attention_bias, dropout keys.
  * VP_EPARSE with line and column for malformed JSON, naming the key that is missing, of
  * the wrong type, out of range or inconsistent (e.g. heads not dividing hidden). */
-vp_status vp_arch_parse_hf(const char *text, size_t len, const char *name, vp_arch *out,
-                           vp_error *err);
+VP_API vp_status vp_arch_parse_hf(const char *text, size_t len, const char *name, vp_arch *out,
+                                  vp_error *err);
 
 /* The same from a file (vp_read_file's errors, then vp_arch_parse_hf's). */
-vp_status vp_arch_read_hf(const char *path, vp_arch *out, vp_error *err);
+VP_API vp_status vp_arch_read_hf(const char *path, vp_arch *out, vp_error *err);
 
 /* Preset name or path of a config.json: a name without '/' and not ending in ".json" is a
  * preset. */
-vp_status vp_arch_resolve(const char *name_or_path, vp_arch *out, vp_error *err);
+VP_API vp_status vp_arch_resolve(const char *name_or_path, vp_arch *out, vp_error *err);
 
 /* Checks the fields are positive and consistent. VP_EINVAL naming the field. */
-vp_status vp_arch_check(const vp_arch *arch, vp_error *err);
+VP_API vp_status vp_arch_check(const vp_arch *arch, vp_error *err);
 
 /* Parameters of the whole model (a tied head counted once). */
-double vp_arch_params(const vp_arch *arch);
+VP_API double vp_arch_params(const vp_arch *arch);
 
 /* ---- the accelerator --------------------------------------------------------------- */
 
@@ -113,19 +117,19 @@ typedef struct vp_gpu {
 } vp_gpu;
 
 /* Built-in accelerators: a100-80gb, h100-80gb, h200-141gb (design/models.md §3). */
-int vp_gpu_preset_count(void);
-const char *vp_gpu_preset_name(int i);
-vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
+VP_API int vp_gpu_preset_count(void);
+VP_API const char *vp_gpu_preset_name(int i);
+VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
 
 /* Reads an accelerator JSON object: {"name": "...", "base": "a100-80gb", "peak_tflops":
  * 312, "memory_gib": 80, "hbm_tb_s": 2.039, "intra_node_gb_s": 300, "inter_node_gb_s":
  * 25, "intra_node_latency_us": 3, "inter_node_latency_us": 10, "gpus_per_node": 8,
  * "efficiency": 0.5}. With "base" every other key is optional and overrides the preset;
  * without it all are required ("name" is optional). VP_EPARSE naming the key. */
-vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err);
+VP_API vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err);
 
 /* Preset name, or path of such a JSON file (same rule as vp_arch_resolve). */
-vp_status vp_gpu_resolve(const char *name_or_path, vp_gpu *out, vp_error *err);
+VP_API vp_status vp_gpu_resolve(const char *name_or_path, vp_gpu *out, vp_error *err);
 
 /* ---- the training setup ------------------------------------------------------------ */
 
@@ -160,11 +164,11 @@ typedef struct vp_train {
 /* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision
  * from the model (16-bit: 2/4/4/8 = 18 bytes per parameter; fp32: 4/4/0/8), no overlap,
  * reserve 1 GiB for Megatron-style models and 0 for vpipe's own. */
-vp_train vp_train_default(const vp_arch *arch);
+VP_API vp_train vp_train_default(const vp_arch *arch);
 
 /* Parses "none", "selective" or "full". VP_EINVAL otherwise. */
-vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err);
-const char *vp_recompute_name(vp_recompute r);
+VP_API vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err);
+VP_API const char *vp_recompute_name(vp_recompute r);
 
 /* ---- what a layer, the embedding and the head cost --------------------------------- */
 
@@ -182,8 +186,8 @@ typedef struct vp_saved_tensor {
 /* Lists the tensors one part saves for one microbatch under train (recomputation,
  * FlashAttention and TP/SP applied; arch and train must pass vp_price_check) into
  * out[0..cap); returns how many there are (call with cap 0 to count). */
-int vp_price_tensors(const vp_arch *arch, const vp_train *train, vp_price_part part,
-                     vp_saved_tensor *out, int cap);
+VP_API int vp_price_tensors(const vp_arch *arch, const vp_train *train, vp_price_part part,
+                            vp_saved_tensor *out, int cap);
 
 typedef struct vp_price_facts {
     double params;                    /* parameters on one rank (TP-sharded) */
@@ -195,8 +199,8 @@ typedef struct vp_price_facts {
 
 /* Facts of one part under train: parameters, M_B and M_W (sums of vp_price_tensors), and
  * FLOPs per pass. Pure. VP_EINVAL as vp_price_check (without an accelerator). */
-vp_status vp_price_part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
-                              vp_price_facts *out, vp_error *err);
+VP_API vp_status vp_price_part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
+                                     vp_price_facts *out, vp_error *err);
 
 /* ---- pricing ------------------------------------------------------------------------ */
 
@@ -225,7 +229,7 @@ typedef struct vp_price_setup {
  * within the model's positions, precision and reserve sane, vpipe's own model only
  * without TP, FlashAttention or recomputation. VP_EINVAL with a message naming the
  * problem. */
-vp_status vp_price_check(const vp_price_setup *setup, vp_error *err);
+VP_API vp_status vp_price_check(const vp_price_setup *setup, vp_error *err);
 
 /* One stage of a schedule, priced. Times in milliseconds, bytes per microbatch. */
 typedef struct vp_price_stage {
@@ -270,9 +274,9 @@ typedef struct vp_price_layout {
  * Caller frees with vp_price_layout_free. VP_EINVAL (vp_price_check, a split that does
  * not fit: wrong length or sum, an empty middle stage, fewer layers than middle stages),
  * VP_ENOMEM. */
-vp_status vp_price_layout_new(const vp_price_setup *setup, const vp_schedule *shape,
-                              vp_price_layout **out, vp_error *err);
-void vp_price_layout_free(vp_price_layout *layout);
+VP_API vp_status vp_price_layout_new(const vp_price_setup *setup, const vp_schedule *shape,
+                                     vp_price_layout **out, vp_error *err);
+VP_API void vp_price_layout_free(vp_price_layout *layout);
 
 typedef struct vp_price_result {
     char family[32];
@@ -305,18 +309,19 @@ typedef struct vp_price_result {
  * and bytes, itemised memory per rank, step time and rates. Caller frees *out with
  * vp_price_result_free. Errors of vp_price_layout_new and vp_simulate; VP_EINVAL when
  * measured costs are negative. */
-vp_status vp_price_schedule(const vp_price_setup *setup, const vp_schedule *s,
-                            vp_price_result **out, vp_error *err);
+VP_API vp_status vp_price_schedule(const vp_price_setup *setup, const vp_schedule *s,
+                                   vp_price_result **out, vp_error *err);
 
 /* Builds family for spec with this setup's costs (a probe build finds the shape, the
  * layout gives the per-device costs and memory model, the family is built again with
  * them, or with their means when the generator refuses unequal devices: mean_costs) and
  * prices it. *sched (optional) receives the schedule (caller frees). Errors of
  * vp_family_build and vp_price_schedule. */
-vp_status vp_price_family(const vp_price_setup *setup, const char *family, const vp_spec *spec,
-                          vp_price_result **out, vp_schedule **sched, vp_error *err);
+VP_API vp_status vp_price_family(const vp_price_setup *setup, const char *family,
+                                 const vp_spec *spec, vp_price_result **out, vp_schedule **sched,
+                                 vp_error *err);
 
-void vp_price_result_free(vp_price_result *r);
+VP_API void vp_price_result_free(vp_price_result *r);
 
 /* The result as one JSON object (new string, caller frees with free()): family, model,
  * gpu, p, m, tp, dp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
@@ -325,6 +330,10 @@ void vp_price_result_free(vp_price_result *r);
  * workspace, reserve, total}, bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, stages (array of {layers, device, params, act_bytes,
  * keep_bytes, f_ms, b_ms, w_ms, r_ms}). NULL when memory runs out. */
-char *vp_price_result_json(const vp_price_result *r);
+VP_API char *vp_price_result_json(const vp_price_result *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

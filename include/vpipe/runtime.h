@@ -25,6 +25,10 @@
 #include "vpipe/schedule.h"
 #include "vpipe/sim.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- the single-rank reference -------------------------------------------------------- */
 
 /* Faults a run injects on purpose, for tests and drills (vpipe train --inject-nan,
@@ -63,7 +67,7 @@ typedef struct vp_train_options {
 
 /* Sensible defaults for everything (4 layers, width 128, 4 heads, seq 64, microbatch 8,
  * m 1, 200 steps, lr 1e-3 cosine with 10% warm-up, weight decay 0.1, clip 1, seed 1). */
-void vp_train_options_default(vp_train_options *opts);
+VP_API void vp_train_options_default(vp_train_options *opts);
 
 typedef struct vp_train_progress {
     int step; /* 1-based */
@@ -108,9 +112,9 @@ typedef struct vp_train_result {
  * is one rank) or a checkpoint of another run, VP_EIO when the data is shorter than a
  * window or a checkpoint cannot be read or written, VP_EPARSE for a corrupt checkpoint,
  * VP_ERUNTIME when the loss or gradient norm is not finite (unless skip_nonfinite). */
-vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
-                       vp_train_callback callback, void *user, vp_train_result *result,
-                       vp_error *err);
+VP_API vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
+                              vp_train_callback callback, void *user, vp_train_result *result,
+                              vp_error *err);
 
 /* ---- the pipeline ------------------------------------------------------------------------ */
 
@@ -133,7 +137,7 @@ typedef struct vp_pipeline_options {
 } vp_pipeline_options;
 
 /* Defaults: vp_train_options_default, no schedule, watchdog 60 s, no fault. */
-void vp_pipeline_options_default(vp_pipeline_options *o);
+VP_API void vp_pipeline_options_default(vp_pipeline_options *o);
 
 typedef struct vp_pipeline_result {
     vp_train_result train;        /* as vp_train_run reports it (peak: max over ranks) */
@@ -159,15 +163,15 @@ typedef struct vp_pipeline_result {
 } vp_pipeline_result;
 
 /* Releases what a result holds (not the struct itself); NULL fields are fine. */
-void vp_pipeline_result_release(vp_pipeline_result *r);
+VP_API void vp_pipeline_result_release(vp_pipeline_result *r);
 
 /* Checks that schedule s can train model cfg, cheapest first: the model, whether its
  * layers fill the route's stages, then the validation (a replay of every op) and the
  * placement. Sets *bit_exact (optional) to 1 when every stage runs its weight gradients
  * in microbatch order and there is one model copy (then results are bit-identical to
  * the single-rank reference). VP_EVALIDATION / VP_EINVAL with the reason. */
-vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg, int *bit_exact,
-                                 vp_error *err);
+VP_API vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg,
+                                        int *bit_exact, vp_error *err);
 
 /* Trains with schedule o->schedule: on the threads transport every rank runs as a
  * thread of this process; under MPI this process runs the rank MPI gives it, and only
@@ -186,40 +190,44 @@ vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cf
  * rank; every process returns the same status and message, of the rank that failed
  * first (VP_ERUNTIME for a rank's failure or a watchdog, whose report names each rank's
  * op), and result->report tells the one process that should print it. */
-vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
-                            vp_train_callback callback, void *user, vp_pipeline_result *result,
-                            vp_error *err);
+VP_API vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
+                                   vp_train_callback callback, void *user,
+                                   vp_pipeline_result *result, vp_error *err);
 
 /* Under MPI, stops every process of the job with exit code `code` (for the command line
  * after a failed run): it first waits (at most 10 s) until every process has called it,
  * so that the process reporting the failure has printed it. Without MPI, or before MPI
  * was initialised, does nothing. */
-void vp_runtime_mpi_abort(int code);
+VP_API void vp_runtime_mpi_abort(int code);
 
 /* ---- measuring ---------------------------------------------------------------------------- */
 
 /* One hop between two ranks on the threads transport: half the median round trip of a
  * tensor of `floats` floats over reps trips, in ms. */
-vp_status vp_runtime_measure_hop(size_t floats, int reps, double *ms, vp_error *err);
+VP_API vp_status vp_runtime_measure_hop(size_t floats, int reps, double *ms, vp_error *err);
 
 /* The simulator's peak activation bytes per rank ([s->p], caller storage) for model cfg
  * under schedule s, from the model's size functions (vp_runtime_model_bytes). */
-vp_status vp_runtime_predict_peaks(const vp_schedule *s, const vp_model_config *cfg, double *peaks,
-                                   vp_error *err);
+VP_API vp_status vp_runtime_predict_peaks(const vp_schedule *s, const vp_model_config *cfg,
+                                          double *peaks, vp_error *err);
 
 /* Fills cm's byte arrays for model cfg under schedule s and sets cm->has_bytes: per stage
  * the bytes F adds (act) and those B keeps for W (stash), from the layer split
  * vp_split_layers gives s. VP_EINVAL when cm is not s's or the layers do not split over
  * s's route. */
-vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
-                                 const vp_model_config *cfg, vp_error *err);
+VP_API vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
+                                        const vp_model_config *cfg, vp_error *err);
 
 /* Sets cm's per-stage times to the mean measured duration of each stage's passes in tl
  * (a measured timeline of schedule s): f, b, w from F, B, W ops; a stage that only ran
  * full backwards gets b = w = half their mean; fb from F&B ops (by forward stage); c = 0.
  * Stages or kinds that tl never ran keep their value. VP_EINVAL when cm or tl is not of
  * s's shape, VP_ENOMEM (cm unchanged). */
-vp_status vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl, vp_cost_model *cm,
-                                    vp_error *err);
+VP_API vp_status vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl,
+                                           vp_cost_model *cm, vp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

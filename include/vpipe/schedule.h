@@ -21,6 +21,10 @@
 
 #include "vpipe/base.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     VP_OP_F = 0,  /* forward */
     VP_OP_B = 1,  /* backward for the input (activation gradient) */
@@ -81,33 +85,34 @@ typedef struct vp_shape {
  * microbatches alternate copies: even mb on copy 0, odd on copy 1, changeable by the
  * caller). family NULL is "custom". VP_EINVAL (p, S or m < 1, S not fitting), VP_ENOMEM;
  * *out is NULL on failure. Caller frees with vp_schedule_free. */
-vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out, vp_error *err);
+VP_API vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out,
+                                 vp_error *err);
 
 /* Releases a schedule; NULL is a no-op. */
-void vp_schedule_free(vp_schedule *s);
+VP_API void vp_schedule_free(vp_schedule *s);
 
 /* Appends op to device d's list (0 <= d < p, else the library aborts: a programmer
  * error). The op itself is checked by vp_schedule_validate. VP_ENOMEM on allocation
  * failure. */
-vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
+VP_API vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
 
 /* Convenience: appends a single pass (kind F, B, W or BW; else the library aborts). */
-vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
+VP_API vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
 
 /* Recomputes stage_chunk from stage_device (chunk = rank of the stage, by stage index,
  * among the stages of its device). VP_EINVAL (and nothing changed) when a stage's device
  * is outside 0..p-1, VP_ENOMEM. */
-vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err);
+VP_API vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err);
 
 /* Number of chunks (stages) on the busiest device. */
-int vp_schedule_chunks_per_device(const vp_schedule *s);
+VP_API int vp_schedule_chunks_per_device(const vp_schedule *s);
 
 /* Total number of ops over all devices. */
-long vp_schedule_op_count(const vp_schedule *s);
+VP_API long vp_schedule_op_count(const vp_schedule *s);
 
 /* True when the two schedules have the same shape, placement, routes and op lists
  * (the family name is not compared). */
-int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b);
+VP_API int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b);
 
 /* Last stage of microbatch mb's route (where its loss is computed). */
 static inline int vp_schedule_last_stage(const vp_schedule *s, int mb) {
@@ -116,21 +121,21 @@ static inline int vp_schedule_last_stage(const vp_schedule *s, int mb) {
 
 /* Parameter copies a schedule needs: 2 for the bidirectional placement (DualPipe keeps
  * both model copies on every device and sums their gradients), 1 otherwise. */
-int vp_schedule_param_copies(const vp_schedule *s);
+VP_API int vp_schedule_param_copies(const vp_schedule *s);
 
 /* Names: "F", "B", "W", "BW", "F&B"; placement "single", "loop", "v", "bidir",
  * "custom". Static strings. */
-const char *vp_op_kind_name(vp_op_kind kind);
-const char *vp_placement_name(vp_placement_kind placement);
+VP_API const char *vp_op_kind_name(vp_op_kind kind);
+VP_API const char *vp_placement_name(vp_placement_kind placement);
 
 /* The op kind or placement named `name` (exactly as vp_op_kind_name or vp_placement_name
  * writes it) into *kind / *placement. VP_EINVAL (nothing written) for any other string. */
-vp_status vp_op_kind_parse(const char *name, vp_op_kind *kind);
-vp_status vp_placement_parse(const char *name, vp_placement_kind *placement);
+VP_API vp_status vp_op_kind_parse(const char *name, vp_op_kind *kind);
+VP_API vp_status vp_placement_parse(const char *name, vp_placement_kind *placement);
 
 /* Writes a short label of op into buf ("F3.1" = F of stage 3, microbatch 1;
  * "F0.7&BW7.3" for an overlapped pair). Returns buf. */
-char *vp_op_format(const vp_op *op, char *buf, int size);
+VP_API char *vp_op_format(const vp_op *op, char *buf, int size);
 
 /* Checks the schedule: shape and placement are consistent; each (stage, microbatch) on
  * its route has exactly F plus either BW or B and W; no pass is outside its route;
@@ -138,6 +143,10 @@ char *vp_op_format(const vp_op *op, char *buf, int size);
  * (B/BW after F, W after B); and replaying all devices together terminates (no
  * cross-device deadlock). Returns VP_OK or VP_EVALIDATION / VP_EDEADLOCK with a message
  * naming the device, the position in its list and the op. */
-vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
+VP_API vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

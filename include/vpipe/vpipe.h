@@ -10,6 +10,8 @@
  *   plan.h      the memory-budget planner                                  families
  *   io.h        vpipe JSON and PyTorch CSV                                 schedule
  *   render.h    terminal, SVG and Chrome-trace pictures                    sim
+ *   request.h   the string API: JSON options in, text out                  plan, price,
+ *                                                                          io, render
  *   model.h     the transformer, its sizes, allocator and optimiser        base
  *   data.h      byte-level text data                                       base
  *   checkpoint.h  durable training state                                   model
@@ -33,6 +35,7 @@
 #include "vpipe/price.h"
 #include "vpipe/profile.h"
 #include "vpipe/render.h"
+#include "vpipe/request.h"
 #include "vpipe/runtime.h"
 #include "vpipe/schedule.h"
 #include "vpipe/sim.h"
