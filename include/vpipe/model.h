@@ -177,7 +177,7 @@ void vp_stage_zero_grad(vp_stage *stage);
  * layer, the final norm with the head) is cut from its start into blocks of
  * VP_NORM_BLOCK floats, the last one shorter; a block's squares add in double in
  * parameter order, and the blocks' sums in the model's block order. */
-#define VP_NORM_BLOCK 4096
+#define VP_NORM_BLOCK 1024
 
 /* A part of a stage's flat arrays: elements [lo, hi), which are its whole blocks
  * [b0, b1) numbered in the whole model's block order. */
