@@ -45,6 +45,34 @@ static int build(const char *family, int p, int m, vp_schedule **s) {
     return vp_family_build(family, &spec, s, &err) == VP_OK;
 }
 
+/* Trains with o on schedule s and checks the result r against the reference's: the same
+ * losses and parameters when bit-exactness is expected (DualPipe: within a relative
+ * 1e-6), and every rank's measured peak bytes as predicted. Returns whether the run was
+ * bit-exact. */
+static bool check_run(const char *what, vp_pipeline_options *o, vp_schedule *s,
+                      const vp_train_result *ref, vp_pipeline_result *r) {
+    vp_error err = {0};
+    o->schedule = s;
+    if (vp_pipeline_train(o, data, NULL, NULL, r, &err) != VP_OK)
+        fail_msg("%s: %s", what, err.message);
+    if (r->bit_exact &&
+        (r->train.param_digest != ref->param_digest || r->train.train_loss != ref->train_loss ||
+         r->train.val_loss != ref->val_loss))
+        fail_msg("%s: loss %.9g/%.9g vs %.9g/%.9g, digest differs=%d", what, r->train.train_loss,
+                 r->train.val_loss, ref->train_loss, ref->val_loss,
+                 r->train.param_digest != ref->param_digest);
+    if (!r->bit_exact) {
+        assert_string_equal(s->family, "dualpipe");
+        assert_true(fabs(r->train.train_loss - ref->train_loss) < 1e-6 * ref->train_loss);
+        assert_true(fabs(r->train.val_loss - ref->val_loss) < 1e-6 * ref->val_loss);
+    }
+    for (int d = 0; d < r->p; d++)
+        if ((double)r->peak_act_bytes[d] != r->predicted_peak_bytes[d])
+            fail_msg("%s rank %d: measured %zu bytes, predicted %.0f", what, d,
+                     r->peak_act_bytes[d], r->predicted_peak_bytes[d]);
+    return r->bit_exact;
+}
+
 /* Every registered family, p in {2, 4}, m in {p, 2p, 4p} where the family takes m:
  * same losses and parameters as vp_train_run, and measured peaks = predicted. DualPipe
  * sums two replicas' gradients, which reorders a float sum: there the test asks for a
@@ -63,26 +91,10 @@ static void test_every_family_matches_reference(void **state) {
                 vp_schedule *s = NULL;
                 if (!build(name, p, m, &s))
                     continue; /* the family does not take this m (e.g. m < 2p) */
-                o.schedule = s;
+                char what[64];
+                snprintf(what, sizeof what, "%s p=%d m=%d", name, p, m);
                 vp_pipeline_result r;
-                if (vp_pipeline_train(&o, data, NULL, NULL, &r, &err) != VP_OK)
-                    fail_msg("%s p=%d m=%d: %s", name, p, m, err.message);
-                if (r.bit_exact) {
-                    if (r.train.param_digest != ref.param_digest ||
-                        r.train.train_loss != ref.train_loss || r.train.val_loss != ref.val_loss)
-                        fail_msg("%s p=%d m=%d: loss %.9g/%.9g vs %.9g/%.9g, digest differs=%d",
-                                 name, p, m, r.train.train_loss, r.train.val_loss, ref.train_loss,
-                                 ref.val_loss, r.train.param_digest != ref.param_digest);
-                    exact_runs++;
-                } else {
-                    assert_string_equal(name, "dualpipe");
-                    assert_true(fabs(r.train.train_loss - ref.train_loss) < 1e-6 * ref.train_loss);
-                    assert_true(fabs(r.train.val_loss - ref.val_loss) < 1e-6 * ref.val_loss);
-                }
-                for (int d = 0; d < p; d++)
-                    if ((double)r.peak_act_bytes[d] != r.predicted_peak_bytes[d])
-                        fail_msg("%s p=%d m=%d rank %d: measured %zu bytes, predicted %.0f", name,
-                                 p, m, d, r.peak_act_bytes[d], r.predicted_peak_bytes[d]);
+                exact_runs += check_run(what, &o, s, &ref, &r);
                 runs++;
                 vp_pipeline_result_release(&r);
                 vp_schedule_free(s);
@@ -111,25 +123,13 @@ static void test_data_parallel_matches_grouped_reference(void **state) {
             const char *name = vp_family_at(f)->name;
             vp_schedule *s = NULL;
             assert_true(build(name, p, m, &s));
-            o.schedule = s;
             vp_pipeline_result r[2];
             for (int zero = 0; zero <= 1; zero++) {
+                char what[64];
+                snprintf(what, sizeof what, "%s p=%d dp=2 zero=%d", name, p, zero);
                 o.zero = zero;
-                if (vp_pipeline_train(&o, data, NULL, NULL, &r[zero], &err) != VP_OK)
-                    fail_msg("%s p=%d zero=%d: %s", name, p, zero, err.message);
+                check_run(what, &o, s, &ref, &r[zero]);
                 assert_int_equal(r[zero].p, 2 * p);
-                if (r[zero].bit_exact && (r[zero].train.param_digest != ref.param_digest ||
-                                          r[zero].train.train_loss != ref.train_loss ||
-                                          r[zero].train.val_loss != ref.val_loss))
-                    fail_msg("%s p=%d zero=%d: loss %.9g vs %.9g, digest differs=%d", name, p, zero,
-                             r[zero].train.train_loss, ref.train_loss,
-                             r[zero].train.param_digest != ref.param_digest);
-                if (!r[zero].bit_exact)
-                    assert_true(fabs(r[zero].train.train_loss - ref.train_loss) <
-                                1e-6 * ref.train_loss);
-                for (int d = 0; d < 2 * p; d++)
-                    assert_true((double)r[zero].peak_act_bytes[d] ==
-                                r[zero].predicted_peak_bytes[d]);
                 runs++;
             }
             assert_true(r[1].train.param_digest == r[0].train.param_digest);

@@ -119,15 +119,17 @@ typedef struct vp_train_result {
  * process-wide setting it leaves so). Everything that can be checked before the first
  * step is: the options, the data's length, and with checkpoint_dir that the directory
  * exists (it is created) and takes a file (vp_checkpoint_prepare). With resume_dir it
- * first restores the checkpoint there and continues from its step and data position,
- * bit-identical to a run never interrupted; a checkpoint of the run's last step is a run
- * already done: VP_OK with steps = resumed_step = the run's steps, the digest of the
- * restored parameters, NaN losses and no step. With checkpoint_dir it saves one
- * (vp_checkpoint_save) after every checkpoint_every-th step and after the last, never
- * from a non-finite state. VP_EINVAL for bad options (a fault at a rank included: there
- * is one rank) or a checkpoint of another run, VP_EIO when the data is shorter than a
- * window or a checkpoint cannot be read or written, VP_EPARSE for a corrupt checkpoint,
- * VP_ERUNTIME when the loss or gradient norm is not finite (unless skip_nonfinite). */
+ * first restores the checkpoint there (written by a run of any shape: pipelined or not,
+ * any dp) and continues from its step and data position, bit-identical to a run never
+ * interrupted when the checkpoint's run summed the same groups (dp); a checkpoint of the
+ * run's last step is a run already done: VP_OK with steps = resumed_step = the run's
+ * steps, the digest of the restored parameters, NaN losses and no step. With
+ * checkpoint_dir it saves one (vp_checkpoint_save) after every checkpoint_every-th step
+ * and after the last, never from a non-finite state. VP_EINVAL for bad options (a fault
+ * at a rank included: there is one rank) or a checkpoint of another run, VP_EIO when the
+ * data is shorter than a window or a checkpoint cannot be read or written, VP_EPARSE for
+ * a corrupt checkpoint, VP_ERUNTIME when the loss or gradient norm is not finite (unless
+ * skip_nonfinite). */
 vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
                        vp_train_callback callback, void *user, vp_train_result *result,
                        vp_error *err);
@@ -199,17 +201,18 @@ vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cf
 
 /* Trains with schedule o->schedule on train.dp replicas: on the threads transport every
  * rank runs as a thread of this process; under MPI (p * dp processes) this process runs
- * the rank MPI gives it, and only
- * rank 0's process receives the parameter digest and the measured timeline. Sets
- * OpenBLAS to one thread per process (vp_blas_set_threads(1), left so). Under MPI the
- * first call initialises MPI (MPI_Init, and an atexit handler that calls MPI_Finalize)
- * and duplicates MPI_COMM_WORLD once for the processes' agreement on the outcome; every
- * process of the job must call it with the same options.
- * Before the first step it checks what it can (the options as vp_train_run does, the
+ * the rank MPI gives it, and only rank 0's process receives the parameter digest and the
+ * measured timeline. Sets OpenBLAS to one thread per process (vp_blas_set_threads(1),
+ * left so). Under MPI the first call initialises MPI (MPI_Init, and an atexit handler
+ * that calls MPI_Finalize) and duplicates MPI_COMM_WORLD once for the processes'
+ * agreement on the outcome; every process of the job must call it with the same options.
+ * Before the first step it checks what it can (the options as vp_train_run does; the
  * replicas: dp dividing train.m into the schedule's m, zero only with dp > 1, no
- * emulation of replicas; the data's length, the faults against the schedule: a rank
- * < p * dp, a step of the run, an op of that rank's list; vp_pipeline_plan_check; the checkpoint
- * directory, created and probed). A checkpoint of the run's last step is a run already done, as for
+ * emulated replicas; the data's length; the faults against the schedule: a rank
+ * < p * dp, a step of the run, an op of that rank's list; vp_pipeline_plan_check; the
+ * checkpoint directory, created and probed). train.resume_dir may hold a checkpoint of
+ * any shape (vpipe/checkpoint.h): the run continues bit for bit when that run summed the
+ * same groups (dp). A checkpoint of the run's last step is a run already done, as for
  * vp_train_run (the digest of the restored parameters, NaN losses). callback runs on
  * rank 0 after every step (false stops every rank after that step).
  * Fills *result (release with vp_pipeline_result_release). A failing rank stops every
