@@ -72,8 +72,8 @@ static inline int vp__holds(const vp__rank *c, int st) {
 
 /* ---- data parallelism (dp.c) ---- */
 
-/* Fills r->reduce_at from the schedule (allocated [p][n_d]; NULL rows need no free when
- * the run has one replica). VP_ENOMEM. */
+/* Allocates and fills r->reduce_at from the schedule (freed by vp__dp_plan_free, which
+ * takes a partly filled one). VP_ENOMEM. */
 vp_status vp__dp_plan(vp__run *r, vp_error *err);
 void vp__dp_plan_free(vp__run *r);
 
