@@ -1,12 +1,13 @@
 /* Step time at equal per-rank memory, as the V-Shape paper compares schedules: 1F1B at
  * microbatch b, and each memory-saving variant (V-Min; 1F1B-R, 1F1B with full
- * recomputation, once it is enabled below) at the largest microbatch b..4b dividing the
- * step's sequences whose predicted per-rank peak activation bytes stay within 1F1B's
- * (b itself when none does: then its peak exceeds the budget), with the same global batch
- * (m * b sequences per step). Real compute on
- * p = 2 ranks (threads), and emulated on p = 8 (every pass waits its profiled time, with
- * the real transport and schedule); beside each measured step time the simulator's
- * prediction from the same profile. One table row per (p, variant):
+ * recomputation, once its line in variants[] is enabled) at the largest microbatch b..4b
+ * dividing the step's sequences whose predicted per-rank peak activation bytes stay
+ * within 1F1B's (b itself when none does: then its peak exceeds the budget), with the
+ * same global batch (m * b sequences per step). Real compute on p = 2 ranks (threads),
+ * and emulated on p = 8 (every pass waits its profiled time, with the real transport and
+ * schedule); beside each measured step time the simulator's prediction from the same
+ * profile. The machine's load average is printed: real compute on a shared machine runs
+ * slower than its profile. One table row per (p, variant):
  *
  *   p  mode  variant  microbatch  m  peak_bytes  budget_bytes  measured_ms  simulated_ms
  *
@@ -26,17 +27,15 @@
 
 enum { STEPS = 4 };
 
-/* A schedule compared: its name in the table, its family, and whether it recomputes. */
+/* A schedule compared: its name in the table and its family. */
 typedef struct variant {
     const char *name, *family;
-    int recompute;
 } variant;
 
 static const variant variants[] = {
-    {"1F1B", "1f1b", 0},   /* the baseline: its peak is the budget */
-    {"V-Min", "v-min", 0}, /* about 1/3 of 1F1B's activations */
-    /* {"1F1B-R", "1f1b", 1}, enable with the line in make_schedule() once recomputation
-     * (vp_spec.recompute) is merged */
+    {"1F1B", "1f1b"},   /* the baseline: its peak is the budget */
+    {"V-Min", "v-min"}, /* about 1/3 of 1F1B's activations */
+    /* {"1F1B-R", "1f1b-r"}, once the family of 1F1B with full recomputation is merged */
 };
 
 static void die(const char *what, const vp_error *err) {
@@ -47,7 +46,6 @@ static void die(const char *what, const vp_error *err) {
 /* Variant v's schedule at p devices and m microbatches. */
 static vp_schedule *make_schedule(const variant *v, int p, int m) {
     vp_spec spec = vp_spec_make(p, m);
-    /* spec.recompute = v->recompute ? VP_RECOMPUTE_FULL : VP_RECOMPUTE_NONE; */
     vp_schedule *s = NULL;
     vp_error err = {0};
     if (vp_family_build(v->family, &spec, &s, &err) != VP_OK)
@@ -154,6 +152,12 @@ int main(int argc, char **argv) {
     if (vp_data_load("/usr/share/common-licenses/GPL-3", 0.1, &data, &err) != VP_OK)
         die("data", &err);
     bench_print_machine();
+    FILE *f = fopen("/proc/loadavg", "r");
+    double load;
+    if (f && fscanf(f, "%lf", &load) == 1)
+        printf("load average (1 min): %.2f\n", load);
+    if (f)
+        fclose(f);
     printf("model: width %d, heads %d, seq %d; 1F1B at microbatch %d\n", cfg.width, cfg.n_head,
            cfg.seq_len, cfg.microbatch);
     printf("p\tmode\tvariant\tmicrobatch\tm\tpeak_bytes\tbudget_bytes\tmeasured_ms\t"
