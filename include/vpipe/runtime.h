@@ -19,16 +19,21 @@
  * r * p + d is device d of replica r. A step's global batch is train.m microbatches;
  * replica r takes microbatches r * m / D .. (r + 1) * m / D - 1 of the step (the data
  * batches step * m + those), and every microbatch's loss is scaled by 1 / train.m. A
- * stage's gradients are reduced across its D replicas as soon as the stage's last weight
- * gradient of the step is done, while the rank's other stages and the other ranks still
- * compute: each replica owns one block-aligned shard of the stage (vp_shard_of) and adds
- * the D copies of its shard in replica order, ((g0 + g1) + g2) + ..., the reduce-scatter;
- * without ZeRO the owners then send their sums to every replica (an all-gather of the
- * gradients). The reference `vp_train_run` with the same dp sums the same groups in the
- * same order, so results are bit-identical to it. With zero = 1 (ZeRO-1) each rank holds
- * the AdamW moments of its shard only, updates its shard of the parameters after the
- * norm, and the replicas all-gather the parameters: the same bits as without ZeRO, since
- * AdamW is elementwise and the norm adds the same blocks.
+ * stage's gradients are reduced across its D replicas as soon as the op holding the
+ * stage's last weight gradient of the step is done: each replica owns one block-aligned
+ * shard of the stage (vp_shard_of) and adds the D copies of its shard in replica order,
+ * ((g0 + g1) + g2) + ..., the reduce-scatter; without ZeRO the owners then send their
+ * sums to every replica (an all-gather of the gradients). What overlaps: the reduction
+ * runs on the rank between its ops, so the rank's own later ops (of its other stage)
+ * wait for it, while every other rank keeps computing (in 1F1B the last stage reduces
+ * while the first still runs its tail); the copies leave as non-blocking sends, which
+ * under MPI travel while the rank goes on. The collectives are point-to-point messages
+ * of the transport (send, recv), so every transport adds in the same order. The
+ * reference `vp_train_run` with the same dp sums the same groups in the same order, so
+ * results are bit-identical to it. With zero = 1 (ZeRO-1) each rank holds the AdamW
+ * moments of its shard only, updates its shard of the parameters after the norm, and the
+ * replicas all-gather the parameters: the same bits as without ZeRO, since AdamW is
+ * elementwise and the norm adds the same blocks.
  */
 #ifndef VPIPE_RUNTIME_H
 #define VPIPE_RUNTIME_H
