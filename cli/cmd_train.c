@@ -92,7 +92,26 @@ static const cli_opt training_opts[] = {
      .arg = "M",
      .lo = 1,
      .hi = 1 << 20,
-     .help = "microbatches per step"},
+     .help = "microbatches per step: the global batch, over every\nreplica"},
+    {.name = "dp",
+     .kind = CLI_INT,
+     .offset = TRAIN(po.train.dp),
+     .arg = "D",
+     .lo = 1,
+     .hi = 1 << 12,
+     .help = "data-parallel replicas of the pipeline (p * D ranks);\n"
+             "replica r takes microbatches r*M/D .. (r+1)*M/D - 1 of each\n"
+             "step and the replicas' gradients are added in replica\n"
+             "order. With -p 1 and no schedule: the reference summing\n"
+             "D groups of M/D microbatches in the same order"},
+    {.name = "zero",
+     .kind = CLI_INT,
+     .offset = TRAIN(po.zero),
+     .arg = "1",
+     .lo = 0,
+     .hi = 1,
+     .help = "1: ZeRO-1, the AdamW moments and update sharded across\n"
+             "the --dp replicas (same results, 1/D of the moments)"},
     {.name = "steps",
      .kind = CLI_INT,
      .offset = TRAIN(po.train.steps),
@@ -301,11 +320,15 @@ typedef struct progress_ctx {
     FILE *out;
     bool emulated;
     int write_errno; /* a progress line could not be written to stdout: the run stopped */
+    char note[400];  /* printed before the first step line (what a resume changed) */
 } progress_ctx;
 
 static bool on_step(const vp_train_progress *p, void *user) {
     progress_ctx *ctx = user;
     cli_progress_clear();
+    if (ctx->note[0])
+        fprintf(ctx->out, "%s\n", ctx->note);
+    ctx->note[0] = '\0';
     if (ctx->emulated)
         fprintf(ctx->out, "step %d/%d | loss n/a | lr n/a | norm n/a | %.0f tok/s | %.1f ms",
                 p->step, p->steps, p->tokens_per_s, p->step_ms);
@@ -334,6 +357,34 @@ static int progress_failed(const progress_ctx *ctx, int rc) {
     if (!ctx->write_errno)
         return rc;
     return cli_error(VP_EXIT_INPUT, "cannot write standard output: %s", strerror(ctx->write_errno));
+}
+
+/* ---- resuming another shape ------------------------------------------------------------ */
+
+/* A run's shape in one phrase: "p=4 v-half threads", "p=2 dp=2 zero-1 1f1b mpi". */
+static void describe_shape(const vp_checkpoint_shape *sh, char *buf, size_t size) {
+    char dp[32] = "";
+    if (sh->dp > 1)
+        snprintf(dp, sizeof dp, " dp=%d%s", sh->dp, sh->zero ? " zero-1" : "");
+    snprintf(buf, size, "p=%d%s %s %s", sh->p, dp, sh->schedule, sh->transport);
+}
+
+/* When resuming a checkpoint written by a run of another shape than here, the line that
+ * says what changed, into ctx->note (nothing when the checkpoint cannot be read: the run
+ * itself reports that). */
+static void note_resume(const train_args *a, const vp_checkpoint_shape *here, progress_ctx *ctx) {
+    vp_checkpoint_meta meta;
+    if (!a->po.train.resume_dir || vp_checkpoint_latest(a->po.train.resume_dir, &meta, NULL))
+        return;
+    char there[96], now[96];
+    describe_shape(&meta.shape, there, sizeof there);
+    describe_shape(here, now, sizeof now);
+    if (strcmp(there, now) != 0)
+        snprintf(ctx->note, sizeof ctx->note, "resuming a checkpoint of %s at %s (step %d)%s",
+                 there, now, meta.step,
+                 meta.shape.dp != here->dp ? "; the replicas' reduction grouping changed, so the "
+                                             "sums are not those of the uninterrupted run"
+                                           : "");
 }
 
 /* ---- the summary ----------------------------------------------------------------------- */
@@ -367,6 +418,7 @@ static void pipeline_json(json_t *root, const vp_pipeline_result *pr) {
         json_array_append_new(split, json_integer(pr->layer_start[k]));
     json_object_set_new(root, "layer_start", split);
     json_object_set_new(root, "bit_exact_expected", json_boolean(pr->bit_exact));
+    json_object_set_new(root, "moment_bytes", size_array(pr->moment_bytes, pr->p));
     if (pr->predicted_step_ms > 0)
         json_object_set_new(root, "predicted_step_ms", json_real(pr->predicted_step_ms));
 }
@@ -396,6 +448,8 @@ static int print_json(const train_args *a, const char *schedule, const vp_train_
     if (!root)
         return cli_error(VP_EXIT_FAILURE, "cannot build the JSON summary");
     json_object_set_new(root, "resumed_step", json_integer(r->resumed_step));
+    json_object_set_new(root, "dp", json_integer(o->dp));
+    json_object_set_new(root, "zero", json_integer(a->po.zero));
     json_object_set_new(root, "skipped_steps", json_integer(r->skipped_steps));
     if (pr)
         pipeline_json(root, pr);
@@ -417,14 +471,17 @@ static void print_summary(FILE *out, const train_args *a, const vp_schedule *s,
                           const vp_pipeline_result *pr) {
     const vp_train_result *r = &pr->train;
     bool real = !a->emulate;
-    char tl[32], vl[32], dg[32], pk[32];
+    char tl[32], vl[32], dg[32], pk[32], replicas[48] = "";
+    if (pr->dp > 1)
+        snprintf(replicas, sizeof replicas, " (%d replicas%s)", pr->dp,
+                 a->po.zero ? ", ZeRO-1" : "");
     fprintf(out, "layers per stage:");
     for (int k = 0; k < pr->route_len; k++)
         fprintf(out, " %d", pr->layer_start[k + 1] - pr->layer_start[k]);
     fprintf(out,
-            "\ndone: %s on %d ranks%s, %d steps | train loss %s | val loss %s | %.1f ms/step | "
+            "\ndone: %s on %d ranks%s%s, %d steps | train loss %s | val loss %s | %.1f ms/step | "
             "%.0f tok/s | param digest %s\n",
-            s->family, pr->p, real ? "" : " (emulated)", r->steps,
+            s->family, pr->p, replicas, real ? "" : " (emulated)", r->steps,
             number_or_na(real, "%.4f", r->train_loss, tl, sizeof tl),
             number_or_na(real, "%.4f", r->val_loss, vl, sizeof vl), r->step_ms, r->tokens_per_s,
             real ? (snprintf(dg, sizeof dg, "%016" PRIx64, r->param_digest), dg) : "n/a");
@@ -552,26 +609,27 @@ static int check_faults(const train_args *a) {
     const char *flag = f->stall ? "--stall-at" : "--fail-at";
     if (is_reference(a))
         return cli_error(VP_EXIT_USAGE, "%s injects into a pipelined run (-p 2 or more)", flag);
-    if (!a->schedule_file && f->rank >= a->p)
+    if (!a->schedule_file && f->rank >= a->p * o->dp)
         return cli_error(VP_EXIT_USAGE, "%s %d:%d:%d: rank %d is not one of the %d ranks", flag,
-                         f->rank, f->step, f->op, f->rank, a->p);
+                         f->rank, f->step, f->op, f->rank, a->p * o->dp);
     if (f->step >= o->steps)
         return cli_error(VP_EXIT_USAGE, "%s %d:%d:%d: step %d is past the run's %d steps (0-based)",
                          flag, f->rank, f->step, f->op, f->step, o->steps);
     return 0;
 }
 
-/* The same once the schedule is known: the rank and the op exist. */
-static int check_faults_on(const vp_faults *f, const vp_schedule *s) {
+/* The same once the schedule (of dp replicas) is known: the rank and the op exist. */
+static int check_faults_on(const vp_faults *f, const vp_schedule *s, int dp) {
     if (f->rank < 0)
         return 0;
     const char *flag = f->stall ? "--stall-at" : "--fail-at";
-    if (f->rank >= s->p)
-        return cli_error(VP_EXIT_USAGE, "%s: rank %d is not one of the schedule's %d ranks", flag,
-                         f->rank, s->p);
-    if (f->op >= s->dev[f->rank].n)
+    if (f->rank >= s->p * dp)
+        return cli_error(VP_EXIT_USAGE, "%s: rank %d is not one of the run's %d ranks", flag,
+                         f->rank, s->p * dp);
+    int n = s->dev[f->rank % s->p].n;
+    if (f->op >= n)
         return cli_error(VP_EXIT_USAGE, "%s: op %d is past rank %d's %d ops per step (0-based)",
-                         flag, f->op, f->rank, s->dev[f->rank].n);
+                         flag, f->op, f->rank, n);
     return 0;
 }
 
@@ -583,7 +641,7 @@ static int check_shape(const train_args *a) {
     if (!l0)
         return cli_error(VP_EXIT_FAILURE, "out of memory");
     vp_error err = {0};
-    vp_spec spec = vp_spec_make(a->p, a->po.train.m);
+    vp_spec spec = vp_spec_make(a->p, a->po.train.m / a->po.train.dp);
     spec.v = a->chunks;
     spec.max_ops = a->max_ops;
     int rc = vp_split_layers(a->po.train.model.n_layer, a->p, l0, &err) == VP_OK &&
@@ -592,6 +650,27 @@ static int check_shape(const train_args *a) {
                  : cli_lib_error(&err);
     free(l0);
     return rc;
+}
+
+/* --dp and --zero: the replicas split the global batch evenly (a schedule file brings
+ * its own m per replica), ZeRO-1 needs replicas of a pipelined run. */
+static int check_replicas(const train_args *a, bool reference) {
+    int dp = a->po.train.dp, m = a->po.train.m;
+    if (a->po.zero && dp < 2)
+        return cli_error(VP_EXIT_USAGE, "--zero 1 shards the optimiser across data-parallel "
+                                        "replicas: give --dp 2 or more");
+    if (a->po.zero && reference)
+        return cli_error(VP_EXIT_USAGE, "--zero 1 shards a pipelined run's replicas: give a "
+                                        "schedule (the reference with --dp D computes the same)");
+    if (a->emulate && dp > 1)
+        return cli_error(VP_EXIT_USAGE, "--emulate runs one replica (no gradients to reduce): "
+                                        "drop --dp");
+    if (!a->schedule_file && m % dp != 0)
+        return cli_error(VP_EXIT_USAGE,
+                         "--dp %d does not divide -m %d: each replica takes m/D microbatches of "
+                         "the global batch",
+                         dp, m);
+    return 0;
 }
 
 /* Checks that need nothing but the flags, cheapest first, and settles the options. */
@@ -612,7 +691,9 @@ static int check_flags(train_args *a) {
                                         "checkpoint or resume");
     if (o->checkpoint_every && !o->checkpoint_dir)
         return cli_error(VP_EXIT_USAGE, "--checkpoint-every needs --checkpoint DIR");
-    int rc = check_faults(a);
+    int rc = check_replicas(a, reference);
+    if (!rc)
+        rc = check_faults(a);
     if (rc)
         return rc;
     o->warmup = a->warmup >= 0 ? a->warmup : o->steps / 10;
@@ -701,8 +782,8 @@ static int auto_schedule(train_args *a, vp_schedule **out) {
     int rc = ensure_profile(a, "the planner");
     vp_plan *plan = NULL;
     double peak = 0, limit = 0;
-    if (!rc && vp_autoplan(&a->profile.profile, a->p, a->po.train.m, &budget, &plan, &peak, &limit,
-                           &err) != VP_OK)
+    if (!rc && vp_autoplan(&a->profile.profile, a->p, a->po.train.m / a->po.train.dp, &budget,
+                           &plan, &peak, &limit, &err) != VP_OK)
         rc = cli_lib_error(&err);
     if (rc)
         return rc;
@@ -727,9 +808,9 @@ static int pipelined_schedule(train_args *a, vp_schedule **out) {
         return auto_schedule(a, out);
     cli_spec spec;
     cli_spec_init(&spec);
-    if (!a->schedule_file) { /* a file brings its own p and m */
+    if (!a->schedule_file) { /* a file brings its own p and m (per replica) */
         spec.spec.p = a->p;
-        spec.spec.m = a->po.train.m;
+        spec.spec.m = a->po.train.m / a->po.train.dp;
     }
     spec.spec.v = a->chunks;
     spec.spec.max_ops = a->max_ops;
@@ -761,6 +842,7 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
     const vp_train_options *o = &a->po.train;
     vp_error err = {0};
     vp_train_result r;
+    note_resume(a, &(vp_checkpoint_shape){1, o->dp, 0, "single", "threads"}, ctx);
     cli_progress("train: step 1/%d running...", o->steps);
     vp_status st = vp_train_run(o, data, on_step, ctx, &r, &err);
     cli_progress_clear();
@@ -788,7 +870,7 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
 static int prepare_pipelined(train_args *a, vp_schedule **s, vp_cost_model **op_ms) {
     int rc = pipelined_schedule(a, s);
     if (!rc)
-        rc = check_faults_on(&a->po.train.faults, *s);
+        rc = check_faults_on(&a->po.train.faults, *s, a->po.train.dp);
     if (!rc && (*s)->p == 1 && a->emulate)
         rc = cli_error(VP_EXIT_USAGE, "--emulate needs a schedule of 2 or more ranks");
     if (!rc && a->emulate)
@@ -806,10 +888,14 @@ static int run_pipelined(train_args *a, const vp_data *data, progress_ctx *ctx) 
         vp_schedule_free(s);
         return rc;
     }
-    a->po.train.m = s->m;
+    a->po.train.m = s->m * a->po.train.dp; /* the global batch */
     a->po.schedule = s;
     a->po.op_ms = op_ms;
     a->po.emulate = a->emulate;
+    vp_checkpoint_shape here = {s->p, a->po.train.dp, a->po.zero, "", ""};
+    snprintf(here.schedule, sizeof here.schedule, "%s", s->family);
+    snprintf(here.transport, sizeof here.transport, "%s", transports[a->transport]);
+    note_resume(a, &here, ctx);
     vp_error err = {0};
     vp_pipeline_result pr;
     cli_progress("train: step 1/%d running...", a->po.train.steps);

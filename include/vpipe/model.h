@@ -125,6 +125,9 @@ typedef struct vp_stage_options {
     uint64_t seed;     /* initial parameters */
     bool naive_matmul; /* multiply with the plain-loop reference instead of OpenBLAS (slow;
                           for tests and as a fallback) */
+    int shard, shards; /* ZeRO-1: the stage holds the AdamW moments of shard `shard` of
+                          `shards` (vp_shard_of) only, and its AdamW step updates only
+                          that shard's parameters; shards 0 or 1: all of them */
 } vp_stage_options;
 
 /* Makes the stage holding range of model cfg. Parameters are initialised from opt->seed:
@@ -172,13 +175,44 @@ VP_API void vp_stage_buffer_free(float *buf);
 /* Sets every gradient to zero. */
 VP_API void vp_stage_zero_grad(vp_stage *stage);
 
-/* Sums of squared gradients per unit, each accumulated in double in parameter order:
- * out[0] the embeddings (first stage), then one per layer, then the final norm and head
- * (last stage); 1 + layers + 1 units for the whole model. Adding the units of every
- * stage in model order gives the same bits however the layers are split. */
-VP_API void vp_stage_grad_sumsq_units(const vp_stage *stage, double *out);
+/* ---- shards and the gradient norm's blocks ------------------------------------------- */
 
-/* The stage's units added in order (the whole model's when it is the only stage). */
+/* The gradient norm adds squares by block, so that every split of the model and every
+ * shard of a stage give the same bits: each unit of the model (the embeddings, each
+ * layer, the final norm with the head) is cut from its start into blocks of
+ * VP_NORM_BLOCK floats, the last one shorter; a block's squares add in double in
+ * parameter order, and the blocks' sums in the model's block order. */
+#define VP_NORM_BLOCK 1024
+
+/* A part of a stage's flat arrays: elements [lo, hi), which are its whole blocks
+ * [b0, b1) numbered in the whole model's block order. */
+typedef struct vp_shard {
+    size_t lo, hi;
+    int b0, b1;
+} vp_shard;
+
+/* Where the stage holding range of model cfg starts in the whole model's flat arrays
+ * (those of a stage holding every layer): the stages of any split tile them in route
+ * order. VP_EINVAL for a bad config or range. */
+VP_API vp_status vp_stage_offset_of(const vp_model_config *cfg, vp_stage_range range,
+                                    size_t *offset, vp_error *err);
+
+/* Blocks of the whole model cfg (0 for a config vp_model_config_check refuses). */
+VP_API int vp_norm_block_count(const vp_model_config *cfg);
+
+/* Shard k of n (0 <= k < n) of the stage holding range of model cfg: the stage's blocks
+ * cut into n contiguous runs, each cut at the block boundary nearest to an even share of
+ * the elements (a stage of fewer blocks than n leaves some shards empty); n = 1 gives the
+ * whole stage. VP_EINVAL for a bad config, range, k or n. */
+VP_API vp_status vp_shard_of(const vp_model_config *cfg, vp_stage_range range, int k, int n,
+                             vp_shard *out, vp_error *err);
+
+/* The sum of squared gradients of each block of sh (a shard of this stage, from
+ * vp_shard_of) into out[b - sh.b0], each in double in parameter order. */
+VP_API void vp_stage_grad_sumsq_blocks(const vp_stage *stage, vp_shard sh, double *out);
+
+/* The stage's block sums added in order: the whole model's squared gradient norm when
+ * the stage holds every layer. */
 VP_API double vp_stage_grad_sumsq(const vp_stage *stage);
 
 /* Parameters and gradients as flat arrays in the stage's layout: embeddings (token,
@@ -187,13 +221,17 @@ VP_API double vp_stage_grad_sumsq(const vp_stage *stage);
 VP_API float *vp_stage_params(vp_stage *stage, size_t *count);
 VP_API float *vp_stage_grads(vp_stage *stage, size_t *count);
 
-/* What a checkpoint saves of a stage: its layer range and its parameters and AdamW
- * moments, each n floats in the layout of vp_stage_params. Borrowed pointers, valid
- * while the stage lives; writing through them changes the stage. */
+/* What a checkpoint saves of a stage: its layer range, its n parameters in the layout of
+ * vp_stage_params, and the AdamW moments of the elements it holds them for (all of them,
+ * or its ZeRO-1 shard): adam_m[i - held.lo] and adam_v[i - held.lo] belong to element i
+ * of [held.lo, held.hi). Borrowed pointers, valid while the stage lives; writing through
+ * them changes the stage. */
 typedef struct vp_stage_state {
     vp_stage_range range;
     size_t n;
-    float *params, *adam_m, *adam_v;
+    float *params;
+    vp_shard held;
+    float *adam_m, *adam_v;
 } vp_stage_state;
 
 VP_API vp_stage_state vp_stage_state_of(vp_stage *stage);
@@ -214,7 +252,8 @@ typedef struct vp_adamw {
 } vp_adamw;
 
 /* One AdamW step (step counts from 1) with learning rate lr on gradients multiplied
- * by grad_scale (the clip factor; 1 for none). */
+ * by grad_scale (the clip factor; 1 for none), on the elements whose moments the stage
+ * holds (all of them, or its ZeRO-1 shard: the other parameters stay as they are). */
 VP_API void vp_stage_adamw(vp_stage *stage, const vp_adamw *opt, int step, float lr,
                            float grad_scale);
 

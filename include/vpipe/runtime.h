@@ -10,10 +10,30 @@
  * from the loss), W needs nothing from other ranks; hand-offs between two stages of one
  * rank go through the same mailbox at no cost. After the microbatches: the two replicas
  * of the bidirectional placement sum their gradients, every rank learns the losses and
- * the global gradient norm (summed per layer in layer order, as the single-rank
- * reference does), then clips and steps AdamW. Same seed, data and microbatching as
+ * the global gradient norm (summed by block in model order, as the single-rank reference
+ * does: vpipe/model.h), then clips and steps AdamW. Same seed, data and microbatching as
  * `vp_train_run` give bit-identical losses and parameters whenever every stage runs its
  * weight-gradient passes in microbatch order (vp_pipeline_plan_check tells).
+ *
+ * Data parallelism (train.dp = D > 1): D replicas of the pipeline, p * D ranks; rank
+ * r * p + d is device d of replica r. A step's global batch is train.m microbatches;
+ * replica r takes microbatches r * m / D .. (r + 1) * m / D - 1 of the step (the data
+ * batches step * m + those), and every microbatch's loss is scaled by 1 / train.m. A
+ * stage's gradients are reduced across its D replicas as soon as the op holding the
+ * stage's last weight gradient of the step is done: each replica owns one block-aligned
+ * shard of the stage (vp_shard_of) and adds the D copies of its shard in replica order,
+ * ((g0 + g1) + g2) + ..., the reduce-scatter; without ZeRO the owners then send their
+ * sums to every replica (an all-gather of the gradients). What overlaps: the reduction
+ * runs on the rank between its ops, so the rank's own later ops (of its other stage)
+ * wait for it, while every other rank keeps computing (in 1F1B the last stage reduces
+ * while the first still runs its tail); the copies leave as non-blocking sends, which
+ * under MPI travel while the rank goes on. The collectives are point-to-point messages
+ * of the transport (send, recv), so every transport adds in the same order. The
+ * reference `vp_train_run` with the same dp sums the same groups in the same order, so
+ * results are bit-identical to it. With zero = 1 (ZeRO-1) each rank holds the AdamW
+ * moments of its shard only, updates its shard of the parameters after the norm, and the
+ * replicas all-gather the parameters: the same bits as without ZeRO, since AdamW is
+ * elementwise and the norm adds the same blocks.
  */
 #ifndef VPIPE_RUNTIME_H
 #define VPIPE_RUNTIME_H
@@ -45,7 +65,11 @@ typedef struct vp_faults {
 
 typedef struct vp_train_options {
     vp_model_config model;
-    int m;         /* microbatches per step (gradient accumulation) */
+    int m;         /* microbatches per step (gradient accumulation): the global batch */
+    int dp;        /* reduction groups (data-parallel replicas), dividing m: the gradients
+                      of each group of m / dp consecutive microbatches accumulate apart and
+                      the groups' sums are added in group order, as dp replicas reduce them
+                      (1: one group) */
     int steps;     /* optimiser steps */
     double lr;     /* peak learning rate */
     double min_lr; /* cosine floor */
@@ -66,7 +90,7 @@ typedef struct vp_train_options {
 } vp_train_options;
 
 /* Sensible defaults for everything (4 layers, width 128, 4 heads, seq 64, microbatch 8,
- * m 1, 200 steps, lr 1e-3 cosine with 10% warm-up, weight decay 0.1, clip 1, seed 1). */
+ * m 1, dp 1, 200 steps, lr 1e-3 cosine with 10% warm-up, weight decay 0.1, clip 1, seed 1). */
 VP_API void vp_train_options_default(vp_train_options *opts);
 
 typedef struct vp_train_progress {
@@ -97,21 +121,24 @@ typedef struct vp_train_result {
     uint64_t param_digest; /* vp_stage_digest over the final parameters */
 } vp_train_result;
 
-/* Trains on one rank with one stage: per step, for each microbatch j: F, B, W; then the
- * global-norm clip and AdamW. This order and its sums are the reference that pipelined
+/* Trains on one rank with one stage: per step, for each microbatch j: F, B, W (with
+ * dp > 1: into a separate gradient sum per group, then the groups' sums added in order);
+ * then the global-norm clip and AdamW. This order and its sums are the reference that pipelined
  * runs reproduce bit for bit. Sets OpenBLAS to one thread (vp_blas_set_threads(1), a
  * process-wide setting it leaves so). Everything that can be checked before the first
  * step is: the options, the data's length, and with checkpoint_dir that the directory
  * exists (it is created) and takes a file (vp_checkpoint_prepare). With resume_dir it
- * first restores the checkpoint there and continues from its step and data position,
- * bit-identical to a run never interrupted; a checkpoint of the run's last step is a run
- * already done: VP_OK with steps = resumed_step = the run's steps, the digest of the
- * restored parameters, NaN losses and no step. With checkpoint_dir it saves one
- * (vp_checkpoint_save) after every checkpoint_every-th step and after the last, never
- * from a non-finite state. VP_EINVAL for bad options (a fault at a rank included: there
- * is one rank) or a checkpoint of another run, VP_EIO when the data is shorter than a
- * window or a checkpoint cannot be read or written, VP_EPARSE for a corrupt checkpoint,
- * VP_ERUNTIME when the loss or gradient norm is not finite (unless skip_nonfinite). */
+ * first restores the checkpoint there (written by a run of any shape: pipelined or not,
+ * any dp) and continues from its step and data position, bit-identical to a run never
+ * interrupted when the checkpoint's run summed the same groups (dp); a checkpoint of the
+ * run's last step is a run already done: VP_OK with steps = resumed_step = the run's
+ * steps, the digest of the restored parameters, NaN losses and no step. With
+ * checkpoint_dir it saves one (vp_checkpoint_save) after every checkpoint_every-th step
+ * and after the last, never from a non-finite state. VP_EINVAL for bad options (a fault
+ * at a rank included: there is one rank) or a checkpoint of another run, VP_EIO when the
+ * data is shorter than a window or a checkpoint cannot be read or written, VP_EPARSE for
+ * a corrupt checkpoint, VP_ERUNTIME when the loss or gradient norm is not finite (unless
+ * skip_nonfinite). */
 VP_API vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
                               vp_train_callback callback, void *user, vp_train_result *result,
                               vp_error *err);
@@ -124,7 +151,8 @@ typedef enum {
 } vp_transport_kind;
 
 typedef struct vp_pipeline_options {
-    vp_train_options train;      /* model, optimiser, steps, seed; train.m = schedule->m */
+    vp_train_options train;      /* model, optimiser, steps, seed; train.dp replicas, and
+                                    train.m = schedule->m * train.dp */
     const vp_schedule *schedule; /* borrowed */
     vp_transport_kind transport; /* threads (default) or MPI */
     double watchdog_s;           /* a receive waiting longer stops the run (<= 0: 60 s) */
@@ -133,7 +161,10 @@ typedef struct vp_pipeline_options {
                                     time (borrowed) */
     int emulate;                 /* 1: every pass waits its op_ms time instead of computing
                                     (needs op_ms): no model, no losses, real transport; data
-                                    may be NULL */
+                                    may be NULL; one replica: train.dp = 1) */
+    int zero;                    /* 1: ZeRO-1 across the train.dp > 1 replicas (the AdamW
+                                    moments and update sharded, the parameters
+                                    all-gathered); 0: every replica steps every parameter */
 } vp_pipeline_options;
 
 /* Defaults: vp_train_options_default, no schedule, watchdog 60 s, no fault. */
@@ -141,16 +172,20 @@ VP_API void vp_pipeline_options_default(vp_pipeline_options *o);
 
 typedef struct vp_pipeline_result {
     vp_train_result train;        /* as vp_train_run reports it (peak: max over ranks) */
-    int p;                        /* ranks */
+    int p;                        /* ranks: the schedule's p times dp */
+    int dp;                       /* replicas */
     int rank;                     /* lowest rank this process ran (0 on threads) */
     int route_len;                /* stages per route */
     int *layer_start;             /* [route_len + 1] the layer split */
     size_t *peak_act_bytes;       /* [p] measured peak activation bytes per rank */
     double *predicted_peak_bytes; /* [p] the simulator's prediction for the same model */
+    size_t *moment_bytes;         /* [p] bytes of AdamW moments each rank holds (ZeRO-1:
+                                     its shards') */
     double *bubble_measured;      /* [p] 1 - busy / span of the rank in the last step */
-    int bit_exact;                /* 1 when bit-identity with vp_train_run is expected */
+    int bit_exact;                /* 1 when bit-identity with vp_train_run (same dp) is
+                                     expected */
     double predicted_step_ms;     /* simulated makespan with o->op_ms (0: none) */
-    vp_timeline *measured;        /* last step, times in ms, memory in MiB */
+    vp_timeline *measured;        /* last step of replica 0, times in ms, memory in MiB */
     int emulated;                 /* 1: the passes were emulated, so losses, lr and grad norm
                                      are NaN and param_digest and the measured peaks are 0:
                                      not applicable; step times are real */
@@ -173,17 +208,20 @@ VP_API void vp_pipeline_result_release(vp_pipeline_result *r);
 VP_API vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg,
                                         int *bit_exact, vp_error *err);
 
-/* Trains with schedule o->schedule: on the threads transport every rank runs as a
- * thread of this process; under MPI this process runs the rank MPI gives it, and only
- * rank 0's process receives the parameter digest and the measured timeline. Sets
- * OpenBLAS to one thread per process (vp_blas_set_threads(1), left so). Under MPI the
- * first call initialises MPI (MPI_Init, and an atexit handler that calls MPI_Finalize)
- * and duplicates MPI_COMM_WORLD once for the processes' agreement on the outcome; every
- * process of the job must call it with the same options.
- * Before the first step it checks what it can (the options as vp_train_run does, the
- * data's length, the faults against the schedule: a rank < p, a step of the run, an op
- * of that rank's list; vp_pipeline_plan_check; the checkpoint directory, created and
- * probed). A checkpoint of the run's last step is a run already done, as for
+/* Trains with schedule o->schedule on train.dp replicas: on the threads transport every
+ * rank runs as a thread of this process; under MPI (p * dp processes) this process runs
+ * the rank MPI gives it, and only rank 0's process receives the parameter digest and the
+ * measured timeline. Sets OpenBLAS to one thread per process (vp_blas_set_threads(1),
+ * left so). Under MPI the first call initialises MPI (MPI_Init, and an atexit handler
+ * that calls MPI_Finalize) and duplicates MPI_COMM_WORLD once for the processes'
+ * agreement on the outcome; every process of the job must call it with the same options.
+ * Before the first step it checks what it can (the options as vp_train_run does; the
+ * replicas: dp dividing train.m into the schedule's m, zero only with dp > 1, no
+ * emulated replicas; the data's length; the faults against the schedule: a rank
+ * < p * dp, a step of the run, an op of that rank's list; vp_pipeline_plan_check; the
+ * checkpoint directory, created and probed). train.resume_dir may hold a checkpoint of
+ * any shape (vpipe/checkpoint.h): the run continues bit for bit when that run summed the
+ * same groups (dp). A checkpoint of the run's last step is a run already done, as for
  * vp_train_run (the digest of the restored parameters, NaN losses). callback runs on
  * rank 0 after every step (false stops every rank after that step).
  * Fills *result (release with vp_pipeline_result_release). A failing rank stops every
