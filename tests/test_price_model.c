@@ -181,10 +181,10 @@ static void test_gpu(void **state) {
     assert_int_equal(vp_gpu_resolve("tpu-v5", &h, &err), VP_EINVAL);
 }
 
-static vp_status price_1f1b(const vp_arch *a, const vp_train *t, int p, vp_error *err) {
+static vp_status price_1f1b(const vp_arch *a, const vp_workload *t, int p, vp_error *err) {
     vp_gpu g;
     vp_gpu_preset("h100-80gb", &g, NULL);
-    vp_price_setup su = {.arch = a, .gpu = &g, .train = t};
+    vp_price_setup su = {.arch = a, .gpu = &g, .work = t};
     vp_spec spec = vp_spec_make(p, 2 * p);
     vp_price_result *r = NULL;
     vp_status rc = vp_price_family(&su, "1f1b", &spec, &r, NULL, err);
@@ -197,18 +197,18 @@ static vp_status price_1f1b(const vp_arch *a, const vp_train *t, int p, vp_error
 static void test_bad_setups(void **state) {
     (void)state;
     vp_arch a = tp_preset("llama3-8b");
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     vp_error err = {0};
     assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_OK);
     t.tp = 3;
     assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "divisible by TP 3"));
-    t = vp_train_default(&a);
+    t = vp_workload_default(&a);
     t.seq = 8193;
     assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "8192 positions"));
     vp_arch small = tp_preset("gpt2-124m");
-    t = vp_train_default(&small);
+    t = vp_workload_default(&small);
     assert_int_equal(price_1f1b(&small, &t, 16, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "12 layers cannot fill 16 stages"));
     assert_int_equal(price_1f1b(&small, &t, 14, &err), VP_OK); /* 12 middle stages, empty ends */
@@ -220,7 +220,7 @@ static void test_bad_setups(void **state) {
     for (int i = 0; i < 3; i++) {
         vp_price_setup su = {.arch = &small,
                              .gpu = &g,
-                             .train = &t,
+                             .work = &t,
                              .layers_per_stage = splits[i],
                              .n_layers_per_stage = i == 2 ? 3 : 4};
         vp_price_result *r = NULL;
@@ -231,10 +231,10 @@ static void test_bad_setups(void **state) {
     }
     vp_schedule_free(s);
     vp_arch own = vp_arch_vpipe(4, 64, 4, 32);
-    t = vp_train_default(&own);
+    t = vp_workload_default(&own);
     t.tp = 2;
     assert_int_equal(price_1f1b(&own, &t, 2, &err), VP_EINVAL);
-    t = vp_train_default(&own);
+    t = vp_workload_default(&own);
     t.flash = true;
     assert_int_equal(price_1f1b(&own, &t, 2, &err), VP_EINVAL);
     vp_recompute rc;

@@ -1,5 +1,5 @@
 /* Real-model pricing: bytes per rank and seconds per step of any schedule, for a real
- * transformer (vp_arch) on a real accelerator (vp_gpu) under a training setup (vp_train).
+ * transformer (vp_arch) on a real accelerator (vp_gpu) under a training setup (vp_workload).
  *
  * Module `price` (src/price/): model and accelerator descriptions with their presets and
  * file readers (Hugging Face config.json, a small accelerator JSON), the tensors each
@@ -87,8 +87,13 @@ vp_status vp_arch_parse_hf(const char *text, size_t len, const char *name, vp_ar
 /* The same from a file (vp_read_file's errors, then vp_arch_parse_hf's). */
 vp_status vp_arch_read_hf(const char *path, vp_arch *out, vp_error *err);
 
-/* Preset name or path of a config.json: a name without '/' and not ending in ".json" is a
- * preset. */
+/* vpipe's own model from "vpipe:LAYERS,WIDTH,HEADS,SEQ" (vp_arch_vpipe at that size).
+ * VP_EINVAL for another form, a dimension outside [1, 2^20] or heads not dividing width. */
+vp_status vp_arch_parse_vpipe(const char *text, vp_arch *out, vp_error *err);
+
+/* What a user names a model by: "vpipe:L,W,H,S" (vp_arch_parse_vpipe), a path of a
+ * config.json (a name with '/' or ending in ".json": vp_arch_read_hf's errors, VP_EPARSE
+ * for bad content), or a preset (VP_EINVAL naming the known ones). */
 vp_status vp_arch_resolve(const char *name_or_path, vp_arch *out, vp_error *err);
 
 /* Checks the fields are positive and consistent. VP_EINVAL naming the field. */
@@ -127,6 +132,10 @@ vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error 
 /* Preset name, or path of such a JSON file (same rule as vp_arch_resolve). */
 vp_status vp_gpu_resolve(const char *name_or_path, vp_gpu *out, vp_error *err);
 
+/* The accelerator as one JSON object in the form vp_gpu_parse_json reads (every key, and
+ * "name"); new string (caller frees with free()), NULL when memory runs out. */
+char *vp_gpu_json(const vp_gpu *gpu);
+
 /* ---- the training setup ------------------------------------------------------------ */
 
 typedef enum {
@@ -143,7 +152,7 @@ typedef struct vp_precision {
     int moments; /* optimizer moments (Adam: 4 + 4) */
 } vp_precision;
 
-typedef struct vp_train {
+typedef struct vp_workload {
     int seq;    /* tokens per sequence */
     int mbs;    /* sequences per microbatch */
     int tp;     /* tensor-parallel degree t */
@@ -155,16 +164,26 @@ typedef struct vp_train {
     vp_precision prec;
     double dp_overlap;    /* share of the DP gradient reduction hidden behind compute, [0, 1] */
     double reserve_bytes; /* per rank: CUDA context, communicator buffers, allocator slack */
-} vp_train;
+} vp_workload;
 
 /* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision
  * from the model (16-bit: 2/4/4/8 = 18 bytes per parameter; fp32: 4/4/0/8), no overlap,
  * reserve 1 GiB for Megatron-style models and 0 for vpipe's own. */
-vp_train vp_train_default(const vp_arch *arch);
+vp_workload vp_workload_default(const vp_arch *arch);
 
 /* Parses "none", "selective" or "full". VP_EINVAL otherwise. */
 vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err);
 const char *vp_recompute_name(vp_recompute r);
+
+/* The model as one JSON object in *out (new string, caller frees with free()): name,
+ * layers, hidden, heads, kv_heads, ffn, max_positions, dtype_bytes, vocab, ffn_kind
+ * ("gelu"/"swiglu"), norm ("layernorm"/"rmsnorm"), tied, bias, dropout,
+ * learned_positions, impl ("megatron"/"vpipe"), params. With work (NULL: none), also
+ * "workload" {seq, mbs, tp, sp, flash, recompute} and "parts" {layer, embedding, head},
+ * each {params, act_bytes, keep_bytes, flops_f, flops_b, flops_w, flops_r, saved: [{name,
+ * bytes, keep: "F-B"|"F-W"|"B-W"}]}: one microbatch on one rank (vp_price_part_facts).
+ * VP_EINVAL as vp_arch_check (and vp_price_check with work), VP_ENOMEM. */
+vp_status vp_arch_json(const vp_arch *arch, const vp_workload *work, char **out, vp_error *err);
 
 /* ---- what a layer, the embedding and the head cost --------------------------------- */
 
@@ -179,10 +198,10 @@ typedef struct vp_saved_tensor {
     vp_keep keep;
 } vp_saved_tensor;
 
-/* Lists the tensors one part saves for one microbatch under train (recomputation,
- * FlashAttention and TP/SP applied; arch and train must pass vp_price_check) into
+/* Lists the tensors one part saves for one microbatch under work (recomputation,
+ * FlashAttention and TP/SP applied; arch and work must pass vp_price_check) into
  * out[0..cap); returns how many there are (call with cap 0 to count). */
-int vp_price_tensors(const vp_arch *arch, const vp_train *train, vp_price_part part,
+int vp_price_tensors(const vp_arch *arch, const vp_workload *work, vp_price_part part,
                      vp_saved_tensor *out, int cap);
 
 typedef struct vp_price_facts {
@@ -193,9 +212,9 @@ typedef struct vp_price_facts {
     double flops_r;                   /* recomputation B adds (0 without) */
 } vp_price_facts;
 
-/* Facts of one part under train: parameters, M_B and M_W (sums of vp_price_tensors), and
+/* Facts of one part under work: parameters, M_B and M_W (sums of vp_price_tensors), and
  * FLOPs per pass. Pure. VP_EINVAL as vp_price_check (without an accelerator). */
-vp_status vp_price_part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
+vp_status vp_price_part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
                               vp_price_facts *out, vp_error *err);
 
 /* ---- pricing ------------------------------------------------------------------------ */
@@ -212,7 +231,7 @@ typedef enum {
 typedef struct vp_price_setup {
     const vp_arch *arch;
     const vp_gpu *gpu;
-    const vp_train *train;
+    const vp_workload *work;
     vp_split_goal split;         /* used when layers_per_stage is NULL */
     const int *layers_per_stage; /* [route_len] explicit split, or NULL */
     int n_layers_per_stage;
@@ -245,7 +264,7 @@ typedef struct vp_rank_memory {
     double buffers;   /* pipeline receive buffers: one activation or gradient per remote
                          neighbour of each stage */
     double workspace; /* one layer recomputed at a time (full recompute); vpipe's scratch */
-    double reserve;   /* vp_train.reserve_bytes */
+    double reserve;   /* vp_workload.reserve_bytes */
     double total;
 } vp_rank_memory;
 
@@ -299,6 +318,9 @@ typedef struct vp_price_result {
     bool mean_costs; /* vp_price_family: the generator could not build with unequal
                         per-device costs and was given their means (priced exactly all
                         the same) */
+    vp_costs costs;  /* the mean device slice's F, B, W and hop in ms (what a title or the
+                        simulate report shows; no per-device arrays) */
+    vp_sim *sim;     /* the simulation (owned): times in ms, peak_bytes the activations */
 } vp_price_result;
 
 /* Prices schedule s (validated) under setup: layout, simulation with each stage's time
@@ -323,8 +345,8 @@ void vp_price_result_free(vp_price_result *r);
  * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
  * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
  * workspace, reserve, total}, bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
- * fits, mean_costs, layers_per_stage, hop_ms, stages (array of {layers, device, params, act_bytes,
- * keep_bytes, f_ms, b_ms, w_ms, r_ms}). NULL when memory runs out. */
+ * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
+ * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}). NULL when memory runs out. */
 char *vp_price_result_json(const vp_price_result *r);
 
 #endif

@@ -15,6 +15,7 @@ void vp_price_result_free(vp_price_result *r) {
     free(r->layers_per_stage);
     free(r->stage);
     free(r->memory);
+    vp_sim_free(r->sim);
     free(r);
 }
 
@@ -39,8 +40,8 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
  * it reads the gradient, reads and writes the fp32 weights (master copy, or the weights
  * themselves) and the moments, and writes the 16-bit copy when there is a master. */
 static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m) {
-    const vp_precision *pr = &su->train->prec;
-    double shard = (m->params / pr->param) / (su->train->zero1 ? su->train->dp : 1);
+    const vp_precision *pr = &su->work->prec;
+    double shard = (m->params / pr->param) / (su->work->zero1 ? su->work->dp : 1);
     double weights = pr->master ? pr->master : pr->param;
     double traffic = pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
     return shard * traffic / su->gpu->hbm_bandwidth;
@@ -50,7 +51,7 @@ static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *
  * distributed optimizer a reduce-scatter of them and an all-gather of the updated
  * weights; over the nodes when the DP group (ranks tp apart) spans more than one. */
 static double dp_seconds(const vp_price_setup *su, int d, const vp_rank_memory *m) {
-    const vp_train *t = su->train;
+    const vp_workload *t = su->work;
     bool inter = vp__spans_nodes(su->gpu, (long)d * t->tp * t->dp, t->tp, t->dp);
     double grads = vp__ring_gather_seconds(su->gpu, inter, t->dp, m->grads);
     return t->zero1 ? grads + vp__ring_gather_seconds(su->gpu, inter, t->dp, m->params) : 2 * grads;
@@ -59,7 +60,7 @@ static double dp_seconds(const vp_price_setup *su, int d, const vp_rank_memory *
 /* Model FLOPs of one microbatch through the whole model (F + B + W, no recomputation,
  * no tensor parallelism). */
 static double model_flops_per_microbatch(const vp_price_setup *su) {
-    vp_train plain = *su->train;
+    vp_workload plain = *su->work;
     plain.tp = 1;
     plain.recompute = VP_RECOMPUTE_NONE;
     double total = 0;
@@ -74,7 +75,7 @@ static double model_flops_per_microbatch(const vp_price_setup *su) {
 /* Step time, rates and the activations of every rank from the simulation. */
 static void finish(const vp_price_setup *su, const vp_schedule *s, const vp_sim *sim,
                    vp_price_result *r) {
-    const vp_train *t = su->train;
+    const vp_workload *t = su->work;
     r->makespan_s = sim->makespan / 1e3;
     r->bubble = sim->bubble;
     for (int d = 0; d < s->p; d++) {
@@ -120,14 +121,16 @@ static vp_status price_on_layout(const vp_price_setup *su, const vp_schedule *s,
     r->S = s->S;
     r->m = s->m;
     r->route_len = s->route_len;
-    r->tp = su->train->tp;
-    r->dp = su->train->dp;
+    r->tp = su->work->tp;
+    r->dp = su->work->dp;
     r->gpus = s->p * r->tp * r->dp;
-    r->seq = su->train->seq;
-    r->mbs = su->train->mbs;
+    r->seq = su->work->seq;
+    r->mbs = su->work->mbs;
     r->hop_ms = lay->hop_ms;
+    r->costs = lay->costs;
+    r->costs.dev_f = r->costs.dev_b = r->costs.dev_w = NULL;
     finish(su, s, sim, r);
-    vp_sim_free(sim);
+    r->sim = sim;
     *out = r;
     return VP_OK;
 }
@@ -275,7 +278,7 @@ char *vp_price_result_json(const vp_price_result *r) {
     json_object_set_new(o, "hop_ms", json_real(r->hop_ms));
     for (int st = 0; st < r->S; st++)
         json_array_append_new(stages, stage_json(&r->stage[st]));
-    json_object_set_new(o, "stages", stages);
+    json_object_set_new(o, "per_stage", stages);
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     json_decref(o);
     return text;

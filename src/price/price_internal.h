@@ -21,7 +21,7 @@ double vp__ring_gather_seconds(const vp_gpu *gpu, bool inter_node, int n, double
 bool vp__spans_nodes(const vp_gpu *gpu, long first, long stride, int n);
 
 /* Facts of a part without checking the setup (vp_price_part checks first). */
-void vp__part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
+void vp__part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
                     vp_price_facts *out);
 
 /* Chooses layers per route position (counts[route_len]) for the shape s: every layer
