@@ -11,15 +11,8 @@
 static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 static const char *const split_names[] = {"time", "memory", "even", NULL};
 
-/* --layers-per-stage a,b,c: counts >= 0 into a cli_int_list (owned: cli_real_release). */
-static int parse_counts(const char *flag, const char *value, void *dest) {
-    cli_int_list *list = dest;
-    size_t n = 1;
-    for (const char *c = value; *c; c++)
-        n += *c == ',';
-    list->v = calloc(n, sizeof *list->v);
-    if (!list->v)
-        return cli_error(VP_EXIT_FAILURE, "out of memory");
+/* The counts of "a,b,c" (each in [0, 2^20]) into v[n]. Returns 0 or the exit code. */
+static int read_counts(const char *flag, const char *value, int *v, size_t n) {
     const char *at = value;
     for (size_t k = 0; k < n; k++) {
         size_t len = strcspn(at, ",");
@@ -33,10 +26,26 @@ static int parse_counts(const char *flag, const char *value, void *dest) {
         int rc = cli_parse_int(flag, item, 0, 1 << 20, &count);
         if (rc)
             return rc;
-        list->v[k] = (int)count;
+        v[k] = (int)count;
         at += len + 1;
     }
-    list->n = (int)n;
+    return 0;
+}
+
+/* --layers-per-stage a,b,c into a cli_int_list (owned: cli_real_release). */
+static int parse_counts(const char *flag, const char *value, void *dest) {
+    size_t n = 1;
+    for (const char *c = value; *c; c++)
+        n += *c == ',';
+    int *v = calloc(n, sizeof *v);
+    if (!v)
+        return cli_error(VP_EXIT_FAILURE, "out of memory");
+    int rc = read_counts(flag, value, v, n);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *(cli_int_list *)dest = (cli_int_list){v, (int)n};
     return 0;
 }
 

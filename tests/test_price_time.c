@@ -271,7 +271,10 @@ static void test_json(void **state) {
             assert_true(json_is_integer(json_object_get(m, items[i])));
         assert_int_equal(json_integer_value(json_object_get(m, "activations")),
                          llround(r->memory[d].activations));
+        TU_NEAR(r->sim->peak_bytes[d], r->memory[d].activations); /* the result's own replay */
     }
+    assert_int_equal(json_array_size(json_object_get(o, "per_stage")), r->S);
+    TU_NEAR(r->sim->makespan, 1e3 * r->makespan_s);
     json_decref(o);
     free(text);
     vp_price_result_free(r);
