@@ -152,6 +152,9 @@ typedef struct vp_precision {
     int moments; /* optimizer moments (Adam: 4 + 4) */
 } vp_precision;
 
+/* How the model is trained: sequence and microbatch size, the tensor- and data-parallel
+ * degrees and their options, recomputation, precisions, overlap and reserve. (The
+ * pipeline's shape, p and the microbatches per step, is the schedule's.) */
 typedef struct vp_workload {
     int seq;    /* tokens per sequence */
     int mbs;    /* sequences per microbatch */
@@ -224,7 +227,8 @@ typedef enum {
     VP_SPLIT_MEMORY = 1, /* balance per-device bytes: model states plus activations times
                             the microbatches the schedule keeps alive on each stage */
     VP_SPLIT_EVEN = 2    /* equal shares, remainder to the middle stages (vp_split_layers;
-                            k·p − 2 layers give the papers' rule: ends one fewer) */
+                            k·p − 2 layers give the papers' rule: ends one fewer); how
+                            vpipe's own runtime splits its model */
 } vp_split_goal;
 
 /* What is priced. Everything is borrowed. */
