@@ -287,6 +287,7 @@ typedef struct vp_price_layout {
     vp_cost_model *cm;     /* per-stage times (ms), hop and bytes: what the simulator replays
                               (units: one microbatch of the mean device slice) */
     double *slice_ms;      /* [3p] storage behind costs.dev_* (NULL with measured costs) */
+    double unit_bytes;     /* bytes of one unit of cm (the mean device's M_B) */
 } vp_price_layout;
 
 /* Prices the stages of shape (a schedule; its op lists are read only for VP_SPLIT_MEMORY).
@@ -296,6 +297,37 @@ typedef struct vp_price_layout {
 vp_status vp_price_layout_new(const vp_price_setup *setup, const vp_schedule *shape,
                               vp_price_layout **out, vp_error *err);
 void vp_price_layout_free(vp_price_layout *layout);
+
+/* Lower bounds of what any schedule of the layout's shape with m microbatches prices at,
+ * known before building or simulating one (what a search prunes with). */
+typedef struct vp_price_bound {
+    double makespan_s;       /* per device, the larger of: the forward chain before its
+                                first stage, then all its passes back to back; the whole
+                                forward chain and the backward chain down to its last
+                                stage, then all its B and W (DualPipe's two routes: the
+                                passes alone) */
+    double step_time_s;      /* makespan_s + optimizer step + exposed DP reduction */
+    double memory_max_bytes; /* every item but activations, plus what one microbatch holds
+                                on the device when it reaches the device's last stage */
+} vp_price_bound;
+
+/* Fills *out for layout (made by vp_price_layout_new under setup) and m microbatches.
+ * VP_EINVAL for m < 1, VP_ENOMEM. */
+vp_status vp_price_layout_bound(const vp_price_setup *setup, const vp_price_layout *layout, int m,
+                                vp_price_bound *out, vp_error *err);
+
+/* Builds family for spec with the layout's per-device costs and memory model (layout made
+ * for the family's shape at spec->p); when the generator refuses unequal devices, with
+ * their means (*mean_costs set). Caller frees *out. Errors of vp_family_build. */
+vp_status vp_price_build(const vp_price_layout *layout, const char *family, const vp_spec *spec,
+                         vp_schedule **out, bool *mean_costs, vp_error *err);
+
+/* Every rank's memory for schedule s (the layout's shape) from its op order alone,
+ * without timing it (peaks depend only on the orders): the layout's fixed items plus each
+ * device's activation peak, into memory[p] (caller storage); the same figures
+ * vp_price_on_layout reports, up to rounding. VP_EINVAL for another shape, VP_ENOMEM. */
+vp_status vp_price_layout_memory(const vp_price_layout *layout, const vp_schedule *s,
+                                 vp_rank_memory *memory, vp_error *err);
 
 typedef struct vp_price_result {
     char family[32];
@@ -326,6 +358,13 @@ typedef struct vp_price_result {
                         simulate report shows; no per-device arrays) */
     vp_sim *sim;     /* the simulation (owned): times in ms, peak_bytes the activations */
 } vp_price_result;
+
+/* Prices schedule s (validated) on layout (made by vp_price_layout_new under setup for
+ * s's shape): simulation with each stage's time and bytes, itemised memory per rank, step
+ * time and rates. Caller frees *out. VP_EINVAL when s has another shape, errors of
+ * vp_simulate. */
+vp_status vp_price_on_layout(const vp_price_setup *setup, const vp_price_layout *layout,
+                             const vp_schedule *s, vp_price_result **out, vp_error *err);
 
 /* Prices schedule s (validated) under setup: layout, simulation with each stage's time
  * and bytes, itemised memory per rank, step time and rates. Caller frees *out with

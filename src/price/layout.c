@@ -287,6 +287,7 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
     double unit = 0;
     for (int st = 0; st < s->S; st++)
         unit += lay->stage[st].act_bytes / s->p;
+    lay->unit_bytes = unit;
     for (int st = 0; st < s->S; st++) {
         vp_price_stage *g = &lay->stage[st];
         if (su->measured) {

@@ -43,4 +43,9 @@ vp_status vp__split_check(const int *counts, int n, int route_len, int layers, v
  * VP_ENOMEM. */
 vp_status vp__stage_live_max(const vp_schedule *s, double *live, vp_error *err);
 
+/* The optimizer step and the DP gradient reduction of a step, seconds, from every rank's
+ * model states (memory[p]): the slowest rank's of each. */
+void vp__price_overheads(const vp_price_setup *su, const vp_rank_memory *memory, int p,
+                         double *optimizer_s, double *dp_reduce_s);
+
 #endif
