@@ -184,8 +184,9 @@ int cli_real_ready(cli_real *r, const cli_spec *o);
 /* Releases what r owns. */
 void cli_real_release(cli_real *r);
 
-/* "TP 8 + SP, DP 2 + ZeRO-1, seq 8192, mbs 1, FlashAttention, recompute none" into buf. */
-char *cli_real_setting(const cli_real *r, char *buf, size_t size);
+/* "TP 8 + SP, DP 2 + ZeRO-1, seq 8192, mbs 1, FlashAttention, recompute none" of w into
+ * buf. Returns buf. */
+char *cli_workload_text(const vp_workload *w, char *buf, size_t size);
 
 /* Prices what (a family, built from o with the setup's costs: needs -p and -m; or a
  * schedule file, as cli_obtain_schedule) under real's setup. *r and *s receive the result
@@ -201,9 +202,37 @@ json_t *cli_price_json(const vp_schedule *s, const vp_price_result *r);
 /* "layers per stage: 9,10,...\n". */
 void cli_print_split(FILE *out, const vp_price_result *r);
 
-/* The human report of a priced schedule: setting, step time and its parts, MFU, bubble,
- * rates, pass times, the split, and every rank's memory items in GiB with the verdict. */
-void cli_price_text(FILE *out, const vp_price_result *r, const cli_real *real);
+/* The human report of a schedule priced under w (measured: with measured costs): setting,
+ * step time and its parts, MFU, bubble, rates, pass times, the split, and every rank's
+ * memory items in GiB with the verdict. */
+void cli_price_text(FILE *out, const vp_price_result *r, const vp_workload *w, bool measured);
+
+/* ---- the hybrid search (plan --model) ---------------------------------------------------- */
+
+/* The search's own options (the group cli_hybrid_group): --gpus, --global-batch, --pp,
+ * --top, --max-chunks, --threads, --time-limit, --emit. */
+typedef struct cli_hybrid {
+    int gpus, global_batch, pp, top, max_chunks, threads; /* 0 until given */
+    double time_limit;                                    /* 0 until given */
+    int emit;                                             /* -1 none, 0 torchtitan, 1 megatron */
+} cli_hybrid;
+
+extern const cli_group cli_hybrid_group;
+
+void cli_hybrid_init(cli_hybrid *h);
+
+/* What plan writes: --memory (the schedule planner's budget, refused with --model), -o,
+ * --json, and the directory operand of --emit torchtitan. */
+typedef struct cli_plan_out {
+    const char *budget, *out, *dir;
+    bool json;
+} cli_plan_out;
+
+/* Runs plan with --model: checks the flags, searches, then prints the report (text or
+ * --json; -o writes the winner's schedule) and the exports. Prints the error and returns
+ * the exit code: 2 for bad flags and when nothing fits (the message names the smallest
+ * memory needed), 3 for a bad model file or an unwritable output. */
+int cli_plan_hybrid(const cli_spec *o, cli_real *r, const cli_hybrid *h, const cli_plan_out *po);
 
 /* ---- subcommands ------------------------------------------------------------------------- */
 

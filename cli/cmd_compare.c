@@ -125,7 +125,7 @@ static void table_head(FILE *out, const compare_args *a) {
     }
     const cli_real *r = &a->real;
     fprintf(out, "%s on %s  p=%d m=%d  %s  (%d GPUs, %.1f GiB each)%s\n\n", r->arch.name,
-            r->accel.name, spec->p, spec->m, cli_real_setting(r, text, sizeof text),
+            r->accel.name, spec->p, spec->m, cli_workload_text(&r->work, text, sizeof text),
             spec->p * r->work.tp * r->work.dp, r->accel.memory_bytes / GIB,
             r->setup.measured ? "  measured costs" : "");
     fprintf(out, "%-12s %9s %7s %8s %8s  %-4s %s\n", "family", "step s", "MFU", "bubble", "max GiB",

@@ -109,7 +109,7 @@ static void show_text(FILE *out, const cli_real *r) {
             a->max_positions, a->dtype_bytes, a->impl == VP_IMPL_VPIPE ? "vpipe's" : "Megatron's");
     fprintf(out, "parameters: %.6g (%.4g B)\n\nper microbatch on one rank, %s:\n",
             vp_arch_params(a), vp_arch_params(a) / 1e9,
-            cli_real_setting(r, setting, sizeof setting));
+            cli_workload_text(&r->work, setting, sizeof setting));
     fprintf(out, "%-10s %10s %10s %10s %9s %9s %9s %9s\n", "part", "params M", "M_B MiB", "M_W MiB",
             "F GFLOP", "B GFLOP", "W GFLOP", "R GFLOP");
     for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++)

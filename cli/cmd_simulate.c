@@ -68,7 +68,7 @@ static int report_priced(const simulate_args *a, const vp_schedule *s, const vp_
     cli_out out;
     if (cli_out_begin(&out))
         return VP_EXIT_FAILURE;
-    cli_price_text(out.f, r, &a->real);
+    cli_price_text(out.f, r, &a->real.work, a->real.setup.measured != NULL);
     return cli_out_end(&out, "-");
 }
 

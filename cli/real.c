@@ -220,8 +220,7 @@ int cli_real_ready(cli_real *r, const cli_spec *o) {
     return 0;
 }
 
-char *cli_real_setting(const cli_real *r, char *buf, size_t size) {
-    const vp_workload *w = &r->work;
+char *cli_workload_text(const vp_workload *w, char *buf, size_t size) {
     snprintf(buf, size, "TP %d%s, DP %d%s, seq %d, mbs %d%s, recompute %s", w->tp,
              w->sp && w->tp > 1 ? " + SP" : "", w->dp, w->zero1 && w->dp > 1 ? " + ZeRO-1" : "",
              w->seq, w->mbs, w->flash ? ", FlashAttention" : "", vp_recompute_name(w->recompute));
@@ -272,18 +271,18 @@ static void memory_row(FILE *out, const char *label, const vp_rank_memory *m) {
             m->workspace / GIB, m->reserve / GIB, m->total / GIB);
 }
 
-void cli_price_text(FILE *out, const vp_price_result *r, const cli_real *real) {
+void cli_price_text(FILE *out, const vp_price_result *r, const vp_workload *w, bool measured) {
     char setting[256];
     fprintf(out, "%s  %s on %s  p=%d m=%d  %s  (%d GPUs)\n", r->family, r->model, r->gpu, r->p,
-            r->m, cli_real_setting(real, setting, sizeof setting), r->gpus);
+            r->m, cli_workload_text(w, setting, sizeof setting), r->gpus);
     fprintf(out,
             "step %.4g s = makespan %.4g s + optimizer %.3g s + exposed DP reduction %.3g s\n"
             "MFU %.2f%%   bubble %.2f%%   %.4g samples/s per GPU   %.6g tokens/s\n",
             r->step_time_s, r->makespan_s, r->optimizer_s, r->dp_exposed_s, 100 * r->mfu,
             100 * r->bubble, r->samples_per_s_per_gpu, r->tokens_per_s);
-    fprintf(
-        out, "mean device slice per microbatch: F %.4g ms, B %.4g ms, W %.4g ms, hop %.3g ms%s\n",
-        r->costs.f, r->costs.b, r->costs.w, r->hop_ms, real->setup.measured ? " (measured)" : "");
+    fprintf(out,
+            "mean device slice per microbatch: F %.4g ms, B %.4g ms, W %.4g ms, hop %.3g ms%s\n",
+            r->costs.f, r->costs.b, r->costs.w, r->hop_ms, measured ? " (measured)" : "");
     cli_print_split(out, r);
     fprintf(out, "\nmemory per rank, GiB:\n%-5s %8s %8s %9s %11s %8s %9s %8s %8s\n", "rank",
             "params", "grads", "optimizer", "activations", "buffers", "workspace", "reserve",
