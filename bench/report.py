@@ -1147,6 +1147,7 @@ def main():
     sp = collect_speed(r, cfg)
     kernels = collect_kernels(r, cfg)
     real = report_models.collect(r, cfg)
+    hybrid = report_models.collect_hybrid(r, cfg)
 
     os.makedirs(a.out, exist_ok=True)
     plot_paper(zb_rows, os.path.join(a.out, "results-paper.svg"))
@@ -1157,7 +1158,7 @@ def main():
     parts = [md_header(machine_info(sp, a.started), cfg), md_schedules(grid, zb_rows, r, cfg),
              "![vpipe vs the Zero Bubble paper](results-paper.svg)\n",
              md_frontier(plans), md_runtime(rt, r.families), md_speed(sp, kernels),
-             report_models.markdown(real, real_svgs)]
+             report_models.markdown(real, real_svgs), report_models.markdown_hybrid(hybrid)]
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(re.sub(r"\n{3,}", "\n\n", "\n".join(parts)))
     log(f"wrote {os.path.join(a.out, 'results.md')} and {4 + len(real_svgs)} SVG plots")

@@ -68,8 +68,13 @@ int cli_probe_output(const char *path);
  * not. Leaves nothing behind but the directory. */
 int cli_prepare_dir(const char *dir);
 
+/* The JSON value of text, a library's JSON string (taken: freed here; NULL gives NULL).
+ * New reference, NULL when memory ran out. */
+json_t *cli_json_take(char *text);
+
 /* Serialises json (indented, with a trailing newline) and writes it to path with
- * cli_write. Returns 0 or the exit code after printing the error. */
+ * cli_write. Returns 0 or the exit code after printing the error (also for a NULL json:
+ * memory ran out building it). */
 int cli_write_json(const char *path, json_t *json);
 
 /* ---- progress ------------------------------------------------------------------------ */

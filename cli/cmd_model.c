@@ -30,10 +30,9 @@ static void init(void *args) {
     cli_real_init(&a->real);
 }
 
-/* A library JSON string parsed into an array (NULL on failure); frees text. */
+/* A library JSON string (taken) appended to array; -1 when memory runs out. */
 static int append_json(json_t *array, char *text) {
-    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
-    free(text);
+    json_t *o = cli_json_take(text);
     return o ? json_array_append_new(array, o) : -1;
 }
 
@@ -141,9 +140,8 @@ static int show(model_args *a) {
         vp_error err = {0};
         if (vp_arch_json(&a->real.arch, &a->real.work, &text, &err) != VP_OK)
             return cli_lib_error(&err);
-        json_t *j = json_loads(text, 0, NULL);
-        free(text);
-        rc = j ? cli_write_json("-", j) : cli_error(VP_EXIT_FAILURE, "out of memory");
+        json_t *j = cli_json_take(text);
+        rc = cli_write_json("-", j);
         json_decref(j);
         return rc;
     }

@@ -42,10 +42,11 @@ static void print_text(FILE *out, const vp_schedule *s, const vp_sim *sim, const
     }
 }
 
-/* The report on stdout: text or JSON. */
-static int report(const simulate_args *a, const vp_schedule *s, const vp_sim *sim) {
+/* The report on stdout: text or JSON, of the simulation, or with --model of the pricing. */
+static int report(const simulate_args *a, const vp_schedule *s, const vp_sim *sim,
+                  const vp_price_result *priced) {
     if (a->json) {
-        json_t *j = cli_sim_json(s, sim, &a->spec.spec.costs);
+        json_t *j = priced ? cli_price_json(s, priced) : cli_sim_json(s, sim, &a->spec.spec.costs);
         int rc = cli_write_json("-", j);
         json_decref(j);
         return rc;
@@ -53,22 +54,10 @@ static int report(const simulate_args *a, const vp_schedule *s, const vp_sim *si
     cli_out out;
     if (cli_out_begin(&out))
         return VP_EXIT_FAILURE;
-    print_text(out.f, s, sim, &a->spec.spec.costs);
-    return cli_out_end(&out, "-");
-}
-
-/* With --model: the schedule priced in GiB and seconds. */
-static int report_priced(const simulate_args *a, const vp_schedule *s, const vp_price_result *r) {
-    if (a->json) {
-        json_t *j = cli_price_json(s, r);
-        int rc = j ? cli_write_json("-", j) : cli_error(VP_EXIT_FAILURE, "out of memory");
-        json_decref(j);
-        return rc;
-    }
-    cli_out out;
-    if (cli_out_begin(&out))
-        return VP_EXIT_FAILURE;
-    cli_price_text(out.f, r, &a->real.work, a->real.setup.measured != NULL);
+    if (priced)
+        cli_price_text(out.f, priced, &a->real.work, a->real.setup.measured != NULL);
+    else
+        print_text(out.f, s, sim, &a->spec.spec.costs);
     return cli_out_end(&out, "-");
 }
 
@@ -85,13 +74,13 @@ static int run(void *args) {
     if (!rc && a->real.on) {
         rc = cli_price(a->what, &a->spec, &a->real, &priced, &s);
         if (!rc)
-            rc = report_priced(a, s, priced);
+            rc = report(a, s, NULL, priced);
     } else if (!rc) {
         rc = cli_obtain_schedule(a->what, &a->spec, &s);
         if (!rc)
             rc = cli_simulate(s, &a->spec, &sim);
         if (!rc)
-            rc = report(a, s, sim);
+            rc = report(a, s, sim, NULL);
     }
     vp_price_result_free(priced);
     vp_sim_free(sim);

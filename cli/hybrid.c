@@ -213,10 +213,8 @@ static int report(const vp_hybrid *h, const vp_hybrid_request *q, bool json, con
             return rc;
     }
     if (json) {
-        char *text = vp_hybrid_json(h, q);
-        json_t *j = text ? json_loads(text, 0, NULL) : NULL;
-        free(text);
-        int rc = j ? cli_write_json("-", j) : cli_error(VP_EXIT_FAILURE, "out of memory");
+        json_t *j = cli_json_take(vp_hybrid_json(h, q));
+        int rc = cli_write_json("-", j);
         json_decref(j);
         return rc;
     }

@@ -246,9 +246,7 @@ int cli_price(const char *what, const cli_spec *o, const cli_real *real, vp_pric
 
 json_t *cli_price_json(const vp_schedule *s, const vp_price_result *r) {
     json_t *o = cli_sim_json(s, r->sim, &r->costs);
-    char *text = vp_price_result_json(r);
-    json_t *price = text ? json_loads(text, 0, NULL) : NULL;
-    free(text);
+    json_t *price = cli_json_take(vp_price_result_json(r));
     if (!o || !price || json_object_update(o, price)) {
         json_decref(o);
         o = NULL;
