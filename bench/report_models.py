@@ -459,7 +459,7 @@ def md_hybrid_user(run):
     rows = [[f"`{f}`", hy_cfg(c), c["recompute"], f"{c['step_time_s']:.2f}", pct(c["mfu"], 1),
              pct(c["bubble"], 1), f"{c['memory_max_bytes'] / GIB:.1f}"]
             for f, c in sorted(d["best_per_family"].items(), key=lambda x: x[1]["step_time_s"])]
-    return (f"### {run['label']}\n\n`{run['cmd']}`\n\n" +
+    return (f"#### {run['label']}\n\n`{run['cmd']}`\n\n" +
             table(["family", "best configuration", "recompute", "step s", "MFU", "bubble",
                    "max GiB"], rows) +
             f"\n{d['reason']}\n\n{d['candidates']} configurations: {d['evaluated']} evaluated, "

@@ -38,7 +38,8 @@
 typedef struct vp_hybrid_config {
     char family[32]; /* a registered family, or "v-block" */
     char group[32];  /* what it competes as: its family, or "1f1b-r" for 1F1B with full
-                        recomputation (the papers' 1F1B-R baseline) */
+                        recomputation (the papers' 1F1B-R baseline; "1f1b" is then
+                        1F1B without it) */
     char params[96]; /* "v-block": the block (vp_vblock_format); else "" */
     vp_vblock vblock;
     int dp, tp, pp;
