@@ -1137,6 +1137,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a small subset, for the smoke test")
     ap.add_argument("--started", type=float, default=time.time(), help="start time (epoch)")
     a = ap.parse_args()
+    import report_models  # the real-model sections; it imports this module's helpers
     cfg = config(a.quick)
     r = Runner(a.build, a.data or os.path.join(a.build, "bench-data"))
     grid = collect_grid(r, cfg)
@@ -1145,18 +1146,22 @@ def main():
     rt = collect_runtime(r, cfg)
     sp = collect_speed(r, cfg)
     kernels = collect_kernels(r, cfg)
+    real = report_models.collect(r, cfg)
+    hybrid = report_models.collect_hybrid(r, cfg)
 
     os.makedirs(a.out, exist_ok=True)
     plot_paper(zb_rows, os.path.join(a.out, "results-paper.svg"))
     plot_frontier(plans, os.path.join(a.out, "results-frontier.svg"))
     plot_runtime(rt, r.families, os.path.join(a.out, "results-runtime.svg"))
     plot_speed(sp, os.path.join(a.out, "results-speed.svg"))
+    real_svgs = report_models.plots(real, a.out)
     parts = [md_header(machine_info(sp, a.started), cfg), md_schedules(grid, zb_rows, r, cfg),
              "![vpipe vs the Zero Bubble paper](results-paper.svg)\n",
-             md_frontier(plans), md_runtime(rt, r.families), md_speed(sp, kernels)]
+             md_frontier(plans), md_runtime(rt, r.families), md_speed(sp, kernels),
+             report_models.markdown(real, real_svgs), report_models.markdown_hybrid(hybrid)]
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(re.sub(r"\n{3,}", "\n\n", "\n".join(parts)))
-    log(f"wrote {os.path.join(a.out, 'results.md')} and 4 SVG plots")
+    log(f"wrote {os.path.join(a.out, 'results.md')} and {4 + len(real_svgs)} SVG plots")
 
 
 if __name__ == "__main__":

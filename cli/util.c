@@ -144,6 +144,12 @@ int cli_write_line(const char *path, const char *text) {
     return rc;
 }
 
+json_t *cli_json_take(char *text) {
+    json_t *json = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return json;
+}
+
 int cli_write_json(const char *path, json_t *json) {
     char *text = json ? json_dumps(json, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) : NULL;
     if (!text)

@@ -29,7 +29,7 @@ bool vp__spans_nodes(const vp_gpu *gpu, long first, long stride, int n) {
  * input (SP) and reduces its input gradient; the embedding reduces its output and, with
  * SP, gathers the gradient its W reads. */
 static double tp_comm_ms(const vp_price_setup *su, vp_price_part part, vp_op_kind pass) {
-    const vp_train *t = su->train;
+    const vp_workload *t = su->work;
     double tensor = (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes;
     bool inter = vp__spans_nodes(su->gpu, 0, 1, t->tp);
     double gather = vp__ring_gather_seconds(su->gpu, inter, t->tp, tensor), reduce = 2 * gather;
@@ -58,8 +58,8 @@ static void price_parts(const vp_price_setup *su, part_price *parts) {
     for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
         part_price *pp = &parts[k];
         vp_price_part part = (vp_price_part)k;
-        vp__part_facts(su->arch, su->train, part, &pp->facts);
-        bool whole = part == VP_PRICE_LAYER && su->train->recompute == VP_RECOMPUTE_FULL;
+        vp__part_facts(su->arch, su->work, part, &pp->facts);
+        bool whole = part == VP_PRICE_LAYER && su->work->recompute == VP_RECOMPUTE_FULL;
         pp->f_ms = pp->facts.flops_f / rate + tp_comm_ms(su, part, VP_OP_F);
         pp->r_ms = pp->facts.flops_r / rate + (whole ? tp_comm_ms(su, part, VP_OP_F) : 0);
         pp->b_ms = pp->facts.flops_b / rate + tp_comm_ms(su, part, VP_OP_B) + pp->r_ms;
@@ -69,7 +69,7 @@ static void price_parts(const vp_price_setup *su, part_price *parts) {
 
 /* Bytes of model states per parameter held: weights, gradients, master weights and
  * moments (the last two split over DP with the distributed optimizer). */
-static double state_bytes_per_param(const vp_train *t) {
+static double state_bytes_per_param(const vp_workload *t) {
     return t->prec.param + t->prec.grad +
            (t->prec.master + t->prec.moments) / (t->zero1 ? (double)t->dp : 1.0);
 }
@@ -84,7 +84,7 @@ static vp_status split_loads(const vp_price_setup *su, const vp_schedule *s, con
     if (!live)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = su->split == VP_SPLIT_MEMORY ? vp__stage_live_max(s, live, err) : VP_OK;
-    double state = state_bytes_per_param(su->train);
+    double state = state_bytes_per_param(su->work);
     for (int k = 0; k < R && rc == VP_OK; k++) {
         double alive = 0; /* most microbatches alive on a stage at this position */
         for (int st = k; st < s->S; st += R)
@@ -159,13 +159,13 @@ static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const pa
             g->r_ms += weight[k] * pp[k].r_ms;
         }
         if (g->last && su->arch->tied && s->stage_device[st - pos] == g->device)
-            g->params -= (double)su->arch->vocab * su->arch->hidden / su->train->tp;
+            g->params -= (double)su->arch->vocab * su->arch->hidden / su->work->tp;
     }
 }
 
 /* Bytes of one activation (or gradient) between stages on one rank. */
 static double io_bytes(const vp_price_setup *su) {
-    const vp_train *t = su->train;
+    const vp_workload *t = su->work;
     return (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
 }
 
@@ -173,7 +173,7 @@ static double io_bytes(const vp_price_setup *su) {
  * tensor over the link between their nodes, plus its latency. A schedule's critical
  * path crosses every hop alike, so the mean keeps the path's total. */
 static double mean_hop_ms(const vp_price_setup *su, const vp_schedule *s) {
-    long ranks = (long)su->train->tp * su->train->dp; /* global ranks per pipeline rank */
+    long ranks = (long)su->work->tp * su->work->dp; /* global ranks per pipeline rank */
     double sum = 0;
     int hops = 0;
     for (int st = 0; st + 1 < s->S; st++) {
@@ -190,7 +190,7 @@ static double mean_hop_ms(const vp_price_setup *su, const vp_schedule *s) {
 /* vpipe's per-stage scratch for B (vp_stage_sizes.work_bytes): the block's work floats
  * when the stage has layers, at least one activation on the last stage. */
 static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
-    double T = su->train->seq, N = su->train->mbs * T, C = su->arch->hidden;
+    double T = su->work->seq, N = su->work->mbs * T, C = su->arch->hidden;
     double floats = g->l1 > g->l0 ? N * su->arch->ffn + T * T + 3 * T * (C / su->arch->heads) : 0;
     if (g->last && floats < N * C)
         floats = N * C;
@@ -199,8 +199,8 @@ static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
 
 /* Every item of each rank's memory but the activations. */
 static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_price_layout *lay) {
-    const vp_train *t = su->train;
-    vp_train plain = *t;
+    const vp_workload *t = su->work;
+    vp_workload plain = *t;
     plain.recompute = VP_RECOMPUTE_NONE;
     vp_price_facts whole; /* one layer without recomputation: what full recompute rebuilds */
     vp__part_facts(su->arch, &plain, VP_PRICE_LAYER, &whole);
@@ -287,6 +287,7 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
     double unit = 0;
     for (int st = 0; st < s->S; st++)
         unit += lay->stage[st].act_bytes / s->p;
+    lay->unit_bytes = unit;
     for (int st = 0; st < s->S; st++) {
         vp_price_stage *g = &lay->stage[st];
         if (su->measured) {

@@ -12,7 +12,7 @@
 typedef struct priced {
     vp_arch arch;
     vp_gpu gpu;
-    vp_train train;
+    vp_workload train;
     int *layers; /* options' layers_per_stage, or NULL */
     vp_price_setup setup;
 } priced;
@@ -35,7 +35,7 @@ static vp_status read_hardware(const json_t *o, priced *p, vp_error *err) {
 }
 
 /* The training setup on top of the model's defaults. */
-static vp_status read_train(const json_t *o, vp_train *t, vp_error *err) {
+static vp_status read_train(const json_t *o, vp_workload *t, vp_error *err) {
     vp_status rc = vp__option_int(o, "seq", 1, INT_MAX, &t->seq, err);
     if (rc == VP_OK)
         rc = vp__option_int(o, "mbs", 1, INT_MAX, &t->mbs, err);
@@ -92,12 +92,12 @@ static vp_status read_setup(const json_t *o, priced *p, vp_error *err) {
     memset(p, 0, sizeof *p);
     vp_status rc = read_hardware(o, p, err);
     if (rc == VP_OK) {
-        p->train = vp_train_default(&p->arch);
+        p->train = vp_workload_default(&p->arch);
         rc = read_train(o, &p->train, err);
     }
     p->setup.arch = &p->arch;
     p->setup.gpu = &p->gpu;
-    p->setup.train = &p->train;
+    p->setup.work = &p->train;
     return rc == VP_OK ? read_split(o, p, err) : rc;
 }
 
