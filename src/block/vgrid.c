@@ -53,7 +53,12 @@ struct vp_vgrid {
     int *n_ord, *pos; /* [p] */
     int *free_at;     /* [p] */
     int *count;       /* [p][T_N] passes of each type seen, for the fill */
+    int *next;        /* [p][T_N] the fill: next slot of each type in the row */
+    int *cand;        /* [p][3][T_N] the fill's candidates: slot, type, memory before */
+    int *n_cand;      /* [p] */
     int *wq;          /* [6*mm] FIFO of B passes awaiting their W (stage, microbatch pairs) */
+    double *end;      /* [p][4][spare] vp_vgrid_measure: end of (device, type, microbatch) */
+    int8_t *wchunk;   /* [p][2*spare] vp_vgrid_measure: per device, FIFO of B chunks (0, 1) */
 };
 
 #define CELL(g, d, t) ((size_t)(d) * (size_t)(g)->cap + (size_t)(t))
@@ -122,7 +127,12 @@ void vp_vgrid_free(vp_vgrid *w) {
     free(w->pos);
     free(w->free_at);
     free(w->count);
+    free(w->next);
+    free(w->cand);
+    free(w->n_cand);
     free(w->wq);
+    free(w->end);
+    free(w->wchunk);
     free(w);
 }
 
@@ -147,9 +157,15 @@ vp_status vp_vgrid_new(int p, int m, vp_vgrid **out, vp_error *err) {
     w->free_at = vp__calloc((size_t)p, sizeof *w->free_at);
     w->count = vp__calloc((size_t)p * T_N, sizeof *w->count);
     w->wq = vp__calloc(2 * per, sizeof *w->wq);
-    int cols = PERIOD * w->spare + 64 * p + 64;
+    w->next = vp__calloc((size_t)p * T_N, sizeof *w->next);
+    w->cand = vp__calloc((size_t)p * 3 * T_N, sizeof *w->cand);
+    w->n_cand = vp__calloc((size_t)p, sizeof *w->n_cand);
+    /* room for the repeated block (at most 6*spare slots after the last device's first
+     * pass, itself within 25(p-1) slots); grids grow when a step needs more */
+    int cols = PERIOD * w->spare + 32 * p + 64;
     if (!w->at || !w->ord_ty || !w->ord_mb || !w->n_ord || !w->pos || !w->free_at || !w->count ||
-        !w->wq || grid_reserve(&w->g[0], p, cols) != 0 || grid_reserve(&w->g[1], p, cols) != 0) {
+        !w->wq || !w->next || !w->cand || !w->n_cand || grid_reserve(&w->g[0], p, cols) != 0 ||
+        grid_reserve(&w->g[1], p, cols) != 0) {
         vp_vgrid_free(w);
         return vp__fail(err, VP_ENOMEM, "out of memory");
     }
@@ -215,34 +231,20 @@ static int type_stage(int p, int d, int type) {
     return type == T_F0 || type == T_B0 ? d : 2 * p - 1 - d;
 }
 
-/* Fills a framework block (V placement, T = 6) from slots [p][6]; bw: 1F1B-V's full
- * backwards of two slots instead of B and W. check: run the framework's collision check
- * (VP_EVALIDATION when copies overlap); without it the caller vouches for the slots. */
-static vp_status block_from_slots(const int (*t)[6], int p, int bw, int check, vp_block **out,
-                                  vp_error *err) {
+/* Fills a framework block (V placement, T = 6, unit passes) from slots [p][6] and runs
+ * the framework's collision check (VP_EVALIDATION when copies overlap). */
+static vp_status block_from_slots(const int (*t)[6], int p, vp_block **out, vp_error *err) {
     vp_block *b = vp_block_new(p, 2 * p, VP_PLACE_V, err);
     if (!b)
         return err ? err->status : VP_ENOMEM;
+    static const int kind[6] = {VP_OP_F, VP_OP_F, VP_OP_B, VP_OP_B, VP_OP_W, VP_OP_W};
+    static const int type[6] = {T_F0, T_F1, T_B1, T_B0, T_F1, T_F0}; /* W: its chunk's F */
     vp_status rc = VP_OK;
-    for (int i = 0; i < p && rc == VP_OK; i++) {
-        int s0 = type_stage(p, i, T_F0), s1 = type_stage(p, i, T_F1);
-        rc = vp_block_add(b, VP_OP_F, s0, 0, t[i][0], 1);
-        if (rc == VP_OK)
-            rc = vp_block_add(b, VP_OP_F, s1, 0, t[i][1], 1);
-        if (rc == VP_OK)
-            rc = vp_block_add(b, bw ? VP_OP_BW : VP_OP_B, s1, 0, t[i][2], bw ? 2 : 1);
-        if (rc == VP_OK)
-            rc = vp_block_add(b, bw ? VP_OP_BW : VP_OP_B, s0, 0, t[i][3], bw ? 2 : 1);
-        if (rc == VP_OK && !bw)
-            rc = vp_block_add(b, VP_OP_W, s1, 0, t[i][4], 1);
-        if (rc == VP_OK && !bw)
-            rc = vp_block_add(b, VP_OP_W, s0, 0, t[i][5], 1);
-    }
+    for (int i = 0; i < p && rc == VP_OK; i++)
+        for (int x = 0; x < 6 && rc == VP_OK; x++)
+            rc = vp_block_add(b, kind[x], type_stage(p, i, type[x]), 0, t[i][x], 1);
     b->T = PERIOD;
-    if (rc != VP_OK)
-        vp__fail(err, rc, "out of memory");
-    else if (check)
-        rc = vp_block_collisions(b, PERIOD, NULL, err);
+    rc = rc != VP_OK ? vp__fail(err, rc, "out of memory") : vp_block_collisions(b, PERIOD, NULL, err);
     if (rc != VP_OK) {
         vp_block_free(b);
         return rc;
@@ -282,7 +284,7 @@ vp_status vp_vblock_to_block(const vp_vblock *vb, int p, vp_block **out, vp_erro
         return vp__fail(err, VP_ENOMEM, "out of memory");
     rc = slots_or_fail(vb, p, t, err);
     if (rc == VP_OK)
-        rc = block_from_slots((const int(*)[6])t, p, 0, 1, out, err);
+        rc = block_from_slots((const int(*)[6])t, p, out, err);
     free(t);
     return rc;
 }
@@ -355,20 +357,23 @@ static int grid_peak(const grid *g, int p, int *per) {
     return best;
 }
 
+/* floor(a / PERIOD) for any sign of a. */
+static int period_floor(int a) {
+    return a >= 0 ? a / PERIOD : -((PERIOD - 1 - a) / PERIOD);
+}
+
 int vp_vgrid_peak(const vp_vgrid *w, const int (*t)[6]) {
-    /* Copies alive at phase r: for each pass pair (F, its W), the copies whose F started
-     * and whose W has not ended. Counted over one period, which repeats. */
+    /* Copies alive at a time T far into the repetition: for each pass pair (F, its W), the
+     * copies j with f + 6j <= T < wend + 6j, i.e. the multiples of 6 in (T - wend, T - f].
+     * With T = 6N + r their count floor((r - f)/6) - floor((r - wend)/6) does not depend
+     * on N, so six phases r cover every time. */
     int best = 0;
     for (int d = 0; d < w->p; d++) {
         for (int r = 0; r < PERIOD; r++) {
             int live = 0;
             for (int c = 0; c < 2; c++) {
                 int f = t[d][c], wend = t[d][c == 0 ? 5 : 4] + 1;
-                /* copies j with f + 6j <= T and wend + 6j > T, for a T = r mod 6 far in */
-                int T = 600 * PERIOD + r;
-                int jmax = (T - f) / PERIOD;        /* f + 6j <= T */
-                int jmin = (T - wend) / PERIOD + 1; /* wend + 6j > T */
-                live += jmax >= jmin ? jmax - jmin + 1 : 0;
+                live += period_floor(r - f) - period_floor(r - wend);
             }
             if (live > best)
                 best = live;
@@ -448,40 +453,63 @@ static int squeeze(vp_vgrid *w, int bw) {
     return 0;
 }
 
-/* Fills the current grid with the block repeated every 6 slots (copy j = microbatch j
- * for j < w->mm): every pass at its block time. check as for block_from_slots. */
-static vp_status repeat_block(vp_vgrid *w, const int (*t)[6], int bw, int check, vp_error *err) {
-    vp_block *b = NULL;
-    vp_status rc = block_from_slots(t, w->p, bw, check, &b, err);
-    if (rc != VP_OK)
-        return rc;
-    grid *g = cur_grid(w);
-    grid_clear(g, w->p);
-    for (int i = 0; i < b->n && rc == VP_OK; i++) {
-        const vp_block_pass *ps = &b->pass[i];
-        int d = b->stage_device[ps->stage], start = (int)ps->start, dur = (int)ps->dur;
-        int type = ps->kind == VP_OP_F   ? (ps->stage == d ? T_F0 : T_F1)
-                   : ps->kind == VP_OP_W ? T_W
-                                         : (ps->stage == d ? T_B0 : T_B1);
-        int end = start + PERIOD * (w->mm - 1) + dur;
-        if (grid_reserve(g, w->p, end + 1) != 0) {
-            rc = vp__fail(err, VP_ENOMEM, "out of memory");
-            break;
-        }
-        for (int j = 0; j < w->mm; j++) {
-            size_t at = CELL(g, d, start + PERIOD * j);
-            g->ty[at] = (int8_t)type;
-            g->mb[at] = j;
-            if (dur == 2) {
-                g->ty[at + 1] = T_W;
-                g->mb[at + 1] = j;
+/* VP_EVALIDATION naming the device when two passes of the block share a phase (slot mod
+ * 6) on one device, so copies repeated every 6 slots would overlap; VP_EINVAL for a
+ * negative slot. In bw mode the backwards (columns 2, 3) take two slots and there are no
+ * W columns. */
+static vp_status check_phases(const int (*t)[6], int p, int bw, vp_error *err) {
+    for (int d = 0; d < p; d++) {
+        int used[PERIOD] = {0};
+        for (int x = 0; x < (bw ? 4 : 6); x++) {
+            if (t[d][x] < 0)
+                return vp__fail(err, VP_EINVAL, "V block slot %d of device %d is negative", x, d);
+            for (int r = 0; r < (bw && x >= 2 ? 2 : 1); r++) {
+                if (used[mod6(t[d][x] + r)]++)
+                    return vp__fail(err, VP_EVALIDATION,
+                                    "the V block collides at period 6: two passes of device %d "
+                                    "share phase %d",
+                                    d, mod6(t[d][x] + r));
             }
         }
-        if (end > g->len)
-            g->len = end;
     }
-    vp_block_free(b);
-    return rc;
+    return VP_OK;
+}
+
+/* Fills the current grid with the block repeated every 6 slots (copy j = microbatch j
+ * for j < w->mm): every pass at its block time (slots [p][6] in the order F⁰ F¹ B¹ B⁰ W¹
+ * W⁰; bw: F⁰ F¹ and two-slot backwards). check: refuse a block whose copies collide
+ * (check_phases); without it the caller vouches for the slots. */
+static vp_status repeat_block(vp_vgrid *w, const int (*t)[6], int bw, int check, vp_error *err) {
+    int p = w->p, npass = bw ? 4 : 6, end = 0;
+    vp_status rc = check ? check_phases(t, p, bw, err) : VP_OK;
+    for (int d = 0; d < p && rc == VP_OK; d++)
+        for (int x = 0; x < npass; x++) {
+            if (t[d][x] < 0 || t[d][x] > INT32_MAX / 2 - PERIOD * w->mm)
+                return vp__fail(err, VP_EINVAL, "V block slot %d of device %d out of range", x, d);
+            int e = t[d][x] + PERIOD * (w->mm - 1) + (bw && x >= 2 ? 2 : 1);
+            end = e > end ? e : end;
+        }
+    grid *g = cur_grid(w);
+    if (rc == VP_OK && grid_reserve(g, p, end + 1) != 0)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc != VP_OK)
+        return rc;
+    grid_clear(g, p);
+    for (int d = 0; d < p; d++)
+        for (int x = 0; x < npass; x++) {
+            int type = x < 4 ? x : T_W, two = bw && x >= 2;
+            for (int j = 0; j < w->mm; j++) {
+                size_t at = CELL(g, d, t[d][x] + PERIOD * j);
+                g->ty[at] = (int8_t)type;
+                g->mb[at] = j;
+                if (two) {
+                    g->ty[at + 1] = T_W;
+                    g->mb[at + 1] = j;
+                }
+            }
+        }
+    g->len = end;
+    return VP_OK;
 }
 
 /* Keeps each W that an earlier B still waits for and drops the others (split mode); the
@@ -616,65 +644,120 @@ static int cooldown(vp_vgrid *w, int k) {
     return settle_w(g, p);
 }
 
-/* Fills idle slots with later passes (file comment); memory never exceeds cap. */
+/* The fill's view of device d's row after slot j: the first later pass of each type that
+ * still occurs (w->next, in slot order) and, for the forwards, the highest memory the
+ * passes before it reach relative to slot j. It stays valid while the slots up to it are
+ * idle. */
+static void fill_candidates(vp_vgrid *w, int d, int j) {
+    const grid *g = cur_grid(w);
+    const int8_t *row = g->ty + CELL(g, d, 0);
+    const int *next = w->next + (size_t)d * T_N;
+    int *pos = w->cand + (size_t)d * 3 * T_N, *type_at = pos + T_N, *before = pos + 2 * T_N;
+    int n = 0, far = -1;
+    for (int type = 0; type < T_N; type++) {
+        if (next[type] >= g->len)
+            continue;
+        int k = n++;
+        for (; k > 0 && pos[k - 1] > next[type]; k--) {
+            pos[k] = pos[k - 1];
+            type_at[k] = type_at[k - 1];
+        }
+        pos[k] = next[type];
+        type_at[k] = type;
+        if ((type == T_F0 || type == T_F1) && next[type] > far)
+            far = next[type];
+    }
+    int delta = 0, high = 0;
+    for (int x = j + 1; x <= far; x++) {
+        int type = row[x];
+        if (type < 0)
+            continue;
+        for (int k = 0; k < n; k++)
+            if (pos[k] == x)
+                before[k] = high;
+        delta += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
+        high = delta > high ? delta : high;
+    }
+    w->n_cand[d] = n;
+}
+
+/* Moves into idle slot j of device d the first candidate (in slot order) that is ready by
+ * then and, for a forward, keeps memory under cap; returns 1 when one moved. */
+static int fill_slot(vp_vgrid *w, int d, int j, int cap) {
+    grid *g = cur_grid(w);
+    int8_t *row = g->ty + CELL(g, d, 0);
+    int32_t *mbs = g->mb + CELL(g, d, 0);
+    const int *cnt = w->count + d * T_N;
+    const int *pos = w->cand + (size_t)d * 3 * T_N, *type_at = pos + T_N, *before = pos + 2 * T_N;
+    for (int k = 0; k < w->n_cand[d]; k++) {
+        int x = pos[k], type = type_at[k], ok, pd, pt;
+        if ((type == T_F0 || type == T_F1) && w->free_at[d] + before[k] >= cap)
+            continue;
+        if (type == T_W)
+            ok = w->n_ord[d] > cnt[T_W];
+        else if (pred(w->p, d, type, &pd, &pt)) {
+            int e = w->at[at_index(w, pd, pt, mbs[x])];
+            ok = e >= 0 && e <= j;
+        } else {
+            ok = 1;
+        }
+        if (!ok)
+            continue;
+        row[j] = (int8_t)type;
+        mbs[j] = mbs[x];
+        row[x] = -1;
+        return 1;
+    }
+    return 0;
+}
+
+/* First slot after `after` where device d's row has a pass of type, or the row's length. */
+static int next_of(const grid *g, int d, int type, int after) {
+    const int8_t *row = g->ty + CELL(g, d, 0);
+    int x = after + 1;
+    while (x < g->len && row[x] != type)
+        x++;
+    return x;
+}
+
+/* Fills idle slots with later passes (file comment); memory never exceeds cap. Slots are
+ * visited column by column, so a dependency on another device counts once it has ended. */
 static void fill(vp_vgrid *w, int cap) {
     grid *g = cur_grid(w);
     int p = w->p;
     for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
         w->at[i] = -1;
-    /* per device: memory, B's seen (in the squeeze's scratch), passes of each type seen */
+    /* per device: memory (in free_at), B's seen (in n_ord), passes of each type seen, the
+     * next slot of each type, and the slot its candidates were found from (pos, -1: stale) */
     int *mem = w->free_at, *nbk = w->n_ord, *seen = w->count;
     for (int d = 0; d < p; d++) {
-        mem[d] = 0;
-        nbk[d] = 0;
-        for (int x = 0; x < T_N; x++)
+        mem[d] = nbk[d] = 0;
+        w->pos[d] = -1;
+        for (int x = 0; x < T_N; x++) {
             seen[d * T_N + x] = 0;
+            w->next[d * T_N + x] = next_of(g, d, x, -1);
+        }
     }
     for (int j = 0; j < g->len; j++) {
         for (int i = 0; i < p; i++) {
             int8_t *row = g->ty + CELL(g, i, 0);
-            int32_t *mbs = g->mb + CELL(g, i, 0);
-            int *cnt = seen + i * T_N;
             if (row[j] < 0) {
-                int avail = (1 << T_N) - 1, delta = 0, high = 0;
-                for (int x = j + 1; x < g->len && avail; x++) {
-                    int type = row[x];
-                    if (type < 0)
-                        continue;
-                    int before = high;
-                    delta += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
-                    if (delta > high)
-                        high = delta;
-                    if (!(avail >> type & 1))
-                        continue;
-                    avail &= ~(1 << type);
-                    if ((type == T_F0 || type == T_F1) && mem[i] + before >= cap)
-                        continue;
-                    int ok, pd, pt;
-                    if (type == T_W)
-                        ok = nbk[i] > cnt[T_W];
-                    else if (pred(p, i, type, &pd, &pt)) {
-                        int e = w->at[at_index(w, pd, pt, mbs[x])];
-                        ok = e >= 0 && e <= j;
-                    } else {
-                        ok = 1;
-                    }
-                    if (!ok)
-                        continue;
-                    row[j] = (int8_t)type;
-                    mbs[j] = mbs[x];
-                    row[x] = -1;
-                    break;
+                if (w->pos[i] < 0) {
+                    fill_candidates(w, i, j);
+                    w->pos[i] = j;
                 }
-                if (row[j] < 0)
+                if (!fill_slot(w, i, j, cap))
                     continue;
             }
+            w->pos[i] = -1; /* the row changed at or after the candidates' slot */
             int type = row[j];
+            int *cnt = seen + i * T_N, *next = w->next + i * T_N;
+            /* the slot the type was next found at is j, or the one it just moved from */
+            next[type] = next_of(g, i, type, next[type]);
             if (type != T_W)
                 w->at[at_index(w, i, type, cnt[type])] = j + 1;
             cnt[type]++;
-            if (type == T_B1 || type == T_B0)
-                nbk[i]++;
+            nbk[i] += type == T_B1 || type == T_B0;
             mem[i] += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
         }
     }
