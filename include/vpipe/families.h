@@ -58,6 +58,64 @@ const vp_family *vp_family_find(const char *name);
  * too large; the result always passes vp_schedule_validate. */
 vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out, vp_error *err);
 
+/* ---- the V block search (vsearch.c) ------------------------------------------------
+ *
+ * The space of V blocks (block.h) that the V families and the planner search: 60 phase
+ * patterns (F¹, B¹, B⁰ phases on device 0) x δ⁰ in 1..5 x optionally a smaller δ⁰ after a
+ * change point K in 1..p-2, with δ¹ = 1, the structured offsets with one change point of
+ * [CM]'s adaptive scheduler. Each block is built on the V slot grid and measured with the
+ * spec's costs and memory model (vp_vgrid_measure). Blocks rank by makespan, then longest
+ * device span (or span first, by_span), then peak, then enumeration order. */
+
+/* A block the search kept, with its figures under the spec's costs. */
+typedef struct vp_vsearch_level {
+    vp_vblock vblock;
+    long index;               /* its place in the enumeration (vp_vsearch_block) */
+    vp_vgrid_metrics metrics; /* makespan, span, bubble, peak (units), peak_bytes */
+} vp_vsearch_level;
+
+/* What a search builds and keeps. */
+typedef struct vp_vsearch_opts {
+    int max_cap;     /* build only blocks whose repeated block (vp_vgrid_peak) holds at most
+                        this many chunk activations (2p: every block) */
+    double max_peak; /* keep only schedules whose peak is at most this many units (0: any) */
+    int best_only;   /* keep only the best block overall, not one per peak level */
+    int by_span;     /* rank by longest device span (the bubble) first, then makespan */
+    const vp_vgrid_metrics *beat; /* best_only: keep a block only when it ranks before these
+                                     figures (a schedule in hand wins ties), or NULL */
+} vp_vsearch_opts;
+
+/* Result of vp_vsearch_run (caller frees with vp_vsearch_free). */
+typedef struct vp_vsearch {
+    vp_vsearch_level *levels; /* [n_levels] the best block per peak level, by increasing
+                                 peak; best_only: at most one */
+    int n_levels;
+    long tried; /* blocks in the space (vp_vsearch_size) */
+    long built; /* blocks built and measured (the others were ruled out before building) */
+} vp_vsearch;
+
+/* 1 when figures a rank strictly before b: smaller makespan, then smaller longest span
+ * (by_span: span first), then less memory, each compared to 1e-9 relative. */
+int vp_vsearch_ranks_before(const vp_vgrid_metrics *a, const vp_vgrid_metrics *b, int by_span);
+
+/* Number of blocks in the space at p devices (0 for p < 2). */
+long vp_vsearch_size(int p);
+
+/* Block number index (0 <= index < vp_vsearch_size(p)) of the enumeration. */
+void vp_vsearch_block(int p, long index, vp_vblock *out);
+
+/* Searches the space for spec (p >= 2): per peak level (or, best_only, overall) the block
+ * that ranks first among those within opts' memory limits. The answer is the exhaustive
+ * one: a block is skipped only when its memory is over max_cap or a lower bound on its
+ * makespan proves it cannot rank first. Uses up to spec->threads threads; the result and
+ * the counters do not depend on their number. VP_EINVAL for p < 2 or m < 1, VP_ENOMEM.
+ * Cost: one vp_vgrid_measure per block built, each O(p·m). */
+vp_status vp_vsearch_run(const vp_spec *spec, const vp_vsearch_opts *opts, vp_vsearch **out,
+                         vp_error *err);
+
+/* Releases a search result; NULL is a no-op. */
+void vp_vsearch_free(vp_vsearch *s);
+
 /* The block of a named V family at p devices: "v-min" (offsets 1,1), "v-half" (2,1) or
  * "v-zb" (4,2), with the start slots of schedules.md §4. VP_EINVAL for other names or
  * p < 2. */

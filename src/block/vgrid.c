@@ -160,12 +160,14 @@ vp_status vp_vgrid_new(int p, int m, vp_vgrid **out, vp_error *err) {
     w->next = vp__calloc((size_t)p * T_N, sizeof *w->next);
     w->cand = vp__calloc((size_t)p * 3 * T_N, sizeof *w->cand);
     w->n_cand = vp__calloc((size_t)p, sizeof *w->n_cand);
+    w->end = vp__calloc((size_t)p * 4 * (size_t)w->spare, sizeof *w->end);
+    w->wchunk = vp__calloc((size_t)p * 2 * (size_t)w->spare, sizeof *w->wchunk);
     /* room for the repeated block (at most 6*spare slots after the last device's first
      * pass, itself within 25(p-1) slots); grids grow when a step needs more */
     int cols = PERIOD * w->spare + 32 * p + 64;
     if (!w->at || !w->ord_ty || !w->ord_mb || !w->n_ord || !w->pos || !w->free_at || !w->count ||
-        !w->wq || !w->next || !w->cand || !w->n_cand || grid_reserve(&w->g[0], p, cols) != 0 ||
-        grid_reserve(&w->g[1], p, cols) != 0) {
+        !w->wq || !w->next || !w->cand || !w->n_cand || !w->end || !w->wchunk ||
+        grid_reserve(&w->g[0], p, cols) != 0 || grid_reserve(&w->g[1], p, cols) != 0) {
         vp_vgrid_free(w);
         return vp__fail(err, VP_ENOMEM, "out of memory");
     }
@@ -244,7 +246,8 @@ static vp_status block_from_slots(const int (*t)[6], int p, vp_block **out, vp_e
         for (int x = 0; x < 6 && rc == VP_OK; x++)
             rc = vp_block_add(b, kind[x], type_stage(p, i, type[x]), 0, t[i][x], 1);
     b->T = PERIOD;
-    rc = rc != VP_OK ? vp__fail(err, rc, "out of memory") : vp_block_collisions(b, PERIOD, NULL, err);
+    rc = rc != VP_OK ? vp__fail(err, rc, "out of memory")
+                     : vp_block_collisions(b, PERIOD, NULL, err);
     if (rc != VP_OK) {
         vp_block_free(b);
         return rc;
@@ -850,9 +853,9 @@ static int step_cooldown(vp_vgrid *w, int k, int bw) {
     return cooldown(w, k);
 }
 
-vp_status vp_vgrid_build(vp_vgrid *w, const int (*t)[6], const char *family, vp_schedule **out,
-                         vp_error *err) {
-    *out = NULL;
+/* The grid of block slots t (collision-free): repeated, warm-up, trim, cool-down, fill
+ * (file comment). */
+static vp_status build_grid(vp_vgrid *w, const int (*t)[6], vp_error *err) {
     w->mm = w->spare;
     vp_status rc = repeat_block(w, t, 0, 0, err);
     if (rc != VP_OK)
@@ -870,7 +873,128 @@ vp_status vp_vgrid_build(vp_vgrid *w, const int (*t)[6], const char *family, vp_
     if (tentative(w, step_cooldown, k, 0) < 0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     fill(w, k);
-    return to_schedule(w, 0, family ? family : "v-block", out, err);
+    return VP_OK;
+}
+
+vp_status vp_vgrid_build(vp_vgrid *w, const int (*t)[6], const char *family, vp_schedule **out,
+                         vp_error *err) {
+    *out = NULL;
+    vp_status rc = build_grid(w, t, err);
+    return rc == VP_OK ? to_schedule(w, 0, family ? family : "v-block", out, err) : rc;
+}
+
+/* One device's running figures in measure_grid. */
+typedef struct dev_run {
+    double free, first, busy, left; /* left: work still ahead of the device */
+    double mem, peak, mem_bytes, peak_bytes;
+    int head, tail; /* FIFO of backward chunks awaiting their W, in w->wchunk */
+} dev_run;
+
+/* Stage of the pass at device d's cell of type `type` (a W: its B's, from the FIFO; -1
+ * when no B awaits it). */
+static int run_stage(vp_vgrid *w, dev_run *r, int d, int type) {
+    int8_t *fifo = w->wchunk + (size_t)d * 2 * w->mm;
+    if (type == T_W)
+        return r->head < r->tail ? type_stage(w->p, d, fifo[r->head++] ? T_F1 : T_F0) : -1;
+    if (type == T_B1 || type == T_B0)
+        fifo[r->tail++] = type == T_B1;
+    return type_stage(w->p, d, type);
+}
+
+/* Times one pass under cm (as vp_simulate would) into r; returns its end, or -1 when a
+ * dependency has not run yet (the grid does not replay in slot order). */
+static double run_pass(vp_vgrid *w, const vp_cost_model *cm, dev_run *r, int d, int type, int mb) {
+    int stage = run_stage(w, r, d, type), pd, pt;
+    if (stage < 0)
+        return -1;
+    double start = r->free, dur = type <= T_F1  ? cm->f[stage]
+                                  : type == T_W ? cm->w[stage]
+                                                : cm->b[stage];
+    if (type != T_W && pred(w->p, d, type, &pd, &pt)) {
+        double e = w->end[at_index(w, pd, pt, mb)];
+        if (e < 0)
+            return -1;
+        e += pd == d ? 0 : cm->c;
+        start = e > start ? e : start;
+    }
+    double end = start + dur, up = 0, down = 0, up_b = 0, down_b = 0;
+    if (r->first < 0)
+        r->first = start;
+    r->busy += end - start;
+    r->left -= dur;
+    r->free = end;
+    if (type != T_W)
+        w->end[at_index(w, d, type, mb)] = end;
+    if (type <= T_F1)
+        up = cm->act[stage], up_b = cm->act_bytes ? cm->act_bytes[stage] : 0;
+    else if (type == T_W)
+        down = cm->keep[stage], down_b = cm->keep_bytes ? cm->keep_bytes[stage] : 0;
+    else
+        down = cm->act[stage] - cm->keep[stage],
+        down_b = cm->act_bytes ? cm->act_bytes[stage] - cm->keep_bytes[stage] : 0;
+    r->mem += up;
+    r->peak = r->mem > r->peak ? r->mem : r->peak;
+    r->mem -= down;
+    r->mem_bytes += up_b;
+    r->peak_bytes = r->mem_bytes > r->peak_bytes ? r->mem_bytes : r->peak_bytes;
+    r->mem_bytes -= down_b;
+    return end;
+}
+
+/* Replays the current grid in slot order (every dependency sits in an earlier slot) under
+ * cm into out; stops early past limit (vp_vgrid_measure). -1 when it does not replay. */
+static int measure_grid(vp_vgrid *w, const vp_cost_model *cm, double limit, dev_run *run,
+                        vp_vgrid_metrics *out) {
+    const grid *g = cur_grid(w);
+    int p = w->p;
+    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
+        w->end[i] = -1;
+    for (int d = 0; d < p; d++) {
+        int s0 = type_stage(p, d, T_F0), s1 = type_stage(p, d, T_F1);
+        run[d] = (dev_run){.first = -1};
+        run[d].left =
+            w->m * (cm->f[s0] + cm->b[s0] + cm->w[s0] + cm->f[s1] + cm->b[s1] + cm->w[s1]);
+    }
+    double slack = limit + 1e-9 * (1 + limit);
+    *out = (vp_vgrid_metrics){.complete = 1};
+    for (int t = 0; t < g->len; t++)
+        for (int d = 0; d < p; d++) {
+            int type = g->ty[CELL(g, d, t)];
+            if (type < 0)
+                continue;
+            double end = run_pass(w, cm, &run[d], d, type, g->mb[CELL(g, d, t)]);
+            if (end < 0)
+                return -1;
+            if (limit > 0 && end - run[d].first + run[d].left > slack) {
+                *out = (vp_vgrid_metrics){.span = end - run[d].first + run[d].left};
+                return 0;
+            }
+        }
+    double busy = 0;
+    for (int d = 0; d < p; d++) {
+        const dev_run *r = &run[d];
+        busy += r->busy;
+        out->makespan = r->free > out->makespan ? r->free : out->makespan;
+        out->span = r->free - r->first > out->span ? r->free - r->first : out->span;
+        out->peak = r->peak > out->peak ? r->peak : out->peak;
+        out->peak_bytes = r->peak_bytes > out->peak_bytes ? r->peak_bytes : out->peak_bytes;
+    }
+    out->bubble = out->span > 0 ? 1.0 - busy / p / out->span : 0.0;
+    return 0;
+}
+
+vp_status vp_vgrid_measure(vp_vgrid *w, const int (*t)[6], const vp_cost_model *cm, double limit,
+                           vp_vgrid_metrics *out, vp_error *err) {
+    *out = (vp_vgrid_metrics){0};
+    if (cm->S != 2 * w->p)
+        return vp__fail(err, VP_EINVAL, "cost model has %d stages, a V grid of %d devices %d",
+                        cm->S, w->p, 2 * w->p);
+    dev_run *run = vp__calloc((size_t)w->p, sizeof *run);
+    vp_status rc = run ? build_grid(w, t, err) : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK && measure_grid(w, cm, limit, run, out) != 0)
+        rc = vp__fail(err, VP_EINVAL, "the built V block does not replay in slot order");
+    free(run);
+    return rc;
 }
 
 vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family, vp_schedule **out,

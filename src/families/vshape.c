@@ -67,44 +67,70 @@ vp_status vp_vblock_preset(const char *family, int p, vp_vblock *out, vp_error *
     return VP_OK;
 }
 
+/* The repeated block's peak of a preset, in chunk activations. */
+static int preset_cap(const vp_vblock *vb, int p) {
+    int(*t)[6] = vp__calloc((size_t)p, sizeof *t);
+    vp_vgrid *g = NULL;
+    int cap = 2 * p;
+    if (t && vp_vblock_slots(vb, p, t) == 0 && vp_vgrid_new(p, 1, &g, NULL) == VP_OK)
+        cap = vp_vgrid_peak(g, (const int(*)[6])t);
+    vp_vgrid_free(g);
+    free(t);
+    return cap;
+}
+
 /* ---- the registered V families ----------------------------------------------------- */
 
-/* Makespan of s under the spec's costs, or -1 on failure. */
-static double spec_makespan(const vp_schedule *s, const vp_spec *spec, double *peak) {
-    vp_cost_model *cm = vp_cost_model_new(s, &spec->costs, &spec->mem, NULL);
+/* A schedule in hand and its figures under the spec's costs. */
+typedef struct in_hand {
+    vp_schedule *s;
+    vp_vgrid_metrics m;
+} in_hand;
+
+/* The figures vp_vgrid_measure would give s, from a simulation under cm. */
+static vp_status sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_vgrid_metrics *out,
+                             vp_error *err) {
     vp_sim *sim = NULL;
-    double ms = -1;
-    if (cm && vp_simulate(s, cm, &sim, NULL) == VP_OK) {
-        ms = sim->makespan;
-        *peak = sim->peak_max;
-    }
+    vp_status rc = vp_simulate(s, cm, &sim, err);
+    if (rc != VP_OK)
+        return rc;
+    *out = (vp_vgrid_metrics){.makespan = sim->makespan,
+                              .span = vp_sim_longest_span(sim),
+                              .bubble = sim->bubble,
+                              .peak = sim->peak_max,
+                              .complete = 1};
+    for (int d = 0; sim->peak_bytes && d < sim->p; d++)
+        if (sim->peak_bytes[d] > out->peak_bytes)
+            out->peak_bytes = sim->peak_bytes[d];
     vp_sim_free(sim);
-    vp_cost_model_free(cm);
-    return ms;
+    return VP_OK;
 }
 
-/* A lower bound on any V schedule's makespan under cm: device d cannot start before the
- * first microbatch's chunk-0 forward reaches it, then has m microbatches of work. */
-static double v_makespan_bound(const vp_cost_model *cm, int p, int m) {
-    double reach = 0, best = 0;
-    for (int d = 0; d < p; d++) {
-        int s0 = d, s1 = 2 * p - 1 - d;
-        double work = m * (cm->f[s0] + cm->b[s0] + cm->w[s0] + cm->f[s1] + cm->b[s1] + cm->w[s1]);
-        if (reach + work > best)
-            best = reach + work;
-        reach += cm->f[s0] + cm->c;
+/* zb-v's schedule when it ranks before the block in hand without more memory (v-zb only). */
+static vp_status weigh_zbv(const vp_spec *spec, const vp_cost_model *cm, in_hand *best,
+                           vp_error *err) {
+    in_hand z = {0};
+    vp_status rc = vp__build_zbv(spec, &z.s, err);
+    if (rc == VP_OK)
+        rc = sim_metrics(z.s, cm, &z.m, err);
+    if (rc == VP_OK && z.m.peak <= best->m.peak + 1e-9 &&
+        z.m.peak_bytes <= best->m.peak_bytes * (1 + 1e-9) &&
+        vp_vsearch_ranks_before(&z.m, &best->m, 1)) {
+        vp_schedule_free(best->s);
+        *best = z;
+        z.s = NULL;
     }
-    return best;
+    vp_schedule_free(z.s);
+    return rc;
 }
 
-/* A named V family: among the blocks with the family's offsets and every phase pattern,
- * the fastest under the spec's costs whose peak stays within the §4 block's (which wins
- * ties, so at equal costs it is kept unless another pattern is strictly faster). Unequal
- * costs can favour another pattern: for even p the §4 V-Half block stalls when B > F,
- * where its neighbours do not. Patterns whose repeated block needs more memory are not
- * built, and the search stops once a schedule reaches the makespan bound. */
-static vp_status build_preset(const char *family, const vp_spec *spec, vp_schedule **out,
-                              vp_error *err) {
+/* A named V family: the §4 block (vp_vblock_preset), or the V block (vp_vsearch) with the
+ * smallest longest span, then makespan, under the spec's costs whose repeated block holds
+ * no more chunk activations and whose schedule peaks no higher; the §4 block wins ties.
+ * v-zb also weighs zb-v's schedule at its peak. So the result is never behind the §4
+ * block (nor, for v-zb, zb-v) in bubble, and never needs more memory. */
+static vp_status build_named(const char *family, const vp_spec *spec, vp_schedule **out,
+                             vp_error *err) {
     *out = NULL;
     vp_vblock base;
     vp_status rc = vp__check_pm(family, spec, err);
@@ -112,77 +138,50 @@ static vp_status build_preset(const char *family, const vp_spec *spec, vp_schedu
         rc = vp_vblock_preset(family, spec->p, &base, err);
     if (rc != VP_OK)
         return rc;
-    int p = spec->p;
-    int(*t)[6] = vp__calloc((size_t)p, sizeof *t);
-    vp_vgrid *w = NULL;
-    rc = t ? vp_vgrid_new(p, spec->m, &w, err) : vp__fail(err, VP_ENOMEM, "out of memory");
-    if (rc != VP_OK) {
-        free(t);
-        return rc;
-    }
+    in_hand best = {0};
     vp_cost_model *cm = NULL;
-    double best_ms = 0, best_peak = 0, bound = 0;
-    int base_cap = 0;
-    for (int pat = -1; pat < 125 && rc == VP_OK; pat++) {
-        vp_vblock vb = base;
-        if (pat >= 0) {
-            vb.f1 = 1 + pat / 25;
-            vb.b1 = 1 + pat / 5 % 5;
-            vb.b0 = 1 + pat % 5;
-            if (vb.f1 == base.f1 && vb.b1 == base.b1 && vb.b0 == base.b0)
-                continue;
-        }
-        if (vp_vblock_slots(&vb, p, t) != 0)
-            continue; /* the §4 block never collides; other patterns may */
-        int cap = vp_vgrid_peak(w, (const int(*)[6])t);
-        if (pat < 0)
-            base_cap = cap;
-        else if (cap > base_cap)
-            continue;
-        vp_schedule *s = NULL;
-        rc = vp_vgrid_build(w, (const int(*)[6])t, family, &s, err);
-        if (rc == VP_OK && !cm) {
-            cm = vp_cost_model_new(s, &spec->costs, &spec->mem, err);
-            rc = cm ? VP_OK : err ? err->status : VP_ENOMEM;
-            bound = cm ? v_makespan_bound(cm, p, spec->m) : 0;
-        }
-        vp_sim *sim = NULL;
-        if (rc == VP_OK)
-            rc = vp_simulate(s, cm, &sim, err);
-        if (rc == VP_OK && pat < 0)
-            best_peak = sim->peak_max;
-        if (rc == VP_OK && sim->peak_max <= best_peak + 1e-9 &&
-            (!*out || sim->makespan < best_ms - 1e-9)) {
-            vp_schedule_free(*out);
-            *out = s;
-            best_ms = sim->makespan;
-            s = NULL;
-        }
-        vp_sim_free(sim);
-        vp_schedule_free(s);
-        if (*out && best_ms <= bound * (1 + 1e-12))
-            break;
+    vp_vsearch *found = NULL;
+    rc = vp_vblock_build(&base, spec->p, spec->m, family, &best.s, err);
+    if (rc == VP_OK && !(cm = vp_cost_model_new(best.s, &spec->costs, &spec->mem, err)))
+        rc = err && err->status != VP_OK ? err->status : VP_ENOMEM;
+    if (rc == VP_OK)
+        rc = sim_metrics(best.s, cm, &best.m, err);
+    if (rc == VP_OK && !strcmp(family, "v-zb"))
+        rc = weigh_zbv(spec, cm, &best, err);
+    if (rc == VP_OK) {
+        vp_vsearch_opts opts = {.max_cap = preset_cap(&base, spec->p),
+                                .max_peak = best.m.peak + 1e-9,
+                                .best_only = 1,
+                                .by_span = 1,
+                                .beat = &best.m};
+        rc = vp_vsearch_run(spec, &opts, &found, err);
     }
+    if (rc == VP_OK && found->n_levels > 0) {
+        vp_schedule_free(best.s);
+        best.s = NULL;
+        rc = vp_vblock_build(&found->levels[0].vblock, spec->p, spec->m, family, &best.s, err);
+    }
+    vp_vsearch_free(found);
     vp_cost_model_free(cm);
-    vp_vgrid_free(w);
-    free(t);
-    if (rc != VP_OK) {
-        vp_schedule_free(*out);
-        *out = NULL;
+    if (rc == VP_OK) {
+        snprintf(best.s->family, sizeof best.s->family, "%s", family);
+        *out = best.s;
+    } else {
+        vp_schedule_free(best.s);
     }
     return rc;
 }
 
 vp_status vp__build_vmin(const vp_spec *spec, vp_schedule **out, vp_error *err) {
-    return build_preset("v-min", spec, out, err);
+    return build_named("v-min", spec, out, err);
 }
 
 vp_status vp__build_vhalf(const vp_spec *spec, vp_schedule **out, vp_error *err) {
-    return build_preset("v-half", spec, out, err);
+    return build_named("v-half", spec, out, err);
 }
 
 vp_status vp__build_vzb(const vp_spec *spec, vp_schedule **out, vp_error *err) {
-    return build_preset("v-zb", spec, out, err);
+    return build_named("v-zb", spec, out, err);
 }
 
 /* ---- 1F1B-V ------------------------------------------------------------------------ */
@@ -208,6 +207,19 @@ static void v1f1b_slots(int p, int lead, int phase0, int (*t)[6]) {
             now += 3;
         }
     }
+}
+
+/* Makespan of s under the spec's costs (and its peak into *peak), or -1 on failure. */
+static double spec_makespan(const vp_schedule *s, const vp_spec *spec, double *peak) {
+    vp_cost_model *cm = vp_cost_model_new(s, &spec->costs, &spec->mem, NULL);
+    vp_vgrid_metrics m;
+    double ms = -1;
+    if (cm && sim_metrics(s, cm, &m, NULL) == VP_OK) {
+        ms = m.makespan;
+        *peak = m.peak;
+    }
+    vp_cost_model_free(cm);
+    return ms;
 }
 
 vp_status vp__build_1f1bv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
