@@ -78,6 +78,7 @@ typedef struct vp_vsearch_level {
 typedef struct vp_vsearch_opts {
     int max_cap;     /* build only blocks whose repeated block (vp_vgrid_peak) holds at most
                         this many chunk activations (2p: every block) */
+    int min_cap;     /* ... and at least this many (0: no lower limit) */
     double max_peak; /* keep only schedules whose peak is at most this many units (0: any) */
     int best_only;   /* keep only the best block overall, not one per peak level */
     int by_span;     /* rank by longest device span (the bubble) first, then makespan */

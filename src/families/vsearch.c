@@ -207,7 +207,7 @@ static void try_block(search *sr, vp_vgrid *g, int (*t)[6], long index, outcome 
     if (vp_vblock_slots(&vb, p, t) != 0)
         return;
     int cap = vp_vgrid_peak(g, (const int(*)[6])t);
-    if (cap > sr->opts->max_cap)
+    if (cap > sr->opts->max_cap || cap < sr->opts->min_cap)
         return;
     double peak = sr->bd.predictable ? cap / 2.0 : 0, limit = 0;
     if (sr->bd.predictable && sr->opts->max_peak > 0 && peak > sr->opts->max_peak + EPS)
@@ -308,7 +308,7 @@ static void run_batch(search *sr, scratch *own, int n_helpers) {
 static int settled(const search *sr) {
     if (!sr->opts->best_only || !sr->have_best)
         return 0;
-    for (int k = 1; k <= sr->opts->max_cap; k++)
+    for (int k = sr->opts->min_cap > 1 ? sr->opts->min_cap : 1; k <= sr->opts->max_cap; k++)
         if (!cannot_beat(makespan_bound(&sr->bd, k), sr->bd.predictable ? k / 2.0 : 0,
                          &sr->levels[0].m, sr->opts->by_span))
             return 0;

@@ -124,11 +124,11 @@ static vp_status weigh_zbv(const vp_spec *spec, const vp_cost_model *cm, in_hand
     return rc;
 }
 
-/* A named V family: the §4 block (vp_vblock_preset), or the V block (vp_vsearch) with the
- * smallest longest span, then makespan, under the spec's costs whose repeated block holds
- * no more chunk activations and whose schedule peaks no higher; the §4 block wins ties.
- * v-zb also weighs zb-v's schedule at its peak. So the result is never behind the §4
- * block (nor, for v-zb, zb-v) in bubble, and never needs more memory. */
+/* A named V family: the §4 block (vp_vblock_preset), or the V block (vp_vsearch) whose
+ * repeated block holds as many chunk activations (the family's memory) with the smallest
+ * longest span, then makespan, under the spec's costs and a peak no higher; the §4 block
+ * wins ties. v-zb also weighs zb-v's schedule at its peak. So the result is never behind
+ * the §4 block (nor, for v-zb, zb-v) in bubble and never needs more memory. */
 static vp_status build_named(const char *family, const vp_spec *spec, vp_schedule **out,
                              vp_error *err) {
     *out = NULL;
@@ -149,7 +149,9 @@ static vp_status build_named(const char *family, const vp_spec *spec, vp_schedul
     if (rc == VP_OK && !strcmp(family, "v-zb"))
         rc = weigh_zbv(spec, cm, &best, err);
     if (rc == VP_OK) {
-        vp_vsearch_opts opts = {.max_cap = preset_cap(&base, spec->p),
+        int cap = preset_cap(&base, spec->p);
+        vp_vsearch_opts opts = {.max_cap = cap,
+                                .min_cap = cap,
                                 .max_peak = best.m.peak + 1e-9,
                                 .best_only = 1,
                                 .by_span = 1,
