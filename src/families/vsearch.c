@@ -75,12 +75,13 @@ void vp_vsearch_block(int p, long index, vp_vblock *out) {
 
 /* ---- bounds ------------------------------------------------------------------------- */
 
-/* What the makespan bound needs of the shape and costs. */
+/* What the bounds need of the shape and costs. */
 typedef struct bound {
     int p, m;
     int uniform;            /* every pass costs u, no hop time */
     double u;               /* the common pass time when uniform */
-    double reach, work, fc; /* general bound: first F¹ back on device 0, its work, its F */
+    double reach, work, fc; /* first F¹ back on device 0, device 0's work, its F */
+    double floor;           /* no device ends before its first F can arrive plus its work */
     int predictable;        /* a block's peak is cap/2 units (release-at-W, m >= 2p) */
 } bound;
 
@@ -91,27 +92,35 @@ static bound make_bound(const vp_cost_model *cm, int p, int m) {
         bd.predictable &= cm->keep[s] == cm->act[s] && cm->act[s] == 0.5;
         bd.reach += cm->f[s];
     }
-    int last = 2 * p - 1;
+    double arrive = 0;
+    for (int d = 0; d < p; d++) {
+        int s0 = d, s1 = 2 * p - 1 - d;
+        double work = m * (cm->f[s0] + cm->b[s0] + cm->w[s0] + cm->f[s1] + cm->b[s1] + cm->w[s1]);
+        bd.floor = arrive + work > bd.floor ? arrive + work : bd.floor;
+        if (d == 0)
+            bd.work = work;
+        arrive += cm->f[s0] + cm->c;
+    }
     bd.reach += 2 * (p - 1) * cm->c;
-    bd.work = m * (cm->f[0] + cm->b[0] + cm->w[0] + cm->f[last] + cm->b[last] + cm->w[last]);
-    bd.fc = cm->f[0] > cm->f[last] ? cm->f[0] : cm->f[last];
+    bd.fc = cm->f[0] > cm->f[2 * p - 1] ? cm->f[0] : cm->f[2 * p - 1];
     return bd;
 }
 
-/* A lower bound on the longest span, so on the makespan, of the schedule built from any
- * block whose repeated block holds k chunk activations. Device 0 starts at 0 and runs
- * only forwards until microbatch 0's chunk-1 forward comes back to it (reach), at most k
- * of them (memory), so it idles at least reach - k·F of that time. At equal pass times u,
- * no hop time and m >= 2p, the [CM] bound: at least 6p - 1 - 3k idle slots. */
-static double makespan_bound(const bound *bd, int k) {
+/* Lower bounds on the longest span and the makespan of the schedule built from any block
+ * whose repeated block holds k chunk activations. Device 0 starts at 0 and runs only
+ * forwards until microbatch 0's chunk-1 forward comes back to it (reach), at most k of
+ * them (memory), so it idles at least reach - k·F of that time; at equal pass times u, no
+ * hop time and m >= 2p, the [CM] bound: at least 6p - 1 - 3k idle slots. The makespan is
+ * at least that span, and at least any device's earliest start plus its work. */
+static vp_vgrid_metrics lower_bounds(const bound *bd, int k) {
     int forwards = k < 2 * bd->m ? k : 2 * bd->m;
-    double idle = bd->reach - forwards * bd->fc, lb = bd->work + (idle > 0 ? idle : 0);
+    double idle = bd->reach - forwards * bd->fc, span = bd->work + (idle > 0 ? idle : 0);
     if (bd->uniform && bd->m >= 2 * bd->p) {
         int slots = 6 * bd->p - 1 - 3 * k;
         double paper = (6.0 * bd->m + (slots > 0 ? slots : 0)) * bd->u;
-        lb = paper > lb ? paper : lb;
+        span = paper > span ? paper : span;
     }
-    return lb;
+    return (vp_vgrid_metrics){.span = span, .makespan = span > bd->floor ? span : bd->floor};
 }
 
 static int differs(double a, double b) {
@@ -145,14 +154,15 @@ static int ranks_before(const vp_vgrid_metrics *a, long ia, const vp_vgrid_metri
     return ia < ib;
 }
 
-/* 1 when no schedule whose makespan and span are at least lb and whose peak is at least
+/* 1 when no schedule whose span and makespan are at least lb's and whose peak is at least
  * peak (0: unknown) can rank before inc from a later index. */
-static int cannot_beat(double lb, double peak, const vp_vgrid_metrics *inc, int by_span) {
+static int cannot_beat(const vp_vgrid_metrics *lb, double peak, const vp_vgrid_metrics *inc,
+                       int by_span) {
     double one = first_of(inc, by_span), two = second_of(inc, by_span);
-    if (lb > one + EPS * (1 + one))
+    if (first_of(lb, by_span) > one + EPS * (1 + one))
         return 1;
-    return lb >= one - EPS * (1 + one) && two <= lb + EPS * (1 + two) && peak > 0 &&
-           !differs(peak, inc->peak);
+    return first_of(lb, by_span) >= one - EPS * (1 + one) &&
+           two <= second_of(lb, by_span) + EPS * (1 + two) && peak > 0 && !differs(peak, inc->peak);
 }
 
 /* ---- the search state ------------------------------------------------------------- */
@@ -214,7 +224,8 @@ static void try_block(search *sr, vp_vgrid *g, int (*t)[6], long index, outcome 
         return;
     const kept *inc = sr->opts->best_only || sr->bd.predictable ? kept_at(sr, peak) : NULL;
     if (inc) {
-        if (cannot_beat(makespan_bound(&sr->bd, cap), peak, &inc->m, sr->opts->by_span))
+        vp_vgrid_metrics lb = lower_bounds(&sr->bd, cap);
+        if (cannot_beat(&lb, peak, &inc->m, sr->opts->by_span))
             return;
         limit = first_of(&inc->m, sr->opts->by_span);
     }
@@ -308,10 +319,12 @@ static void run_batch(search *sr, scratch *own, int n_helpers) {
 static int settled(const search *sr) {
     if (!sr->opts->best_only || !sr->have_best)
         return 0;
-    for (int k = sr->opts->min_cap > 1 ? sr->opts->min_cap : 1; k <= sr->opts->max_cap; k++)
-        if (!cannot_beat(makespan_bound(&sr->bd, k), sr->bd.predictable ? k / 2.0 : 0,
-                         &sr->levels[0].m, sr->opts->by_span))
+    for (int k = sr->opts->min_cap > 1 ? sr->opts->min_cap : 1; k <= sr->opts->max_cap; k++) {
+        vp_vgrid_metrics lb = lower_bounds(&sr->bd, k);
+        if (!cannot_beat(&lb, sr->bd.predictable ? k / 2.0 : 0, &sr->levels[0].m,
+                         sr->opts->by_span))
             return 0;
+    }
     return 1;
 }
 
