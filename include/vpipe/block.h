@@ -300,6 +300,12 @@ typedef struct vp_vgrid_metrics {
 vp_status vp_vgrid_measure(vp_vgrid *g, const int (*slots)[6], const vp_cost_model *cm,
                            double limit, vp_vgrid_metrics *out, vp_error *err);
 
+/* The schedule (named family, NULL: "v-block") of the block the last vp_vgrid_measure on g
+ * built, the one vp_vgrid_build would return for its slots, without building it again
+ * (caller frees). VP_EINVAL when no measure has built a block on g since it was made or
+ * last used by another build; VP_ENOMEM. */
+vp_status vp_vgrid_schedule(vp_vgrid *g, const char *family, vp_schedule **out, vp_error *err);
+
 /* 1F1B-V's build: slots [p][4] (F⁰ F¹ B¹ B⁰; columns 4 and 5 unused) whose backwards are
  * full BW passes of two slots, repeated every 6 slots for exactly m microbatches, with
  * the canonical warm-up when `canonical`, then compacted: every pass to the earliest slot

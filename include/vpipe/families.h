@@ -65,7 +65,7 @@ vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **o
  * change point K in 1..p-2, with δ¹ = 1, the structured offsets with one change point of
  * [CM]'s adaptive scheduler. Each block is built on the V slot grid and measured with the
  * spec's costs and memory model (vp_vgrid_measure). Blocks rank by makespan, then longest
- * device span (or span first, by_span), then peak, then enumeration order. */
+ * device span (by_span: by the span alone), then peak, then enumeration order. */
 
 /* A block the search kept, with its figures under the spec's costs. */
 typedef struct vp_vsearch_level {
@@ -81,7 +81,7 @@ typedef struct vp_vsearch_opts {
     int min_cap;     /* ... and at least this many (0: no lower limit) */
     double max_peak; /* keep only schedules whose peak is at most this many units (0: any) */
     int best_only;   /* keep only the best block overall, not one per peak level */
-    int by_span;     /* rank by longest device span (the bubble) first, then makespan */
+    int by_span;     /* rank by the longest device span (the bubble) alone, then peak */
     const vp_vgrid_metrics *beat; /* best_only: keep a block only when it ranks before these
                                      figures (a schedule in hand wins ties), or NULL */
 } vp_vsearch_opts;
@@ -96,7 +96,7 @@ typedef struct vp_vsearch {
 } vp_vsearch;
 
 /* 1 when figures a rank strictly before b: smaller makespan, then smaller longest span
- * (by_span: span first), then less memory, each compared to 1e-9 relative. */
+ * (by_span: the span alone), then less memory, each compared to 1e-9 relative. */
 int vp_vsearch_ranks_before(const vp_vgrid_metrics *a, const vp_vgrid_metrics *b, int by_span);
 
 /* Number of blocks in the space at p devices (0 for p < 2). */

@@ -45,6 +45,7 @@ struct vp_vgrid {
     int p, m;  /* shape */
     int spare; /* microbatches the arrays hold: max(m, 2p) */
     int mm;    /* microbatches repeated before trimming: spare (split), m (bw) */
+    int built; /* the current grid is a finished split-mode build (vp_vgrid_schedule) */
     grid g[2]; /* current and spare grid */
     int cur;
     int32_t *at;      /* [p][4][mm] slot where (device, type, microbatch) ends, -1 */
@@ -648,17 +649,15 @@ static int cooldown(vp_vgrid *w, int k) {
 }
 
 /* The fill's view of device d's row after slot j: the first later pass of each type that
- * still occurs (w->next, in slot order) and, for the forwards, the highest memory the
- * passes before it reach relative to slot j. It stays valid while the slots up to it are
- * idle. */
-static void fill_candidates(vp_vgrid *w, int d, int j) {
-    const grid *g = cur_grid(w);
-    const int8_t *row = g->ty + CELL(g, d, 0);
+ * still occurs (w->next), in slot order, each with the highest memory the passes before
+ * it reach relative to slot j (-1 until a forward needs it: memory_before). It stays
+ * valid while the slots up to it are idle. */
+static void fill_candidates(vp_vgrid *w, int d) {
     const int *next = w->next + (size_t)d * T_N;
     int *pos = w->cand + (size_t)d * 3 * T_N, *type_at = pos + T_N, *before = pos + 2 * T_N;
-    int n = 0, far = -1;
+    int n = 0, len = cur_grid(w)->len;
     for (int type = 0; type < T_N; type++) {
-        if (next[type] >= g->len)
+        if (next[type] >= len)
             continue;
         int k = n++;
         for (; k > 0 && pos[k - 1] > next[type]; k--) {
@@ -667,21 +666,23 @@ static void fill_candidates(vp_vgrid *w, int d, int j) {
         }
         pos[k] = next[type];
         type_at[k] = type;
-        if ((type == T_F0 || type == T_F1) && next[type] > far)
-            far = next[type];
     }
+    for (int k = 0; k < n; k++)
+        before[k] = -1;
+    w->n_cand[d] = n;
+}
+
+/* The highest memory device d's passes after slot j and before slot x reach, relative to
+ * slot j (0 at least). */
+static int memory_before(const vp_vgrid *w, int d, int j, int x) {
+    const grid *g = &w->g[w->cur];
+    const int8_t *row = g->ty + CELL(g, d, 0);
     int delta = 0, high = 0;
-    for (int x = j + 1; x <= far; x++) {
-        int type = row[x];
-        if (type < 0)
-            continue;
-        for (int k = 0; k < n; k++)
-            if (pos[k] == x)
-                before[k] = high;
-        delta += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
+    for (int t = j + 1; t < x; t++) {
+        delta += row[t] == T_F0 || row[t] == T_F1 ? 1 : row[t] == T_W ? -1 : 0;
         high = delta > high ? delta : high;
     }
-    w->n_cand[d] = n;
+    return high;
 }
 
 /* Moves into idle slot j of device d the first candidate (in slot order) that is ready by
@@ -691,11 +692,9 @@ static int fill_slot(vp_vgrid *w, int d, int j, int cap) {
     int8_t *row = g->ty + CELL(g, d, 0);
     int32_t *mbs = g->mb + CELL(g, d, 0);
     const int *cnt = w->count + d * T_N;
-    const int *pos = w->cand + (size_t)d * 3 * T_N, *type_at = pos + T_N, *before = pos + 2 * T_N;
+    int *pos = w->cand + (size_t)d * 3 * T_N, *type_at = pos + T_N, *before = pos + 2 * T_N;
     for (int k = 0; k < w->n_cand[d]; k++) {
         int x = pos[k], type = type_at[k], ok, pd, pt;
-        if ((type == T_F0 || type == T_F1) && w->free_at[d] + before[k] >= cap)
-            continue;
         if (type == T_W)
             ok = w->n_ord[d] > cnt[T_W];
         else if (pred(w->p, d, type, &pd, &pt)) {
@@ -703,6 +702,11 @@ static int fill_slot(vp_vgrid *w, int d, int j, int cap) {
             ok = e >= 0 && e <= j;
         } else {
             ok = 1;
+        }
+        if (ok && (type == T_F0 || type == T_F1)) {
+            if (before[k] < 0)
+                before[k] = memory_before(w, d, j, x);
+            ok = w->free_at[d] + before[k] < cap;
         }
         if (!ok)
             continue;
@@ -746,7 +750,7 @@ static void fill(vp_vgrid *w, int cap) {
             int8_t *row = g->ty + CELL(g, i, 0);
             if (row[j] < 0) {
                 if (w->pos[i] < 0) {
-                    fill_candidates(w, i, j);
+                    fill_candidates(w, i);
                     w->pos[i] = j;
                 }
                 if (!fill_slot(w, i, j, cap))
@@ -856,6 +860,7 @@ static int step_cooldown(vp_vgrid *w, int k, int bw) {
 /* The grid of block slots t (collision-free): repeated, warm-up, trim, cool-down, fill
  * (file comment). */
 static vp_status build_grid(vp_vgrid *w, const int (*t)[6], vp_error *err) {
+    w->built = 0;
     w->mm = w->spare;
     vp_status rc = repeat_block(w, t, 0, 0, err);
     if (rc != VP_OK)
@@ -994,7 +999,15 @@ vp_status vp_vgrid_measure(vp_vgrid *w, const int (*t)[6], const vp_cost_model *
     if (rc == VP_OK && measure_grid(w, cm, limit, run, out) != 0)
         rc = vp__fail(err, VP_EINVAL, "the built V block does not replay in slot order");
     free(run);
+    w->built = rc == VP_OK;
     return rc;
+}
+
+vp_status vp_vgrid_schedule(vp_vgrid *w, const char *family, vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    if (!w->built)
+        return vp__fail(err, VP_EINVAL, "no V block was measured on this grid");
+    return to_schedule(w, 0, family ? family : "v-block", out, err);
 }
 
 vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family, vp_schedule **out,
@@ -1088,6 +1101,7 @@ static int v1f1b_compact(vp_vgrid *w) {
 vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const char *family,
                             vp_schedule **out, vp_error *err) {
     *out = NULL;
+    w->built = 0;
     w->mm = w->m; /* no spare copies: the compaction handles short runs */
     vp_status rc = repeat_block(w, t, 1, 1, err);
     if (rc == VP_OK && canonical) {

@@ -127,14 +127,14 @@ static int differs(double a, double b) {
     return fabs(a - b) > EPS * (1 + fabs(b));
 }
 
-/* The figure a ranking compares first and second: makespan then span, or span then
- * makespan (by_span). */
+/* The figures a ranking compares first and second: makespan then span, or (by_span) the
+ * span alone. */
 static double first_of(const vp_vgrid_metrics *x, int by_span) {
     return by_span ? x->span : x->makespan;
 }
 
 static double second_of(const vp_vgrid_metrics *x, int by_span) {
-    return by_span ? x->makespan : x->span;
+    return by_span ? 0 : x->span;
 }
 
 int vp_vsearch_ranks_before(const vp_vgrid_metrics *a, const vp_vgrid_metrics *b, int by_span) {
@@ -409,8 +409,7 @@ static vp_status make_scratch(search *sr, scratch *sc, int n, vp_error *err) {
     return VP_OK;
 }
 
-/* The cost model of the spec's V shape (caller frees), or NULL with err filled. */
-static vp_cost_model *shape_costs(const vp_spec *spec, vp_error *err) {
+vp_cost_model *vp__vshape_costs(const vp_spec *spec, vp_error *err) {
     vp_schedule *shape = vp_schedule_new("v-block", spec->p, 2 * spec->p, spec->m, VP_PLACE_V, err);
     vp_cost_model *cm = shape ? vp_cost_model_new(shape, &spec->costs, &spec->mem, err) : NULL;
     vp_schedule_free(shape);
@@ -424,7 +423,7 @@ vp_status vp_vsearch_run(const vp_spec *spec, const vp_vsearch_opts *opts, vp_vs
         return vp__fail(err, VP_EINVAL, "a V search needs p >= 2 and m >= 1 (got p=%d, m=%d)",
                         spec->p, spec->m);
     search sr = {.spec = spec, .opts = opts, .n = vp_vsearch_size(spec->p)};
-    vp_cost_model *cm = shape_costs(spec, err);
+    vp_cost_model *cm = vp__vshape_costs(spec, err);
     if (!cm)
         return err && err->status != VP_OK ? err->status : VP_ENOMEM;
     sr.cm = cm;

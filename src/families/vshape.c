@@ -67,18 +67,6 @@ vp_status vp_vblock_preset(const char *family, int p, vp_vblock *out, vp_error *
     return VP_OK;
 }
 
-/* The repeated block's peak of a preset, in chunk activations. */
-static int preset_cap(const vp_vblock *vb, int p) {
-    int(*t)[6] = vp__calloc((size_t)p, sizeof *t);
-    vp_vgrid *g = NULL;
-    int cap = 2 * p;
-    if (t && vp_vblock_slots(vb, p, t) == 0 && vp_vgrid_new(p, 1, &g, NULL) == VP_OK)
-        cap = vp_vgrid_peak(g, (const int(*)[6])t);
-    vp_vgrid_free(g);
-    free(t);
-    return cap;
-}
-
 /* ---- the registered V families ----------------------------------------------------- */
 
 /* A schedule in hand and its figures under the spec's costs. */
@@ -124,47 +112,65 @@ static vp_status weigh_zbv(const vp_spec *spec, const vp_cost_model *cm, in_hand
     return rc;
 }
 
+/* The §4 block of family measured under cm on grid g into *best (schedule and figures), and
+ * the chunk activations its repeated block holds into *cap. */
+static vp_status measure_preset(const char *family, const vp_spec *spec, const vp_cost_model *cm,
+                                vp_vgrid *g, int (*t)[6], in_hand *best, int *cap, vp_error *err) {
+    vp_vblock base;
+    vp_status rc = vp_vblock_preset(family, spec->p, &base, err);
+    if (rc == VP_OK && vp_vblock_slots(&base, spec->p, t) != 0)
+        rc = vp__fail(err, VP_EINVAL, "the %s block collides at p=%d", family, spec->p);
+    if (rc != VP_OK)
+        return rc;
+    *cap = vp_vgrid_peak(g, (const int(*)[6])t);
+    rc = vp_vgrid_measure(g, (const int(*)[6])t, cm, 0, &best->m, err);
+    return rc == VP_OK ? vp_vgrid_schedule(g, family, &best->s, err) : rc;
+}
+
 /* A named V family: the §4 block (vp_vblock_preset), or the V block (vp_vsearch) whose
  * repeated block holds as many chunk activations (the family's memory) with the smallest
- * longest span, then makespan, under the spec's costs and a peak no higher; the §4 block
- * wins ties. v-zb also weighs zb-v's schedule at its peak. So the result is never behind
- * the §4 block (nor, for v-zb, zb-v) in bubble and never needs more memory. */
+ * longest span under the spec's costs and a peak no higher; the §4 block wins ties. v-zb
+ * also weighs zb-v's schedule at its peak when its block has a bubble. So the result is
+ * never behind the §4 block (nor, for v-zb, zb-v) in bubble and never needs more memory;
+ * when the §4 block meets the search's lower bound nothing else is built. */
 static vp_status build_named(const char *family, const vp_spec *spec, vp_schedule **out,
                              vp_error *err) {
     *out = NULL;
-    vp_vblock base;
     vp_status rc = vp__check_pm(family, spec, err);
     if (rc == VP_OK)
-        rc = vp_vblock_preset(family, spec->p, &base, err);
+        rc = need_two(family, spec->p, err);
     if (rc != VP_OK)
         return rc;
     in_hand best = {0};
-    vp_cost_model *cm = NULL;
+    int cap = 0, (*t)[6] = vp__calloc((size_t)spec->p, sizeof *t);
+    vp_vgrid *g = NULL;
     vp_vsearch *found = NULL;
-    rc = vp_vblock_build(&base, spec->p, spec->m, family, &best.s, err);
-    if (rc == VP_OK && !(cm = vp_cost_model_new(best.s, &spec->costs, &spec->mem, err)))
-        rc = err && err->status != VP_OK ? err->status : VP_ENOMEM;
+    vp_cost_model *cm = vp__vshape_costs(spec, err);
+    rc = !cm  ? (err && err->status != VP_OK ? err->status : VP_ENOMEM)
+         : !t ? vp__fail(err, VP_ENOMEM, "out of memory")
+              : vp_vgrid_new(spec->p, spec->m, &g, err);
     if (rc == VP_OK)
-        rc = sim_metrics(best.s, cm, &best.m, err);
-    if (rc == VP_OK && !strcmp(family, "v-zb"))
+        rc = measure_preset(family, spec, cm, g, t, &best, &cap, err);
+    if (rc == VP_OK && !strcmp(family, "v-zb") && best.m.bubble > 1e-12)
         rc = weigh_zbv(spec, cm, &best, err);
-    if (rc == VP_OK) {
-        int cap = preset_cap(&base, spec->p);
-        vp_vsearch_opts opts = {.max_cap = cap,
-                                .min_cap = cap,
-                                .max_peak = best.m.peak + 1e-9,
-                                .best_only = 1,
-                                .by_span = 1,
-                                .beat = &best.m};
+    vp_vsearch_opts opts = {.max_cap = cap,
+                            .min_cap = cap,
+                            .max_peak = best.m.peak + 1e-9,
+                            .best_only = 1,
+                            .by_span = 1,
+                            .beat = &best.m};
+    if (rc == VP_OK)
         rc = vp_vsearch_run(spec, &opts, &found, err);
-    }
     if (rc == VP_OK && found->n_levels > 0) {
         vp_schedule_free(best.s);
         best.s = NULL;
-        rc = vp_vblock_build(&found->levels[0].vblock, spec->p, spec->m, family, &best.s, err);
+        vp_vblock_slots(&found->levels[0].vblock, spec->p, t);
+        rc = vp_vgrid_build(g, (const int(*)[6])t, family, &best.s, err);
     }
     vp_vsearch_free(found);
+    vp_vgrid_free(g);
     vp_cost_model_free(cm);
+    free(t);
     if (rc == VP_OK) {
         snprintf(best.s->family, sizeof best.s->family, "%s", family);
         *out = best.s;
