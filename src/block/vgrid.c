@@ -27,42 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "block/block_internal.h"
-
-/* Pass types on the grid. W is a weight pass bound to a B later (split mode) or the
- * second slot of the BW that starts in the slot before it (1F1B-V). */
-enum { T_F0 = 0, T_F1 = 1, T_B1 = 2, T_B0 = 3, T_W = 4, T_N = 5 };
-
-#define PERIOD 6
-
-typedef struct grid {
-    int len, cap; /* slots in use / allocated per device row */
-    int8_t *ty;   /* [p][cap] pass type, -1 idle */
-    int32_t *mb;  /* [p][cap] microbatch of the pass (W: unused in split mode) */
-} grid;
-
-struct vp_vgrid {
-    int p, m;  /* shape */
-    int spare; /* microbatches the arrays hold: max(m, 2p) */
-    int mm;    /* microbatches repeated before trimming: spare (split), m (bw) */
-    int built; /* the current grid is a finished split-mode build (vp_vgrid_schedule) */
-    grid g[2]; /* current and spare grid */
-    int cur;
-    int32_t *at;      /* [p][4][mm] slot where (device, type, microbatch) ends, -1 */
-    int8_t *ord_ty;   /* [p][6*mm] per-device order, for squeezing */
-    int32_t *ord_mb;  /* [p][6*mm] */
-    int *n_ord, *pos; /* [p] */
-    int *free_at;     /* [p] */
-    int *count;       /* [p][T_N] passes of each type seen, for the fill */
-    int *next;        /* [p][T_N] the fill: next slot of each type in the row */
-    int *cand;        /* [p][3][T_N] the fill's candidates: slot, type, memory before */
-    int *n_cand;      /* [p] */
-    int *wq;          /* [6*mm] FIFO of B passes awaiting their W (stage, microbatch pairs) */
-    double *end;      /* [p][4][spare] vp_vgrid_measure: end of (device, type, microbatch) */
-    int8_t *wchunk;   /* [p][2*spare] vp_vgrid_measure: per device, FIFO of B chunks (0, 1) */
-};
-
-#define CELL(g, d, t) ((size_t)(d) * (size_t)(g)->cap + (size_t)(t))
+#include "block/vgrid_internal.h"
 
 static void grid_free(grid *g) {
     free(g->ty);
@@ -126,6 +91,8 @@ void vp_vgrid_free(vp_vgrid *w) {
     free(w->ord_mb);
     free(w->n_ord);
     free(w->pos);
+    free(w->waiting);
+    free(w->queue);
     free(w->free_at);
     free(w->count);
     free(w->next);
@@ -155,6 +122,8 @@ vp_status vp_vgrid_new(int p, int m, vp_vgrid **out, vp_error *err) {
     w->ord_mb = vp__calloc((size_t)p * per, sizeof *w->ord_mb);
     w->n_ord = vp__calloc((size_t)p, sizeof *w->n_ord);
     w->pos = vp__calloc((size_t)p, sizeof *w->pos);
+    w->waiting = vp__calloc((size_t)p, sizeof *w->waiting);
+    w->queue = vp__calloc((size_t)p, sizeof *w->queue);
     w->free_at = vp__calloc((size_t)p, sizeof *w->free_at);
     w->count = vp__calloc((size_t)p * T_N, sizeof *w->count);
     w->wq = vp__calloc(2 * per, sizeof *w->wq);
@@ -167,8 +136,9 @@ vp_status vp_vgrid_new(int p, int m, vp_vgrid **out, vp_error *err) {
      * pass, itself within 25(p-1) slots); grids grow when a step needs more */
     int cols = PERIOD * w->spare + 32 * p + 64;
     if (!w->at || !w->ord_ty || !w->ord_mb || !w->n_ord || !w->pos || !w->free_at || !w->count ||
-        !w->wq || !w->next || !w->cand || !w->n_cand || !w->end || !w->wchunk ||
-        grid_reserve(&w->g[0], p, cols) != 0 || grid_reserve(&w->g[1], p, cols) != 0) {
+        !w->wq || !w->waiting || !w->queue || !w->next || !w->cand || !w->n_cand || !w->end ||
+        !w->wchunk || grid_reserve(&w->g[0], p, cols) != 0 ||
+        grid_reserve(&w->g[1], p, cols) != 0) {
         vp_vgrid_free(w);
         return vp__fail(err, VP_ENOMEM, "out of memory");
     }
@@ -227,11 +197,6 @@ int vp_vblock_slots(const vp_vblock *vb, int p, int (*t)[6]) {
         }
     }
     return 0;
-}
-
-/* Stage of a grid pass type on device d (W: stage of the B it follows, not known here). */
-static int type_stage(int p, int d, int type) {
-    return type == T_F0 || type == T_B0 ? d : 2 * p - 1 - d;
 }
 
 /* Fills a framework block (V placement, T = 6, unit passes) from slots [p][6] and runs
@@ -304,41 +269,6 @@ char *vp_vblock_format(const vp_vblock *vb, int p, char *buf, int size) {
 
 /* ---- the grid engine --------------------------------------------------------------- */
 
-static grid *cur_grid(vp_vgrid *w) {
-    return &w->g[w->cur];
-}
-
-static size_t at_index(const vp_vgrid *w, int d, int type, int mb) {
-    return ((size_t)d * 4 + (size_t)type) * (size_t)w->mm + (size_t)mb;
-}
-
-/* The pass (device, type) a pass waits for, same microbatch; 0 when it waits for none. In
- * bw mode a backward waits for the whole BW upstream, which ends with its W slot. */
-static int pred(int p, int d, int type, int *pd, int *pt) {
-    switch (type) {
-    case T_F0:
-        if (d == 0)
-            return 0;
-        *pd = d - 1;
-        *pt = T_F0;
-        return 1;
-    case T_F1:
-        *pd = d == p - 1 ? d : d + 1;
-        *pt = d == p - 1 ? T_F0 : T_F1;
-        return 1;
-    case T_B1:
-        *pd = d == 0 ? 0 : d - 1;
-        *pt = d == 0 ? T_F1 : T_B1;
-        return 1;
-    case T_B0:
-        *pd = d == p - 1 ? d : d + 1;
-        *pt = d == p - 1 ? T_B1 : T_B0;
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* Peak memory of each device of g, in chunk activations (F +1, W -1); returns the max. */
 static int grid_peak(const grid *g, int p, int *per) {
     int best = 0;
@@ -386,74 +316,120 @@ int vp_vgrid_peak(const vp_vgrid *w, const int (*t)[6]) {
     return best;
 }
 
-/* Replays each device's order as early as dependencies allow (unit slots). In bw mode a
- * backward occupies its slot and the W slot after it. -1 when the order deadlocks. */
-static int squeeze(vp_vgrid *w, int bw) {
-    grid *g = cur_grid(w);
-    int p = w->p, per = PERIOD * w->mm, total = 0;
-    for (int d = 0; d < p; d++) {
+/* The device of the pass that waits for device d's pass of `type` (same microbatch), or -1
+ * for the chunk-0 backward of device 0, which ends the V (pred, the other way round). */
+static int successor(int p, int d, int type) {
+    switch (type) {
+    case T_F0:
+    case T_B1:
+        return d == p - 1 ? d : d + 1;
+    case T_F1:
+        return d == 0 ? 0 : d - 1;
+    case T_B0:
+        return d == 0 ? -1 : d - 1;
+    default:
+        return -1;
+    }
+}
+
+/* Copies each device's order out of the grid (bw: without the W halves) and returns the
+ * peak memory of the orders in chunk activations (F +1; W -1, or in bw mode a backward
+ * -1, its W half following it); -1 when a row holds more passes than it can. */
+static int take_orders(vp_vgrid *w, int bw) {
+    const grid *g = cur_grid(w);
+    int per = PERIOD * w->mm, peak = 0;
+    for (int d = 0; d < w->p; d++) {
         const int8_t *row = g->ty + CELL(g, d, 0);
         const int32_t *mbs = g->mb + CELL(g, d, 0);
         int8_t *oty = w->ord_ty + (size_t)d * per;
         int32_t *omb = w->ord_mb + (size_t)d * per;
-        int n = 0;
+        int n = 0, mem = 0;
         for (int t = 0; t < g->len; t++) {
-            if (row[t] < 0 || (bw && row[t] == T_W))
+            int type = row[t];
+            if (type < 0 || (bw && type == T_W))
                 continue;
             if (n == per)
                 return -1;
-            oty[n] = row[t];
+            mem += type <= T_F1 ? 1 : type == T_W || (bw && type <= T_B0) ? -1 : 0;
+            peak = mem > peak ? mem : peak;
+            oty[n] = (int8_t)type;
             omb[n++] = mbs[t];
         }
         w->n_ord[d] = n;
-        w->pos[d] = 0;
-        w->free_at[d] = 0;
-        total += n;
     }
-    int32_t *at = w->at;
-    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
-        at[i] = -1;
-    grid_clear(g, p);
-    while (total > 0) {
-        int before = total;
-        for (int sweep = 0; sweep < 2; sweep++) {
-            for (int x = 0; x < p; x++) {
-                int d = sweep ? p - 1 - x : x, k = w->pos[d], n = w->n_ord[d], t0 = w->free_at[d];
-                const int8_t *oty = w->ord_ty + (size_t)d * per;
-                const int32_t *omb = w->ord_mb + (size_t)d * per;
-                for (; k < n; k++) {
-                    int type = oty[k], mb = omb[k], pd, pt, t = t0;
-                    if (pred(p, d, type, &pd, &pt)) {
-                        int e = at[at_index(w, pd, pt, mb)];
-                        if (e < 0)
-                            break;
-                        if (e > t)
-                            t = e;
-                    }
-                    int dur = bw && (type == T_B1 || type == T_B0) ? 2 : 1;
-                    if (t + dur >= g->cap && grid_reserve(g, p, t + dur + 1) != 0)
-                        return -1;
-                    size_t c = CELL(g, d, t);
-                    g->ty[c] = (int8_t)type;
-                    g->mb[c] = mb;
-                    if (dur == 2) {
-                        g->ty[c + 1] = T_W;
-                        g->mb[c + 1] = mb;
-                    }
-                    if (type != T_W)
-                        at[at_index(w, d, type, mb)] = t + dur;
-                    t0 = t + dur;
-                    if (t0 > g->len)
-                        g->len = t0;
-                }
-                total -= k - w->pos[d];
-                w->pos[d] = k;
-                w->free_at[d] = t0;
+    return peak;
+}
+
+/* Places device d's passes from its order position on, each at the first slot after its
+ * device and its dependency are free, until one waits for a pass not placed yet (whose
+ * at-index goes to w->waiting[d]) or the order ends. Wakes the devices whose dependency
+ * it places. 0 ok, -1 no memory. */
+static int run_device(vp_vgrid *w, int d, int bw, int *queue, int *tail) {
+    grid *g = cur_grid(w);
+    int p = w->p, per = PERIOD * w->mm, k = w->pos[d], n = w->n_ord[d], t0 = w->free_at[d];
+    const int8_t *oty = w->ord_ty + (size_t)d * per;
+    const int32_t *omb = w->ord_mb + (size_t)d * per;
+    for (; k < n; k++) {
+        int type = oty[k], mb = omb[k], pd, pt, t = t0;
+        if (pred(p, d, type, &pd, &pt)) {
+            size_t need = at_index(w, pd, pt, mb);
+            if (w->at[need] < 0) {
+                w->waiting[d] = (long)need;
+                break;
             }
+            t = w->at[need] > t ? w->at[need] : t;
         }
-        if (total == before)
+        int dur = bw && (type == T_B1 || type == T_B0) ? 2 : 1;
+        if (t + dur >= g->cap && grid_reserve(g, p, t + dur + 1) != 0)
             return -1;
+        size_t c = CELL(g, d, t);
+        g->ty[c] = (int8_t)type;
+        g->mb[c] = mb;
+        if (dur == 2) {
+            g->ty[c + 1] = T_W;
+            g->mb[c + 1] = mb;
+        }
+        t0 = t + dur;
+        g->len = t0 > g->len ? t0 : g->len;
+        if (type == T_W)
+            continue;
+        size_t done = at_index(w, d, type, mb);
+        w->at[done] = t0;
+        int next = successor(p, d, type);
+        if (next >= 0 && w->waiting[next] == (long)done) {
+            w->waiting[next] = -1;
+            queue[(*tail)++ % p] = next;
+        }
     }
+    w->pos[d] = k;
+    w->free_at[d] = t0;
+    return 0;
+}
+
+/* Replays each device's order as early as dependencies allow (unit slots): the devices
+ * run until they wait, and a device runs again when the pass it waits for is placed. In
+ * bw mode a backward occupies its slot and the W slot after it. Sets w->order_peak (the
+ * orders' peak, take_orders). -1 when the order deadlocks (or no memory). */
+static int squeeze(vp_vgrid *w, int bw) {
+    grid *g = cur_grid(w);
+    int p = w->p, head = 0, tail = 0;
+    w->order_peak = take_orders(w, bw);
+    if (w->order_peak < 0)
+        return -1;
+    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
+        w->at[i] = -1;
+    grid_clear(g, p);
+    for (int d = 0; d < p; d++) {
+        w->pos[d] = w->free_at[d] = 0;
+        w->waiting[d] = -1;
+        w->queue[tail++] = d;
+    }
+    while (head < tail)
+        if (run_device(w, w->queue[head++ % p], bw, w->queue, &tail) != 0)
+            return -1;
+    for (int d = 0; d < p; d++)
+        if (w->pos[d] < w->n_ord[d])
+            return -1;
     return 0;
 }
 
@@ -779,61 +755,6 @@ static void fill(vp_vgrid *w, int cap) {
     g->len = len;
 }
 
-/* The grid as a schedule of w->m microbatches: split mode binds each W to the oldest B
- * still waiting on its device; bw mode turns each backward into a BW. */
-static vp_status to_schedule(vp_vgrid *w, int bw, const char *family, vp_schedule **out,
-                             vp_error *err) {
-    const grid *g = cur_grid(w);
-    int p = w->p;
-    vp_schedule *s = vp_schedule_new(family, p, 2 * p, w->m, VP_PLACE_V, err);
-    if (!s)
-        return err ? err->status : VP_ENOMEM;
-    vp_status rc = VP_OK;
-    for (int d = 0; d < p && rc == VP_OK; d++) {
-        vp_oplist *l = &s->dev[d];
-        if (vp__grow((void **)&l->ops, &l->cap, PERIOD * w->m, sizeof *l->ops) != 0) {
-            rc = VP_ENOMEM;
-            break;
-        }
-        int head = 0, tail = 0; /* FIFO of (stage, mb) in w->wq */
-        for (int t = 0; t < g->len && rc == VP_OK; t++) {
-            int type = g->ty[CELL(g, d, t)];
-            if (type < 0 || (bw && type == T_W))
-                continue;
-            vp_op op = {.kind = VP_OP_W};
-            if (type == T_W) {
-                if (head == tail || l->n == l->cap) {
-                    rc = VP_EINVAL;
-                    break;
-                }
-                op.stage = w->wq[2 * head];
-                op.mb = w->wq[2 * head + 1];
-                head++;
-            } else {
-                op.kind = type <= T_F1 ? VP_OP_F : bw ? VP_OP_BW : VP_OP_B;
-                op.stage = type_stage(p, d, type);
-                op.mb = g->mb[CELL(g, d, t)];
-                if (op.kind == VP_OP_B) {
-                    w->wq[2 * tail] = op.stage;
-                    w->wq[2 * tail + 1] = op.mb;
-                    tail++;
-                }
-            }
-            if (l->n == l->cap)
-                rc = VP_EINVAL;
-            else
-                l->ops[l->n++] = op;
-        }
-    }
-    if (rc != VP_OK) {
-        vp_schedule_free(s);
-        return vp__fail(err, rc,
-                        rc == VP_ENOMEM ? "out of memory" : "V engine produced an unbalanced grid");
-    }
-    *out = s;
-    return VP_OK;
-}
-
 /* Runs step(w, k, bw) on the current grid; keeps the result when it returns 0, replays
  * (squeezes) and does not raise the peak above k, else restores the grid from before.
  * Returns 0 kept, 1 restored, -1 no memory. */
@@ -841,7 +762,7 @@ static int tentative(vp_vgrid *w, int (*step)(vp_vgrid *, int, int), int k, int 
     int spare = 1 - w->cur;
     if (grid_copy(&w->g[spare], cur_grid(w), w->p) != 0)
         return -1;
-    if (step(w, k, bw) == 0 && squeeze(w, bw) == 0 && grid_peak(cur_grid(w), w->p, NULL) <= k)
+    if (step(w, k, bw) == 0 && squeeze(w, bw) == 0 && w->order_peak <= k)
         return 0;
     w->cur = spare;
     return 1;
@@ -867,14 +788,14 @@ static vp_status build_grid(vp_vgrid *w, const int (*t)[6], vp_error *err) {
         return rc;
     /* The warm-up rewrites the order of each prefix, so it can start from the block times;
      * when it is not kept the block order itself is squeezed. */
-    int cap = grid_peak(cur_grid(w), w->p, NULL), kept = tentative(w, step_warmup, cap, 0);
+    int cap = vp_vgrid_peak(w, t), kept = tentative(w, step_warmup, cap, 0);
     if (kept < 0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     if (kept > 0 && squeeze(w, 0) != 0)
         return vp__fail(err, VP_EINVAL, "the repeated V block does not replay");
     if (w->m < w->mm && (trim(w) != 0 || squeeze(w, 0) != 0))
         return vp__fail(err, VP_EINVAL, "the trimmed V block does not replay");
-    int k = grid_peak(cur_grid(w), w->p, NULL);
+    int k = w->order_peak; /* of the grid the last squeeze placed: the current one */
     if (tentative(w, step_cooldown, k, 0) < 0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     fill(w, k);
@@ -885,107 +806,7 @@ vp_status vp_vgrid_build(vp_vgrid *w, const int (*t)[6], const char *family, vp_
                          vp_error *err) {
     *out = NULL;
     vp_status rc = build_grid(w, t, err);
-    return rc == VP_OK ? to_schedule(w, 0, family ? family : "v-block", out, err) : rc;
-}
-
-/* One device's running figures in measure_grid. */
-typedef struct dev_run {
-    double free, first, busy, left; /* left: work still ahead of the device */
-    double mem, peak, mem_bytes, peak_bytes;
-    int head, tail; /* FIFO of backward chunks awaiting their W, in w->wchunk */
-} dev_run;
-
-/* Stage of the pass at device d's cell of type `type` (a W: its B's, from the FIFO; -1
- * when no B awaits it). */
-static int run_stage(vp_vgrid *w, dev_run *r, int d, int type) {
-    int8_t *fifo = w->wchunk + (size_t)d * 2 * w->mm;
-    if (type == T_W)
-        return r->head < r->tail ? type_stage(w->p, d, fifo[r->head++] ? T_F1 : T_F0) : -1;
-    if (type == T_B1 || type == T_B0)
-        fifo[r->tail++] = type == T_B1;
-    return type_stage(w->p, d, type);
-}
-
-/* Times one pass under cm (as vp_simulate would) into r; returns its end, or -1 when a
- * dependency has not run yet (the grid does not replay in slot order). */
-static double run_pass(vp_vgrid *w, const vp_cost_model *cm, dev_run *r, int d, int type, int mb) {
-    int stage = run_stage(w, r, d, type), pd, pt;
-    if (stage < 0)
-        return -1;
-    double start = r->free, dur = type <= T_F1  ? cm->f[stage]
-                                  : type == T_W ? cm->w[stage]
-                                                : cm->b[stage];
-    if (type != T_W && pred(w->p, d, type, &pd, &pt)) {
-        double e = w->end[at_index(w, pd, pt, mb)];
-        if (e < 0)
-            return -1;
-        e += pd == d ? 0 : cm->c;
-        start = e > start ? e : start;
-    }
-    double end = start + dur, up = 0, down = 0, up_b = 0, down_b = 0;
-    if (r->first < 0)
-        r->first = start;
-    r->busy += end - start;
-    r->left -= dur;
-    r->free = end;
-    if (type != T_W)
-        w->end[at_index(w, d, type, mb)] = end;
-    if (type <= T_F1)
-        up = cm->act[stage], up_b = cm->act_bytes ? cm->act_bytes[stage] : 0;
-    else if (type == T_W)
-        down = cm->keep[stage], down_b = cm->keep_bytes ? cm->keep_bytes[stage] : 0;
-    else
-        down = cm->act[stage] - cm->keep[stage],
-        down_b = cm->act_bytes ? cm->act_bytes[stage] - cm->keep_bytes[stage] : 0;
-    r->mem += up;
-    r->peak = r->mem > r->peak ? r->mem : r->peak;
-    r->mem -= down;
-    r->mem_bytes += up_b;
-    r->peak_bytes = r->mem_bytes > r->peak_bytes ? r->mem_bytes : r->peak_bytes;
-    r->mem_bytes -= down_b;
-    return end;
-}
-
-/* Replays the current grid in slot order (every dependency sits in an earlier slot) under
- * cm into out; stops early past limit (vp_vgrid_measure). -1 when it does not replay. */
-static int measure_grid(vp_vgrid *w, const vp_cost_model *cm, double limit, dev_run *run,
-                        vp_vgrid_metrics *out) {
-    const grid *g = cur_grid(w);
-    int p = w->p;
-    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
-        w->end[i] = -1;
-    for (int d = 0; d < p; d++) {
-        int s0 = type_stage(p, d, T_F0), s1 = type_stage(p, d, T_F1);
-        run[d] = (dev_run){.first = -1};
-        run[d].left =
-            w->m * (cm->f[s0] + cm->b[s0] + cm->w[s0] + cm->f[s1] + cm->b[s1] + cm->w[s1]);
-    }
-    double slack = limit + 1e-9 * (1 + limit);
-    *out = (vp_vgrid_metrics){.complete = 1};
-    for (int t = 0; t < g->len; t++)
-        for (int d = 0; d < p; d++) {
-            int type = g->ty[CELL(g, d, t)];
-            if (type < 0)
-                continue;
-            double end = run_pass(w, cm, &run[d], d, type, g->mb[CELL(g, d, t)]);
-            if (end < 0)
-                return -1;
-            if (limit > 0 && end - run[d].first + run[d].left > slack) {
-                *out = (vp_vgrid_metrics){.span = end - run[d].first + run[d].left};
-                return 0;
-            }
-        }
-    double busy = 0;
-    for (int d = 0; d < p; d++) {
-        const dev_run *r = &run[d];
-        busy += r->busy;
-        out->makespan = r->free > out->makespan ? r->free : out->makespan;
-        out->span = r->free - r->first > out->span ? r->free - r->first : out->span;
-        out->peak = r->peak > out->peak ? r->peak : out->peak;
-        out->peak_bytes = r->peak_bytes > out->peak_bytes ? r->peak_bytes : out->peak_bytes;
-    }
-    out->bubble = out->span > 0 ? 1.0 - busy / p / out->span : 0.0;
-    return 0;
+    return rc == VP_OK ? vp__vgrid_schedule(w, 0, family ? family : "v-block", out, err) : rc;
 }
 
 vp_status vp_vgrid_measure(vp_vgrid *w, const int (*t)[6], const vp_cost_model *cm, double limit,
@@ -994,11 +815,9 @@ vp_status vp_vgrid_measure(vp_vgrid *w, const int (*t)[6], const vp_cost_model *
     if (cm->S != 2 * w->p)
         return vp__fail(err, VP_EINVAL, "cost model has %d stages, a V grid of %d devices %d",
                         cm->S, w->p, 2 * w->p);
-    dev_run *run = vp__calloc((size_t)w->p, sizeof *run);
-    vp_status rc = run ? build_grid(w, t, err) : vp__fail(err, VP_ENOMEM, "out of memory");
-    if (rc == VP_OK && measure_grid(w, cm, limit, run, out) != 0)
+    vp_status rc = build_grid(w, t, err);
+    if (rc == VP_OK && vp__vgrid_replay(w, cm, limit, out) != 0)
         rc = vp__fail(err, VP_EINVAL, "the built V block does not replay in slot order");
-    free(run);
     w->built = rc == VP_OK;
     return rc;
 }
@@ -1007,7 +826,7 @@ vp_status vp_vgrid_schedule(vp_vgrid *w, const char *family, vp_schedule **out, 
     *out = NULL;
     if (!w->built)
         return vp__fail(err, VP_EINVAL, "no V block was measured on this grid");
-    return to_schedule(w, 0, family ? family : "v-block", out, err);
+    return vp__vgrid_schedule(w, 0, family ? family : "v-block", out, err);
 }
 
 vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family, vp_schedule **out,
@@ -1113,5 +932,5 @@ vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const
     }
     if (rc == VP_OK && v1f1b_compact(w) != 0)
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
-    return rc == VP_OK ? to_schedule(w, 1, family ? family : "1f1b-v", out, err) : rc;
+    return rc == VP_OK ? vp__vgrid_schedule(w, 1, family ? family : "1f1b-v", out, err) : rc;
 }
