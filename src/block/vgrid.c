@@ -582,7 +582,7 @@ static int trim(vp_vgrid *w) {
     for (int d = 0; d < w->p; d++)
         for (int t = 0; t < g->len; t++)
             if (g->ty[CELL(g, d, t)] >= 0 && g->ty[CELL(g, d, t)] != T_W &&
-                g->mb[CELL(g, d, t)] >= w->m)
+                g->mb[CELL(g, d, t)] >= w->mw)
                 g->ty[CELL(g, d, t)] = -1;
     return settle_w(g, w->p);
 }
@@ -590,7 +590,7 @@ static int trim(vp_vgrid *w) {
 /* Cool-down onto the critical chain (file comment). -1 when the template collides. */
 static int cooldown(vp_vgrid *w, int k) {
     grid *g = cur_grid(w);
-    int p = w->p, m = w->m, start = -1;
+    int p = w->p, m = w->mw, start = -1;
     int nbb = (k + 1) / 2 < m ? (k + 1) / 2 : m;
     int nb = k - nbb < m ? k - nbb : m;
     for (int t = g->len - 1; t >= 0 && start < 0; t--)
@@ -778,11 +778,14 @@ static int step_cooldown(vp_vgrid *w, int k, int bw) {
     return cooldown(w, k);
 }
 
-/* The grid of block slots t (collision-free): repeated, warm-up, trim, cool-down, fill
- * (file comment). */
-static vp_status build_grid(vp_vgrid *w, const int (*t)[6], vp_error *err) {
+/* The grid of block slots t (collision-free) for mw microbatches: repeated, warm-up, trim,
+ * cool-down, fill (file comment). */
+static vp_status build_copies(vp_vgrid *w, const int (*t)[6], int mw, vp_error *err) {
     w->built = 0;
-    w->mm = w->spare;
+    w->mw = mw;
+    w->mm = mw > 2 * w->p ? mw : 2 * w->p;
+    w->extra = 0;
+    w->cut = -1;
     vp_status rc = repeat_block(w, t, 0, 0, err);
     if (rc != VP_OK)
         return rc;
@@ -793,13 +796,74 @@ static vp_status build_grid(vp_vgrid *w, const int (*t)[6], vp_error *err) {
         return vp__fail(err, VP_ENOMEM, "out of memory");
     if (kept > 0 && squeeze(w, 0) != 0)
         return vp__fail(err, VP_EINVAL, "the repeated V block does not replay");
-    if (w->m < w->mm && (trim(w) != 0 || squeeze(w, 0) != 0))
+    if (w->mw < w->mm && (trim(w) != 0 || squeeze(w, 0) != 0))
         return vp__fail(err, VP_EINVAL, "the trimmed V block does not replay");
     int k = w->order_peak; /* of the grid the last squeeze placed: the current one */
     if (tentative(w, step_cooldown, k, 0) < 0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     fill(w, k);
     return VP_OK;
+}
+
+/* 1 when column c of every row repeats 6 slots later, one microbatch on. */
+static int repeats(const grid *g, int p, int c) {
+    for (int d = 0; d < p; d++) {
+        int type = g->ty[CELL(g, d, c)];
+        if (type != g->ty[CELL(g, d, c + PERIOD)] ||
+            (type >= 0 && type != T_W && g->mb[CELL(g, d, c + PERIOD)] != g->mb[CELL(g, d, c)] + 1))
+            return 0;
+    }
+    return 1;
+}
+
+/* Where the built grid can take more periods: the first column c such that the 18 slots
+ * before it repeat 6 slots later on every row and every pass from 6 slots before it on
+ * waits for a pass at most 12 slots before that, so copies of the 6 slots before c
+ * inserted at c, the microbatches after c shifted, form the grid of more microbatches.
+ * Returns 1 with w->cut set, 0 when there is none. */
+static int find_cut(vp_vgrid *w) {
+    const grid *g = cur_grid(w);
+    int p = w->p, run = 0, cut = -1;
+    for (int c = 0; c + PERIOD < g->len && cut < 0; c++) {
+        run = repeats(g, p, c) ? run + 1 : 0;
+        if (run == 3 * PERIOD)
+            cut = c + 1;
+    }
+    for (int d = 0; d < p && cut >= 0; d++)
+        for (int type = 0; type < 4 && cut >= 0; type++)
+            for (int mb = 0, pd, pt; mb < w->mw && cut >= 0; mb++) {
+                int end = w->at[at_index(w, d, type, mb)];
+                if (end - 1 >= cut - PERIOD && pred(p, d, type, &pd, &pt) &&
+                    w->at[at_index(w, pd, pt, mb)] - 1 < cut - 3 * PERIOD)
+                    cut = -1;
+            }
+    w->cut = cut;
+    return cut >= 0;
+}
+
+/* Microbatches to build when m is far beyond the block's warm-up and cool-down, so that
+ * periods can be inserted instead (find_cut); 0 when a full build is as cheap. */
+static int fewer_copies(const vp_vgrid *w, const int (*t)[6]) {
+    int last = 0;
+    for (int d = 0; d < w->p; d++)
+        for (int x = 0; x < 6; x++)
+            last = t[d][x] > last ? t[d][x] : last;
+    int few = 2 * w->p + last / PERIOD + 5;
+    return few < w->m ? few : 0;
+}
+
+/* The grid of block slots t for w->m microbatches: built for fewer with periods inserted
+ * when that works (fewer_copies, find_cut), else in full. */
+static vp_status build_grid(vp_vgrid *w, const int (*t)[6], vp_error *err) {
+    int few = fewer_copies(w, t);
+    if (few > 0) {
+        vp_status rc = build_copies(w, t, few, err);
+        if (rc != VP_OK || find_cut(w)) {
+            w->extra = rc == VP_OK ? w->m - few : 0;
+            return rc;
+        }
+    }
+    return build_copies(w, t, w->m, err);
 }
 
 vp_status vp_vgrid_build(vp_vgrid *w, const int (*t)[6], const char *family, vp_schedule **out,
@@ -921,7 +985,8 @@ vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const
                             vp_schedule **out, vp_error *err) {
     *out = NULL;
     w->built = 0;
-    w->mm = w->m; /* no spare copies: the compaction handles short runs */
+    w->mm = w->mw = w->m; /* no spare copies: the compaction handles short runs */
+    w->extra = 0;
     vp_status rc = repeat_block(w, t, 1, 1, err);
     if (rc == VP_OK && canonical) {
         int kept = tentative(w, step_warmup, grid_peak(cur_grid(w), w->p, NULL), 1);

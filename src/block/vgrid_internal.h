@@ -20,7 +20,11 @@ typedef struct grid {
 struct vp_vgrid {
     int p, m;       /* shape */
     int spare;      /* microbatches the arrays hold: max(m, 2p) */
-    int mm;         /* microbatches repeated before trimming: spare (split), m (bw) */
+    int mm;         /* microbatches repeated before trimming: max(mw, 2p) (split), m (bw) */
+    int mw;         /* microbatches the grid holds: m, or fewer when periods are inserted */
+    int cut, extra; /* the grid stands for itself with `extra` copies of its period (the 6
+                       slots before column cut) inserted at cut, microbatches after it
+                       shifted; extra = 0: the grid as it is */
     int built;      /* the current grid is a finished split-mode build (vp_vgrid_schedule) */
     int order_peak; /* peak of the orders the last squeeze placed (take_orders) */
     grid g[2];      /* current and spare grid */
@@ -49,6 +53,21 @@ static inline grid *cur_grid(vp_vgrid *w) {
 
 static inline size_t at_index(const vp_vgrid *w, int d, int type, int mb) {
     return ((size_t)d * 4 + (size_t)type) * (size_t)w->mm + (size_t)mb;
+}
+
+/* The pass at virtual slot v of device d's row (the grid with its inserted periods): its
+ * type (-1 idle) and microbatch. Slots run to the grid's length plus 6 * extra. */
+static inline int virtual_cell(const vp_vgrid *w, int d, int v, int *mb) {
+    const grid *g = &w->g[w->cur];
+    int col = v, shift = 0;
+    if (v >= w->cut && w->extra > 0) {
+        int k = (v - w->cut) / PERIOD;
+        col = k < w->extra ? w->cut - PERIOD + (v - w->cut) % PERIOD : v - PERIOD * w->extra;
+        shift = k < w->extra ? k + 1 : w->extra;
+    }
+    int type = g->ty[CELL(g, d, col)];
+    *mb = g->mb[CELL(g, d, col)] + (type == T_W ? 0 : shift);
+    return type;
 }
 
 /* The pass (device, type) a pass waits for, same microbatch; 0 when it waits for none. In

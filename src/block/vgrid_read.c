@@ -1,5 +1,6 @@
 /* Reading a built V slot grid: the schedule it stands for, and its replay under real costs
  * (block.h, "V blocks"; the engine is vgrid.c). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +9,7 @@
 
 vp_status vp__vgrid_schedule(vp_vgrid *w, int bw, const char *family, vp_schedule **out,
                              vp_error *err) {
-    const grid *g = cur_grid(w);
-    int p = w->p;
+    int p = w->p, len = cur_grid(w)->len + PERIOD * w->extra;
     vp_schedule *s = vp_schedule_new(family, p, 2 * p, w->m, VP_PLACE_V, err);
     if (!s)
         return err ? err->status : VP_ENOMEM;
@@ -21,8 +21,8 @@ vp_status vp__vgrid_schedule(vp_vgrid *w, int bw, const char *family, vp_schedul
             break;
         }
         int head = 0, tail = 0; /* FIFO of (stage, mb) in w->wq */
-        for (int t = 0; t < g->len && rc == VP_OK; t++) {
-            int type = g->ty[CELL(g, d, t)];
+        for (int v = 0; v < len && rc == VP_OK; v++) {
+            int mb, type = virtual_cell(w, d, v, &mb);
             if (type < 0 || (bw && type == T_W))
                 continue;
             vp_op op = {.kind = VP_OP_W};
@@ -37,7 +37,7 @@ vp_status vp__vgrid_schedule(vp_vgrid *w, int bw, const char *family, vp_schedul
             } else {
                 op.kind = type <= T_F1 ? VP_OP_F : bw ? VP_OP_BW : VP_OP_B;
                 op.stage = type_stage(p, d, type);
-                op.mb = g->mb[CELL(g, d, t)];
+                op.mb = mb;
                 if (op.kind == VP_OP_B) {
                     w->wq[2 * tail] = op.stage;
                     w->wq[2 * tail + 1] = op.mb;
@@ -59,7 +59,12 @@ vp_status vp__vgrid_schedule(vp_vgrid *w, int bw, const char *family, vp_schedul
     return VP_OK;
 }
 
-/* One device's running figures in measure_grid. */
+/* Index of (device, type, microbatch) in w->end: microbatches run to m. */
+static size_t end_index(const vp_vgrid *w, int d, int type, int mb) {
+    return ((size_t)d * 4 + (size_t)type) * (size_t)w->spare + (size_t)mb;
+}
+
+/* One device's running figures in the replay. */
 typedef struct dev_run {
     double free, first, busy, left; /* left: work still ahead of the device */
     double mem, peak, mem_bytes, peak_bytes;
@@ -69,7 +74,7 @@ typedef struct dev_run {
 /* Stage of the pass at device d's cell of type `type` (a W: its B's, from the FIFO; -1
  * when no B awaits it). */
 static int run_stage(vp_vgrid *w, dev_run *r, int d, int type) {
-    int8_t *fifo = w->wchunk + (size_t)d * 2 * w->mm;
+    int8_t *fifo = w->wchunk + (size_t)d * 2 * w->spare;
     if (type == T_W)
         return r->head < r->tail ? type_stage(w->p, d, fifo[r->head++] ? T_F1 : T_F0) : -1;
     if (type == T_B1 || type == T_B0)
@@ -87,7 +92,7 @@ static double run_pass(vp_vgrid *w, const vp_cost_model *cm, dev_run *r, int d, 
                                   : type == T_W ? cm->w[stage]
                                                 : cm->b[stage];
     if (type != T_W && pred(w->p, d, type, &pd, &pt)) {
-        double e = w->end[at_index(w, pd, pt, mb)];
+        double e = w->end[end_index(w, pd, pt, mb)];
         if (e < 0)
             return -1;
         e += pd == d ? 0 : cm->c;
@@ -100,7 +105,7 @@ static double run_pass(vp_vgrid *w, const vp_cost_model *cm, dev_run *r, int d, 
     r->left -= dur;
     r->free = end;
     if (type != T_W)
-        w->end[at_index(w, d, type, mb)] = end;
+        w->end[end_index(w, d, type, mb)] = end;
     if (type <= T_F1)
         up = cm->act[stage], up_b = cm->act_bytes ? cm->act_bytes[stage] : 0;
     else if (type == T_W)
@@ -117,14 +122,108 @@ static double run_pass(vp_vgrid *w, const vp_cost_model *cm, dev_run *r, int d, 
     return end;
 }
 
-/* Replays the current grid in slot order (every dependency sits in an earlier slot) under
- * cm into out with one figure set per device in run; stops early past limit. -1 when it
- * does not replay. */
+/* 1 when every time the replay adds up is a multiple of 2^-20 below 2^30, so sums are exact
+ * and a replay shifted by whole periods gives the same doubles as one run through them. */
+static int exact_costs(const vp_cost_model *cm, int m) {
+    double total = 0, scale = 1048576.0;
+    for (int s = 0; s < cm->S; s++) {
+        double x[3] = {cm->f[s], cm->b[s], cm->w[s]};
+        for (int i = 0; i < 3; i++) {
+            if (x[i] * scale != floor(x[i] * scale))
+                return 0;
+            total += x[i];
+        }
+    }
+    return cm->c * scale == floor(cm->c * scale) && (total + cm->S * cm->c) * (m + cm->S) < 1e9;
+}
+
+/* A device's figures at the end of a copy of the period, to compare with the next. */
+typedef struct snapshot {
+    dev_run run;
+    int8_t pending[8]; /* the chunks of the backwards awaiting their W, oldest first */
+} snapshot;
+
+/* The replay's view of the inserted periods: per device and pass type, the microbatch the
+ * period before the cut holds, and each device's figures at the end of the last copy. */
+typedef struct periods {
+    int on;        /* fast-forward possible: exact costs, one pass of each type per period */
+    int *mb0;      /* [p][4] */
+    snapshot *was; /* [p] */
+} periods;
+
+/* Microbatch of each (device, type) in the period before the cut; 0 when a device's period
+ * does not hold exactly one pass of each type. */
+static int period_microbatches(const vp_vgrid *w, int *mb0) {
+    const grid *g = &w->g[w->cur];
+    for (int d = 0; d < w->p; d++) {
+        int seen[4] = {0};
+        for (int c = w->cut - PERIOD; c < w->cut; c++) {
+            int type = g->ty[CELL(g, d, c)];
+            if (type >= 0 && type < T_W) {
+                seen[type]++;
+                mb0[d * 4 + type] = g->mb[CELL(g, d, c)];
+            }
+        }
+        if (seen[0] != 1 || seen[1] != 1 || seen[2] != 1 || seen[3] != 1)
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 when device d's state at the end of a copy repeats s shifted by lambda in time: the
+ * same memory, the same backwards awaiting their W, every figure and the end of each
+ * pass of the copy (k) lambda after the previous copy's. Saves the state into s. */
+static int repeats_device(const vp_vgrid *w, const dev_run *r, snapshot *s, const int *mb0, int d,
+                          int k, double lambda) {
+    const int8_t *fifo = w->wchunk + (size_t)d * 2 * w->spare;
+    int n = r->tail - r->head, same = n == s->run.tail - s->run.head && n <= 8 &&
+                                      r->free - s->run.free == lambda && r->mem == s->run.mem &&
+                                      r->mem_bytes == s->run.mem_bytes;
+    for (int i = 0; i < n && same; i++)
+        same = fifo[r->head + i] == s->pending[i];
+    for (int t = 0; t < 4 && same && k >= 2; t++) {
+        size_t i = end_index(w, d, t, mb0[d * 4 + t] + k);
+        same = w->end[i] - w->end[i - 1] == lambda;
+    }
+    for (int i = 0; i < n && i < 8; i++)
+        s->pending[i] = fifo[r->head + i];
+    return same && k >= 2;
+}
+
+/* At the end of copy k of the period: when every device repeats its state at the end of
+ * copy k-1 shifted by one time lambda (repeats_device), the copies that follow do too, so
+ * r of them are skipped (all but the last three, whose ends later passes wait for) by
+ * shifting each device's figures and the ends of the last three copies; returns r. */
+static int fast_forward(vp_vgrid *w, dev_run *run, periods *pp, int k) {
+    int p = w->p, r = w->extra - k - 3, same = 1;
+    double lambda = run[0].free - pp->was[0].run.free;
+    for (int d = 0; d < p; d++)
+        same &= repeats_device(w, &run[d], &pp->was[d], pp->mb0, d, k, lambda);
+    same &= r > 0;
+    for (int d = 0; d < p; d++) {
+        dev_run *now = &run[d], was = pp->was[d].run;
+        pp->was[d].run = *now;
+        if (!same)
+            continue;
+        now->free += r * lambda;
+        now->busy += r * (now->busy - was.busy);
+        now->left += r * (now->left - was.left);
+        for (int t = 0; t < 4; t++)
+            for (int j = k - 2; j <= k; j++) {
+                size_t i = end_index(w, d, t, pp->mb0[d * 4 + t] + j);
+                w->end[i + (size_t)r] = w->end[i] + r * lambda;
+            }
+    }
+    return same ? r : 0;
+}
+
+/* Replays the current grid with its inserted periods in slot order (every dependency sits
+ * in an earlier slot) under cm into out, one figure set per device in run; stops early
+ * past limit. -1 when it does not replay. */
 static int replay_grid(vp_vgrid *w, const vp_cost_model *cm, double limit, dev_run *run,
-                       vp_vgrid_metrics *out) {
-    const grid *g = cur_grid(w);
-    int p = w->p;
-    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
+                       periods *pp, vp_vgrid_metrics *out) {
+    int p = w->p, len = cur_grid(w)->len + PERIOD * w->extra;
+    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->spare; i++)
         w->end[i] = -1;
     for (int d = 0; d < p; d++) {
         int s0 = type_stage(p, d, T_F0), s1 = type_stage(p, d, T_F1);
@@ -134,12 +233,15 @@ static int replay_grid(vp_vgrid *w, const vp_cost_model *cm, double limit, dev_r
     }
     double slack = limit + 1e-9 * (1 + limit);
     *out = (vp_vgrid_metrics){.complete = 1};
-    for (int t = 0; t < g->len; t++)
+    for (int v = 0; v < len; v++) {
+        int k = pp->on && v >= w->cut ? (v - w->cut) / PERIOD : 0; /* copies done */
+        if (k >= 1 && k <= w->extra && (v - w->cut) % PERIOD == 0)
+            v += PERIOD * fast_forward(w, run, pp, k);
         for (int d = 0; d < p; d++) {
-            int type = g->ty[CELL(g, d, t)];
+            int mb, type = virtual_cell(w, d, v, &mb);
             if (type < 0)
                 continue;
-            double end = run_pass(w, cm, &run[d], d, type, g->mb[CELL(g, d, t)]);
+            double end = run_pass(w, cm, &run[d], d, type, mb);
             if (end < 0)
                 return -1;
             if (limit > 0 && end - run[d].first + run[d].left > slack) {
@@ -147,6 +249,7 @@ static int replay_grid(vp_vgrid *w, const vp_cost_model *cm, double limit, dev_r
                 return 0;
             }
         }
+    }
     double busy = 0;
     for (int d = 0; d < p; d++) {
         const dev_run *r = &run[d];
@@ -161,8 +264,16 @@ static int replay_grid(vp_vgrid *w, const vp_cost_model *cm, double limit, dev_r
 }
 
 int vp__vgrid_replay(vp_vgrid *w, const vp_cost_model *cm, double limit, vp_vgrid_metrics *out) {
-    dev_run *run = vp__calloc((size_t)w->p, sizeof *run);
-    int rc = run ? replay_grid(w, cm, limit, run, out) : -1;
+    int p = w->p, rc = -1;
+    dev_run *run = vp__calloc((size_t)p, sizeof *run);
+    periods pp = {.mb0 = vp__calloc((size_t)p * 4, sizeof *pp.mb0),
+                  .was = vp__calloc((size_t)p, sizeof *pp.was)};
+    if (run && pp.mb0 && pp.was) {
+        pp.on = w->extra > 3 && exact_costs(cm, w->m) && period_microbatches(w, pp.mb0);
+        rc = replay_grid(w, cm, limit, run, &pp, out);
+    }
+    free(pp.mb0);
+    free(pp.was);
     free(run);
     return rc;
 }
