@@ -31,44 +31,48 @@ static vp_status check_shape(const vp_schedule *s, vp_error *err) {
     return VP_OK;
 }
 
+/* The label of op for a message (vp_op_format into a buffer that lives as long as the
+ * enclosing block): formatted only when a check fails. */
+#define LABEL(op) vp_op_format(op, (char[48]){0}, 48)
+
 /* Checks one pass (kind F, B, W or BW) of op at device d, position k, and counts it. */
-static vp_status check_pass(const vp_schedule *s, pass_count *seen, int d, int k, const char *label,
+static vp_status check_pass(const vp_schedule *s, pass_count *seen, int d, int k, const vp_op *op,
                             int kind, int stage, int mb, vp_error *err) {
     if (stage < 0 || stage >= s->S || mb < 0 || mb >= s->m)
         return vp__fail(err, VP_EVALIDATION,
                         "device %d, position %d (%s): stage or microbatch out of range (S=%d, "
                         "m=%d)",
-                        d, k, label, s->S, s->m);
+                        d, k, LABEL(op), s->S, s->m);
     if (stage < s->mb_first[mb] || stage > vp_schedule_last_stage(s, mb))
         return vp__fail(err, VP_EVALIDATION,
                         "device %d, position %d (%s): stage %d is not on microbatch %d's route "
                         "(stages %d..%d)",
-                        d, k, label, stage, mb, s->mb_first[mb], vp_schedule_last_stage(s, mb));
+                        d, k, LABEL(op), stage, mb, s->mb_first[mb], vp_schedule_last_stage(s, mb));
     if (s->stage_device[stage] != d)
         return vp__fail(err, VP_EVALIDATION,
-                        "device %d, position %d (%s): stage %d belongs on device %d", d, k, label,
-                        stage, s->stage_device[stage]);
+                        "device %d, position %d (%s): stage %d belongs on device %d", d, k,
+                        LABEL(op), stage, s->stage_device[stage]);
     pass_count *c = &seen[(size_t)stage * (size_t)s->m + (size_t)mb];
     switch (kind) {
     case VP_OP_F:
         if (c->f)
             return vp__fail(err, VP_EVALIDATION, "device %d, position %d (%s): duplicate forward",
-                            d, k, label);
+                            d, k, LABEL(op));
         c->f = 1;
         return VP_OK;
     case VP_OP_B:
     case VP_OP_BW:
         if (c->b || c->bw)
             return vp__fail(err, VP_EVALIDATION, "device %d, position %d (%s): duplicate backward",
-                            d, k, label);
+                            d, k, LABEL(op));
         if (!c->f)
             return vp__fail(err, VP_EVALIDATION,
                             "device %d, position %d (%s): backward comes before its forward", d, k,
-                            label);
+                            LABEL(op));
         if (kind == VP_OP_BW && c->w)
             return vp__fail(err, VP_EVALIDATION,
                             "device %d, position %d (%s): full backward after a separate W", d, k,
-                            label);
+                            LABEL(op));
         if (kind == VP_OP_B)
             c->b = 1;
         else
@@ -77,11 +81,12 @@ static vp_status check_pass(const vp_schedule *s, pass_count *seen, int d, int k
     case VP_OP_W:
         if (c->w || c->bw)
             return vp__fail(err, VP_EVALIDATION,
-                            "device %d, position %d (%s): duplicate weight backward", d, k, label);
+                            "device %d, position %d (%s): duplicate weight backward", d, k,
+                            LABEL(op));
         if (!c->b)
             return vp__fail(err, VP_EVALIDATION,
                             "device %d, position %d (%s): W comes before its B on this device", d,
-                            k, label);
+                            k, LABEL(op));
         c->w = 1;
         return VP_OK;
     }
@@ -92,20 +97,18 @@ static vp_status check_ops(const vp_schedule *s, pass_count *seen, vp_error *err
     for (int d = 0; d < s->p; d++) {
         for (int k = 0; k < s->dev[d].n; k++) {
             const vp_op *op = &s->dev[d].ops[k];
-            char label[48];
-            vp_op_format(op, label, sizeof label);
             vp_status rc;
             if (op->kind == VP_OP_FB) {
                 if (op->bkind != VP_OP_B && op->bkind != VP_OP_BW)
                     return vp__fail(err, VP_EVALIDATION,
                                     "device %d, position %d (%s): the backward half of F&B must "
                                     "be B or BW",
-                                    d, k, label);
-                rc = check_pass(s, seen, d, k, label, VP_OP_F, op->stage, op->mb, err);
+                                    d, k, LABEL(op));
+                rc = check_pass(s, seen, d, k, op, VP_OP_F, op->stage, op->mb, err);
                 if (rc == VP_OK)
-                    rc = check_pass(s, seen, d, k, label, op->bkind, op->stage2, op->mb2, err);
+                    rc = check_pass(s, seen, d, k, op, op->bkind, op->stage2, op->mb2, err);
             } else if (op->kind <= VP_OP_BW) {
-                rc = check_pass(s, seen, d, k, label, op->kind, op->stage, op->mb, err);
+                rc = check_pass(s, seen, d, k, op, op->kind, op->stage, op->mb, err);
             } else {
                 rc = vp__fail(err, VP_EVALIDATION, "device %d, position %d: unknown op kind %d", d,
                               k, op->kind);
