@@ -841,21 +841,18 @@ static int find_cut(vp_vgrid *w) {
     return cut >= 0;
 }
 
-/* Microbatches to build when m is far beyond the block's warm-up and cool-down, so that
- * periods can be inserted instead (find_cut); 0 when a full build is as cheap. */
-static int fewer_copies(const vp_vgrid *w, const int (*t)[6]) {
-    int last = 0;
-    for (int d = 0; d < w->p; d++)
-        for (int x = 0; x < 6; x++)
-            last = t[d][x] > last ? t[d][x] : last;
-    int few = 2 * w->p + last / PERIOD + 5;
+/* Microbatches to build when m is larger, periods being inserted for the rest (find_cut):
+ * 2p + 8, enough for the warm-up, a repeating stretch and the cool-down of every block
+ * seen (a full build is the fallback); 0 when m is not larger. */
+static int fewer_copies(const vp_vgrid *w) {
+    int few = 2 * w->p + 8;
     return few < w->m ? few : 0;
 }
 
 /* The grid of block slots t for w->m microbatches: built for fewer with periods inserted
  * when that works (fewer_copies, find_cut), else in full. */
 static vp_status build_grid(vp_vgrid *w, const int (*t)[6], vp_error *err) {
-    int few = fewer_copies(w, t);
+    int few = fewer_copies(w);
     if (few > 0) {
         vp_status rc = build_copies(w, t, few, err);
         if (rc != VP_OK || find_cut(w)) {
