@@ -51,8 +51,10 @@ static inline grid *cur_grid(vp_vgrid *w) {
     return &w->g[w->cur];
 }
 
+/* Index of (device, type, microbatch) in w->at: microbatch-major, so the passes one pass
+ * waits for (same microbatch, a neighbouring device) sit close by. */
 static inline size_t at_index(const vp_vgrid *w, int d, int type, int mb) {
-    return ((size_t)d * 4 + (size_t)type) * (size_t)w->mm + (size_t)mb;
+    return ((size_t)mb * (size_t)w->p + (size_t)d) * 4 + (size_t)type;
 }
 
 /* The pass at virtual slot v of device d's row (the grid with its inserted periods): its

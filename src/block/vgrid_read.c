@@ -59,9 +59,10 @@ vp_status vp__vgrid_schedule(vp_vgrid *w, int bw, const char *family, vp_schedul
     return VP_OK;
 }
 
-/* Index of (device, type, microbatch) in w->end: microbatches run to m. */
+/* Index of (device, type, microbatch) in w->end, microbatch-major like at_index (the
+ * microbatches run to m). */
 static size_t end_index(const vp_vgrid *w, int d, int type, int mb) {
-    return ((size_t)d * 4 + (size_t)type) * (size_t)w->spare + (size_t)mb;
+    return ((size_t)mb * (size_t)w->p + (size_t)d) * 4 + (size_t)type;
 }
 
 /* One device's running figures in the replay. */
@@ -182,8 +183,8 @@ static int repeats_device(const vp_vgrid *w, const dev_run *r, snapshot *s, cons
     for (int i = 0; i < n && same; i++)
         same = fifo[r->head + i] == s->pending[i];
     for (int t = 0; t < 4 && same && k >= 2; t++) {
-        size_t i = end_index(w, d, t, mb0[d * 4 + t] + k);
-        same = w->end[i] - w->end[i - 1] == lambda;
+        int mb = mb0[d * 4 + t] + k;
+        same = w->end[end_index(w, d, t, mb)] - w->end[end_index(w, d, t, mb - 1)] == lambda;
     }
     for (int i = 0; i < n && i < 8; i++)
         s->pending[i] = fifo[r->head + i];
@@ -210,8 +211,8 @@ static int fast_forward(vp_vgrid *w, dev_run *run, periods *pp, int k) {
         now->left += r * (now->left - was.left);
         for (int t = 0; t < 4; t++)
             for (int j = k - 2; j <= k; j++) {
-                size_t i = end_index(w, d, t, pp->mb0[d * 4 + t] + j);
-                w->end[i + (size_t)r] = w->end[i] + r * lambda;
+                int mb = pp->mb0[d * 4 + t] + j;
+                w->end[end_index(w, d, t, mb + r)] = w->end[end_index(w, d, t, mb)] + r * lambda;
             }
     }
     return same ? r : 0;

@@ -230,53 +230,69 @@ static double spec_makespan(const vp_schedule *s, const vp_spec *spec, double *p
     return ms;
 }
 
+/* The search of vp__build_1f1bv: the variant with the smallest makespan so far, and the
+ * memory cap (the first variant's peak: the standard rhythm's). */
+typedef struct v1f1b_search {
+    const vp_spec *spec;
+    vp_vgrid *grid;
+    int (*slots)[6];
+    vp_schedule *best;
+    double best_ms, cap;
+    int tried;
+} v1f1b_search;
+
+/* Builds the variant (lead, phase, canonical warm-up) and keeps it when its peak stays
+ * within the cap and its makespan under the spec's costs is the smallest so far. A
+ * variant that collides at period 6 or whose canonical warm-up does not replay is
+ * skipped. */
+static vp_status try_variant(v1f1b_search *vs, int lead, int phase, int canonical, vp_error *err) {
+    vp_schedule *s = NULL;
+    double peak = 0;
+    v1f1b_slots(vs->spec->p, lead, phase, vs->slots);
+    vp_status rc =
+        vp_vgrid_build_bw(vs->grid, (const int(*)[6])vs->slots, canonical, "1f1b-v", &s, err);
+    if (rc == VP_EVALIDATION)
+        rc = VP_OK;
+    double ms = s ? spec_makespan(s, vs->spec, &peak) : -1;
+    if (vs->tried++ == 0)
+        vs->cap = peak;
+    if (ms >= 0 && peak <= vs->cap + 1e-9 && (!vs->best || ms < vs->best_ms - 1e-9)) {
+        vp_schedule_free(vs->best);
+        vs->best = s;
+        vs->best_ms = ms;
+    } else {
+        vp_schedule_free(s);
+    }
+    return rc;
+}
+
 vp_status vp__build_1f1bv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
     *out = NULL;
     vp_status rc = vp__check_pm("1f1b-v", spec, err);
+    if (rc == VP_OK)
+        rc = need_two("1f1b-v", spec->p, err);
     if (rc != VP_OK)
         return rc;
     int p = spec->p;
-    rc = need_two("1f1b-v", p, err);
-    if (rc != VP_OK)
-        return rc;
-    int(*t)[6] = vp__calloc((size_t)p, sizeof *t);
-    vp_vgrid *w = NULL;
-    rc = t ? vp_vgrid_new(p, spec->m, &w, err) : vp__fail(err, VP_ENOMEM, "out of memory");
-    if (rc != VP_OK) {
-        free(t);
-        return rc;
-    }
+    v1f1b_search vs = {.spec = spec, .slots = vp__calloc((size_t)p, sizeof *vs.slots)};
+    rc = vs.slots ? vp_vgrid_new(p, spec->m, &vs.grid, err)
+                  : vp__fail(err, VP_ENOMEM, "out of memory");
     /* The standard rhythm (three extra slots before the first backward when 3 divides p)
-     * sets the memory; among the variants of lead, phase and warm-up that stay within it,
-     * keep the smallest makespan under the spec's costs. */
-    double best_ms = 0, cap = 0;
-    int base_lead = p % 3 == 0 ? 3 : 0, base_phase = (3 - (p + 2) % 3) % 3;
-    for (int v = -1; v < PERIOD * 3 * 2 && rc == VP_OK; v++) {
-        int lead = v < 0 ? base_lead : v / 6, phase0 = v < 0 ? base_phase : v % 3;
-        vp_schedule *s = NULL;
-        double peak = 0;
-        v1f1b_slots(p, lead, phase0, t);
-        rc = vp_vgrid_build_bw(w, (const int(*)[6])t, v >= 0 && v / 3 % 2, "1f1b-v", &s, err);
-        if (rc == VP_EVALIDATION)
-            rc = VP_OK; /* collides at period 6, or its canonical warm-up does not replay */
-        double ms = s ? spec_makespan(s, spec, &peak) : -1;
-        if (v < 0)
-            cap = peak;
-        if (ms >= 0 && peak <= cap + 1e-9 && (!*out || ms < best_ms - 1e-9)) {
-            vp_schedule_free(*out);
-            *out = s;
-            best_ms = ms;
-        } else {
-            vp_schedule_free(s);
-        }
-    }
-    vp_vgrid_free(w);
-    free(t);
-    if (rc == VP_OK && !*out)
+     * sets the memory; then every lead, warm-up and phase of the rhythm counter. */
+    if (rc == VP_OK)
+        rc = try_variant(&vs, p % 3 == 0 ? 3 : 0, (3 - (p + 2) % 3) % 3, 0, err);
+    for (int lead = 0; lead < PERIOD && rc == VP_OK; lead++)
+        for (int canonical = 0; canonical < 2 && rc == VP_OK; canonical++)
+            for (int phase = 0; phase < 3 && rc == VP_OK; phase++)
+                rc = try_variant(&vs, lead, phase, canonical, err);
+    vp_vgrid_free(vs.grid);
+    free(vs.slots);
+    if (rc == VP_OK && !vs.best)
         rc = vp__fail(err, VP_EINVAL, "1f1b-v found no collision-free block at p=%d", p);
     if (rc != VP_OK) {
-        vp_schedule_free(*out);
-        *out = NULL;
+        vp_schedule_free(vs.best);
+        return rc;
     }
-    return rc;
+    *out = vs.best;
+    return VP_OK;
 }
