@@ -127,12 +127,19 @@ static vp_status measure_preset(const char *family, const vp_spec *spec, const v
     return rc == VP_OK ? vp_vgrid_schedule(g, family, &best->s, err) : rc;
 }
 
+/* Shapes up to this many device-microbatches (p times the microbatches a build holds,
+ * max(m, 2p)) search their V family's level; larger ones keep the §4 block (or zb-v), since
+ * each block costs O(p·m) to build and a level holds dozens (a search at p = m = 1000
+ * would take minutes). */
+#define SEARCH_CELLS (1L << 20)
+
 /* A named V family: the §4 block (vp_vblock_preset), or the V block (vp_vsearch) whose
  * repeated block holds as many chunk activations (the family's memory) with the smallest
  * longest span under the spec's costs and a peak no higher; the §4 block wins ties. v-zb
  * also weighs zb-v's schedule at its peak when its block has a bubble. So the result is
  * never behind the §4 block (nor, for v-zb, zb-v) in bubble and never needs more memory;
- * when the §4 block meets the search's lower bound nothing else is built. */
+ * when the §4 block meets the search's lower bound nothing else is built, and shapes
+ * beyond SEARCH_CELLS are not searched. */
 static vp_status build_named(const char *family, const vp_spec *spec, vp_schedule **out,
                              vp_error *err) {
     *out = NULL;
@@ -159,9 +166,10 @@ static vp_status build_named(const char *family, const vp_spec *spec, vp_schedul
                             .best_only = 1,
                             .by_span = 1,
                             .beat = &best.m};
-    if (rc == VP_OK)
+    long cells = (long)spec->p * (spec->m > 2 * spec->p ? spec->m : 2 * spec->p);
+    if (rc == VP_OK && cells <= SEARCH_CELLS)
         rc = vp_vsearch_run(spec, &opts, &found, err);
-    if (rc == VP_OK && found->n_levels > 0) {
+    if (rc == VP_OK && found && found->n_levels > 0) {
         vp_schedule_free(best.s);
         best.s = NULL;
         vp_vblock_slots(&found->levels[0].vblock, spec->p, t);
