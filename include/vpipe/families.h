@@ -117,9 +117,11 @@ vp_status vp_vsearch_run(const vp_spec *spec, const vp_vsearch_opts *opts, vp_vs
 /* Releases a search result; NULL is a no-op. */
 void vp_vsearch_free(vp_vsearch *s);
 
-/* The block of a named V family at p devices: "v-min" (offsets 1,1), "v-half" (2,1) or
- * "v-zb" (4,2), with the start slots of schedules.md §4. VP_EINVAL for other names or
- * p < 2. */
+/* The fixed block of a named V family at p devices (its memory level; the family itself
+ * searches that level under the spec's costs): "v-min", offsets (1,1), phases of F¹, B¹,
+ * B⁰ on device 0 = (2p-1, 2p+x, 4p+x-1) mod 6 with x = 2 when 3 divides p, else 0;
+ * "v-half", offsets (2,1), phases (3p-2, 3p+x-1, 6p+x-2) mod 6 with x = 3 for even p,
+ * else 0; "v-zb", offsets (4,2), phases (1, 2, 3). VP_EINVAL for other names or p < 2. */
 vp_status vp_vblock_preset(const char *family, int p, vp_vblock *out, vp_error *err);
 
 #endif

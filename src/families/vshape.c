@@ -2,8 +2,9 @@
  * grid of the block module (vp_vgrid, block.h).
  *
  * The named families are cost-aware: V-Min (offsets 1,1), V-Half (2,1) and V-ZB (4,2)
- * try every phase pattern with their offsets and keep the fastest under the spec's costs
- * that needs no more memory than the §4 block (which wins ties).
+ * hold their §4 block's memory and take the block of the V search (vsearch.c: every
+ * phase pattern, offset and change point) at that memory with the smallest bubble under
+ * the spec's costs (the §4 block wins ties); V-ZB also weighs zb-v's schedule.
  *
  * 1F1B-V keeps B and W together (BW, two slots): forwards advance one slot per device
  * and the full backwards two, with three extra slots every third device so that the
