@@ -64,8 +64,15 @@ vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **o
  * patterns (F¹, B¹, B⁰ phases on device 0) x δ⁰ in 1..5 x optionally a smaller δ⁰ after a
  * change point K in 1..p-2, with δ¹ = 1, the structured offsets with one change point of
  * [CM]'s adaptive scheduler. Each block is built on the V slot grid and measured with the
- * spec's costs and memory model (vp_vgrid_measure). Blocks rank by makespan, then longest
- * device span (by_span: by the span alone), then peak, then enumeration order. */
+ * spec's costs and memory model (vp_vgrid_measure), and ranked (vp_vrank), ties going to
+ * the block first in the enumeration. */
+
+/* How blocks rank. */
+typedef enum {
+    VP_VRANK_MAKESPAN = 0, /* smaller makespan, then smaller longest span, then less memory */
+    VP_VRANK_SPAN = 1,     /* smaller longest device span (the bubble) alone */
+    VP_VRANK_STEP = 2      /* smaller makespan alone */
+} vp_vrank;
 
 /* A block the search kept, with its figures under the spec's costs. */
 typedef struct vp_vsearch_level {
@@ -81,7 +88,7 @@ typedef struct vp_vsearch_opts {
     int min_cap;     /* ... and at least this many (0: no lower limit) */
     double max_peak; /* keep only schedules whose peak is at most this many units (0: any) */
     int best_only;   /* keep only the best block overall, not one per peak level */
-    int by_span;     /* rank by the longest device span (the bubble) alone, then peak */
+    vp_vrank rank;   /* how blocks rank (figures compared to 1e-9 relative) */
     const vp_vgrid_metrics *beat; /* best_only: keep a block only when it ranks before these
                                      figures (a schedule in hand wins ties), or NULL */
 } vp_vsearch_opts;
@@ -95,9 +102,16 @@ typedef struct vp_vsearch {
     long built; /* blocks built and measured (the others were ruled out before building) */
 } vp_vsearch;
 
-/* 1 when figures a rank strictly before b: smaller makespan, then smaller longest span
- * (by_span: the span alone), then less memory, each compared to 1e-9 relative. */
-int vp_vsearch_ranks_before(const vp_vgrid_metrics *a, const vp_vgrid_metrics *b, int by_span);
+/* 1 when figures a rank strictly before b under rank, each figure compared to 1e-9
+ * relative. */
+int vp_vsearch_ranks_before(const vp_vgrid_metrics *a, const vp_vgrid_metrics *b, vp_vrank rank);
+
+/* The phase patterns of the space: F¹, B¹, B⁰ on device 0 at distinct phases in 1..5. */
+#define VP_VSEARCH_PATTERNS 60
+
+/* Sets vb's phases (f1, b1, b0) to pattern i (0 <= i < VP_VSEARCH_PATTERNS, in
+ * lexicographic order), leaving its offsets. */
+void vp_vsearch_pattern(int i, vp_vblock *vb);
 
 /* Number of blocks in the space at p devices (0 for p < 2). */
 long vp_vsearch_size(int p);

@@ -42,8 +42,7 @@ long vp_vsearch_size(int p) {
     return p < 2 ? 0 : 60 * combos(p);
 }
 
-/* Fills the phases of pattern i in 0..59. */
-static void pattern_at(int i, vp_vblock *vb) {
+void vp_vsearch_pattern(int i, vp_vblock *vb) {
     for (int pat = 0; pat < 125; pat++) {
         int f1 = 1 + pat / 25, b1 = 1 + pat / 5 % 5, b0 = 1 + pat % 5;
         if (f1 == b1 || f1 == b0 || b1 == b0 || i-- > 0)
@@ -57,7 +56,7 @@ static void pattern_at(int i, vp_vblock *vb) {
 
 void vp_vsearch_block(int p, long index, vp_vblock *out) {
     vp_vblock vb = {.d1 = 1, .d1b = 1, .k = p - 1};
-    pattern_at((int)(index / combos(p)), &vb);
+    vp_vsearch_pattern((int)(index / combos(p)), &vb);
     long c = index % combos(p), later = 0;
     for (vb.d0 = 1; vb.d0 <= 5; vb.d0++) {
         later = (vb.d0 - 1) * (long)(p - 2); /* (later δ⁰, K) pairs before the plain δ⁰ */
@@ -127,42 +126,41 @@ static int differs(double a, double b) {
     return fabs(a - b) > EPS * (1 + fabs(b));
 }
 
-/* The figures a ranking compares first and second: makespan then span, or (by_span) the
- * span alone. */
-static double first_of(const vp_vgrid_metrics *x, int by_span) {
-    return by_span ? x->span : x->makespan;
+/* The figure a ranking compares first: the makespan, or the longest span (VP_VRANK_SPAN). */
+static double first_of(const vp_vgrid_metrics *x, vp_vrank rank) {
+    return rank == VP_VRANK_SPAN ? x->span : x->makespan;
 }
 
-static double second_of(const vp_vgrid_metrics *x, int by_span) {
-    return by_span ? 0 : x->span;
-}
-
-int vp_vsearch_ranks_before(const vp_vgrid_metrics *a, const vp_vgrid_metrics *b, int by_span) {
-    if (differs(first_of(a, by_span), first_of(b, by_span)))
-        return first_of(a, by_span) < first_of(b, by_span);
-    if (differs(second_of(a, by_span), second_of(b, by_span)))
-        return second_of(a, by_span) < second_of(b, by_span);
+int vp_vsearch_ranks_before(const vp_vgrid_metrics *a, const vp_vgrid_metrics *b, vp_vrank rank) {
+    if (differs(first_of(a, rank), first_of(b, rank)) || rank != VP_VRANK_MAKESPAN)
+        return differs(first_of(a, rank), first_of(b, rank)) &&
+               first_of(a, rank) < first_of(b, rank);
+    if (differs(a->span, b->span))
+        return a->span < b->span;
     return differs(a->peak, b->peak) && a->peak < b->peak;
 }
 
 /* 1 when a (enumeration index ia) ranks before b (ib): vp_vsearch_ranks_before, then the
  * earlier in the enumeration. */
 static int ranks_before(const vp_vgrid_metrics *a, long ia, const vp_vgrid_metrics *b, long ib,
-                        int by_span) {
-    if (vp_vsearch_ranks_before(a, b, by_span) || vp_vsearch_ranks_before(b, a, by_span))
-        return vp_vsearch_ranks_before(a, b, by_span);
+                        vp_vrank rank) {
+    if (vp_vsearch_ranks_before(a, b, rank) || vp_vsearch_ranks_before(b, a, rank))
+        return vp_vsearch_ranks_before(a, b, rank);
     return ia < ib;
 }
 
 /* 1 when no schedule whose span and makespan are at least lb's and whose peak is at least
- * peak (0: unknown) can rank before inc from a later index. */
+ * peak (0: unknown) can rank before inc from a later index: its first figure is worse, or
+ * at best equal and (ranking by makespan) its span and peak cannot break the tie. */
 static int cannot_beat(const vp_vgrid_metrics *lb, double peak, const vp_vgrid_metrics *inc,
-                       int by_span) {
-    double one = first_of(inc, by_span), two = second_of(inc, by_span);
-    if (first_of(lb, by_span) > one + EPS * (1 + one))
+                       vp_vrank rank) {
+    double one = first_of(inc, rank);
+    if (first_of(lb, rank) > one + EPS * (1 + one))
         return 1;
-    return first_of(lb, by_span) >= one - EPS * (1 + one) &&
-           two <= second_of(lb, by_span) + EPS * (1 + two) && peak > 0 && !differs(peak, inc->peak);
+    if (first_of(lb, rank) < one - EPS * (1 + one))
+        return 0;
+    return rank != VP_VRANK_MAKESPAN ||
+           (inc->span <= lb->span + EPS * (1 + inc->span) && peak > 0 && !differs(peak, inc->peak));
 }
 
 /* ---- the search state ------------------------------------------------------------- */
@@ -225,9 +223,9 @@ static void try_block(search *sr, vp_vgrid *g, int (*t)[6], long index, outcome 
     const kept *inc = sr->opts->best_only || sr->bd.predictable ? kept_at(sr, peak) : NULL;
     if (inc) {
         vp_vgrid_metrics lb = lower_bounds(&sr->bd, cap);
-        if (cannot_beat(&lb, peak, &inc->m, sr->opts->by_span))
+        if (cannot_beat(&lb, peak, &inc->m, sr->opts->rank))
             return;
-        limit = first_of(&inc->m, sr->opts->by_span);
+        limit = first_of(&inc->m, sr->opts->rank);
     }
     o->built = 1;
     o->rc = vp_vgrid_measure(g, (const int(*)[6])t, sr->cm, limit, &o->m, &o->err);
@@ -242,7 +240,7 @@ static int keep(search *sr, const outcome *o, long index) {
     kept x = {.m = o->m, .index = index};
     kept *inc = (kept *)kept_at(sr, o->m.peak);
     if (inc) {
-        if (ranks_before(&x.m, x.index, &inc->m, inc->index, opts->by_span))
+        if (ranks_before(&x.m, x.index, &inc->m, inc->index, opts->rank))
             *inc = x;
         return 0;
     }
@@ -321,8 +319,7 @@ static int settled(const search *sr) {
         return 0;
     for (int k = sr->opts->min_cap > 1 ? sr->opts->min_cap : 1; k <= sr->opts->max_cap; k++) {
         vp_vgrid_metrics lb = lower_bounds(&sr->bd, k);
-        if (!cannot_beat(&lb, sr->bd.predictable ? k / 2.0 : 0, &sr->levels[0].m,
-                         sr->opts->by_span))
+        if (!cannot_beat(&lb, sr->bd.predictable ? k / 2.0 : 0, &sr->levels[0].m, sr->opts->rank))
             return 0;
     }
     return 1;

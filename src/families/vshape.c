@@ -3,8 +3,9 @@
  *
  * The named families are cost-aware: V-Min (offsets 1,1), V-Half (2,1) and V-ZB (4,2)
  * hold their §4 block's memory and take the block of the V search (vsearch.c: every
- * phase pattern, offset and change point) at that memory with the smallest bubble under
- * the spec's costs (the §4 block wins ties); V-ZB also weighs zb-v's schedule.
+ * phase pattern, offset and change point) at that memory with the smallest bubble (for
+ * runs shorter than 2p: makespan) under the spec's costs (the §4 block wins ties); V-ZB
+ * also weighs zb-v's schedule.
  *
  * 1F1B-V keeps B and W together (BW, two slots): forwards advance one slot per device
  * and the full backwards two, with three extra slots every third device so that the
@@ -95,52 +96,125 @@ static vp_status sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_v
     return VP_OK;
 }
 
-/* zb-v's schedule when it ranks before the block in hand without more memory (v-zb only). */
-static vp_status weigh_zbv(const vp_spec *spec, const vp_cost_model *cm, in_hand *best,
+/* A named family's search: the shape, the ranking, the §4 block and its memory, and the
+ * best so far (a schedule in hand, and the V block it comes from unless it is zb-v's). */
+typedef struct named {
+    const vp_spec *spec;
+    const vp_cost_model *cm;
+    vp_vgrid *grid;
+    int (*slots)[6];
+    vp_vrank rank;
+    vp_vblock base, block;
+    int cap, built; /* the §4 block's repeated peak; block still to be built (not in hand) */
+    in_hand best;
+} named;
+
+/* The §4 block of family measured and built into the best so far, its memory into cap. */
+static vp_status measure_preset(named *ns, const char *family, vp_error *err) {
+    int p = ns->spec->p;
+    vp_status rc = vp_vblock_preset(family, p, &ns->base, err);
+    if (rc == VP_OK && vp_vblock_slots(&ns->base, p, ns->slots) != 0)
+        rc = vp__fail(err, VP_EINVAL, "the %s block collides at p=%d", family, p);
+    if (rc != VP_OK)
+        return rc;
+    ns->cap = vp_vgrid_peak(ns->grid, (const int(*)[6])ns->slots);
+    rc = vp_vgrid_measure(ns->grid, (const int(*)[6])ns->slots, ns->cm, 0, &ns->best.m, err);
+    return rc == VP_OK ? vp_vgrid_schedule(ns->grid, family, &ns->best.s, err) : rc;
+}
+
+/* The §4 block's offsets with every other phase pattern (vp_vsearch_pattern): a pattern
+ * whose repeated block holds no more memory and whose peak is no higher becomes the best
+ * when it ranks first. */
+static vp_status search_patterns(named *ns, vp_error *err) {
+    int p = ns->spec->p;
+    for (int i = 0; i < VP_VSEARCH_PATTERNS; i++) {
+        vp_vblock vb = ns->base;
+        vp_vsearch_pattern(i, &vb);
+        if ((vb.f1 == ns->base.f1 && vb.b1 == ns->base.b1 && vb.b0 == ns->base.b0) ||
+            vp_vblock_slots(&vb, p, ns->slots) != 0 ||
+            vp_vgrid_peak(ns->grid, (const int(*)[6])ns->slots) > ns->cap)
+            continue;
+        vp_vgrid_metrics x;
+        vp_status rc = vp_vgrid_measure(ns->grid, (const int(*)[6])ns->slots, ns->cm, 0, &x, err);
+        if (rc != VP_OK)
+            return rc;
+        if (x.peak <= ns->best.m.peak + 1e-9 &&
+            vp_vsearch_ranks_before(&x, &ns->best.m, ns->rank)) {
+            ns->best.m = x;
+            ns->block = vb;
+            ns->built = 1;
+        }
+    }
+    return VP_OK;
+}
+
+/* zb-v's schedule (v-zb only) when it ranks before the best so far without more memory. */
+static vp_status weigh_zbv(const vp_spec *spec, const vp_cost_model *cm, vp_vrank rank, named *ns,
                            vp_error *err) {
     in_hand z = {0};
     vp_status rc = vp__build_zbv(spec, &z.s, err);
     if (rc == VP_OK)
         rc = sim_metrics(z.s, cm, &z.m, err);
-    if (rc == VP_OK && z.m.peak <= best->m.peak + 1e-9 &&
-        z.m.peak_bytes <= best->m.peak_bytes * (1 + 1e-9) &&
-        vp_vsearch_ranks_before(&z.m, &best->m, 1)) {
-        vp_schedule_free(best->s);
-        *best = z;
+    if (rc == VP_OK && z.m.peak <= ns->best.m.peak + 1e-9 &&
+        z.m.peak_bytes <= ns->best.m.peak_bytes * (1 + 1e-9) &&
+        vp_vsearch_ranks_before(&z.m, &ns->best.m, rank)) {
+        vp_schedule_free(ns->best.s);
+        ns->best = z;
+        ns->built = 0;
         z.s = NULL;
     }
     vp_schedule_free(z.s);
     return rc;
 }
 
-/* The §4 block of family measured under cm on grid g into *best (schedule and figures), and
- * the chunk activations its repeated block holds into *cap. */
-static vp_status measure_preset(const char *family, const vp_spec *spec, const vp_cost_model *cm,
-                                vp_vgrid *g, int (*t)[6], in_hand *best, int *cap, vp_error *err) {
-    vp_vblock base;
-    vp_status rc = vp_vblock_preset(family, spec->p, &base, err);
-    if (rc == VP_OK && vp_vblock_slots(&base, spec->p, t) != 0)
-        rc = vp__fail(err, VP_EINVAL, "the %s block collides at p=%d", family, spec->p);
-    if (rc != VP_OK)
-        return rc;
-    *cap = vp_vgrid_peak(g, (const int(*)[6])t);
-    rc = vp_vgrid_measure(g, (const int(*)[6])t, cm, 0, &best->m, err);
-    return rc == VP_OK ? vp_vgrid_schedule(g, family, &best->s, err) : rc;
-}
-
 /* Shapes up to this many device-microbatches (p times the microbatches a build holds,
- * max(m, 2p)) search their V family's level; larger ones keep the §4 block (or zb-v), since
- * each block costs O(p·m) to build and a level holds dozens (a search at p = m = 1000
- * would take minutes). */
+ * max(m, 2p)) search; larger ones keep the §4 block (or zb-v), since each block costs
+ * O(p·m) to build and a level holds dozens (a search at p = m = 1000 would take minutes). */
 #define SEARCH_CELLS (1L << 20)
 
-/* A named V family: the §4 block (vp_vblock_preset), or the V block (vp_vsearch) whose
- * repeated block holds as many chunk activations (the family's memory) with the smallest
- * longest span under the spec's costs and a peak no higher; the §4 block wins ties. v-zb
- * also weighs zb-v's schedule at its peak when its block has a bubble. So the result is
- * never behind the §4 block (nor, for v-zb, zb-v) in bubble and never needs more memory;
- * when the §4 block meets the search's lower bound nothing else is built, and shapes
- * beyond SEARCH_CELLS are not searched. */
+/* The V search at the §4 block's memory level: a block that ranks before the best so far
+ * becomes it. */
+static vp_status search_level(named *ns, vp_error *err) {
+    vp_vsearch_opts opts = {.max_cap = ns->cap,
+                            .min_cap = ns->cap,
+                            .max_peak = ns->best.m.peak + 1e-9,
+                            .best_only = 1,
+                            .rank = ns->rank,
+                            .beat = &ns->best.m};
+    vp_vsearch *found = NULL;
+    vp_status rc = vp_vsearch_run(ns->spec, &opts, &found, err);
+    if (rc == VP_OK && found->n_levels > 0) {
+        ns->best.m = found->levels[0].metrics;
+        ns->block = found->levels[0].vblock;
+        ns->built = 1;
+    }
+    vp_vsearch_free(found);
+    return rc;
+}
+
+/* The search's answer as the schedule in hand, named family. */
+static vp_status take_best(named *ns, const char *family, vp_error *err) {
+    if (ns->built) {
+        vp_schedule_free(ns->best.s);
+        ns->best.s = NULL;
+        vp_vblock_slots(&ns->block, ns->spec->p, ns->slots);
+        vp_status rc =
+            vp_vgrid_build(ns->grid, (const int(*)[6])ns->slots, family, &ns->best.s, err);
+        if (rc != VP_OK)
+            return rc;
+    }
+    snprintf(ns->best.s->family, sizeof ns->best.s->family, "%s", family);
+    return VP_OK;
+}
+
+/* A named V family: among its §4 block (vp_vblock_preset), the §4 offsets with the other
+ * phase patterns, and (for m >= 2p) the V search's blocks at its memory level, the one
+ * with the smallest longest span (for runs shorter than 2p microbatches, all fill and
+ * drain: makespan) under the spec's costs, with no more memory; earlier candidates win
+ * ties. v-zb also weighs zb-v's schedule at its peak when its block has a bubble. So the
+ * result is never behind the §4 block (nor, for v-zb, zb-v) and never needs more memory;
+ * when the §4 block meets the search's lower bound the level is not searched, and shapes
+ * beyond SEARCH_CELLS are not searched at all. */
 static vp_status build_named(const char *family, const vp_spec *spec, vp_schedule **out,
                              vp_error *err) {
     *out = NULL;
@@ -149,44 +223,34 @@ static vp_status build_named(const char *family, const vp_spec *spec, vp_schedul
         rc = need_two(family, spec->p, err);
     if (rc != VP_OK)
         return rc;
-    in_hand best = {0};
-    int cap = 0, (*t)[6] = vp__calloc((size_t)spec->p, sizeof *t);
-    vp_vgrid *g = NULL;
-    vp_vsearch *found = NULL;
-    vp_cost_model *cm = vp__vshape_costs(spec, err);
-    rc = !cm  ? (err && err->status != VP_OK ? err->status : VP_ENOMEM)
-         : !t ? vp__fail(err, VP_ENOMEM, "out of memory")
-              : vp_vgrid_new(spec->p, spec->m, &g, err);
+    int long_run = spec->m >= 2 * spec->p;
+    named ns = {.spec = spec,
+                .rank = long_run ? VP_VRANK_SPAN : VP_VRANK_STEP,
+                .slots = vp__calloc((size_t)spec->p, sizeof *ns.slots),
+                .cm = vp__vshape_costs(spec, err)};
+    rc = !ns.cm      ? (err && err->status != VP_OK ? err->status : VP_ENOMEM)
+         : !ns.slots ? vp__fail(err, VP_ENOMEM, "out of memory")
+                     : vp_vgrid_new(spec->p, spec->m, &ns.grid, err);
     if (rc == VP_OK)
-        rc = measure_preset(family, spec, cm, g, t, &best, &cap, err);
-    if (rc == VP_OK && !strcmp(family, "v-zb") && best.m.bubble > 1e-12)
-        rc = weigh_zbv(spec, cm, &best, err);
-    vp_vsearch_opts opts = {.max_cap = cap,
-                            .min_cap = cap,
-                            .max_peak = best.m.peak + 1e-9,
-                            .best_only = 1,
-                            .by_span = 1,
-                            .beat = &best.m};
-    long cells = (long)spec->p * (spec->m > 2 * spec->p ? spec->m : 2 * spec->p);
-    if (rc == VP_OK && cells <= SEARCH_CELLS)
-        rc = vp_vsearch_run(spec, &opts, &found, err);
-    if (rc == VP_OK && found && found->n_levels > 0) {
-        vp_schedule_free(best.s);
-        best.s = NULL;
-        vp_vblock_slots(&found->levels[0].vblock, spec->p, t);
-        rc = vp_vgrid_build(g, (const int(*)[6])t, family, &best.s, err);
+        rc = measure_preset(&ns, family, err);
+    int search = (long)spec->p * (long_run ? spec->m : 2 * spec->p) <= SEARCH_CELLS;
+    if (rc == VP_OK && search)
+        rc = search_patterns(&ns, err);
+    if (rc == VP_OK && !strcmp(family, "v-zb") && ns.best.m.bubble > 1e-12)
+        rc = weigh_zbv(spec, ns.cm, ns.rank, &ns, err);
+    if (rc == VP_OK && search && long_run)
+        rc = search_level(&ns, err);
+    if (rc == VP_OK)
+        rc = take_best(&ns, family, err);
+    vp_vgrid_free(ns.grid);
+    vp_cost_model_free((vp_cost_model *)ns.cm);
+    free(ns.slots);
+    if (rc != VP_OK) {
+        vp_schedule_free(ns.best.s);
+        return rc;
     }
-    vp_vsearch_free(found);
-    vp_vgrid_free(g);
-    vp_cost_model_free(cm);
-    free(t);
-    if (rc == VP_OK) {
-        snprintf(best.s->family, sizeof best.s->family, "%s", family);
-        *out = best.s;
-    } else {
-        vp_schedule_free(best.s);
-    }
-    return rc;
+    *out = ns.best.s;
+    return VP_OK;
 }
 
 vp_status vp__build_vmin(const vp_spec *spec, vp_schedule **out, vp_error *err) {
