@@ -227,7 +227,7 @@ static void test_threads_same_answer(void **state) {
     for (int c = 0; c < 2; c++) {
         vp_plan *plan[3];
         for (int t = 0; t < 3; t++) {
-            vp_spec spec = vp_spec_make(8, 24);
+            vp_spec spec = vp_spec_make(16, 40); /* large enough to share blocks out */
             spec.costs = costs[c];
             spec.threads = t + 1;
             vp_budget b = {.kind = VP_BUDGET_UNITS, .value = 8};

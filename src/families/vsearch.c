@@ -23,6 +23,7 @@
 #define EPS 1e-9
 #define BATCH 16
 #define MAX_THREADS 64
+#define SMALL_BUILD 512 /* device-microbatches below which blocks build too fast to share out */
 
 void vp_vsearch_free(vp_vsearch *s) {
     if (!s)
@@ -425,9 +426,10 @@ vp_status vp_vsearch_run(const vp_spec *spec, const vp_vsearch_opts *opts, vp_vs
         return err && err->status != VP_OK ? err->status : VP_ENOMEM;
     sr.cm = cm;
     sr.bd = make_bound(cm, spec->p, spec->m);
-    int n_threads = spec->threads < 1             ? 1
-                    : spec->threads > MAX_THREADS ? MAX_THREADS
-                                                  : spec->threads;
+    long cells = (long)spec->p * (spec->m < 2 * spec->p + 8 ? spec->m : 2 * spec->p + 8);
+    int n_threads = spec->threads < 1 || cells < SMALL_BUILD ? 1
+                    : spec->threads > MAX_THREADS            ? MAX_THREADS
+                                                             : spec->threads;
     scratch sc[MAX_THREADS] = {{0}};
     pthread_mutex_init(&sr.mu, NULL);
     pthread_cond_init(&sr.go, NULL);
