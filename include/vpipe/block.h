@@ -293,6 +293,36 @@ VP_API int vp_vgrid_peak(const vp_vgrid *g, const int (*slots)[6]);
 VP_API vp_status vp_vgrid_build(vp_vgrid *g, const int (*slots)[6], const char *family,
                                 vp_schedule **out, vp_error *err);
 
+/* What vp_vgrid_measure reports: the figures vp_simulate gives the schedule vp_vgrid_build
+ * returns for the same slots. */
+typedef struct vp_vgrid_metrics {
+    double makespan;   /* end of the last pass */
+    double span;       /* longest device span, last end - first start (vp_sim_longest_span);
+                          a lower bound when !complete */
+    double bubble;     /* 1 - mean busy / span (vp_sim.bubble) */
+    double peak;       /* max over devices of the peak memory, units */
+    double peak_bytes; /* the same in bytes, 0 when the cost model has none */
+    int complete;      /* 0 when the replay stopped at the limit (only span is set) */
+} vp_vgrid_metrics;
+
+/* Builds block slots like vp_vgrid_build and replays the result under cm (2p stages, the V
+ * placement's cost model, e.g. vp_cost_model_new of a V schedule) without making a
+ * schedule: out receives exactly the figures vp_simulate gives the built schedule. When
+ * limit > 0 the replay stops as soon as some device's span is sure to exceed limit by
+ * more than 1e-9 relative (its time so far plus the work still ahead of it;
+ * out->complete = 0, out->span that lower bound), so a search can drop a block that
+ * cannot beat a span or a makespan. VP_EINVAL when cm has other than 2p stages; otherwise
+ * as vp_vgrid_build. Cost: one build and O(passes). */
+VP_API vp_status vp_vgrid_measure(vp_vgrid *g, const int (*slots)[6], const vp_cost_model *cm,
+                                  double limit, vp_vgrid_metrics *out, vp_error *err);
+
+/* The schedule (named family, NULL: "v-block") of the block the last vp_vgrid_measure on g
+ * built, the one vp_vgrid_build would return for its slots, without building it again
+ * (caller frees). VP_EINVAL when no measure has built a block on g since it was made or
+ * last used by another build; VP_ENOMEM. */
+VP_API vp_status vp_vgrid_schedule(vp_vgrid *g, const char *family, vp_schedule **out,
+                                   vp_error *err);
+
 /* 1F1B-V's build: slots [p][4] (F⁰ F¹ B¹ B⁰; columns 4 and 5 unused) whose backwards are
  * full BW passes of two slots, repeated every 6 slots for exactly m microbatches, with
  * the canonical warm-up when `canonical`, then compacted: every pass to the earliest slot
