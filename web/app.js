@@ -405,6 +405,10 @@ function fill(select, values, chosen, extra = []) {
 
 async function start() {
   const hello = await ask('hello', 'hello');
+  if (!hello.ok) {
+    $('#status').textContent = `The library could not start: ${hello.error.message}`;
+    return;
+  }
   const info = hello.result;
   families = info.families;
   fill(form.elements.family, info.families.map((f) => f.name), DEFAULTS.family);

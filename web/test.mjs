@@ -292,6 +292,10 @@ async function pricing(page) {
   const families = cliOut(['list']).split('\n').filter((l) => /^\S/.test(l)).map((l) => l.split(/\s+/)[0]);
   const options = { p: 4, m: 16, gpu: 'a100-80gb', seq: 2048, mbs: 1, tp: 2, dp: 1, recompute: 'selective', flash: true, zero1: false, sp: false, model: 'llama2-7b' };
   await comparePrices(page, 'price llama2-7b on 8 x a100-80gb (tp 2)', options, families);
+  const again = await open(page.context().browser(), page.url());
+  await settled(again, '#price');
+  await comparePrices(again, 'price, restored from the address in a new tab', options, families);
+  await again.close();
 
   // a pasted Hugging Face config.json (Llama 3 8B's), priced as the same file natively
   const config = JSON.stringify({ architectures: ['LlamaForCausalLM'], hidden_act: 'silu', hidden_size: 4096, intermediate_size: 14336, max_position_embeddings: 8192, model_type: 'llama', num_attention_heads: 32, num_hidden_layers: 32, num_key_value_heads: 8, rms_norm_eps: 1e-5, tie_word_embeddings: false, torch_dtype: 'bfloat16', vocab_size: 128256 });

@@ -93,28 +93,36 @@ function hello() {
   };
 }
 
+/* What to know when exporting s to PyTorch (vp_torch_csv_notes), one note per line. */
+function torchNotes(s) {
+  const size = 4096;
+  const buf = M._malloc(size);
+  try {
+    M._vp_torch_csv_notes(s, buf, size);
+    return M.UTF8ToString(buf);
+  } finally {
+    M._free(buf);
+  }
+}
+
 /* Everything the page shows of schedule s (borrowed) under options: the simulation report,
  * the picture, and the files to download (the CSV's refusal when PyTorch cannot express
  * it). */
 function describe(s, options) {
-  const notes = M._malloc(4096);
-  let csv = null;
-  let csvError = null;
-  try {
-    csv = textOf('vp_torch_csv_write', s, CSV_COMPUTE_ONLY, OUT);
-  } catch (e) {
-    csvError = e;
-  }
-  M._vp_torch_csv_notes(s, notes, 4096);
   const result = {
     sim: textOf('vp_request_simulate', s, options, OUT),
     svg: textOf('vp_request_render', s, 'svg', options, OUT),
     json: textOf('vp_json_write', s, OUT),
-    csv,
-    csvError,
-    notes: M.UTF8ToString(notes),
+    csv: null,
+    csvError: null,
+    notes: torchNotes(s),
   };
-  M._free(notes);
+  try {
+    result.csv = textOf('vp_torch_csv_write', s, CSV_COMPUTE_ONLY, OUT);
+  } catch (e) {
+    if (e.status === undefined) throw e;
+    result.csvError = e;
+  }
   return result;
 }
 
