@@ -16,7 +16,6 @@ import http from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
 
 const [buildWeb, vpipe, libvpipe, source] = process.argv.slice(2).map((p) => resolve(p));
 const site = join(buildWeb, 'site');
@@ -262,6 +261,8 @@ async function loader(page) {
   const file = join(scratch, 'zb-v.csv');
   writeFileSync(file, csv);
   await page.setInputFiles('[name="file"]', file);
+  // the page reads the file asynchronously into the text box, then asks for the view
+  await page.waitForFunction((text) => document.querySelector('[name="text"]').value === text, csv);
   const got = await shown(page);
   const cost = flags({ ...f, p: 0, m: 0 }).slice(6);
   check('upload a PyTorch CSV: shown without error', got.state === 'done', got.error);
@@ -386,6 +387,9 @@ async function singleFile(browser, file) {
 }
 
 async function main() {
+  const { chromium } = await import('playwright-core').catch(() => {
+    throw new Error('playwright-core is missing: run `npm ci` in web/ (scripts/install-deps does)');
+  });
   const server = await serve(site);
   const base = `http://127.0.0.1:${server.address().port}`;
   const browser = await chromium.launch({
