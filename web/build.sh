@@ -20,6 +20,12 @@ out=$(cd "$1" && pwd)
 # Debian's emcc finds its JavaScript dependencies (acorn, ...) only through NODE_PATH.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 
+quiet() { # quiet LOG COMMAND...: runs COMMAND into LOG; on failure shows LOG's end and stops
+    local log=$1
+    shift
+    "$@" >"$log" 2>&1 || { tail -40 "$log" >&2; echo "web: failed: $* (log: $log)" >&2; exit 1; }
+}
+
 # jansson for WebAssembly, version for version the native one.
 jansson=$out/jansson
 version=$(dpkg-query -W -f '${source:Version}' libjansson-dev)
@@ -30,11 +36,11 @@ if [ ! -e "$jansson/prefix/lib/libjansson.a" ] || [ "$(cat "$jansson/version" 2>
     (cd "$jansson" && apt-get source -qq "jansson=$version" >source.log 2>&1) ||
         { cat "$jansson/source.log" >&2; echo "web: apt-get source failed: run scripts/install-deps (deb-src entry)" >&2; exit 1; }
     tree=$(find "$jansson" -mindepth 1 -maxdepth 1 -type d -name 'jansson-*')
-    emcmake cmake -S "$tree" -B "$jansson/build" -DCMAKE_BUILD_TYPE=Release \
-        -DJANSSON_BUILD_DOCS=OFF -DJANSSON_WITHOUT_TESTS=ON -DJANSSON_EXAMPLES=OFF \
-        -DJANSSON_BUILD_SHARED_LIBS=OFF -DCMAKE_INSTALL_PREFIX="$jansson/prefix" >"$jansson/configure.log"
-    cmake --build "$jansson/build" -j2 >"$jansson/build.log"
-    cmake --install "$jansson/build" >/dev/null
+    quiet "$jansson/configure.log" emcmake cmake -S "$tree" -B "$jansson/build" \
+        -DCMAKE_BUILD_TYPE=Release -DJANSSON_BUILD_DOCS=OFF -DJANSSON_WITHOUT_TESTS=ON \
+        -DJANSSON_EXAMPLES=OFF -DJANSSON_BUILD_SHARED_LIBS=OFF -DCMAKE_INSTALL_PREFIX="$jansson/prefix"
+    quiet "$jansson/build.log" cmake --build "$jansson/build" -j2
+    quiet "$jansson/install.log" cmake --install "$jansson/build"
     echo "$version" >"$jansson/version"
 fi
 
@@ -42,10 +48,10 @@ fi
 # WebAssembly jansson; its library lies outside emscripten's sysroot, hence BOTH.
 echo "web: the schedule library"
 PKG_CONFIG_LIBDIR=$jansson/prefix/lib/pkgconfig PKG_CONFIG_PATH='' \
-    emcmake cmake -S "$src" -B "$out/lib" -DCMAKE_BUILD_TYPE=Release -DVP_RUNTIME=OFF \
-    -DVP_TESTS=OFF -DBUILD_SHARED_LIBS=OFF -DVP_WERROR=ON \
-    -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=BOTH >"$out/lib-configure.log"
-cmake --build "$out/lib" -j2 >"$out/lib-build.log" || { cat "$out/lib-build.log" >&2; exit 1; }
+    quiet "$out/lib-configure.log" emcmake cmake -S "$src" -B "$out/lib" \
+    -DCMAKE_BUILD_TYPE=Release -DVP_RUNTIME=OFF -DVP_TESTS=OFF -DBUILD_SHARED_LIBS=OFF \
+    -DVP_WERROR=ON -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=BOTH
+quiet "$out/lib-build.log" cmake --build "$out/lib" -j2
 
 # The module: the functions web/worker.js calls, and the runtime helpers it uses.
 exports=_malloc,_free,_vp_version,_vp_status_name,_vp_family_count,_vp_family_at
