@@ -780,22 +780,22 @@ static int auto_schedule(train_args *a, vp_schedule **out) {
     if (vp_budget_parse(a->memory, &budget, &err) != VP_OK)
         return cli_error(VP_EXIT_USAGE, "--memory '%s': %s", a->memory, err.message);
     int rc = ensure_profile(a, "the planner");
-    vp_plan *plan = NULL;
-    double peak = 0, limit = 0;
-    if (!rc && vp_autoplan(&a->profile.profile, a->p, a->po.train.m / a->po.train.dp, &budget,
-                           &plan, &peak, &limit, &err) != VP_OK)
+    vp_autoplan_result ap = {0};
+    if (!rc && vp_autoplan(&a->profile.profile, a->p, a->po.train.m / a->po.train.dp, &budget, &ap,
+                           &err) != VP_OK)
         rc = cli_lib_error(&err);
     if (rc)
         return rc;
+    vp_plan *plan = ap.plan;
     const vp_plan_candidate *c = &plan->candidates[plan->chosen];
     const char *fmt = "auto: chose %s%s%s: predicted peak %.0f activation bytes of the %.0f-byte "
                       "budget; %s\n";
     if (a->json)
-        fprintf(stderr, fmt, c->family, c->params[0] ? " " : "", c->params, peak, limit,
-                plan->reason);
+        fprintf(stderr, fmt, c->family, c->params[0] ? " " : "", c->params, ap.peak_bytes,
+                ap.budget_bytes, plan->reason);
     else
-        rc = cli_print(fmt, c->family, c->params[0] ? " " : "", c->params, peak, limit,
-                       plan->reason);
+        rc = cli_print(fmt, c->family, c->params[0] ? " " : "", c->params, ap.peak_bytes,
+                       ap.budget_bytes, plan->reason);
     *out = plan->schedule;
     plan->schedule = NULL;
     vp_plan_free(plan);

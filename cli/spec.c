@@ -145,8 +145,7 @@ static int apply_profile(cli_spec *o) {
         return cli_error(VP_EXIT_FAILURE, "out of memory");
     double *d = o->dev_costs;
     vp_error err = {0};
-    if (vp_profile_slice_costs(&o->profile.profile, p, d, d + p, d + 2 * p, &o->spec.costs, &err) !=
-            VP_OK ||
+    if (vp_profile_slice_costs(&o->profile.profile, p, d, &o->spec.costs, &err) != VP_OK ||
         vp_profile_unit_bytes(&o->profile.profile, p, &o->spec.mem.unit_bytes, &err) != VP_OK)
         return cli_error(VP_EXIT_USAGE, "--cost-file at -p %d: %s", p, err.message);
     return 0;

@@ -56,24 +56,31 @@ VP_API vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *
 VP_API vp_status vp_profile_unit_bytes(const vp_profile *pr, int p, double *bytes, vp_error *err);
 
 /* Per-slice costs of a p-rank pipeline with one stage per rank (the model split with
- * vp_split_layers): dev_f/dev_b/dev_w [p] (caller storage) hold each rank's slice, costs
- * gets their means, c and pointers to the arrays. For generators and the planner. */
-VP_API vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev_f, double *dev_b,
-                                        double *dev_w, vp_costs *costs, vp_error *err);
+ * vp_split_layers): dev[3p] (caller storage) holds each rank's slice F in dev[0..p), B in
+ * dev[p..2p) and W in dev[2p..3p); costs gets their means, c and pointers into dev. For
+ * generators and the planner. */
+VP_API vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev, vp_costs *costs,
+                                        vp_error *err);
 
 /* ---- choosing a schedule for a memory budget from measured costs ------------------ */
+
+/* What vp_autoplan answers: the plan (owned by the caller: vp_plan_free), the chosen
+ * schedule's predicted peak activation bytes (the largest rank's) and the budget in bytes. */
+typedef struct vp_autoplan_result {
+    vp_plan *plan;
+    double peak_bytes;
+    double budget_bytes;
+} vp_autoplan_result;
 
 /* The planner's answer for the model of profile pr on p ranks with m microbatches under
  * budget, checked in bytes: budget resolves to bytes (a fraction of 1F1B's predicted
  * peak for this model, units of the mean per-rank slice activation, or bytes), the
  * planner (plan.h) searches with the profile's per-rank costs and the model's memory
  * split (B keeps the stash for W), and the units budget tightens until the chosen
- * schedule's exact predicted peak bytes (size functions, every rank) fit. Fills *plan
- * (caller frees with vp_plan_free), *peak_bytes and *budget_bytes. VP_EINVAL naming the
- * smallest reachable peak when nothing fits. */
+ * schedule's exact predicted peak bytes (size functions, every rank) fit. Fills *out (its
+ * plan NULL on failure). VP_EINVAL naming the smallest reachable peak when nothing fits. */
 VP_API vp_status vp_autoplan(const vp_profile *pr, int p, int m, const vp_budget *budget,
-                             vp_plan **plan, double *peak_bytes, double *budget_bytes,
-                             vp_error *err);
+                             vp_autoplan_result *out, vp_error *err);
 
 #ifdef __cplusplus
 }
