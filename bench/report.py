@@ -937,8 +937,9 @@ WHY = {
     "interleaved": (
         "In every row the longest device span exceeds the paper's by {lo:.2f}–{hi:.2f} × p·c. "
         "The order is not the difference: the authors computed the column with a replay of "
-        "Megatron-LM's interleaved order (their repository's "
-        "megatron/core/pipeline_parallel/efficiency.py, which prints Table 5: groups of p "
+        "Megatron-LM's interleaved order (the function iclr_bubble_rates in "
+        "megatron/core/pipeline_parallel/efficiency.py of their repository "
+        "sail-sg/zero-bubble-pipeline-parallelism, which prints Table 5's rows: groups of p "
         "microbatches, 2(p−1−i) + (v−1)p warm-up forwards on device i, equal chunks costing "
         "F/v and (B+W)/v, c per hop), the order vpipe's `interleaved` runs. Their replay "
         "links device p−1 to device 0 across the loop's wrap-around (and back for the "
