@@ -1,5 +1,8 @@
 /* The first families (GPipe, 1F1B, interleaved 1F1B): reference figures of schedules.md
- * §6, bubble formulas of §5 and closed-form peaks, over grids of p, m and costs. */
+ * §6, bubble formulas of §5, closed-form peaks and Megatron-LM's interleaved order, over
+ * grids of p, m and costs. */
+#include <stdlib.h>
+
 #include "test_util.h"
 
 /* §6: makespan / bubble (%) / peak at F=B=W=2 per slice, c=0. */
@@ -122,6 +125,88 @@ static void test_bubble_formulas(void **state) {
                     vp_sim_free(sim);
                     vp_schedule_free(s);
                 }
+}
+
+/* Megatron-LM's interleaved order for one device, built the way Megatron builds it: a
+ * schedule table of (microbatch, chunk) in groups of g microbatches (each group runs chunk
+ * 0 for all its microbatches, then chunk 1, ...; g divides m here), 2(p-1-d) + (v-1)g
+ * warm-up forwards, then one forward and one backward at a time (backwards walk the same
+ * table with the chunk mirrored), then the remaining backwards. Writes 2mv ops to out. */
+static void megatron_device_order(int p, int m, int v, int g, int d, vp_op *out) {
+    int total = m * v, n = 0;
+    int *table_mb = malloc(sizeof(int) * (size_t)total);
+    int *table_chunk = malloc(sizeof(int) * (size_t)total);
+    assert_non_null(table_mb);
+    assert_non_null(table_chunk);
+    for (int first = 0; first < m; first += g)
+        for (int chunk = 0; chunk < v; chunk++)
+            for (int mb = first; mb < first + g; mb++, n++) {
+                table_mb[n] = mb;
+                table_chunk[n] = chunk;
+            }
+    int warmup = 2 * (p - 1 - d) + (v - 1) * g;
+    if (warmup > total)
+        warmup = total;
+    int nf = 0, nb = 0, k = 0;
+    while (nb < total) {
+        int forward = nf < warmup || (nf < total && nf - warmup == nb);
+        int i = forward ? nf++ : nb++;
+        int chunk = forward ? table_chunk[i] : v - 1 - table_chunk[i];
+        out[k++] = (vp_op){
+            .kind = forward ? VP_OP_F : VP_OP_BW, .stage = chunk * p + d, .mb = table_mb[i]};
+    }
+    assert_int_equal(k, 2 * total);
+    free(table_mb);
+    free(table_chunk);
+}
+
+/* For every m >= p it builds, `interleaved` is Megatron-LM's order op for op with Megatron's
+ * group size (microbatch_group_size_per_vp_stage) g = m / max(1, m div p), which Megatron
+ * accepts (p <= g <= m, g divides m); g = p, Megatron's default, when p divides m. Every
+ * schedule validates, and at g = p its replay at c = 0 meets the (p-1)(F+B+W)/v bubble. */
+static void test_interleaved_is_megatron_order(void **state) {
+    (void)state;
+    vp_costs c = tu_costs(1, 2, 1, 0);
+    int default_groups = 0, wider_groups = 0;
+    for (int p = 2; p <= 12; p++)
+        for (int m = p; m <= 5 * p; m++) {
+            int rounds = m / p, g = m / rounds;
+            if (m % rounds != 0)
+                continue; /* interleaved refuses it (test_grid_closed_form_peaks) */
+            for (int v = 1; v <= 4; v++) {
+                vp_schedule *s = tu_build("interleaved", p, m, v, c);
+                vp_error err = {0};
+                assert_int_equal(vp_schedule_validate(s, &err), VP_OK);
+                vp_op *want = malloc(sizeof(vp_op) * (size_t)(2 * m * v));
+                assert_non_null(want);
+                for (int d = 0; d < p; d++) {
+                    megatron_device_order(p, m, v, g, d, want);
+                    assert_int_equal(s->dev[d].n, 2 * m * v);
+                    for (int k = 0; k < s->dev[d].n; k++) {
+                        const vp_op *got = &s->dev[d].ops[k];
+                        if (got->kind != want[k].kind || got->stage != want[k].stage ||
+                            got->mb != want[k].mb)
+                            fail_msg("p=%d m=%d v=%d device %d op %d: %s %d.%d, Megatron %s "
+                                     "%d.%d",
+                                     p, m, v, d, k, vp_op_kind_name(got->kind), got->stage, got->mb,
+                                     vp_op_kind_name(want[k].kind), want[k].stage, want[k].mb);
+                    }
+                }
+                if (g == p) {
+                    vp_sim *sim = tu_sim(s, c, NULL);
+                    double fbw = c.f + c.b + c.w;
+                    TU_NEAR(vp_sim_longest_span(sim) - m * fbw, (p - 1) * fbw / v);
+                    vp_sim_free(sim);
+                    default_groups++;
+                } else {
+                    wider_groups++;
+                }
+                free(want);
+                vp_schedule_free(s);
+            }
+        }
+    assert_int_equal(default_groups, 11 * 5 * 4);
+    assert_true(wider_groups > default_groups);
 }
 
 /* Bubble fraction over the longest span equals the makespan one for these families
@@ -289,6 +374,7 @@ int main(void) {
         cmocka_unit_test(test_1f1b_p8_m32_peaks),
         cmocka_unit_test(test_grid_closed_form_peaks),
         cmocka_unit_test(test_bubble_formulas),
+        cmocka_unit_test(test_interleaved_is_megatron_order),
         cmocka_unit_test(test_bubble_definitions),
         cmocka_unit_test(test_memory_models),
         cmocka_unit_test(test_costs_parse),

@@ -4,7 +4,9 @@
  * reverse. Device i warms up with (v-1)g + 2(p-1-i) forwards, then alternates one
  * forward and one full backward. As in PyTorch's Interleaved1F1B, there are
  * max(1, m div p) rounds and g = m / rounds, so m must split into equal rounds (any
- * m < 2p works; otherwise m a multiple of m div p).
+ * m < 2p works; otherwise m a multiple of m div p). For m >= p this is Megatron-LM's
+ * interleaved order op for op with its group size (microbatch_group_size_per_vp_stage)
+ * set to g; Megatron's default, g = p, when p divides m.
  * Bubble (p-1)(F+B+W)/v when g = p; peak ((v-1)g + 2(p-1-i) + 1)/v units on device i,
  * capped by m. */
 #include "families/families_internal.h"
