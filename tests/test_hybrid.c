@@ -1,7 +1,8 @@
 /* The hybrid planner: its answer is the exhaustive one (pruning never changes the best or
  * any family's best), it does not depend on the threads, every configuration it reports
  * fits and prices again to the same figures, nothing-fits names the smallest memory, the
- * paper's 98.5B experiment ranks 1F1B with full recomputation last, and the exports carry
+ * paper's 98.5B experiment puts a V or ZB family 10% ahead of 1F1B and 1F1B with full
+ * recomputation last, and the exports carry
  * the winner's degrees. */
 #include <jansson.h>
 #include <math.h>
@@ -151,8 +152,10 @@ static void test_nothing_fits(void **state) {
     assert_non_null(strstr(err.message, "no legal configuration"));
 }
 
-/* The Controllable Memory paper's hybrid experiment: a V or Zero Bubble family wins, ahead
- * of the best 1F1B, and 1F1B with full recomputation ranks last of every family. */
+/* The Controllable Memory paper's hybrid experiment (issue 19's acceptance): a V or Zero
+ * Bubble family wins, by at least 10% predicted MFU over the best 1F1B (the paper: +16%),
+ * and 1F1B with full recomputation ranks last of every family. The accelerator's kernel
+ * model is calibrated to other published figures (src/price/readers.c), not to this. */
 static void test_paper_experiment(void **state) {
     (void)state;
     vp_arch a = tp_preset("cm-98.5b");
@@ -168,7 +171,9 @@ static void test_paper_experiment(void **state) {
         if (!strcmp(h->best[i].group, "1f1b"))
             one = &h->best[i];
     assert_non_null(one);
-    assert_true(h->best[0].mfu > one->mfu);
+    if (!(h->best[0].mfu >= 1.10 * one->mfu))
+        fail_msg("%s %.2f%% against 1f1b %.2f%%: less than +10%%", w, 100 * h->best[0].mfu,
+                 100 * one->mfu);
     assert_string_equal(h->best[h->n_best - 1].group, "1f1b-r");
     assert_string_equal(h->versus.family, "1f1b");
     assert_true(h->versus.step_time_s > h->best[0].step_time_s);
