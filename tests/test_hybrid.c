@@ -126,6 +126,29 @@ static void test_reported_configurations_fit(void **state) {
     vp_hybrid_free(h);
 }
 
+/* A time limit already passed stops the enumeration after its first point; that point's
+ * batch is still searched, so the answer is timed out with the best of it (or, when none
+ * of it fits, an error naming the limit). */
+static void test_time_limit_stops_enumeration(void **state) {
+    (void)state;
+    small_grid g;
+    small_setup(&g);
+    vp_hybrid *all = run(&g.q);
+    g.q.time_limit_s = 1e-12;
+    vp_hybrid *h = NULL;
+    vp_error err = {0};
+    vp_status rc = vp_hybrid_run(&g.q, &h, &err);
+    if (rc == VP_OK) {
+        assert_true(h->timed_out);
+        assert_true(h->candidates < all->candidates);
+        assert_true(h->n_top >= 1);
+    } else {
+        assert_non_null(strstr(err.message, "time limit"));
+    }
+    vp_hybrid_free(h);
+    vp_hybrid_free(all);
+}
+
 /* 405B on 8 GPUs: no configuration fits; the message names the smallest memory needed. */
 static void test_nothing_fits(void **state) {
     (void)state;
@@ -223,6 +246,7 @@ int main(void) {
         cmocka_unit_test(test_threads_do_not_matter),
         cmocka_unit_test(test_reported_configurations_fit),
         cmocka_unit_test(test_nothing_fits),
+        cmocka_unit_test(test_time_limit_stops_enumeration),
         cmocka_unit_test(test_paper_experiment),
         cmocka_unit_test(test_exports),
     };
