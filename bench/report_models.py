@@ -414,7 +414,7 @@ def collect_hybrid(r, cfg):
     out["swap"] = r.json("simulate", vz["family"], *at_one)
     out["swap_cmd"] = cmd(["simulate", vz["family"], *at_one])
     out["edges"] = []
-    for edge, eff, tf, tb in EDGE_REFITS:
+    for edge, eff, tf, tb in () if quick else EDGE_REFITS:
         path = os.path.join(r.data, f"a100-edge{edge}.json")
         with open(path, "w") as f:
             json.dump({"base": "a100-80gb", "gemm_edge": edge, "gemm_efficiency": eff,
@@ -478,13 +478,14 @@ def md_hybrid_paper(run, pp, pp_cmd, swap, swap_cmd, edges):
              "Memory paper's runs were slower than those imply for models this wide. The ratios "
              "between schedules are what the search decides on. No constant was tuned to this "
              "experiment; the one parameter the anchors cannot pin down, the matrix-multiply "
-             "edge, is the hardware's tile (128). Refitted to Table 6 at other edges (`--gpu` "
+             "edge, is the hardware's tile (128)" + (". Refitted to Table 6 at other edges (`--gpu` "
              "a JSON file such as `{\"base\": \"a100-80gb\", \"gemm_edge\": 0, "
              "\"gemm_efficiency\": 0.8, \"act_traffic_f\": 4.7, \"act_traffic_b\": 4.1}`), the "
              "gain would be " + ", ".join(
                  f"{100 * e['gain']:+.1f}% at edge {e['edge']}" +
                  ("" if e["last"] == "1f1b-r" else f" (`{e['last']}` last)") for e in edges) +
-             " (edge 0: no size effect at all, the matrices run at one efficiency).\n")
+             " (edge 0: no size effect at all, the matrices run at one efficiency)" if edges
+             else "") + ".\n")
     return "\n".join(s)
 
 
