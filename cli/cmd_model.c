@@ -70,14 +70,15 @@ static void list_text(FILE *out) {
     }
     fprintf(out, "%-12s any size: vpipe's own byte-level GPT (fp32)\n", "vpipe:L,W,H,S");
     fprintf(out, "\n%-12s %11s %8s %10s %14s %14s %9s %5s\n", "accelerator", "bf16 TFLOP/s", "GiB",
-            "HBM TB/s", "intra GB/s", "inter GB/s", "per node", "eff.");
+            "HBM TB/s", "intra GB/s", "inter GB/s", "per node", "GEMM");
     for (int i = 0; i < vp_gpu_preset_count(); i++) {
         vp_gpu g;
         if (vp_gpu_preset(vp_gpu_preset_name(i), &g, NULL) != VP_OK)
             continue;
         fprintf(out, "%-12s %11.0f %8.1f %10.3g %14.0f %14.0f %9d %5.2f\n", g.name,
                 g.peak_flops / 1e12, g.memory_bytes / GIB, g.hbm_bandwidth / 1e12, g.intra_bw / 1e9,
-                g.inter_bw / 1e9, g.gpus_per_node, g.efficiency);
+                g.inter_bw / 1e9, g.gpus_per_node,
+                g.efficiency > 0 ? g.efficiency : g.gemm_efficiency);
     }
     fprintf(out, "\n--model also takes a Hugging Face config.json, --gpu a JSON file (vpipe "
                  "model show --help)\n");
@@ -191,10 +192,14 @@ const cli_command cli_cmd_model = {
              "what recomputation adds, at the given sequence, microbatch and TP setting; then\n"
              "the tensors a layer saves. NAME is a preset, a Hugging Face config.json or\n"
              "vpipe:L,W,H,S (vpipe's own GPT). --gpu accepts a JSON file:\n"
-             "  {\"base\": \"a100-80gb\", \"efficiency\": 0.45}  (a preset, keys overridden)\n"
+             "  {\"base\": \"a100-80gb\", \"gemm_edge\": 64}  (a preset, keys overridden)\n"
              "  or every key: name, peak_tflops, memory_gib, hbm_tb_s, intra_node_gb_s,\n"
              "  inter_node_gb_s, intra_node_latency_us, inter_node_latency_us,\n"
-             "  gpus_per_node, efficiency (`vpipe model list --json` prints the presets so).\n",
+             "  gpus_per_node, p2p_gb_s (optional) and the speed of a pass: gemm_efficiency,\n"
+             "  gemm_edge, act_traffic_f, act_traffic_b (matrix multiplies at a fraction of\n"
+             "  peak that grows with their sizes, other kernels at the HBM bandwidth), or\n"
+             "  efficiency (one fraction of peak for every pass; overrides a base's model).\n"
+             "  `vpipe model list --json` prints the presets so.\n",
     .epilog = "Options of the pipeline (--dp, --zero, --split, --layers-per-stage, --reserve,\n"
               "--dp-overlap) are accepted and do not change what show prints.\n",
     CLI_USES(uses),

@@ -1,7 +1,8 @@
 /* The hybrid planner: its answer is the exhaustive one (pruning never changes the best or
  * any family's best), it does not depend on the threads, every configuration it reports
  * fits and prices again to the same figures, nothing-fits names the smallest memory, the
- * paper's 98.5B experiment ranks 1F1B with full recomputation last, and the exports carry
+ * paper's 98.5B experiment puts a V or ZB family 10% ahead of 1F1B and 1F1B with full
+ * recomputation last, and the exports carry
  * the winner's degrees. */
 #include <jansson.h>
 #include <math.h>
@@ -125,6 +126,29 @@ static void test_reported_configurations_fit(void **state) {
     vp_hybrid_free(h);
 }
 
+/* A time limit already passed stops the enumeration after its first point; that point's
+ * batch is still searched, so the answer is timed out with the best of it (or, when none
+ * of it fits, an error naming the limit). */
+static void test_time_limit_stops_enumeration(void **state) {
+    (void)state;
+    small_grid g;
+    small_setup(&g);
+    vp_hybrid *all = run(&g.q);
+    g.q.time_limit_s = 1e-12;
+    vp_hybrid *h = NULL;
+    vp_error err = {0};
+    vp_status rc = vp_hybrid_run(&g.q, &h, &err);
+    if (rc == VP_OK) {
+        assert_true(h->timed_out);
+        assert_true(h->candidates < all->candidates);
+        assert_true(h->n_top >= 1);
+    } else {
+        assert_non_null(strstr(err.message, "time limit"));
+    }
+    vp_hybrid_free(h);
+    vp_hybrid_free(all);
+}
+
 /* 405B on 8 GPUs: no configuration fits; the message names the smallest memory needed. */
 static void test_nothing_fits(void **state) {
     (void)state;
@@ -151,8 +175,10 @@ static void test_nothing_fits(void **state) {
     assert_non_null(strstr(err.message, "no legal configuration"));
 }
 
-/* The Controllable Memory paper's hybrid experiment: a V or Zero Bubble family wins, ahead
- * of the best 1F1B, and 1F1B with full recomputation ranks last of every family. */
+/* The Controllable Memory paper's hybrid experiment (issue 19's acceptance): a V or Zero
+ * Bubble family wins, by at least 10% predicted MFU over the best 1F1B (the paper: +16%),
+ * and 1F1B with full recomputation ranks last of every family. The accelerator's kernel
+ * model is calibrated to other published figures (src/price/readers.c), not to this. */
 static void test_paper_experiment(void **state) {
     (void)state;
     vp_arch a = tp_preset("cm-98.5b");
@@ -168,7 +194,9 @@ static void test_paper_experiment(void **state) {
         if (!strcmp(h->best[i].group, "1f1b"))
             one = &h->best[i];
     assert_non_null(one);
-    assert_true(h->best[0].mfu > one->mfu);
+    if (!(h->best[0].mfu >= 1.10 * one->mfu))
+        fail_msg("%s %.2f%% against 1f1b %.2f%%: less than +10%%", w, 100 * h->best[0].mfu,
+                 100 * one->mfu);
     assert_string_equal(h->best[h->n_best - 1].group, "1f1b-r");
     assert_string_equal(h->versus.family, "1f1b");
     assert_true(h->versus.step_time_s > h->best[0].step_time_s);
@@ -218,6 +246,7 @@ int main(void) {
         cmocka_unit_test(test_threads_do_not_matter),
         cmocka_unit_test(test_reported_configurations_fit),
         cmocka_unit_test(test_nothing_fits),
+        cmocka_unit_test(test_time_limit_stops_enumeration),
         cmocka_unit_test(test_paper_experiment),
         cmocka_unit_test(test_exports),
     };

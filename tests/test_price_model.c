@@ -169,6 +169,14 @@ static void test_gpu(void **state) {
     TU_NEAR(h.memory_bytes, 16.0 * (1 << 30));
     TU_NEAR(h.inter_latency, 8e-6);
     assert_int_equal(h.gpus_per_node, 4);
+    TU_NEAR(h.efficiency, 0.4); /* a file of the older form: one fraction of peak */
+    TU_NEAR(h.p2p_bw, 50e9);    /* sends at the link's bandwidth, as it always meant */
+    assert_true(g.efficiency == 0 && g.gemm_efficiency > 0); /* presets: the kernel model */
+    const char *kernel = "{\"base\": \"a100-80gb\", \"gemm_edge\": 64, \"p2p_gb_s\": 80}";
+    assert_int_equal(vp_gpu_parse_json(kernel, strlen(kernel), &h, &err), VP_OK);
+    TU_NEAR(h.gemm_edge, 64);
+    TU_NEAR(h.p2p_bw, 80e9);
+    assert_true(h.efficiency == 0);
     const struct {
         const char *text, *needle;
     } bad[] = {{"{\"peak_tflops\": 100}", "memory_gib"},
@@ -176,7 +184,12 @@ static void test_gpu(void **state) {
                {"{\"base\": \"tpu\"}", "tpu"},
                {"{\"base\": \"h100-80gb\", \"efficiency\": 1.5}", "efficiency"},
                {"{\"base\": \"h100-80gb\", \"gpus_per_node\": 0}", "gpus_per_node"},
-               {"{\"base\": 3}", "base"}};
+               {"{\"base\": 3}", "base"},
+               {"{\"base\": \"h100-80gb\", \"gemm_edge\": -1}", "gemm_edge"},
+               {"{\"peak_tflops\": 100, \"memory_gib\": 16, \"hbm_tb_s\": 1, "
+                "\"intra_node_gb_s\": 50, \"inter_node_gb_s\": 10, \"intra_node_latency_us\": 2, "
+                "\"inter_node_latency_us\": 8, \"gpus_per_node\": 4, \"gemm_efficiency\": 0.8}",
+                "gemm_edge"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vp_status rc = vp_gpu_parse_json(bad[i].text, strlen(bad[i].text), &h, &err);
         if (rc != VP_EPARSE || !strstr(err.message, bad[i].needle))

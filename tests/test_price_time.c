@@ -1,26 +1,50 @@
-/* Real-model pricing, time: Zero Bubble's Table 4 reproduced from its Table 6 pass times,
- * FLOPs per pass (Zero Bubble Table 1), pass times at the accelerator's efficiency with
- * the TP collectives, the pipeline hop inside and between nodes, the step time and its
- * rates, measured costs winning, the layer split, and the JSON a caller prints. */
+/* Real-model pricing, time: Zero Bubble's Table 6 pass times from the A100 preset and its
+ * Table 4 reproduced from them, FLOPs per pass (Zero Bubble Table 1), pass times under
+ * one efficiency and under the kernel model, the TP collectives, the pipeline hop inside
+ * and between nodes, the step time and its rates, measured costs winning, the layer
+ * split, and the JSON a caller prints. */
 #include <jansson.h>
 #include <stdlib.h>
 
 #include "price_util.h"
 #include "vpipe/model.h"
 
-/* Zero Bubble paper: its Table 6 pass times (ms per stage) as costs, the papers' layer
- * split (k·p − 2 layers, the ends one fewer), no reserve (the paper reports PyTorch's
- * peak allocation): samples/s per GPU within 10% of Table 4, peak memory (GB) within 15%. */
-static void test_zero_bubble_table4(void **state) {
+/* The Zero Bubble paper's setup for an anchor: sequence 1024, its microbatch size, no
+ * reserve (the paper reports PyTorch's peak allocation). */
+static vp_workload zb_workload(const vp_arch *a, const zb_anchor *z) {
+    vp_workload t = vp_workload_default(a);
+    t.seq = 1024;
+    t.mbs = z->mbs;
+    t.reserve_bytes = 0;
+    return t;
+}
+
+/* The A100 preset's kernel model reproduces the pass times it was calibrated to (Zero
+ * Bubble Table 6, one middle stage of the k·p − 2 split): F, B and W within 3%, the hop
+ * within 2%. */
+static void check_table6(const vp_price_setup *su, const zb_anchor *z) {
+    vp_price_result *r = tp_price(su, "1f1b", 8, 24);
+    const vp_price_stage *st = &r->stage[1];
+    double got[4] = {st->f_ms, st->b_ms, st->w_ms, r->hop_ms}, paper[4] = {z->f, z->b, z->w, z->c};
+    for (int k = 0; k < 4; k++)
+        if (fabs(got[k] / paper[k] - 1) > (k < 3 ? 0.03 : 0.02))
+            fail_msg("%s pass %d: %.3f ms, Table 6 %.3f ms", z->model, k, got[k], paper[k]);
+    vp_price_result_free(r);
+}
+
+/* Zero Bubble paper: the preset's pass times against Table 6 (check_table6); then Table 6
+ * as measured costs, the papers' layer split (k·p − 2 layers, the ends one fewer), no
+ * reserve (the paper reports PyTorch's peak allocation): samples/s per GPU within 10% of
+ * Table 4, peak memory (GB) within 15%. */
+static void test_zero_bubble_tables(void **state) {
     (void)state;
     vp_gpu g = tp_gpu("a100-80gb");
     for (int i = 0; i < 2; i++) {
         const zb_anchor *z = &zb_anchors[i];
         vp_arch a = tp_preset(z->model);
-        vp_workload t = vp_workload_default(&a);
-        t.seq = 1024;
-        t.mbs = z->mbs;
-        t.reserve_bytes = 0;
+        vp_workload t = zb_workload(&a, z);
+        vp_price_setup analytic = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+        check_table6(&analytic, z);
         vp_costs k = tu_costs(z->f, z->b, z->w, z->c);
         vp_price_setup su = {
             .arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN, .measured = &k};
@@ -63,14 +87,16 @@ static void test_flops(void **state) {
         }
 }
 
-/* Pass times: FLOPs at peak x efficiency, plus (TP) two all-reduces per layer in F and in
- * B as ring reduce-scatter + all-gather inside the node, full recomputation running F
- * again in B; the hop is the activation over
- * NVLink inside a node, over the network between nodes (TP 8 fills a node). */
+/* Pass times under one efficiency (the older speed model): FLOPs at peak x efficiency,
+ * plus (TP) two all-reduces per layer in F and in B as ring reduce-scatter + all-gather
+ * inside the node, full recomputation running F again in B; the hop is the activation at
+ * the send/receive bandwidth inside a node, at the slower of it and the network's
+ * between nodes (TP 8 fills a node). */
 static void test_pass_times_and_hops(void **state) {
     (void)state;
     vp_arch a = tp_preset("llama3-70b");
     vp_gpu g = tp_gpu("h100-80gb");
+    g.efficiency = 0.5;
     for (int tp = 1; tp <= 8; tp *= 8) {
         vp_workload t = vp_workload_default(&a);
         t.seq = 4096;
@@ -87,12 +113,59 @@ static void test_pass_times_and_hops(void **state) {
         TU_NEAR(r->stage[1].w_ms, n * f.flops_w / rate);
         TU_NEAR(r->stage[1].r_ms, tp > 1 ? r->stage[1].f_ms : 0); /* full: F again */
         TU_NEAR(r->stage[1].b_ms, n * (f.flops_b / rate + 2 * reduce * 1e3) + r->stage[1].r_ms);
-        double intra = (tensor / g.intra_bw + g.intra_latency) * 1e3;
-        double inter = (tensor / g.inter_bw + g.inter_latency) * 1e3;
+        double intra = (tensor / g.p2p_bw + g.intra_latency) * 1e3;
+        double inter = (tensor / fmin(g.inter_bw, g.p2p_bw) + g.inter_latency) * 1e3;
         /* TP 1: ranks 0-7 and 8-15 share nodes, one of 15 hops crosses; TP 8: all cross */
         TU_NEAR(r->hop_ms, tp == 1 ? (14 * intra + inter) / 15 : inter);
         vp_price_result_free(r);
     }
+}
+
+/* Seconds of one M x N x K multiply under the kernel model, written out again. */
+static double kernel_gemm_ms(const vp_gpu *g, double m, double n, double k) {
+    double e = g->gemm_edge;
+    double rate = g->gemm_efficiency * m / (m + e) * n / (n + e) * k / (k + e);
+    return 2 * m * n * k / (g->peak_flops * rate) * 1e3;
+}
+
+/* The kernel model: W of a layer is its four linears' multiplies, each at the efficiency
+ * its dimensions allow (TP 1, so no collectives); F adds the attention core and
+ * act_traffic_f bytes per saved byte at the HBM bandwidth. A larger microbatch or a
+ * smaller TP degree runs each token faster; one efficiency (the older model) does not. */
+static void test_kernel_model(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("cm-98.5b");
+    vp_gpu g = tp_gpu("a100-80gb");
+    double per_token[2][3]; /* [model][mbs 1, mbs 2, TP 2]: layer F + B + W, ms per token */
+    for (int model = 0; model < 2; model++)
+        for (int cell = 0; cell < 3; cell++) {
+            vp_workload t = vp_workload_default(&a);
+            t.seq = 1024;
+            t.flash = t.sp = true;
+            t.mbs = cell == 1 ? 2 : 1;
+            t.tp = cell == 2 ? 2 : 1;
+            vp_gpu used = g;
+            used.efficiency = model ? 0.5 : 0;
+            vp_price_setup su = {.arch = &a, .gpu = &used, .work = &t, .split = VP_SPLIT_EVEN};
+            vp_price_result *r = tp_price(&su, "1f1b", 4, 4);
+            const vp_price_stage *st = &r->stage[1];
+            double n = st->l1 - st->l0, T = 1024.0 * t.mbs, h = a.hidden;
+            if (model == 0 && cell == 0) {
+                double w = kernel_gemm_ms(&g, T, 3 * h, h) + kernel_gemm_ms(&g, T, h, h) +
+                           2 * kernel_gemm_ms(&g, T, 4 * h, h);
+                TU_NEAR(st->w_ms, n * w);
+                vp_price_facts f;
+                vp_price_part_facts(&a, &t, VP_PRICE_LAYER, &f, NULL);
+                double attention = 80 * 2 * kernel_gemm_ms(&g, 1024, 1024, 128);
+                double moved = g.act_traffic_f * f.act_bytes / g.hbm_bandwidth * 1e3;
+                TU_NEAR(st->f_ms, n * (w + attention + moved));
+            }
+            per_token[model][cell] = (st->f_ms + st->b_ms + st->w_ms) / n / T * t.tp;
+            vp_price_result_free(r);
+        }
+    assert_true(per_token[0][1] < 0.97 * per_token[0][0]); /* mbs 2 over 1 */
+    TU_NEAR(per_token[1][1], per_token[1][0]);
+    assert_true(per_token[0][2] > per_token[0][0]); /* TP 2 costs collectives */
 }
 
 /* Step time = makespan + optimizer + exposed DP reduction; the rates follow from it; MFU
@@ -121,7 +194,7 @@ static void test_step_time(void **state) {
         TU_NEAR(r->samples_per_s_per_gpu, m * t.mbs / (r->step_time_s * p));
         TU_NEAR(r->tokens_per_s, m * t.dp * t.mbs * s / r->step_time_s);
         assert_int_equal(r->gpus, p * t.dp);
-        assert_true(r->mfu > 0.1 && r->mfu < g.efficiency);
+        assert_true(r->mfu > 0.1 && r->mfu < g.gemm_efficiency);
         for (int d = 0; d < p; d++) {
             const vp_rank_memory *mem = &r->memory[d];
             TU_NEAR(mem->total, mem->params + mem->grads + mem->optimizer + mem->activations +
@@ -282,9 +355,10 @@ static void test_json(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_zero_bubble_table4),
+        cmocka_unit_test(test_zero_bubble_tables),
         cmocka_unit_test(test_flops),
         cmocka_unit_test(test_pass_times_and_hops),
+        cmocka_unit_test(test_kernel_model),
         cmocka_unit_test(test_step_time),
         cmocka_unit_test(test_measured_costs_win),
         cmocka_unit_test(test_mean_costs_only_when_refused),

@@ -62,20 +62,21 @@ typedef void (*vp_hybrid_progress)(void *arg, long done, long total);
 typedef struct vp_hybrid_request {
     const vp_arch *arch;
     const vp_gpu *gpu;
-    vp_workload work;            /* seq, sp (applied where TP > 1), zero1, flash, precision,
-                                    dp_overlap and reserve_bytes as given; tp, dp, mbs and
-                                    recompute are searched unless fixed below */
-    vp_split_goal split;         /* how every candidate's layers split (VP_SPLIT_TIME default) */
-    int gpus;                    /* N */
-    int global_batch;            /* B, sequences per step */
-    int tp, pp, dp, mbs;         /* > 0 fixes the degree or size; 0 searches it */
-    int recompute;               /* -1 searches; a vp_recompute fixes it */
-    int max_chunks;              /* `interleaved` with 2..max_chunks chunks (0: 4; 1: none) */
-    int vblock_max_pp;           /* "v-block" at pipeline degrees up to this (0: 32): finding the
-                                    levels takes the budget planner seconds at 32, tens at 64 */
-    int top;                     /* configurations ranked (0: 10) */
-    int threads;                 /* worker threads (0 or 1: the calling thread only) */
-    double time_limit_s;         /* stop after this many seconds with the best so far (0: none) */
+    vp_workload work;    /* seq, sp (applied where TP > 1), zero1, flash, precision,
+                            dp_overlap and reserve_bytes as given; tp, dp, mbs and
+                            recompute are searched unless fixed below */
+    vp_split_goal split; /* how every candidate's layers split (VP_SPLIT_TIME default) */
+    int gpus;            /* N */
+    int global_batch;    /* B, sequences per step */
+    int tp, pp, dp, mbs; /* > 0 fixes the degree or size; 0 searches it */
+    int recompute;       /* -1 searches; a vp_recompute fixes it */
+    int max_chunks;      /* `interleaved` with 2..max_chunks chunks (0: 4; 1: none) */
+    int vblock_max_pp;   /* "v-block" at pipeline degrees up to this (0: 32): finding the
+                            levels takes the budget planner seconds at 32, tens at 64 */
+    int top;             /* configurations ranked (0: 10) */
+    int threads;         /* worker threads (0 or 1: the calling thread only) */
+    double time_limit_s; /* stop after this many seconds with the best so far (0: none); checked
+                            while enumerating and between batches, after one batch at least */
     vp_hybrid_progress progress; /* NULL: none */
     void *progress_arg;
 } vp_hybrid_request;

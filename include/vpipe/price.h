@@ -118,10 +118,23 @@ typedef struct vp_gpu {
     double intra_latency; /* seconds per message inside a node */
     double inter_latency; /* seconds per message between nodes */
     int gpus_per_node;
-    double efficiency; /* fraction of peak a pass reaches, in (0, 1] */
+    double p2p_bw; /* bytes/s a pipeline send/receive reaches inside a node */
+    /* How fast a pass runs. The kernel model (efficiency 0): every matrix multiply of
+     * M x N x K runs at gemm_efficiency x M/(M+e) x N/(N+e) x K/(K+e) of peak, e =
+     * gemm_edge (a small dimension wastes part of its tiles, waves and pipeline fill), and
+     * F's and B's other kernels (norms, activations, dropout, softmax, residuals) move
+     * act_traffic_f and act_traffic_b bytes of memory per byte of activation F saves, at
+     * the HBM bandwidth. With efficiency > 0 every pass runs at that one fraction of peak
+     * instead (the older model; a measured cost file beats both). */
+    double efficiency;
+    double gemm_efficiency;              /* fraction of peak of a large matrix multiply, (0, 1] */
+    double gemm_edge;                    /* elements, >= 0 */
+    double act_traffic_f, act_traffic_b; /* bytes per saved byte, >= 0 */
 } vp_gpu;
 
-/* Built-in accelerators: a100-80gb, h100-80gb, h200-141gb (design/models.md §3). */
+/* Built-in accelerators: a100-80gb, h100-80gb, h200-141gb (design/models.md §3), with the
+ * kernel model calibrated to the Zero Bubble paper's profiled A100 pass times (models.md
+ * §6; src/price/readers.c gives the numbers). */
 VP_API int vp_gpu_preset_count(void);
 VP_API const char *vp_gpu_preset_name(int i);
 VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
@@ -129,8 +142,12 @@ VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
 /* Reads an accelerator JSON object: {"name": "...", "base": "a100-80gb", "peak_tflops":
  * 312, "memory_gib": 80, "hbm_tb_s": 2.039, "intra_node_gb_s": 300, "inter_node_gb_s":
  * 25, "intra_node_latency_us": 3, "inter_node_latency_us": 10, "gpus_per_node": 8,
- * "efficiency": 0.5}. With "base" every other key is optional and overrides the preset;
- * without it all are required ("name" is optional). VP_EPARSE naming the key. */
+ * "p2p_gb_s": 47.5, "gemm_efficiency": 0.87, "gemm_edge": 128, "act_traffic_f": 4.1,
+ * "act_traffic_b": 2.8} or, for one fraction of peak for every pass, "efficiency": 0.5
+ * in place of the four kernel keys. With "base" every other key is optional and
+ * overrides the preset ("efficiency" switches to the one fraction); without it all are
+ * required ("name" is optional; "p2p_gb_s" defaults to intra_node_gb_s, as files written
+ * before it existed mean). VP_EPARSE naming the key. */
 VP_API vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err);
 
 /* Preset name, or path of such a JSON file (same rule as vp_arch_resolve). */

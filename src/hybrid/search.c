@@ -163,6 +163,14 @@ static bool allowed(int fixed, int value) {
 
 /* Every point: TP within a node dividing the heads and KV heads, PP x DP the rest, every
  * microbatch size DP x mbs divides the batch by, every recomputation searched. */
+/* Whether the request's time limit has passed (marks the answer timed out when so). */
+static bool out_of_time(search *S) {
+    double limit = S->req->time_limit_s;
+    if (limit > 0 && (vp__now_ms() - S->t0) / 1e3 > limit)
+        S->h->timed_out = true;
+    return S->h->timed_out;
+}
+
 static vp_status enumerate(search *S, vp_error *err) {
     const vp_hybrid_request *q = S->req;
     const vp_arch *a = q->arch;
@@ -188,8 +196,8 @@ static vp_status enumerate(search *S, vp_error *err) {
                         .dp = dp, .tp = tp, .pp = pp, .mbs = mbs, .m = B / dp / mbs};
                     pt.recompute = (vp_recompute)rc;
                     vp_status st = add_point(S, &pt, err);
-                    if (st != VP_OK)
-                        return st;
+                    if (st != VP_OK || out_of_time(S))
+                        return st; /* out of time: the points so far are searched */
                 }
             }
         }
@@ -343,11 +351,8 @@ static vp_status visit(search *S, standings *st, vp_error *err) {
     qsort(order, (size_t)n, sizeof *order, by_bound);
     vp_status rc = VP_OK;
     for (long at = 0; at < n && rc == VP_OK; at += BATCH) {
-        double limit = S->req->time_limit_s;
-        if (limit > 0 && (vp__now_ms() - S->t0) / 1e3 > limit) {
-            S->h->timed_out = true;
+        if (at > 0 && out_of_time(S)) /* one batch always: a best to return */
             break;
-        }
         long todo[BATCH];
         int k = 0;
         for (long j = at; j < at + BATCH && j < n; j++) {

@@ -25,17 +25,19 @@ bool vp__spans_nodes(const vp_gpu *gpu, long first, long stride, int n) {
 
 /* Tensor-parallel collectives of one pass of a part, in ms: a layer all-reduces (or
  * reduce-scatters and all-gathers, with sequence parallelism: the same volume) its
- * attention and MLP outputs in F and their input gradients in B; the head gathers its
- * input (SP) and reduces its input gradient; the embedding reduces its output and, with
- * SP, gathers the gradient its W reads. */
+ * attention and MLP outputs in F and their input gradients in B, and with sequence
+ * parallelism its W gathers again the two inputs it reads (QKV's and FC1's, kept split
+ * over the sequence, as Megatron does); the head gathers its input (SP) and reduces its
+ * input gradient; the embedding reduces its output and, with SP, gathers the gradient
+ * its W reads. */
 static double tp_comm_ms(const vp_price_setup *su, vp_price_part part, vp_op_kind pass) {
     const vp_workload *t = su->work;
     double tensor = (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes;
     bool inter = vp__spans_nodes(su->gpu, 0, 1, t->tp);
     double gather = vp__ring_gather_seconds(su->gpu, inter, t->tp, tensor), reduce = 2 * gather;
     double s = 0;
-    if (part == VP_PRICE_LAYER && pass != VP_OP_W)
-        s = 2 * reduce;
+    if (part == VP_PRICE_LAYER)
+        s = pass != VP_OP_W ? 2 * reduce : (t->sp ? 2 * gather : 0);
     else if (part == VP_PRICE_HEAD && pass != VP_OP_W)
         s = pass == VP_OP_F ? (t->sp ? gather : 0) : (t->sp ? gather : reduce);
     else if (part == VP_PRICE_EMBEDDING && pass != VP_OP_B)
@@ -45,25 +47,26 @@ static double tp_comm_ms(const vp_price_setup *su, vp_price_part part, vp_op_kin
 
 /* ---- the parts ---------------------------------------------------------------------- */
 
-/* Per part: facts, and pass times in ms (compute at the accelerator's efficiency plus the
- * TP collectives; B includes the recomputation r_ms: the attention core, or the whole F
- * with its collectives). */
+/* Per part: facts, and pass times in ms (compute under the accelerator's speed model plus
+ * the TP collectives; B includes the recomputation r_ms: the attention core, or the whole
+ * F with its collectives). */
 typedef struct part_price {
     vp_price_facts facts;
     double f_ms, b_ms, w_ms, r_ms;
 } part_price;
 
 static void price_parts(const vp_price_setup *su, part_price *parts) {
-    double rate = su->gpu->peak_flops * su->gpu->efficiency / 1e3; /* FLOPs per ms */
     for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
         part_price *pp = &parts[k];
         vp_price_part part = (vp_price_part)k;
         vp__part_facts(su->arch, su->work, part, &pp->facts);
+        double sec[4];
+        vp__part_seconds(su, part, sec);
         bool whole = part == VP_PRICE_LAYER && su->work->recompute == VP_RECOMPUTE_FULL;
-        pp->f_ms = pp->facts.flops_f / rate + tp_comm_ms(su, part, VP_OP_F);
-        pp->r_ms = pp->facts.flops_r / rate + (whole ? tp_comm_ms(su, part, VP_OP_F) : 0);
-        pp->b_ms = pp->facts.flops_b / rate + tp_comm_ms(su, part, VP_OP_B) + pp->r_ms;
-        pp->w_ms = pp->facts.flops_w / rate + tp_comm_ms(su, part, VP_OP_W);
+        pp->f_ms = sec[0] * 1e3 + tp_comm_ms(su, part, VP_OP_F);
+        pp->r_ms = sec[3] * 1e3 + (whole ? tp_comm_ms(su, part, VP_OP_F) : 0);
+        pp->b_ms = sec[1] * 1e3 + tp_comm_ms(su, part, VP_OP_B) + pp->r_ms;
+        pp->w_ms = sec[2] * 1e3 + tp_comm_ms(su, part, VP_OP_W);
     }
 }
 
@@ -169,6 +172,14 @@ static double io_bytes(const vp_price_setup *su) {
     return (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
 }
 
+/* Seconds of one pipeline send (a point-to-point transfer): at the accelerator's
+ * send/receive bandwidth, or the network's between nodes when that is slower. */
+static double send_seconds(const vp_gpu *g, bool inter_node, double bytes) {
+    double link = inter_node ? g->inter_bw : g->intra_bw;
+    double bw = g->p2p_bw < link ? g->p2p_bw : link;
+    return bytes / bw + (inter_node ? g->inter_latency : g->intra_latency);
+}
+
 /* Mean time of a hop between pipeline neighbours on different devices, in ms: the
  * tensor over the link between their nodes, plus its latency. A schedule's critical
  * path crosses every hop alike, so the mean keeps the path's total. */
@@ -181,7 +192,7 @@ static double mean_hop_ms(const vp_price_setup *su, const vp_schedule *s) {
         if ((st + 1) % s->route_len == 0 || a == b)
             continue;
         bool inter = a * ranks / su->gpu->gpus_per_node != b * ranks / su->gpu->gpus_per_node;
-        sum += vp__link_seconds(su->gpu, inter, io_bytes(su));
+        sum += send_seconds(su->gpu, inter, io_bytes(su));
         hops++;
     }
     return hops ? sum / hops * 1e3 : 0;

@@ -24,6 +24,11 @@ bool vp__spans_nodes(const vp_gpu *gpu, long first, long stride, int n);
 void vp__part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
                     vp_price_facts *out);
 
+/* Seconds one pass of a part computes on one rank under the setup's accelerator (its
+ * speed model; collectives aside): sec[0] F, sec[1] B without recomputation, sec[2] W,
+ * sec[3] what recomputation adds to B. The setup must pass vp_price_check with a gpu. */
+void vp__part_seconds(const vp_price_setup *su, vp_price_part part, double sec[4]);
+
 /* Chooses layers per route position (counts[route_len]) for the shape s: every layer
  * goes where the largest load grows least. A stage's position is stage % route_len. */
 typedef struct vp__split_costs {

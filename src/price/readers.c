@@ -246,11 +246,39 @@ vp_status vp_arch_parse_hf(const char *text, size_t len, const char *name, vp_ar
 #define GIB 1073741824.0
 
 /* design/models.md §3: datasheet peaks, HBM, NVLink per direction and 200/400 Gb/s
- * InfiniBand per GPU; latencies typical of NCCL; efficiency 0.5 of peak. */
+ * InfiniBand per GPU; latencies typical of NCCL.
+ *
+ * Calibrated to the Zero Bubble paper's Table 6 (models.md §6: A100, zb-1.5b at mbs 6 and
+ * zb-6.2b at mbs 3, sequence 1024, pure PP; per middle stage F / B / W / hop
+ * 18.522 / 18.086 / 9.337 / 0.601 and 29.718 / 29.444 / 19.927 / 0.527 ms), and to
+ * nothing else:
+ * - p2p_bw 47.5 GB/s: both hops are one microbatch's activation (28.3 and 25.2 MB) at
+ *   47.1 and 47.8 GB/s (NCCL send/receive, not the link's 300 GB/s).
+ * - gemm_edge 128: not fitted; the tile of A100 matrix kernels (128 x 128 threadblocks,
+ *   K pipelined 32 x 4 deep): about one tile per dimension goes to the partial tile, the
+ *   last wave and the pipeline fill. The anchors allow 0 to about 190 (every pass within
+ *   3%), so they cannot pin it down; 128 is the hardware's figure.
+ * - gemm_efficiency 0.87, act_traffic_f 4.1, act_traffic_b 2.8: least squares over the
+ *   six pass times with that edge (every one within 2.5%). W is matrix multiplies only
+ *   (80% of peak in both models); F and B add norms, GELU, dropout and the softmax of the
+ *   s x s attention matrix, which move about 4.1 and 2.8 bytes per byte F saves.
+ * There is no H100/H200 anchor in models.md: those presets carry the A100 figures over
+ * (tile, efficiency, traffic; the HBM bandwidth and peak are their own), so their
+ * absolute times are less certain. */
+#define KERNEL_MODEL                                                                               \
+    .gemm_efficiency = 0.87, .gemm_edge = 128, .act_traffic_f = 4.1, .act_traffic_b = 2.8,         \
+    .p2p_bw = 47.5e9
+#define GPU(NAME, PEAK, MEMORY, HBM, INTRA, INTER)                                                 \
+    {                                                                                              \
+        .name = NAME, .peak_flops = PEAK, .memory_bytes = MEMORY, .hbm_bandwidth = HBM,            \
+        .intra_bw = INTRA, .inter_bw = INTER, .intra_latency = 3e-6, .inter_latency = 10e-6,       \
+        .gpus_per_node = 8, KERNEL_MODEL                                                           \
+    }
+
 static const vp_gpu gpu_presets[] = {
-    {"a100-80gb", 312e12, 80 * GIB, 2.039e12, 300e9, 25e9, 3e-6, 10e-6, 8, 0.5},
-    {"h100-80gb", 989e12, 80 * GIB, 3.35e12, 450e9, 50e9, 3e-6, 10e-6, 8, 0.5},
-    {"h200-141gb", 989e12, 141e9, 4.8e12, 450e9, 50e9, 3e-6, 10e-6, 8, 0.5},
+    GPU("a100-80gb", 312e12, 80 * GIB, 2.039e12, 300e9, 25e9),
+    GPU("h100-80gb", 989e12, 80 * GIB, 3.35e12, 450e9, 50e9),
+    GPU("h200-141gb", 989e12, 141e9, 4.8e12, 450e9, 50e9),
 };
 
 #define N_GPUS ((int)(sizeof gpu_presets / sizeof gpu_presets[0]))
@@ -290,8 +318,20 @@ static const gpu_key gpu_keys[] = {
     {"inter_node_gb_s", offsetof(vp_gpu, inter_bw), 1e9, 1e-6, 1e9},
     {"intra_node_latency_us", offsetof(vp_gpu, intra_latency), 1e-6, 0, 1e9},
     {"inter_node_latency_us", offsetof(vp_gpu, inter_latency), 1e-6, 0, 1e9},
+    {"p2p_gb_s", offsetof(vp_gpu, p2p_bw), 1e9, 1e-6, 1e9},
     {"efficiency", offsetof(vp_gpu, efficiency), 1, 1e-6, 1},
+    {"gemm_efficiency", offsetof(vp_gpu, gemm_efficiency), 1, 1e-6, 1},
+    {"gemm_edge", offsetof(vp_gpu, gemm_edge), 1, 0, 1e9},
+    {"act_traffic_f", offsetof(vp_gpu, act_traffic_f), 1, 0, 1e9},
+    {"act_traffic_b", offsetof(vp_gpu, act_traffic_b), 1, 0, 1e9},
 };
+
+/* Keys a file without "base" may leave out: the speed model takes either "efficiency" or
+ * the four kernel keys, and "p2p_gb_s" falls back to the link's bandwidth. */
+static bool optional_key(const char *key) {
+    return !strcmp(key, "p2p_gb_s") || !strcmp(key, "efficiency") || !strncmp(key, "gemm_", 5) ||
+           !strncmp(key, "act_traffic_", 12);
+}
 
 #define N_GPU_KEYS (sizeof gpu_keys / sizeof gpu_keys[0])
 
@@ -309,13 +349,30 @@ static vp_status read_gpu_keys(json_t *root, bool required, vp_gpu *g, vp_error 
     for (size_t i = 0; i < N_GPU_KEYS; i++) {
         const gpu_key *k = &gpu_keys[i];
         double *field = (double *)((char *)g + k->offset), x = *field / k->unit;
-        vp_status rc =
-            get_number(root, (const char *const[]){k->key, NULL}, k->lo, k->hi, required, &x, err);
+        vp_status rc = get_number(root, (const char *const[]){k->key, NULL}, k->lo, k->hi,
+                                  required && !optional_key(k->key), &x, err);
         if (rc != VP_OK)
             return rc;
         *field = x * k->unit;
     }
     return get_count(root, KEYS("gpus_per_node"), 1 << 20, required, &g->gpus_per_node, err);
+}
+
+/* The speed model a file chose: "efficiency" alone means one fraction of peak; without
+ * it, a file without "base" needs the four kernel keys. */
+static vp_status read_speed_model(json_t *root, bool based, vp_gpu *g, vp_error *err) {
+    if (json_object_get(root, "efficiency"))
+        return VP_OK;
+    g->efficiency = 0;
+    static const char *const kernel[] = {"gemm_efficiency", "gemm_edge", "act_traffic_f",
+                                         "act_traffic_b"};
+    for (size_t i = 0; i < 4 && !based; i++)
+        if (!json_object_get(root, kernel[i]))
+            return vp__fail(err, VP_EPARSE,
+                            "missing key \"%s\" (or \"efficiency\": one fraction of peak for "
+                            "every pass)",
+                            kernel[i]);
+    return VP_OK;
 }
 
 vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err) {
@@ -334,6 +391,10 @@ vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error 
         snprintf(g.name, sizeof g.name, "%s", name);
     if (rc == VP_OK)
         rc = read_gpu_keys(root, !base, &g, err);
+    if (rc == VP_OK && !base && !json_object_get(root, "p2p_gb_s"))
+        g.p2p_bw = g.intra_bw;
+    if (rc == VP_OK)
+        rc = read_speed_model(root, base != NULL, &g, err);
     json_decref(root);
     if (rc == VP_OK)
         *out = g;

@@ -66,9 +66,24 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
     return VP_OK;
 }
 
+/* The speed model: one fraction of peak in (0, 1], or (efficiency 0) the kernel model's
+ * parameters in range. */
+static vp_status check_speed(const vp_gpu *g, vp_error *err) {
+    if (g->efficiency > 0 && g->efficiency <= 1)
+        return VP_OK;
+    bool kernel = g->efficiency == 0 && g->gemm_efficiency > 0 && g->gemm_efficiency <= 1 &&
+                  g->gemm_edge >= 0 && g->act_traffic_f >= 0 && g->act_traffic_b >= 0 &&
+                  isfinite(g->gemm_edge + g->act_traffic_f + g->act_traffic_b);
+    return kernel ? VP_OK
+                  : vp__fail(err, VP_EINVAL,
+                             "accelerator %s: efficiency in (0, 1], or 0 with gemm_efficiency "
+                             "in (0, 1] and gemm_edge, act_traffic_f, act_traffic_b >= 0",
+                             g->name);
+}
+
 static vp_status check_gpu(const vp_gpu *g, vp_error *err) {
-    double positive[] = {g->peak_flops, g->memory_bytes, g->hbm_bandwidth, g->intra_bw,
-                         g->inter_bw};
+    double positive[] = {g->peak_flops, g->memory_bytes, g->hbm_bandwidth,
+                         g->intra_bw,   g->inter_bw,     g->p2p_bw};
     for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++)
         if (!(positive[i] > 0) || !isfinite(positive[i]))
             return vp__fail(err, VP_EINVAL,
@@ -76,13 +91,10 @@ static vp_status check_gpu(const vp_gpu *g, vp_error *err) {
                             "must be positive",
                             g->name);
     if (!(g->intra_latency >= 0) || !(g->inter_latency >= 0) || !isfinite(g->intra_latency) ||
-        !isfinite(g->inter_latency) || g->gpus_per_node < 1 ||
-        !(g->efficiency > 0 && g->efficiency <= 1))
+        !isfinite(g->inter_latency) || g->gpus_per_node < 1)
         return vp__fail(err, VP_EINVAL,
-                        "accelerator %s: latencies >= 0, gpus_per_node >= 1 "
-                        "and efficiency in (0, 1] needed",
-                        g->name);
-    return VP_OK;
+                        "accelerator %s: latencies >= 0 and gpus_per_node >= 1 needed", g->name);
+    return check_speed(g, err);
 }
 
 vp_status vp_price_check(const vp_price_setup *setup, vp_error *err) {

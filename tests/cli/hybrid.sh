@@ -79,7 +79,8 @@ pick = min((c for f, c in per.items() if f in ("1f1b", "interleaved")), key=lamb
 assert arg("--pipeline-model-parallel-size") == pick["pp"]
 assert arg("--tensor-model-parallel-size") == pick["tp"]
 assert arg("--micro-batch-size") == pick["mbs"] and arg("--global-batch-size") == 160
-assert "--sequence-parallel" in words and "--use-distributed-optimizer" in words
+assert "--sequence-parallel" in words
+assert ("--use-distributed-optimizer" in words) == (pick["dp"] > 1)  # nothing to shard at DP 1
 PY
 
 # -o writes the winner's schedule: it validates and simulates to the winner's p and m.

@@ -1,0 +1,75 @@
+/* How long a pass computes on one rank: the accelerator's speed model applied to the
+ * matrix multiplies and the other kernels of a layer, the embedding or the head.
+ *
+ * The kernel model (vp_gpu.efficiency 0). A matrix multiply of M x N x K (2MNK FLOPs)
+ * runs at gemm_efficiency x M/(M+e) x N/(N+e) x K/(K+e) of peak, e = gemm_edge: a large
+ * one at the kernel's best, a small one losing its partial tiles, its last wave and its
+ * pipeline fill; so a larger microbatch (M = tokens) or a wider TP slice (N or K = a
+ * width over TP) runs faster. The other kernels of F and B (norms, activations, dropout,
+ * softmax, residual adds) are memory-bound: they move act_traffic_f (F) and act_traffic_b
+ * (B) bytes per byte of activation F saves, at the HBM bandwidth. W is matrix multiplies
+ * only. With vp_gpu.efficiency > 0 every FLOP runs at that fraction of peak and nothing
+ * else is added (the older model). Calibration: src/price/readers.c. */
+#include "price/price_internal.h"
+
+/* Seconds of count multiplies of M x N x K. */
+static double gemm_seconds(const vp_gpu *g, double m, double n, double k, double count) {
+    double rate = g->efficiency;
+    if (rate == 0) {
+        double e = g->gemm_edge;
+        rate = g->gemm_efficiency * (m / (m + e)) * (n / (n + e)) * (k / (k + e));
+    }
+    return count * 2 * m * n * k / (g->peak_flops * rate);
+}
+
+/* Seconds of one pass's matrix multiplies on one rank (Zero Bubble Table 1's FLOPs, as
+ * part_flops counts them): B and W each repeat F's linears once (input and weight
+ * gradients, same dimensions), B repeats the attention core twice. *attention gets
+ * the attention core's share of F. */
+static void matmul_seconds(const vp_price_setup *su, vp_price_part part, double mm[3],
+                           double *attention) {
+    const vp_arch *a = su->arch;
+    const vp_workload *t = su->work;
+    const vp_gpu *g = su->gpu;
+    double T = (double)t->mbs * t->seq, h = a->hidden, tp = t->tp, head = h / a->heads;
+    double kv = a->kv_heads * head, f = a->ffn, gates = a->ffn_kind == VP_FFN_SWIGLU ? 2 : 1;
+    *attention = 0;
+    mm[0] = mm[1] = mm[2] = 0;
+    if (part == VP_PRICE_EMBEDDING)
+        return;
+    if (part == VP_PRICE_HEAD) {
+        mm[0] = mm[1] = mm[2] = gemm_seconds(g, T, a->vocab / tp, h, 1);
+        return;
+    }
+    double linear = gemm_seconds(g, T, (h + 2 * kv) / tp, h, 1) + gemm_seconds(g, T, h, h / tp, 1) +
+                    gemm_seconds(g, T, gates * f / tp, h, 1) + gemm_seconds(g, T, h, f / tp, 1);
+    double heads = a->heads / tp * t->mbs; /* one QK^T and one AV per head and sequence */
+    *attention =
+        gemm_seconds(g, t->seq, t->seq, head, heads) + gemm_seconds(g, t->seq, head, t->seq, heads);
+    mm[0] = linear + *attention;
+    mm[1] = linear + 2 * *attention;
+    mm[2] = linear;
+}
+
+void vp__part_seconds(const vp_price_setup *su, vp_price_part part, double sec[4]) {
+    const vp_gpu *g = su->gpu;
+    double attention;
+    matmul_seconds(su, part, sec, &attention);
+    vp_recompute rc = part == VP_PRICE_LAYER ? su->work->recompute : VP_RECOMPUTE_NONE;
+    vp_workload plain = *su->work;
+    plain.recompute = VP_RECOMPUTE_NONE;
+    vp_price_facts all, kept; /* what F saves without recomputation, and with it */
+    vp__part_facts(su->arch, &plain, part, &all);
+    vp__part_facts(su->arch, su->work, part, &kept);
+    bool kernel = g->efficiency == 0;
+    double moved_f = kernel ? g->act_traffic_f * all.act_bytes / g->hbm_bandwidth : 0;
+    sec[0] += moved_f;
+    sec[1] += kernel ? g->act_traffic_b * all.act_bytes / g->hbm_bandwidth : 0;
+    sec[3] = 0;
+    if (rc == VP_RECOMPUTE_FULL)
+        sec[3] = sec[0];
+    else if (rc == VP_RECOMPUTE_SELECTIVE && !su->work->flash) /* the attention core again */
+        sec[3] =
+            attention +
+            (all.act_bytes > 0 ? moved_f * (all.act_bytes - kept.act_bytes) / all.act_bytes : 0);
+}
