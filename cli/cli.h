@@ -108,6 +108,11 @@ extern const cli_group cli_spec_group;
 /* --max-ops N of a long (a vp_spec's max_ops), for every command that builds schedules. */
 extern const cli_group cli_limit_group;
 
+/* --recompute none|selective|full of a vp_recompute (vp_recompute_parse): a vp_spec's
+ * recompute, which builds every family's recomputing version; cli_obtain_schedule gives
+ * a schedule file the same. */
+extern const cli_group cli_recompute_group;
+
 /* Defaults: p, m unset, default costs and memory model, the default op limit. */
 void cli_spec_init(cli_spec *o);
 
@@ -127,18 +132,19 @@ extern const cli_group cli_model_group;
 
 /* Obtains the schedule a subcommand works on: `what` is a family name (built from o,
  * which then needs -p and -m) or a schedule file (read and validated; -p/-m, when given,
- * must match it). On failure prints the error and returns the exit code; 0 on success. */
+ * must match it), recomputing as o->spec.recompute asks (none leaves a file as it is).
+ * On failure prints the error and returns the exit code; 0 on success. */
 int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out);
 
 /* Simulates s with o's costs and memory model. Prints the error and returns the exit code
  * on failure (3 when the costs make the results not finite); 0 on success. */
 int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out);
 
-/* "F=1 B=1 W=1 c=0" (and " FB=x" when set) of costs, into buf. Returns buf. */
+/* "F=1 B=1 W=1 c=0" (and " FB=x", " R=x" when set) of costs, into buf. Returns buf. */
 const char *cli_costs_text(const vp_costs *c, char *buf, size_t size);
 
-/* The JSON object scripts read for one simulated schedule (family, p, m, makespan,
- * bubble, bubble_makespan, peak_memory, peak_memory_max, ...). New reference. */
+/* The JSON object scripts read for one simulated schedule (family, p, m, recompute,
+ * makespan, bubble, bubble_makespan, peak_memory, peak_memory_max, ...). New reference. */
 json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *costs);
 
 /* ---- subcommands ------------------------------------------------------------------------- */

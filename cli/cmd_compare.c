@@ -153,6 +153,7 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(compare_args, spec)},
     {&cli_limit_group, offsetof(compare_args, spec.spec.max_ops)},
+    {&cli_recompute_group, offsetof(compare_args, spec.spec.recompute)},
     {&compare_group, 0},
 };
 

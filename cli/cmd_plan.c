@@ -160,6 +160,7 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(plan_args, spec)},
     {&cli_limit_group, offsetof(plan_args, spec.spec.max_ops)},
+    {&cli_recompute_group, offsetof(plan_args, spec.spec.recompute)},
     {&plan_group, 0},
 };
 

@@ -125,6 +125,7 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(render_args, spec)},
     {&cli_limit_group, offsetof(render_args, spec.spec.max_ops)},
+    {&cli_recompute_group, offsetof(render_args, spec.spec.recompute)},
     {&render_group, 0},
 };
 

@@ -99,6 +99,7 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(schedule_args, spec)},
     {&cli_limit_group, offsetof(schedule_args, spec.spec.max_ops)},
+    {&cli_recompute_group, offsetof(schedule_args, spec.spec.recompute)},
     {&schedule_group, 0},
 };
 

@@ -23,8 +23,11 @@ static void init(void *args) {
 
 static void print_text(FILE *out, const vp_schedule *s, const vp_sim *sim, const vp_costs *c) {
     char costs[128];
-    fprintf(out, "%s  p=%d  m=%d  stages=%d  placement=%s  costs %s\n", s->family, s->p, s->m, s->S,
+    fprintf(out, "%s  p=%d  m=%d  stages=%d  placement=%s  costs %s", s->family, s->p, s->m, s->S,
             vp_placement_name(s->placement), cli_costs_text(c, costs, sizeof costs));
+    if (s->recompute != VP_RECOMPUTE_NONE)
+        fprintf(out, "  recompute %s", vp_recompute_name(s->recompute));
+    fputc('\n', out);
     fprintf(out, "makespan %g   bubble %.2f%% (longest span %g)   bubble over makespan %.2f%%\n",
             sim->makespan, 100.0 * sim->bubble, vp_sim_longest_span(sim),
             100.0 * sim->bubble_makespan);
@@ -77,6 +80,7 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(simulate_args, spec)},
     {&cli_limit_group, offsetof(simulate_args, spec.spec.max_ops)},
+    {&cli_recompute_group, offsetof(simulate_args, spec.spec.recompute)},
     {&simulate_group, 0},
 };
 

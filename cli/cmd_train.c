@@ -21,6 +21,7 @@ typedef struct train_args {
     const char *schedule, *schedule_file, *data_path, *memory, *trace, *svg;
     int p, chunks, warmup, transport, lr_schedule;
     long max_ops; /* --max-ops (0: the default limit) */
+    vp_recompute recompute;
     double weight_decay;
     bool json, emulate;
 } train_args;
@@ -358,7 +359,7 @@ static json_t *real_or_null(bool applicable, double v) {
 }
 
 /* What only a pipelined run reports. */
-static void pipeline_json(json_t *root, const vp_pipeline_result *pr) {
+static void pipeline_json(json_t *root, const vp_schedule *s, const vp_pipeline_result *pr) {
     json_object_set_new(root, "predicted_peak_activation_bytes",
                         real_array(pr->predicted_peak_bytes, pr->p));
     json_object_set_new(root, "bubble_measured", real_array(pr->bubble_measured, pr->p));
@@ -367,14 +368,16 @@ static void pipeline_json(json_t *root, const vp_pipeline_result *pr) {
         json_array_append_new(split, json_integer(pr->layer_start[k]));
     json_object_set_new(root, "layer_start", split);
     json_object_set_new(root, "bit_exact_expected", json_boolean(pr->bit_exact));
+    json_object_set_new(root, "recompute", json_string(vp_recompute_name(s->recompute)));
     if (pr->predicted_step_ms > 0)
         json_object_set_new(root, "predicted_step_ms", json_real(pr->predicted_step_ms));
 }
 
-/* The summary of a run as JSON on stdout; pr is NULL for the single-rank reference. An
+/* The summary of a run as JSON on stdout; s and pr are NULL for the single-rank reference. An
  * emulated run has no model: losses, peak bytes and digest are null. */
-static int print_json(const train_args *a, const char *schedule, const vp_train_result *r,
+static int print_json(const train_args *a, const vp_schedule *s, const vp_train_result *r,
                       const vp_pipeline_result *pr) {
+    const char *schedule = s ? s->family : "single";
     const vp_train_options *o = &a->po.train;
     bool real = !a->emulate;
     char digest[17];
@@ -398,7 +401,7 @@ static int print_json(const train_args *a, const char *schedule, const vp_train_
     json_object_set_new(root, "resumed_step", json_integer(r->resumed_step));
     json_object_set_new(root, "skipped_steps", json_integer(r->skipped_steps));
     if (pr)
-        pipeline_json(root, pr);
+        pipeline_json(root, s, pr);
     int rc = cli_write_json("-", root);
     json_decref(root);
     return rc;
@@ -422,10 +425,11 @@ static void print_summary(FILE *out, const train_args *a, const vp_schedule *s,
     for (int k = 0; k < pr->route_len; k++)
         fprintf(out, " %d", pr->layer_start[k + 1] - pr->layer_start[k]);
     fprintf(out,
-            "\ndone: %s on %d ranks%s, %d steps | train loss %s | val loss %s | %.1f ms/step | "
+            "\ndone: %s%s%s on %d ranks%s, %d steps | train loss %s | val loss %s | %.1f ms/step | "
             "%.0f tok/s | param digest %s\n",
-            s->family, pr->p, real ? "" : " (emulated)", r->steps,
-            number_or_na(real, "%.4f", r->train_loss, tl, sizeof tl),
+            s->family, s->recompute ? " recomputing " : "",
+            s->recompute ? vp_recompute_name(s->recompute) : "", pr->p, real ? "" : " (emulated)",
+            r->steps, number_or_na(real, "%.4f", r->train_loss, tl, sizeof tl),
             number_or_na(real, "%.4f", r->val_loss, vl, sizeof vl), r->step_ms, r->tokens_per_s,
             real ? (snprintf(dg, sizeof dg, "%016" PRIx64, r->param_digest), dg) : "n/a");
     if (pr->predicted_step_ms > 0)
@@ -455,7 +459,7 @@ static int finished_summary(const train_args *a, const vp_train_result *r) {
 static int report_pipelined(const train_args *a, const vp_schedule *s,
                             const vp_pipeline_result *pr) {
     if (a->json)
-        return print_json(a, s->family, &pr->train, pr);
+        return print_json(a, s, &pr->train, pr);
     int done = finished_summary(a, &pr->train);
     if (done >= 0)
         return done;
@@ -481,13 +485,14 @@ static int simulated_timeline(const vp_schedule *s, const vp_pipeline_result *pr
     vp_sim *sim = NULL;
     vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, &err);
     if (rc == VP_OK)
-        rc = vp_runtime_model_bytes(cm, s, model, &err);
+        rc = vp_runtime_model_bytes(cm, s, model, pr->layer_start, &err);
     if (rc == VP_OK)
         rc = vp_runtime_measured_costs(s, pr->measured, cm, &err);
     if (rc == VP_OK) {
         for (int st = 0; st < cm->S; st++) {
             cm->act[st] = cm->act_bytes[st] / MIB;
             cm->keep[st] = cm->keep_bytes[st] / MIB;
+            cm->hold[st] = cm->hold_bytes[st] / MIB;
         }
         rc = vp_simulate(s, cm, &sim, &err);
     }
@@ -586,6 +591,7 @@ static int check_shape(const train_args *a) {
     vp_spec spec = vp_spec_make(a->p, a->po.train.m);
     spec.v = a->chunks;
     spec.max_ops = a->max_ops;
+    spec.recompute = a->recompute;
     int rc = vp_split_layers(a->po.train.model.n_layer, a->p, l0, &err) == VP_OK &&
                      vp_spec_check_size(&spec, &err) == VP_OK
                  ? 0
@@ -612,6 +618,12 @@ static int check_flags(train_args *a) {
                                         "checkpoint or resume");
     if (o->checkpoint_every && !o->checkpoint_dir)
         return cli_error(VP_EXIT_USAGE, "--checkpoint-every needs --checkpoint DIR");
+    if (a->recompute && reference)
+        return cli_error(VP_EXIT_USAGE, "--recompute recomputes in a schedule: give --schedule "
+                                        "(the single-rank reference keeps every activation)");
+    if (a->recompute && a->schedule && !strcmp(a->schedule, "auto"))
+        return cli_error(VP_EXIT_USAGE, "--recompute with --schedule auto: the planner already "
+                                        "weighs 1F1B with full recomputation (1f1b-r)");
     int rc = check_faults(a);
     if (rc)
         return rc;
@@ -682,7 +694,7 @@ static int profile_op_ms(const train_args *a, const vp_schedule *s, vp_cost_mode
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
     if (vp_cost_model_new(s, &costs, &mem, out, &err) == VP_OK &&
-        vp_profile_cost_model(&a->profile.profile, s, *out, &err) == VP_OK)
+        vp_profile_cost_model(&a->profile.profile, s, a->po.layer_start, *out, &err) == VP_OK)
         return 0;
     vp_cost_model_free(*out);
     *out = NULL;
@@ -733,6 +745,7 @@ static int pipelined_schedule(train_args *a, vp_schedule **out) {
     }
     spec.spec.v = a->chunks;
     spec.spec.max_ops = a->max_ops;
+    spec.spec.recompute = a->recompute;
     int rc = cli_spec_ready(&spec);
     if (!rc)
         rc = cli_obtain_schedule(a->schedule_file ? a->schedule_file
@@ -773,7 +786,7 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
     if (r.skipped_steps)
         fprintf(ctx->out, "skipped %d non-finite steps\n", r.skipped_steps);
     if (a->json)
-        return print_json(a, "single", &r, NULL);
+        return print_json(a, NULL, &r, NULL);
     int done = finished_summary(a, &r);
     if (done >= 0)
         return done;
@@ -854,6 +867,7 @@ static const cli_use uses[] = {
     {&durability_group, 0},
     {&output_group, 0},
     {&cli_limit_group, TRAIN(max_ops)},
+    {&cli_recompute_group, TRAIN(recompute)},
     {&testing_group, 0},
 };
 

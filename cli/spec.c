@@ -31,6 +31,11 @@ static int parse_memory_model(const char *flag, const char *value, void *dest) {
     return vp_memcfg_parse(value, dest, &err) == VP_OK ? 0 : value_error(flag, value, &err);
 }
 
+static int parse_recompute(const char *flag, const char *value, void *dest) {
+    vp_error err = {0};
+    return vp_recompute_parse(value, dest, &err) == VP_OK ? 0 : value_error(flag, value, &err);
+}
+
 /* A count of ops, also in scientific notation (1e9). */
 static int parse_max_ops(const char *flag, const char *value, void *dest) {
     double x;
@@ -114,6 +119,18 @@ static const cli_opt limit_opts[] = {
 
 const cli_group cli_limit_group = CLI_GROUP("limits", limit_opts);
 
+static const cli_opt recompute_opts[] = {
+    {.name = "recompute",
+     .kind = CLI_CUSTOM,
+     .arg = "none|selective|full",
+     .parse = parse_recompute,
+     .help = "recompute before each backward (an R pass): full keeps only\n"
+             "each stage's input from F until R, selective drops the\n"
+             "attention core (default none; 1f1b-r is 1F1B with full)"},
+};
+
+const cli_group cli_recompute_group = CLI_GROUP("recomputation", recompute_opts);
+
 #define MODEL_INT(name_, field, hi_, help_)                                                        \
     {                                                                                              \
         .name = name_, .kind = CLI_INT, .offset = offsetof(vp_model_config, field), .arg = "N",    \
@@ -191,13 +208,20 @@ int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out) 
         *out = NULL;
         return cli_error(VP_EXIT_INPUT, "%s has p=%d, m=%d, not the -p/-m given", what, p, m);
     }
-    return 0;
+    if (o->spec.recompute == VP_RECOMPUTE_NONE)
+        return 0;
+    vp_schedule *file = *out;
+    vp_status rc = vp_schedule_recompute(file, o->spec.recompute, out, &err);
+    vp_schedule_free(file);
+    return rc == VP_OK ? 0 : cli_lib_error(&err);
 }
 
 const char *cli_costs_text(const vp_costs *c, char *buf, size_t size) {
     int n = snprintf(buf, size, "F=%g B=%g W=%g c=%g", c->f, c->b, c->w, c->c);
     if (c->fb >= 0 && n >= 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, " FB=%g", c->fb);
+        n += snprintf(buf + n, size - (size_t)n, " FB=%g", c->fb);
+    if (c->r >= 0 && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " R=%g", c->r);
     return buf;
 }
 
@@ -207,7 +231,7 @@ int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out) {
     *out = NULL;
     vp_status rc = vp_cost_model_new(s, &o->spec.costs, &o->spec.mem, &cm, &err);
     if (rc == VP_OK && o->profile.given)
-        rc = vp_profile_cost_model(&o->profile.profile, s, cm, &err);
+        rc = vp_profile_cost_model(&o->profile.profile, s, NULL, cm, &err);
     if (rc == VP_OK)
         rc = vp_simulate(s, cm, out, &err);
     vp_cost_model_free(cm);
@@ -228,10 +252,13 @@ json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *co
     json_object_set_new(o, "m", json_integer(s->m));
     json_object_set_new(o, "stages", json_integer(s->S));
     json_object_set_new(o, "placement", json_string(vp_placement_name(s->placement)));
+    json_object_set_new(o, "recompute", json_string(vp_recompute_name(s->recompute)));
     json_t *c =
         json_pack("{s:f,s:f,s:f,s:f}", "F", costs->f, "B", costs->b, "W", costs->w, "c", costs->c);
     if (costs->fb >= 0)
         json_object_set_new(c, "FB", json_real(costs->fb));
+    if (costs->r >= 0)
+        json_object_set_new(c, "R", json_real(costs->r));
     json_object_set_new(o, "costs", c);
     json_object_set_new(o, "makespan", json_real(sim->makespan));
     json_object_set_new(o, "longest_span", json_real(vp_sim_longest_span(sim)));

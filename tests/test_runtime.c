@@ -45,10 +45,53 @@ static int build(const char *family, int p, int m, vp_schedule **s) {
     return vp_family_build(family, &spec, s, &err) == VP_OK;
 }
 
-/* Every registered family, p in {2, 4}, m in {p, 2p, 4p} where the family takes m:
- * same losses and parameters as vp_train_run, and measured peaks = predicted. DualPipe
- * sums two replicas' gradients, which reorders a float sum: there the test asks for a
- * relative 1e-6 on the losses instead of equal bits (and says so through bit_exact). */
+/* Measured = predicted for every rank and category (vp_runtime_predict_memory). */
+static void expect_memory_predicted(const char *what, const vp_pipeline_result *r) {
+    for (int d = 0; d < r->p; d++) {
+        if ((double)r->peak_act_bytes[d] != r->predicted_peak_bytes[d])
+            fail_msg("%s rank %d: measured %zu activation bytes, predicted %.0f", what, d,
+                     r->peak_act_bytes[d], r->predicted_peak_bytes[d]);
+        for (int c = 0; c < VP_MEM_CATEGORIES; c++) {
+            double got = r->memory[d * VP_MEM_CATEGORIES + c];
+            double want = r->predicted_memory[d * VP_MEM_CATEGORIES + c];
+            if (got != want)
+                fail_msg("%s rank %d: measured %.0f %s bytes, predicted %.0f", what, d, got,
+                         vp_mem_category_name((vp_mem_category)c), want);
+        }
+        assert_true(r->memory[d * VP_MEM_CATEGORIES + VP_MEM_PARAMS] > 0);
+    }
+}
+
+/* One run of s against the reference ref: the same losses and parameters (DualPipe,
+ * whose two replicas reorder a float sum, to a relative 1e-6 and says so through
+ * bit_exact), and measured = predicted. Returns whether it was bit-exact. */
+static int expect_matches(vp_pipeline_options o, const vp_schedule *s, const vp_train_result *ref,
+                          const char *what) {
+    o.schedule = s;
+    vp_pipeline_result r;
+    vp_error err = {0};
+    if (vp_pipeline_train(&o, data, NULL, NULL, &r, &err) != VP_OK)
+        fail_msg("%s: %s", what, err.message);
+    if (r.bit_exact) {
+        if (r.train.param_digest != ref->param_digest || r.train.train_loss != ref->train_loss ||
+            r.train.val_loss != ref->val_loss)
+            fail_msg("%s: loss %.9g/%.9g vs %.9g/%.9g, digest differs=%d", what, r.train.train_loss,
+                     r.train.val_loss, ref->train_loss, ref->val_loss,
+                     r.train.param_digest != ref->param_digest);
+    } else {
+        assert_non_null(strstr(what, "dualpipe "));
+        assert_true(fabs(r.train.train_loss - ref->train_loss) < 1e-6 * ref->train_loss);
+        assert_true(fabs(r.train.val_loss - ref->val_loss) < 1e-6 * ref->val_loss);
+    }
+    expect_memory_predicted(what, &r);
+    int exact = r.bit_exact;
+    vp_pipeline_result_release(&r);
+    return exact;
+}
+
+/* Every registered family, p in {2, 4}, m in {p, 2p, 4p} where the family takes m, with
+ * and without recomputation (selective, full): the same losses and parameters as
+ * vp_train_run, and measured = predicted for every rank and category. */
 static void test_every_family_matches_reference(void **state) {
     (void)state;
     int runs = 0, exact_runs = 0;
@@ -63,34 +106,22 @@ static void test_every_family_matches_reference(void **state) {
                 vp_schedule *s = NULL;
                 if (!build(name, p, m, &s))
                     continue; /* the family does not take this m (e.g. m < 2p) */
-                o.schedule = s;
-                vp_pipeline_result r;
-                if (vp_pipeline_train(&o, data, NULL, NULL, &r, &err) != VP_OK)
-                    fail_msg("%s p=%d m=%d: %s", name, p, m, err.message);
-                if (r.bit_exact) {
-                    if (r.train.param_digest != ref.param_digest ||
-                        r.train.train_loss != ref.train_loss || r.train.val_loss != ref.val_loss)
-                        fail_msg("%s p=%d m=%d: loss %.9g/%.9g vs %.9g/%.9g, digest differs=%d",
-                                 name, p, m, r.train.train_loss, r.train.val_loss, ref.train_loss,
-                                 ref.val_loss, r.train.param_digest != ref.param_digest);
-                    exact_runs++;
-                } else {
-                    assert_string_equal(name, "dualpipe");
-                    assert_true(fabs(r.train.train_loss - ref.train_loss) < 1e-6 * ref.train_loss);
-                    assert_true(fabs(r.train.val_loss - ref.val_loss) < 1e-6 * ref.val_loss);
+                for (int rc = VP_RECOMPUTE_NONE; rc <= VP_RECOMPUTE_FULL; rc++) {
+                    vp_schedule *x = NULL;
+                    assert_int_equal(vp_schedule_recompute(s, (vp_recompute)rc, &x, NULL), VP_OK);
+                    char what[96];
+                    snprintf(what, sizeof what, "%s p=%d m=%d recompute %s", name, p, m,
+                             vp_recompute_name((vp_recompute)rc));
+                    exact_runs += expect_matches(o, x, &ref, what);
+                    runs++;
+                    vp_schedule_free(x);
                 }
-                for (int d = 0; d < p; d++)
-                    if ((double)r.peak_act_bytes[d] != r.predicted_peak_bytes[d])
-                        fail_msg("%s p=%d m=%d rank %d: measured %zu bytes, predicted %.0f", name,
-                                 p, m, d, r.peak_act_bytes[d], r.predicted_peak_bytes[d]);
-                runs++;
-                vp_pipeline_result_release(&r);
                 vp_schedule_free(s);
             }
         }
-    /* 14 families x 6 shapes, less the shapes V/DualPipe families refuse (m < 2p). */
-    assert_true(runs >= 60);
-    assert_true(exact_runs >= runs - 6);
+    /* 15 families x 6 shapes x 3, less the shapes V/DualPipe families refuse (m < 2p). */
+    assert_true(runs >= 3 * 66);
+    assert_true(exact_runs >= runs - 3 * 6);
 }
 
 /* Peak of the busiest rank for family at (p, m) on a model whose layers dominate the
@@ -248,7 +279,7 @@ static void test_refused_before_the_first_step(void **state) {
     broken->dev[1].n--; /* it fails validation, and 1 layer cannot fill its 4 stages: */
     vp_model_config one_layer = o.train.model;
     one_layer.n_layer = 1;
-    assert_int_equal(vp_pipeline_plan_check(broken, &one_layer, NULL, &err), VP_EINVAL);
+    assert_int_equal(vp_pipeline_plan_check(broken, &one_layer, NULL, NULL, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "cannot fill"));
     vp_schedule_free(broken);
     char file[] = "/tmp/vp_runtime_file_XXXXXX";

@@ -129,11 +129,9 @@ vp_status vp_gpu_resolve(const char *name_or_path, vp_gpu *out, vp_error *err);
 
 /* ---- the training setup ------------------------------------------------------------ */
 
-typedef enum {
-    VP_RECOMPUTE_NONE = 0,
-    VP_RECOMPUTE_SELECTIVE = 1, /* attention core recomputed in B */
-    VP_RECOMPUTE_FULL = 2       /* keep each layer's input; B recomputes the layer's F */
-} vp_recompute;
+/* Recomputation (vp_recompute, schedule.h) as pricing models it, inside B: selective
+ * recomputes the attention core in B; full keeps each layer's input and B recomputes the
+ * layer's F. */
 
 /* Bytes per parameter of each model state. */
 typedef struct vp_precision {
@@ -162,9 +160,7 @@ typedef struct vp_train {
  * reserve 1 GiB for Megatron-style models and 0 for vpipe's own. */
 vp_train vp_train_default(const vp_arch *arch);
 
-/* Parses "none", "selective" or "full". VP_EINVAL otherwise. */
-vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err);
-const char *vp_recompute_name(vp_recompute r);
+/* vp_recompute_parse and vp_recompute_name (schedule.h) name the recomputation. */
 
 /* ---- what a layer, the embedding and the head cost --------------------------------- */
 

@@ -8,7 +8,18 @@
  * Each rank walks its op list in order. F receives its input from the previous stage
  * (or reads the batch), B receives its output gradient from the next stage (or starts
  * from the loss), W needs nothing from other ranks; hand-offs between two stages of one
- * rank go through the same mailbox at no cost. After the microbatches: the two replicas
+ * rank go through the same mailbox at no cost. In a schedule that recomputes, F drops
+ * what its R rebuilds (vp_stage_drop) and R runs the forward again (vp_stage_recompute).
+ *
+ * Memory. Each rank's allocator counts its bytes per category (vp_mem_category):
+ * parameters, gradients, AdamW moments and B's scratch of its stages from their creation;
+ * activations as the passes take and drop them; and buffers: every tensor one of its ops
+ * makes for another stage (F's output, B's input gradient), from when it is made until it
+ * leaves the rank (the transport takes it at the end of the op) or the op of a stage on
+ * the same rank takes it over (a tensor's time in the transport is not counted). The
+ * prediction of each (vp_runtime_predict_memory) comes from the model's size functions,
+ * the simulator and the schedule's op order, and equals the measured peak byte for
+ * byte. After the microbatches: the two replicas
  * of the bidirectional placement sum their gradients, every rank learns the losses and
  * the global gradient norm (summed per layer in layer order, as the single-rank
  * reference does), then clips and steps AdamW. Same seed, data and microbatching as
@@ -130,9 +141,12 @@ typedef struct vp_pipeline_options {
     int emulate;                 /* 1: every pass waits its op_ms time instead of computing
                                     (needs op_ms): no model, no losses, real transport; data
                                     may be NULL */
+    const int *layer_start;      /* [route_len + 1] the layer split of the routes (any split
+                                    vp_split_check accepts; borrowed); NULL: the even split
+                                    of vp_split_layers */
 } vp_pipeline_options;
 
-/* Defaults: vp_train_options_default, no schedule, watchdog 60 s, no fault. */
+/* Defaults: vp_train_options_default, no schedule, watchdog 60 s, no fault, even split. */
 void vp_pipeline_options_default(vp_pipeline_options *o);
 
 typedef struct vp_pipeline_result {
@@ -143,6 +157,9 @@ typedef struct vp_pipeline_result {
     int *layer_start;             /* [route_len + 1] the layer split */
     size_t *peak_act_bytes;       /* [p] measured peak activation bytes per rank */
     double *predicted_peak_bytes; /* [p] the simulator's prediction for the same model */
+    double *memory;               /* [p * VP_MEM_CATEGORIES] measured peak bytes of rank d in
+                                     category c at [d * VP_MEM_CATEGORIES + c] (0 emulated) */
+    double *predicted_memory;     /* [p * VP_MEM_CATEGORIES] vp_runtime_predict_memory's */
     double *bubble_measured;      /* [p] 1 - busy / span of the rank in the last step */
     int bit_exact;                /* 1 when bit-identity with vp_train_run is expected */
     double predicted_step_ms;     /* simulated makespan with o->op_ms (0: none) */
@@ -161,13 +178,14 @@ typedef struct vp_pipeline_result {
 /* Releases what a result holds (not the struct itself); NULL fields are fine. */
 void vp_pipeline_result_release(vp_pipeline_result *r);
 
-/* Checks that schedule s can train model cfg, cheapest first: the model, whether its
- * layers fill the route's stages, then the validation (a replay of every op) and the
- * placement. Sets *bit_exact (optional) to 1 when every stage runs its weight gradients
- * in microbatch order and there is one model copy (then results are bit-identical to
- * the single-rank reference). VP_EVALIDATION / VP_EINVAL with the reason. */
-vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg, int *bit_exact,
-                                 vp_error *err);
+/* Checks that schedule s can train model cfg with the layer split layer_start
+ * ([route_len + 1], NULL: the even split), cheapest first: the model, whether the split
+ * fills the route's stages, then the validation (a replay of every op) and the placement.
+ * Sets *bit_exact (optional) to 1 when every stage runs its weight gradients in
+ * microbatch order and there is one model copy (then results are bit-identical to the
+ * single-rank reference). VP_EVALIDATION / VP_EINVAL with the reason. */
+vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg,
+                                 const int *layer_start, int *bit_exact, vp_error *err);
 
 /* Trains with schedule o->schedule: on the threads transport every rank runs as a
  * thread of this process; under MPI this process runs the rank MPI gives it, and only
@@ -202,21 +220,26 @@ void vp_runtime_mpi_abort(int code);
  * tensor of `floats` floats over reps trips, in ms. */
 vp_status vp_runtime_measure_hop(size_t floats, int reps, double *ms, vp_error *err);
 
-/* The simulator's peak activation bytes per rank ([s->p], caller storage) for model cfg
- * under schedule s, from the model's size functions (vp_runtime_model_bytes). */
-vp_status vp_runtime_predict_peaks(const vp_schedule *s, const vp_model_config *cfg, double *peaks,
-                                   vp_error *err);
+/* The predicted peak bytes of every rank of schedule s for model cfg with the layer split
+ * layer_start (NULL: even), per category, into out[s->p * VP_MEM_CATEGORIES] (caller
+ * storage; rank d's category c at [d * VP_MEM_CATEGORIES + c]): its stages' parameters,
+ * gradients, moments and scratch (vp_stage_sizes_of); the simulator's peak of
+ * activations (vp_runtime_model_bytes); the peak of buffers from the op order. VP_EINVAL
+ * as vp_runtime_model_bytes, VP_ENOMEM. */
+vp_status vp_runtime_predict_memory(const vp_schedule *s, const vp_model_config *cfg,
+                                    const int *layer_start, double *out, vp_error *err);
 
-/* Fills cm's byte arrays for model cfg under schedule s and sets cm->has_bytes: per stage
- * the bytes F adds (act) and those B keeps for W (stash), from the layer split
- * vp_split_layers gives s. VP_EINVAL when cm is not s's or the layers do not split over
- * s's route. */
+/* Fills cm's byte arrays for model cfg under schedule s with the layer split layer_start
+ * (NULL: vp_split_layers's) and sets cm->has_bytes: per stage the bytes F adds (act),
+ * those B keeps for W (stash) and, when s recomputes, those held from F until R (the
+ * input, or all but the attention core). VP_EINVAL when cm is not s's or the layers do
+ * not split over s's route. */
 vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
-                                 const vp_model_config *cfg, vp_error *err);
+                                 const vp_model_config *cfg, const int *layer_start, vp_error *err);
 
 /* Sets cm's per-stage times to the mean measured duration of each stage's passes in tl
- * (a measured timeline of schedule s): f, b, w from F, B, W ops; a stage that only ran
- * full backwards gets b = w = half their mean; fb from F&B ops (by forward stage); c = 0.
+ * (a measured timeline of schedule s): f, b, w, r from F, B, W, R ops; a stage that only
+ * ran full backwards gets b = w = half their mean; fb from F&B ops (by forward stage); c = 0.
  * Stages or kinds that tl never ran keep their value. VP_EINVAL when cm or tl is not of
  * s's shape, VP_ENOMEM (cm unchanged). */
 vp_status vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl, vp_cost_model *cm,

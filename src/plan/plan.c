@@ -99,6 +99,15 @@ static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_p
     return VP_OK;
 }
 
+/* Replaces *s by its recomputing version (vp_schedule_recompute); *s is NULL on failure. */
+static vp_status recompute_in_place(vp_schedule **s, vp_recompute mode, vp_error *err) {
+    vp_schedule *r = NULL;
+    vp_status rc = vp_schedule_recompute(*s, mode, &r, err);
+    vp_schedule_free(*s);
+    *s = r;
+    return rc;
+}
+
 /* One V block's result with its place in the enumeration (ties go to the earlier). */
 typedef struct level {
     vp_plan_candidate c;
@@ -162,6 +171,8 @@ static void *search(void *arg) {
             continue;
         vp_schedule *s = NULL;
         wk->rc = vp_vgrid_build(w, (const int(*)[6])t, "v-block", &s, &wk->err);
+        if (wk->rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE)
+            wk->rc = recompute_in_place(&s, spec->recompute, &wk->err);
         if (wk->rc != VP_OK)
             break;
         wk->built++;
@@ -221,8 +232,10 @@ static vp_status add_vblocks(const vp_spec *spec, cand_list *out, long *tried, l
     vp_shape v = {.p = p, .S = 2 * p, .m = spec->m, .placement = VP_PLACE_V};
     vp_status rc = n < 0 ? vp__fail(err, VP_ENOMEM, "out of memory")
                          : vp_schedule_new("v-block", v, &shape, err);
-    if (rc == VP_OK)
+    if (rc == VP_OK) {
+        shape->recompute = spec->recompute; /* as the blocks will be */
         rc = vp_cost_model_new(shape, &spec->costs, &spec->mem, &cm, err);
+    }
     vp_schedule_free(shape);
     if (rc != VP_OK) {
         free(blocks);
@@ -399,9 +412,12 @@ static vp_status resolve_budget(const vp_spec *spec, const vp_budget *budget, vp
 /* Rebuilds the chosen candidate's schedule. */
 static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_schedule **out,
                          vp_error *err) {
-    if (c->is_vblock)
-        return vp_vblock_build(&c->vblock, spec->p, spec->m, "v-block", out, err);
-    return vp_family_build(c->family, spec, out, err);
+    if (!c->is_vblock)
+        return vp_family_build(c->family, spec, out, err);
+    vp_status rc = vp_vblock_build(&c->vblock, spec->p, spec->m, "v-block", out, err);
+    if (rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE)
+        rc = recompute_in_place(out, spec->recompute, err);
+    return rc;
 }
 
 vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out, vp_error *err) {

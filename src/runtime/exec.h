@@ -24,6 +24,7 @@ typedef struct vp__run {
     const vp_cost_model *emu; /* emulation: per-stage pass times (ms) to wait; NULL computes */
     /* Gathered at the end (on the process of rank 0 for times and digest). */
     double *peak, *busy, *span;         /* [p] */
+    double *memory;                     /* [p * VP_MEM_CATEGORIES] peak bytes per category */
     double **t_start, **t_end, **t_mem; /* [p][n_d] last step: ms from its start, MiB */
     uint64_t digest;
     vp_train_result res; /* filled by the process's lowest rank */
