@@ -14,6 +14,12 @@
 #include "vpipe/render.h"
 #include "vpipe/runtime.h"
 
+/* --layers-per-stage a,b,...: layer counts per route position (owned). */
+typedef struct layer_counts {
+    int *v;
+    int n;
+} layer_counts;
+
 /* Everything the command line asks of a run. */
 typedef struct train_args {
     vp_pipeline_options po; /* po.train: model, optimiser, data, durability, faults */
@@ -22,6 +28,9 @@ typedef struct train_args {
     int p, chunks, warmup, transport, lr_schedule;
     long max_ops; /* --max-ops (0: the default limit) */
     vp_recompute recompute;
+    int split;           /* --split: an index of split_names */
+    layer_counts counts; /* --layers-per-stage */
+    int *layer_start;    /* the split of the run, po.layer_start (owned) */
     double weight_decay;
     bool json, emulate;
 } train_args;
@@ -55,6 +64,37 @@ static int parse_fault(const char *flag, const char *value, void *dest) {
     return 0;
 }
 
+/* "a,b,..." of --layers-per-stage into a layer_counts (at most 65536 values, each at most
+ * 65536; the split is checked against the schedule once it is known). */
+static int parse_counts(const char *flag, const char *value, void *dest) {
+    layer_counts *c = dest;
+    int n = 1;
+    for (const char *p = value; *p; p++)
+        n += *p == ',';
+    if (n > 1 << 16)
+        return cli_error(VP_EXIT_USAGE, "%s: more than 65536 stages", flag);
+    c->v = calloc((size_t)n, sizeof *c->v);
+    if (!c->v)
+        return cli_error(VP_EXIT_FAILURE, "out of memory");
+    const char *p = value;
+    for (c->n = 0; c->n < n; c->n++) {
+        char item[16];
+        size_t len = strcspn(p, ",");
+        long x = 0;
+        snprintf(item, sizeof item, "%.*s", len < sizeof item ? (int)len : 15, p);
+        if (len >= sizeof item || cli_parse_int(flag, item, 0, 1 << 16, &x))
+            return len >= sizeof item ? cli_error(VP_EXIT_USAGE, "%s: '%.*s' is not a layer count",
+                                                  flag, (int)len, p)
+                                      : VP_EXIT_USAGE;
+        c->v[c->n] = (int)x;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+static const char *const split_names[] = {"layers", "memory", "time", NULL};
+static const vp_split_goal split_goal_of[] = {VP_SPLIT_EVEN, VP_SPLIT_MEMORY, VP_SPLIT_TIME};
+
 static const char *const lr_schedules[] = {"cosine", "constant", NULL};
 static const vp_lr_schedule lr_schedule_of[] = {VP_LR_COSINE, VP_LR_CONSTANT};
 static const char *const transports[] = {"threads", "mpi", NULL};
@@ -87,6 +127,20 @@ static const cli_opt training_opts[] = {
      .lo = 1,
      .hi = 64,
      .help = "chunks per device for --schedule interleaved (default 2)"},
+    {.name = "split",
+     .kind = CLI_ENUM,
+     .offset = TRAIN(split),
+     .choices = split_names,
+     .help = "layers per stage: equal counts (ends one fewer), or balanced\n"
+             "by each rank's bytes (parameters, gradients, moments and\n"
+             "activations under the schedule) or pass time (FLOPs); the\n"
+             "embedding, head and loss weighed where they sit"},
+    {.name = "layers-per-stage",
+     .kind = CLI_CUSTOM,
+     .offset = TRAIN(counts),
+     .arg = "A,B,...",
+     .parse = parse_counts,
+     .help = "explicit layers per stage of a route (instead of --split)"},
     {.short_name = 'm',
      .kind = CLI_INT,
      .offset = TRAIN(po.train.m),
@@ -358,11 +412,28 @@ static json_t *real_or_null(bool applicable, double v) {
     return applicable && isfinite(v) ? json_real(v) : json_null();
 }
 
+/* Per rank, one object of bytes per category of mem ([p * VP_MEM_CATEGORIES]). */
+static json_t *memory_json(const double *mem, int p) {
+    json_t *a = json_array();
+    for (int d = 0; d < p; d++) {
+        json_t *o = json_pack("{s:i}", "rank", d);
+        for (int c = 0; c < VP_MEM_CATEGORIES; c++)
+            json_object_set_new(o, vp_mem_category_name((vp_mem_category)c),
+                                json_real(mem[d * VP_MEM_CATEGORIES + c]));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
 /* What only a pipelined run reports. */
 static void pipeline_json(json_t *root, const vp_schedule *s, const vp_pipeline_result *pr) {
     json_object_set_new(root, "predicted_peak_activation_bytes",
                         real_array(pr->predicted_peak_bytes, pr->p));
     json_object_set_new(root, "bubble_measured", real_array(pr->bubble_measured, pr->p));
+    json_object_set_new(root, "memory_per_rank",
+                        pr->emulated ? json_null() : memory_json(pr->memory, pr->p));
+    json_object_set_new(root, "predicted_memory_per_rank",
+                        memory_json(pr->predicted_memory, pr->p));
     json_t *split = json_array();
     for (int k = 0; k <= pr->route_len; k++)
         json_array_append_new(split, json_integer(pr->layer_start[k]));
@@ -443,6 +514,18 @@ static void print_summary(FILE *out, const train_args *a, const vp_schedule *s,
         fprintf(out, "%4d %22s %10.0f %15.1f%%\n", d,
                 number_or_na(real, "%.0f", (double)pr->peak_act_bytes[d], pk, sizeof pk),
                 pr->predicted_peak_bytes[d], 100.0 * pr->bubble_measured[d]);
+    fprintf(out, "peak bytes per rank, measured / predicted:\nrank");
+    for (int c = 0; c < VP_MEM_CATEGORIES; c++)
+        fprintf(out, " %23s", vp_mem_category_name((vp_mem_category)c));
+    for (int d = 0; d < pr->p; d++) {
+        fprintf(out, "\n%4d", d);
+        for (int c = 0; c < VP_MEM_CATEGORIES; c++) {
+            int i = d * VP_MEM_CATEGORIES + c;
+            fprintf(out, " %11s/%11.0f", number_or_na(real, "%.0f", pr->memory[i], pk, sizeof pk),
+                    pr->predicted_memory[i]);
+        }
+    }
+    fputc('\n', out);
 }
 
 /* The summary of a pipelined run: JSON, or text on stdout. */
@@ -621,6 +704,11 @@ static int check_flags(train_args *a) {
     if (a->recompute && reference)
         return cli_error(VP_EXIT_USAGE, "--recompute recomputes in a schedule: give --schedule "
                                         "(the single-rank reference keeps every activation)");
+    if ((a->split || a->counts.n) && reference)
+        return cli_error(VP_EXIT_USAGE, "--split and --layers-per-stage split a pipelined run "
+                                        "(give --schedule)");
+    if (a->split && a->counts.n)
+        return cli_error(VP_EXIT_USAGE, "give --split or --layers-per-stage, not both");
     if (a->recompute && a->schedule && !strcmp(a->schedule, "auto"))
         return cli_error(VP_EXIT_USAGE, "--recompute with --schedule auto: the planner already "
                                         "weighs 1F1B with full recomputation (1f1b-r)");
@@ -798,10 +886,45 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
 }
 
 /* The schedule and what the run needs of the profile, before training. */
+/* The layer split of schedule s: --layers-per-stage, or --split's; printed. */
+static int choose_split(train_args *a, const vp_schedule *s) {
+    vp_error err = {0};
+    const vp_model_config *cfg = &a->po.train.model;
+    int R = s->route_len;
+    if (a->counts.n && a->counts.n != R)
+        return cli_error(VP_EXIT_USAGE,
+                         "--layers-per-stage gives %d stages, the schedule's "
+                         "routes have %d",
+                         a->counts.n, R);
+    vp_status rc = VP_OK;
+    if (!(a->layer_start = calloc((size_t)R + 1, sizeof *a->layer_start)))
+        return cli_error(VP_EXIT_FAILURE, "out of memory");
+    if (a->counts.n) {
+        a->layer_start[0] = 0;
+        for (int k = 0; k < R; k++)
+            a->layer_start[k + 1] = a->layer_start[k] + a->counts.v[k];
+        rc = vp_split_check(cfg->n_layer, R, a->layer_start, &err);
+    } else {
+        rc = vp_runtime_split(s, cfg, split_goal_of[a->split], a->layer_start, &err);
+    }
+    if (rc != VP_OK)
+        return cli_lib_error(&err);
+    a->po.layer_start = a->layer_start;
+    FILE *out = a->json ? stderr : stdout;
+    fprintf(out, "split (%s): layers per stage",
+            a->counts.n ? "--layers-per-stage" : split_names[a->split]);
+    for (int k = 0; k < R; k++)
+        fprintf(out, " %d", a->layer_start[k + 1] - a->layer_start[k]);
+    fputc('\n', out);
+    return 0;
+}
+
 static int prepare_pipelined(train_args *a, vp_schedule **s, vp_cost_model **op_ms) {
     int rc = pipelined_schedule(a, s);
     if (!rc)
         rc = check_faults_on(&a->po.train.faults, *s);
+    if (!rc)
+        rc = choose_split(a, *s);
     if (!rc && (*s)->p == 1 && a->emulate)
         rc = cli_error(VP_EXIT_USAGE, "--emulate needs a schedule of 2 or more ranks");
     if (!rc && a->emulate)
@@ -857,6 +980,8 @@ static int run(void *args) {
     if (!rc)
         rc = is_reference(a) ? run_reference(a, data, &ctx) : run_pipelined(a, data, &ctx);
     vp_data_free(data);
+    free(a->counts.v);
+    free(a->layer_start);
     return rc;
 }
 

@@ -3,7 +3,7 @@
  * what the simulator predicts.
  *
  * Module `runtime` (src/runtime/; transports in src/runtime/transport/). Depends on
- * checkpoint, model, data, render, sim and schedule.
+ * price (the layer split), checkpoint, model, data, render, sim and schedule.
  *
  * Each rank walks its op list in order. F receives its input from the previous stage
  * (or reads the batch), B receives its output gradient from the next stage (or starts
@@ -32,6 +32,7 @@
 #include "vpipe/checkpoint.h"
 #include "vpipe/data.h"
 #include "vpipe/model.h"
+#include "vpipe/price.h"
 #include "vpipe/render.h"
 #include "vpipe/schedule.h"
 #include "vpipe/sim.h"
@@ -214,6 +215,18 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
  * was initialised, does nothing. */
 void vp_runtime_mpi_abort(int code);
 
+/* ---- the layer split ------------------------------------------------------------------------ */
+
+/* The layer split of model cfg over schedule s's routes into layer_start[route_len + 1],
+ * by goal: VP_SPLIT_EVEN is vp_split_layers's; VP_SPLIT_MEMORY and VP_SPLIT_TIME are the
+ * price module's split of vp_arch_vpipe (vp_price_layout_new), balancing each rank's
+ * bytes (parameters, gradients and AdamW moments, plus each stage's activation times the
+ * most microbatches s keeps alive on it, the embedding, head and loss on the stages that
+ * hold them; a recomputing s is balanced as if it kept everything) or each rank's pass
+ * time (FLOPs). VP_EINVAL when the model does not fill s's stages, VP_ENOMEM. */
+vp_status vp_runtime_split(const vp_schedule *s, const vp_model_config *cfg, vp_split_goal goal,
+                           int *layer_start, vp_error *err);
+
 /* ---- measuring ---------------------------------------------------------------------------- */
 
 /* One hop between two ranks on the threads transport: half the median round trip of a
@@ -230,7 +243,8 @@ vp_status vp_runtime_predict_memory(const vp_schedule *s, const vp_model_config 
                                     const int *layer_start, double *out, vp_error *err);
 
 /* Fills cm's byte arrays for model cfg under schedule s with the layer split layer_start
- * (NULL: vp_split_layers's) and sets cm->has_bytes: per stage the bytes F adds (act),
+ * (NULL: vp_split_layers's) and sets cm->has_bytes and cm->bw_holds_keep (a stage's BW
+ * runs its B, then its W): per stage the bytes F adds (act),
  * those B keeps for W (stash) and, when s recomputes, those held from F until R (the
  * input, or all but the attention core). VP_EINVAL when cm is not s's or the layers do
  * not split over s's route. */

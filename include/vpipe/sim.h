@@ -91,6 +91,9 @@ typedef struct vp_cost_model {
     vp_recompute recompute; /* the schedule's (vp_cost_model_new copies it) */
     int has_bytes;          /* 1 when the byte arrays are known: set by vp_cost_model_new
                                for unit_bytes > 0; a caller that fills them sets it */
+    int bw_holds_keep;      /* 1: a BW runs the whole stage's B, then its W, holding keep in
+                               between (vpipe's runtime); 0 (vp_cost_model_new): one layer's
+                               backward at a time, keep never held whole */
 } vp_cost_model;
 
 /* Lays costs and the memory model out per stage of schedule s into a new *out (chunk
@@ -117,12 +120,14 @@ double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
 /* Memory one pass of stage (kind F, B, W, BW or R) takes when it starts (*up) and releases
  * when it ends (*down), in units, or in bytes when `bytes` is non-zero (the model must
  * have them: has_bytes, else the library aborts): F takes act (and a recomputing stage's
- * F releases act - hold); R takes act - hold; B releases act - keep, W keep, BW act. */
+ * F releases act - hold); R takes act - hold; B releases act - keep (takes keep - act when
+ * B keeps more than F took, e.g. a stage that only embeds: the gradient it receives), W
+ * keep, BW act (with bw_holds_keep, first taking keep - act when that is positive). */
 void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
                                double *down);
 
-/* The same for op: an F&B pair takes its forward's act and releases what its forward and
- * its backward release. */
+/* The same for op; an F&B pair runs its forward, then its backward: *up is the highest
+ * the count goes above its start, *down what it releases from there. */
 void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes, double *up,
                              double *down);
 

@@ -283,7 +283,8 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
     if (rc != VP_OK)
         return rc;
     vp_cost_model *cm = lay->cm;
-    cm->has_bytes = 1; /* filled below from the stages */
+    cm->has_bytes = 1;                                   /* filled below from the stages */
+    cm->bw_holds_keep = su->arch->impl == VP_IMPL_VPIPE; /* its BW: B of the stage, then W */
     double unit = 0;
     for (int st = 0; st < s->S; st++)
         unit += lay->stage[st].act_bytes / s->p;

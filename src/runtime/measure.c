@@ -108,6 +108,7 @@ vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
     }
     free(sz);
     cm->has_bytes = rc == VP_OK;
+    cm->bw_holds_keep = 1; /* the stage's BW is its B, then its W */
     return rc;
 }
 

@@ -255,11 +255,13 @@ void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int
     double dropped = cm->recompute != VP_RECOMPUTE_NONE
                          ? act[stage] - (bytes ? cm->hold_bytes : cm->hold)[stage]
                          : 0.0; /* by F, until R */
-    *up = kind == VP_OP_F ? act[stage] : kind == VP_OP_R ? dropped : 0.0;
+    double grown = cm->bw_holds_keep && keep[stage] > act[stage] ? keep[stage] - act[stage]
+                                                                 : 0.0; /* by a BW's B */
+    *up = kind == VP_OP_F ? act[stage] : kind == VP_OP_R ? dropped : kind == VP_OP_BW ? grown : 0.0;
     *down = kind == VP_OP_F    ? dropped
             : kind == VP_OP_B  ? act[stage] - keep[stage]
             : kind == VP_OP_W  ? keep[stage]
-            : kind == VP_OP_BW ? act[stage]
+            : kind == VP_OP_BW ? act[stage] + grown
                                : 0.0;
 }
 
@@ -269,8 +271,9 @@ void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes
         vp_cost_model_pass_memory(cm, op->kind, op->stage, bytes, up, down);
         return;
     }
-    double none, f_down;
-    vp_cost_model_pass_memory(cm, VP_OP_F, op->stage, bytes, up, &f_down);
-    vp_cost_model_pass_memory(cm, op->bkind, op->stage2, bytes, &none, down);
-    *down += f_down;
+    double f_up, f_down, b_up, b_down; /* the halves run in turn: F, then the backward */
+    vp_cost_model_pass_memory(cm, VP_OP_F, op->stage, bytes, &f_up, &f_down);
+    vp_cost_model_pass_memory(cm, op->bkind, op->stage2, bytes, &b_up, &b_down);
+    *up = f_up - f_down + b_up > f_up ? f_up - f_down + b_up : f_up;
+    *down = *up - (f_up - f_down + b_up - b_down);
 }
