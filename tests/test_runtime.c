@@ -199,6 +199,34 @@ static void test_memory_ratios(void **state) {
     }
 }
 
+/* 1F1B with full recomputation holds one stage input per microbatch in flight and the
+ * whole activation of the one it recomputes: rank d peaks at act + (min(p - d, m) - 1) *
+ * input of its stage, measured (the first stage's input is its tokens). */
+static void test_1f1b_r_holds_inputs(void **state) {
+    (void)state;
+    for (int p = 2; p <= 4; p += 2) {
+        vp_pipeline_options o = small_options(2 * p);
+        vp_schedule *s = NULL;
+        assert_true(build("1f1b-r", p, 2 * p, &s));
+        int l0[5];
+        assert_int_equal(vp_split_layers(o.train.model.n_layer, p, l0, NULL), VP_OK);
+        o.schedule = s;
+        vp_pipeline_result r;
+        assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &r, NULL), VP_OK);
+        for (int d = 0; d < p; d++) {
+            vp_stage_sizes sz;
+            assert_int_equal(vp_stage_sizes_of(&o.train.model, vp_split_range(l0, d, p), &sz, NULL),
+                             VP_OK);
+            size_t in_flight = (size_t)(p - d < 2 * p ? p - d : 2 * p);
+            fprintf(stderr, "1f1b-r p=%d rank %d: %zu bytes = act %zu + %zu x input %zu\n", p, d,
+                    r.peak_act_bytes[d], sz.act_bytes, in_flight - 1, sz.input_bytes);
+            assert_int_equal(r.peak_act_bytes[d], sz.act_bytes + (in_flight - 1) * sz.input_bytes);
+        }
+        vp_pipeline_result_release(&r);
+        vp_schedule_free(s);
+    }
+}
+
 static void test_split_layers(void **state) {
     (void)state;
     int l0[9];
@@ -446,6 +474,7 @@ int main(void) {
         cmocka_unit_test(test_split_layers),
         cmocka_unit_test(test_every_family_matches_reference),
         cmocka_unit_test(test_memory_ratios),
+        cmocka_unit_test(test_1f1b_r_holds_inputs),
         cmocka_unit_test(test_invalid_schedule_refused),
         cmocka_unit_test(test_rank_failure_stops_everyone),
         cmocka_unit_test(test_watchdog_names_every_rank),
