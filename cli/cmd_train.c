@@ -14,9 +14,11 @@
 #include "vpipe/render.h"
 #include "vpipe/runtime.h"
 
-/* --layers-per-stage a,b,...: layer counts per route position (owned). */
+/* --layers-per-stage a,b,...: layer counts per route position (a route of more stages has
+ * a middle stage without a layer: --layers is at most 65536). */
+#define MAX_COUNTS ((1 << 16) + 2)
 typedef struct layer_counts {
-    int *v;
+    int v[MAX_COUNTS];
     int n;
 } layer_counts;
 
@@ -64,18 +66,15 @@ static int parse_fault(const char *flag, const char *value, void *dest) {
     return 0;
 }
 
-/* "a,b,..." of --layers-per-stage into a layer_counts (at most 65536 values, each at most
- * 65536; the split is checked against the schedule once it is known). */
+/* "a,b,..." of --layers-per-stage into a layer_counts (at most MAX_COUNTS values, each at
+ * most 65536; the split is checked against the schedule once it is known). */
 static int parse_counts(const char *flag, const char *value, void *dest) {
     layer_counts *c = dest;
     int n = 1;
     for (const char *p = value; *p; p++)
         n += *p == ',';
-    if (n > 1 << 16)
-        return cli_error(VP_EXIT_USAGE, "%s: more than 65536 stages", flag);
-    c->v = calloc((size_t)n, sizeof *c->v);
-    if (!c->v)
-        return cli_error(VP_EXIT_FAILURE, "out of memory");
+    if (n > MAX_COUNTS)
+        return cli_error(VP_EXIT_USAGE, "%s: more than %d stages", flag, MAX_COUNTS);
     const char *p = value;
     for (c->n = 0; c->n < n; c->n++) {
         char item[16];
@@ -980,7 +979,6 @@ static int run(void *args) {
     if (!rc)
         rc = is_reference(a) ? run_reference(a, data, &ctx) : run_pipelined(a, data, &ctx);
     vp_data_free(data);
-    free(a->counts.v);
     free(a->layer_start);
     return rc;
 }
