@@ -1,6 +1,10 @@
 /* Generation and simulation time of every family, and the memory-budget planner's search,
  * at (p, m) = (16, 64), (32, 128), (64, 512) (or the shapes given as PxM arguments).
- * Prints machine information, then medians of repeated runs.
+ * Prints machine information, then medians of repeated runs; the planner's figures stand
+ * beside the planner of commit 48e66f9 (before the V search was shared, bounded and
+ * fast-forwarded), timed on this machine with `vpipe plan -p P -m M --memory 0.5` (one run
+ * each, the old planner using its two threads), as a ratio. The planner runs with as many
+ * threads as there are online processors (its answer does not depend on them).
  *
  *   bench_plan [PxM ...]
  */
@@ -46,7 +50,7 @@ static void machine_info(void) {
         fclose(f);
     if (uname(&u) == 0)
         printf("machine: %s %s %s\n", u.sysname, u.release, u.machine);
-    printf("cpu: %s, %ld online processors, openblas core %s\n", model,
+    printf("cpu: %s, %ld online processors (the planner's threads), openblas core %s\n", model,
            sysconf(_SC_NPROCESSORS_ONLN), openblas_get_corename());
     printf("vpipe %s; times are medians of the repeats shown\n\n", VP_VERSION_STRING);
 }
@@ -87,6 +91,19 @@ static void bench_family(const char *name, const vp_spec *spec, int reps) {
     vp_sim_free(last);
 }
 
+/* Seconds the planner of commit 48e66f9 took at (p, m), budget 0.5, unit costs (b = 1) or
+ * F=1,B=2,W=1 (b = 2), on this machine; 0 when not recorded. */
+static double old_plan_seconds(int p, int m, double b) {
+    static const struct {
+        int p, m;
+        double b, s;
+    } old[] = {{32, 128, 1, 1.64}, {64, 512, 1, 34.77}, {32, 128, 2, 3.64}, {64, 512, 2, 91.67}};
+    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
+        if (old[i].p == p && old[i].m == m && old[i].b == b)
+            return old[i].s;
+    return 0;
+}
+
 static void bench_plan(const vp_spec *spec, const char *costs, int reps) {
     double t[16];
     vp_plan *plan = NULL;
@@ -103,10 +120,14 @@ static void bench_plan(const vp_spec *spec, const char *costs, int reps) {
         t[r] = now() - t0;
     }
     const vp_plan_candidate *c = &plan->candidates[plan->chosen];
-    printf("  planner, costs %-12s budget 0.5: %8.3f s  (%ld blocks, %ld built, %d frontier "
-           "points; chose %s %s, peak %g, makespan %g)\n",
-           costs, median(t, reps), plan->blocks_tried, plan->blocks_built, plan->n_frontier,
-           c->family, c->params, c->peak, c->makespan);
+    double now = median(t, reps), old = old_plan_seconds(spec->p, spec->m, spec->costs.b);
+    char ratio[64] = "";
+    if (old > 0)
+        snprintf(ratio, sizeof ratio, " (48e66f9: %.2f s, %.0fx)", old, old / now);
+    printf("  planner, costs %-12s budget 0.5: %8.3f s%s\n    %ld blocks, %ld built, %d "
+           "frontier points; chose %s %s, peak %g, makespan %g\n",
+           costs, now, ratio, plan->blocks_tried, plan->blocks_built, plan->n_frontier, c->family,
+           c->params, c->peak, c->makespan);
     vp_plan_free(plan);
 }
 
@@ -124,11 +145,12 @@ int main(int argc, char **argv) {
         int p = shapes[k][0], m = shapes[k][1];
         int reps = p * m <= 1024 ? 11 : p * m <= 4096 ? 5 : 3;
         vp_spec spec = vp_spec_make(p, m);
+        spec.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
         printf("p=%d m=%d (F=B=W=1, %d repeats)\n  %-12s %10s %10s %10s %9s %8s\n", p, m, reps,
                "family", "build ms", "sim ms", "makespan", "bubble", "peak");
         for (int i = 0; i < vp_family_count(); i++)
             bench_family(vp_family_at(i)->name, &spec, reps);
-        int plan_reps = p <= 16 ? 5 : p <= 32 ? 3 : 1;
+        int plan_reps = p <= 16 ? 5 : 3;
         bench_plan(&spec, "F=B=W=1", plan_reps);
         spec.costs.b = 2;
         bench_plan(&spec, "F=1,B=2,W=1", plan_reps);

@@ -37,7 +37,7 @@ static void speed(const char *label, const vp_price_setup *su, int reps) {
     double *all = calloc((size_t)reps, sizeof *all),
            *each = calloc((size_t)(reps * n), sizeof *each);
     printf("\n%s: %s on %s, p=%d m=%d seq %d mbs %d tp %d\n", label, su->arch->name, su->gpu->name,
-           p, m, su->train->seq, su->train->mbs, su->train->tp);
+           p, m, su->work->seq, su->work->mbs, su->work->tp);
     printf("%-12s %9s %9s %7s %7s %9s %9s %5s\n", "family", "price ms", "step s", "mfu", "bubble",
            "max GiB", "rank0 GiB", "fits");
     for (int r = 0; r < reps; r++) {
@@ -85,14 +85,14 @@ static void zero_bubble(void) {
         const zb_anchor *z = &zb_anchors[i];
         vp_arch a;
         vp_arch_preset(z->model, &a, NULL);
-        vp_train t = vp_train_default(&a);
+        vp_workload t = vp_workload_default(&a);
         t.seq = 1024;
         t.mbs = z->mbs;
         t.reserve_bytes = 0;
         vp_costs k = vp_costs_default();
         k.f = z->f, k.b = z->b, k.w = z->w, k.c = z->c;
         vp_price_setup su = {
-            .arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN, .measured = &k};
+            .arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN, .measured = &k};
         for (int f = 0; f < 3; f++)
             for (int j = 0; j < 3; j++) {
                 vp_price_result *r = price(&su, zb_families[f], 8, zb_ms[j]);
@@ -130,11 +130,11 @@ static void controllable_memory(void) {
         vp_arch_preset(cm_models[i], &a, NULL);
         printf("%-9s %4d", a.name, cm_ps[i]);
         for (int k = 0; k < 5; k++) {
-            vp_train t = vp_train_default(&a);
+            vp_workload t = vp_workload_default(&a);
             t.seq = 1024;
             t.mbs = cm_mbs[i];
             t.recompute = cm_ranges[k].recompute;
-            vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
+            vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
             vp_price_result *r = price(&su, cm_ranges[k].family, cm_ps[i], 4 * cm_ps[i]);
             printf(" %8.1f", most_activations(r) / 1e9);
             vp_price_result_free(r);
@@ -150,9 +150,9 @@ int main(int argc, char **argv) {
     vp_gpu g;
     vp_arch_preset("llama3-70b", &a, NULL);
     vp_gpu_preset("h100-80gb", &g, NULL);
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     t.seq = 8192;
-    vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t};
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t};
     speed("speed (TP 1)", &su, reps);
     t.tp = 8;
     t.sp = t.flash = true;

@@ -1,18 +1,20 @@
 /* Speed of vpipe itself over a grid of (p, m): the time to build every family
  * (vp_family_build), to simulate the result (vp_simulate) and to run the memory-budget
- * planner (vp_plan_run, budget half of 1F1B's peak), at costs F=B=W=2, c=0. Prints the
- * machine, then one tab-separated row per measurement for bench/run's report:
+ * planner (vp_plan_run, budget half of 1F1B's peak, as many threads as there are online
+ * processors), at costs F=B=W=2, c=0. Prints the machine, then one tab-separated row per
+ * measurement for bench/run's report:
  *
- *   time  build|simulate|plan  FAMILY|-  P  M  REPEATS  MEDIAN_MS
+ *   time  build|simulate|plan|compare  FAMILY|-  P  M  REPEATS  MEDIAN_MS
  *   refused  FAMILY  P  M  MESSAGE       (the family does not take this shape)
  *   skipped  plan  -  P  M  REASON       (planner shapes above the cap)
  *
- *   bench_speed [--plan-max N] [PxM ...]
+ *   bench_speed [--plan-max N] [--compare PxM] [PxM ...]
  *
  * Default grid: p in {4, 8, 16, 32, 64}, m in {p, 2p, 4p, 8p}; the planner only where
- * p*m <= N (default 8192: it takes tens of seconds at p=64, m=512). Every figure is the
- * median of 3 to 15 repeats (as many as fit in about a quarter second, after one warm-up
- * run; a run slower than that is its own warm-up). */
+ * p*m <= N (default 32768, all of them). Every figure is the median of 3 to 15 repeats (as
+ * many as fit in about a quarter second, after one warm-up run; a run slower than that is
+ * its own warm-up). --compare times `vpipe compare` at one shape once: every family built
+ * and simulated at the default costs (F=B=W=1). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,9 +140,37 @@ static int bench_family(const char *family, const vp_spec *spec) {
     return 0;
 }
 
+/* One `vpipe compare` at (p, m): every family built and simulated once (refusals skipped);
+ * prints a "compare" row. */
+static int bench_compare(int p, int m) {
+    vp_spec spec = vp_spec_make(p, m);
+    double t0 = now_s();
+    for (int i = 0; i < vp_family_count(); i++) {
+        vp_schedule *s = NULL;
+        vp_cost_model *cm = NULL;
+        vp_sim *sim = NULL;
+        vp_error err = {0};
+        vp_status rc = vp_family_build(vp_family_at(i)->name, &spec, &s, &err);
+        if (rc == VP_OK)
+            rc = vp_cost_model_new(s, &spec.costs, &spec.mem, &cm, &err);
+        if (rc == VP_OK)
+            rc = vp_simulate(s, cm, &sim, &err);
+        vp_sim_free(sim);
+        vp_cost_model_free(cm);
+        vp_schedule_free(s);
+        if (rc != VP_OK && rc != VP_EINVAL)
+            return fprintf(stderr, "bench_speed: compare %s: %s\n", vp_family_at(i)->name,
+                           err.message),
+                   1;
+    }
+    row("compare", "-", p, m, 1, 1e3 * (now_s() - t0));
+    return 0;
+}
+
 static int bench_shape(int p, int m, long plan_max) {
     vp_spec spec = vp_spec_make(p, m);
     spec.costs.f = spec.costs.b = spec.costs.w = 2;
+    spec.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     for (int i = 0; i < vp_family_count(); i++)
         if (bench_family(vp_family_at(i)->name, &spec))
             return 1;
@@ -159,16 +189,20 @@ static int bench_shape(int p, int m, long plan_max) {
 }
 
 int main(int argc, char **argv) {
-    long plan_max = 8192;
-    int shapes[64][2], n = 0;
+    long plan_max = 32768;
+    int shapes[64][2], n = 0, cmp[2] = {0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plan-max") && i + 1 < argc)
             plan_max = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--compare") && i + 1 < argc &&
+                 sscanf(argv[i + 1], "%dx%d", &cmp[0], &cmp[1]) == 2 && cmp[0] > 0 && cmp[1] > 0)
+            i++;
         else if (n < 64 && sscanf(argv[i], "%dx%d", &shapes[n][0], &shapes[n][1]) == 2 &&
                  shapes[n][0] > 0 && shapes[n][1] > 0)
             n++;
         else
-            return fprintf(stderr, "usage: bench_speed [--plan-max N] [PxM ...]\n"), 2;
+            return fprintf(stderr, "usage: bench_speed [--plan-max N] [--compare PxM] [PxM ...]\n"),
+                   2;
     }
     if (n == 0)
         for (int p = 4; p <= 64; p *= 2)
@@ -179,12 +213,13 @@ int main(int argc, char **argv) {
             }
     bench_print_machine();
     printf("# build/simulate: every family at costs F=B=W=2, c=0; plan: vp_plan_run, budget "
-           "0.5 of 1F1B; medians in ms\n");
+           "0.5 of 1F1B, %ld threads; medians in ms\n",
+           sysconf(_SC_NPROCESSORS_ONLN));
     fflush(stdout);
     for (int k = 0; k < n; k++) {
         if (bench_shape(shapes[k][0], shapes[k][1], plan_max))
             return 1;
         fflush(stdout);
     }
-    return 0;
+    return cmp[0] > 0 ? bench_compare(cmp[0], cmp[1]) : 0;
 }

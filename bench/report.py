@@ -62,6 +62,23 @@ CM_REF = {
                "v-half": (425, 9.65, 9), "v-zb": (399, 0.0, 16), "1f1b-v": (459, 16.34, 11)},
 }
 UNIT = "F=2,B=2,W=2,c=0"
+# The speed section's figures before issue 18's planner and V-grid work (commit 48e66f9's
+# report, same benchmark and machine): (generate all, simulate all, plan) ms per (p, m),
+# None where the planner was skipped; per-family build ms at p = 64, m = 512; and the
+# planner and `vpipe compare -p 1000 -m 1000` of that commit timed once on this machine
+# (the planner using its two threads).
+SPEED_BEFORE = {
+    (4, 4): (0.301, 0.016, 2.278), (4, 8): (0.587, 0.0383, 2.128), (4, 16): (0.716, 0.0469, 2.179),
+    (4, 32): (1.17, 0.0871, 3.566), (8, 8): (0.975, 0.0488, 6.797), (8, 16): (1.55, 0.101, 10.91),
+    (8, 32): (3, 0.183, 12.93), (8, 64): (5.48, 0.329, 24.57), (16, 16): (3.54, 0.184, 40.56),
+    (16, 32): (5.19, 0.36, 47.85), (16, 64): (10.1, 0.669, 73.04), (16, 128): (20.1, 1.28, 166.5),
+    (32, 32): (16.7, 0.643, 354.4), (32, 64): (26.9, 1.38, 332.7), (32, 128): (50.9, 2.59, 766.9),
+    (32, 256): (122, 6.2, 1513), (64, 64): (60.4, 2.62, 3225), (64, 128): (102, 5.74, 3567),
+    (64, 256): (188, 10.7, None), (64, 512): (385, 27.5, 34770)}
+FAMILY_BEFORE = {"gpipe": 6.62, "1f1b": 7.14, "interleaved": 16.3, "zb-h1": 11.9, "zb-h2": 11.7,
+                 "zb-1p": 20.2, "zb-2p": 20.6, "zb-v": 61, "v-min": 37.8, "v-half": 81.7,
+                 "v-zb": 34.5, "1f1b-v": 54.9, "dualpipe": 6.42, "dualpipev": 14}
+COMPARE_BEFORE_MS = 479170  # vpipe compare -p 1000 -m 1000 at 48e66f9 (issue 18 quotes 307 s)
 
 
 def zb_ratio(heads, hidden):
@@ -620,10 +637,11 @@ def plot_runtime(rt, families, path):
 def plot_speed(sp, path):
     fig = Figure(1240, 500, "Speed of vpipe: generation, simulation and planning "
                  "(median of repeated runs)")
-    ps = sorted({k[2] for k in sp["times"]})
+    ps = sorted({k[2] for k in sp["times"] if k[0] != "compare"})
     series = {"build": {}, "simulate": {}, "plan": {}}
     for (what, _, p, m), (ms, _) in sp["times"].items():
-        series[what][p, m] = series[what].get((p, m), 0.0) + ms
+        if what in series:
+            series[what][p, m] = series[what].get((p, m), 0.0) + ms
     titles = {"build": "generate all families (sum)", "simulate": "simulate all families (sum)",
               "plan": "planner (vp_plan_run, budget 0.5)"}
     ms_all = [v for s in series.values() for v in s.values()]
@@ -864,14 +882,19 @@ paper by 0.005 points or more (the paper prints 4 decimals of a fraction).
 
 WHY = {
     "interleaved": (
-        "In every row the longest device span exceeds the paper's by {lo:.2f}–{hi:.2f} × p·c: "
-        "p hops of the profiled communication time c, and nothing else — not the costs, not "
-        "the bubble definition (at c = 0 vpipe's interleaved schedule meets the "
-        "(p−1)(F+B+W)/v formula and the reference figures exactly, §1.2). The two orders absorb "
-        "the hop latency differently: vpipe's `interleaved` follows PyTorch's Interleaved1F1B "
-        "rounds, the paper's 1F1B-I is Megatron-LM's interleaved schedule, whose warm-up runs "
-        "2(p−1−i) + (v−1)p forwards on device i; its first and last stages are also one layer "
-        "short, vpipe's chunks are equal."),
+        "In every row the longest device span exceeds the paper's by {lo:.2f}–{hi:.2f} × p·c, "
+        "and the paper's spans fit m(F+B+W) + (p−1)(F+B+W)/v + (2vp−p−2)·c to the printed "
+        "digits in all twelve rows: p hops of c fewer than the 2(vp−1) hops of the last "
+        "microbatch's round trip through the v·p stages, which is the critical path of device 0 "
+        "in vpipe's replay (every hop between devices costs c). The order is not the "
+        "difference: at these shapes (m a multiple of p) Megatron-LM's interleaved order "
+        "(get_schedule_table in groups of g = p microbatches, 2(p−1−i) + (v−1)p warm-up "
+        "forwards on device i) is the order vpipe's `interleaved` runs. Nor are the short end "
+        "stages: with the first and last virtual stage empty (the paper's end stages hold one "
+        "layer fewer) the bubble drops 0.2–2 points below the paper instead, and no single "
+        "fraction of a chunk's cost for them fits all rows. vpipe reproduces the column only "
+        "when the p hops of one chunk in one direction cost nothing, a communication model it "
+        "does not adopt."),
 }
 
 
@@ -1035,8 +1058,8 @@ def md_speed(sp, kernels):
          "budget 0.5 of 1F1B), each the median of 3–15 repeated runs, at costs F=B=W=2.\n",
          "![speed](results-speed.svg)\n"]
     times = sp["times"]
-    ps = sorted({k[2] for k in times})
-    ms = sorted({k[3] // k[2] for k in times})
+    ps = sorted({k[2] for k in times if k[0] != "compare"})
+    ms = sorted({k[3] // k[2] for k in times if k[0] != "compare"})
     rows = []
     for p in ps:
         row = [p]
@@ -1044,26 +1067,47 @@ def md_speed(sp, kernels):
             b = sum(v for (w, _, q, m), (v, _) in times.items() if w == "build" and (q, m) == (p, k * p))
             si = sum(v for (w, _, q, m), (v, _) in times.items() if w == "simulate" and (q, m) == (p, k * p))
             pl = times.get(("plan", "-", p, k * p))
-            row.append(f"{b:.3g} / {si:.3g} / {pl[0]:.4g}" if pl else f"{b:.3g} / {si:.3g} / skipped")
+            before = SPEED_BEFORE.get((p, k * p))
+            cell = f"{b:.3g} / {si:.3g} / {pl[0]:.4g}" if pl else f"{b:.3g} / {si:.3g} / skipped"
+            if before:
+                gain = [f"{before[0] / b:.2g}×"] + ([f"{before[2] / pl[0]:.2g}×"] if pl and before[2] else [])
+                cell += " (" + ", ".join(gain) + ")"
+            row.append(cell)
         rows.append(row)
     s.append("Milliseconds: generate all families / simulate them all / plan, at m = a "
              "multiple of p (at m = p, `dualpipe` and `dualpipev` refuse the shape and are "
-             "not in the sums):\n\n")
+             "not in the sums); in brackets how many times faster generation and planning are "
+             "than before issue 18's work (commit 48e66f9's report, same benchmark and machine; "
+             "its planner skipped p = 64 at m = 4p and 8p, and took 34.8 s at m = 8p when "
+             "timed once on its own):\n\n")
     s.append(table(["p"] + [f"m = {k}p" for k in ms], rows))
+    s.append("\nAt m = p the planner builds every V block of the space: the [CM] lower bound "
+             "(6p − 1 − 3k idle slots for a block holding k chunk activations), which the planner "
+             "of 48e66f9 also pruned with there, does not hold for fewer than 2p microbatches "
+             "(808 of the 54155 blocks at p ≤ 12, m < 2p idle less), so those plans are "
+             "exhaustive and slower than before; from m = 2p on it prunes with that bound, skips "
+             "blocks over the budget, and builds long runs once for 2p + 8 microbatches.\n")
     if sp["skipped"]:
         shapes = ", ".join(f"({p}, {m})" for p, m, _ in sp["skipped"])
-        s.append(f"\nThe planner is skipped at {shapes} ({sp['skipped'][0][2]}): it takes tens "
-                 "of seconds there (an earlier `bench_plan` run, not this one, measured about "
-                 "21–43 s at (64, 512)), too long for this report's time budget.\n")
-    big = max(((p, m) for (_, _, p, m) in times), key=lambda x: x[0] * x[1])
+        s.append(f"\nThe planner is skipped at {shapes} ({sp['skipped'][0][2]}).\n")
+    cmp = [(p, m, v) for (w, _, p, m), (v, _) in times.items() if w == "compare"]
+    for p, m, v in cmp:
+        s.append(f"\n`vpipe compare -p {p} -m {m}` (every family built and simulated once, "
+                 f"F=B=W=1): {v / 1e3:.1f} s"
+                 + (f", {COMPARE_BEFORE_MS / v:.0f}× faster than commit 48e66f9 "
+                    f"({COMPARE_BEFORE_MS / 1e3:.0f} s on this machine)" if (p, m) == (1000, 1000)
+                    else "") + ".\n")
+    big = max(((p, m) for (w, _, p, m) in times if w != "compare"), key=lambda x: x[0] * x[1])
     fam_rows = []
     for (w, fam, p, m), (v, reps) in times.items():
         if w == "build" and (p, m) == big:
-            fam_rows.append([f"`{fam}`", f"{v:.3g}", f"{times['simulate', fam, p, m][0]:.3g}",
-                             reps])
-    s.append(f"\nPer family at the largest shape, p = {big[0]}, m = {big[1]} (ms; the design "
-             "notes quote 0.1–1.3 s for the reference Python generators of the fixed V "
-             "patterns at only p = 16, m = 64, and ~58 s for their memory-budget search):\n\n")
+            before = FAMILY_BEFORE.get(fam) if big == (64, 512) else None
+            fam_rows.append([f"`{fam}`", f"{v:.3g}" + (f" ({before:.3g})" if before else ""),
+                             f"{times['simulate', fam, p, m][0]:.3g}", reps])
+    s.append(f"\nPer family at the largest shape, p = {big[0]}, m = {big[1]} (ms, in brackets "
+             "commit 48e66f9's; the design notes quote 0.1–1.3 s for the reference Python "
+             "generators of the fixed V patterns at only p = 16, m = 64, and ~58 s for their "
+             "memory-budget search):\n\n")
     s.append(table(["family", "build ms", "simulate ms", "runs"], fam_rows))
     s.append("\n**Kernel efficiency** (`bench_model`: one transformer layer's F, B, W and a "
              "whole training step against plain `cblas_sgemm` on a layer-sized shape in the "
@@ -1097,7 +1141,7 @@ def config(quick):
     return dict(quick=False, ps=[4, 8, 16, 32], mults=[1, 2, 4, 8], zb_models=list(ZB_MODELS),
                 frontier_ps=[8, 16], train_families=None, real_model=["--layers", "4"] + model,
                 emu_model=["--layers", "16"] + model, emu_ps=[4, 8], real_reps=5, real_steps=4,
-                emu_reps=3, emu_steps=3, speed_args=[],
+                emu_reps=3, emu_steps=3, speed_args=["--compare", "1000x1000"],
                 model_configs=[[], ["128", "4", "64", "8", "4"]], model_reps=3)
 
 
@@ -1137,6 +1181,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a small subset, for the smoke test")
     ap.add_argument("--started", type=float, default=time.time(), help="start time (epoch)")
     a = ap.parse_args()
+    import report_models  # the real-model sections; it imports this module's helpers
     cfg = config(a.quick)
     r = Runner(a.build, a.data or os.path.join(a.build, "bench-data"))
     grid = collect_grid(r, cfg)
@@ -1145,18 +1190,22 @@ def main():
     rt = collect_runtime(r, cfg)
     sp = collect_speed(r, cfg)
     kernels = collect_kernels(r, cfg)
+    real = report_models.collect(r, cfg)
+    hybrid = report_models.collect_hybrid(r, cfg)
 
     os.makedirs(a.out, exist_ok=True)
     plot_paper(zb_rows, os.path.join(a.out, "results-paper.svg"))
     plot_frontier(plans, os.path.join(a.out, "results-frontier.svg"))
     plot_runtime(rt, r.families, os.path.join(a.out, "results-runtime.svg"))
     plot_speed(sp, os.path.join(a.out, "results-speed.svg"))
+    real_svgs = report_models.plots(real, a.out)
     parts = [md_header(machine_info(sp, a.started), cfg), md_schedules(grid, zb_rows, r, cfg),
              "![vpipe vs the Zero Bubble paper](results-paper.svg)\n",
-             md_frontier(plans), md_runtime(rt, r.families), md_speed(sp, kernels)]
+             md_frontier(plans), md_runtime(rt, r.families), md_speed(sp, kernels),
+             report_models.markdown(real, real_svgs), report_models.markdown_hybrid(hybrid)]
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(re.sub(r"\n{3,}", "\n\n", "\n".join(parts)))
-    log(f"wrote {os.path.join(a.out, 'results.md')} and 4 SVG plots")
+    log(f"wrote {os.path.join(a.out, 'results.md')} and {4 + len(real_svgs)} SVG plots")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,10 @@ int cli_lib_error(const vp_error *err);
  * untouched. Returns 0 on success. */
 int cli_write(const char *path, const char *text, size_t len);
 
+/* Writes what a library writer made: when st is VP_OK, text to path with cli_write, else
+ * err's message. Frees text either way. Returns 0 or the exit code. */
+int cli_write_result(const char *path, vp_status st, char *text, const vp_error *err);
+
 /* Writes text and a newline to path with cli_write. Returns 0 or the exit code. */
 int cli_write_line(const char *path, const char *text);
 
@@ -68,8 +72,13 @@ int cli_probe_output(const char *path);
  * not. Leaves nothing behind but the directory. */
 int cli_prepare_dir(const char *dir);
 
+/* The JSON value of text, a library's JSON string (taken: freed here; NULL gives NULL).
+ * New reference, NULL when memory ran out. */
+json_t *cli_json_take(char *text);
+
 /* Serialises json (indented, with a trailing newline) and writes it to path with
- * cli_write. Returns 0 or the exit code after printing the error. */
+ * cli_write. Returns 0 or the exit code after printing the error (also for a NULL json:
+ * memory ran out building it). */
 int cli_write_json(const char *path, json_t *json);
 
 /* ---- progress ------------------------------------------------------------------------ */
@@ -101,6 +110,8 @@ typedef struct cli_spec {
     cli_cost_file profile; /* --cost-file */
     double *dev_costs;     /* [3p] per-device costs from the profile that spec.costs
                               borrows (owned; cli_spec_release frees) */
+    int recompute;         /* --recompute (cli_recompute_group): a vp_recompute, -1 until
+                              given; cli_spec_ready sets spec.recompute from it */
 } cli_spec;
 
 extern const cli_group cli_spec_group;
@@ -108,9 +119,15 @@ extern const cli_group cli_spec_group;
 /* --max-ops N of a long (a vp_spec's max_ops), for every command that builds schedules. */
 extern const cli_group cli_limit_group;
 
-/* --recompute none|selective|full of a vp_recompute (vp_recompute_parse): a vp_spec's
- * recompute, which builds every family's recomputing version; cli_obtain_schedule gives
- * a schedule file the same. */
+/* --recompute none|selective|full into an int (a vp_recompute, -1 until given): the one
+ * recomputation option of every command, registered at a cli_spec's recompute (train: its
+ * own). It recomputes as the model's implementation does. Without --model, and with
+ * vpipe's own model (vpipe:...), it is the spec's recompute: every family's recomputing
+ * version with R passes (cli_obtain_schedule gives a schedule file the same), as vpipe's
+ * runtime runs them. With another --model it is the workload's recompute, Megatron's
+ * activation checkpointing inside B, and the schedule gets no R passes
+ * (cli_real_ready); plan --model fixes the hybrid search's recompute with it. Either way
+ * the price module counts it once (vp_workload). */
 extern const cli_group cli_recompute_group;
 
 /* Defaults: p, m unset, default costs and memory model, the default op limit. */
@@ -143,14 +160,126 @@ int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out);
 /* "F=1 B=1 W=1 c=0" (and " FB=x", " R=x" when set) of costs, into buf. Returns buf. */
 const char *cli_costs_text(const vp_costs *c, char *buf, size_t size);
 
-/* The JSON object scripts read for one simulated schedule (family, p, m, recompute,
- * makespan, bubble, bubble_makespan, peak_memory, peak_memory_max, ...). New reference. */
+/* The library's simulation report (vp_sim_json) as a JSON object, for outputs that hold
+ * several (compare --json, block --json). New reference; NULL when memory runs out. */
 json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *costs);
+
+/* ---- real models ------------------------------------------------------------------------ */
+
+/* A list of counts (--layers-per-stage), owned by its holder. */
+typedef struct cli_int_list {
+    int *v;
+    int n;
+} cli_int_list;
+
+/* The layer split (the group cli_split_group): --split time|memory|even (a vp_split_goal,
+ * -1 until given) and --layers-per-stage a,b,... (owned: cli_split_release). The same
+ * options for a real model's pricing and planning (in cli_real) and for train. */
+typedef struct cli_split {
+    int goal;
+    cli_int_list layers;
+} cli_split;
+
+extern const cli_group cli_split_group;
+
+/* "time", "memory" or "even". Static string. */
+const char *cli_split_name(vp_split_goal goal);
+
+/* Releases what sp owns. */
+void cli_split_release(cli_split *sp);
+
+/* The real-model options (the group cli_real_group): --model, --gpu, --seq, --mbs, --tp,
+ * --sp, --dp, --zero, --flash, --reserve, --dp-overlap; with them the layer split
+ * (cli_split_group, registered at split) and --recompute (cli_recompute_group, at the
+ * command's cli_spec). Shared by simulate, compare, render, schedule, plan and model. */
+typedef struct cli_real {
+    const char *model, *gpu; /* as given, NULL until given */
+    int seq, mbs, tp, dp;    /* 0 until given */
+    bool sp, zero, flash;
+    int recompute;                  /* the spec's --recompute, copied by cli_real_ready */
+    cli_split split;                /* --split, --layers-per-stage */
+    double reserve_gib, dp_overlap; /* -1 until given */
+    /* filled by cli_real_ready when --model is given */
+    bool on;
+    vp_arch arch;
+    vp_gpu accel;
+    vp_workload work;
+    vp_price_setup setup; /* points into this struct and at the spec's costs */
+} cli_real;
+
+extern const cli_group cli_real_group;
+
+/* Defaults: nothing given. */
+void cli_real_init(cli_real *r);
+
+/* After parsing (and after cli_spec_ready, whose costs it borrows as measured ms when
+ * --cost or --cost-file was given): without --model, checks that no other real-model
+ * option was given; with it, resolves the model and the accelerator (a malformed file:
+ * exit 3 with its position; an unknown name: 2), builds the workload and the setup and
+ * checks them (heads not divisible by --tp, a sequence longer than the model's
+ * positions...: 2), and sets r->on. A model other than vpipe's own takes --recompute into
+ * its workload and clears o->spec.recompute (cli_recompute_group). Prints the error and
+ * returns the exit code, 0 when ready. */
+int cli_real_ready(cli_real *r, cli_spec *o);
+
+/* Releases what r owns. */
+void cli_real_release(cli_real *r);
+
+/* "TP 8 + SP, DP 2 + ZeRO-1, seq 8192, mbs 1, FlashAttention, recompute none" of w into
+ * buf. Returns buf. */
+char *cli_workload_text(const vp_workload *w, char *buf, size_t size);
+
+/* Prices what (a family, built from o with the setup's costs: needs -p and -m; or a
+ * schedule file, as cli_obtain_schedule) under real's setup. *r and *s receive the result
+ * and the schedule (caller frees both). Prints the error and returns the exit code; 0 on
+ * success. */
+int cli_price(const char *what, const cli_spec *o, const cli_real *real, vp_price_result **r,
+              vp_schedule **s);
+
+/* The JSON of a priced schedule: cli_sim_json's fields (times in ms) and
+ * vp_price_result_json's. New reference, NULL when memory runs out. */
+json_t *cli_price_json(const vp_schedule *s, const vp_price_result *r);
+
+/* "layers per stage: 9,10,...\n". */
+void cli_print_split(FILE *out, const vp_price_result *r);
+
+/* The human report of a schedule priced under w (measured: with measured costs): setting,
+ * step time and its parts, MFU, bubble, rates, pass times, the split, and every rank's
+ * memory items in GiB with the verdict. */
+void cli_price_text(FILE *out, const vp_price_result *r, const vp_workload *w, bool measured);
+
+/* ---- the hybrid search (plan --model) ---------------------------------------------------- */
+
+/* The search's own options (the group cli_hybrid_group): --gpus, --global-batch, --pp,
+ * --top, --max-chunks, --threads, --time-limit, --emit. */
+typedef struct cli_hybrid {
+    int gpus, global_batch, pp, top, max_chunks, threads; /* 0 until given */
+    double time_limit;                                    /* 0 until given */
+    int emit;                                             /* -1 none, 0 torchtitan, 1 megatron */
+} cli_hybrid;
+
+extern const cli_group cli_hybrid_group;
+
+void cli_hybrid_init(cli_hybrid *h);
+
+/* What plan writes: --memory (the schedule planner's budget, refused with --model), -o,
+ * --json, and the directory operand of --emit torchtitan. */
+typedef struct cli_plan_out {
+    const char *budget, *out, *dir;
+    bool json;
+} cli_plan_out;
+
+/* Runs plan with --model: checks the flags, searches, then prints the report (text or
+ * --json; -o writes the winner's schedule) and the exports. Prints the error and returns
+ * the exit code: 2 for bad flags and when nothing fits (the message names the smallest
+ * memory needed), 3 for a bad model file or an unwritable output. */
+int cli_plan_hybrid(cli_spec *o, cli_real *r, const cli_hybrid *h, const cli_plan_out *po);
 
 /* ---- subcommands ------------------------------------------------------------------------- */
 
 extern const cli_command cli_cmd_list, cli_cmd_schedule, cli_cmd_simulate, cli_cmd_compare,
-    cli_cmd_validate, cli_cmd_train, cli_cmd_profile, cli_cmd_render, cli_cmd_block, cli_cmd_plan;
+    cli_cmd_validate, cli_cmd_train, cli_cmd_profile, cli_cmd_render, cli_cmd_block, cli_cmd_plan,
+    cli_cmd_model;
 
 /* Every subcommand, in the order `vpipe --help` lists them. */
 extern const cli_command *const cli_commands[];

@@ -8,6 +8,7 @@
 
 typedef struct compare_args {
     cli_spec spec;
+    cli_real real;
     const char *svg;
     bool json;
 } compare_args;
@@ -27,6 +28,7 @@ static const cli_group compare_group = CLI_GROUP("output", compare_opts);
 
 static void init(void *args) {
     cli_spec_init(&((compare_args *)args)->spec);
+    cli_real_init(&((compare_args *)args)->real);
 }
 
 /* What the loop over the families collects. */
@@ -45,31 +47,55 @@ static void table_row(FILE *out, const char *family, const vp_sim *sim) {
             100.0 * sim->bubble_makespan, sim->peak_max, lo);
 }
 
-/* Builds and simulates one family into st; a family the shape does not fit is listed as
- * skipped. Returns 0 or the exit code after printing the error. */
+#define GIB 1073741824.0
+
+/* A priced family's row: step time, MFU, bubble, the largest rank's GiB, whether it fits,
+ * and every rank's GiB. */
+static void priced_row(FILE *out, const vp_price_result *r) {
+    fprintf(out, "%-12s %9.4g %6.2f%% %7.2f%% %8.2f  %-4s", r->family, r->step_time_s, 100 * r->mfu,
+            100 * r->bubble, r->memory_max_bytes / GIB, r->fits ? "yes" : "no");
+    for (int d = 0; d < r->p; d++)
+        fprintf(out, " %.1f", r->memory[d].total / GIB);
+    fputc('\n', out);
+}
+
+/* Builds and simulates (or prices) one family into st; a family the shape does not fit is
+ * listed as skipped. Returns 0 or the exit code after printing the error. */
 static int compare_family(const compare_args *a, const vp_family *f, compare_state *st) {
-    vp_schedule *s;
+    vp_schedule *s = NULL;
+    vp_sim *sim = NULL;
+    vp_price_result *priced = NULL;
     vp_error err = {0};
-    if (vp_family_build(f->name, &a->spec.spec, &s, &err) != VP_OK) {
+    vp_status status =
+        a->real.on ? vp_price_family(&a->real.setup, f->name, &a->spec.spec, &priced, &s, &err)
+                   : vp_family_build(f->name, &a->spec.spec, &s, &err);
+    if (status != VP_OK) {
         if (err.status == VP_ENOMEM || err.status == VP_ELIMIT)
             return cli_lib_error(&err);
         if (st->table)
             fprintf(st->table, "%-12s (skipped: %s)\n", f->name, err.message);
         return 0;
     }
-    vp_sim *sim = NULL;
-    int rc = cli_simulate(s, &a->spec, &sim);
+    int rc = priced ? 0 : cli_simulate(s, &a->spec, &sim);
+    sim = priced ? priced->sim : sim;
     if (!rc && a->svg) {
         if (vp_timeline_from_sim(s, sim, &st->tls[st->ntl], &err) != VP_OK)
             rc = cli_lib_error(&err);
         else
             st->ntl++;
     }
-    if (!rc && st->array)
-        json_array_append_new(st->array, cli_sim_json(s, sim, &a->spec.spec.costs));
-    if (!rc && st->table)
+    if (!rc && st->array) {
+        json_t *j = priced ? cli_price_json(s, priced) : cli_sim_json(s, sim, &a->spec.spec.costs);
+        rc = j ? json_array_append_new(st->array, j) : cli_error(VP_EXIT_FAILURE, "out of memory");
+    }
+    if (!rc && st->table && priced)
+        priced_row(st->table, priced);
+    else if (!rc && st->table)
         table_row(st->table, f->name, sim);
-    vp_sim_free(sim);
+    if (priced)
+        vp_price_result_free(priced);
+    else
+        vp_sim_free(sim);
     vp_schedule_free(s);
     return rc;
 }
@@ -88,16 +114,32 @@ static int write_gallery(const compare_args *a, const compare_state *st) {
     return rc;
 }
 
-static void table_head(FILE *out, const vp_spec *spec) {
-    char costs[128];
-    fprintf(out, "p=%d m=%d  costs %s\n\n%-12s %10s %9s %10s %8s %8s\n", spec->p, spec->m,
-            cli_costs_text(&spec->costs, costs, sizeof costs), "family", "makespan", "bubble",
-            "bubble/ms", "peak", "min-peak");
+static void table_head(FILE *out, const compare_args *a) {
+    const vp_spec *spec = &a->spec.spec;
+    char text[256];
+    if (!a->real.on) {
+        fprintf(out, "p=%d m=%d  costs %s\n\n%-12s %10s %9s %10s %8s %8s\n", spec->p, spec->m,
+                cli_costs_text(&spec->costs, text, sizeof text), "family", "makespan", "bubble",
+                "bubble/ms", "peak", "min-peak");
+        return;
+    }
+    const cli_real *r = &a->real;
+    fprintf(out, "%s on %s  p=%d m=%d  %s  (%d GPUs, %.1f GiB each)%s\n\n", r->arch.name,
+            r->accel.name, spec->p, spec->m, cli_workload_text(&r->work, text, sizeof text),
+            spec->p * r->work.tp * r->work.dp, r->accel.memory_bytes / GIB,
+            r->setup.measured ? "  measured costs" : "");
+    fprintf(out, "%-12s %9s %7s %8s %8s  %-4s %s\n", "family", "step s", "MFU", "bubble", "max GiB",
+            "fits", "GiB per rank");
 }
 
 static const char table_legend[] =
     "\nbubble: 1 - busy / longest device span; bubble/ms: 1 - busy / makespan; peak and\n"
     "min-peak: the largest and the smallest device peak of activation memory, in units\n";
+
+static const char priced_legend[] =
+    "\nstep: the simulated makespan + optimizer step + exposed DP reduction; MFU: model\n"
+    "FLOPs / (GPUs x peak x step); bubble: 1 - busy / longest device span; GiB per rank:\n"
+    "parameters, gradients, optimizer states, activations, buffers, workspace, reserve\n";
 
 static int compare_all(const compare_args *a, compare_state *st) {
     int rc = 0;
@@ -113,7 +155,7 @@ static int compare_all(const compare_args *a, compare_state *st) {
 /* Writes what the loop collected (the table only when rc is 0) and the gallery. */
 static int write_outputs(const compare_args *a, compare_state *st, cli_out *table, int rc) {
     if (st->table) {
-        fputs(table_legend, st->table);
+        fputs(a->real.on ? priced_legend : table_legend, st->table);
         int out_rc = cli_out_end(table, rc ? NULL : "-");
         rc = rc ? rc : out_rc;
     }
@@ -129,6 +171,8 @@ static int run(void *args) {
     if (!a->spec.spec.p || !a->spec.spec.m)
         return cli_error(VP_EXIT_USAGE, "compare needs -p and -m");
     int rc = cli_spec_ready(&a->spec);
+    if (!rc)
+        rc = cli_real_ready(&a->real, &a->spec);
     if (!rc && a->svg)
         rc = cli_probe_output(a->svg);
     compare_state st = {0};
@@ -138,7 +182,7 @@ static int run(void *args) {
     else if (!rc && a->json)
         st.array = json_array();
     else if (!rc && !(rc = cli_out_begin(&table)))
-        table_head(st.table = table.f, &a->spec.spec);
+        table_head(st.table = table.f, a);
     if (!rc)
         rc = compare_all(a, &st);
     rc = write_outputs(a, &st, &table, rc);
@@ -146,6 +190,7 @@ static int run(void *args) {
         vp_timeline_free(st.tls[i]);
     free(st.tls);
     json_decref(st.array);
+    cli_real_release(&a->real);
     cli_spec_release(&a->spec);
     return rc;
 }
@@ -153,19 +198,25 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(compare_args, spec)},
     {&cli_limit_group, offsetof(compare_args, spec.spec.max_ops)},
-    {&cli_recompute_group, offsetof(compare_args, spec.spec.recompute)},
+    {&cli_recompute_group, offsetof(compare_args, spec.recompute)},
+    {&cli_real_group, offsetof(compare_args, real)},
+    {&cli_split_group, offsetof(compare_args, real.split)},
     {&compare_group, 0},
 };
 
 const cli_command cli_cmd_compare = {
     .name = "compare",
     .summary = "simulate every family side by side",
-    .usage = "-p P -m M [--cost ...] [--memory-model ...] [--json] [--svg FILE]",
+    .usage = "-p P -m M [--cost ...] [--memory-model ...] [--json] [--svg FILE]\n"
+             "                     [--model NAME|FILE --gpu NAME|FILE --seq S --mbs B ...]",
     .about = "Builds and simulates every family (vpipe list) for the same p, m and costs\n"
              "and prints them side by side: makespan, bubble (1 - busy / longest device\n"
              "span), bubble/ms (1 - busy / makespan), peak (the largest device peak of\n"
              "activation memory, in units) and min-peak (the smallest). Families whose\n"
-             "constraints the shape does not meet are listed with the reason.\n",
+             "constraints the shape does not meet are listed with the reason.\n\n"
+             "With --model, prices every family for a real model on a real accelerator:\n"
+             "step time in seconds, MFU, bubble, the largest rank's memory in GiB, whether\n"
+             "it fits, and every rank's GiB (simulate FAMILY --model ... itemises them).\n",
     CLI_USES(uses),
     .args_size = sizeof(compare_args),
     .init = init,

@@ -8,70 +8,39 @@
 
 typedef struct plan_args {
     cli_spec spec;
-    const char *budget, *out;
-    bool json;
+    cli_real real;
+    cli_hybrid hy;
+    cli_plan_out po;
 } plan_args;
 
 static const cli_opt plan_opts[] = {
     {.name = "memory",
      .kind = CLI_STRING,
-     .offset = offsetof(plan_args, budget),
+     .offset = offsetof(plan_args, po.budget),
      .arg = "X",
      .help = "the budget: a fraction of 1F1B's peak (0.5), units (4u: one\n"
              "microbatch's activation of a device's whole slice), or bytes\n"
              "(123456b, when the memory model knows the unit's size)"},
     {.name = "json",
      .kind = CLI_FLAG,
-     .offset = offsetof(plan_args, json),
+     .offset = offsetof(plan_args, po.json),
      .help = "one object: the chosen schedule's `simulate --json` fields,\n"
-             "plus budget, reason, param_copies, frontier, candidates"},
+             "plus budget, reason, param_copies, frontier, candidates; with\n"
+             "--model: best, best_per_family, top, evaluated, pruned..."},
     {.short_name = 'o',
      .kind = CLI_STRING,
-     .offset = offsetof(plan_args, out),
+     .offset = offsetof(plan_args, po.out),
      .arg = "FILE",
-     .help = "also write the chosen schedule as vpipe JSON (-o - writes it\n"
-             "to stdout instead of the report)"},
+     .help = "also write the chosen schedule (with --model: the winner's) as\n"
+             "vpipe JSON (-o - writes it to stdout instead of the report)"},
 };
 static const cli_group plan_group = CLI_GROUP("plan", plan_opts);
 
 static void init(void *args) {
-    cli_spec_init(&((plan_args *)args)->spec);
-}
-
-/* A candidate as JSON (memory in units; bytes too when known). */
-static json_t *cand_json(const vp_plan_candidate *c) {
-    json_t *o = json_object();
-    json_object_set_new(o, "family", json_string(c->family));
-    json_object_set_new(o, "params", json_string(c->params));
-    json_object_set_new(o, "memory", json_real(c->peak));
-    if (c->peak_bytes > 0)
-        json_object_set_new(o, "memory_bytes", json_real(c->peak_bytes));
-    json_object_set_new(o, "bubble", json_real(c->bubble));
-    json_object_set_new(o, "makespan", json_real(c->makespan));
-    json_object_set_new(o, "fits", json_boolean(c->fits));
-    return o;
-}
-
-static int print_json(const vp_plan *plan, const vp_sim *sim, const cli_spec *o) {
-    json_t *j = cli_sim_json(plan->schedule, sim, &o->spec.costs);
-    json_object_set_new(j, "budget", json_real(plan->budget));
-    json_object_set_new(j, "budget_unit", json_string(plan->budget_in_bytes ? "bytes" : "units"));
-    json_object_set_new(j, "ref_peak_1f1b", json_real(plan->ref_peak));
-    json_object_set_new(j, "param_copies", json_integer(vp_schedule_param_copies(plan->schedule)));
-    json_object_set_new(j, "params", json_string(plan->candidates[plan->chosen].params));
-    json_object_set_new(j, "reason", json_string(plan->reason));
-    json_object_set_new(j, "blocks_tried", json_integer(plan->blocks_tried));
-    json_object_set_new(j, "blocks_built", json_integer(plan->blocks_built));
-    json_t *front = json_array(), *cands = json_array();
-    for (int i = 0; i < plan->n_frontier; i++)
-        json_array_append_new(front, cand_json(&plan->candidates[plan->frontier[i]]));
-    for (int i = 0; i < plan->n_candidates; i++)
-        json_array_append_new(cands, cand_json(&plan->candidates[i]));
-    json_object_set_new(j, "frontier", front);
-    json_object_set_new(j, "candidates", cands);
-    int rc = cli_write_json("-", j);
-    json_decref(j);
-    return rc;
+    plan_args *a = args;
+    cli_spec_init(&a->spec);
+    cli_real_init(&a->real);
+    cli_hybrid_init(&a->hy);
 }
 
 static void print_text(FILE *out, const vp_plan *plan, const vp_sim *sim, const cli_spec *o) {
@@ -100,18 +69,18 @@ static void print_text(FILE *out, const vp_plan *plan, const vp_sim *sim, const 
 
 /* The chosen schedule to -o, then the report unless -o took stdout. */
 static int write_results(const plan_args *a, const vp_plan *plan, const vp_sim *sim) {
-    if (a->out) {
-        char *text = NULL;
-        vp_error err = {0};
-        int rc = vp_json_write(plan->schedule, &text, &err) == VP_OK
-                     ? cli_write(a->out, text, strlen(text))
-                     : cli_lib_error(&err);
-        free(text);
-        if (rc || !strcmp(a->out, "-"))
+    char *text = NULL;
+    vp_error err = {0};
+    if (a->po.out) {
+        vp_status st = vp_json_write(plan->schedule, &text, &err);
+        int rc = cli_write_result(a->po.out, st, text, &err);
+        if (rc || !strcmp(a->po.out, "-"))
             return rc;
     }
-    if (a->json)
-        return print_json(plan, sim, &a->spec);
+    if (a->po.json) {
+        vp_status st = vp_plan_json(plan, sim, &a->spec.spec.costs, &text, &err);
+        return cli_write_result("-", st, text, &err);
+    }
     cli_out out;
     if (cli_out_begin(&out))
         return VP_EXIT_FAILURE;
@@ -125,14 +94,14 @@ static int plan(plan_args *a, vp_plan **out) {
     vp_budget budget;
     if (!a->spec.spec.p || !a->spec.spec.m)
         return cli_error(VP_EXIT_USAGE, "plan needs -p and -m");
-    if (!a->budget)
+    if (!a->po.budget)
         return cli_error(VP_EXIT_USAGE, "plan needs --memory (0.5, 4u or 123456b)");
-    if (vp_budget_parse(a->budget, &budget, &err) != VP_OK)
-        return cli_error(VP_EXIT_USAGE, "--memory '%s': column %d: %s", a->budget, err.column,
+    if (vp_budget_parse(a->po.budget, &budget, &err) != VP_OK)
+        return cli_error(VP_EXIT_USAGE, "--memory '%s': column %d: %s", a->po.budget, err.column,
                          err.message);
     int rc = cli_spec_ready(&a->spec);
-    if (!rc && a->out)
-        rc = cli_probe_output(a->out);
+    if (!rc && a->po.out)
+        rc = cli_probe_output(a->po.out);
     if (rc)
         return rc;
     cli_progress("plan: searching every family and the V building blocks for p=%d m=%d...",
@@ -142,8 +111,32 @@ static int plan(plan_args *a, vp_plan **out) {
     return rc;
 }
 
+/* The search's options without --model. */
+static int hybrid_flags_without_model(const plan_args *a) {
+    const cli_hybrid *h = &a->hy;
+    if (h->gpus || h->global_batch || h->pp || h->top || h->max_chunks || h->threads ||
+        h->time_limit > 0 || h->emit >= 0 || a->po.dir)
+        return cli_error(VP_EXIT_USAGE, "--gpus, --global-batch, --pp, --top, --max-chunks, "
+                                        "--threads, --time-limit and --emit search with --model");
+    return 0;
+}
+
 static int run(void *args) {
     plan_args *a = args;
+    if (a->real.model) {
+        int rc = cli_spec_ready(&a->spec);
+        if (!rc)
+            rc = cli_plan_hybrid(&a->spec, &a->real, &a->hy, &a->po);
+        cli_real_release(&a->real);
+        cli_spec_release(&a->spec);
+        return rc;
+    }
+    int flags_rc = hybrid_flags_without_model(a);
+    if (!flags_rc)
+        flags_rc = cli_real_ready(&a->real, &a->spec); /* names the first stray option */
+    cli_real_release(&a->real);
+    if (flags_rc)
+        return flags_rc;
     vp_plan *p = NULL;
     vp_sim *sim = NULL;
     int rc = plan(a, &p);
@@ -160,21 +153,43 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(plan_args, spec)},
     {&cli_limit_group, offsetof(plan_args, spec.spec.max_ops)},
-    {&cli_recompute_group, offsetof(plan_args, spec.spec.recompute)},
+    {&cli_recompute_group, offsetof(plan_args, spec.recompute)},
     {&plan_group, 0},
+    {&cli_real_group, offsetof(plan_args, real)},
+    {&cli_split_group, offsetof(plan_args, real.split)},
+    {&cli_hybrid_group, offsetof(plan_args, hy)},
 };
 
 const cli_command cli_cmd_plan = {
     .name = "plan",
-    .summary = "best schedule within a memory budget, and the memory/bubble frontier",
-    .usage = "-p P -m M --memory X [--cost ...] [--memory-model ...] [--json] [-o FILE]",
+    .summary = "best schedule within a memory budget; with --model, the best DP x TP x PP",
+    .usage = "-p P -m M --memory X [--cost ...] [--memory-model ...] [--json] [-o FILE]\n"
+             "       vpipe plan --model M --gpu G --gpus N --seq S --global-batch B [--json]\n"
+             "                  [--top K] [--flash --sp --zero] [--emit torchtitan DIR|megatron]",
     .about = "Searches every family (vpipe list) and the V-shape building blocks (60 phase\n"
              "patterns x offsets 1..5 x one change point) for the schedule with the smallest\n"
              "makespan whose peak activation memory fits X, and prints it with the memory ->\n"
-             "makespan frontier it found and the candidates it considered.\n",
-    .epilog = "Exit codes: 0 ok, 2 bad flags or a budget below every schedule's peak (the\n"
-              "message names the smallest peak reached), 1 other failures.\n",
+             "makespan frontier it found and the candidates it considered.\n\n"
+             "With --model, searches the whole configuration of a real model on N GPUs for a\n"
+             "global batch of B sequences: every data-, tensor- (within a node) and pipeline-\n"
+             "parallel degree, microbatch size, family (interleaved with 2..--max-chunks\n"
+             "chunks; the V building blocks of the budget planner's frontier as v-block) and\n"
+             "recomputation, each priced as `simulate --model` prices it; keeps those whose\n"
+             "every rank fits the accelerator's memory (its reserve, --reserve, counted),\n"
+             "ranks them by step time, and prints the top K, the best of every family, the\n"
+             "winner's memory per rank and why it wins. Bounds prune the search (the\n"
+             "answer is the exhaustive one); --tp, --dp, --mbs, --pp and --recompute fix a\n"
+             "dimension. --emit torchtitan DIR writes DIR/job.toml (torchtitan's TOML job\n"
+             "configuration: [training], [parallelism], [activation_checkpoint]) and\n"
+             "DIR/schedule.csv; --emit megatron prints Megatron-LM's flags for the best\n"
+             "1F1B or interleaved configuration.\n",
+    .epilog = "Exit codes: 0 ok, 2 bad flags, a budget below every schedule's peak, or (with\n"
+              "--model) no configuration that fits (the message names the smallest memory\n"
+              "one needs), 3 a bad model or accelerator file or an unwritable output,\n"
+              "1 other failures.\n",
     CLI_USES(uses),
+    .operand = "DIR",
+    .operand_offset = offsetof(plan_args, po.dir),
     .args_size = sizeof(plan_args),
     .init = init,
     .run = run,

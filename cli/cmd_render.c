@@ -9,6 +9,7 @@
 
 typedef struct render_args {
     cli_spec spec;
+    cli_real real;
     const char *what, *svg, *trace, *title;
     bool ascii, fit, color, no_color;
     int width;
@@ -62,6 +63,7 @@ static const cli_group render_group = CLI_GROUP("drawing", render_opts);
 
 static void init(void *args) {
     cli_spec_init(&((render_args *)args)->spec);
+    cli_real_init(&((render_args *)args)->real);
 }
 
 /* The outputs asked for, checked before anything is drawn. */
@@ -78,10 +80,11 @@ static int check_outputs(render_args *a) {
     return rc ? rc : a->trace ? cli_probe_output(a->trace) : 0;
 }
 
-/* Draws tl with the renderer of kind ('a'scii, 's'vg, 't'race) and writes it to path. */
-static int draw(const render_args *a, const vp_timeline *tl, char kind, const char *path) {
-    vp_render_opts ro = {
-        .costs = &a->spec.spec.costs, .title = a->title, .width = a->width, .fit = a->fit};
+/* Draws tl with the renderer of kind ('a'scii, 's'vg, 't'race) and writes it to path;
+ * costs are what the title shows. */
+static int draw(const render_args *a, const vp_timeline *tl, const vp_costs *costs, char kind,
+                const char *path) {
+    vp_render_opts ro = {.costs = costs, .title = a->title, .width = a->width, .fit = a->fit};
     ro.color =
         kind == 'a' && !a->no_color && (a->color || (isatty(STDOUT_FILENO) && !getenv("NO_COLOR")));
     vp_error err = {0};
@@ -94,30 +97,48 @@ static int draw(const render_args *a, const vp_timeline *tl, char kind, const ch
     return rc;
 }
 
+/* The schedule and its simulation: built or read and simulated, or with --model priced
+ * (*sim then borrowed from *priced, times in ms). */
+static int obtain(const render_args *a, vp_schedule **s, vp_sim **sim, vp_price_result **priced) {
+    if (!a->real.on) {
+        int rc = cli_obtain_schedule(a->what, &a->spec, s);
+        return rc ? rc : cli_simulate(*s, &a->spec, sim);
+    }
+    int rc = cli_price(a->what, &a->spec, &a->real, priced, s);
+    *sim = rc ? NULL : (*priced)->sim;
+    return rc;
+}
+
 static int run(void *args) {
     render_args *a = args;
     vp_schedule *s = NULL;
     vp_sim *sim = NULL;
+    vp_price_result *priced = NULL;
     vp_timeline *tl = NULL;
     vp_error err = {0};
     int rc = check_outputs(a);
     if (!rc)
         rc = cli_spec_ready(&a->spec);
     if (!rc)
-        rc = cli_obtain_schedule(a->what, &a->spec, &s);
+        rc = cli_real_ready(&a->real, &a->spec);
     if (!rc)
-        rc = cli_simulate(s, &a->spec, &sim);
+        rc = obtain(a, &s, &sim, &priced);
     if (!rc && vp_timeline_from_sim(s, sim, &tl, &err) != VP_OK)
         rc = cli_lib_error(&err);
+    const vp_costs *costs = priced ? &priced->costs : &a->spec.spec.costs;
     if (!rc && a->ascii)
-        rc = draw(a, tl, 'a', "-");
+        rc = draw(a, tl, costs, 'a', "-");
     if (!rc && a->svg)
-        rc = draw(a, tl, 's', a->svg);
+        rc = draw(a, tl, costs, 's', a->svg);
     if (!rc && a->trace)
-        rc = draw(a, tl, 't', a->trace);
+        rc = draw(a, tl, costs, 't', a->trace);
     vp_timeline_free(tl);
-    vp_sim_free(sim);
+    if (priced)
+        vp_price_result_free(priced);
+    else
+        vp_sim_free(sim);
     vp_schedule_free(s);
+    cli_real_release(&a->real);
     cli_spec_release(&a->spec);
     return rc;
 }
@@ -125,7 +146,9 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(render_args, spec)},
     {&cli_limit_group, offsetof(render_args, spec.spec.max_ops)},
-    {&cli_recompute_group, offsetof(render_args, spec.spec.recompute)},
+    {&cli_recompute_group, offsetof(render_args, spec.recompute)},
+    {&cli_real_group, offsetof(render_args, real)},
+    {&cli_split_group, offsetof(render_args, real.split)},
     {&render_group, 0},
 };
 
@@ -135,7 +158,9 @@ const cli_command cli_cmd_render = {
     .usage = "FAMILY|FILE [-p P -m M ...] [--ascii] [--svg OUT] [--trace OUT]\n"
              "                    [--width N] [--fit] [--color|--no-color] [--title TEXT]",
     .about = "Simulates a schedule (a family built from -p/-m/..., or a vpipe JSON or PyTorch\n"
-             "CSV file) and draws it. Without an output flag, draws the terminal timeline.\n",
+             "CSV file) and draws it. Without an output flag, draws the terminal timeline.\n"
+             "With --model, the schedule is priced for a real model first: times in ms,\n"
+             "memory curves in bytes.\n",
     CLI_USES(uses),
     .operand = "FAMILY|FILE",
     .operand_offset = offsetof(render_args, what),

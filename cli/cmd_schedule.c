@@ -11,6 +11,7 @@ static const char *const formats[] = {"json", "text", "torch-csv", "torch-csv-co
 
 typedef struct schedule_args {
     cli_spec spec;
+    cli_real real;
     const char *family, *out;
     int format;
 } schedule_args;
@@ -34,6 +35,7 @@ static const cli_group schedule_group = CLI_GROUP("output", schedule_opts);
 static void init(void *args) {
     schedule_args *a = args;
     cli_spec_init(&a->spec);
+    cli_real_init(&a->real);
     a->out = "-";
 }
 
@@ -82,16 +84,25 @@ static int run(void *args) {
     if (!vp_family_find(a->family))
         return cli_error(VP_EXIT_USAGE, "unknown family '%s' (vpipe list)", a->family);
     vp_schedule *s = NULL;
+    vp_price_result *priced = NULL;
     char *text = NULL;
     int rc = cli_spec_ready(&a->spec);
     if (!rc)
+        rc = cli_real_ready(&a->real, &a->spec);
+    if (!rc && a->real.on)
+        rc = cli_price(a->family, &a->spec, &a->real, &priced, &s);
+    else if (!rc)
         rc = cli_obtain_schedule(a->family, &a->spec, &s);
+    if (!rc && priced)
+        cli_print_split(stderr, priced); /* what a launcher needs beside the schedule */
     if (!rc)
         rc = format_schedule(s, a->format, &text);
     if (!rc)
         rc = cli_write(a->out, text, strlen(text));
     free(text);
+    vp_price_result_free(priced);
     vp_schedule_free(s);
+    cli_real_release(&a->real);
     cli_spec_release(&a->spec);
     return rc;
 }
@@ -99,7 +110,9 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(schedule_args, spec)},
     {&cli_limit_group, offsetof(schedule_args, spec.spec.max_ops)},
-    {&cli_recompute_group, offsetof(schedule_args, spec.spec.recompute)},
+    {&cli_recompute_group, offsetof(schedule_args, spec.recompute)},
+    {&cli_real_group, offsetof(schedule_args, real)},
+    {&cli_split_group, offsetof(schedule_args, real.split)},
     {&schedule_group, 0},
 };
 
@@ -109,7 +122,9 @@ const cli_command cli_cmd_schedule = {
     .usage = "FAMILY -p P -m M [options]",
     .about = "Builds a schedule of FAMILY (vpipe list) and writes it: vpipe JSON (default),\n"
              "text, one line of ops per device (F3.1 = forward of stage 3, microbatch 1),\n"
-             "or PyTorch's pipelining CSV.\n",
+             "or PyTorch's pipelining CSV.\n\n"
+             "With --model, cost-aware families are built with the real model's per-device\n"
+             "pass times and memory (the layer split goes to stderr).\n",
     CLI_USES(uses),
     .operand = "FAMILY",
     .operand_offset = offsetof(schedule_args, family),

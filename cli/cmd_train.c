@@ -14,25 +14,16 @@
 #include "vpipe/render.h"
 #include "vpipe/runtime.h"
 
-/* --layers-per-stage a,b,...: layer counts per route position (a route of more stages has
- * a middle stage without a layer: --layers is at most 65536). */
-#define MAX_COUNTS ((1 << 16) + 2)
-typedef struct layer_counts {
-    int v[MAX_COUNTS];
-    int n;
-} layer_counts;
-
 /* Everything the command line asks of a run. */
 typedef struct train_args {
     vp_pipeline_options po; /* po.train: model, optimiser, data, durability, faults */
     cli_cost_file profile;  /* --cost-file, or measured when a run needs one */
     const char *schedule, *schedule_file, *data_path, *memory, *trace, *svg;
     int p, chunks, warmup, transport, lr_schedule;
-    long max_ops; /* --max-ops (0: the default limit) */
-    vp_recompute recompute;
-    int split;           /* --split: an index of split_names */
-    layer_counts counts; /* --layers-per-stage */
-    int *layer_start;    /* the split of the run, po.layer_start (owned) */
+    long max_ops;     /* --max-ops (0: the default limit) */
+    int recompute;    /* --recompute: a vp_recompute, -1 until given */
+    cli_split split;  /* --split (default even), --layers-per-stage */
+    int *layer_start; /* the split of the run, po.layer_start (owned) */
     double weight_decay;
     bool json, emulate;
 } train_args;
@@ -66,34 +57,6 @@ static int parse_fault(const char *flag, const char *value, void *dest) {
     return 0;
 }
 
-/* "a,b,..." of --layers-per-stage into a layer_counts (at most MAX_COUNTS values, each at
- * most 65536; the split is checked against the schedule once it is known). */
-static int parse_counts(const char *flag, const char *value, void *dest) {
-    layer_counts *c = dest;
-    int n = 1;
-    for (const char *p = value; *p; p++)
-        n += *p == ',';
-    if (n > MAX_COUNTS)
-        return cli_error(VP_EXIT_USAGE, "%s: more than %d stages", flag, MAX_COUNTS);
-    const char *p = value;
-    for (c->n = 0; c->n < n; c->n++) {
-        char item[16];
-        size_t len = strcspn(p, ",");
-        long x = 0;
-        snprintf(item, sizeof item, "%.*s", len < sizeof item ? (int)len : 15, p);
-        if (len >= sizeof item || cli_parse_int(flag, item, 0, 1 << 16, &x))
-            return len >= sizeof item ? cli_error(VP_EXIT_USAGE, "%s: '%.*s' is not a layer count",
-                                                  flag, (int)len, p)
-                                      : VP_EXIT_USAGE;
-        c->v[c->n] = (int)x;
-        p += len + (p[len] == ',');
-    }
-    return 0;
-}
-
-static const char *const split_names[] = {"layers", "memory", "time", NULL};
-static const vp_split_goal split_goal_of[] = {VP_SPLIT_EVEN, VP_SPLIT_MEMORY, VP_SPLIT_TIME};
-
 static const char *const lr_schedules[] = {"cosine", "constant", NULL};
 static const vp_lr_schedule lr_schedule_of[] = {VP_LR_COSINE, VP_LR_CONSTANT};
 static const char *const transports[] = {"threads", "mpi", NULL};
@@ -126,27 +89,32 @@ static const cli_opt training_opts[] = {
      .lo = 1,
      .hi = 64,
      .help = "chunks per device for --schedule interleaved (default 2)"},
-    {.name = "split",
-     .kind = CLI_ENUM,
-     .offset = TRAIN(split),
-     .choices = split_names,
-     .help = "layers per stage: equal counts (ends one fewer), or balanced\n"
-             "by each rank's bytes (parameters, gradients, moments and\n"
-             "activations under the schedule) or pass time (FLOPs); the\n"
-             "embedding, head and loss weighed where they sit"},
-    {.name = "layers-per-stage",
-     .kind = CLI_CUSTOM,
-     .offset = TRAIN(counts),
-     .arg = "A,B,...",
-     .parse = parse_counts,
-     .help = "explicit layers per stage of a route (instead of --split)"},
     {.short_name = 'm',
      .kind = CLI_INT,
      .offset = TRAIN(po.train.m),
      .arg = "M",
      .lo = 1,
      .hi = 1 << 20,
-     .help = "microbatches per step"},
+     .help = "microbatches per step: the global batch, over every\nreplica"},
+    {.name = "dp",
+     .kind = CLI_INT,
+     .offset = TRAIN(po.train.dp),
+     .arg = "D",
+     .lo = 1,
+     .hi = 1 << 12,
+     .help = "data-parallel replicas of the pipeline (p * D ranks);\n"
+             "replica r takes microbatches r*M/D .. (r+1)*M/D - 1 of each\n"
+             "step and the replicas' gradients are added in replica\n"
+             "order. With -p 1 and no schedule: the reference summing\n"
+             "D groups of M/D microbatches in the same order"},
+    {.name = "zero",
+     .kind = CLI_INT,
+     .offset = TRAIN(po.zero),
+     .arg = "1",
+     .lo = 0,
+     .hi = 1,
+     .help = "1: ZeRO-1, the AdamW moments and update sharded across\n"
+             "the --dp replicas (same results, 1/D of the moments)"},
     {.name = "steps",
      .kind = CLI_INT,
      .offset = TRAIN(po.train.steps),
@@ -347,6 +315,7 @@ static void init(void *args) {
     a->weight_decay = a->po.train.adamw.weight_decay;
     a->lr_schedule = a->po.train.schedule == VP_LR_CONSTANT;
     a->transport = a->po.transport == VP_TRANSPORT_MPI;
+    a->recompute = a->split.goal = -1;
 }
 
 /* ---- progress lines ------------------------------------------------------------------ */
@@ -355,11 +324,15 @@ typedef struct progress_ctx {
     FILE *out;
     bool emulated;
     int write_errno; /* a progress line could not be written to stdout: the run stopped */
+    char note[400];  /* printed before the first step line (what a resume changed) */
 } progress_ctx;
 
 static bool on_step(const vp_train_progress *p, void *user) {
     progress_ctx *ctx = user;
     cli_progress_clear();
+    if (ctx->note[0])
+        fprintf(ctx->out, "%s\n", ctx->note);
+    ctx->note[0] = '\0';
     if (ctx->emulated)
         fprintf(ctx->out, "step %d/%d | loss n/a | lr n/a | norm n/a | %.0f tok/s | %.1f ms",
                 p->step, p->steps, p->tokens_per_s, p->step_ms);
@@ -388,6 +361,34 @@ static int progress_failed(const progress_ctx *ctx, int rc) {
     if (!ctx->write_errno)
         return rc;
     return cli_error(VP_EXIT_INPUT, "cannot write standard output: %s", strerror(ctx->write_errno));
+}
+
+/* ---- resuming another shape ------------------------------------------------------------ */
+
+/* A run's shape in one phrase: "p=4 v-half threads", "p=2 dp=2 zero-1 1f1b mpi". */
+static void describe_shape(const vp_checkpoint_shape *sh, char *buf, size_t size) {
+    char dp[32] = "";
+    if (sh->dp > 1)
+        snprintf(dp, sizeof dp, " dp=%d%s", sh->dp, sh->zero ? " zero-1" : "");
+    snprintf(buf, size, "p=%d%s %s %s", sh->p, dp, sh->schedule, sh->transport);
+}
+
+/* When resuming a checkpoint written by a run of another shape than here, the line that
+ * says what changed, into ctx->note (nothing when the checkpoint cannot be read: the run
+ * itself reports that). */
+static void note_resume(const train_args *a, const vp_checkpoint_shape *here, progress_ctx *ctx) {
+    vp_checkpoint_meta meta;
+    if (!a->po.train.resume_dir || vp_checkpoint_latest(a->po.train.resume_dir, &meta, NULL))
+        return;
+    char there[96], now[96];
+    describe_shape(&meta.shape, there, sizeof there);
+    describe_shape(here, now, sizeof now);
+    if (strcmp(there, now) != 0)
+        snprintf(ctx->note, sizeof ctx->note, "resuming a checkpoint of %s at %s (step %d)%s",
+                 there, now, meta.step,
+                 meta.shape.dp != here->dp ? "; the replicas' reduction grouping changed, so the "
+                                             "sums are not those of the uninterrupted run"
+                                           : "");
 }
 
 /* ---- the summary ----------------------------------------------------------------------- */
@@ -469,6 +470,8 @@ static int print_json(const train_args *a, const vp_schedule *s, const vp_train_
     if (!root)
         return cli_error(VP_EXIT_FAILURE, "cannot build the JSON summary");
     json_object_set_new(root, "resumed_step", json_integer(r->resumed_step));
+    json_object_set_new(root, "dp", json_integer(o->dp));
+    json_object_set_new(root, "zero", json_integer(a->po.zero));
     json_object_set_new(root, "skipped_steps", json_integer(r->skipped_steps));
     if (pr)
         pipeline_json(root, s, pr);
@@ -490,18 +493,23 @@ static void print_summary(FILE *out, const train_args *a, const vp_schedule *s,
                           const vp_pipeline_result *pr) {
     const vp_train_result *r = &pr->train;
     bool real = !a->emulate;
-    char tl[32], vl[32], dg[32], pk[32];
+    char tl[32], vl[32], dg[32], pk[32], replicas[48] = "";
+    if (pr->dp > 1)
+        snprintf(replicas, sizeof replicas, " (%d replicas%s)", pr->dp,
+                 a->po.zero ? ", ZeRO-1" : "");
     fprintf(out, "layers per stage:");
     for (int k = 0; k < pr->route_len; k++)
         fprintf(out, " %d", pr->layer_start[k + 1] - pr->layer_start[k]);
-    fprintf(out,
-            "\ndone: %s%s%s on %d ranks%s, %d steps | train loss %s | val loss %s | %.1f ms/step | "
-            "%.0f tok/s | param digest %s\n",
-            s->family, s->recompute ? " recomputing " : "",
-            s->recompute ? vp_recompute_name(s->recompute) : "", pr->p, real ? "" : " (emulated)",
-            r->steps, number_or_na(real, "%.4f", r->train_loss, tl, sizeof tl),
-            number_or_na(real, "%.4f", r->val_loss, vl, sizeof vl), r->step_ms, r->tokens_per_s,
-            real ? (snprintf(dg, sizeof dg, "%016" PRIx64, r->param_digest), dg) : "n/a");
+    fprintf(
+        out,
+        "\ndone: %s%s%s on %d ranks%s%s, %d steps | train loss %s | val loss %s | %.1f ms/step | "
+        "%.0f tok/s | param digest %s\n",
+        s->family, s->recompute ? " recomputing " : "",
+        s->recompute ? vp_recompute_name(s->recompute) : "", pr->p, replicas,
+        real ? "" : " (emulated)", r->steps,
+        number_or_na(real, "%.4f", r->train_loss, tl, sizeof tl),
+        number_or_na(real, "%.4f", r->val_loss, vl, sizeof vl), r->step_ms, r->tokens_per_s,
+        real ? (snprintf(dg, sizeof dg, "%016" PRIx64, r->param_digest), dg) : "n/a");
     if (pr->predicted_step_ms > 0)
         fprintf(out,
                 "%sstep time: measured %.1f ms, simulated with the profiled costs %.1f ms "
@@ -639,27 +647,33 @@ static int check_faults(const train_args *a) {
     const char *flag = f->stall ? "--stall-at" : "--fail-at";
     if (is_reference(a))
         return cli_error(VP_EXIT_USAGE, "%s injects into a pipelined run (-p 2 or more)", flag);
-    if (!a->schedule_file && f->rank >= a->p)
+    if (!a->schedule_file && f->rank >= a->p * o->dp)
         return cli_error(VP_EXIT_USAGE, "%s %d:%d:%d: rank %d is not one of the %d ranks", flag,
-                         f->rank, f->step, f->op, f->rank, a->p);
+                         f->rank, f->step, f->op, f->rank, a->p * o->dp);
     if (f->step >= o->steps)
         return cli_error(VP_EXIT_USAGE, "%s %d:%d:%d: step %d is past the run's %d steps (0-based)",
                          flag, f->rank, f->step, f->op, f->step, o->steps);
     return 0;
 }
 
-/* The same once the schedule is known: the rank and the op exist. */
-static int check_faults_on(const vp_faults *f, const vp_schedule *s) {
+/* The same once the schedule (of dp replicas) is known: the rank and the op exist. */
+static int check_faults_on(const vp_faults *f, const vp_schedule *s, int dp) {
     if (f->rank < 0)
         return 0;
     const char *flag = f->stall ? "--stall-at" : "--fail-at";
-    if (f->rank >= s->p)
-        return cli_error(VP_EXIT_USAGE, "%s: rank %d is not one of the schedule's %d ranks", flag,
-                         f->rank, s->p);
-    if (f->op >= s->dev[f->rank].n)
+    if (f->rank >= s->p * dp)
+        return cli_error(VP_EXIT_USAGE, "%s: rank %d is not one of the run's %d ranks", flag,
+                         f->rank, s->p * dp);
+    int n = s->dev[f->rank % s->p].n;
+    if (f->op >= n)
         return cli_error(VP_EXIT_USAGE, "%s: op %d is past rank %d's %d ops per step (0-based)",
-                         flag, f->op, f->rank, s->dev[f->rank].n);
+                         flag, f->op, f->rank, n);
     return 0;
+}
+
+/* The recomputation --recompute asks (none when not given). */
+static vp_recompute recompute_of(const train_args *a) {
+    return a->recompute >= 0 ? (vp_recompute)a->recompute : VP_RECOMPUTE_NONE;
 }
 
 /* The shape of a pipelined run given by flags, checked before any schedule is built: p
@@ -670,16 +684,37 @@ static int check_shape(const train_args *a) {
     if (!l0)
         return cli_error(VP_EXIT_FAILURE, "out of memory");
     vp_error err = {0};
-    vp_spec spec = vp_spec_make(a->p, a->po.train.m);
+    vp_spec spec = vp_spec_make(a->p, a->po.train.m / a->po.train.dp);
     spec.v = a->chunks;
     spec.max_ops = a->max_ops;
-    spec.recompute = a->recompute;
+    spec.recompute = recompute_of(a);
     int rc = vp_split_layers(a->po.train.model.n_layer, a->p, l0, &err) == VP_OK &&
                      vp_spec_check_size(&spec, &err) == VP_OK
                  ? 0
                  : cli_lib_error(&err);
     free(l0);
     return rc;
+}
+
+/* --dp and --zero: the replicas split the global batch evenly (a schedule file brings
+ * its own m per replica), ZeRO-1 needs replicas of a pipelined run. */
+static int check_replicas(const train_args *a, bool reference) {
+    int dp = a->po.train.dp, m = a->po.train.m;
+    if (a->po.zero && dp < 2)
+        return cli_error(VP_EXIT_USAGE, "--zero 1 shards the optimiser across data-parallel "
+                                        "replicas: give --dp 2 or more");
+    if (a->po.zero && reference)
+        return cli_error(VP_EXIT_USAGE, "--zero 1 shards a pipelined run's replicas: give a "
+                                        "schedule (the reference with --dp D computes the same)");
+    if (a->emulate && dp > 1)
+        return cli_error(VP_EXIT_USAGE, "--emulate runs one replica (no gradients to reduce): "
+                                        "drop --dp");
+    if (!a->schedule_file && m % dp != 0)
+        return cli_error(VP_EXIT_USAGE,
+                         "--dp %d does not divide -m %d: each replica takes m/D microbatches of "
+                         "the global batch",
+                         dp, m);
+    return 0;
 }
 
 /* Checks that need nothing but the flags, cheapest first, and settles the options. */
@@ -700,18 +735,20 @@ static int check_flags(train_args *a) {
                                         "checkpoint or resume");
     if (o->checkpoint_every && !o->checkpoint_dir)
         return cli_error(VP_EXIT_USAGE, "--checkpoint-every needs --checkpoint DIR");
-    if (a->recompute && reference)
+    if (recompute_of(a) && reference)
         return cli_error(VP_EXIT_USAGE, "--recompute recomputes in a schedule: give --schedule "
                                         "(the single-rank reference keeps every activation)");
-    if ((a->split || a->counts.n) && reference)
+    if ((a->split.goal >= 0 || a->split.layers.n) && reference)
         return cli_error(VP_EXIT_USAGE, "--split and --layers-per-stage split a pipelined run "
                                         "(give --schedule)");
-    if (a->split && a->counts.n)
+    if (a->split.goal >= 0 && a->split.layers.n)
         return cli_error(VP_EXIT_USAGE, "give --split or --layers-per-stage, not both");
-    if (a->recompute && a->schedule && !strcmp(a->schedule, "auto"))
+    if (recompute_of(a) && a->schedule && !strcmp(a->schedule, "auto"))
         return cli_error(VP_EXIT_USAGE, "--recompute with --schedule auto: the planner already "
                                         "weighs 1F1B with full recomputation (1f1b-r)");
-    int rc = check_faults(a);
+    int rc = check_replicas(a, reference);
+    if (!rc)
+        rc = check_faults(a);
     if (rc)
         return rc;
     o->warmup = a->warmup >= 0 ? a->warmup : o->steps / 10;
@@ -798,22 +835,22 @@ static int auto_schedule(train_args *a, vp_schedule **out) {
     if (vp_budget_parse(a->memory, &budget, &err) != VP_OK)
         return cli_error(VP_EXIT_USAGE, "--memory '%s': %s", a->memory, err.message);
     int rc = ensure_profile(a, "the planner");
-    vp_plan *plan = NULL;
-    double peak = 0, limit = 0;
-    if (!rc && vp_autoplan(&a->profile.profile, a->p, a->po.train.m, &budget, &plan, &peak, &limit,
+    vp_autoplan_result ap = {0};
+    if (!rc && vp_autoplan(&a->profile.profile, a->p, a->po.train.m / a->po.train.dp, &budget, &ap,
                            &err) != VP_OK)
         rc = cli_lib_error(&err);
     if (rc)
         return rc;
+    vp_plan *plan = ap.plan;
     const vp_plan_candidate *c = &plan->candidates[plan->chosen];
     const char *fmt = "auto: chose %s%s%s: predicted peak %.0f activation bytes of the %.0f-byte "
                       "budget; %s\n";
     if (a->json)
-        fprintf(stderr, fmt, c->family, c->params[0] ? " " : "", c->params, peak, limit,
-                plan->reason);
+        fprintf(stderr, fmt, c->family, c->params[0] ? " " : "", c->params, ap.peak_bytes,
+                ap.budget_bytes, plan->reason);
     else
-        rc = cli_print(fmt, c->family, c->params[0] ? " " : "", c->params, peak, limit,
-                       plan->reason);
+        rc = cli_print(fmt, c->family, c->params[0] ? " " : "", c->params, ap.peak_bytes,
+                       ap.budget_bytes, plan->reason);
     *out = plan->schedule;
     plan->schedule = NULL;
     vp_plan_free(plan);
@@ -826,13 +863,13 @@ static int pipelined_schedule(train_args *a, vp_schedule **out) {
         return auto_schedule(a, out);
     cli_spec spec;
     cli_spec_init(&spec);
-    if (!a->schedule_file) { /* a file brings its own p and m */
+    if (!a->schedule_file) { /* a file brings its own p and m (per replica) */
         spec.spec.p = a->p;
-        spec.spec.m = a->po.train.m;
+        spec.spec.m = a->po.train.m / a->po.train.dp;
     }
     spec.spec.v = a->chunks;
     spec.spec.max_ops = a->max_ops;
-    spec.spec.recompute = a->recompute;
+    spec.recompute = a->recompute;
     int rc = cli_spec_ready(&spec);
     if (!rc)
         rc = cli_obtain_schedule(a->schedule_file ? a->schedule_file
@@ -861,6 +898,7 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
     const vp_train_options *o = &a->po.train;
     vp_error err = {0};
     vp_train_result r;
+    note_resume(a, &(vp_checkpoint_shape){1, o->dp, 0, "single", "threads"}, ctx);
     cli_progress("train: step 1/%d running...", o->steps);
     vp_status st = vp_train_run(o, data, on_step, ctx, &r, &err);
     cli_progress_clear();
@@ -890,28 +928,30 @@ static int choose_split(train_args *a, const vp_schedule *s) {
     vp_error err = {0};
     const vp_model_config *cfg = &a->po.train.model;
     int R = s->route_len;
-    if (a->counts.n && a->counts.n != R)
+    const cli_int_list *counts = &a->split.layers;
+    vp_split_goal goal = a->split.goal >= 0 ? (vp_split_goal)a->split.goal : VP_SPLIT_EVEN;
+    if (counts->n && counts->n != R)
         return cli_error(VP_EXIT_USAGE,
                          "--layers-per-stage gives %d stages, the schedule's "
                          "routes have %d",
-                         a->counts.n, R);
+                         counts->n, R);
     vp_status rc = VP_OK;
     if (!(a->layer_start = calloc((size_t)R + 1, sizeof *a->layer_start)))
         return cli_error(VP_EXIT_FAILURE, "out of memory");
-    if (a->counts.n) {
+    if (counts->n) {
         a->layer_start[0] = 0;
         for (int k = 0; k < R; k++)
-            a->layer_start[k + 1] = a->layer_start[k] + a->counts.v[k];
+            a->layer_start[k + 1] = a->layer_start[k] + counts->v[k];
         rc = vp_split_check(cfg->n_layer, R, a->layer_start, &err);
     } else {
-        rc = vp_runtime_split(s, cfg, split_goal_of[a->split], a->layer_start, &err);
+        rc = vp_runtime_split(s, cfg, goal, a->layer_start, &err);
     }
     if (rc != VP_OK)
         return cli_lib_error(&err);
     a->po.layer_start = a->layer_start;
     FILE *out = a->json ? stderr : stdout;
     fprintf(out, "split (%s): layers per stage",
-            a->counts.n ? "--layers-per-stage" : split_names[a->split]);
+            counts->n ? "--layers-per-stage" : cli_split_name(goal));
     for (int k = 0; k < R; k++)
         fprintf(out, " %d", a->layer_start[k + 1] - a->layer_start[k]);
     fputc('\n', out);
@@ -921,7 +961,7 @@ static int choose_split(train_args *a, const vp_schedule *s) {
 static int prepare_pipelined(train_args *a, vp_schedule **s, vp_cost_model **op_ms) {
     int rc = pipelined_schedule(a, s);
     if (!rc)
-        rc = check_faults_on(&a->po.train.faults, *s);
+        rc = check_faults_on(&a->po.train.faults, *s, a->po.train.dp);
     if (!rc)
         rc = choose_split(a, *s);
     if (!rc && (*s)->p == 1 && a->emulate)
@@ -941,10 +981,14 @@ static int run_pipelined(train_args *a, const vp_data *data, progress_ctx *ctx) 
         vp_schedule_free(s);
         return rc;
     }
-    a->po.train.m = s->m;
+    a->po.train.m = s->m * a->po.train.dp; /* the global batch */
     a->po.schedule = s;
     a->po.op_ms = op_ms;
     a->po.emulate = a->emulate;
+    vp_checkpoint_shape here = {s->p, a->po.train.dp, a->po.zero, "", ""};
+    snprintf(here.schedule, sizeof here.schedule, "%s", s->family);
+    snprintf(here.transport, sizeof here.transport, "%s", transports[a->transport]);
+    note_resume(a, &here, ctx);
     vp_error err = {0};
     vp_pipeline_result pr;
     cli_progress("train: step 1/%d running...", a->po.train.steps);
@@ -980,6 +1024,7 @@ static int run(void *args) {
         rc = is_reference(a) ? run_reference(a, data, &ctx) : run_pipelined(a, data, &ctx);
     vp_data_free(data);
     free(a->layer_start);
+    cli_split_release(&a->split);
     return rc;
 }
 
@@ -991,6 +1036,7 @@ static const cli_use uses[] = {
     {&output_group, 0},
     {&cli_limit_group, TRAIN(max_ops)},
     {&cli_recompute_group, TRAIN(recompute)},
+    {&cli_split_group, TRAIN(split)},
     {&testing_group, 0},
 };
 

@@ -122,14 +122,16 @@ static int print_help(const cli_command *cmd, const void *args) {
     return rc ? rc : CLI_HELP;
 }
 
-/* The operand: at most one, where the command takes one. */
+/* An operand: into the first free slot, where the command takes one more. */
 static int take_operand(const cli_command *cmd, const char *a, void *args) {
     const char **slot = (const char **)((char *)args + cmd->operand_offset);
-    if (!cmd->operand || *slot)
-        return cli_error(VP_EXIT_USAGE, "%s: unexpected argument '%s' (vpipe %s --help)", cmd->name,
-                         a, cmd->name);
-    *slot = a;
-    return 0;
+    for (int k = 0; cmd->operand && k < (cmd->operands > 0 ? cmd->operands : 1); k++)
+        if (!slot[k]) {
+            slot[k] = a;
+            return 0;
+        }
+    return cli_error(VP_EXIT_USAGE, "%s: unexpected argument '%s' (vpipe %s --help)", cmd->name, a,
+                     cmd->name);
 }
 
 /* Parses the option at argv[*i] (and its value, advancing *i). */

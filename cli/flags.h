@@ -68,8 +68,10 @@ typedef struct cli_command {
     const char *epilog;       /* text after the options, or NULL */
     const cli_use *uses;      /* its option groups */
     size_t n_uses;            /* how many */
-    const char *operand;      /* name of its one positional argument ("FILE"), NULL: none */
+    const char *operand;      /* name of its positional arguments ("FILE"), NULL: none */
     size_t operand_offset;    /* where the operand goes (a const char *) in args */
+    int operands;             /* how many it takes (0: one), into consecutive const char *
+                                 slots from operand_offset */
     size_t args_size;         /* size of its argument struct */
     void (*init)(void *args); /* fills the defaults (args arrive zeroed); may be NULL */
     int (*run)(void *args);   /* runs the parsed command; returns the exit code */
@@ -78,10 +80,10 @@ typedef struct cli_command {
 /* What cli_parse returns after printing the help for -h or --help. */
 #define CLI_HELP (-1)
 
-/* Parses argv[1..argc) of cmd into args: every option of its groups, and at most one
- * operand ("-" is an operand; after "--" everything is). A long option's value may also
- * follow '=' (--cost=F=2). Returns 0; CLI_HELP after printing the help to stdout when
- * -h or --help is anywhere in argv; or, after printing an error naming the option, the
+/* Parses argv[1..argc) of cmd into args: every option of its groups, and at most
+ * cmd->operands operands (one by default; "-" is an operand; after "--" everything is). A long
+ * option's value may also follow '=' (--cost=F=2). Returns 0; CLI_HELP after printing the help to
+ * stdout when -h or --help is anywhere in argv; or, after printing an error naming the option, the
  * exit code: 2 for an unknown option, a missing value, a value out of range or not a
  * choice, an option given twice, a value given to a flag or an extra operand (a custom
  * parser may return another code). */

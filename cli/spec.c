@@ -31,11 +31,6 @@ static int parse_memory_model(const char *flag, const char *value, void *dest) {
     return vp_memcfg_parse(value, dest, &err) == VP_OK ? 0 : value_error(flag, value, &err);
 }
 
-static int parse_recompute(const char *flag, const char *value, void *dest) {
-    vp_error err = {0};
-    return vp_recompute_parse(value, dest, &err) == VP_OK ? 0 : value_error(flag, value, &err);
-}
-
 /* A count of ops, also in scientific notation (1e9). */
 static int parse_max_ops(const char *flag, const char *value, void *dest) {
     double x;
@@ -119,14 +114,19 @@ static const cli_opt limit_opts[] = {
 
 const cli_group cli_limit_group = CLI_GROUP("limits", limit_opts);
 
+/* In vp_recompute's order. */
+static const char *const recompute_names[] = {"none", "selective", "full", NULL};
+
 static const cli_opt recompute_opts[] = {
     {.name = "recompute",
-     .kind = CLI_CUSTOM,
-     .arg = "none|selective|full",
-     .parse = parse_recompute,
+     .kind = CLI_ENUM,
+     .choices = recompute_names,
      .help = "recompute before each backward (an R pass): full keeps only\n"
              "each stage's input from F until R, selective drops the\n"
-             "attention core (default none; 1f1b-r is 1F1B with full)"},
+             "attention core (default none; 1f1b-r is 1F1B with full).\n"
+             "With --model other than vpipe:...: Megatron's way instead,\n"
+             "inside B (no R passes); priced once either way; plan\n"
+             "--model: fixes the search's recomputation"},
 };
 
 const cli_group cli_recompute_group = CLI_GROUP("recomputation", recompute_opts);
@@ -150,6 +150,7 @@ const cli_group cli_model_group = CLI_GROUP("model", model_opts);
 void cli_spec_init(cli_spec *o) {
     memset(o, 0, sizeof *o);
     o->spec = vp_spec_make(0, 0);
+    o->recompute = -1;
 }
 
 /* With a profile and p known, generators see each rank's measured slice costs; a unit of
@@ -162,8 +163,7 @@ static int apply_profile(cli_spec *o) {
         return cli_error(VP_EXIT_FAILURE, "out of memory");
     double *d = o->dev_costs;
     vp_error err = {0};
-    if (vp_profile_slice_costs(&o->profile.profile, p, d, d + p, d + 2 * p, &o->spec.costs, &err) !=
-            VP_OK ||
+    if (vp_profile_slice_costs(&o->profile.profile, p, d, &o->spec.costs, &err) != VP_OK ||
         vp_profile_unit_bytes(&o->profile.profile, p, &o->spec.mem.unit_bytes, &err) != VP_OK)
         return cli_error(VP_EXIT_USAGE, "--cost-file at -p %d: %s", p, err.message);
     return 0;
@@ -171,6 +171,8 @@ static int apply_profile(cli_spec *o) {
 
 int cli_spec_ready(cli_spec *o) {
     vp_error err = {0};
+    if (o->recompute >= 0)
+        o->spec.recompute = (vp_recompute)o->recompute;
     if (o->spec.p > 0 && o->spec.m > 0 && vp_spec_check_size(&o->spec, &err) != VP_OK)
         return cli_lib_error(&err);
     if (o->have_cost && o->profile.given)
@@ -238,37 +240,9 @@ int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out) {
     return rc == VP_OK ? 0 : cli_lib_error(&err);
 }
 
-static json_t *double_array(const double *v, int n) {
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_real(v[i]));
-    return a;
-}
-
 json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *costs) {
-    json_t *o = json_object();
-    json_object_set_new(o, "family", json_string(s->family));
-    json_object_set_new(o, "p", json_integer(s->p));
-    json_object_set_new(o, "m", json_integer(s->m));
-    json_object_set_new(o, "stages", json_integer(s->S));
-    json_object_set_new(o, "placement", json_string(vp_placement_name(s->placement)));
-    json_object_set_new(o, "recompute", json_string(vp_recompute_name(s->recompute)));
-    json_t *c =
-        json_pack("{s:f,s:f,s:f,s:f}", "F", costs->f, "B", costs->b, "W", costs->w, "c", costs->c);
-    if (costs->fb >= 0)
-        json_object_set_new(c, "FB", json_real(costs->fb));
-    if (costs->r >= 0)
-        json_object_set_new(c, "R", json_real(costs->r));
-    json_object_set_new(o, "costs", c);
-    json_object_set_new(o, "makespan", json_real(sim->makespan));
-    json_object_set_new(o, "longest_span", json_real(vp_sim_longest_span(sim)));
-    json_object_set_new(o, "bubble", json_real(sim->bubble));
-    json_object_set_new(o, "bubble_makespan", json_real(sim->bubble_makespan));
-    json_object_set_new(o, "peak_memory", double_array(sim->peak, sim->p));
-    json_object_set_new(o, "peak_memory_max", json_real(sim->peak_max));
-    json_object_set_new(o, "param_copies", json_integer(vp_schedule_param_copies(s)));
-    if (sim->peak_bytes)
-        json_object_set_new(o, "peak_memory_bytes", double_array(sim->peak_bytes, sim->p));
-    json_object_set_new(o, "busy", double_array(sim->dev_busy, sim->p));
-    return o;
+    char *text = NULL;
+    json_t *j = vp_sim_json(s, sim, costs, &text, NULL) == VP_OK ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return j;
 }

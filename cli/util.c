@@ -126,6 +126,12 @@ int cli_prepare_dir(const char *dir) {
     return e ? cli_error(VP_EXIT_INPUT, "cannot write in %s: %s", dir, strerror(e)) : 0;
 }
 
+int cli_write_result(const char *path, vp_status st, char *text, const vp_error *err) {
+    int rc = st == VP_OK ? cli_write(path, text, strlen(text)) : cli_lib_error(err);
+    free(text);
+    return rc;
+}
+
 int cli_write_line(const char *path, const char *text) {
     size_t n = strlen(text);
     char *line = malloc(n + 2);
@@ -136,6 +142,12 @@ int cli_write_line(const char *path, const char *text) {
     int rc = cli_write(path, line, n + 1);
     free(line);
     return rc;
+}
+
+json_t *cli_json_take(char *text) {
+    json_t *json = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    return json;
 }
 
 int cli_write_json(const char *path, json_t *json) {

@@ -4,9 +4,10 @@
  * length field and checksum made right, which takes it past the integrity checks to the
  * header and stage-record checks. The same bytes go to the meta.json parser.
  *
- * The corpus (fuzz/corpus/checkpoint/) holds rank files of this model (one stage; two
- * stages [0, 1) and [1, 1)), damaged copies of them, and commit records; the rank files
- * were written by vp_checkpoint_save with tiny_options() below. */
+ * The corpus (fuzz/corpus/checkpoint/) holds part files of this model (one slice: the
+ * whole model; two slices, of the stages [0, 1) and [1, 1)), damaged copies of them, and
+ * commit records; the part files were written by vp_checkpoint_save and
+ * vp_checkpoint_write_part with tiny_options() below. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ static void try_restore(const uint8_t *bytes, size_t size, const vp_checkpoint_r
     }
     if (vp_checkpoint_parse(bytes, size, "fuzz.ckpt", &info, &err) != VP_OK)
         abort(); /* what restores, parses */
-    if (info.step < 0 || info.n_stages != 1 || info.rank != 0 || info.n_ranks != 1 ||
+    if (info.step < 0 || info.n_slices < 1 || info.part < 0 || info.part >= info.n_parts ||
         info.run.model.width != o->model.width)
         abort();
     size_t n;
@@ -76,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (vp_checkpoint_meta_parse((const char *)data, size, "meta.json", &meta, &err) != VP_OK) {
         if (err.message[0] == '\0')
             abort();
-    } else if (meta.step < 0 || meta.n_ranks < 1) {
+    } else if (meta.step < 0 || meta.n_parts < 1 || meta.shape.p < 1 || meta.shape.dp < 1) {
         abort();
     }
     return 0;

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (vp_arch_check(&a, NULL) != VP_OK || a.hidden % a.heads || a.heads % a.kv_heads)
         abort();
     double params = vp_arch_params(&a);
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     t.seq = t.seq < 64 ? t.seq : 64;
     vp_price_facts f;
     if (!(params > 0) || !isfinite(params) ||

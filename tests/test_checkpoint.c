@@ -1,7 +1,8 @@
-/* Checkpoints: exact round trips over model shapes and stage splits, bit-identical
- * resume of interrupted runs, refusal of truncated, corrupted and foreign files (with the
- * stages left untouched), failed writes that keep the previous checkpoint, pruning, and
- * the NaN/Inf guard (fail, or skip without ever checkpointing non-finite state). */
+/* Checkpoints: exact round trips between any two shapes (model, stage split, parts per
+ * writer, ZeRO-1 shards), bit-identical resume of interrupted runs, refusal of truncated,
+ * corrupted, incomplete and foreign files (with the stages left untouched), failed writes
+ * that keep the previous checkpoint, pruning, and the NaN/Inf guard (fail, or skip
+ * without ever checkpointing non-finite state). */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -101,16 +102,17 @@ static vp_train_options tiny_options(int layers, int width, int heads) {
     return o;
 }
 
-/* A rank's stages for the split l0[0..n] of o's model; moments filled with a pattern
- * keyed by salt so that round trips are checked on every array. */
-static void make_stages(const vp_train_options *o, const int *l0, int n, uint64_t seed, float salt,
-                        vp_mem *mem, vp_stage **out) {
-    int L = o->model.n_layer;
+/* The stages of the split l0[0..n] of o's model, holding the moments of shard `shard` of
+ * `shards` (0 of 1: all); moments filled with a pattern keyed by salt so that round
+ * trips are checked on every array. */
+static void make_shards(const vp_train_options *o, const int *l0, int n, uint64_t seed, float salt,
+                        int shard, int shards, vp_mem *mem, vp_stage **out) {
     for (int k = 0; k < n; k++) {
         vp_error err = {0};
+        vp_stage_options opt = {.n_slots = 1, .seed = seed, .shard = shard, .shards = shards};
         vp_status st =
-            vp_stage_new(&o->model, (vp_stage_range){l0[k], l0[k + 1], l0[k] == 0, l0[k + 1] == L},
-                         &(vp_stage_options){.n_slots = 1, .seed = seed}, mem, &out[k], &err);
+            vp_stage_new(&o->model, (vp_stage_range){l0[k], l0[k + 1], k == 0, k == n - 1}, &opt,
+                         mem, &out[k], &err);
         if (st != VP_OK)
             fail_msg("stage [%d, %d): %s", l0[k], l0[k + 1], err.message);
         if (salt != 0.0f) { /* moments from made-up gradients, then shifted weights */
@@ -126,6 +128,11 @@ static void make_stages(const vp_train_options *o, const int *l0, int n, uint64_
     }
 }
 
+static void make_stages(const vp_train_options *o, const int *l0, int n, uint64_t seed, float salt,
+                        vp_mem *mem, vp_stage **out) {
+    make_shards(o, l0, n, seed, salt, 0, 1, mem, out);
+}
+
 static void free_stages(vp_stage **s, int n) {
     for (int k = 0; k < n; k++)
         vp_stage_free(s[k]);
@@ -136,6 +143,33 @@ static uint64_t digest(vp_stage *const *s, int n) {
     for (int k = 0; k < n; k++)
         h = vp_stage_digest(s[k], h);
     return h;
+}
+
+/* The commit record of a one-part checkpoint at step, data position pos. */
+static vp_checkpoint_meta meta_at(int step, uint64_t pos) {
+    return (vp_checkpoint_meta){step, pos, 1, {1, 1, 0, "single", "threads"}};
+}
+
+/* The whole model's parameters, first and second moments (arrays a = 0, 1, 2) of the
+ * elements whose moments the stages hold, or (a = 3) every parameter of the stages, each
+ * at its offset in the model; elements no stage gives are NaN. Caller frees. */
+static float *whole(const vp_model_config *cfg, vp_stage *const *s, int n, int a) {
+    vp_stage_sizes all;
+    assert_int_equal(
+        vp_stage_sizes_of(cfg, (vp_stage_range){0, cfg->n_layer, true, true}, &all, NULL), VP_OK);
+    size_t N = all.param_bytes / sizeof(float);
+    float *out = malloc(N * sizeof *out);
+    for (size_t i = 0; i < N; i++)
+        out[i] = NAN;
+    for (int k = 0; k < n; k++) {
+        vp_stage_state st = vp_stage_state_of(s[k]);
+        size_t at;
+        assert_int_equal(vp_stage_offset_of(cfg, st.range, &at, NULL), VP_OK);
+        size_t lo = a == 3 ? 0 : st.held.lo, hi = a == 3 ? st.n : st.held.hi;
+        const float *from = a == 1 ? st.adam_m : a == 2 ? st.adam_v : st.params + lo;
+        memcpy(out + at + lo, from, (hi - lo) * sizeof *out);
+    }
+    return out;
 }
 
 /* Writes the header's checksum again after an edit, so the edit itself is what a loader
@@ -156,78 +190,145 @@ static char *saved_checkpoint(const vp_train_options *o, vp_mem *mem, uint8_t **
     make_stages(o, l0, 1, o->seed, 0.25f, mem, &s);
     vp_error err = {0};
     vp_checkpoint_run run = vp__checkpoint_run(o);
-    if (vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 3, 6, &err) != VP_OK)
+    vp_checkpoint_meta meta = meta_at(3, 6);
+    if (vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &meta, &err) != VP_OK)
         fail_msg("save: %s", err.message);
     vp_stage_free(s);
-    *bytes = (uint8_t *)slurp(dir, "rank-0.step-3.ckpt", size);
+    *bytes = (uint8_t *)slurp(dir, "part-0.step-3.ckpt", size);
     return dir;
 }
 
 /* ---- round trips ---------------------------------------------------------------------- */
 
-/* Every (model, split, rank layout): what each rank writes, a fresh set of stages with
- * other weights reads back bit for bit, and the commit record names the step. */
-static void test_round_trip_grid(void **state) {
+/* One shape of a run's state: a split of the model into `route` stages, `per_part` of
+ * them to a part, each stage in `shards` ZeRO-1 shards (each shard's stage in its own
+ * set: shards * route stages). */
+typedef struct shape {
+    int route, per_part, shards;
+} shape;
+
+/* Makes the stages of shape sh (into s[shard * route + k]); false when the layers do not
+ * split so. */
+static bool make_shape(const vp_train_options *o, shape sh, uint64_t seed, float salt, vp_mem *mem,
+                       vp_stage **s) {
+    int l0[4];
+    if (vp_split_layers(o->model.n_layer, sh.route, l0, NULL) != VP_OK)
+        return false;
+    for (int k = 0; k < sh.shards; k++)
+        make_shards(o, l0, sh.route, seed, salt, k, sh.shards, mem, s + k * sh.route);
+    return true;
+}
+
+/* Writes the state of stages s (of shape sh) as the parts of step `step`, and commits. */
+static void write_shape(const char *dir, const vp_checkpoint_run *run, shape sh, vp_stage **s,
+                        int step) {
+    int per_set = (sh.route + sh.per_part - 1) / sh.per_part, parts = per_set * sh.shards;
+    uint64_t pos = (uint64_t)step * (uint64_t)run->m;
+    vp_error err = {0};
+    for (int part = 0; part < parts; part++) {
+        int set = part / per_set, k0 = part % per_set * sh.per_part;
+        int n = sh.route - k0 < sh.per_part ? sh.route - k0 : sh.per_part;
+        vp_checkpoint_part pt = {part, parts, s + set * sh.route + k0, n};
+        if (vp_checkpoint_write_part(dir, run, &pt, step, pos, &err) != VP_OK)
+            fail_msg("write part %d: %s", part, err.message);
+    }
+    vp_checkpoint_meta meta = {step, pos, parts, {sh.route, sh.shards, sh.shards > 1, "x", "y"}};
+    assert_int_equal(vp_checkpoint_commit(dir, &meta, &err), VP_OK);
+}
+
+/* Arrays a of the whole model from stages a_st and b_st are the same, bit for bit. */
+static void assert_same(const vp_model_config *cfg, vp_stage **a_st, int na, int a, vp_stage **b_st,
+                        int nb, int b) {
+    vp_stage_sizes all;
+    vp_stage_sizes_of(cfg, (vp_stage_range){0, cfg->n_layer, true, true}, &all, NULL);
+    float *x = whole(cfg, a_st, na, a), *y = whole(cfg, b_st, nb, b);
+    for (size_t i = 0; i < all.param_bytes / sizeof(float); i++)
+        assert_false(isnan(x[i])); /* the stages give every element */
+    assert_memory_equal(x, y, all.param_bytes);
+    free(x);
+    free(y);
+}
+
+/* Every (model, writer's shape, reader's shape): a fresh set of stages with other weights
+ * reads back every parameter and moment bit for bit, whatever the split, the parts or the
+ * shards on either side, and the commit record names the step and the shape. */
+static void test_round_trip_between_shapes(void **state) {
     (void)state;
-    const int shapes[][3] = {{1, 8, 2}, {3, 16, 4}, {5, 24, 3}};
-    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
-        vp_train_options o = tiny_options(shapes[sh][0], shapes[sh][1], shapes[sh][2]);
+    const int models[][3] = {{1, 8, 2}, {3, 16, 4}, {5, 24, 3}};
+    const shape shapes[] = {{1, 1, 1}, {2, 1, 1}, {3, 2, 1}, {2, 2, 2}, {3, 1, 3}, {1, 1, 2}};
+    int n_shapes = (int)(sizeof shapes / sizeof shapes[0]), trips = 0;
+    for (size_t mo = 0; mo < sizeof models / sizeof models[0]; mo++) {
+        vp_train_options o = tiny_options(models[mo][0], models[mo][1], models[mo][2]);
         vp_checkpoint_run run = vp__checkpoint_run(&o);
-        for (int route = 1; route <= 3; route++) {
-            for (int per_rank = 1; per_rank <= 2; per_rank++) {
-                int S = route; /* stages; rank r holds stages r*per_rank .. */
-                int n_ranks = (S + per_rank - 1) / per_rank;
-                int l0[4];
-                if (vp_split_layers(o.model.n_layer, route, l0, NULL) != VP_OK)
-                    continue;
-                char *dir = new_dir();
+        for (int w = 0; w < n_shapes; w++)
+            for (int r = 0; r < n_shapes; r++) {
                 vp_mem *mem = vp_mem_new();
-                vp_stage *src[3], *dst[3];
-                make_stages(&o, l0, S, 7, 0.5f, mem, src);
-                make_stages(&o, l0, S, 99, 0.0f, mem, dst);
-                int step = 5 + route;
-                uint64_t pos = (uint64_t)step * (uint64_t)o.m;
+                vp_stage *src[9], *dst[9];
+                shape ws = shapes[w], rs = shapes[r];
+                if (!make_shape(&o, ws, 7, 0.5f, mem, src) ||
+                    !make_shape(&o, rs, 99, 0.0f, mem, dst)) {
+                    vp_mem_free(mem);
+                    continue; /* too few layers for the split */
+                }
+                char *dir = new_dir();
+                write_shape(dir, &run, ws, src, 5 + w);
+                int nw = ws.route * ws.shards, nr = rs.route * rs.shards;
+                vp_checkpoint_meta meta;
                 vp_error err = {0};
-                for (int r = 0; r < n_ranks; r++) {
-                    int k0 = r * per_rank, n = S - k0 < per_rank ? S - k0 : per_rank;
-                    if (vp_checkpoint_write_rank(dir, &run,
-                                                 &(vp_checkpoint_part){r, n_ranks, src + k0, n},
-                                                 step, pos, &err) != VP_OK)
-                        fail_msg("write rank %d: %s", r, err.message);
-                }
-                assert_int_equal(vp_checkpoint_commit(dir, n_ranks, step, pos, &err), VP_OK);
-                for (int r = 0; r < n_ranks; r++) {
-                    int k0 = r * per_rank, n = S - k0 < per_rank ? S - k0 : per_rank;
-                    vp_checkpoint_meta meta;
-                    if (vp_checkpoint_load(dir, &run,
-                                           &(vp_checkpoint_part){r, n_ranks, dst + k0, n}, &meta,
-                                           &err) != VP_OK)
-                        fail_msg("load rank %d: %s", r, err.message);
-                    assert_int_equal(meta.step, step);
-                    assert_int_equal(meta.data_pos, pos);
-                    assert_int_equal(meta.n_ranks, n_ranks);
-                }
-                for (int k = 0; k < S; k++) {
-                    size_t n1, n2;
-                    const float *a = vp_stage_params(src[k], &n1),
-                                *b = vp_stage_params(dst[k], &n2);
-                    assert_int_equal(n1, n2);
-                    assert_memory_equal(a, b, n1 * sizeof(float));
-                }
-                /* moments: one more identical AdamW step keeps both sets equal */
-                for (int k = 0; k < S; k++) {
-                    vp_stage_adamw(src[k], &o.adamw, step + 1, 1e-2f, 1.0f);
-                    vp_stage_adamw(dst[k], &o.adamw, step + 1, 1e-2f, 1.0f);
-                }
-                assert_true(digest(src, S) == digest(dst, S));
-                free_stages(src, S);
-                free_stages(dst, S);
+                if (vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, dst, nr}, &meta,
+                                       &err) != VP_OK)
+                    fail_msg("load (model %zu, shapes %d, %d): %s", mo, w, r, err.message);
+                assert_int_equal(meta.step, 5 + w);
+                assert_int_equal(meta.data_pos, (uint64_t)(5 + w) * (uint64_t)o.m);
+                assert_int_equal(meta.shape.p, ws.route);
+                assert_int_equal(meta.shape.dp, ws.shards);
+                for (int a = 0; a < 3; a++) /* the saved state, from each one's shards */
+                    assert_same(&o.model, src, nw, a, dst, nr, a);
+                for (int k = 0; k < rs.shards; k++) /* every set holds every parameter */
+                    assert_same(&o.model, src, nw, 0, dst + k * rs.route, rs.route, 3);
+                trips++;
+                free_stages(src, nw);
+                free_stages(dst, nr);
                 vp_mem_free(mem);
                 remove_tree(dir);
                 free(dir);
             }
-        }
     }
+    assert_true(trips >= 80);
+}
+
+/* A set whose slices miss part of the model, or hold part of it twice, is refused and
+ * the stages keep their values. */
+static void test_refuses_incomplete_sets(void **state) {
+    (void)state;
+    vp_train_options o = tiny_options(3, 16, 2);
+    vp_checkpoint_run run = vp__checkpoint_run(&o);
+    vp_mem *mem = vp_mem_new();
+    vp_stage *src[3], *dst[1];
+    shape three = {3, 1, 1}, one = {1, 1, 1};
+    assert_true(make_shape(&o, three, 7, 0.5f, mem, src));
+    assert_true(make_shape(&o, one, 9, 0.0f, mem, dst));
+    uint64_t before = digest(dst, 1);
+    vp_stage *missing[2] = {src[0], src[2]}, *twice[4] = {src[0], src[1], src[1], src[2]};
+    vp_stage **sets[2] = {missing, twice};
+    const char *says[2] = {"lacks elements", "twice"};
+    for (int t = 0; t < 2; t++) {
+        char *dir = new_dir();
+        shape sh = {t == 0 ? 2 : 4, 1, 1};
+        write_shape(dir, &run, sh, sets[t], 2);
+        vp_error err = {0};
+        assert_int_equal(
+            vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, dst, 1}, NULL, &err),
+            VP_EPARSE);
+        if (!strstr(err.message, says[t]))
+            fail_msg("%s", err.message);
+        remove_tree(dir);
+        free(dir);
+    }
+    assert_true(digest(dst, 1) == before);
+    free_stages(src, 3);
+    free_stages(dst, 1);
+    vp_mem_free(mem);
 }
 
 /* ---- bit-identical resume ---------------------------------------------------------------- */
@@ -377,22 +478,32 @@ static void test_resume_refuses_other_runs(void **state) {
         if (!strstr(err.message, cases[c].what) || !strstr(err.message, "another run"))
             fail_msg("changing %s: %s", cases[c].what, err.message);
     }
-    /* another rank layout and another split of the same model */
+    /* another split of the same run loads (the shape may change): both halves of the
+     * model, read by two parts, are the one stage that was saved */
     vp_checkpoint_run run = vp__checkpoint_run(&o);
     vp_mem *mem = vp_mem_new();
-    int l0[3] = {0, 1, 2};
-    vp_stage *s[2];
+    int l0[3] = {0, 1, 2}, all[2] = {0, 2};
+    vp_stage *s[2], *one;
     make_stages(&o, l0, 2, 1, 0.0f, mem, s);
-    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 2, s, 1}, NULL, &err),
-                     VP_EINVAL);
-    assert_non_null(strstr(err.message, "1 ranks, this run has 2"));
-    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, s, 2}, NULL, &err),
-                     VP_EINVAL);
-    assert_non_null(strstr(err.message, "holds 1 stages"));
-    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, s, 1}, NULL, &err),
-                     VP_EINVAL);
-    assert_non_null(strstr(err.message, "layers [0, 2) +embeddings +head there, [0, 1)"));
+    make_stages(&o, all, 1, 1, 0.0f, mem, &one);
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(
+            vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){k, 2, s + k, 1}, NULL, &err),
+            VP_OK);
+    assert_int_equal(
+        vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &one, 1}, NULL, &err), VP_OK);
+    assert_true(digest(s, 2) == digest(&one, 1));
+    /* a stage of another model is refused */
+    vp_train_options wider = tiny_options(2, 32, 2);
+    vp_stage *other;
+    make_stages(&wider, all, 1, 1, 0.0f, mem, &other);
+    assert_int_equal(
+        vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &other, 1}, NULL, &err),
+        VP_EINVAL);
+    assert_non_null(strstr(err.message, "not a stage of the run's model"));
     free_stages(s, 2);
+    vp_stage_free(one);
+    vp_stage_free(other);
     vp_mem_free(mem);
     remove_tree(dir);
     free(dir);
@@ -471,19 +582,21 @@ static void test_refuses_corruption(void **state) {
         vp_status want;
         const char *says;
     } edits[] = {
-        {8, 2, VP_EPARSE, "unsupported version 2"},
+        {8, 3, VP_EPARSE, "unsupported version 3"},
+        {8, 1, VP_EPARSE, "older vpipe"},
         {24, 0, VP_EPARSE, "bad model"}, /* layers 0 */
-        {52, 0, VP_EPARSE, "bad rank"},  /* ranks 0 */
-        {48, 3, VP_EPARSE, "bad rank"},  /* rank 3 of 1 */
+        {52, 0, VP_EPARSE, "bad part"},  /* parts 0 */
+        {48, 3, VP_EPARSE, "bad part"},  /* part 3 of 1 */
         {92, 7, VP_EPARSE, "learning-rate schedule"},
-        {136, 2, VP_EPARSE, "runs past the end"}, /* two stages announced */
-        {144, 1, VP_EPARSE, "stage record 0"},    /* l0 = 1 on a first stage */
-        {152, 2, VP_EPARSE, "first/last"},
-        {160, 5, VP_EPARSE, "parameters"}, /* parameter count */
-        {28, 16, VP_EPARSE, "parameters"}, /* another width: the sizes disagree */
+        {136, 2, VP_EPARSE, "runs past the end"}, /* two slices announced */
+        {136, 0, VP_EPARSE, "unexpected bytes"},  /* no slice, yet bytes follow */
+        {144, 1, VP_EPARSE, "outside the model"}, /* offset 1: past the model's end */
+        {152, 5, VP_EPARSE, "unexpected bytes"},  /* a shorter slice */
+        {152, 0, VP_EPARSE, "slice 0 holds"},     /* an empty slice */
+        {28, 16, VP_EINVAL, "width"},             /* another width: another run */
         {72, 9, VP_EINVAL, "seed"},
         {84, 13, VP_EINVAL, "steps"},
-        {168, 0x7fc00000, VP_EPARSE, "parameter 0 is not finite"}, /* a NaN weight */
+        {160, 0x7fc00000, VP_EPARSE, "parameter 0 is not finite"}, /* a NaN weight */
     };
     for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
         memcpy(b, good, size);
@@ -509,38 +622,47 @@ static void test_refuses_corruption(void **state) {
     /* through the directory: a bad file, a bad or missing commit record */
     memcpy(b, good, size);
     b[size / 2] ^= 0x10;
-    spill(dir, "rank-0.step-3.ckpt", b, size);
+    spill(dir, "part-0.step-3.ckpt", b, size);
     assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
                      VP_EPARSE);
-    assert_non_null(strstr(err.message, "rank-0.step-3.ckpt: checksum mismatch"));
-    spill(dir, "rank-0.step-3.ckpt", good, size);
-    const char *metas[] = {
-        "",
-        "{",
-        "[]",
-        "{\"format\": \"x\"}",
-        "{\"format\": \"vpipe-checkpoint\", \"version\": 2}",
-        "{\"format\": \"vpipe-checkpoint\", \"version\": 1, \"step\": -1}",
-        "{\"format\": \"vpipe-checkpoint\", \"version\": 1, \"step\": 3, \"ranks\": 0}"};
+    assert_non_null(strstr(err.message, "part-0.step-3.ckpt: checksum mismatch"));
+    spill(dir, "part-0.step-3.ckpt", good, size);
+#define META_V2 "{\"format\": \"vpipe-checkpoint\", \"version\": 2, "
+#define SHAPE "\"shape\": {\"p\": 1, \"dp\": 1, \"zero\": 0, \"schedule\": \"s\", "
+    const char *metas[] = {"",
+                           "{",
+                           "[]",
+                           "{\"format\": \"x\"}",
+                           "{\"format\": \"vpipe-checkpoint\", \"version\": 3}",
+                           "{\"format\": \"vpipe-checkpoint\", \"version\": 1, \"step\": 3}",
+                           META_V2 "\"step\": -1}",
+                           META_V2 "\"step\": 3, \"data_position\": 6, \"parts\": 0}",
+                           META_V2 "\"step\": 3, \"data_position\": 6, \"parts\": 1}",
+                           META_V2 "\"step\": 3, \"data_position\": 6, \"parts\": 1, " SHAPE
+                                   "\"transport\": 5}}",
+                           META_V2 "\"step\": 3, \"data_position\": 6, \"parts\": 1, " SHAPE
+                                   "\"transport\": \"a-very-long-transport-name\"}}"};
     for (size_t k = 0; k < sizeof metas / sizeof metas[0]; k++) {
         spill(dir, "meta.json", metas[k], strlen(metas[k]));
         assert_int_equal(
             vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
             VP_EPARSE);
         assert_non_null(strstr(err.message, "meta.json"));
+        if (k == 5) /* version 1: refused as an older vpipe's */
+            assert_non_null(strstr(err.message, "older vpipe"));
     }
-    const char *later = "{\"format\": \"vpipe-checkpoint\", \"version\": 1, \"step\": 3, "
-                        "\"data_position\": 8, \"ranks\": 1}";
+    const char *later =
+        META_V2 "\"step\": 3, \"data_position\": 8, \"parts\": 1, " SHAPE "\"transport\": \"t\"}}";
     spill(dir, "meta.json", later, strlen(later));
     assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
                      VP_EPARSE);
-    assert_non_null(strstr(err.message, "says step 3 (data position 8)"));
-    const char *missing = "{\"format\": \"vpipe-checkpoint\", \"version\": 1, \"step\": 4, "
-                          "\"data_position\": 8, \"ranks\": 1}";
+    assert_non_null(strstr(err.message, "says part 0 of 1 at step 3 (data position 8)"));
+    const char *missing =
+        META_V2 "\"step\": 4, \"data_position\": 8, \"parts\": 1, " SHAPE "\"transport\": \"t\"}}";
     spill(dir, "meta.json", missing, strlen(missing));
     assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
                      VP_EIO);
-    assert_non_null(strstr(err.message, "rank-0.step-4.ckpt"));
+    assert_non_null(strstr(err.message, "part-0.step-4.ckpt"));
     char meta_path[4096];
     path_of(meta_path, dir, "meta.json");
     unlink(meta_path);
@@ -575,21 +697,22 @@ static void test_failed_write_keeps_previous(void **state) {
     vp_stage *s;
     make_stages(&o, l0, 1, 8, 0.75f, mem, &s);
     char blocker[4096];
-    path_of(blocker, dir, "rank-0.step-4.ckpt.tmp");
+    path_of(blocker, dir, "part-0.step-4.ckpt.tmp");
     assert_int_equal(mkdir(blocker, 0777), 0);
     vp_error err = {0};
-    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 4, 8, &err),
+    vp_checkpoint_meta at4 = meta_at(4, 8), at5 = meta_at(5, 10);
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &at4, &err),
                      VP_EIO);
-    assert_non_null(strstr(err.message, "rank-0.step-4.ckpt"));
-    assert_false(exists(dir, "rank-0.step-4.ckpt"));
+    assert_non_null(strstr(err.message, "part-0.step-4.ckpt"));
+    assert_false(exists(dir, "part-0.step-4.ckpt"));
     char *meta_after = slurp(dir, "meta.json", &len);
     assert_string_equal(meta_before, meta_after);
     free(meta_after);
-    /* the commit record's temporary name taken: the rank file exists but is not committed */
+    /* the commit record's temporary name taken: the part file exists but is not committed */
     rmdir(blocker);
     path_of(blocker, dir, "meta.json.tmp");
     assert_int_equal(mkdir(blocker, 0777), 0);
-    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 4, 8, &err),
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &at4, &err),
                      VP_EIO);
     assert_non_null(strstr(err.message, "meta.json"));
     meta_after = slurp(dir, "meta.json", &len);
@@ -603,10 +726,10 @@ static void test_failed_write_keeps_previous(void **state) {
     assert_int_equal(meta.step, 3);
     rmdir(blocker);
     /* the next good save commits step 4 and prunes both older files */
-    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 4, 8, &err),
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &at4, &err),
                      VP_OK);
-    assert_false(exists(dir, "rank-0.step-3.ckpt"));
-    assert_true(exists(dir, "rank-0.step-4.ckpt"));
+    assert_false(exists(dir, "part-0.step-3.ckpt"));
+    assert_true(exists(dir, "part-0.step-4.ckpt"));
     assert_int_equal(
         vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &back, 1}, &meta, &err), VP_OK);
     assert_int_equal(meta.step, 4);
@@ -614,7 +737,7 @@ static void test_failed_write_keeps_previous(void **state) {
     /* a directory that cannot be created */
     char bad[4096];
     path_of(bad, dir, "meta.json/sub");
-    assert_int_equal(vp_checkpoint_save(bad, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 5, 10, &err),
+    assert_int_equal(vp_checkpoint_save(bad, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &at5, &err),
                      VP_EIO);
     assert_non_null(strstr(err.message, "cannot create checkpoint directory"));
     vp_stage_free(back);
@@ -641,17 +764,18 @@ static void test_refuses_nonfinite_state(void **state) {
     const size_t where[] = {0, n / 2, n - 1};
     const float bad[] = {NAN, INFINITY, -INFINITY};
     vp_error err = {0};
+    vp_checkpoint_meta at1 = meta_at(1, 2);
     for (int i = 0; i < 3; i++) {
         float keep = p[where[i]];
         p[where[i]] = bad[i];
         assert_int_equal(
-            vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 1, 2, &err),
+            vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &at1, &err),
             VP_ERUNTIME);
         assert_non_null(strstr(err.message, "refusing to checkpoint"));
         assert_int_equal(entries(dir), 0); /* no file, no temporary file, no record */
         p[where[i]] = keep;
     }
-    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 1, 2, &err),
+    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &at1, &err),
                      VP_OK);
     vp_stage_free(s);
     vp_mem_free(mem);
@@ -659,23 +783,26 @@ static void test_refuses_nonfinite_state(void **state) {
     free(dir);
 }
 
-/* Pruning removes the rank's superseded, uncommitted and temporary files, nothing else. */
+/* Pruning removes the part files of other steps (of any part, so of any earlier shape),
+ * uncommitted and temporary ones, and nothing else. */
 static void test_prune(void **state) {
     (void)state;
     char *dir = new_dir();
-    const char *names[] = {"rank-0.step-1.ckpt",     "rank-0.step-7.ckpt", "rank-0.step-9.ckpt",
-                           "rank-0.step-3.ckpt.tmp", "rank-1.step-1.ckpt", "rank-10.step-1.ckpt",
-                           "rank-0.step-x.ckpt",     "notes.txt"};
+    const char *names[] = {"part-0.step-1.ckpt",     "part-0.step-7.ckpt", "part-0.step-9.ckpt",
+                           "part-0.step-3.ckpt.tmp", "part-1.step-1.ckpt", "part-10.step-1.ckpt",
+                           "part-0.step-x.ckpt",     "notes.txt",          "part-5.step-7.ckpt",
+                           "part-2.step-7.ckpt.tmp", "rank-0.step-1.ckpt", "part-0.step-7.ckptx"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         spill(dir, names[i], "x", 1);
     vp_error err = {0};
-    assert_int_equal(vp_checkpoint_prune(dir, 0, 7, &err), VP_OK);
-    const bool kept[] = {false, true, false, false, true, true, true, true};
+    assert_int_equal(vp_checkpoint_prune(dir, 7, &err), VP_OK);
+    const bool kept[] = {false, true, false, false, false, false,
+                         true,  true, true,  false, true,  true};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (exists(dir, names[i]) != kept[i])
             fail_msg("%s: %s", names[i], kept[i] ? "removed" : "kept");
     remove_tree(dir);
-    assert_int_equal(vp_checkpoint_prune(dir, 0, 7, &err), VP_EIO);
+    assert_int_equal(vp_checkpoint_prune(dir, 7, &err), VP_EIO);
     free(dir);
 }
 
@@ -755,7 +882,8 @@ static void test_nonfinite_guard(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip_grid),
+        cmocka_unit_test(test_round_trip_between_shapes),
+        cmocka_unit_test(test_refuses_incomplete_sets),
         cmocka_unit_test(test_resume_bit_identical),
         cmocka_unit_test(test_resume_refuses_other_runs),
         cmocka_unit_test(test_refuses_corruption),

@@ -15,7 +15,7 @@ typedef struct demo_args {
     int mode;
     const char *custom;
     int wide;
-    const char *operand;
+    const char *operand, *operand2; /* consecutive: a two-operand command fills both */
 } demo_args;
 
 /* Takes any value but "bad", which it refuses with exit 3. */
@@ -89,6 +89,20 @@ static const cli_command demo = {
     CLI_USES(demo_uses),
     .operand = "THING",
     .operand_offset = offsetof(demo_args, operand),
+    .args_size = sizeof(demo_args),
+    .run = demo_run,
+};
+
+/* The demo taking two operands ("list" / "show NAME" style). */
+static const cli_command demo_two = {
+    .name = "two",
+    .summary = "two operands",
+    .usage = "A B",
+    .about = "Two operands.\n",
+    CLI_USES(demo_uses),
+    .operand = "A B",
+    .operand_offset = offsetof(demo_args, operand),
+    .operands = 2,
     .args_size = sizeof(demo_args),
     .run = demo_run,
 };
@@ -191,6 +205,16 @@ static void test_every_kind(void **state) {
     assert_int_equal(parse(&demo, neg, &a, &err, &out), 0);
     assert_string_equal(a.name, "--flag");
     assert_false(a.flag);
+    /* one operand by default: a second is refused; a command may take two, in order */
+    const char *pair[] = {"demo", "a", "b", NULL};
+    assert_int_equal(parse(&demo, pair, &a, &err, &out), 2);
+    assert_non_null(strstr(err.text, "unexpected argument 'b'"));
+    assert_int_equal(parse(&demo_two, pair, &a, &err, &out), 0);
+    assert_string_equal(a.operand, "a");
+    assert_string_equal(a.operand2, "b");
+    const char *third[] = {"two", "a", "-n", "2", "b", "c", NULL};
+    assert_int_equal(parse(&demo_two, third, &a, &err, &out), 2);
+    assert_non_null(strstr(err.text, "unexpected argument 'c'"));
 }
 
 static void test_refusals(void **state) {

@@ -25,7 +25,6 @@ typedef struct {
     int n;
     vp_stage *st[MAX_STAGES];
     vp_mem *mem;
-    int units[MAX_STAGES];     /* gradient-norm units per stage */
     float *fwd[MAX_STAGES][M]; /* in-flight activation into stage s for microbatch j */
     float *bwd[MAX_STAGES][M]; /* in-flight gradient into stage s for microbatch j */
     double loss[M];
@@ -40,7 +39,6 @@ static void chain_new(chain *p, int n, const int *bounds) {
             vp_stage_new(&cfg, (vp_stage_range){bounds[s], bounds[s + 1], s == 0, s == n - 1},
                          &(vp_stage_options){.n_slots = M, .seed = 11}, p->mem, &p->st[s], NULL),
             VP_OK);
-        p->units[s] = (s == 0) + bounds[s + 1] - bounds[s] + (s == n - 1);
     }
 }
 
@@ -127,12 +125,19 @@ static void run_step(chain *p, int order, int step) {
         for (int s = 0; s < p->n; s++)
             run_w(p, s, M - 1);
     }
-    /* global norm: every stage's units, added in model order */
-    double units[16], sumsq = 0;
-    for (int s = 0, u = 0; s < p->n; u += p->units[s], s++)
-        vp_stage_grad_sumsq_units(p->st[s], units + u);
-    for (int u = 0; u < cfg.n_layer + 2; u++)
-        sumsq += units[u];
+    /* global norm: every stage's blocks, from two shards of each, added in model order */
+    int n_blocks = vp_norm_block_count(&cfg);
+    double *blocks = calloc((size_t)n_blocks, sizeof *blocks), sumsq = 0;
+    for (int s = 0; s < p->n; s++)
+        for (int k = 0; k < 2; k++) {
+            vp_shard sh;
+            vp_stage_state st = vp_stage_state_of(p->st[s]);
+            assert_int_equal(vp_shard_of(&cfg, st.range, k, 2, &sh, NULL), VP_OK);
+            vp_stage_grad_sumsq_blocks(p->st[s], sh, blocks + sh.b0);
+        }
+    for (int b = 0; b < n_blocks; b++)
+        sumsq += blocks[b];
+    free(blocks);
     if (p->n == 1) /* the single-stage sum is the same sum */
         assert_true(vp_stage_grad_sumsq(p->st[0]) == sumsq);
     assert_true(sqrt(sumsq) > 0.1); /* the clip below is active, so the norm's bits matter */

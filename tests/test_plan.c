@@ -1,6 +1,8 @@
 /* The memory-budget planner: budgets as written, the acceptance bound on the frontier at
  * unit costs, answers within the budget, clear errors, the V-Min / V-Half choice under
- * unequal costs, and determinism. */
+ * unequal costs, determinism whatever the number of threads, and the V search's space. */
+#include <stdlib.h>
+
 #include "test_util.h"
 #include "vpipe/plan.h"
 
@@ -216,6 +218,85 @@ static void test_vblock_rebuilds(void **state) {
     vp_plan_free(plan);
 }
 
+/* Planning with 1, 2 or 3 threads gives the same answer: candidates, frontier, counters
+ * and schedule, at unequal costs (where nothing is pruned by the unit-cost bound) and at
+ * unit costs (where the bound prunes). */
+static void test_threads_same_answer(void **state) {
+    (void)state;
+    vp_costs costs[] = {tu_costs(1, 2.5, 1.5, 0.2), tu_costs(1, 1, 1, 0)};
+    for (int c = 0; c < 2; c++) {
+        vp_plan *plan[3];
+        for (int t = 0; t < 3; t++) {
+            vp_spec spec = vp_spec_make(16, 40); /* large enough to share blocks out */
+            spec.costs = costs[c];
+            spec.threads = t + 1;
+            vp_budget b = {.kind = VP_BUDGET_UNITS, .value = 8};
+            assert_int_equal(vp_plan_run(&spec, &b, &plan[t], NULL), VP_OK);
+        }
+        for (int t = 1; t < 3; t++) {
+            const vp_plan *a = plan[0], *b = plan[t];
+            assert_int_equal(a->blocks_tried, b->blocks_tried);
+            assert_int_equal(a->blocks_built, b->blocks_built);
+            assert_int_equal(a->chosen, b->chosen);
+            assert_int_equal(a->n_candidates, b->n_candidates);
+            assert_int_equal(a->n_frontier, b->n_frontier);
+            assert_memory_equal(a->frontier, b->frontier, (size_t)a->n_frontier * sizeof(int));
+            for (int i = 0; i < a->n_candidates; i++) {
+                assert_string_equal(a->candidates[i].params, b->candidates[i].params);
+                assert_true(a->candidates[i].makespan == b->candidates[i].makespan);
+                assert_true(a->candidates[i].peak == b->candidates[i].peak);
+            }
+            assert_true(vp_schedule_equal(a->schedule, b->schedule));
+        }
+        assert_true(plan[0]->blocks_built > 10); /* several batches were shared out */
+        for (int t = 0; t < 3; t++)
+            vp_plan_free(plan[t]);
+    }
+}
+
+/* The V search's space: 60 phase patterns x (5 + 10(p-2)) offset choices, each block once,
+ * offsets in range, a later δ⁰ only smaller and only with a change point inside. */
+static void test_vsearch_space(void **state) {
+    (void)state;
+    assert_int_equal(vp_vsearch_size(1), 0);
+    for (int p = 2; p <= 9; p++) {
+        long n = vp_vsearch_size(p), keys = 6L * 6 * 6 * 6 * 6 * p;
+        assert_int_equal(n, 60L * (5 + 10L * (p - 2)));
+        char *seen = calloc((size_t)keys, 1);
+        assert_non_null(seen);
+        for (long i = 0; i < n; i++) {
+            vp_vblock vb;
+            vp_vsearch_block(p, i, &vb);
+            assert_true(vb.f1 != vb.b1 && vb.f1 != vb.b0 && vb.b1 != vb.b0);
+            assert_true(vb.d0 >= 1 && vb.d0 <= 5 && vb.d0b >= 1 && vb.d0b <= vb.d0);
+            assert_true(vb.d1 == 1 && vb.d1b == 1);
+            if (vb.d0b != vb.d0)
+                assert_true(vb.k >= 1 && vb.k <= p - 2);
+            else
+                assert_int_equal(vb.k, p - 1);
+            long key = ((((vb.f1 * 6L + vb.b1) * 6 + vb.b0) * 6 + vb.d0) * 6 + vb.d0b) * p + vb.k;
+            assert_false(seen[key]);
+            seen[key] = 1;
+        }
+        free(seen);
+    }
+}
+
+/* The planner only builds V blocks within the budget: candidates above it are not listed,
+ * and a tighter budget builds fewer blocks. */
+static void test_budget_prunes(void **state) {
+    (void)state;
+    vp_plan *all = plan_for(8, 24, tu_costs(1, 2, 1, 0), VP_BUDGET_UNITS, 8);
+    vp_plan *half = plan_for(8, 24, tu_costs(1, 2, 1, 0), VP_BUDGET_UNITS, 4);
+    for (int i = 0; i < half->n_candidates; i++)
+        if (half->candidates[i].is_vblock)
+            assert_true(half->candidates[i].peak <= 4 + 1e-9);
+    assert_true(half->blocks_built < all->blocks_built);
+    assert_int_equal(half->blocks_tried, all->blocks_tried);
+    vp_plan_free(all);
+    vp_plan_free(half);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_budget_parse),
@@ -226,6 +307,9 @@ int main(void) {
         cmocka_unit_test(test_vmin_loses_to_vhalf),
         cmocka_unit_test(test_candidates_and_determinism),
         cmocka_unit_test(test_vblock_rebuilds),
+        cmocka_unit_test(test_threads_same_answer),
+        cmocka_unit_test(test_vsearch_space),
+        cmocka_unit_test(test_budget_prunes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

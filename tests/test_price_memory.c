@@ -1,7 +1,8 @@
 /* Real-model pricing, memory: Korthikanti's per-layer activation formulas in every TP /
  * SP / recomputation setting, Megatron's 18 (or 6 + 12/d) bytes per parameter and rank 0's
- * activations under 1F1B, vpipe's own GPT byte for byte against vp_stage_sizes_of, the
- * parameter copies of DualPipe, and the Controllable Memory paper's activation ranges. */
+ * activations under 1F1B, vpipe's own GPT byte for byte against vp_stage_sizes_of (with
+ * R passes too), recomputation priced once, the parameter copies of DualPipe, and the
+ * Controllable Memory paper's activation ranges. */
 #include "price_util.h"
 #include "vpipe/model.h"
 
@@ -9,7 +10,7 @@ static const char *const gpt_presets[] = {"gpt2-124m", "gpt3-175b", "zb-1.5b", "
                                           "zb-14.6b",  "zb-28.3b",  "cm-9.6b", "cm-38.5b"};
 #define N_GPT (sizeof gpt_presets / sizeof gpt_presets[0])
 
-static vp_price_facts facts(const vp_arch *a, const vp_train *t, vp_price_part part) {
+static vp_price_facts facts(const vp_arch *a, const vp_workload *t, vp_price_part part) {
     vp_price_facts f;
     vp_error err = {0};
     if (vp_price_part_facts(a, t, part, &f, &err) != VP_OK)
@@ -18,7 +19,7 @@ static vp_price_facts facts(const vp_arch *a, const vp_train *t, vp_price_part p
 }
 
 /* Korthikanti et al. Table 2 for one layer, bytes (FlashAttention off). */
-static double korthikanti(const vp_arch *a, const vp_train *t) {
+static double korthikanti(const vp_arch *a, const vp_workload *t) {
     double s = t->seq, b = t->mbs, h = a->hidden, heads = a->heads, tp = t->tp;
     double sbh = s * b * h, scores = 5 * heads * s / h;
     bool sp = t->sp && tp > 1;
@@ -43,7 +44,7 @@ static void test_korthikanti_grid(void **state) {
         vp_arch a = tp_preset(gpt_presets[i]);
         for (int ti = 0; ti < 4; ti++)
             for (int cell = 0; cell < 2 * 3 * 4; cell++) {
-                vp_train t = vp_train_default(&a);
+                vp_workload t = vp_workload_default(&a);
                 t.tp = tp_degrees[ti];
                 t.sp = cell % 2;
                 t.recompute = (vp_recompute)(cell / 2 % 3);
@@ -67,7 +68,7 @@ static void test_korthikanti_grid(void **state) {
 static void test_flash(void **state) {
     (void)state;
     vp_arch a = tp_preset("zb-6.2b");
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     t.seq = 1024;
     t.mbs = 2;
     for (int ti = 0; ti < 4; ti++) {
@@ -101,7 +102,7 @@ static void test_megatron_rank0(void **state) {
     for (int i = 0; i < 4; i++) {
         vp_arch a = tp_preset(models[i]);
         for (int cell = 0; cell < 4 * 2 * 3 * 2 * 2; cell++) {
-            vp_train t = vp_train_default(&a);
+            vp_workload t = vp_workload_default(&a);
             t.seq = 1024;
             t.mbs = 2;
             t.tp = tp_degrees[cell % 4];
@@ -112,7 +113,7 @@ static void test_megatron_rank0(void **state) {
             t.dp = t.zero1 ? 4 : 1;
             if (a.heads % t.tp)
                 continue;
-            vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
+            vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
             vp_price_result *r = tp_price(&su, "1f1b", p, 2 * p);
             double per_param = t.zero1 ? 6 + 12.0 / t.dp : 18;
             double h = a.hidden, sb = (double)t.seq * t.mbs, tp = t.tp;
@@ -138,11 +139,11 @@ static void test_megatron_rank0(void **state) {
  * scratch and hop buffers are vp_stage_sizes_of's, byte for byte. */
 static void check_vpipe_layout(const vp_model_config *cfg, int R, vp_placement_kind place) {
     vp_arch a = vp_arch_vpipe(cfg->n_layer, cfg->width, cfg->n_head, cfg->seq_len);
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     t.seq = cfg->seq_len;
     t.mbs = cfg->microbatch;
     vp_gpu g = tp_gpu("a100-80gb");
-    vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
     int S = place == VP_PLACE_V ? 2 * R : R, p = R;
     vp_schedule *shape = NULL;
     assert_int_equal(vp_schedule_new("shape", (vp_shape){p, S, 1, place}, &shape, NULL), VP_OK);
@@ -208,11 +209,11 @@ static void test_vpipe_1f1b_peaks(void **state) {
     vp_model_config cfg = {
         .n_layer = 6, .width = 32, .n_head = 4, .seq_len = 16, .microbatch = 2, .vocab = 256};
     vp_arch a = vp_arch_vpipe(6, 32, 4, 16);
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     t.seq = 16;
     t.mbs = 2;
     vp_gpu g = tp_gpu("a100-80gb");
-    vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
     vp_price_result *r = tp_price(&su, "1f1b", 4, 8);
     int l0[5];
     vp_split_layers(6, 4, l0, NULL);
@@ -227,6 +228,78 @@ static void test_vpipe_1f1b_peaks(void **state) {
     vp_price_result_free(r);
 }
 
+/* vpipe's own model in a schedule with R passes holds what its runtime holds: each stage's
+ * F keeps its input and targets (full) or all but the attention probabilities
+ * (selective), and under 1F1B-R rank d peaks at one whole stage and p - d - 1 inputs. */
+static void test_vpipe_recompute_exact(void **state) {
+    (void)state;
+    vp_model_config cfg = {
+        .n_layer = 6, .width = 32, .n_head = 4, .seq_len = 16, .microbatch = 2, .vocab = 256};
+    vp_arch a = vp_arch_vpipe(6, 32, 4, 16);
+    vp_workload t = vp_workload_default(&a);
+    t.seq = 16;
+    t.mbs = 2;
+    vp_gpu g = tp_gpu("a100-80gb");
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+    int l0[5];
+    vp_split_layers(6, 4, l0, NULL);
+    for (int mode = VP_RECOMPUTE_SELECTIVE; mode <= VP_RECOMPUTE_FULL; mode++) {
+        vp_spec spec = vp_spec_make(4, 8);
+        spec.recompute = (vp_recompute)mode;
+        vp_price_result *r = NULL;
+        vp_error err = {0};
+        if (vp_price_family(&su, "1f1b", &spec, &r, NULL, &err) != VP_OK)
+            fail_msg("%s: %s", vp_recompute_name((vp_recompute)mode), err.message);
+        for (int d = 0; d < 4; d++) {
+            vp_stage_sizes sz;
+            vp_stage_sizes_of(&cfg, (vp_stage_range){l0[d], l0[d + 1], d == 0, d == 3}, &sz, NULL);
+            bool full = mode == VP_RECOMPUTE_FULL;
+            double hold = full ? (double)sz.input_bytes : (double)(sz.act_bytes - sz.core_bytes);
+            TU_NEAR(r->stage[d].act_bytes, (double)sz.act_bytes);
+            TU_NEAR(r->stage[d].hold_bytes, hold);
+            TU_NEAR(r->memory[d].activations, (double)sz.act_bytes + (3 - d) * hold);
+        }
+        vp_price_result_free(r);
+    }
+}
+
+/* Recomputation is priced once. 1F1B with R passes prices the same whether the workload
+ * says none or the same mode; against 1F1B recomputing inside B (Megatron's way) each
+ * stage's R takes exactly what B loses, and the recomputed layer leaves the workspace; a
+ * workload of another mode beside R passes is refused. */
+static void test_recompute_priced_once(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("zb-1.5b");
+    vp_gpu g = tp_gpu("a100-80gb");
+    vp_workload none = vp_workload_default(&a), full = none, selective = none;
+    full.recompute = VP_RECOMPUTE_FULL;
+    selective.recompute = VP_RECOMPUTE_SELECTIVE;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &none, .split = VP_SPLIT_EVEN};
+    vp_price_result *r_none = tp_price(&su, "1f1b-r", 4, 8);
+    su.work = &full;
+    vp_price_result *r_full = tp_price(&su, "1f1b-r", 4, 8);
+    vp_price_result *inside = tp_price(&su, "1f1b", 4, 8);
+    assert_true(r_none->makespan_s == r_full->makespan_s);
+    assert_true(r_none->makespan_s <= inside->makespan_s);
+    for (int d = 0; d < 4; d++) {
+        assert_true(r_none->memory[d].total == r_full->memory[d].total);
+        TU_NEAR(r_full->stage[d].b_ms + r_full->stage[d].r_ms, inside->stage[d].b_ms);
+        assert_true(r_full->stage[d].r_ms > 0);
+        assert_true(r_full->stage[d].hold_bytes < r_full->stage[d].act_bytes);
+        TU_NEAR(inside->stage[d].hold_bytes, inside->stage[d].act_bytes);
+        assert_true(r_full->memory[d].workspace == 0 && inside->memory[d].workspace > 0);
+    }
+    su.work = &selective;
+    vp_spec spec = vp_spec_make(4, 8);
+    vp_price_result *r = NULL;
+    vp_error err = {0};
+    assert_int_equal(vp_price_family(&su, "1f1b-r", &spec, &r, NULL, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "priced once"));
+    vp_price_result_free(r_none);
+    vp_price_result_free(r_full);
+    vp_price_result_free(inside);
+}
+
 /* Parameters held over all ranks: one model for 1F1B and the V placement (Llama, untied),
  * plus the tied head's copy for GPT-2 on 1F1B, two models for DualPipe. */
 static void test_param_copies(void **state) {
@@ -236,10 +309,10 @@ static void test_param_copies(void **state) {
     const char *families[] = {"1f1b", "zb-v", "dualpipe", "dualpipev"};
     for (int i = 0; i < 2; i++) {
         vp_arch a = tp_preset(models[i]);
-        vp_train t = vp_train_default(&a);
+        vp_workload t = vp_workload_default(&a);
         t.seq = 512;
         for (int f = 0; f < 4; f++) {
-            vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t};
+            vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t};
             vp_spec spec = vp_spec_make(4, 8);
             vp_price_result *r = NULL;
             vp_schedule *s = NULL;
@@ -271,11 +344,11 @@ static void test_controllable_memory_ranges(void **state) {
         vp_arch a = tp_preset(cm_models[i]);
         for (int k = 0; k < 5; k++) {
             const cm_range *c = &cm_ranges[k];
-            vp_train t = vp_train_default(&a);
+            vp_workload t = vp_workload_default(&a);
             t.seq = 1024;
             t.mbs = cm_mbs[i];
             t.recompute = c->recompute;
-            vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
+            vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
             vp_price_result *r = tp_price(&su, c->family, cm_ps[i], 4 * cm_ps[i]);
             double gb = most_activations(r) / 1e9;
             if (gb < c->lo || gb > c->hi)
@@ -293,6 +366,8 @@ int main(void) {
         cmocka_unit_test(test_megatron_rank0),
         cmocka_unit_test(test_vpipe_exact),
         cmocka_unit_test(test_vpipe_1f1b_peaks),
+        cmocka_unit_test(test_vpipe_recompute_exact),
+        cmocka_unit_test(test_recompute_priced_once),
         cmocka_unit_test(test_param_copies),
         cmocka_unit_test(test_controllable_memory_ranges),
     };

@@ -1,6 +1,10 @@
 /* Real-model pricing, the descriptions: presets and their parameter counts, the Hugging
  * Face config.json reader, the accelerator presets and JSON, and every bad input the
  * setup check and the readers refuse (with the status and a message naming the cause). */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "price_util.h"
 
 /* Parameter counts of the presets against their published sizes (and, for GPT-3 and
@@ -181,10 +185,93 @@ static void test_gpu(void **state) {
     assert_int_equal(vp_gpu_resolve("tpu-v5", &h, &err), VP_EINVAL);
 }
 
-static vp_status price_1f1b(const vp_arch *a, const vp_train *t, int p, vp_error *err) {
+/* vpipe's own model by name: "vpipe:L,W,H,S" equals vp_arch_vpipe; malformed forms and
+ * sizes are refused naming the form. */
+static void test_vpipe_names(void **state) {
+    (void)state;
+    vp_arch a, want = vp_arch_vpipe(8, 128, 4, 64);
+    vp_error err = {0};
+    assert_int_equal(vp_arch_resolve("vpipe:8,128,4,64", &a, &err), VP_OK);
+    assert_string_equal(a.name, "vpipe:8,128,4,64");
+    snprintf(want.name, sizeof want.name, "%s", a.name);
+    assert_memory_equal(&a, &want, sizeof a);
+    const char *bad[] = {"vpipe:8,128,4",        "vpipe:8,128,4,64,1",
+                         "vpipe:8,128,4,x",      "vpipe:8,128,,64",
+                         "vpipe:-8,128,4,64",    "vpipe:0,128,4,64",
+                         "vpipe:8,128,4,64 ",    "vpipe:",
+                         "vpipe:8,1234567,4,64", "vpipe:8,99999999999999999999,4,64"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err = (vp_error){0};
+        if (vp_arch_resolve(bad[i], &a, &err) != VP_EINVAL ||
+            !strstr(err.message, "vpipe:LAYERS,WIDTH,HEADS,SEQ"))
+            fail_msg("'%s': '%s'", bad[i], err.message);
+    }
+    assert_int_equal(vp_arch_parse_vpipe("vpipe:8,130,4,64", &a, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "not divisible by heads 4"));
+    assert_int_equal(vp_arch_parse_vpipe("llama3-8b", &a, &err), VP_EINVAL);
+}
+
+/* The JSON descriptions: a model's dimensions and parts (the sums of its saved tensors
+ * are its M_B and M_W), and an accelerator that reads back as the same accelerator. */
+static void test_descriptions(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-70b");
+    vp_workload w = vp_workload_default(&a);
+    w.tp = 8;
+    w.sp = w.flash = true;
+    char *text = NULL;
+    vp_error err = {0};
+    assert_int_equal(vp_arch_json(&a, NULL, &text, &err), VP_OK);
+    json_t *o = json_loads(text, 0, NULL);
+    assert_non_null(o);
+    assert_int_equal(json_integer_value(json_object_get(o, "kv_heads")), 8);
+    TU_NEAR(json_real_value(json_object_get(o, "params")), vp_arch_params(&a));
+    assert_null(json_object_get(o, "parts"));
+    json_decref(o);
+    free(text);
+    assert_int_equal(vp_arch_json(&a, &w, &text, &err), VP_OK);
+    o = json_loads(text, 0, NULL);
+    free(text);
+    const char *parts[] = {"layer", "embedding", "head"};
+    for (int k = 0; k < 3; k++) {
+        vp_price_facts f;
+        assert_int_equal(vp_price_part_facts(&a, &w, (vp_price_part)k, &f, &err), VP_OK);
+        json_t *part = json_object_get(json_object_get(o, "parts"), parts[k]);
+        double mb = 0, mw = 0;
+        json_t *saved = json_object_get(part, "saved"), *t;
+        size_t i;
+        json_array_foreach(saved, i, t) {
+            const char *keep = json_string_value(json_object_get(t, "keep"));
+            double bytes = json_real_value(json_object_get(t, "bytes"));
+            mb += strcmp(keep, "B-W") ? bytes : 0;
+            mw += strcmp(keep, "F-B") ? bytes : 0;
+        }
+        TU_NEAR(mb, f.act_bytes);
+        TU_NEAR(mw, f.keep_bytes);
+        TU_NEAR(json_real_value(json_object_get(part, "flops_b")), f.flops_b);
+    }
+    json_decref(o);
+    w.tp = 3;
+    assert_int_equal(vp_arch_json(&a, &w, &text, &err), VP_EINVAL);
+    assert_null(text);
+    for (int i = 0; i < vp_gpu_preset_count(); i++) {
+        vp_gpu g = tp_gpu(vp_gpu_preset_name(i)), back;
+        text = vp_gpu_json(&g);
+        assert_non_null(text);
+        assert_int_equal(vp_gpu_parse_json(text, strlen(text), &back, &err), VP_OK);
+        free(text);
+        assert_string_equal(back.name, g.name);
+        TU_NEAR(back.peak_flops, g.peak_flops);
+        TU_NEAR(back.memory_bytes, g.memory_bytes);
+        TU_NEAR(back.inter_latency, g.inter_latency);
+        assert_int_equal(back.gpus_per_node, g.gpus_per_node);
+    }
+}
+
+static vp_status price_1f1b(const vp_arch *a, const vp_workload *t, int p, vp_error *err) {
     vp_gpu g;
     vp_gpu_preset("h100-80gb", &g, NULL);
-    vp_price_setup su = {.arch = a, .gpu = &g, .train = t};
+    vp_price_setup su = {.arch = a, .gpu = &g, .work = t};
     vp_spec spec = vp_spec_make(p, 2 * p);
     vp_price_result *r = NULL;
     vp_status rc = vp_price_family(&su, "1f1b", &spec, &r, NULL, err);
@@ -197,18 +284,18 @@ static vp_status price_1f1b(const vp_arch *a, const vp_train *t, int p, vp_error
 static void test_bad_setups(void **state) {
     (void)state;
     vp_arch a = tp_preset("llama3-8b");
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     vp_error err = {0};
     assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_OK);
     t.tp = 3;
     assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "divisible by TP 3"));
-    t = vp_train_default(&a);
+    t = vp_workload_default(&a);
     t.seq = 8193;
     assert_int_equal(price_1f1b(&a, &t, 4, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "8192 positions"));
     vp_arch small = tp_preset("gpt2-124m");
-    t = vp_train_default(&small);
+    t = vp_workload_default(&small);
     assert_int_equal(price_1f1b(&small, &t, 16, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "12 layers cannot fill 16 stages"));
     assert_int_equal(price_1f1b(&small, &t, 14, &err), VP_OK); /* 12 middle stages, empty ends */
@@ -220,7 +307,7 @@ static void test_bad_setups(void **state) {
     for (int i = 0; i < 3; i++) {
         vp_price_setup su = {.arch = &small,
                              .gpu = &g,
-                             .train = &t,
+                             .work = &t,
                              .layers_per_stage = splits[i],
                              .n_layers_per_stage = i == 2 ? 3 : 4};
         vp_price_result *r = NULL;
@@ -231,10 +318,10 @@ static void test_bad_setups(void **state) {
     }
     vp_schedule_free(s);
     vp_arch own = vp_arch_vpipe(4, 64, 4, 32);
-    t = vp_train_default(&own);
+    t = vp_workload_default(&own);
     t.tp = 2;
     assert_int_equal(price_1f1b(&own, &t, 2, &err), VP_EINVAL);
-    t = vp_train_default(&own);
+    t = vp_workload_default(&own);
     t.flash = true;
     assert_int_equal(price_1f1b(&own, &t, 2, &err), VP_EINVAL);
     vp_recompute rc;
@@ -247,7 +334,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preset_params), cmocka_unit_test(test_hf_reads_presets),
         cmocka_unit_test(test_hf_errors),     cmocka_unit_test(test_gpu),
-        cmocka_unit_test(test_bad_setups),
+        cmocka_unit_test(test_bad_setups),    cmocka_unit_test(test_vpipe_names),
+        cmocka_unit_test(test_descriptions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,13 +17,13 @@ static void test_zero_bubble_table4(void **state) {
     for (int i = 0; i < 2; i++) {
         const zb_anchor *z = &zb_anchors[i];
         vp_arch a = tp_preset(z->model);
-        vp_train t = vp_train_default(&a);
+        vp_workload t = vp_workload_default(&a);
         t.seq = 1024;
         t.mbs = z->mbs;
         t.reserve_bytes = 0;
         vp_costs k = tu_costs(z->f, z->b, z->w, z->c);
         vp_price_setup su = {
-            .arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN, .measured = &k};
+            .arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN, .measured = &k};
         for (int f = 0; f < 3; f++)
             for (int j = 0; j < 3; j++) {
                 vp_price_result *r = tp_price(&su, zb_families[f], 8, zb_ms[j]);
@@ -44,7 +44,7 @@ static void test_flops(void **state) {
     vp_arch a = tp_preset("zb-14.6b");
     for (int tp = 1; tp <= 8; tp *= 2)
         for (int rc = 0; rc < 3; rc++) {
-            vp_train t = vp_train_default(&a);
+            vp_workload t = vp_workload_default(&a);
             t.seq = 1024;
             t.mbs = 2;
             t.tp = tp;
@@ -72,11 +72,11 @@ static void test_pass_times_and_hops(void **state) {
     vp_arch a = tp_preset("llama3-70b");
     vp_gpu g = tp_gpu("h100-80gb");
     for (int tp = 1; tp <= 8; tp *= 8) {
-        vp_train t = vp_train_default(&a);
+        vp_workload t = vp_workload_default(&a);
         t.seq = 4096;
         t.tp = tp;
         t.recompute = tp > 1 ? VP_RECOMPUTE_FULL : VP_RECOMPUTE_NONE;
-        vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
+        vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
         vp_price_result *r = tp_price(&su, "1f1b", 16, 16);
         vp_price_facts f;
         vp_price_part_facts(&a, &t, VP_PRICE_LAYER, &f, NULL);
@@ -102,13 +102,13 @@ static void test_step_time(void **state) {
     vp_arch a = tp_preset("zb-28.3b");
     vp_gpu g = tp_gpu("a100-80gb");
     for (int cell = 0; cell < 8; cell++) {
-        vp_train t = vp_train_default(&a);
+        vp_workload t = vp_workload_default(&a);
         t.seq = 1024;
         t.dp = cell % 2 ? 4 : 1;
         t.zero1 = cell / 2 % 2;
         t.dp_overlap = cell / 4 ? 0.5 : 0;
         t.recompute = cell / 4 ? VP_RECOMPUTE_FULL : VP_RECOMPUTE_NONE;
-        vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t};
+        vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t};
         int p = 4, m = 12;
         vp_price_result *r = tp_price(&su, "zb-h1", p, m);
         TU_NEAR(r->step_time_s, r->makespan_s + r->optimizer_s + r->dp_exposed_s);
@@ -138,9 +138,9 @@ static void test_measured_costs_win(void **state) {
     (void)state;
     vp_arch a = tp_preset("llama3-8b");
     vp_gpu g = tp_gpu("h100-80gb");
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     vp_costs k = tu_costs(3, 4, 2, 0.25);
-    vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .measured = &k};
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .measured = &k};
     const char *families[] = {"1f1b", "interleaved", "v-half", "dualpipev"};
     for (int f = 0; f < 4; f++) {
         vp_price_result *r = NULL;
@@ -166,9 +166,9 @@ static void test_mean_costs_only_when_refused(void **state) {
     (void)state;
     vp_arch a = tp_preset("llama2-7b");
     vp_gpu g = tp_gpu("h100-80gb");
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     t.seq = 512;
-    vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t};
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t};
     for (int f = 0; f < vp_family_count(); f++) {
         const char *name = vp_family_at(f)->name;
         vp_spec spec = vp_spec_make(4, 8);
@@ -196,10 +196,10 @@ static void test_split(void **state) {
     (void)state;
     vp_arch a = tp_preset("zb-1.5b");
     vp_gpu g = tp_gpu("a100-80gb");
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     t.seq = 1024;
     for (int p = 2; p <= 8; p++) {
-        vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t, .split = VP_SPLIT_EVEN};
+        vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
         vp_price_result *r = tp_price(&su, "1f1b", p, p);
         int l0[9];
         vp_split_layers(a.layers, p, l0, NULL);
@@ -225,7 +225,7 @@ static void test_split(void **state) {
     }
     int given[4] = {4, 7, 7, 4};
     vp_price_setup su = {
-        .arch = &a, .gpu = &g, .train = &t, .layers_per_stage = given, .n_layers_per_stage = 4};
+        .arch = &a, .gpu = &g, .work = &t, .layers_per_stage = given, .n_layers_per_stage = 4};
     vp_price_result *r = tp_price(&su, "1f1b", 4, 8);
     assert_memory_equal(r->layers_per_stage, given, sizeof given);
     assert_int_equal(r->stage[2].l0, 11);
@@ -237,13 +237,13 @@ static void test_json(void **state) {
     (void)state;
     vp_arch a = tp_preset("llama3-70b");
     vp_gpu g = tp_gpu("h100-80gb");
-    vp_train t = vp_train_default(&a);
+    vp_workload t = vp_workload_default(&a);
     t.seq = 8192;
     t.tp = 8;
     t.sp = true;
     t.flash = true;
     t.recompute = VP_RECOMPUTE_SELECTIVE;
-    vp_price_setup su = {.arch = &a, .gpu = &g, .train = &t};
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t};
     vp_price_result *r = tp_price(&su, "v-half", 8, 32);
     char *text = vp_price_result_json(r);
     assert_non_null(text);
@@ -271,7 +271,10 @@ static void test_json(void **state) {
             assert_true(json_is_integer(json_object_get(m, items[i])));
         assert_int_equal(json_integer_value(json_object_get(m, "activations")),
                          llround(r->memory[d].activations));
+        TU_NEAR(r->sim->peak_bytes[d], r->memory[d].activations); /* the result's own replay */
     }
+    assert_int_equal(json_array_size(json_object_get(o, "per_stage")), r->S);
+    TU_NEAR(r->sim->makespan, 1e3 * r->makespan_s);
     json_decref(o);
     free(text);
     vp_price_result_free(r);

@@ -62,29 +62,36 @@ static void expect_memory_predicted(const char *what, const vp_pipeline_result *
     }
 }
 
-/* One run of s against the reference ref: the same losses and parameters (DualPipe,
- * whose two replicas reorder a float sum, to a relative 1e-6 and says so through
- * bit_exact), and measured = predicted. Returns whether it was bit-exact. */
-static int expect_matches(vp_pipeline_options o, const vp_schedule *s, const vp_train_result *ref,
-                          const char *what) {
-    o.schedule = s;
-    vp_pipeline_result r;
+/* Trains with o on schedule s and checks the result r against the reference's: the same
+ * losses and parameters when bit-exactness is expected (DualPipe: within a relative
+ * 1e-6), and every rank's measured bytes as predicted, every category. Returns whether the run was
+ * bit-exact. */
+static bool check_run(const char *what, vp_pipeline_options *o, vp_schedule *s,
+                      const vp_train_result *ref, vp_pipeline_result *r) {
     vp_error err = {0};
-    if (vp_pipeline_train(&o, data, NULL, NULL, &r, &err) != VP_OK)
+    o->schedule = s;
+    if (vp_pipeline_train(o, data, NULL, NULL, r, &err) != VP_OK)
         fail_msg("%s: %s", what, err.message);
-    if (r.bit_exact) {
-        if (r.train.param_digest != ref->param_digest || r.train.train_loss != ref->train_loss ||
-            r.train.val_loss != ref->val_loss)
-            fail_msg("%s: loss %.9g/%.9g vs %.9g/%.9g, digest differs=%d", what, r.train.train_loss,
-                     r.train.val_loss, ref->train_loss, ref->val_loss,
-                     r.train.param_digest != ref->param_digest);
-    } else {
-        assert_non_null(strstr(what, "dualpipe "));
-        assert_true(fabs(r.train.train_loss - ref->train_loss) < 1e-6 * ref->train_loss);
-        assert_true(fabs(r.train.val_loss - ref->val_loss) < 1e-6 * ref->val_loss);
+    if (r->bit_exact &&
+        (r->train.param_digest != ref->param_digest || r->train.train_loss != ref->train_loss ||
+         r->train.val_loss != ref->val_loss))
+        fail_msg("%s: loss %.9g/%.9g vs %.9g/%.9g, digest differs=%d", what, r->train.train_loss,
+                 r->train.val_loss, ref->train_loss, ref->val_loss,
+                 r->train.param_digest != ref->param_digest);
+    if (!r->bit_exact) {
+        assert_string_equal(s->family, "dualpipe");
+        assert_true(fabs(r->train.train_loss - ref->train_loss) < 1e-6 * ref->train_loss);
+        assert_true(fabs(r->train.val_loss - ref->val_loss) < 1e-6 * ref->val_loss);
     }
-    expect_memory_predicted(what, &r);
-    int exact = r.bit_exact;
+    expect_memory_predicted(what, r);
+    return r->bit_exact;
+}
+
+/* check_run, the result released: whether the run was bit-exact. */
+static int run_matches(const char *what, vp_pipeline_options o, vp_schedule *s,
+                       const vp_train_result *ref) {
+    vp_pipeline_result r;
+    int exact = check_run(what, &o, s, ref, &r);
     vp_pipeline_result_release(&r);
     return exact;
 }
@@ -105,7 +112,7 @@ static void split_variants(vp_pipeline_options o, const vp_schedule *s, const vp
             char what[96];
             snprintf(what, sizeof what, "%s p=%d m=%d split %s recompute %s", s->family, s->p, s->m,
                      g ? "time" : "memory", vp_recompute_name((vp_recompute)rc));
-            *exact += expect_matches(o, x, ref, what);
+            *exact += run_matches(what, o, x, ref);
             (*runs)++;
             vp_schedule_free(x);
         }
@@ -136,7 +143,7 @@ static void test_every_family_matches_reference(void **state) {
                     char what[96];
                     snprintf(what, sizeof what, "%s p=%d m=%d recompute %s", name, p, m,
                              vp_recompute_name((vp_recompute)rc));
-                    exact_runs += expect_matches(o, x, &ref, what);
+                    exact_runs += run_matches(what, o, x, &ref);
                     runs++;
                     vp_schedule_free(x);
                 }
@@ -149,6 +156,198 @@ static void test_every_family_matches_reference(void **state) {
      * 4 split runs of each family at m = 2p. */
     assert_true(runs >= 3 * 66 + 4 * 2 * 15);
     assert_true(exact_runs >= runs - 3 * 6 - 4 * 2);
+}
+
+/* Data parallelism: for every family at p in {2, 4}, two replicas of m microbatches each,
+ * with and without ZeRO-1, give the losses and parameters of the reference summing the
+ * same two groups (DualPipe: the same bits with and without ZeRO-1, near the reference);
+ * ZeRO-1 holds half the moments per rank; the measured peaks equal the predicted. */
+static void test_data_parallel_matches_grouped_reference(void **state) {
+    (void)state;
+    int runs = 0;
+    for (int p = 2; p <= 4; p += 2) {
+        int m = 2 * p; /* per replica: every family takes it */
+        vp_pipeline_options o = small_options(2 * m);
+        o.train.dp = 2;
+        vp_train_result ref;
+        vp_error err = {0};
+        assert_int_equal(vp_train_run(&o.train, data, NULL, NULL, &ref, &err), VP_OK);
+        for (int f = 0; f < vp_family_count(); f++) {
+            const char *name = vp_family_at(f)->name;
+            vp_schedule *s = NULL;
+            assert_true(build(name, p, m, &s));
+            vp_pipeline_result r[2];
+            for (int zero = 0; zero <= 1; zero++) {
+                char what[64];
+                snprintf(what, sizeof what, "%s p=%d dp=2 zero=%d", name, p, zero);
+                o.zero = zero;
+                check_run(what, &o, s, &ref, &r[zero]);
+                assert_int_equal(r[zero].p, 2 * p);
+                runs++;
+            }
+            assert_true(r[1].train.param_digest == r[0].train.param_digest);
+            assert_true(r[1].train.train_loss == r[0].train.train_loss);
+            for (int d = 0; d < 2 * p; d++) { /* half the moments, to half a block a stage */
+                double full = r[0].memory[d * VP_MEM_CATEGORIES + VP_MEM_OPTIMIZER];
+                double half = r[1].memory[d * VP_MEM_CATEGORIES + VP_MEM_OPTIMIZER];
+                double slack = s->S / p * VP_NORM_BLOCK / 2 * 2 * sizeof(float);
+                if (fabs(half - full / 2) > slack)
+                    fail_msg("%s p=%d rank %d holds %.0f of %.0f moment bytes", name, p, d, half,
+                             full);
+            }
+            vp_pipeline_result_release(&r[0]);
+            vp_pipeline_result_release(&r[1]);
+            vp_schedule_free(s);
+        }
+    }
+    assert_true(runs == 4 * vp_family_count());
+}
+
+/* Two replicas with ZeRO-1, full recomputation and the memory split together, for 1f1b,
+ * v-half and zb-v at p in {2, 4}: the grouped reference's bits, and every rank's bytes as
+ * predicted in every category (optimizer: the rank's shards' moments, less than half a
+ * replica's whole stages plus a block; activations: what F keeps until R). */
+static void test_data_parallel_with_recompute(void **state) {
+    (void)state;
+    static const char *const fams[] = {"1f1b", "v-half", "zb-v"};
+    for (int p = 2; p <= 4; p += 2) {
+        int m = 2 * p;
+        vp_pipeline_options o = small_options(2 * m);
+        o.train.dp = 2;
+        o.zero = 1;
+        vp_train_result ref;
+        assert_int_equal(vp_train_run(&o.train, data, NULL, NULL, &ref, NULL), VP_OK);
+        for (int f = 0; f < 3; f++) {
+            vp_schedule *plain = NULL, *s = NULL;
+            assert_true(build(fams[f], p, m, &plain));
+            assert_int_equal(vp_schedule_recompute(plain, VP_RECOMPUTE_FULL, &s, NULL), VP_OK);
+            int l0[2 * 4 + 1];
+            assert_int_equal(vp_runtime_split(s, &o.train.model, VP_SPLIT_MEMORY, l0, NULL), VP_OK);
+            o.layer_start = l0;
+            char what[64];
+            snprintf(what, sizeof what, "%s p=%d dp=2 zero=1 recompute full", fams[f], p);
+            vp_pipeline_result r;
+            assert_true(check_run(what, &o, s, &ref, &r));
+            for (int d = 0; d < p; d++) {
+                const double *mine = &r.memory[d * VP_MEM_CATEGORIES];
+                const double *twin = &r.memory[(p + d) * VP_MEM_CATEGORIES];
+                assert_true(mine[VP_MEM_OPTIMIZER] > 0 && twin[VP_MEM_OPTIMIZER] > 0);
+                assert_true(mine[VP_MEM_OPTIMIZER] + twin[VP_MEM_OPTIMIZER] ==
+                            2 * mine[VP_MEM_PARAMS]); /* the two shards tile the moments */
+                assert_true(mine[VP_MEM_ACTIVATIONS] == twin[VP_MEM_ACTIVATIONS]);
+            }
+            vp_pipeline_result_release(&r);
+            vp_schedule_free(s);
+            vp_schedule_free(plain);
+        }
+    }
+}
+
+/* Replicas that cannot split the global batch, ZeRO-1 without replicas, emulated replicas
+ * and a fault at a rank past the replicas are refused before any step. */
+static void test_data_parallel_refusals(void **state) {
+    (void)state;
+    vp_pipeline_options o = small_options(8);
+    vp_schedule *s = NULL;
+    assert_true(build("1f1b", 2, 4, &s));
+    o.schedule = s;
+    vp_pipeline_result r;
+    vp_error err = {0};
+    o.train.dp = 3; /* 8 microbatches over 3 replicas */
+    assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &r, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "m=4 microbatches per replica"));
+    o.train.m = 12; /* 12 = 3 x 4 */
+    o.train.faults = (vp_faults){.rank = 6};
+    assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &r, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "rank 6 of 6"));
+    o.train.faults = (vp_faults){.rank = -1};
+    o.train.dp = 1;
+    o.train.m = 4;
+    o.zero = 1;
+    assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &r, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "ZeRO-1"));
+    vp_train_result ref;
+    o.train.dp = 3;
+    o.train.m = 8;
+    assert_int_equal(vp_train_run(&o.train, data, NULL, NULL, &ref, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "do not divide the 8 microbatches"));
+    vp_schedule_free(s);
+}
+
+static bool stop_after_4(const vp_train_progress *p, void *user) {
+    (void)user;
+    return p->step < 4;
+}
+
+/* Trains family on p ranks (dp replicas, ZeRO-1 when zero) with the options o, resuming
+ * from resume (NULL: fresh) and checkpointing into save every 3 steps (NULL: never); the
+ * callback may stop it. Returns the result (released by the caller). */
+static vp_pipeline_result run_shape(vp_pipeline_options o, const char *family, int p, int dp,
+                                    int zero, const char *resume, const char *save,
+                                    vp_train_callback stop) {
+    vp_schedule *s = NULL;
+    assert_true(build(family, p, o.train.m / dp, &s));
+    o.schedule = s;
+    o.train.dp = dp;
+    o.zero = zero;
+    o.train.resume_dir = resume;
+    o.train.checkpoint_dir = save;
+    o.train.checkpoint_every = save ? 3 : 0;
+    vp_pipeline_result r;
+    vp_error err = {0};
+    if (vp_pipeline_train(&o, data, stop, NULL, &r, &err) != VP_OK)
+        fail_msg("%s p=%d dp=%d: %s", family, p, dp, err.message);
+    vp_schedule_free(s);
+    return r;
+}
+
+/* Checkpoints change shape: K = 3 steps at (p = 4, v-half) resume at (p = 2, 1f1b) and at
+ * (p = 4, zb-v) to the uninterrupted run's bits (the grouping of the sums is the same);
+ * with two replicas (another grouping) the resumed run equals the reference of that
+ * grouping resumed from the same checkpoint, with and without ZeRO-1. */
+static void test_checkpoints_change_shape(void **state) {
+    (void)state;
+    vp_pipeline_options o = small_options(8);
+    o.train.steps = 6;
+    char dir[] = "/tmp/vp_runtime_shape_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    vp_pipeline_result full = run_shape(o, "v-half", 4, 1, 0, NULL, NULL, NULL);
+    vp_pipeline_result cut = run_shape(o, "v-half", 4, 1, 0, NULL, dir, stop_after_4);
+    assert_int_equal(cut.train.steps, 4); /* the checkpoint holds step 3 */
+    const struct {
+        const char *family;
+        int p;
+    } same[] = {{"1f1b", 2}, {"zb-v", 4}, {"v-half", 4}};
+    for (int k = 0; k < 3; k++) {
+        vp_pipeline_result r = run_shape(o, same[k].family, same[k].p, 1, 0, dir, NULL, NULL);
+        assert_int_equal(r.train.resumed_step, 3);
+        assert_true(r.train.param_digest == full.train.param_digest);
+        assert_true(r.train.train_loss == full.train.train_loss);
+        assert_true(r.train.val_loss == full.train.val_loss);
+        vp_pipeline_result_release(&r);
+    }
+    vp_train_options grouped = o.train;
+    grouped.dp = 2;
+    grouped.resume_dir = dir;
+    vp_train_result ref;
+    vp_error err = {0};
+    assert_int_equal(vp_train_run(&grouped, data, NULL, NULL, &ref, &err), VP_OK);
+    assert_int_equal(ref.resumed_step, 3);
+    for (int zero = 0; zero <= 1; zero++) {
+        vp_pipeline_result r = run_shape(o, "1f1b", 2, 2, zero, dir, NULL, NULL);
+        assert_true(r.train.param_digest == ref.param_digest);
+        assert_true(r.train.train_loss == ref.train_loss);
+        assert_true(r.train.val_loss == ref.val_loss);
+        fprintf(stderr, "resumed at dp=2%s: final loss %.9g, uninterrupted %.9g (%+.2e)\n",
+                zero ? " zero-1" : "", r.train.train_loss, full.train.train_loss,
+                r.train.train_loss - full.train.train_loss);
+        vp_pipeline_result_release(&r);
+    }
+    vp_pipeline_result_release(&full);
+    vp_pipeline_result_release(&cut);
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -r %s", dir);
+    assert_int_equal(system(rm), 0);
 }
 
 /* Measured peak activation bytes of the busiest rank for family at (p, m = 2p) under the
@@ -473,6 +672,10 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_layers),
         cmocka_unit_test(test_every_family_matches_reference),
+        cmocka_unit_test(test_data_parallel_matches_grouped_reference),
+        cmocka_unit_test(test_data_parallel_with_recompute),
+        cmocka_unit_test(test_data_parallel_refusals),
+        cmocka_unit_test(test_checkpoints_change_shape),
         cmocka_unit_test(test_memory_ratios),
         cmocka_unit_test(test_1f1b_r_holds_inputs),
         cmocka_unit_test(test_invalid_schedule_refused),

@@ -329,6 +329,143 @@ static void test_memory_independent_of_costs(void **state) {
             }
 }
 
+/* Collision-free blocks of the V search at p, every `step`-th one, into blocks (at most
+ * max); returns how many. */
+static int sample_blocks(int p, int step, vp_vblock *blocks, int max) {
+    int n = 0, t[16][6];
+    for (long i = 0; i < vp_vsearch_size(p) && n < max; i += step) {
+        vp_vsearch_block(p, i, &blocks[n]);
+        n += vp_vblock_slots(&blocks[n], p, t) == 0;
+    }
+    return n;
+}
+
+/* vp_vgrid_measure gives the figures vp_simulate gives the built schedule, to the bit, for
+ * short and long runs (periods inserted, and skipped by the replay when costs are exact
+ * in binary), equal and unequal costs, release-at-W and the ZB split with bytes; a limit
+ * below the span stops the replay with a bound above the limit, one at the span does not. */
+static void test_measure_matches_simulate(void **state) {
+    (void)state;
+    vp_costs costs[] = {tu_costs(1, 1, 1, 0), tu_costs(1, 2, 1, 0.25),
+                        tu_costs(1.1, 0.7, 3.3, 0.37)};
+    vp_memcfg zb = {.kind = VP_MEM_ZB, .zb_ratio = 0.37, .unit_bytes = 1000};
+    int checked = 0;
+    for (int p = 3; p <= 9; p += 3) {
+        int ms[] = {1, p, 2 * p + 1, 9 * p + 2};
+        vp_vblock blocks[24];
+        int nb = sample_blocks(p, 97, blocks, 24), t[16][6];
+        for (int mi = 0; mi < 4; mi++) {
+            vp_vgrid *g = NULL;
+            assert_int_equal(vp_vgrid_new(p, ms[mi], &g, NULL), VP_OK);
+            for (int b = 0; b < nb; b++) {
+                assert_int_equal(vp_vblock_slots(&blocks[b], p, t), 0);
+                vp_schedule *s = NULL;
+                assert_int_equal(vp_vgrid_build(g, (const int(*)[6])t, NULL, &s, NULL), VP_OK);
+                for (int c = 0; c < 3; c++) {
+                    vp_memcfg mem = c == 2 ? zb : vp_memcfg_default();
+                    vp_cost_model *cm = NULL;
+                    assert_int_equal(vp_cost_model_new(s, &costs[c], &mem, &cm, NULL), VP_OK);
+                    vp_sim *sim = tu_sim(s, costs[c], &mem);
+                    vp_vgrid_metrics x;
+                    assert_int_equal(vp_vgrid_measure(g, (const int(*)[6])t, cm, 0, &x, NULL),
+                                     VP_OK);
+                    double span = vp_sim_longest_span(sim), bytes = 0;
+                    for (int d = 0; sim->peak_bytes && d < p; d++)
+                        bytes = sim->peak_bytes[d] > bytes ? sim->peak_bytes[d] : bytes;
+                    assert_true(x.complete && x.makespan == sim->makespan && x.span == span &&
+                                x.bubble == sim->bubble && x.peak == sim->peak_max &&
+                                x.peak_bytes == bytes);
+                    assert_int_equal(vp_vgrid_measure(g, (const int(*)[6])t, cm, span, &x, NULL),
+                                     VP_OK);
+                    assert_true(x.complete);
+                    assert_int_equal(
+                        vp_vgrid_measure(g, (const int(*)[6])t, cm, 0.9 * span, &x, NULL), VP_OK);
+                    assert_true(!x.complete && x.span > 0.9 * span && x.span <= span + 1e-9);
+                    checked++;
+                    vp_sim_free(sim);
+                    vp_cost_model_free(cm);
+                }
+                vp_schedule_free(s);
+            }
+            vp_vgrid_free(g);
+        }
+    }
+    assert_true(checked > 100);
+}
+
+/* A long run is the run one microbatch shorter with one period more: on every device the
+ * ops of m microbatches are those of m-1 with six ops inserted in one place, the later
+ * microbatches one on; and at m >= 2p the built peak is half the repeated block's (what
+ * the V search prunes by). */
+static void test_long_runs_repeat_a_period(void **state) {
+    (void)state;
+    for (int p = 4; p <= 10; p += 3) {
+        vp_vblock blocks[40];
+        int nb = sample_blocks(p, 13, blocks, 40), t[16][6];
+        for (int b = 0; b < nb; b++) {
+            for (int m = 2 * p; m <= 5 * p; m += p + 3) {
+                vp_schedule *a = NULL, *z = NULL;
+                assert_int_equal(vp_vblock_build(&blocks[b], p, m, NULL, &a, NULL), VP_OK);
+                assert_int_equal(vp_vblock_build(&blocks[b], p, m + 1, NULL, &z, NULL), VP_OK);
+                for (int d = 0; d < p; d++) {
+                    const vp_oplist *x = &a->dev[d], *y = &z->dev[d];
+                    assert_int_equal(y->n, x->n + 6);
+                    int pre = 0, post = 0;
+                    while (pre < x->n && x->ops[pre].kind == y->ops[pre].kind &&
+                           x->ops[pre].stage == y->ops[pre].stage &&
+                           x->ops[pre].mb == y->ops[pre].mb)
+                        pre++;
+                    while (post < x->n - pre) {
+                        vp_op u = x->ops[x->n - 1 - post], v = y->ops[y->n - 1 - post];
+                        if (u.kind != v.kind || u.stage != v.stage || u.mb + 1 != v.mb)
+                            break;
+                        post++;
+                    }
+                    assert_int_equal(pre + post, x->n);
+                }
+                vp_vgrid *g = NULL;
+                assert_int_equal(vp_vgrid_new(p, m, &g, NULL), VP_OK);
+                assert_int_equal(vp_vblock_slots(&blocks[b], p, t), 0);
+                vp_sim *sim = tu_sim(a, tu_costs(1, 1, 1, 0), NULL);
+                TU_NEAR(2 * sim->peak_max, vp_vgrid_peak(g, (const int(*)[6])t));
+                vp_sim_free(sim);
+                vp_vgrid_free(g);
+                vp_schedule_free(a);
+                vp_schedule_free(z);
+            }
+        }
+    }
+}
+
+/* vp_vgrid_schedule hands over the block the last measure built, and refuses before one. */
+static void test_schedule_of_measure(void **state) {
+    (void)state;
+    vp_vgrid *g = NULL;
+    vp_schedule *s = NULL, *direct = NULL;
+    vp_error err = {0};
+    assert_int_equal(vp_vgrid_new(6, 40, &g, NULL), VP_OK);
+    assert_int_equal(vp_vgrid_schedule(g, NULL, &s, &err), VP_EINVAL);
+    assert_null(s);
+    vp_vblock vb;
+    int t[6][6];
+    assert_int_equal(vp_vblock_preset("v-half", 6, &vb, NULL), VP_OK);
+    assert_int_equal(vp_vblock_slots(&vb, 6, t), 0);
+    assert_int_equal(vp_vblock_build(&vb, 6, 40, "x", &direct, NULL), VP_OK);
+    vp_costs c = tu_costs(1, 1, 1, 0);
+    vp_memcfg mem = vp_memcfg_default();
+    vp_cost_model *cm = NULL;
+    assert_int_equal(vp_cost_model_new(direct, &c, &mem, &cm, NULL), VP_OK);
+    vp_vgrid_metrics x;
+    assert_int_equal(vp_vgrid_measure(g, (const int(*)[6])t, cm, 0, &x, NULL), VP_OK);
+    assert_int_equal(vp_vgrid_schedule(g, "x", &s, NULL), VP_OK);
+    assert_true(vp_schedule_equal(s, direct));
+    assert_string_equal(s->family, "x");
+    vp_cost_model_free(cm);
+    vp_schedule_free(s);
+    vp_schedule_free(direct);
+    vp_vgrid_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_figures),
@@ -340,6 +477,9 @@ int main(void) {
         cmocka_unit_test(test_shapes_grid),
         cmocka_unit_test(test_cost_aware_steady_state),
         cmocka_unit_test(test_memory_independent_of_costs),
+        cmocka_unit_test(test_measure_matches_simulate),
+        cmocka_unit_test(test_long_runs_repeat_a_period),
+        cmocka_unit_test(test_schedule_of_measure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

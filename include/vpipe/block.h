@@ -52,6 +52,10 @@
 
 #include "vpipe/sim.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define VP_BLOCK_FORMAT "vpipe-block"
 #define VP_BLOCK_VERSION 1
 
@@ -79,27 +83,29 @@ typedef struct vp_block {
  * into *out, placed like vp_schedule_new places them (SINGLE S=p, LOOP S a multiple of p,
  * V and BIDIR S=2p; CUSTOM puts every stage on device 0 for the caller to change). Caller
  * frees with vp_block_free. VP_EINVAL, VP_ENOMEM; *out is NULL on failure. */
-vp_status vp_block_new(int p, int S, vp_placement_kind placement, vp_block **out, vp_error *err);
+VP_API vp_status vp_block_new(int p, int S, vp_placement_kind placement, vp_block **out,
+                              vp_error *err);
 
 /* Releases a block; NULL is a no-op. */
-void vp_block_free(vp_block *b);
+VP_API void vp_block_free(vp_block *b);
 
 /* A deep copy of b into a new *out (caller frees). VP_ENOMEM; *out is NULL on failure. */
-vp_status vp_block_clone(const vp_block *b, vp_block **out, vp_error *err);
+VP_API vp_status vp_block_clone(const vp_block *b, vp_block **out, vp_error *err);
 
 /* Appends a pass. VP_EINVAL when kind or stage is out of range, start is not finite or
  * dur < 0 / not finite (vp_block_check has the tighter limits), VP_ENOMEM when memory
  * runs out. */
-vp_status vp_block_add(vp_block *b, vp_op_kind kind, int stage, int mb, double start, double dur);
+VP_API vp_status vp_block_add(vp_block *b, vp_op_kind kind, int stage, int mb, double start,
+                              double dur);
 
 /* Index of the pass (kind, stage, mb) or -1. */
-int vp_block_find(const vp_block *b, vp_op_kind kind, int stage, int mb);
+VP_API int vp_block_find(const vp_block *b, vp_op_kind kind, int stage, int mb);
 
 /* A new cost model for the block's shape into *out (per-stage costs and memory deltas,
  * chunk passes charged 1/v as in vp_cost_model_new, whose errors pass through). Caller
  * frees with vp_cost_model_free; *out is NULL on failure. */
-vp_status vp_block_cost_model(const vp_block *b, const vp_costs *costs, const vp_memcfg *mem,
-                              vp_cost_model **out, vp_error *err);
+VP_API vp_status vp_block_cost_model(const vp_block *b, const vp_costs *costs, const vp_memcfg *mem,
+                                     vp_cost_model **out, vp_error *err);
 
 /* Checks the block's structure: stage_device in range, 1 <= mb_per_copy <= 64, every pass
  * with |start| <= 1e15, duration in [0, 1e15] and |mb| <= 1e6, and for each microbatch
@@ -107,7 +113,7 @@ vp_status vp_block_cost_model(const vp_block *b, const vp_costs *costs, const vp
  * range, equally long for every class) on which each stage has F and either BW or B and
  * W exactly once. Does not look at timing or T. VP_EINVAL naming the pass or the
  * missing one. */
-vp_status vp_block_check(const vp_block *b, vp_error *err);
+VP_API vp_status vp_block_check(const vp_block *b, vp_error *err);
 
 /* A collision: pass a of copy 0 overlaps pass b of copy `copy` on device `device`. */
 typedef struct vp_block_collision {
@@ -123,13 +129,14 @@ typedef struct vp_block_collision {
  * message naming the device, both passes with their microbatches and their intervals;
  * VP_EINVAL when T <= 0, not finite, or so small that the block spans more than 1e6
  * intervals. Cost: O(n log n). */
-vp_status vp_block_collisions(const vp_block *b, double T, vp_block_collision *hit, vp_error *err);
+VP_API vp_status vp_block_collisions(const vp_block *b, double T, vp_block_collision *hit,
+                                     vp_error *err);
 
 /* Smallest collision-free interval: at least the busiest device's work per copy; raised
  * past every collision found (the collision-free set need not be an interval, this
  * returns its least element). VP_EVALIDATION (naming the passes) when the block overlaps
  * itself within one copy, so no T works; VP_EINVAL when every pass has zero duration. */
-vp_status vp_block_min_interval(const vp_block *b, double *T, vp_error *err);
+VP_API vp_status vp_block_min_interval(const vp_block *b, double *T, vp_error *err);
 
 /* The 1F1B block for p devices under cm (single placement, cm->S == p): F chained down
  * the devices (F_i = F_{i-1} + f_{i-1} + c), the backward chained back from the last
@@ -138,7 +145,8 @@ vp_status vp_block_min_interval(const vp_block *b, double *T, vp_error *err);
  * smallest collision-free interval. Repeating it gives the 1F1B order (for split = 0 the
  * same schedule as the `1f1b` family). Caller frees. VP_EINVAL when p or cm do not fit or
  * every cost is zero (no interval), VP_ENOMEM; *out is NULL on failure. */
-vp_status vp_block_1f1b(int p, const vp_cost_model *cm, int split, vp_block **out, vp_error *err);
+VP_API vp_status vp_block_1f1b(int p, const vp_cost_model *cm, int split, vp_block **out,
+                               vp_error *err);
 
 /* Repeats the block every b->T and returns the schedule of m microbatches (family
  * names it, NULL: "block"): each device's passes ordered by start time (ties as in the
@@ -148,14 +156,15 @@ vp_status vp_block_1f1b(int p, const vp_cost_model *cm, int split, vp_block **ou
  * passes vp_schedule_validate for blocks whose own timing respects the dependencies
  * (callers building blocks by hand should validate). Caller frees. Cost: one sort of the
  * block's passes per device, then O(ops · log(passes per device)). */
-vp_status vp_block_repeat(const vp_block *b, int m, const char *family, vp_schedule **out,
-                          vp_error *err);
+VP_API vp_status vp_block_repeat(const vp_block *b, int m, const char *family, vp_schedule **out,
+                                 vp_error *err);
 
 /* Start time of every op of a repeated block before squeezing ([p][n_d], parallel to
  * s->dev[d].ops, as in vp_sim): the block time of the op's copy. s must come from
  * vp_block_repeat(b, ...). Fills times, a caller-allocated array of per-device arrays
  * (NAN for an op the block has no pass for). VP_ENOMEM. */
-vp_status vp_block_times(const vp_block *b, const vp_schedule *s, double **times, vp_error *err);
+VP_API vp_status vp_block_times(const vp_block *b, const vp_schedule *s, double **times,
+                                vp_error *err);
 
 /* Reorders a (squeezed) schedule in place, in rounds on the eager replay under cm. Per
  * device and round: a pass other than W that has Ws right in front of it and would start
@@ -174,7 +183,8 @@ vp_status vp_block_times(const vp_block *b, const vp_schedule *s, double **times
  * the measure). Passes only (VP_EUNSUPPORTED for F&B ops; VP_EINVAL for non-finite or
  * negative costs). *moved (optional) receives the number of moves. Cost: per round one
  * replay and O(ops) per device, plus O(ops of its device) per move. */
-vp_status vp_block_reorder(vp_schedule *s, const vp_cost_model *cm, int *moved, vp_error *err);
+VP_API vp_status vp_block_reorder(vp_schedule *s, const vp_cost_model *cm, int *moved,
+                                  vp_error *err);
 
 /* Lifespan analysis of a block under a memory model. */
 typedef struct vp_block_lifespan {
@@ -193,9 +203,9 @@ typedef struct vp_block_lifespan {
  * repeats the block to m microbatches and replays memory for the peaks (the bound must
  * be >= them). Caller frees with vp_block_lifespan_free. VP_EINVAL when the block fails
  * vp_block_check, T is unset, or cm does not match; repeat errors pass through. */
-vp_status vp_block_lifespan_new(const vp_block *b, const vp_cost_model *cm, int m,
-                                vp_block_lifespan **out, vp_error *err);
-void vp_block_lifespan_free(vp_block_lifespan *ls);
+VP_API vp_status vp_block_lifespan_new(const vp_block *b, const vp_cost_model *cm, int m,
+                                       vp_block_lifespan **out, vp_error *err);
+VP_API void vp_block_lifespan_free(vp_block_lifespan *ls);
 
 /* Parses block JSON (format in the header comment) into a new block (caller frees).
  * Durations come from a pass's 5th element, else from the costs: *override when non-NULL,
@@ -204,15 +214,16 @@ void vp_block_lifespan_free(vp_block_lifespan *ls);
  * Checks the structure with vp_block_check. VP_EPARSE with line/column for bad JSON and
  * with the JSON path of a bad field ("passes[3]: stage must be an integer in [0, 8)");
  * VP_EINVAL from vp_block_check. */
-vp_status vp_block_read_json(const char *text, size_t len, const vp_costs *override, vp_costs *used,
-                             vp_block **out, vp_error *err);
+VP_API vp_status vp_block_read_json(const char *text, size_t len, const vp_costs *override,
+                                    vp_costs *used, vp_block **out, vp_error *err);
 
 /* Writes b as block JSON (every pass with its mb offset and duration, "interval" when T >
  * 0, "costs" when costs is non-NULL, with FB when costs->fb >= 0) into a new
  * NUL-terminated *text the caller frees with free(); reading it back gives the same block
  * and costs. VP_EINVAL when a time or cost is not finite, VP_EUNSUPPORTED for per-device
  * costs, VP_ENOMEM; *text is NULL on failure. */
-vp_status vp_block_write_json(const vp_block *b, const vp_costs *costs, char **text, vp_error *err);
+VP_API vp_status vp_block_write_json(const vp_block *b, const vp_costs *costs, char **text,
+                                     vp_error *err);
 
 /* ---- V blocks ------------------------------------------------------------------------
  *
@@ -244,24 +255,24 @@ typedef struct vp_vblock {
 /* Start slots of microbatch 0 at p devices, [p][6] in the order F⁰ F¹ B¹ B⁰ W¹ W⁰ (W¹
  * is the W of chunk 1, freed after B¹). Returns 0 and fills slots when the block is well
  * formed and collision-free at period 6; returns -1 (slots unspecified) otherwise. */
-int vp_vblock_slots(const vp_vblock *vb, int p, int (*slots)[6]);
+VP_API int vp_vblock_slots(const vp_vblock *vb, int p, int (*slots)[6]);
 
 /* The block as a building block of the framework (V placement, T = 6, unit durations, W
  * passes where vp_vblock_slots puts them). Caller frees. VP_EINVAL when the block is
  * malformed or collides (the message says which). */
-vp_status vp_vblock_to_block(const vp_vblock *vb, int p, vp_block **out, vp_error *err);
+VP_API vp_status vp_vblock_to_block(const vp_vblock *vb, int p, vp_block **out, vp_error *err);
 
 /* Builds the block into a schedule of m microbatches on p devices (family names it,
  * NULL: "v-block"). Any m >= 1 works (fewer than 2p microbatches just trim the warm-up);
  * p >= 2. The result validates; its peak (release-at-W, units) is at most half the
  * repeated block's peak in chunk activations. VP_EINVAL for a malformed or colliding
  * block or p < 2. Caller frees. */
-vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family, vp_schedule **out,
-                          vp_error *err);
+VP_API vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family,
+                                 vp_schedule **out, vp_error *err);
 
 /* Writes "f1=1 b1=2 b0=3 d=(1,1)" or, with a change point, "... d=(2,1)->(1,1)@K=3" into
  * buf (at most size bytes). Returns buf. */
-char *vp_vblock_format(const vp_vblock *vb, int p, char *buf, int size);
+VP_API char *vp_vblock_format(const vp_vblock *vb, int p, char *buf, int size);
 
 /* A workspace of V slot grids for one shape (p >= 2 devices, m >= 1 microbatches), so
  * that a search can build thousands of blocks without allocating in its inner loop. */
@@ -269,18 +280,48 @@ typedef struct vp_vgrid vp_vgrid;
 
 /* A new workspace (caller frees with vp_vgrid_free). VP_EINVAL for p < 2 or m < 1,
  * VP_ENOMEM. */
-vp_status vp_vgrid_new(int p, int m, vp_vgrid **out, vp_error *err);
-void vp_vgrid_free(vp_vgrid *g);
+VP_API vp_status vp_vgrid_new(int p, int m, vp_vgrid **out, vp_error *err);
+VP_API void vp_vgrid_free(vp_vgrid *g);
 
 /* Peak of the block repeated every 6 slots, in chunk activations (what a built schedule
  * is capped at, before trimming to m). slots as from vp_vblock_slots. */
-int vp_vgrid_peak(const vp_vgrid *g, const int (*slots)[6]);
+VP_API int vp_vgrid_peak(const vp_vgrid *g, const int (*slots)[6]);
 
 /* Builds block slots (from vp_vblock_slots, so collision-free) into a new schedule named
  * family (NULL: "v-block"), as vp_vblock_build does. VP_ENOMEM, or VP_EINVAL when the
  * repeated block does not replay (never for collision-free slots). */
-vp_status vp_vgrid_build(vp_vgrid *g, const int (*slots)[6], const char *family, vp_schedule **out,
-                         vp_error *err);
+VP_API vp_status vp_vgrid_build(vp_vgrid *g, const int (*slots)[6], const char *family,
+                                vp_schedule **out, vp_error *err);
+
+/* What vp_vgrid_measure reports: the figures vp_simulate gives the schedule vp_vgrid_build
+ * returns for the same slots. */
+typedef struct vp_vgrid_metrics {
+    double makespan;   /* end of the last pass */
+    double span;       /* longest device span, last end - first start (vp_sim_longest_span);
+                          a lower bound when !complete */
+    double bubble;     /* 1 - mean busy / span (vp_sim.bubble) */
+    double peak;       /* max over devices of the peak memory, units */
+    double peak_bytes; /* the same in bytes, 0 when the cost model has none */
+    int complete;      /* 0 when the replay stopped at the limit (only span is set) */
+} vp_vgrid_metrics;
+
+/* Builds block slots like vp_vgrid_build and replays the result under cm (2p stages, the V
+ * placement's cost model, e.g. vp_cost_model_new of a V schedule) without making a
+ * schedule: out receives exactly the figures vp_simulate gives the built schedule. When
+ * limit > 0 the replay stops as soon as some device's span is sure to exceed limit by
+ * more than 1e-9 relative (its time so far plus the work still ahead of it;
+ * out->complete = 0, out->span that lower bound), so a search can drop a block that
+ * cannot beat a span or a makespan. VP_EINVAL when cm has other than 2p stages; otherwise
+ * as vp_vgrid_build. Cost: one build and O(passes). */
+VP_API vp_status vp_vgrid_measure(vp_vgrid *g, const int (*slots)[6], const vp_cost_model *cm,
+                                  double limit, vp_vgrid_metrics *out, vp_error *err);
+
+/* The schedule (named family, NULL: "v-block") of the block the last vp_vgrid_measure on g
+ * built, the one vp_vgrid_build would return for its slots, without building it again
+ * (caller frees). VP_EINVAL when no measure has built a block on g since it was made or
+ * last used by another build; VP_ENOMEM. */
+VP_API vp_status vp_vgrid_schedule(vp_vgrid *g, const char *family, vp_schedule **out,
+                                   vp_error *err);
 
 /* 1F1B-V's build: slots [p][4] (F⁰ F¹ B¹ B⁰; columns 4 and 5 unused) whose backwards are
  * full BW passes of two slots, repeated every 6 slots for exactly m microbatches, with
@@ -288,7 +329,11 @@ vp_status vp_vgrid_build(vp_vgrid *g, const int (*slots)[6], const char *family,
  * its dependencies allow, forwards only while memory stays under the repeated block's
  * peak. VP_EVALIDATION when the block collides at period 6 or its canonical warm-up does
  * not replay (not a usable block); VP_ENOMEM. family NULL: "1f1b-v". */
-vp_status vp_vgrid_build_bw(vp_vgrid *g, const int (*slots)[6], int canonical, const char *family,
-                            vp_schedule **out, vp_error *err);
+VP_API vp_status vp_vgrid_build_bw(vp_vgrid *g, const int (*slots)[6], int canonical,
+                                   const char *family, vp_schedule **out, vp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

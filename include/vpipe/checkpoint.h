@@ -1,50 +1,63 @@
 /* vpipe checkpoints: parameters, AdamW moments, step and data position of a training
- * run, written atomically so that a killed run resumes bit for bit.
+ * run, written atomically so that a killed run resumes bit for bit, and stored
+ * independently of the run's shape, so that a run of another shape can resume them.
  *
  * Module `checkpoint` (src/checkpoint/). Depends on model and base.
  *
- * A checkpoint is a directory DIR holding
- *   rank-<r>.step-<s>.ckpt   one file per rank r: every stage that rank holds, after s
- *                            completed optimiser steps (the single-rank run is rank 0 of 1);
- *   meta.json                the commit record: {"format": "vpipe-checkpoint", "version": 1,
- *                            "step": s, "data_position": d, "ranks": n, "files": [...]}.
+ * The state is stored as the whole model's flat arrays (those of a stage holding every
+ * layer, vp_stage_offset_of: embeddings, layers in order, final norm and head): any
+ * pipeline depth, split, schedule, placement, number of data-parallel replicas, ZeRO-1
+ * sharding or transport writes and reads the same arrays. A checkpoint is a directory DIR
+ * holding
+ *   part-<k>.step-<s>.ckpt   part k of the set, after s completed optimiser steps: slices
+ *                            of the whole model's arrays (a pipeline writes one part per
+ *                            rank: the stages it holds, or their ZeRO-1 shards; a rank
+ *                            whose state another rank already writes writes an empty part);
+ *   meta.json                the commit record: {"format": "vpipe-checkpoint", "version": 2,
+ *                            "step": s, "data_position": d, "parts": n, "files": [...],
+ *                            "shape": {"p", "dp", "zero", "schedule", "transport"}}, the
+ *                            shape of the run that wrote it (for messages only).
  * A checkpoint exists once meta.json names it. Saving one step is three phases:
- *   1. every rank writes its file (vp_checkpoint_write_rank),
- *   2. after all of them succeeded, one rank commits (vp_checkpoint_commit),
- *   3. after the commit, every rank removes its superseded files (vp_checkpoint_prune).
+ *   1. every part is written (vp_checkpoint_write_part),
+ *   2. after all of them succeeded, one writer commits (vp_checkpoint_commit),
+ *   3. after the commit, that writer removes the superseded files (vp_checkpoint_prune).
  * Each file is written to <name>.tmp, fsync'ed, renamed over <name>, and the directory
- * fsync'ed (base's atomic writer), so a crash at any moment leaves the
- * previous committed checkpoint intact and loadable; files of an uncommitted step are
- * ignored and pruned later. One run writes to a directory at a time. Under MPI the
- * directory must be shared by the ranks.
+ * fsync'ed (base's atomic writer), so a crash at any moment leaves the previous committed
+ * checkpoint intact and loadable; files of an uncommitted step are ignored and pruned
+ * later. One run writes to a directory at a time. Under MPI the directory must be shared
+ * by the ranks.
  *
- * Rank file, version 1, every number little-endian:
+ * Part file, version 2, every number little-endian:
  *   offset 0    "VPIPECKP" magic (8 bytes)
- *          8    u32 version (1)
+ *          8    u32 version (2)
  *         12    u32 reserved (0)
  *         16    u64 total file bytes, checksum included
  *         24    i32 layers, width, heads, seq, microbatch, vocab   (the model)
- *         48    i32 rank, ranks
+ *         48    i32 part k, parts n
  *         56    i64 step: optimiser steps completed (skipped non-finite steps count)
  *         64    u64 data position: index of the next training batch (vp_data_batch)
  *         72    u64 seed: weights and data order. The seed is the only random state: data
  *                   windows are a pure function of (seed, batch index) and nothing else
  *                   draws random numbers, so there is no other RNG state to save.
- *         80    i32 m, steps, warmup, lr schedule (0 cosine, 1 constant)
+ *         80    i32 m (microbatches per step: the global batch), steps, warmup, lr
+ *                   schedule (0 cosine, 1 constant)
  *         96    f64 lr, min_lr, clip
  *        120    f32 beta1, beta2, eps, weight decay
- *        136    i32 stage count n, i32 reserved (0)
- *        144    n stage records: i32 l0, l1, first, last; u64 parameter count P; then
- *               f32 parameters[P], AdamW first moments m[P], second moments v[P]
+ *        136    i32 slice count n, i32 reserved (0)
+ *        144    n slices: u64 offset o, u64 count c (elements [o, o + c) of the whole
+ *               model's arrays); then f32 parameters[c], AdamW first moments m[c], second
+ *               moments v[c]
  *   end - 8     u64 FNV-1a 64 (vp_digest from VP_DIGEST_INIT) of every byte before it.
- * Gradients are not saved: every step starts by zeroing them.
+ * Gradients are not saved: every step starts by zeroing them. Version 1 (per-rank stage
+ * records of an older vpipe) is refused with a message saying so.
  *
- * Loading checks, and refuses with the file's name and the problem: magic, version,
- * length (truncated or trailing bytes), checksum, the records' own consistency, and that
- * the model, optimiser and schedule options, seed, rank count and every stage's layer
- * range match the run being resumed. Statuses: VP_EIO (missing or unreadable), VP_EPARSE
- * (not a checkpoint, unsupported version, truncated, corrupt), VP_EINVAL (a different
- * run's checkpoint).
+ * Loading checks every part of the set, and refuses with the file's name and the
+ * problem: magic, version, length (truncated or trailing bytes), checksum, the slices'
+ * own consistency, that the model, optimiser and schedule options and seed match the run
+ * being resumed (the shape may differ), and that the parts' slices tile the whole model
+ * exactly. Statuses: VP_EIO (missing or unreadable), VP_EPARSE (not a checkpoint,
+ * unsupported version, truncated, corrupt, slices missing or twice), VP_EINVAL (a
+ * different run's checkpoint).
  */
 #ifndef VPIPE_CHECKPOINT_H
 #define VPIPE_CHECKPOINT_H
@@ -54,14 +67,14 @@
 
 #include "vpipe/model.h"
 
-#define VP_CHECKPOINT_VERSION 1
+#define VP_CHECKPOINT_VERSION 2
 
 /* What identifies a training trajectory: a checkpoint resumes only a run with the same
- * model, optimiser and schedule options and seed (the runtime fills it from its
- * options). */
+ * model, global batch, optimiser and schedule options and seed (the runtime fills it from
+ * its options). */
 typedef struct vp_checkpoint_run {
     vp_model_config model;
-    int m;      /* microbatches per step */
+    int m;      /* microbatches per step, over every replica: the global batch */
     int steps;  /* optimiser steps of the whole run */
     int warmup; /* learning-rate warm-up steps */
     vp_lr_schedule schedule;
@@ -70,29 +83,43 @@ typedef struct vp_checkpoint_run {
     uint64_t seed; /* weights and data order */
 } vp_checkpoint_run;
 
+/* The shape of the run that wrote a checkpoint: what a resumed run may change. */
+typedef struct vp_checkpoint_shape {
+    int p;              /* pipeline ranks (1: the single-rank reference) */
+    int dp;             /* data-parallel replicas (reduction groups) */
+    int zero;           /* 1: the AdamW moments were sharded across the replicas */
+    char schedule[32];  /* the schedule's family, "single" for the reference */
+    char transport[16]; /* "threads" or "mpi" */
+} vp_checkpoint_shape;
+
 /* The commit record of a checkpoint directory. */
 typedef struct vp_checkpoint_meta {
     int step;          /* optimiser steps completed */
     uint64_t data_pos; /* index of the next training batch */
-    int n_ranks;       /* files in the set */
+    int n_parts;       /* files in the set */
+    vp_checkpoint_shape shape;
 } vp_checkpoint_meta;
 
-/* What a rank file's header says. */
+/* What a part file's header says. */
 typedef struct vp_checkpoint_info {
     int version;
-    int rank, n_ranks;
+    int part, n_parts;
     int step;
     uint64_t data_pos;
-    int n_stages;
+    int n_slices;
     vp_checkpoint_run run; /* the trajectory it belongs to */
 } vp_checkpoint_info;
 
-/* One rank's part of a run: which rank of how many, and the stages it holds (borrowed),
- * in the order the run keeps them. */
+/* One writer's or reader's part of a run: part `part` of `n_parts` and the stages it
+ * holds (borrowed). A writer saves of each stage the elements whose AdamW moments it
+ * holds (vp_stage_state_of: the whole stage, or its ZeRO-1 shard) as one slice: give each
+ * element of the model to exactly one writer (one copy of each replicated stage). A
+ * reader restores into each stage all its parameters and the moments it holds, from
+ * whichever parts hold them. */
 typedef struct vp_checkpoint_part {
-    int rank, n_ranks;
+    int part, n_parts;
     vp_stage *const *stages;
-    int n_stages;
+    int n_stages; /* may be 0: an empty part */
 } vp_checkpoint_part;
 
 /* ---- saving ------------------------------------------------------------------------- */
@@ -100,66 +127,69 @@ typedef struct vp_checkpoint_part {
 /* Before a run: creates dir (one level) when missing and checks that a file can be
  * written in it (a probe file, removed again), so that a run fails before its first
  * step rather than at its first checkpoint. VP_EIO with the directory and the reason. */
-vp_status vp_checkpoint_prepare(const char *dir, vp_error *err);
+VP_API vp_status vp_checkpoint_prepare(const char *dir, vp_error *err);
 
-/* Phase 1: writes DIR/rank-<rank>.step-<step>.ckpt atomically with the stages of this
- * rank's part, the trajectory run, step (optimiser steps completed) and data_pos (next
+/* Phase 1: writes DIR/part-<part>.step-<step>.ckpt atomically with the slices of this
+ * part's stages, the trajectory run, step (optimiser steps completed) and data_pos (next
  * batch index). Creates dir (one level) when missing. Refuses (VP_ERUNTIME, nothing
  * written) when a parameter or moment is not finite. VP_EIO with the file and the reason
  * when writing fails; no partial file is left and earlier checkpoints stay as they were.
- * Thread-safe for different ranks. */
-vp_status vp_checkpoint_write_rank(const char *dir, const vp_checkpoint_run *run,
-                                   const vp_checkpoint_part *part, int step, uint64_t data_pos,
-                                   vp_error *err);
+ * Thread-safe for different parts. */
+VP_API vp_status vp_checkpoint_write_part(const char *dir, const vp_checkpoint_run *run,
+                                          const vp_checkpoint_part *part, int step,
+                                          uint64_t data_pos, vp_error *err);
 
-/* Phase 2: makes step the directory's checkpoint by replacing DIR/meta.json atomically.
- * Call once, after phase 1 succeeded on every rank. VP_EIO when writing fails (the
+/* Phase 2: makes meta->step the directory's checkpoint (of meta->n_parts parts, written
+ * by a run of meta->shape) by replacing DIR/meta.json atomically. Call once, after phase
+ * 1 succeeded for every part. VP_EINVAL for a bad record, VP_EIO when writing fails (the
  * previous commit stays). */
-vp_status vp_checkpoint_commit(const char *dir, int n_ranks, int step, uint64_t data_pos,
-                               vp_error *err);
+VP_API vp_status vp_checkpoint_commit(const char *dir, const vp_checkpoint_meta *meta,
+                                      vp_error *err);
 
-/* Phase 3: removes rank's files of steps other than step (superseded or never
- * committed) and its leftover temporary files. Call after the commit of step is done.
- * VP_EIO when the directory cannot be read or a file cannot be removed. */
-vp_status vp_checkpoint_prune(const char *dir, int rank, int step, vp_error *err);
+/* Phase 3: removes the part files of steps other than step (superseded or never
+ * committed, of any shape) and leftover temporary files. Call once, after the commit of
+ * step is done. VP_EIO when the directory cannot be read or a file cannot be removed. */
+VP_API vp_status vp_checkpoint_prune(const char *dir, int step, vp_error *err);
 
-/* The three phases for a run that holds every stage in one rank: part is rank 0 of 1
- * (VP_EINVAL otherwise). */
-vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *run,
-                             const vp_checkpoint_part *part, int step, uint64_t data_pos,
-                             vp_error *err);
+/* The three phases for a run that holds every stage in one part: part is 0 of 1 and
+ * meta->n_parts 1 (VP_EINVAL otherwise). */
+VP_API vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *run,
+                                    const vp_checkpoint_part *part, const vp_checkpoint_meta *meta,
+                                    vp_error *err);
 
 /* ---- loading ------------------------------------------------------------------------ */
 
 /* Reads DIR/meta.json. VP_EIO when there is none (no checkpoint) or it cannot be read,
  * VP_EPARSE when it is malformed. */
-vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_error *err);
+VP_API vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_error *err);
 
-/* Restores the stages of this rank's part from the committed checkpoint of dir: reads
- * meta.json and the rank's file of that step (a regular file, of any size), checks it
- * (see the top of this header) against the run (run, the part's rank and rank count, the
- * stages' layer ranges) and the commit record, then copies the parameters and AdamW
- * moments into the stages and zeroes their gradients. *meta (optional) receives the step
- * and data position to continue from. On any error the stages are left untouched. */
-vp_status vp_checkpoint_load(const char *dir, const vp_checkpoint_run *run,
-                             const vp_checkpoint_part *part, vp_checkpoint_meta *meta,
-                             vp_error *err);
+/* Restores the stages of this reader's part from the committed checkpoint of dir, of
+ * any shape: reads meta.json and every part file it names (each a regular file, of any
+ * size), checks them (see the top of this header) against the run and the commit record,
+ * then copies into each stage its parameters and the AdamW moments it holds, and zeroes
+ * its gradients. *meta (optional) receives the step, data position and the shape of the
+ * run that wrote it. On any error the stages are left untouched. */
+VP_API vp_status vp_checkpoint_load(const char *dir, const vp_checkpoint_run *run,
+                                    const vp_checkpoint_part *part, vp_checkpoint_meta *meta,
+                                    vp_error *err);
 
 /* ---- the readers (bytes in memory; name is used in messages) ---------------------------- */
 
-/* Checks a rank file's bytes (magic, version, length, checksum, records consistent with
- * the model) and fills *info. VP_EPARSE with the problem otherwise. */
-vp_status vp_checkpoint_parse(const void *bytes, size_t size, const char *name,
-                              vp_checkpoint_info *info, vp_error *err);
+/* Checks a part file's bytes (magic, version, length, checksum, slices within the model)
+ * and fills *info. VP_EPARSE with the problem otherwise. */
+VP_API vp_status vp_checkpoint_parse(const void *bytes, size_t size, const char *name,
+                                     vp_checkpoint_info *info, vp_error *err);
 
-/* vp_checkpoint_parse, then the checks against the run and the part and the copy into
- * its stages that vp_checkpoint_load does. */
-vp_status vp_checkpoint_restore(const void *bytes, size_t size, const char *name,
-                                const vp_checkpoint_run *run, const vp_checkpoint_part *part,
-                                vp_error *err);
+/* vp_checkpoint_parse, then the checks against the run, that this one file's slices tile
+ * the whole model, and the copy into the part's stages that vp_checkpoint_load does (a
+ * checkpoint of one part). */
+VP_API vp_status vp_checkpoint_restore(const void *bytes, size_t size, const char *name,
+                                       const vp_checkpoint_run *run, const vp_checkpoint_part *part,
+                                       vp_error *err);
 
-/* Parses the text of a meta.json. VP_EPARSE with the problem. */
-vp_status vp_checkpoint_meta_parse(const char *text, size_t len, const char *name,
-                                   vp_checkpoint_meta *meta, vp_error *err);
+/* Parses the text of a meta.json. VP_EPARSE with the problem (a version 1 record is
+ * refused as an older vpipe's). */
+VP_API vp_status vp_checkpoint_meta_parse(const char *text, size_t len, const char *name,
+                                          vp_checkpoint_meta *meta, vp_error *err);
 
 #endif

@@ -12,12 +12,16 @@
 
 #include "vpipe/base.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A byte corpus split into training text and validation text (the last part). */
 typedef struct vp_data vp_data;
 
 /* The default corpus: the King James Bible of Debian's bible-kjv-text package
  * (/usr/lib/bible.data) when installed, else NULL. Static string. */
-const char *vp_data_default_path(void);
+VP_API const char *vp_data_default_path(void);
 
 /* Largest corpus vpipe reads: 1 GiB, for the file and for the text it decodes to. */
 #define VP_DATA_MAX ((size_t)1 << 30)
@@ -28,17 +32,17 @@ const char *vp_data_default_path(void);
  * VP_DATA_MAX bytes, refusing anything else before reading it. VP_EIO naming the file
  * and the reason for a missing, unreadable, non-regular, empty, corrupt or too large
  * file; VP_EINVAL for val_fraction outside (0, 1); VP_ENOMEM. */
-vp_status vp_data_load(const char *path, double val_fraction, vp_data **out, vp_error *err);
+VP_API vp_status vp_data_load(const char *path, double val_fraction, vp_data **out, vp_error *err);
 
 /* The same from len bytes in memory (copied; name is used in messages). */
-vp_status vp_data_parse(const void *bytes, size_t len, const char *name, double val_fraction,
-                        vp_data **out, vp_error *err);
+VP_API vp_status vp_data_parse(const void *bytes, size_t len, const char *name, double val_fraction,
+                               vp_data **out, vp_error *err);
 
-void vp_data_free(vp_data *data);
+VP_API void vp_data_free(vp_data *data);
 
 /* Byte counts of the two parts. */
-size_t vp_data_train_bytes(const vp_data *data);
-size_t vp_data_val_bytes(const vp_data *data);
+VP_API size_t vp_data_train_bytes(const vp_data *data);
+VP_API size_t vp_data_val_bytes(const vp_data *data);
 
 /* rows windows of seq_len tokens in caller storage: tokens and targets [rows*seq_len]. */
 typedef struct vp_batch {
@@ -50,7 +54,11 @@ typedef struct vp_batch {
  * one. Training window positions are a pure function of (seed, index, row); validation
  * windows of (index, row) only (seed is not used). VP_EIO when the part holds fewer
  * than seq_len+1 bytes. */
-vp_status vp_data_batch(const vp_data *data, bool validation, uint64_t seed, uint64_t index,
-                        const vp_batch *batch, vp_error *err);
+VP_API vp_status vp_data_batch(const vp_data *data, bool validation, uint64_t seed, uint64_t index,
+                               const vp_batch *batch, vp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -19,21 +19,33 @@
 
 #include "vpipe/schedule.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define VP_JSON_VERSION 1
 
 /* Serialises s as vpipe JSON (compact op rows, one device per line) into a new
  * NUL-terminated *text the caller frees with free(). VP_EINVAL when the family name is not
  * UTF-8, VP_ENOMEM; *text is NULL on failure. */
-vp_status vp_json_write(const vp_schedule *s, char **text, vp_error *err);
+VP_API vp_status vp_json_write(const vp_schedule *s, char **text, vp_error *err);
 
 /* Parses vpipe JSON text of len bytes into a new schedule. Checks the structure and
  * ranges (VP_EPARSE with line/column, or with the JSON path of the bad field), not the
  * schedule's validity: call vp_schedule_validate after. */
-vp_status vp_json_read(const char *text, size_t len, vp_schedule **out, vp_error *err);
+VP_API vp_status vp_json_read(const char *text, size_t len, vp_schedule **out, vp_error *err);
 
-/* Reads a schedule file (at most VP_READ_MAX bytes) and validates it: vpipe JSON when its
- * first non-blank character is '{', else a PyTorch pipelining CSV (below). */
-vp_status vp_schedule_load(const char *path, vp_schedule **out, vp_error *err);
+/* Parses a schedule from text of len bytes, detecting the format by content, and validates
+ * it into a new *out (caller frees with vp_schedule_free; NULL on failure): vpipe JSON
+ * when the first non-blank character is '{', else a PyTorch pipelining CSV (below).
+ * VP_EPARSE for blank text, else the errors of vp_json_read, vp_torch_csv_read and
+ * vp_schedule_validate. */
+VP_API vp_status vp_schedule_parse(const char *text, size_t len, vp_schedule **out, vp_error *err);
+
+/* Reads a schedule file (at most VP_READ_MAX bytes) with vp_schedule_parse. Errors of
+ * vp_read_file and vp_schedule_parse; a message without a line and column starts with the
+ * path. */
+VP_API vp_status vp_schedule_load(const char *path, vp_schedule **out, vp_error *err);
 
 /* ---- PyTorch CSV ---------------------------------------------------------------------
  *
@@ -70,8 +82,8 @@ typedef enum {
  * without recomputation (vp_schedule_recompute with VP_RECOMPUTE_NONE) exported, with
  * torchtitan's activation_checkpoint.mode set to "full" or "selective". VP_EINVAL for
  * format AUTO, VP_ENOMEM. */
-vp_status vp_torch_csv_write(const vp_schedule *s, vp_torch_csv_format format, char **text,
-                             vp_error *err);
+VP_API vp_status vp_torch_csv_write(const vp_schedule *s, vp_torch_csv_format format, char **text,
+                                    vp_error *err);
 
 /* Reader options; NULL or zeroes: infer everything. */
 typedef struct vp_torch_csv_opts {
@@ -91,20 +103,24 @@ typedef struct vp_torch_csv_opts {
  * line and column for text problems, VP_EVALIDATION for rule violations (with the line and
  * column of the offending cell when there is one), or the status of
  * vp_schedule_validate. */
-vp_status vp_torch_csv_read(const char *text, size_t len, const vp_torch_csv_opts *opts,
-                            vp_schedule **out, vp_error *err);
+VP_API vp_status vp_torch_csv_read(const char *text, size_t len, const vp_torch_csv_opts *opts,
+                                   vp_schedule **out, vp_error *err);
 
 /* torchtitan `pipeline_parallel_schedule` name that splits the model with the placement of
  * s: "PipelineScheduleSingle" (one stage per rank), "PipelineScheduleMulti" (loop with
  * several stages per rank), "ZBVZeroBubble" or, when s overlaps F&B, "DualPipeV" (V);
  * NULL when no name gives that placement. Static string. */
-const char *vp_torch_schedule_name(const vp_schedule *s);
+VP_API const char *vp_torch_schedule_name(const vp_schedule *s);
 
 /* Writes advice for using an export of s into buf (one note per line, NUL-terminated,
  * truncated to size): which torchtitan schedule name to pair with the file, and what
  * PyTorch will not see as vpipe does (input-only backward inside OVERLAP_F_B, placements
  * torchtitan cannot split, schedules that cannot be exported at all). Returns the number
  * of warnings among the notes (0 when the export is faithful). */
-int vp_torch_csv_notes(const vp_schedule *s, char *buf, size_t size);
+VP_API int vp_torch_csv_notes(const vp_schedule *s, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

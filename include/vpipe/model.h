@@ -46,6 +46,10 @@
 
 #include "vpipe/base.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- configuration ---------------------------------------------------------------- */
 
 typedef struct vp_model_config {
@@ -61,7 +65,7 @@ typedef struct vp_model_config {
  * [2, 256], sizes small enough that every tensor's element count fits in an int and the
  * byte sizes of a stage holding every layer stay below 2^61, so that the size functions
  * cannot overflow). VP_EINVAL with a message naming the field otherwise. */
-vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err);
+VP_API vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err);
 
 /* ---- stage ranges and pure size functions ------------------------------------------- */
 
@@ -88,24 +92,24 @@ typedef struct vp_stage_sizes {
 
 /* Sizes of the stage holding range of model cfg. Pure: allocates nothing. VP_EINVAL for
  * a bad config or range. */
-vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range range, vp_stage_sizes *out,
-                            vp_error *err);
+VP_API vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range range,
+                                   vp_stage_sizes *out, vp_error *err);
 
 /* Splits n_layer layers over the route_len stages of a route into [l0[k], l0[k+1]),
  * k = 0..route_len-1 (l0 has route_len + 1 entries): equal shares, with the remainder
  * going to the middle stages first, so the first stage (embeddings) and the last (head
  * and loss) take fewer. VP_EINVAL when a middle stage would be empty (fewer than
  * route_len - 2 layers). */
-vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
+VP_API vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
 
 /* Checks a layer split l0[route_len + 1] of n_layer layers (any, e.g. balanced by memory
  * or time): starts at 0, ends at n_layer, never decreases, and only the first and the
  * last stage may be empty. VP_EINVAL naming the stage otherwise. */
-vp_status vp_split_check(int n_layer, int route_len, const int *l0, vp_error *err);
+VP_API vp_status vp_split_check(int n_layer, int route_len, const int *l0, vp_error *err);
 
 /* The range of stage k of a route of route_len stages split into l0 (vp_split_layers, or
  * any split vp_split_check accepts). */
-vp_stage_range vp_split_range(const int *l0, int k, int route_len);
+VP_API vp_stage_range vp_split_range(const int *l0, int k, int route_len);
 
 /* ---- accounting allocator ------------------------------------------------------------ */
 
@@ -116,14 +120,16 @@ typedef enum {
     VP_MEM_GRADS = 2,       /* weight gradients */
     VP_MEM_OPTIMIZER = 3,   /* AdamW moments */
     VP_MEM_WORKSPACE = 4,   /* per-stage scratch of B */
-    VP_MEM_BUFFERS = 5      /* tensors between stages while the runtime holds them */
+    VP_MEM_IN_FLIGHT = 5    /* tensors between stages the runtime holds: made by a pass
+                               and not yet taken by the next stage or sent to its rank
+                               (not the price module's "buffers": its receive buffers) */
 } vp_mem_category;
 
 #define VP_MEM_CATEGORIES 6
 
-/* "activations", "params", "grads", "optimizer", "workspace", "buffers" ("?" otherwise).
+/* "activations", "params", "grads", "optimizer", "workspace", "in_flight" ("?" otherwise).
  * Static string. */
-const char *vp_mem_category_name(vp_mem_category cat);
+VP_API const char *vp_mem_category_name(vp_mem_category cat);
 
 /* Counts the bytes one rank holds, per category: current and peak. Freed buffers are kept
  * for reuse (uncounted) until vp_mem_free. Not thread-safe: one rank (thread) uses one
@@ -131,28 +137,28 @@ const char *vp_mem_category_name(vp_mem_category cat);
 typedef struct vp_mem vp_mem;
 
 /* New allocator with zero counts, or NULL when out of memory. */
-vp_mem *vp_mem_new(void);
-void vp_mem_free(vp_mem *mem);
+VP_API vp_mem *vp_mem_new(void);
+VP_API void vp_mem_free(vp_mem *mem);
 
 /* Allocates bytes (uninitialised) and charges them; NULL on failure. */
-void *vp_mem_alloc(vp_mem *mem, size_t bytes);
+VP_API void *vp_mem_alloc(vp_mem *mem, size_t bytes);
 /* The same without charging: a buffer in flight to another stage. Any of these buffers
  * may be released with free() instead. */
-void *vp_mem_alloc_uncharged(vp_mem *mem, size_t bytes);
+VP_API void *vp_mem_alloc_uncharged(vp_mem *mem, size_t bytes);
 /* Takes back p (from either alloc, possibly another vp_mem's) and uncharges bytes. */
-void vp_mem_release(vp_mem *mem, void *p, size_t bytes);
+VP_API void vp_mem_release(vp_mem *mem, void *p, size_t bytes);
 /* Charges or releases bytes without allocating (a buffer changing hands). */
-void vp_mem_charge(vp_mem *mem, size_t bytes);
-void vp_mem_uncharge(vp_mem *mem, size_t bytes);
+VP_API void vp_mem_charge(vp_mem *mem, size_t bytes);
+VP_API void vp_mem_uncharge(vp_mem *mem, size_t bytes);
 
-size_t vp_mem_current(const vp_mem *mem);
-size_t vp_mem_peak(const vp_mem *mem);
+VP_API size_t vp_mem_current(const vp_mem *mem);
+VP_API size_t vp_mem_peak(const vp_mem *mem);
 
 /* The same for a category (cat outside the enum: the library aborts). */
-void vp_mem_charge_to(vp_mem *mem, vp_mem_category cat, size_t bytes);
-void vp_mem_uncharge_from(vp_mem *mem, vp_mem_category cat, size_t bytes);
-size_t vp_mem_current_of(const vp_mem *mem, vp_mem_category cat);
-size_t vp_mem_peak_of(const vp_mem *mem, vp_mem_category cat);
+VP_API void vp_mem_charge_to(vp_mem *mem, vp_mem_category cat, size_t bytes);
+VP_API void vp_mem_uncharge_from(vp_mem *mem, vp_mem_category cat, size_t bytes);
+VP_API size_t vp_mem_current_of(const vp_mem *mem, vp_mem_category cat);
+VP_API size_t vp_mem_peak_of(const vp_mem *mem, vp_mem_category cat);
 
 /* ---- stage ------------------------------------------------------------------------- */
 
@@ -167,16 +173,20 @@ typedef struct vp_stage_options {
     uint64_t seed;     /* initial parameters */
     bool naive_matmul; /* multiply with the plain-loop reference instead of OpenBLAS (slow;
                           for tests and as a fallback) */
+    int shard, shards; /* ZeRO-1: the stage holds the AdamW moments of shard `shard` of
+                          `shards` (vp_shard_of) only, and its AdamW step updates only
+                          that shard's parameters; shards 0 or 1: all of them */
 } vp_stage_options;
 
 /* Makes the stage holding range of model cfg. Parameters are initialised from opt->seed:
  * each tensor from its own stream keyed by (seed, layer, tensor), so any split of the
  * same model starts from the same weights. mem is borrowed and must outlive the stage.
  * Gradients start at zero. VP_EINVAL for a bad config, range or n_slots < 1, VP_ENOMEM. */
-vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
-                       const vp_stage_options *opt, vp_mem *mem, vp_stage **out, vp_error *err);
+VP_API vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
+                              const vp_stage_options *opt, vp_mem *mem, vp_stage **out,
+                              vp_error *err);
 /* Frees the stage and every buffer its slots still hold (released from mem). */
-void vp_stage_free(vp_stage *stage);
+VP_API void vp_stage_free(vp_stage *stage);
 
 /* F for microbatch slot mb.
  * - First stage: tokens [B*T] (borrowed, copied, each < vocab); in must be NULL.
@@ -188,8 +198,8 @@ void vp_stage_free(vp_stage *stage);
  *   stage's forward or free it with vp_stage_buffer_free.
  * VP_EINVAL (in still the caller's) if the slot is busy, an argument is missing or a
  * token is out of range; VP_ENOMEM (in freed, slot left empty). */
-vp_status vp_stage_forward(vp_stage *stage, int mb, float *in, const uint8_t *tokens,
-                           const uint8_t *targets, float **out, double *loss, vp_error *err);
+VP_API vp_status vp_stage_forward(vp_stage *stage, int mb, float *in, const uint8_t *tokens,
+                                  const uint8_t *targets, float **out, double *loss, vp_error *err);
 
 /* B for slot mb (after F). Last stage: starts from the loss with dloss = loss_scale
  * (1/m to average m microbatches; the mean over B*T tokens is built in) and dout must
@@ -197,64 +207,103 @@ vp_status vp_stage_forward(vp_stage *stage, int mb, float *in, const uint8_t *to
  * malloc'd buffer of io_bytes), taken over. First stage: din must be NULL. Others: *din
  * receives the input gradient, in flight. VP_EINVAL (dout still the caller's) if the
  * slot has not run F. */
-vp_status vp_stage_backward_input(vp_stage *stage, int mb, float *dout, float loss_scale,
-                                  float **din, vp_error *err);
+VP_API vp_status vp_stage_backward_input(vp_stage *stage, int mb, float *dout, float loss_scale,
+                                         float **din, vp_error *err);
 
 /* W for slot mb (after B): weight gradients += this microbatch's; the slot is empty
  * afterwards. VP_EINVAL if the slot has not run B. */
-vp_status vp_stage_backward_weight(vp_stage *stage, int mb, vp_error *err);
+VP_API vp_status vp_stage_backward_weight(vp_stage *stage, int mb, vp_error *err);
 
 /* After F of slot mb: releases what a recomputation rebuilds (full: all but the input and
  * targets; else the attention probabilities). VP_EINVAL if the slot has not just run F. */
-vp_status vp_stage_drop(vp_stage *stage, int mb, bool full, vp_error *err);
+VP_API vp_status vp_stage_drop(vp_stage *stage, int mb, bool full, vp_error *err);
 
 /* R for slot mb (after vp_stage_drop): rebuilds what the drop released, bit for bit as F
  * made it; the slot is then ready for B. VP_EINVAL if the slot has not been dropped,
  * VP_ENOMEM (the slot is then emptied). */
-vp_status vp_stage_recompute(vp_stage *stage, int mb, vp_error *err);
+VP_API vp_status vp_stage_recompute(vp_stage *stage, int mb, vp_error *err);
 
 /* Drops whatever slot mb holds (after a forward-only evaluation, or on abort). */
-void vp_stage_discard(vp_stage *stage, int mb);
+VP_API void vp_stage_discard(vp_stage *stage, int mb);
 
 /* Frees an in-flight buffer from forward or backward_input (NULL is fine). */
-void vp_stage_buffer_free(float *buf);
+VP_API void vp_stage_buffer_free(float *buf);
 
 /* Sets every gradient to zero. */
-void vp_stage_zero_grad(vp_stage *stage);
+VP_API void vp_stage_zero_grad(vp_stage *stage);
 
-/* Sums of squared gradients per unit, each accumulated in double in parameter order:
- * out[0] the embeddings (first stage), then one per layer, then the final norm and head
- * (last stage); 1 + layers + 1 units for the whole model. Adding the units of every
- * stage in model order gives the same bits however the layers are split. */
-void vp_stage_grad_sumsq_units(const vp_stage *stage, double *out);
+/* ---- shards and the gradient norm's blocks ------------------------------------------- */
 
-/* The stage's units added in order (the whole model's when it is the only stage). */
-double vp_stage_grad_sumsq(const vp_stage *stage);
+/* The gradient norm adds squares by block, so that every split of the model and every
+ * shard of a stage give the same bits: each unit of the model (the embeddings, each
+ * layer, the final norm with the head) is cut from its start into blocks of
+ * VP_NORM_BLOCK floats, the last one shorter; a block's squares add in double in
+ * parameter order, and the blocks' sums in the model's block order. */
+#define VP_NORM_BLOCK 1024
+
+/* A part of a stage's flat arrays: elements [lo, hi), which are its whole blocks
+ * [b0, b1) numbered in the whole model's block order. */
+typedef struct vp_shard {
+    size_t lo, hi;
+    int b0, b1;
+} vp_shard;
+
+/* Where the stage holding range of model cfg starts in the whole model's flat arrays
+ * (those of a stage holding every layer): the stages of any split tile them in route
+ * order. VP_EINVAL for a bad config or range. */
+VP_API vp_status vp_stage_offset_of(const vp_model_config *cfg, vp_stage_range range,
+                                    size_t *offset, vp_error *err);
+
+/* Blocks of the whole model cfg (0 for a config vp_model_config_check refuses). */
+VP_API int vp_norm_block_count(const vp_model_config *cfg);
+
+/* Shard k of n (0 <= k < n) of the stage holding range of model cfg: the stage's blocks
+ * cut into n contiguous runs, each cut at the block boundary nearest to an even share of
+ * the elements (a stage of fewer blocks than n leaves some shards empty); n = 1 gives the
+ * whole stage. VP_EINVAL for a bad config, range, k or n. */
+VP_API vp_status vp_shard_of(const vp_model_config *cfg, vp_stage_range range, int k, int n,
+                             vp_shard *out, vp_error *err);
+
+/* Bytes of the AdamW moments (two floats per element) of the elements of sh: what a stage
+ * holding them charges to VP_MEM_OPTIMIZER, and what a rank is predicted to hold. */
+VP_API size_t vp_shard_moment_bytes(vp_shard sh);
+
+/* The sum of squared gradients of each block of sh (a shard of this stage, from
+ * vp_shard_of) into out[b - sh.b0], each in double in parameter order. */
+VP_API void vp_stage_grad_sumsq_blocks(const vp_stage *stage, vp_shard sh, double *out);
+
+/* The stage's block sums added in order: the whole model's squared gradient norm when
+ * the stage holds every layer. */
+VP_API double vp_stage_grad_sumsq(const vp_stage *stage);
 
 /* Parameters and gradients as flat arrays in the stage's layout: embeddings (token,
  * position), then per layer ln1 w b, qkv w b, proj w b, ln2 w b, fc w b, fcproj w b,
  * then final norm w b and head. Borrowed; valid while the stage lives. */
-float *vp_stage_params(vp_stage *stage, size_t *count);
-float *vp_stage_grads(vp_stage *stage, size_t *count);
+VP_API float *vp_stage_params(vp_stage *stage, size_t *count);
+VP_API float *vp_stage_grads(vp_stage *stage, size_t *count);
 
-/* What a checkpoint saves of a stage: its layer range and its parameters and AdamW
- * moments, each n floats in the layout of vp_stage_params. Borrowed pointers, valid
- * while the stage lives; writing through them changes the stage. */
+/* What a checkpoint saves of a stage: its layer range, its n parameters in the layout of
+ * vp_stage_params, and the AdamW moments of the elements it holds them for (all of them,
+ * or its ZeRO-1 shard): adam_m[i - held.lo] and adam_v[i - held.lo] belong to element i
+ * of [held.lo, held.hi). Borrowed pointers, valid while the stage lives; writing through
+ * them changes the stage. */
 typedef struct vp_stage_state {
     vp_stage_range range;
     size_t n;
-    float *params, *adam_m, *adam_v;
+    float *params;
+    vp_shard held;
+    float *adam_m, *adam_v;
 } vp_stage_state;
 
-vp_stage_state vp_stage_state_of(vp_stage *stage);
+VP_API vp_stage_state vp_stage_state_of(vp_stage *stage);
 
 /* FNV-1a 64 over the parameter bytes, continuing from hash (start with
  * VP_DIGEST_INIT); digesting stages in order hashes the whole model. */
 #define VP_DIGEST_INIT 0xcbf29ce484222325ULL
-uint64_t vp_stage_digest(const vp_stage *stage, uint64_t hash);
+VP_API uint64_t vp_stage_digest(const vp_stage *stage, uint64_t hash);
 
 /* FNV-1a 64 over n bytes, continuing from hash. */
-uint64_t vp_digest(const void *bytes, size_t n, uint64_t hash);
+VP_API uint64_t vp_digest(const void *bytes, size_t n, uint64_t hash);
 
 /* ---- optimiser ----------------------------------------------------------------------- */
 
@@ -264,22 +313,29 @@ typedef struct vp_adamw {
 } vp_adamw;
 
 /* One AdamW step (step counts from 1) with learning rate lr on gradients multiplied
- * by grad_scale (the clip factor; 1 for none). */
-void vp_stage_adamw(vp_stage *stage, const vp_adamw *opt, int step, float lr, float grad_scale);
+ * by grad_scale (the clip factor; 1 for none), on the elements whose moments the stage
+ * holds (all of them, or its ZeRO-1 shard: the other parameters stay as they are). */
+VP_API void vp_stage_adamw(vp_stage *stage, const vp_adamw *opt, int step, float lr,
+                           float grad_scale);
 
 typedef enum { VP_LR_COSINE, VP_LR_CONSTANT } vp_lr_schedule;
 
 /* Learning rate at step (0-based) of steps: constant, or linear warm-up over warmup
  * steps then cosine decay to min_lr. */
-double vp_lr_at(vp_lr_schedule schedule, int step, int steps, int warmup, double lr, double min_lr);
+VP_API double vp_lr_at(vp_lr_schedule schedule, int step, int steps, int warmup, double lr,
+                       double min_lr);
 
 /* ---- matmul ------------------------------------------------------------------------ */
 
 /* Threads OpenBLAS may use: a process-wide setting. vp_train_run, vp_pipeline_train and
  * vp_profile_measure set it to 1 (and leave it so), as their contracts say: stage threads
  * then scale (~1.9x for two) and the reference's sums are those of one BLAS thread. */
-void vp_blas_set_threads(int n);
+VP_API void vp_blas_set_threads(int n);
 /* OpenBLAS's kernel name ("Haswell", "SkylakeX", ...); static. */
-const char *vp_blas_corename(void);
+VP_API const char *vp_blas_corename(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,15 +1,19 @@
 /* The memory-budget planner: the fastest schedule whose peak activation memory fits a
  * budget, and the memory -> makespan frontier.
  *
- * Module `plan` (src/plan/). It searches every registered family (families.h) and the V
- * block space (block.h: 60 phase patterns x offsets x one change point). Depends on
- * families, block, sim.
+ * Module `plan` (src/plan/). It weighs every registered family (families.h) and the V
+ * block space (the V block search of families.h: 60 phase patterns x δ⁰ in 1..5 x one
+ * change point to a smaller δ⁰, δ¹ = 1). Depends on families, block, sim.
  */
 #ifndef VPIPE_PLAN_H
 #define VPIPE_PLAN_H
 
 #include "vpipe/block.h"
 #include "vpipe/families.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* A memory budget as a user states it. */
 typedef enum {
@@ -25,7 +29,7 @@ typedef struct vp_budget {
 
 /* Parses "0.5", "4u" or "123456b" (number, then an optional unit suffix). VP_EPARSE with
  * the column of the problem. */
-vp_status vp_budget_parse(const char *text, vp_budget *out, vp_error *err);
+VP_API vp_status vp_budget_parse(const char *text, vp_budget *out, vp_error *err);
 
 /* One schedule the planner considered: a registered family, or the best V block it found
  * at one peak level. */
@@ -54,21 +58,42 @@ typedef struct vp_plan {
     int *frontier; /* [n_frontier] candidate indices: the memory -> makespan
                       Pareto points by increasing peak */
     int n_frontier;
-    long blocks_tried, blocks_built; /* V blocks enumerated / collision-free and built */
+    long blocks_tried, blocks_built; /* V blocks in the space / built and measured */
     char reason[1024];               /* why the chosen schedule won, a few clauses */
 } vp_plan;
 
-/* Searches every registered family (built from spec) and the V block space (phase
- * patterns x offsets 1..5 x one change point, δ¹ = 1, as in schedules.md §4) for the
+/* Searches every registered family (built from spec) and the V block space for the
  * schedule with the smallest makespan (ties: smaller bubble, then less memory) whose peak
- * fits the budget; fills the candidates, the memory -> makespan frontier and a reason. A
- * fraction refers to 1F1B's peak under spec's memory model; a byte budget needs
- * spec->mem.unit_bytes > 0. VP_EINVAL when the budget is malformed, bytes are not known,
- * or no schedule fits (the message names the smallest peak reached and by what). Cost:
- * one build and one simulation per family and per collision-free V block. */
-vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out, vp_error *err);
+ * fits the budget; fills the candidates (every family that builds, and the fastest V block
+ * of each peak level within the budget, ties going to the block first in the search's
+ * enumeration), the memory -> makespan frontier and a reason. A fraction refers to 1F1B's
+ * peak under spec's memory model; a byte budget needs spec->mem.unit_bytes > 0. V blocks
+ * whose memory is sure to exceed the budget are not built (under release-at-W with
+ * m >= 2p, a block's peak is half its repeated block's chunk activations), nor blocks a
+ * lower bound on their makespan shows cannot be the fastest of their level. Uses up to
+ * spec->threads threads; the answer and blocks_tried / blocks_built do not depend on
+ * their number. VP_EINVAL when the budget is malformed, bytes are not known, or no
+ * schedule fits (the message names the smallest peak reached and by what); VP_ELIMIT as
+ * vp_spec_check_size. Cost: one build and simulation per family and one build and replay
+ * (vp_vgrid_measure) per V block built. */
+VP_API vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out,
+                             vp_error *err);
+
+/* The planner's report as JSON text, what `vpipe plan --json` prints: the chosen
+ * schedule's simulation report (vp_sim_json of plan->schedule, simulated under costs), then
+ * "budget", "budget_unit" ("units" or "bytes"), "ref_peak_1f1b", "params" (the V block's,
+ * or ""), "reason", "blocks_tried", "blocks_built", "frontier" and "candidates" (arrays of
+ * {"family", "params", "memory"[, "memory_bytes"], "bubble", "makespan", "fits"}). Same
+ * format as vp_sim_json. New string in *text (caller frees with free(); NULL on failure).
+ * VP_ENOMEM. */
+VP_API vp_status vp_plan_json(const vp_plan *plan, const vp_sim *sim, const vp_costs *costs,
+                              char **text, vp_error *err);
 
 /* Releases a plan; NULL is a no-op. */
-void vp_plan_free(vp_plan *plan);
+VP_API void vp_plan_free(vp_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,5 +1,5 @@
 /* Real-model pricing: bytes per rank and seconds per step of any schedule, for a real
- * transformer (vp_arch) on a real accelerator (vp_gpu) under a training setup (vp_train).
+ * transformer (vp_arch) on a real accelerator (vp_gpu) under a training setup (vp_workload).
  *
  * Module `price` (src/price/): model and accelerator descriptions with their presets and
  * file readers (Hugging Face config.json, a small accelerator JSON), the tensors each
@@ -29,6 +29,10 @@
 #include <stdbool.h>
 
 #include "vpipe/families.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- the model --------------------------------------------------------------------- */
 
@@ -63,15 +67,15 @@ typedef struct vp_arch {
  * Bubble paper's zb-1.5b/6.2b/14.6b/28.3b and the Controllable Memory paper's
  * cm-9.6b/21b/38.5b/98.5b (design/models.md §2). vp_arch_preset_name returns NULL past
  * the end. */
-int vp_arch_preset_count(void);
-const char *vp_arch_preset_name(int i);
+VP_API int vp_arch_preset_count(void);
+VP_API const char *vp_arch_preset_name(int i);
 
 /* Fills *out with the preset called name. VP_EINVAL naming the known presets otherwise. */
-vp_status vp_arch_preset(const char *name, vp_arch *out, vp_error *err);
+VP_API vp_status vp_arch_preset(const char *name, vp_arch *out, vp_error *err);
 
 /* vpipe's own byte-level GPT at a train size (vocab 256, fp32, learned positions with
  * seq rows, LayerNorm, GELU 4h, biases, no dropout, tied = false), named "vpipe". */
-vp_arch vp_arch_vpipe(int layers, int width, int heads, int seq);
+VP_API vp_arch vp_arch_vpipe(int layers, int width, int heads, int seq);
 
 /* Reads a Hugging Face config.json (text of len bytes; name fills arch->name when the
  * file has no "_name_or_path" or "model_type"). Keys: hidden_size, num_hidden_layers,
@@ -81,21 +85,26 @@ vp_arch vp_arch_vpipe(int layers, int width, int heads, int seq);
  * torch_dtype, rms_norm_eps / layer_norm_eps, rope_theta, attention_bias, dropout keys.
  * VP_EPARSE with line and column for malformed JSON, naming the key that is missing, of
  * the wrong type, out of range or inconsistent (e.g. heads not dividing hidden). */
-vp_status vp_arch_parse_hf(const char *text, size_t len, const char *name, vp_arch *out,
-                           vp_error *err);
+VP_API vp_status vp_arch_parse_hf(const char *text, size_t len, const char *name, vp_arch *out,
+                                  vp_error *err);
 
 /* The same from a file (vp_read_file's errors, then vp_arch_parse_hf's). */
-vp_status vp_arch_read_hf(const char *path, vp_arch *out, vp_error *err);
+VP_API vp_status vp_arch_read_hf(const char *path, vp_arch *out, vp_error *err);
 
-/* Preset name or path of a config.json: a name without '/' and not ending in ".json" is a
- * preset. */
-vp_status vp_arch_resolve(const char *name_or_path, vp_arch *out, vp_error *err);
+/* vpipe's own model from "vpipe:LAYERS,WIDTH,HEADS,SEQ" (vp_arch_vpipe at that size).
+ * VP_EINVAL for another form, a dimension outside [1, 2^20] or heads not dividing width. */
+VP_API vp_status vp_arch_parse_vpipe(const char *text, vp_arch *out, vp_error *err);
+
+/* What a user names a model by: "vpipe:L,W,H,S" (vp_arch_parse_vpipe), a path of a
+ * config.json (a name with '/' or ending in ".json": vp_arch_read_hf's errors, VP_EPARSE
+ * for bad content), or a preset (VP_EINVAL naming the known ones). */
+VP_API vp_status vp_arch_resolve(const char *name_or_path, vp_arch *out, vp_error *err);
 
 /* Checks the fields are positive and consistent. VP_EINVAL naming the field. */
-vp_status vp_arch_check(const vp_arch *arch, vp_error *err);
+VP_API vp_status vp_arch_check(const vp_arch *arch, vp_error *err);
 
 /* Parameters of the whole model (a tied head counted once). */
-double vp_arch_params(const vp_arch *arch);
+VP_API double vp_arch_params(const vp_arch *arch);
 
 /* ---- the accelerator --------------------------------------------------------------- */
 
@@ -113,25 +122,38 @@ typedef struct vp_gpu {
 } vp_gpu;
 
 /* Built-in accelerators: a100-80gb, h100-80gb, h200-141gb (design/models.md §3). */
-int vp_gpu_preset_count(void);
-const char *vp_gpu_preset_name(int i);
-vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
+VP_API int vp_gpu_preset_count(void);
+VP_API const char *vp_gpu_preset_name(int i);
+VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
 
 /* Reads an accelerator JSON object: {"name": "...", "base": "a100-80gb", "peak_tflops":
  * 312, "memory_gib": 80, "hbm_tb_s": 2.039, "intra_node_gb_s": 300, "inter_node_gb_s":
  * 25, "intra_node_latency_us": 3, "inter_node_latency_us": 10, "gpus_per_node": 8,
  * "efficiency": 0.5}. With "base" every other key is optional and overrides the preset;
  * without it all are required ("name" is optional). VP_EPARSE naming the key. */
-vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err);
+VP_API vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err);
 
 /* Preset name, or path of such a JSON file (same rule as vp_arch_resolve). */
-vp_status vp_gpu_resolve(const char *name_or_path, vp_gpu *out, vp_error *err);
+VP_API vp_status vp_gpu_resolve(const char *name_or_path, vp_gpu *out, vp_error *err);
+
+/* The accelerator as one JSON object in the form vp_gpu_parse_json reads (every key, and
+ * "name"); new string (caller frees with free()), NULL when memory runs out. */
+VP_API char *vp_gpu_json(const vp_gpu *gpu);
 
 /* ---- the training setup ------------------------------------------------------------ */
 
-/* Recomputation (vp_recompute, schedule.h) as pricing models it, inside B: selective
- * recomputes the attention core in B; full keeps each layer's input and B recomputes the
- * layer's F. */
+/* Recomputation (vp_recompute, schedule.h) is priced once, in one of two places:
+ * - a schedule without R passes is priced with the workload's recompute inside B
+ *   (Megatron's activation checkpointing): selective recomputes the attention core in B;
+ *   full keeps each layer's input and B recomputes the layer's F, one layer at a time
+ *   (that layer in the workspace);
+ * - a schedule with R passes (vp_schedule.recompute, e.g. --recompute, 1f1b-r) recomputes
+ *   in them: F makes the stage's whole activations and keeps until R only what the mode
+ *   keeps (vp_price_stage.hold_bytes), R takes r_ms and rebuilds the rest, B's time
+ *   excludes it, and no recomputed layer sits in the workspace. The workload's recompute
+ *   must then be none or the schedule's mode (VP_EINVAL otherwise), so nothing is counted
+ *   twice. vpipe's own model recomputes only this way, as its runtime does (its workload
+ *   recompute must be none). */
 
 /* Bytes per parameter of each model state. */
 typedef struct vp_precision {
@@ -141,26 +163,40 @@ typedef struct vp_precision {
     int moments; /* optimizer moments (Adam: 4 + 4) */
 } vp_precision;
 
-typedef struct vp_train {
-    int seq;    /* tokens per sequence */
-    int mbs;    /* sequences per microbatch */
-    int tp;     /* tensor-parallel degree t */
-    bool sp;    /* sequence parallelism (with tp > 1) */
-    int dp;     /* data-parallel degree d */
-    bool zero1; /* distributed optimizer: master weights and moments split over d */
-    bool flash; /* FlashAttention: no s x s matrix kept */
-    vp_recompute recompute;
+/* How the model is trained: sequence and microbatch size, the tensor- and data-parallel
+ * degrees and their options, recomputation, precisions, overlap and reserve. (The
+ * pipeline's shape, p and the microbatches per step, is the schedule's.) */
+typedef struct vp_workload {
+    int seq;                /* tokens per sequence */
+    int mbs;                /* sequences per microbatch */
+    int tp;                 /* tensor-parallel degree t */
+    bool sp;                /* sequence parallelism (with tp > 1) */
+    int dp;                 /* data-parallel degree d */
+    bool zero1;             /* distributed optimizer: master weights and moments split over d */
+    bool flash;             /* FlashAttention: no s x s matrix kept */
+    vp_recompute recompute; /* inside B; a schedule with R passes recomputes in them */
     vp_precision prec;
     double dp_overlap;    /* share of the DP gradient reduction hidden behind compute, [0, 1] */
     double reserve_bytes; /* per rank: CUDA context, communicator buffers, allocator slack */
-} vp_train;
+} vp_workload;
 
 /* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision
  * from the model (16-bit: 2/4/4/8 = 18 bytes per parameter; fp32: 4/4/0/8), no overlap,
  * reserve 1 GiB for Megatron-style models and 0 for vpipe's own. */
-vp_train vp_train_default(const vp_arch *arch);
+VP_API vp_workload vp_workload_default(const vp_arch *arch);
 
 /* vp_recompute_parse and vp_recompute_name (schedule.h) name the recomputation. */
+
+/* The model as one JSON object in *out (new string, caller frees with free()): name,
+ * layers, hidden, heads, kv_heads, ffn, max_positions, dtype_bytes, vocab, ffn_kind
+ * ("gelu"/"swiglu"), norm ("layernorm"/"rmsnorm"), tied, bias, dropout,
+ * learned_positions, impl ("megatron"/"vpipe"), params. With work (NULL: none), also
+ * "workload" {seq, mbs, tp, sp, flash, recompute} and "parts" {layer, embedding, head},
+ * each {params, act_bytes, keep_bytes, flops_f, flops_b, flops_w, flops_r, saved: [{name,
+ * bytes, keep: "F-B"|"F-W"|"B-W"}]}: one microbatch on one rank (vp_price_part_facts).
+ * VP_EINVAL as vp_arch_check (and vp_price_check with work), VP_ENOMEM. */
+VP_API vp_status vp_arch_json(const vp_arch *arch, const vp_workload *work, char **out,
+                              vp_error *err);
 
 /* ---- what a layer, the embedding and the head cost --------------------------------- */
 
@@ -175,11 +211,11 @@ typedef struct vp_saved_tensor {
     vp_keep keep;
 } vp_saved_tensor;
 
-/* Lists the tensors one part saves for one microbatch under train (recomputation,
- * FlashAttention and TP/SP applied; arch and train must pass vp_price_check) into
+/* Lists the tensors one part saves for one microbatch under work (recomputation,
+ * FlashAttention and TP/SP applied; arch and work must pass vp_price_check) into
  * out[0..cap); returns how many there are (call with cap 0 to count). */
-int vp_price_tensors(const vp_arch *arch, const vp_train *train, vp_price_part part,
-                     vp_saved_tensor *out, int cap);
+VP_API int vp_price_tensors(const vp_arch *arch, const vp_workload *work, vp_price_part part,
+                            vp_saved_tensor *out, int cap);
 
 typedef struct vp_price_facts {
     double params;                    /* parameters on one rank (TP-sharded) */
@@ -189,10 +225,10 @@ typedef struct vp_price_facts {
     double flops_r;                   /* recomputation B adds (0 without) */
 } vp_price_facts;
 
-/* Facts of one part under train: parameters, M_B and M_W (sums of vp_price_tensors), and
+/* Facts of one part under work: parameters, M_B and M_W (sums of vp_price_tensors), and
  * FLOPs per pass. Pure. VP_EINVAL as vp_price_check (without an accelerator). */
-vp_status vp_price_part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
-                              vp_price_facts *out, vp_error *err);
+VP_API vp_status vp_price_part_facts(const vp_arch *arch, const vp_workload *work,
+                                     vp_price_part part, vp_price_facts *out, vp_error *err);
 
 /* ---- pricing ------------------------------------------------------------------------ */
 
@@ -201,14 +237,15 @@ typedef enum {
     VP_SPLIT_MEMORY = 1, /* balance per-device bytes: model states plus activations times
                             the microbatches the schedule keeps alive on each stage */
     VP_SPLIT_EVEN = 2    /* equal shares, remainder to the middle stages (vp_split_layers;
-                            k·p − 2 layers give the papers' rule: ends one fewer) */
+                            k·p − 2 layers give the papers' rule: ends one fewer); how
+                            vpipe's own runtime splits its model */
 } vp_split_goal;
 
 /* What is priced. Everything is borrowed. */
 typedef struct vp_price_setup {
     const vp_arch *arch;
     const vp_gpu *gpu;
-    const vp_train *train;
+    const vp_workload *work;
     vp_split_goal split;         /* used when layers_per_stage is NULL */
     const int *layers_per_stage; /* [route_len] explicit split, or NULL */
     int n_layers_per_stage;
@@ -221,7 +258,7 @@ typedef struct vp_price_setup {
  * within the model's positions, precision and reserve sane, vpipe's own model only
  * without TP, FlashAttention or recomputation. VP_EINVAL with a message naming the
  * problem. */
-vp_status vp_price_check(const vp_price_setup *setup, vp_error *err);
+VP_API vp_status vp_price_check(const vp_price_setup *setup, vp_error *err);
 
 /* One stage of a schedule, priced. Times in milliseconds, bytes per microbatch. */
 typedef struct vp_price_stage {
@@ -231,7 +268,12 @@ typedef struct vp_price_stage {
     double params;                /* parameters held */
     double act_bytes, keep_bytes; /* M_B and M_W of the stage */
     double f_ms, b_ms, w_ms;      /* pass times (BW = B + W, F&B = F + B) */
-    double r_ms;                  /* recomputation, included in b_ms */
+    double r_ms;                  /* recomputation: included in b_ms, or the R pass's time
+                                     when the schedule recomputes in R passes */
+    double hold_bytes;            /* of act_bytes, what F keeps until R when the schedule
+                                     has R passes (full: each layer's input, on vpipe's own
+                                     model the stage's input and targets; selective: all
+                                     but the attention scores); act_bytes otherwise */
 } vp_price_stage;
 
 /* Per-rank memory, bytes. total = the sum of the others. */
@@ -240,8 +282,9 @@ typedef struct vp_rank_memory {
     double activations;              /* the schedule's peak of live activations */
     double buffers;   /* pipeline receive buffers: one activation or gradient per remote
                          neighbour of each stage */
-    double workspace; /* one layer recomputed at a time (full recompute); vpipe's scratch */
-    double reserve;   /* vp_train.reserve_bytes */
+    double workspace; /* one layer recomputed at a time (full recompute inside B);
+                         vpipe's scratch */
+    double reserve;   /* vp_workload.reserve_bytes */
     double total;
 } vp_rank_memory;
 
@@ -260,15 +303,49 @@ typedef struct vp_price_layout {
     vp_cost_model *cm;     /* per-stage times (ms), hop and bytes: what the simulator replays
                               (units: one microbatch of the mean device slice) */
     double *slice_ms;      /* [3p] storage behind costs.dev_* (NULL with measured costs) */
+    double unit_bytes;     /* bytes of one unit of cm (the mean device's M_B) */
 } vp_price_layout;
 
-/* Prices the stages of shape (a schedule; its op lists are read only for VP_SPLIT_MEMORY).
- * Caller frees with vp_price_layout_free. VP_EINVAL (vp_price_check, a split that does
- * not fit: wrong length or sum, an empty middle stage, fewer layers than middle stages),
- * VP_ENOMEM. */
-vp_status vp_price_layout_new(const vp_price_setup *setup, const vp_schedule *shape,
-                              vp_price_layout **out, vp_error *err);
-void vp_price_layout_free(vp_price_layout *layout);
+/* Prices the stages of shape (a schedule; its op lists are read only for VP_SPLIT_MEMORY,
+ * its recompute says where recomputation is priced: see vp_workload). Caller frees with
+ * vp_price_layout_free. VP_EINVAL (vp_price_check, a split that does not fit: wrong length
+ * or sum, an empty middle stage, fewer layers than middle stages; a workload recompute
+ * other than none beside a schedule's R passes of another mode), VP_ENOMEM. */
+VP_API vp_status vp_price_layout_new(const vp_price_setup *setup, const vp_schedule *shape,
+                                     vp_price_layout **out, vp_error *err);
+VP_API void vp_price_layout_free(vp_price_layout *layout);
+
+/* Lower bounds of what any schedule of the layout's shape with m microbatches prices at,
+ * known before building or simulating one (what a search prunes with). */
+typedef struct vp_price_bound {
+    double makespan_s;       /* per device, the larger of: the forward chain before its
+                                first stage, then all its passes back to back; the whole
+                                forward chain and the backward chain down to its last
+                                stage, then all its B and W (DualPipe's two routes: the
+                                passes alone) */
+    double step_time_s;      /* makespan_s + optimizer step + exposed DP reduction */
+    double memory_max_bytes; /* every item but activations, plus what one microbatch holds
+                                on the device when it reaches the device's last stage */
+} vp_price_bound;
+
+/* Fills *out for layout (made by vp_price_layout_new under setup) and m microbatches.
+ * VP_EINVAL for m < 1, VP_ENOMEM. */
+VP_API vp_status vp_price_layout_bound(const vp_price_setup *setup, const vp_price_layout *layout,
+                                       int m, vp_price_bound *out, vp_error *err);
+
+/* Builds family for spec with the layout's per-device costs and memory model (layout made
+ * for the family's shape at spec->p); when the generator refuses unequal devices, with
+ * their means (*mean_costs set). Caller frees *out. Errors of vp_family_build. */
+VP_API vp_status vp_price_build(const vp_price_layout *layout, const char *family,
+                                const vp_spec *spec, vp_schedule **out, bool *mean_costs,
+                                vp_error *err);
+
+/* Every rank's memory for schedule s (the layout's shape) from its op order alone,
+ * without timing it (peaks depend only on the orders): the layout's fixed items plus each
+ * device's activation peak, into memory[p] (caller storage); the same figures
+ * vp_price_on_layout reports, up to rounding. VP_EINVAL for another shape, VP_ENOMEM. */
+VP_API vp_status vp_price_layout_memory(const vp_price_layout *layout, const vp_schedule *s,
+                                        vp_rank_memory *memory, vp_error *err);
 
 typedef struct vp_price_result {
     char family[32];
@@ -295,32 +372,47 @@ typedef struct vp_price_result {
     bool mean_costs; /* vp_price_family: the generator could not build with unequal
                         per-device costs and was given their means (priced exactly all
                         the same) */
+    vp_costs costs;  /* the mean device slice's F, B, W and hop in ms (what a title or the
+                        simulate report shows; no per-device arrays) */
+    vp_sim *sim;     /* the simulation (owned): times in ms, peak_bytes the activations */
 } vp_price_result;
+
+/* Prices schedule s (validated) on layout (made by vp_price_layout_new under setup for
+ * s's shape): simulation with each stage's time and bytes, itemised memory per rank, step
+ * time and rates. Caller frees *out. VP_EINVAL when s has another shape, errors of
+ * vp_simulate. */
+VP_API vp_status vp_price_on_layout(const vp_price_setup *setup, const vp_price_layout *layout,
+                                    const vp_schedule *s, vp_price_result **out, vp_error *err);
 
 /* Prices schedule s (validated) under setup: layout, simulation with each stage's time
  * and bytes, itemised memory per rank, step time and rates. Caller frees *out with
  * vp_price_result_free. Errors of vp_price_layout_new and vp_simulate; VP_EINVAL when
  * measured costs are negative. */
-vp_status vp_price_schedule(const vp_price_setup *setup, const vp_schedule *s,
-                            vp_price_result **out, vp_error *err);
+VP_API vp_status vp_price_schedule(const vp_price_setup *setup, const vp_schedule *s,
+                                   vp_price_result **out, vp_error *err);
 
 /* Builds family for spec with this setup's costs (a probe build finds the shape, the
  * layout gives the per-device costs and memory model, the family is built again with
  * them, or with their means when the generator refuses unequal devices: mean_costs) and
  * prices it. *sched (optional) receives the schedule (caller frees). Errors of
  * vp_family_build and vp_price_schedule. */
-vp_status vp_price_family(const vp_price_setup *setup, const char *family, const vp_spec *spec,
-                          vp_price_result **out, vp_schedule **sched, vp_error *err);
+VP_API vp_status vp_price_family(const vp_price_setup *setup, const char *family,
+                                 const vp_spec *spec, vp_price_result **out, vp_schedule **sched,
+                                 vp_error *err);
 
-void vp_price_result_free(vp_price_result *r);
+VP_API void vp_price_result_free(vp_price_result *r);
 
 /* The result as one JSON object (new string, caller frees with free()): family, model,
  * gpu, p, m, tp, dp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
  * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
  * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
  * workspace, reserve, total}, bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
- * fits, mean_costs, layers_per_stage, hop_ms, stages (array of {layers, device, params, act_bytes,
- * keep_bytes, f_ms, b_ms, w_ms, r_ms}). NULL when memory runs out. */
-char *vp_price_result_json(const vp_price_result *r);
+ * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
+ * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}). NULL when memory runs out. */
+VP_API char *vp_price_result_json(const vp_price_result *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 
 #include "vpipe/sim.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One op as it ran on a device. */
 typedef struct vp_slice {
     vp_op op;
@@ -52,23 +56,23 @@ typedef struct vp_timeline_stats {
 /* An empty timeline of p devices and S stages (all chunks 0, has_mem 0, mem_unit "units",
  * trace_us 1000) named family (NULL: "custom") into a new *out (caller frees).
  * VP_EINVAL (p or S < 1, m < 0), VP_ENOMEM; *out is NULL on failure. */
-vp_status vp_timeline_new(const char *family, int p, int S, int m, vp_timeline **out,
-                          vp_error *err);
+VP_API vp_status vp_timeline_new(const char *family, int p, int S, int m, vp_timeline **out,
+                                 vp_error *err);
 
 /* Releases a timeline; NULL is a no-op. */
-void vp_timeline_free(vp_timeline *tl);
+VP_API void vp_timeline_free(vp_timeline *tl);
 
 /* Appends a slice to device d (callers append in time order). VP_EINVAL for a bad device
  * or end < start, VP_ENOMEM when memory runs out. */
-vp_status vp_timeline_add(vp_timeline *tl, int d, vp_slice slice, vp_error *err);
+VP_API vp_status vp_timeline_add(vp_timeline *tl, int d, vp_slice slice, vp_error *err);
 
 /* A new timeline of schedule s as simulated by sim (times, memory, chunks, family).
  * VP_EINVAL when sim does not belong to s. */
-vp_status vp_timeline_from_sim(const vp_schedule *s, const vp_sim *sim, vp_timeline **out,
-                               vp_error *err);
+VP_API vp_status vp_timeline_from_sim(const vp_schedule *s, const vp_sim *sim, vp_timeline **out,
+                                      vp_error *err);
 
 /* Fills *st from tl. */
-void vp_timeline_stats_get(const vp_timeline *tl, vp_timeline_stats *st);
+VP_API void vp_timeline_stats_get(const vp_timeline *tl, vp_timeline_stats *st);
 
 /* Options shared by the renderers; zero-initialised means defaults. */
 typedef struct vp_render_opts {
@@ -87,25 +91,29 @@ typedef struct vp_render_opts {
  * (lowercase letters for odd chunks), '.' for idle, wrapped into bands of opts->width
  * columns (or squeezed into one band with opts->fit), a legend, bubble and peak memory.
  * opts may be NULL. VP_EINVAL when opts->width leaves no room for the timeline. */
-vp_status vp_render_ascii(const vp_timeline *tl, const vp_render_opts *opts, char **out,
-                          vp_error *err);
+VP_API vp_status vp_render_ascii(const vp_timeline *tl, const vp_render_opts *opts, char **out,
+                                 vp_error *err);
 
 /* SVG picture: title (family, p, m, costs, bubble, peak), legend, one lane per device with
  * coloured slices (F, B, W, BW, F&B; lighter shades for later chunks) and microbatch
  * numbers, the memory curve of each device under its lane, a time axis. opts may be NULL. */
-vp_status vp_render_svg(const vp_timeline *tl, const vp_render_opts *opts, char **out,
-                        vp_error *err);
+VP_API vp_status vp_render_svg(const vp_timeline *tl, const vp_render_opts *opts, char **out,
+                               vp_error *err);
 
 /* SVG gallery: n timelines stacked as panels on one shared time scale and one shared
  * memory scale, so they compare by eye. opts->title heads the page (NULL: generated from
  * the first timeline). VP_EINVAL when n < 1. */
-vp_status vp_render_svg_gallery(const vp_timeline *const *tls, int n, const vp_render_opts *opts,
-                                char **out, vp_error *err);
+VP_API vp_status vp_render_svg_gallery(const vp_timeline *const *tls, int n,
+                                       const vp_render_opts *opts, char **out, vp_error *err);
 
 /* Chrome trace JSON (Perfetto, chrome://tracing): one process per device holding one track
  * of slices (name "<kind> <microbatch>", args kind, stage, microbatch, chunk; stage2,
  * microbatch2, bkind for F&B) and, with has_mem, a memory counter. Times are scaled by
  * tl->trace_us. */
-vp_status vp_render_trace(const vp_timeline *tl, char **out, vp_error *err);
+VP_API vp_status vp_render_trace(const vp_timeline *tl, char **out, vp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

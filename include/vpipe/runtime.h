@@ -12,19 +12,42 @@
  * what its R rebuilds (vp_stage_drop) and R runs the forward again (vp_stage_recompute).
  *
  * Memory. Each rank's allocator counts its bytes per category (vp_mem_category):
- * parameters, gradients, AdamW moments and B's scratch of its stages from their creation;
- * activations as the passes take and drop them; and buffers: every tensor one of its ops
+ * parameters, gradients, AdamW moments (with ZeRO-1 only those of the rank's shards) and
+ * B's scratch of its stages from their creation; activations as the passes take and drop
+ * them; and tensors in flight (VP_MEM_IN_FLIGHT, "in_flight"): every tensor one of its ops
  * makes for another stage (F's output, B's input gradient), from when it is made until it
  * leaves the rank (the transport takes it at the end of the op) or the op of a stage on
- * the same rank takes it over (a tensor's time in the transport is not counted). The
- * prediction of each (vp_runtime_predict_memory) comes from the model's size functions,
- * the simulator and the schedule's op order, and equals the measured peak byte for
- * byte. After the microbatches: the two replicas
+ * the same rank takes it over (a tensor's time in the transport is not counted, nor are
+ * the copies the replicas' reduction sends). The price module's "buffers" are another
+ * thing (a receive buffer per remote neighbour, vp_rank_memory); the runtime has none.
+ * The prediction of each (vp_runtime_predict_memory) comes from the model's size
+ * functions, the shards, the simulator and the schedule's op order, and equals the
+ * measured peak byte for byte. After the microbatches: the two replicas
  * of the bidirectional placement sum their gradients, every rank learns the losses and
- * the global gradient norm (summed per layer in layer order, as the single-rank
- * reference does), then clips and steps AdamW. Same seed, data and microbatching as
+ * the global gradient norm (summed by block in model order, as the single-rank reference
+ * does: vpipe/model.h), then clips and steps AdamW. Same seed, data and microbatching as
  * `vp_train_run` give bit-identical losses and parameters whenever every stage runs its
  * weight-gradient passes in microbatch order (vp_pipeline_plan_check tells).
+ *
+ * Data parallelism (train.dp = D > 1): D replicas of the pipeline, p * D ranks; rank
+ * r * p + d is device d of replica r. A step's global batch is train.m microbatches;
+ * replica r takes microbatches r * m / D .. (r + 1) * m / D - 1 of the step (the data
+ * batches step * m + those), and every microbatch's loss is scaled by 1 / train.m. A
+ * stage's gradients are reduced across its D replicas as soon as the op holding the
+ * stage's last weight gradient of the step is done: each replica owns one block-aligned
+ * shard of the stage (vp_shard_of) and adds the D copies of its shard in replica order,
+ * ((g0 + g1) + g2) + ..., the reduce-scatter; without ZeRO the owners then send their
+ * sums to every replica (an all-gather of the gradients). What overlaps: the reduction
+ * runs on the rank between its ops, so the rank's own later ops (of its other stage)
+ * wait for it, while every other rank keeps computing (in 1F1B the last stage reduces
+ * while the first still runs its tail); the copies leave as non-blocking sends, which
+ * under MPI travel while the rank goes on. The collectives are point-to-point messages
+ * of the transport (send, recv), so every transport adds in the same order. The
+ * reference `vp_train_run` with the same dp sums the same groups in the same order, so
+ * results are bit-identical to it. With zero = 1 (ZeRO-1) each rank holds the AdamW
+ * moments of its shard only, updates its shard of the parameters after the norm, and the
+ * replicas all-gather the parameters: the same bits as without ZeRO, since AdamW is
+ * elementwise and the norm adds the same blocks.
  */
 #ifndef VPIPE_RUNTIME_H
 #define VPIPE_RUNTIME_H
@@ -36,6 +59,10 @@
 #include "vpipe/render.h"
 #include "vpipe/schedule.h"
 #include "vpipe/sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* ---- the single-rank reference -------------------------------------------------------- */
 
@@ -53,7 +80,11 @@ typedef struct vp_faults {
 
 typedef struct vp_train_options {
     vp_model_config model;
-    int m;         /* microbatches per step (gradient accumulation) */
+    int m;         /* microbatches per step (gradient accumulation): the global batch */
+    int dp;        /* reduction groups (data-parallel replicas), dividing m: the gradients
+                      of each group of m / dp consecutive microbatches accumulate apart and
+                      the groups' sums are added in group order, as dp replicas reduce them
+                      (1: one group) */
     int steps;     /* optimiser steps */
     double lr;     /* peak learning rate */
     double min_lr; /* cosine floor */
@@ -74,8 +105,8 @@ typedef struct vp_train_options {
 } vp_train_options;
 
 /* Sensible defaults for everything (4 layers, width 128, 4 heads, seq 64, microbatch 8,
- * m 1, 200 steps, lr 1e-3 cosine with 10% warm-up, weight decay 0.1, clip 1, seed 1). */
-void vp_train_options_default(vp_train_options *opts);
+ * m 1, dp 1, 200 steps, lr 1e-3 cosine with 10% warm-up, weight decay 0.1, clip 1, seed 1). */
+VP_API void vp_train_options_default(vp_train_options *opts);
 
 typedef struct vp_train_progress {
     int step; /* 1-based */
@@ -105,24 +136,27 @@ typedef struct vp_train_result {
     uint64_t param_digest; /* vp_stage_digest over the final parameters */
 } vp_train_result;
 
-/* Trains on one rank with one stage: per step, for each microbatch j: F, B, W; then the
- * global-norm clip and AdamW. This order and its sums are the reference that pipelined
+/* Trains on one rank with one stage: per step, for each microbatch j: F, B, W (with
+ * dp > 1: into a separate gradient sum per group, then the groups' sums added in order);
+ * then the global-norm clip and AdamW. This order and its sums are the reference that pipelined
  * runs reproduce bit for bit. Sets OpenBLAS to one thread (vp_blas_set_threads(1), a
  * process-wide setting it leaves so). Everything that can be checked before the first
  * step is: the options, the data's length, and with checkpoint_dir that the directory
  * exists (it is created) and takes a file (vp_checkpoint_prepare). With resume_dir it
- * first restores the checkpoint there and continues from its step and data position,
- * bit-identical to a run never interrupted; a checkpoint of the run's last step is a run
- * already done: VP_OK with steps = resumed_step = the run's steps, the digest of the
- * restored parameters, NaN losses and no step. With checkpoint_dir it saves one
- * (vp_checkpoint_save) after every checkpoint_every-th step and after the last, never
- * from a non-finite state. VP_EINVAL for bad options (a fault at a rank included: there
- * is one rank) or a checkpoint of another run, VP_EIO when the data is shorter than a
- * window or a checkpoint cannot be read or written, VP_EPARSE for a corrupt checkpoint,
- * VP_ERUNTIME when the loss or gradient norm is not finite (unless skip_nonfinite). */
-vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
-                       vp_train_callback callback, void *user, vp_train_result *result,
-                       vp_error *err);
+ * first restores the checkpoint there (written by a run of any shape: pipelined or not,
+ * any dp) and continues from its step and data position, bit-identical to a run never
+ * interrupted when the checkpoint's run summed the same groups (dp); a checkpoint of the
+ * run's last step is a run already done: VP_OK with steps = resumed_step = the run's
+ * steps, the digest of the restored parameters, NaN losses and no step. With
+ * checkpoint_dir it saves one (vp_checkpoint_save) after every checkpoint_every-th step
+ * and after the last, never from a non-finite state. VP_EINVAL for bad options (a fault
+ * at a rank included: there is one rank) or a checkpoint of another run, VP_EIO when the
+ * data is shorter than a window or a checkpoint cannot be read or written, VP_EPARSE for
+ * a corrupt checkpoint, VP_ERUNTIME when the loss or gradient norm is not finite (unless
+ * skip_nonfinite). */
+VP_API vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
+                              vp_train_callback callback, void *user, vp_train_result *result,
+                              vp_error *err);
 
 /* ---- the pipeline ------------------------------------------------------------------------ */
 
@@ -132,7 +166,8 @@ typedef enum {
 } vp_transport_kind;
 
 typedef struct vp_pipeline_options {
-    vp_train_options train;      /* model, optimiser, steps, seed; train.m = schedule->m */
+    vp_train_options train;      /* model, optimiser, steps, seed; train.dp replicas, and
+                                    train.m = schedule->m * train.dp */
     const vp_schedule *schedule; /* borrowed */
     vp_transport_kind transport; /* threads (default) or MPI */
     double watchdog_s;           /* a receive waiting longer stops the run (<= 0: 60 s) */
@@ -141,30 +176,37 @@ typedef struct vp_pipeline_options {
                                     time (borrowed) */
     int emulate;                 /* 1: every pass waits its op_ms time instead of computing
                                     (needs op_ms): no model, no losses, real transport; data
-                                    may be NULL */
+                                    may be NULL; one replica: train.dp = 1) */
+    int zero;                    /* 1: ZeRO-1 across the train.dp > 1 replicas (the AdamW
+                                    moments and update sharded, the parameters
+                                    all-gathered); 0: every replica steps every parameter */
     const int *layer_start;      /* [route_len + 1] the layer split of the routes (any split
                                     vp_split_check accepts; borrowed); NULL: the even split
                                     of vp_split_layers */
 } vp_pipeline_options;
 
 /* Defaults: vp_train_options_default, no schedule, watchdog 60 s, no fault, even split. */
-void vp_pipeline_options_default(vp_pipeline_options *o);
+VP_API void vp_pipeline_options_default(vp_pipeline_options *o);
 
 typedef struct vp_pipeline_result {
     vp_train_result train;        /* as vp_train_run reports it (peak: max over ranks) */
-    int p;                        /* ranks */
+    int p;                        /* ranks: the schedule's p times dp */
+    int dp;                       /* replicas */
     int rank;                     /* lowest rank this process ran (0 on threads) */
     int route_len;                /* stages per route */
     int *layer_start;             /* [route_len + 1] the layer split */
     size_t *peak_act_bytes;       /* [p] measured peak activation bytes per rank */
     double *predicted_peak_bytes; /* [p] the simulator's prediction for the same model */
     double *memory;               /* [p * VP_MEM_CATEGORIES] measured peak bytes of rank d in
-                                     category c at [d * VP_MEM_CATEGORIES + c] (0 emulated) */
+                                     category c at [d * VP_MEM_CATEGORIES + c] (0 emulated;
+                                     with ZeRO-1 the optimizer category is the rank's
+                                     shards' moments) */
     double *predicted_memory;     /* [p * VP_MEM_CATEGORIES] vp_runtime_predict_memory's */
     double *bubble_measured;      /* [p] 1 - busy / span of the rank in the last step */
-    int bit_exact;                /* 1 when bit-identity with vp_train_run is expected */
+    int bit_exact;                /* 1 when bit-identity with vp_train_run (same dp) is
+                                     expected */
     double predicted_step_ms;     /* simulated makespan with o->op_ms (0: none) */
-    vp_timeline *measured;        /* last step, times in ms, memory in MiB */
+    vp_timeline *measured;        /* last step of replica 0, times in ms, memory in MiB */
     int emulated;                 /* 1: the passes were emulated, so losses, lr and grad norm
                                      are NaN and param_digest and the measured peaks are 0:
                                      not applicable; step times are real */
@@ -177,7 +219,7 @@ typedef struct vp_pipeline_result {
 } vp_pipeline_result;
 
 /* Releases what a result holds (not the struct itself); NULL fields are fine. */
-void vp_pipeline_result_release(vp_pipeline_result *r);
+VP_API void vp_pipeline_result_release(vp_pipeline_result *r);
 
 /* Checks that schedule s can train model cfg with the layer split layer_start
  * ([route_len + 1], NULL: the even split), cheapest first: the model, whether the split
@@ -185,35 +227,38 @@ void vp_pipeline_result_release(vp_pipeline_result *r);
  * Sets *bit_exact (optional) to 1 when every stage runs its weight gradients in
  * microbatch order and there is one model copy (then results are bit-identical to the
  * single-rank reference). VP_EVALIDATION / VP_EINVAL with the reason. */
-vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg,
-                                 const int *layer_start, int *bit_exact, vp_error *err);
+VP_API vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg,
+                                        const int *layer_start, int *bit_exact, vp_error *err);
 
-/* Trains with schedule o->schedule: on the threads transport every rank runs as a
- * thread of this process; under MPI this process runs the rank MPI gives it, and only
- * rank 0's process receives the parameter digest and the measured timeline. Sets
- * OpenBLAS to one thread per process (vp_blas_set_threads(1), left so). Under MPI the
- * first call initialises MPI (MPI_Init, and an atexit handler that calls MPI_Finalize)
- * and duplicates MPI_COMM_WORLD once for the processes' agreement on the outcome; every
- * process of the job must call it with the same options.
- * Before the first step it checks what it can (the options as vp_train_run does, the
- * data's length, the faults against the schedule: a rank < p, a step of the run, an op
- * of that rank's list; vp_pipeline_plan_check; the checkpoint directory, created and
- * probed). A checkpoint of the run's last step is a run already done, as for
+/* Trains with schedule o->schedule on train.dp replicas: on the threads transport every
+ * rank runs as a thread of this process; under MPI (p * dp processes) this process runs
+ * the rank MPI gives it, and only rank 0's process receives the parameter digest and the
+ * measured timeline. Sets OpenBLAS to one thread per process (vp_blas_set_threads(1),
+ * left so). Under MPI the first call initialises MPI (MPI_Init, and an atexit handler
+ * that calls MPI_Finalize) and duplicates MPI_COMM_WORLD once for the processes'
+ * agreement on the outcome; every process of the job must call it with the same options.
+ * Before the first step it checks what it can (the options as vp_train_run does; the
+ * replicas: dp dividing train.m into the schedule's m, zero only with dp > 1, no
+ * emulated replicas; the data's length; the faults against the schedule: a rank
+ * < p * dp, a step of the run, an op of that rank's list; vp_pipeline_plan_check; the
+ * checkpoint directory, created and probed). train.resume_dir may hold a checkpoint of
+ * any shape (vpipe/checkpoint.h): the run continues bit for bit when that run summed the
+ * same groups (dp). A checkpoint of the run's last step is a run already done, as for
  * vp_train_run (the digest of the restored parameters, NaN losses). callback runs on
  * rank 0 after every step (false stops every rank after that step).
  * Fills *result (release with vp_pipeline_result_release). A failing rank stops every
  * rank; every process returns the same status and message, of the rank that failed
  * first (VP_ERUNTIME for a rank's failure or a watchdog, whose report names each rank's
  * op), and result->report tells the one process that should print it. */
-vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
-                            vp_train_callback callback, void *user, vp_pipeline_result *result,
-                            vp_error *err);
+VP_API vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
+                                   vp_train_callback callback, void *user,
+                                   vp_pipeline_result *result, vp_error *err);
 
 /* Under MPI, stops every process of the job with exit code `code` (for the command line
  * after a failed run): it first waits (at most 10 s) until every process has called it,
  * so that the process reporting the failure has printed it. Without MPI, or before MPI
  * was initialised, does nothing. */
-void vp_runtime_mpi_abort(int code);
+VP_API void vp_runtime_mpi_abort(int code);
 
 /* ---- the layer split ------------------------------------------------------------------------ */
 
@@ -224,23 +269,25 @@ void vp_runtime_mpi_abort(int code);
  * most microbatches s keeps alive on it, the embedding, head and loss on the stages that
  * hold them; a recomputing s is balanced as if it kept everything) or each rank's pass
  * time (FLOPs). VP_EINVAL when the model does not fill s's stages, VP_ENOMEM. */
-vp_status vp_runtime_split(const vp_schedule *s, const vp_model_config *cfg, vp_split_goal goal,
-                           int *layer_start, vp_error *err);
+VP_API vp_status vp_runtime_split(const vp_schedule *s, const vp_model_config *cfg,
+                                  vp_split_goal goal, int *layer_start, vp_error *err);
 
 /* ---- measuring ---------------------------------------------------------------------------- */
 
 /* One hop between two ranks on the threads transport: half the median round trip of a
  * tensor of `floats` floats over reps trips, in ms. */
-vp_status vp_runtime_measure_hop(size_t floats, int reps, double *ms, vp_error *err);
+VP_API vp_status vp_runtime_measure_hop(size_t floats, int reps, double *ms, vp_error *err);
 
-/* The predicted peak bytes of every rank of schedule s for model cfg with the layer split
- * layer_start (NULL: even), per category, into out[s->p * VP_MEM_CATEGORIES] (caller
- * storage; rank d's category c at [d * VP_MEM_CATEGORIES + c]): its stages' parameters,
- * gradients, moments and scratch (vp_stage_sizes_of); the simulator's peak of
- * activations (vp_runtime_model_bytes); the peak of buffers from the op order. VP_EINVAL
- * as vp_runtime_model_bytes, VP_ENOMEM. */
-vp_status vp_runtime_predict_memory(const vp_schedule *s, const vp_model_config *cfg,
-                                    const int *layer_start, double *out, vp_error *err);
+/* The predicted peak bytes of every rank of the run o describes (o->schedule, the model
+ * o->train.model, o->train.dp replicas, o->zero, the split o->layer_start, NULL: even),
+ * per category, into out[p * dp * VP_MEM_CATEGORIES] (caller storage; rank r's category
+ * c at [r * VP_MEM_CATEGORIES + c]): its stages' parameters, gradients and scratch
+ * (vp_stage_sizes_of); their moments (vp_shard_moment_bytes: with ZeRO-1 of the rank's
+ * shards, vp_shard_of); the simulator's peak of activations (vp_runtime_model_bytes); the
+ * peak of tensors in flight from the op order. VP_EINVAL as vp_runtime_model_bytes or
+ * vp_shard_of, VP_ENOMEM. */
+VP_API vp_status vp_runtime_predict_memory(const vp_pipeline_options *o, double *out,
+                                           vp_error *err);
 
 /* Fills cm's byte arrays for model cfg under schedule s with the layer split layer_start
  * (NULL: vp_split_layers's) and sets cm->has_bytes and cm->bw_holds_keep (a stage's BW
@@ -248,15 +295,20 @@ vp_status vp_runtime_predict_memory(const vp_schedule *s, const vp_model_config 
  * those B keeps for W (stash) and, when s recomputes, those held from F until R (the
  * input, or all but the attention core). VP_EINVAL when cm is not s's or the layers do
  * not split over s's route. */
-vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
-                                 const vp_model_config *cfg, const int *layer_start, vp_error *err);
+VP_API vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
+                                        const vp_model_config *cfg, const int *layer_start,
+                                        vp_error *err);
 
 /* Sets cm's per-stage times to the mean measured duration of each stage's passes in tl
  * (a measured timeline of schedule s): f, b, w, r from F, B, W, R ops; a stage that only
  * ran full backwards gets b = w = half their mean; fb from F&B ops (by forward stage); c = 0.
  * Stages or kinds that tl never ran keep their value. VP_EINVAL when cm or tl is not of
  * s's shape, VP_ENOMEM (cm unchanged). */
-vp_status vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl, vp_cost_model *cm,
-                                    vp_error *err);
+VP_API vp_status vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl,
+                                           vp_cost_model *cm, vp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

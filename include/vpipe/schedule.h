@@ -26,6 +26,10 @@
 
 #include "vpipe/base.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     VP_OP_F = 0,  /* forward */
     VP_OP_B = 1,  /* backward for the input (activation gradient) */
@@ -45,9 +49,9 @@ typedef enum {
 } vp_recompute;
 
 /* Parses "none", "selective" or "full". VP_EINVAL otherwise (*out unchanged). */
-vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err);
+VP_API vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err);
 /* "none", "selective", "full" ("?" for anything else). Static string. */
-const char *vp_recompute_name(vp_recompute r);
+VP_API const char *vp_recompute_name(vp_recompute r);
 
 typedef struct vp_op {
     uint8_t kind;   /* vp_op_kind */
@@ -100,33 +104,34 @@ typedef struct vp_shape {
  * microbatches alternate copies: even mb on copy 0, odd on copy 1, changeable by the
  * caller). family NULL is "custom". VP_EINVAL (p, S or m < 1, S not fitting), VP_ENOMEM;
  * *out is NULL on failure. Caller frees with vp_schedule_free. */
-vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out, vp_error *err);
+VP_API vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out,
+                                 vp_error *err);
 
 /* Releases a schedule; NULL is a no-op. */
-void vp_schedule_free(vp_schedule *s);
+VP_API void vp_schedule_free(vp_schedule *s);
 
 /* Appends op to device d's list (0 <= d < p, else the library aborts: a programmer
  * error). The op itself is checked by vp_schedule_validate. VP_ENOMEM on allocation
  * failure. */
-vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
+VP_API vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
 
 /* Convenience: appends a single pass (kind F, B, W, BW or R; else the library aborts). */
-vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
+VP_API vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
 
 /* Recomputes stage_chunk from stage_device (chunk = rank of the stage, by stage index,
  * among the stages of its device). VP_EINVAL (and nothing changed) when a stage's device
  * is outside 0..p-1, VP_ENOMEM. */
-vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err);
+VP_API vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err);
 
 /* Number of chunks (stages) on the busiest device. */
-int vp_schedule_chunks_per_device(const vp_schedule *s);
+VP_API int vp_schedule_chunks_per_device(const vp_schedule *s);
 
 /* Total number of ops over all devices. */
-long vp_schedule_op_count(const vp_schedule *s);
+VP_API long vp_schedule_op_count(const vp_schedule *s);
 
 /* True when the two schedules have the same shape, placement, routes, recomputation and
  * op lists (the family name is not compared). */
-int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b);
+VP_API int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b);
 
 /* Last stage of microbatch mb's route (where its loss is computed). */
 static inline int vp_schedule_last_stage(const vp_schedule *s, int mb) {
@@ -135,21 +140,21 @@ static inline int vp_schedule_last_stage(const vp_schedule *s, int mb) {
 
 /* Parameter copies a schedule needs: 2 for the bidirectional placement (DualPipe keeps
  * both model copies on every device and sums their gradients), 1 otherwise. */
-int vp_schedule_param_copies(const vp_schedule *s);
+VP_API int vp_schedule_param_copies(const vp_schedule *s);
 
 /* Names: "F", "B", "W", "BW", "F&B", "R"; placement "single", "loop", "v", "bidir",
  * "custom". Static strings. */
-const char *vp_op_kind_name(vp_op_kind kind);
-const char *vp_placement_name(vp_placement_kind placement);
+VP_API const char *vp_op_kind_name(vp_op_kind kind);
+VP_API const char *vp_placement_name(vp_placement_kind placement);
 
 /* The op kind or placement named `name` (exactly as vp_op_kind_name or vp_placement_name
  * writes it) into *kind / *placement. VP_EINVAL (nothing written) for any other string. */
-vp_status vp_op_kind_parse(const char *name, vp_op_kind *kind);
-vp_status vp_placement_parse(const char *name, vp_placement_kind *placement);
+VP_API vp_status vp_op_kind_parse(const char *name, vp_op_kind *kind);
+VP_API vp_status vp_placement_parse(const char *name, vp_placement_kind *placement);
 
 /* Writes a short label of op into buf ("F3.1" = F of stage 3, microbatch 1;
  * "F0.7&BW7.3" for an overlapped pair). Returns buf. */
-char *vp_op_format(const vp_op *op, char *buf, int size);
+VP_API char *vp_op_format(const vp_op *op, char *buf, int size);
 
 /* Checks the schedule: shape and placement are consistent; each (stage, microbatch) on
  * its route has exactly F plus either BW or B and W, plus one R when the schedule
@@ -159,7 +164,7 @@ char *vp_op_format(const vp_op *op, char *buf, int size);
  * deadlock).
  * Returns VP_OK or VP_EVALIDATION / VP_EDEADLOCK with a message naming the device, the
  * position in its list and the op. */
-vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
+VP_API vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
 
 /* The recomputing version of s under mode into a new *out (caller frees): a copy of s
  * (family name included) with an R of (stage, mb) right before every backward (B, BW or
@@ -167,7 +172,11 @@ vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
  * VP_RECOMPUTE_NONE gives s without any R. R ops s already has are dropped first, so the
  * transform is idempotent. The result is valid whenever s is (R waits only for an
  * earlier op of its own device). VP_EINVAL for an unknown mode, VP_ENOMEM. */
-vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_schedule **out,
-                                vp_error *err);
+VP_API vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_schedule **out,
+                                       vp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

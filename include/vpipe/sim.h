@@ -22,6 +22,10 @@
 
 #include "vpipe/schedule.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Largest cost of one pass or hop the library accepts (vp_costs_parse, vp_cost_model_new):
  * 1e12 time units (31,700 years in seconds). A simulated time is a sum of at most
  * (ops + hops) such costs, so even 2^63 ops stay below 1e32, far from overflow, and the
@@ -38,14 +42,14 @@ typedef struct vp_costs {
 } vp_costs;
 
 /* F=B=W=1, c=0, F&B = F+B, R = F. */
-vp_costs vp_costs_default(void);
+VP_API vp_costs vp_costs_default(void);
 
 /* Parses "F=2,B=2,W=2,c=0.5,FB=3,R=2" (any subset, any order, each key at most once, keys
  * case-insensitive) on top of *costs. Values are plain decimal numbers in
  * [0, VP_COST_MAX] (subnormal ones such as 1e-320 included; no sign, hex, inf or nan).
  * VP_EPARSE with the column of a malformed key or value, VP_EVALIDATION with the column of
  * a value over VP_COST_MAX (its results could not be finite); *costs unchanged on error. */
-vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err);
+VP_API vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err);
 
 typedef enum {
     VP_MEM_AT_W = 0, /* release-at-W: W frees the whole activation */
@@ -70,11 +74,11 @@ typedef struct vp_memcfg {
 #define VP_MEM_CORE_SHARE ((160.0 / 3.0) / (34.0 + 160.0 / 3.0))
 
 /* Release-at-W, bytes unknown, the default recomputation shares. */
-vp_memcfg vp_memcfg_default(void);
+VP_API vp_memcfg vp_memcfg_default(void);
 
 /* Parses "at-w" or "zb:R" (R a plain decimal number in [0, 1]) into *cfg (unit_bytes
  * unchanged). VP_EPARSE with the column on anything else; *cfg unchanged on error. */
-vp_status vp_memcfg_parse(const char *text, vp_memcfg *cfg, vp_error *err);
+VP_API vp_status vp_memcfg_parse(const char *text, vp_memcfg *cfg, vp_error *err);
 
 /* Per-stage costs and memory deltas for one schedule. */
 typedef struct vp_cost_model {
@@ -105,17 +109,17 @@ typedef struct vp_cost_model {
  * [0, VP_COST_MAX], fb or r above it, unit_bytes negative or not finite, a ZB ratio or a
  * share outside [0, 1]), VP_ENOMEM; *out is NULL on failure. Caller frees with
  * vp_cost_model_free. */
-vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
-                            vp_cost_model **out, vp_error *err);
+VP_API vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs,
+                                   const vp_memcfg *mem, vp_cost_model **out, vp_error *err);
 
 /* Releases a cost model; NULL is a no-op. */
-void vp_cost_model_free(vp_cost_model *cm);
+VP_API void vp_cost_model_free(vp_cost_model *cm);
 
 /* Duration of one pass of stage under the model: kind F, B, W, R, or BW (= B + W). */
-double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage);
+VP_API double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage);
 
 /* Duration of op under the model (an F&B pair: fb, or the sum of its halves). */
-double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
+VP_API double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
 
 /* Memory one pass of stage (kind F, B, W, BW or R) takes when it starts (*up) and releases
  * when it ends (*down), in units, or in bytes when `bytes` is non-zero (the model must
@@ -123,13 +127,13 @@ double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
  * F releases act - hold); R takes act - hold; B releases act - keep (takes keep - act when
  * B keeps more than F took, e.g. a stage that only embeds: the gradient it receives), W
  * keep, BW act (with bw_holds_keep, first taking keep - act when that is positive). */
-void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
-                               double *down);
+VP_API void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes,
+                                      double *up, double *down);
 
 /* The same for op; an F&B pair runs its forward, then its backward: *up is the highest
  * the count goes above its start, *down what it releases from there. */
-void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes, double *up,
-                             double *down);
+VP_API void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes, double *up,
+                                    double *down);
 
 /* Result of a simulation. Arrays indexed by device; per-op arrays by device then position
  * in that device's op list, parallel to schedule->dev[d].ops. */
@@ -155,15 +159,30 @@ typedef struct vp_sim {
  * schedule or a time or memory level is not finite (a hand-filled model with an infinite,
  * NaN or overflowing cost): the results are always finite. The schedule should have
  * passed vp_schedule_validate. */
-vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **out, vp_error *err);
-void vp_sim_free(vp_sim *sim);
+VP_API vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **out,
+                             vp_error *err);
+VP_API void vp_sim_free(vp_sim *sim);
 
 /* Longest device span (last end - first start). */
-double vp_sim_longest_span(const vp_sim *sim);
+VP_API double vp_sim_longest_span(const vp_sim *sim);
+
+/* The report of a simulation of s under costs as JSON text, what `vpipe simulate --json`
+ * prints: {"family", "p", "m", "stages", "placement", "recompute" (none, selective or
+ * full), "costs": {"F", "B", "W", "c"[, "FB"][, "R"]},
+ * "makespan", "longest_span", "bubble", "bubble_makespan", "peak_memory": [p] units,
+ * "peak_memory_max", "param_copies"[, "peak_memory_bytes": [p] when the model knew bytes],
+ * "busy": [p]}, indented by two spaces, reals to 10 significant digits, ending in a
+ * newline. New string in *text (caller frees with free(); NULL on failure). VP_ENOMEM. */
+VP_API vp_status vp_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *costs,
+                             char **text, vp_error *err);
 
 /* Peak memory (units) of each device's op order into peak[p] (caller storage), without
  * timing: peaks depend only on the orders (the block lifespan report uses it). cm must
  * be s's (else the library aborts). */
-void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak);
+VP_API void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

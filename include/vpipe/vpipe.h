@@ -9,7 +9,12 @@
  *   families.h  the named schedule generators                              block
  *   plan.h      the memory-budget planner                                  families
  *   io.h        vpipe JSON and PyTorch CSV                                 schedule
+ *   price.h     real models and accelerators: bytes per rank, seconds      families
  *   render.h    terminal, SVG and Chrome-trace pictures                    sim
+ *   hybrid.h    the DP x TP x PP x microbatch x schedule x recompute       price, plan, io
+ *               planner and its exports
+ *   request.h   the string API: JSON options in, text out                  plan, price,
+ *                                                                          io, render
  *   model.h     the transformer, its sizes, allocator and optimiser        base
  *   data.h      byte-level text data                                       base
  *   checkpoint.h  durable training state                                   model
@@ -27,12 +32,14 @@
 #include "vpipe/checkpoint.h"
 #include "vpipe/data.h"
 #include "vpipe/families.h"
+#include "vpipe/hybrid.h"
 #include "vpipe/io.h"
 #include "vpipe/model.h"
 #include "vpipe/plan.h"
 #include "vpipe/price.h"
 #include "vpipe/profile.h"
 #include "vpipe/render.h"
+#include "vpipe/request.h"
 #include "vpipe/runtime.h"
 #include "vpipe/schedule.h"
 #include "vpipe/sim.h"

@@ -58,6 +58,8 @@ void vp__buf_printf(vp__buf *b, const char *fmt, ...) {
 char *vp__buf_take(vp__buf *b) {
     if (!b->failed && reserve(b, 0) != 0)
         return NULL;
+    if (!b->failed)
+        b->data[b->len] = '\0'; /* a buffer nothing was written to is "" too */
     char *text = b->failed ? NULL : b->data;
     if (b->failed)
         free(b->data);

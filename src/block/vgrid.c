@@ -27,36 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "block/block_internal.h"
-
-/* Pass types on the grid. W is a weight pass bound to a B later (split mode) or the
- * second slot of the BW that starts in the slot before it (1F1B-V). */
-enum { T_F0 = 0, T_F1 = 1, T_B1 = 2, T_B0 = 3, T_W = 4, T_N = 5 };
-
-#define PERIOD 6
-
-typedef struct grid {
-    int len, cap; /* slots in use / allocated per device row */
-    int8_t *ty;   /* [p][cap] pass type, -1 idle */
-    int32_t *mb;  /* [p][cap] microbatch of the pass (W: unused in split mode) */
-} grid;
-
-struct vp_vgrid {
-    int p, m;  /* shape */
-    int spare; /* microbatches the arrays hold: max(m, 2p) */
-    int mm;    /* microbatches repeated before trimming: spare (split), m (bw) */
-    grid g[2]; /* current and spare grid */
-    int cur;
-    int32_t *at;      /* [p][4][mm] slot where (device, type, microbatch) ends, -1 */
-    int8_t *ord_ty;   /* [p][6*mm] per-device order, for squeezing */
-    int32_t *ord_mb;  /* [p][6*mm] */
-    int *n_ord, *pos; /* [p] */
-    int *free_at;     /* [p] */
-    int *count;       /* [p][T_N] passes of each type seen, for the fill */
-    int *wq;          /* [6*mm] FIFO of B passes awaiting their W (stage, microbatch pairs) */
-};
-
-#define CELL(g, d, t) ((size_t)(d) * (size_t)(g)->cap + (size_t)(t))
+#include "block/vgrid_internal.h"
 
 static void grid_free(grid *g) {
     free(g->ty);
@@ -120,9 +91,16 @@ void vp_vgrid_free(vp_vgrid *w) {
     free(w->ord_mb);
     free(w->n_ord);
     free(w->pos);
+    free(w->waiting);
+    free(w->queue);
     free(w->free_at);
     free(w->count);
+    free(w->next);
+    free(w->cand);
+    free(w->n_cand);
     free(w->wq);
+    free(w->end);
+    free(w->wchunk);
     free(w);
 }
 
@@ -144,12 +122,23 @@ vp_status vp_vgrid_new(int p, int m, vp_vgrid **out, vp_error *err) {
     w->ord_mb = vp__calloc((size_t)p * per, sizeof *w->ord_mb);
     w->n_ord = vp__calloc((size_t)p, sizeof *w->n_ord);
     w->pos = vp__calloc((size_t)p, sizeof *w->pos);
+    w->waiting = vp__calloc((size_t)p, sizeof *w->waiting);
+    w->queue = vp__calloc((size_t)p, sizeof *w->queue);
     w->free_at = vp__calloc((size_t)p, sizeof *w->free_at);
     w->count = vp__calloc((size_t)p * T_N, sizeof *w->count);
     w->wq = vp__calloc(2 * per, sizeof *w->wq);
-    int cols = PERIOD * w->spare + 64 * p + 64;
+    w->next = vp__calloc((size_t)p * T_N, sizeof *w->next);
+    w->cand = vp__calloc((size_t)p * 3 * T_N, sizeof *w->cand);
+    w->n_cand = vp__calloc((size_t)p, sizeof *w->n_cand);
+    w->end = vp__calloc((size_t)p * 4 * (size_t)w->spare, sizeof *w->end);
+    w->wchunk = vp__calloc((size_t)p * 2 * (size_t)w->spare, sizeof *w->wchunk);
+    /* room for the repeated block (at most 6*spare slots after the last device's first
+     * pass, itself within 25(p-1) slots); grids grow when a step needs more */
+    int cols = PERIOD * w->spare + 32 * p + 64;
     if (!w->at || !w->ord_ty || !w->ord_mb || !w->n_ord || !w->pos || !w->free_at || !w->count ||
-        !w->wq || grid_reserve(&w->g[0], p, cols) != 0 || grid_reserve(&w->g[1], p, cols) != 0) {
+        !w->wq || !w->waiting || !w->queue || !w->next || !w->cand || !w->n_cand || !w->end ||
+        !w->wchunk || grid_reserve(&w->g[0], p, cols) != 0 ||
+        grid_reserve(&w->g[1], p, cols) != 0) {
         vp_vgrid_free(w);
         return vp__fail(err, VP_ENOMEM, "out of memory");
     }
@@ -210,39 +199,22 @@ int vp_vblock_slots(const vp_vblock *vb, int p, int (*t)[6]) {
     return 0;
 }
 
-/* Stage of a grid pass type on device d (W: stage of the B it follows, not known here). */
-static int type_stage(int p, int d, int type) {
-    return type == T_F0 || type == T_B0 ? d : 2 * p - 1 - d;
-}
-
-/* Fills a framework block (V placement, T = 6) from slots [p][6]; bw: 1F1B-V's full
- * backwards of two slots instead of B and W. check: run the framework's collision check
- * (VP_EVALIDATION when copies overlap); without it the caller vouches for the slots. */
-static vp_status block_from_slots(const int (*t)[6], int p, int bw, int check, vp_block **out,
-                                  vp_error *err) {
+/* Fills a framework block (V placement, T = 6, unit passes) from slots [p][6] and runs
+ * the framework's collision check (VP_EVALIDATION when copies overlap). */
+static vp_status block_from_slots(const int (*t)[6], int p, vp_block **out, vp_error *err) {
     vp_block *b = NULL;
-    vp_status rc = vp_block_new(p, 2 * p, VP_PLACE_V, &b, err);
-    if (rc != VP_OK)
-        return rc;
-    for (int i = 0; i < p && rc == VP_OK; i++) {
-        int s0 = type_stage(p, i, T_F0), s1 = type_stage(p, i, T_F1);
-        rc = vp_block_add(b, VP_OP_F, s0, 0, t[i][0], 1);
-        if (rc == VP_OK)
-            rc = vp_block_add(b, VP_OP_F, s1, 0, t[i][1], 1);
-        if (rc == VP_OK)
-            rc = vp_block_add(b, bw ? VP_OP_BW : VP_OP_B, s1, 0, t[i][2], bw ? 2 : 1);
-        if (rc == VP_OK)
-            rc = vp_block_add(b, bw ? VP_OP_BW : VP_OP_B, s0, 0, t[i][3], bw ? 2 : 1);
-        if (rc == VP_OK && !bw)
-            rc = vp_block_add(b, VP_OP_W, s1, 0, t[i][4], 1);
-        if (rc == VP_OK && !bw)
-            rc = vp_block_add(b, VP_OP_W, s0, 0, t[i][5], 1);
-    }
+    vp_status made = vp_block_new(p, 2 * p, VP_PLACE_V, &b, err);
+    if (made != VP_OK)
+        return made;
+    static const int kind[6] = {VP_OP_F, VP_OP_F, VP_OP_B, VP_OP_B, VP_OP_W, VP_OP_W};
+    static const int type[6] = {T_F0, T_F1, T_B1, T_B0, T_F1, T_F0}; /* W: its chunk's F */
+    vp_status rc = VP_OK;
+    for (int i = 0; i < p && rc == VP_OK; i++)
+        for (int x = 0; x < 6 && rc == VP_OK; x++)
+            rc = vp_block_add(b, kind[x], type_stage(p, i, type[x]), 0, t[i][x], 1);
     b->T = PERIOD;
-    if (rc != VP_OK)
-        vp__fail(err, rc, "out of memory");
-    else if (check)
-        rc = vp_block_collisions(b, PERIOD, NULL, err);
+    rc = rc != VP_OK ? vp__fail(err, rc, "out of memory")
+                     : vp_block_collisions(b, PERIOD, NULL, err);
     if (rc != VP_OK) {
         vp_block_free(b);
         return rc;
@@ -282,7 +254,7 @@ vp_status vp_vblock_to_block(const vp_vblock *vb, int p, vp_block **out, vp_erro
         return vp__fail(err, VP_ENOMEM, "out of memory");
     rc = slots_or_fail(vb, p, t, err);
     if (rc == VP_OK)
-        rc = block_from_slots((const int(*)[6])t, p, 0, 1, out, err);
+        rc = block_from_slots((const int(*)[6])t, p, out, err);
     free(t);
     return rc;
 }
@@ -297,41 +269,6 @@ char *vp_vblock_format(const vp_vblock *vb, int p, char *buf, int size) {
 }
 
 /* ---- the grid engine --------------------------------------------------------------- */
-
-static grid *cur_grid(vp_vgrid *w) {
-    return &w->g[w->cur];
-}
-
-static size_t at_index(const vp_vgrid *w, int d, int type, int mb) {
-    return ((size_t)d * 4 + (size_t)type) * (size_t)w->mm + (size_t)mb;
-}
-
-/* The pass (device, type) a pass waits for, same microbatch; 0 when it waits for none. In
- * bw mode a backward waits for the whole BW upstream, which ends with its W slot. */
-static int pred(int p, int d, int type, int *pd, int *pt) {
-    switch (type) {
-    case T_F0:
-        if (d == 0)
-            return 0;
-        *pd = d - 1;
-        *pt = T_F0;
-        return 1;
-    case T_F1:
-        *pd = d == p - 1 ? d : d + 1;
-        *pt = d == p - 1 ? T_F0 : T_F1;
-        return 1;
-    case T_B1:
-        *pd = d == 0 ? 0 : d - 1;
-        *pt = d == 0 ? T_F1 : T_B1;
-        return 1;
-    case T_B0:
-        *pd = d == p - 1 ? d : d + 1;
-        *pt = d == p - 1 ? T_B1 : T_B0;
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 /* Peak memory of each device of g, in chunk activations (F +1, W -1); returns the max. */
 static int grid_peak(const grid *g, int p, int *per) {
@@ -355,20 +292,23 @@ static int grid_peak(const grid *g, int p, int *per) {
     return best;
 }
 
+/* floor(a / PERIOD) for any sign of a. */
+static int period_floor(int a) {
+    return a >= 0 ? a / PERIOD : -((PERIOD - 1 - a) / PERIOD);
+}
+
 int vp_vgrid_peak(const vp_vgrid *w, const int (*t)[6]) {
-    /* Copies alive at phase r: for each pass pair (F, its W), the copies whose F started
-     * and whose W has not ended. Counted over one period, which repeats. */
+    /* Copies alive at a time T far into the repetition: for each pass pair (F, its W), the
+     * copies j with f + 6j <= T < wend + 6j, i.e. the multiples of 6 in (T - wend, T - f].
+     * With T = 6N + r their count floor((r - f)/6) - floor((r - wend)/6) does not depend
+     * on N, so six phases r cover every time. */
     int best = 0;
     for (int d = 0; d < w->p; d++) {
         for (int r = 0; r < PERIOD; r++) {
             int live = 0;
             for (int c = 0; c < 2; c++) {
                 int f = t[d][c], wend = t[d][c == 0 ? 5 : 4] + 1;
-                /* copies j with f + 6j <= T and wend + 6j > T, for a T = r mod 6 far in */
-                int T = 600 * PERIOD + r;
-                int jmax = (T - f) / PERIOD;        /* f + 6j <= T */
-                int jmin = (T - wend) / PERIOD + 1; /* wend + 6j > T */
-                live += jmax >= jmin ? jmax - jmin + 1 : 0;
+                live += period_floor(r - f) - period_floor(r - wend);
             }
             if (live > best)
                 best = live;
@@ -377,111 +317,180 @@ int vp_vgrid_peak(const vp_vgrid *w, const int (*t)[6]) {
     return best;
 }
 
-/* Replays each device's order as early as dependencies allow (unit slots). In bw mode a
- * backward occupies its slot and the W slot after it. -1 when the order deadlocks. */
-static int squeeze(vp_vgrid *w, int bw) {
-    grid *g = cur_grid(w);
-    int p = w->p, per = PERIOD * w->mm, total = 0;
-    for (int d = 0; d < p; d++) {
+/* The device of the pass that waits for device d's pass of `type` (same microbatch), or -1
+ * for the chunk-0 backward of device 0, which ends the V (pred, the other way round). */
+static int successor(int p, int d, int type) {
+    switch (type) {
+    case T_F0:
+    case T_B1:
+        return d == p - 1 ? d : d + 1;
+    case T_F1:
+        return d == 0 ? 0 : d - 1;
+    case T_B0:
+        return d == 0 ? -1 : d - 1;
+    default:
+        return -1;
+    }
+}
+
+/* Copies each device's order out of the grid (bw: without the W halves) and returns the
+ * peak memory of the orders in chunk activations (F +1; W -1, or in bw mode a backward
+ * -1, its W half following it); -1 when a row holds more passes than it can. */
+static int take_orders(vp_vgrid *w, int bw) {
+    const grid *g = cur_grid(w);
+    int per = PERIOD * w->mm, peak = 0;
+    for (int d = 0; d < w->p; d++) {
         const int8_t *row = g->ty + CELL(g, d, 0);
         const int32_t *mbs = g->mb + CELL(g, d, 0);
         int8_t *oty = w->ord_ty + (size_t)d * per;
         int32_t *omb = w->ord_mb + (size_t)d * per;
-        int n = 0;
+        int n = 0, mem = 0;
         for (int t = 0; t < g->len; t++) {
-            if (row[t] < 0 || (bw && row[t] == T_W))
+            int type = row[t];
+            if (type < 0 || (bw && type == T_W))
                 continue;
             if (n == per)
                 return -1;
-            oty[n] = row[t];
+            mem += type <= T_F1 ? 1 : type == T_W || (bw && type <= T_B0) ? -1 : 0;
+            peak = mem > peak ? mem : peak;
+            oty[n] = (int8_t)type;
             omb[n++] = mbs[t];
         }
         w->n_ord[d] = n;
-        w->pos[d] = 0;
-        w->free_at[d] = 0;
-        total += n;
     }
-    int32_t *at = w->at;
-    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
-        at[i] = -1;
-    grid_clear(g, p);
-    while (total > 0) {
-        int before = total;
-        for (int sweep = 0; sweep < 2; sweep++) {
-            for (int x = 0; x < p; x++) {
-                int d = sweep ? p - 1 - x : x, k = w->pos[d], n = w->n_ord[d], t0 = w->free_at[d];
-                const int8_t *oty = w->ord_ty + (size_t)d * per;
-                const int32_t *omb = w->ord_mb + (size_t)d * per;
-                for (; k < n; k++) {
-                    int type = oty[k], mb = omb[k], pd, pt, t = t0;
-                    if (pred(p, d, type, &pd, &pt)) {
-                        int e = at[at_index(w, pd, pt, mb)];
-                        if (e < 0)
-                            break;
-                        if (e > t)
-                            t = e;
-                    }
-                    int dur = bw && (type == T_B1 || type == T_B0) ? 2 : 1;
-                    if (t + dur >= g->cap && grid_reserve(g, p, t + dur + 1) != 0)
-                        return -1;
-                    size_t c = CELL(g, d, t);
-                    g->ty[c] = (int8_t)type;
-                    g->mb[c] = mb;
-                    if (dur == 2) {
-                        g->ty[c + 1] = T_W;
-                        g->mb[c + 1] = mb;
-                    }
-                    if (type != T_W)
-                        at[at_index(w, d, type, mb)] = t + dur;
-                    t0 = t + dur;
-                    if (t0 > g->len)
-                        g->len = t0;
-                }
-                total -= k - w->pos[d];
-                w->pos[d] = k;
-                w->free_at[d] = t0;
+    return peak;
+}
+
+/* Places device d's passes from its order position on, each at the first slot after its
+ * device and its dependency are free, until one waits for a pass not placed yet (whose
+ * at-index goes to w->waiting[d]) or the order ends. Wakes the devices whose dependency
+ * it places. 0 ok, -1 no memory. */
+static int run_device(vp_vgrid *w, int d, int bw, int *queue, int *tail) {
+    grid *g = cur_grid(w);
+    int p = w->p, per = PERIOD * w->mm, k = w->pos[d], n = w->n_ord[d], t0 = w->free_at[d];
+    const int8_t *oty = w->ord_ty + (size_t)d * per;
+    const int32_t *omb = w->ord_mb + (size_t)d * per;
+    for (; k < n; k++) {
+        int type = oty[k], mb = omb[k], pd, pt, t = t0;
+        if (pred(p, d, type, &pd, &pt)) {
+            size_t need = at_index(w, pd, pt, mb);
+            if (w->at[need] < 0) {
+                w->waiting[d] = (long)need;
+                break;
             }
+            t = w->at[need] > t ? w->at[need] : t;
         }
-        if (total == before)
+        int dur = bw && (type == T_B1 || type == T_B0) ? 2 : 1;
+        if (t + dur >= g->cap && grid_reserve(g, p, t + dur + 1) != 0)
             return -1;
+        size_t c = CELL(g, d, t);
+        g->ty[c] = (int8_t)type;
+        g->mb[c] = mb;
+        if (dur == 2) {
+            g->ty[c + 1] = T_W;
+            g->mb[c + 1] = mb;
+        }
+        t0 = t + dur;
+        g->len = t0 > g->len ? t0 : g->len;
+        if (type == T_W)
+            continue;
+        size_t done = at_index(w, d, type, mb);
+        w->at[done] = t0;
+        int next = successor(p, d, type);
+        if (next >= 0 && w->waiting[next] == (long)done) {
+            w->waiting[next] = -1;
+            queue[(*tail)++ % p] = next;
+        }
     }
+    w->pos[d] = k;
+    w->free_at[d] = t0;
     return 0;
 }
 
-/* Fills the current grid with the block repeated every 6 slots (copy j = microbatch j
- * for j < w->mm): every pass at its block time. check as for block_from_slots. */
-static vp_status repeat_block(vp_vgrid *w, const int (*t)[6], int bw, int check, vp_error *err) {
-    vp_block *b = NULL;
-    vp_status rc = block_from_slots(t, w->p, bw, check, &b, err);
-    if (rc != VP_OK)
-        return rc;
+/* Replays each device's order as early as dependencies allow (unit slots): the devices
+ * run until they wait, and a device runs again when the pass it waits for is placed. In
+ * bw mode a backward occupies its slot and the W slot after it. Sets w->order_peak (the
+ * orders' peak, take_orders). -1 when the order deadlocks (or no memory). */
+static int squeeze(vp_vgrid *w, int bw) {
     grid *g = cur_grid(w);
-    grid_clear(g, w->p);
-    for (int i = 0; i < b->n && rc == VP_OK; i++) {
-        const vp_block_pass *ps = &b->pass[i];
-        int d = b->stage_device[ps->stage], start = (int)ps->start, dur = (int)ps->dur;
-        int type = ps->kind == VP_OP_F   ? (ps->stage == d ? T_F0 : T_F1)
-                   : ps->kind == VP_OP_W ? T_W
-                                         : (ps->stage == d ? T_B0 : T_B1);
-        int end = start + PERIOD * (w->mm - 1) + dur;
-        if (grid_reserve(g, w->p, end + 1) != 0) {
-            rc = vp__fail(err, VP_ENOMEM, "out of memory");
-            break;
-        }
-        for (int j = 0; j < w->mm; j++) {
-            size_t at = CELL(g, d, start + PERIOD * j);
-            g->ty[at] = (int8_t)type;
-            g->mb[at] = j;
-            if (dur == 2) {
-                g->ty[at + 1] = T_W;
-                g->mb[at + 1] = j;
+    int p = w->p, head = 0, tail = 0;
+    w->order_peak = take_orders(w, bw);
+    if (w->order_peak < 0)
+        return -1;
+    for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
+        w->at[i] = -1;
+    grid_clear(g, p);
+    for (int d = 0; d < p; d++) {
+        w->pos[d] = w->free_at[d] = 0;
+        w->waiting[d] = -1;
+        w->queue[tail++] = d;
+    }
+    while (head < tail)
+        if (run_device(w, w->queue[head++ % p], bw, w->queue, &tail) != 0)
+            return -1;
+    for (int d = 0; d < p; d++)
+        if (w->pos[d] < w->n_ord[d])
+            return -1;
+    return 0;
+}
+
+/* VP_EVALIDATION naming the device when two passes of the block share a phase (slot mod
+ * 6) on one device, so copies repeated every 6 slots would overlap; VP_EINVAL for a
+ * negative slot. In bw mode the backwards (columns 2, 3) take two slots and there are no
+ * W columns. */
+static vp_status check_phases(const int (*t)[6], int p, int bw, vp_error *err) {
+    for (int d = 0; d < p; d++) {
+        int used[PERIOD] = {0};
+        for (int x = 0; x < (bw ? 4 : 6); x++) {
+            if (t[d][x] < 0)
+                return vp__fail(err, VP_EINVAL, "V block slot %d of device %d is negative", x, d);
+            for (int r = 0; r < (bw && x >= 2 ? 2 : 1); r++) {
+                if (used[mod6(t[d][x] + r)]++)
+                    return vp__fail(err, VP_EVALIDATION,
+                                    "the V block collides at period 6: two passes of device %d "
+                                    "share phase %d",
+                                    d, mod6(t[d][x] + r));
             }
         }
-        if (end > g->len)
-            g->len = end;
     }
-    vp_block_free(b);
-    return rc;
+    return VP_OK;
+}
+
+/* Fills the current grid with the block repeated every 6 slots (copy j = microbatch j
+ * for j < w->mm): every pass at its block time (slots [p][6] in the order F⁰ F¹ B¹ B⁰ W¹
+ * W⁰; bw: F⁰ F¹ and two-slot backwards). check: refuse a block whose copies collide
+ * (check_phases); without it the caller vouches for the slots. */
+static vp_status repeat_block(vp_vgrid *w, const int (*t)[6], int bw, int check, vp_error *err) {
+    int p = w->p, npass = bw ? 4 : 6, end = 0;
+    vp_status rc = check ? check_phases(t, p, bw, err) : VP_OK;
+    for (int d = 0; d < p && rc == VP_OK; d++)
+        for (int x = 0; x < npass; x++) {
+            if (t[d][x] < 0 || t[d][x] > INT32_MAX / 2 - PERIOD * w->mm)
+                return vp__fail(err, VP_EINVAL, "V block slot %d of device %d out of range", x, d);
+            int e = t[d][x] + PERIOD * (w->mm - 1) + (bw && x >= 2 ? 2 : 1);
+            end = e > end ? e : end;
+        }
+    grid *g = cur_grid(w);
+    if (rc == VP_OK && grid_reserve(g, p, end + 1) != 0)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc != VP_OK)
+        return rc;
+    grid_clear(g, p);
+    for (int d = 0; d < p; d++)
+        for (int x = 0; x < npass; x++) {
+            int type = x < 4 ? x : T_W, two = bw && x >= 2;
+            for (int j = 0; j < w->mm; j++) {
+                size_t at = CELL(g, d, t[d][x] + PERIOD * j);
+                g->ty[at] = (int8_t)type;
+                g->mb[at] = j;
+                if (two) {
+                    g->ty[at + 1] = T_W;
+                    g->mb[at + 1] = j;
+                }
+            }
+        }
+    g->len = end;
+    return VP_OK;
 }
 
 /* Keeps each W that an earlier B still waits for and drops the others (split mode); the
@@ -574,7 +583,7 @@ static int trim(vp_vgrid *w) {
     for (int d = 0; d < w->p; d++)
         for (int t = 0; t < g->len; t++)
             if (g->ty[CELL(g, d, t)] >= 0 && g->ty[CELL(g, d, t)] != T_W &&
-                g->mb[CELL(g, d, t)] >= w->m)
+                g->mb[CELL(g, d, t)] >= w->mw)
                 g->ty[CELL(g, d, t)] = -1;
     return settle_w(g, w->p);
 }
@@ -582,7 +591,7 @@ static int trim(vp_vgrid *w) {
 /* Cool-down onto the critical chain (file comment). -1 when the template collides. */
 static int cooldown(vp_vgrid *w, int k) {
     grid *g = cur_grid(w);
-    int p = w->p, m = w->m, start = -1;
+    int p = w->p, m = w->mw, start = -1;
     int nbb = (k + 1) / 2 < m ? (k + 1) / 2 : m;
     int nb = k - nbb < m ? k - nbb : m;
     for (int t = g->len - 1; t >= 0 && start < 0; t--)
@@ -616,65 +625,123 @@ static int cooldown(vp_vgrid *w, int k) {
     return settle_w(g, p);
 }
 
-/* Fills idle slots with later passes (file comment); memory never exceeds cap. */
+/* The fill's view of device d's row after slot j: the first later pass of each type that
+ * still occurs (w->next), in slot order, each with the highest memory the passes before
+ * it reach relative to slot j (-1 until a forward needs it: memory_before). It stays
+ * valid while the slots up to it are idle. */
+static void fill_candidates(vp_vgrid *w, int d) {
+    const int *next = w->next + (size_t)d * T_N;
+    int *pos = w->cand + (size_t)d * 3 * T_N, *type_at = pos + T_N, *before = pos + 2 * T_N;
+    int n = 0, len = cur_grid(w)->len;
+    for (int type = 0; type < T_N; type++) {
+        if (next[type] >= len)
+            continue;
+        int k = n++;
+        for (; k > 0 && pos[k - 1] > next[type]; k--) {
+            pos[k] = pos[k - 1];
+            type_at[k] = type_at[k - 1];
+        }
+        pos[k] = next[type];
+        type_at[k] = type;
+    }
+    for (int k = 0; k < n; k++)
+        before[k] = -1;
+    w->n_cand[d] = n;
+}
+
+/* The highest memory device d's passes after slot j and before slot x reach, relative to
+ * slot j (0 at least). */
+static int memory_before(const vp_vgrid *w, int d, int j, int x) {
+    const grid *g = &w->g[w->cur];
+    const int8_t *row = g->ty + CELL(g, d, 0);
+    int delta = 0, high = 0;
+    for (int t = j + 1; t < x; t++) {
+        delta += row[t] == T_F0 || row[t] == T_F1 ? 1 : row[t] == T_W ? -1 : 0;
+        high = delta > high ? delta : high;
+    }
+    return high;
+}
+
+/* Moves into idle slot j of device d the first candidate (in slot order) that is ready by
+ * then and, for a forward, keeps memory under cap; returns 1 when one moved. */
+static int fill_slot(vp_vgrid *w, int d, int j, int cap) {
+    grid *g = cur_grid(w);
+    int8_t *row = g->ty + CELL(g, d, 0);
+    int32_t *mbs = g->mb + CELL(g, d, 0);
+    const int *cnt = w->count + d * T_N;
+    int *pos = w->cand + (size_t)d * 3 * T_N, *type_at = pos + T_N, *before = pos + 2 * T_N;
+    for (int k = 0; k < w->n_cand[d]; k++) {
+        int x = pos[k], type = type_at[k], ok, pd, pt;
+        if (type == T_W)
+            ok = w->n_ord[d] > cnt[T_W];
+        else if (pred(w->p, d, type, &pd, &pt)) {
+            int e = w->at[at_index(w, pd, pt, mbs[x])];
+            ok = e >= 0 && e <= j;
+        } else {
+            ok = 1;
+        }
+        if (ok && (type == T_F0 || type == T_F1)) {
+            if (before[k] < 0)
+                before[k] = memory_before(w, d, j, x);
+            ok = w->free_at[d] + before[k] < cap;
+        }
+        if (!ok)
+            continue;
+        row[j] = (int8_t)type;
+        mbs[j] = mbs[x];
+        row[x] = -1;
+        return 1;
+    }
+    return 0;
+}
+
+/* First slot after `after` where device d's row has a pass of type, or the row's length. */
+static int next_of(const grid *g, int d, int type, int after) {
+    const int8_t *row = g->ty + CELL(g, d, 0);
+    int x = after + 1;
+    while (x < g->len && row[x] != type)
+        x++;
+    return x;
+}
+
+/* Fills idle slots with later passes (file comment); memory never exceeds cap. Slots are
+ * visited column by column, so a dependency on another device counts once it has ended. */
 static void fill(vp_vgrid *w, int cap) {
     grid *g = cur_grid(w);
     int p = w->p;
     for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
         w->at[i] = -1;
-    /* per device: memory, B's seen (in the squeeze's scratch), passes of each type seen */
+    /* per device: memory (in free_at), B's seen (in n_ord), passes of each type seen, the
+     * next slot of each type, and the slot its candidates were found from (pos, -1: stale) */
     int *mem = w->free_at, *nbk = w->n_ord, *seen = w->count;
     for (int d = 0; d < p; d++) {
-        mem[d] = 0;
-        nbk[d] = 0;
-        for (int x = 0; x < T_N; x++)
+        mem[d] = nbk[d] = 0;
+        w->pos[d] = -1;
+        for (int x = 0; x < T_N; x++) {
             seen[d * T_N + x] = 0;
+            w->next[d * T_N + x] = next_of(g, d, x, -1);
+        }
     }
     for (int j = 0; j < g->len; j++) {
         for (int i = 0; i < p; i++) {
             int8_t *row = g->ty + CELL(g, i, 0);
-            int32_t *mbs = g->mb + CELL(g, i, 0);
-            int *cnt = seen + i * T_N;
             if (row[j] < 0) {
-                int avail = (1 << T_N) - 1, delta = 0, high = 0;
-                for (int x = j + 1; x < g->len && avail; x++) {
-                    int type = row[x];
-                    if (type < 0)
-                        continue;
-                    int before = high;
-                    delta += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
-                    if (delta > high)
-                        high = delta;
-                    if (!(avail >> type & 1))
-                        continue;
-                    avail &= ~(1 << type);
-                    if ((type == T_F0 || type == T_F1) && mem[i] + before >= cap)
-                        continue;
-                    int ok, pd, pt;
-                    if (type == T_W)
-                        ok = nbk[i] > cnt[T_W];
-                    else if (pred(p, i, type, &pd, &pt)) {
-                        int e = w->at[at_index(w, pd, pt, mbs[x])];
-                        ok = e >= 0 && e <= j;
-                    } else {
-                        ok = 1;
-                    }
-                    if (!ok)
-                        continue;
-                    row[j] = (int8_t)type;
-                    mbs[j] = mbs[x];
-                    row[x] = -1;
-                    break;
+                if (w->pos[i] < 0) {
+                    fill_candidates(w, i);
+                    w->pos[i] = j;
                 }
-                if (row[j] < 0)
+                if (!fill_slot(w, i, j, cap))
                     continue;
             }
+            w->pos[i] = -1; /* the row changed at or after the candidates' slot */
             int type = row[j];
+            int *cnt = seen + i * T_N, *next = w->next + i * T_N;
+            /* the slot the type was next found at is j, or the one it just moved from */
+            next[type] = next_of(g, i, type, next[type]);
             if (type != T_W)
                 w->at[at_index(w, i, type, cnt[type])] = j + 1;
             cnt[type]++;
-            if (type == T_B1 || type == T_B0)
-                nbk[i]++;
+            nbk[i] += type == T_B1 || type == T_B0;
             mem[i] += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
         }
     }
@@ -689,62 +756,6 @@ static void fill(vp_vgrid *w, int cap) {
     g->len = len;
 }
 
-/* The grid as a schedule of w->m microbatches: split mode binds each W to the oldest B
- * still waiting on its device; bw mode turns each backward into a BW. */
-static vp_status to_schedule(vp_vgrid *w, int bw, const char *family, vp_schedule **out,
-                             vp_error *err) {
-    const grid *g = cur_grid(w);
-    int p = w->p;
-    vp_schedule *s = NULL;
-    vp_shape shape = {.p = p, .S = 2 * p, .m = w->m, .placement = VP_PLACE_V};
-    vp_status rc = vp_schedule_new(family, shape, &s, err);
-    if (rc != VP_OK)
-        return rc;
-    for (int d = 0; d < p && rc == VP_OK; d++) {
-        vp_oplist *l = &s->dev[d];
-        if (vp__grow((void **)&l->ops, &l->cap, PERIOD * w->m, sizeof *l->ops) != 0) {
-            rc = VP_ENOMEM;
-            break;
-        }
-        int head = 0, tail = 0; /* FIFO of (stage, mb) in w->wq */
-        for (int t = 0; t < g->len && rc == VP_OK; t++) {
-            int type = g->ty[CELL(g, d, t)];
-            if (type < 0 || (bw && type == T_W))
-                continue;
-            vp_op op = {.kind = VP_OP_W};
-            if (type == T_W) {
-                if (head == tail || l->n == l->cap) {
-                    rc = VP_EINVAL;
-                    break;
-                }
-                op.stage = w->wq[2 * head];
-                op.mb = w->wq[2 * head + 1];
-                head++;
-            } else {
-                op.kind = type <= T_F1 ? VP_OP_F : bw ? VP_OP_BW : VP_OP_B;
-                op.stage = type_stage(p, d, type);
-                op.mb = g->mb[CELL(g, d, t)];
-                if (op.kind == VP_OP_B) {
-                    w->wq[2 * tail] = op.stage;
-                    w->wq[2 * tail + 1] = op.mb;
-                    tail++;
-                }
-            }
-            if (l->n == l->cap)
-                rc = VP_EINVAL;
-            else
-                l->ops[l->n++] = op;
-        }
-    }
-    if (rc != VP_OK) {
-        vp_schedule_free(s);
-        return vp__fail(err, rc,
-                        rc == VP_ENOMEM ? "out of memory" : "V engine produced an unbalanced grid");
-    }
-    *out = s;
-    return VP_OK;
-}
-
 /* Runs step(w, k, bw) on the current grid; keeps the result when it returns 0, replays
  * (squeezes) and does not raise the peak above k, else restores the grid from before.
  * Returns 0 kept, 1 restored, -1 no memory. */
@@ -752,7 +763,7 @@ static int tentative(vp_vgrid *w, int (*step)(vp_vgrid *, int, int), int k, int 
     int spare = 1 - w->cur;
     if (grid_copy(&w->g[spare], cur_grid(w), w->p) != 0)
         return -1;
-    if (step(w, k, bw) == 0 && squeeze(w, bw) == 0 && grid_peak(cur_grid(w), w->p, NULL) <= k)
+    if (step(w, k, bw) == 0 && squeeze(w, bw) == 0 && w->order_peak <= k)
         return 0;
     w->cur = spare;
     return 1;
@@ -768,27 +779,116 @@ static int step_cooldown(vp_vgrid *w, int k, int bw) {
     return cooldown(w, k);
 }
 
-vp_status vp_vgrid_build(vp_vgrid *w, const int (*t)[6], const char *family, vp_schedule **out,
-                         vp_error *err) {
-    *out = NULL;
-    w->mm = w->spare;
+/* The grid of block slots t (collision-free) for mw microbatches: repeated, warm-up, trim,
+ * cool-down, fill (file comment). */
+static vp_status build_copies(vp_vgrid *w, const int (*t)[6], int mw, vp_error *err) {
+    w->built = 0;
+    w->mw = mw;
+    w->mm = mw > 2 * w->p ? mw : 2 * w->p;
+    w->extra = 0;
+    w->cut = -1;
     vp_status rc = repeat_block(w, t, 0, 0, err);
     if (rc != VP_OK)
         return rc;
     /* The warm-up rewrites the order of each prefix, so it can start from the block times;
      * when it is not kept the block order itself is squeezed. */
-    int cap = grid_peak(cur_grid(w), w->p, NULL), kept = tentative(w, step_warmup, cap, 0);
+    int cap = vp_vgrid_peak(w, t), kept = tentative(w, step_warmup, cap, 0);
     if (kept < 0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     if (kept > 0 && squeeze(w, 0) != 0)
         return vp__fail(err, VP_EINVAL, "the repeated V block does not replay");
-    if (w->m < w->mm && (trim(w) != 0 || squeeze(w, 0) != 0))
+    if (w->mw < w->mm && (trim(w) != 0 || squeeze(w, 0) != 0))
         return vp__fail(err, VP_EINVAL, "the trimmed V block does not replay");
-    int k = grid_peak(cur_grid(w), w->p, NULL);
+    int k = w->order_peak; /* of the grid the last squeeze placed: the current one */
     if (tentative(w, step_cooldown, k, 0) < 0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     fill(w, k);
-    return to_schedule(w, 0, family ? family : "v-block", out, err);
+    return VP_OK;
+}
+
+/* 1 when column c of every row repeats 6 slots later, one microbatch on. */
+static int repeats(const grid *g, int p, int c) {
+    for (int d = 0; d < p; d++) {
+        int type = g->ty[CELL(g, d, c)];
+        if (type != g->ty[CELL(g, d, c + PERIOD)] ||
+            (type >= 0 && type != T_W && g->mb[CELL(g, d, c + PERIOD)] != g->mb[CELL(g, d, c)] + 1))
+            return 0;
+    }
+    return 1;
+}
+
+/* Where the built grid can take more periods: the first column c such that the 18 slots
+ * before it repeat 6 slots later on every row and every pass from 6 slots before it on
+ * waits for a pass at most 12 slots before that, so copies of the 6 slots before c
+ * inserted at c, the microbatches after c shifted, form the grid of more microbatches.
+ * Returns 1 with w->cut set, 0 when there is none. */
+static int find_cut(vp_vgrid *w) {
+    const grid *g = cur_grid(w);
+    int p = w->p, run = 0, cut = -1;
+    for (int c = 0; c + PERIOD < g->len && cut < 0; c++) {
+        run = repeats(g, p, c) ? run + 1 : 0;
+        if (run == 3 * PERIOD)
+            cut = c + 1;
+    }
+    for (int d = 0; d < p && cut >= 0; d++)
+        for (int type = 0; type < 4 && cut >= 0; type++)
+            for (int mb = 0, pd, pt; mb < w->mw && cut >= 0; mb++) {
+                int end = w->at[at_index(w, d, type, mb)];
+                if (end - 1 >= cut - PERIOD && pred(p, d, type, &pd, &pt) &&
+                    w->at[at_index(w, pd, pt, mb)] - 1 < cut - 3 * PERIOD)
+                    cut = -1;
+            }
+    w->cut = cut;
+    return cut >= 0;
+}
+
+/* Microbatches to build when m is larger, periods being inserted for the rest (find_cut):
+ * 2p + 8, enough for the warm-up, a repeating stretch and the cool-down of every block
+ * seen (a full build is the fallback); 0 when m is not larger. */
+static int fewer_copies(const vp_vgrid *w) {
+    int few = 2 * w->p + 8;
+    return few < w->m ? few : 0;
+}
+
+/* The grid of block slots t for w->m microbatches: built for fewer with periods inserted
+ * when that works (fewer_copies, find_cut), else in full. */
+static vp_status build_grid(vp_vgrid *w, const int (*t)[6], vp_error *err) {
+    int few = fewer_copies(w);
+    if (few > 0) {
+        vp_status rc = build_copies(w, t, few, err);
+        if (rc != VP_OK || find_cut(w)) {
+            w->extra = rc == VP_OK ? w->m - few : 0;
+            return rc;
+        }
+    }
+    return build_copies(w, t, w->m, err);
+}
+
+vp_status vp_vgrid_build(vp_vgrid *w, const int (*t)[6], const char *family, vp_schedule **out,
+                         vp_error *err) {
+    *out = NULL;
+    vp_status rc = build_grid(w, t, err);
+    return rc == VP_OK ? vp__vgrid_schedule(w, 0, family ? family : "v-block", out, err) : rc;
+}
+
+vp_status vp_vgrid_measure(vp_vgrid *w, const int (*t)[6], const vp_cost_model *cm, double limit,
+                           vp_vgrid_metrics *out, vp_error *err) {
+    *out = (vp_vgrid_metrics){0};
+    if (cm->S != 2 * w->p)
+        return vp__fail(err, VP_EINVAL, "cost model has %d stages, a V grid of %d devices %d",
+                        cm->S, w->p, 2 * w->p);
+    vp_status rc = build_grid(w, t, err);
+    if (rc == VP_OK && vp__vgrid_replay(w, cm, limit, out) != 0)
+        rc = vp__fail(err, VP_EINVAL, "the built V block does not replay in slot order");
+    w->built = rc == VP_OK;
+    return rc;
+}
+
+vp_status vp_vgrid_schedule(vp_vgrid *w, const char *family, vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    if (!w->built)
+        return vp__fail(err, VP_EINVAL, "no V block was measured on this grid");
+    return vp__vgrid_schedule(w, 0, family ? family : "v-block", out, err);
 }
 
 vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family, vp_schedule **out,
@@ -882,7 +982,9 @@ static int v1f1b_compact(vp_vgrid *w) {
 vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const char *family,
                             vp_schedule **out, vp_error *err) {
     *out = NULL;
-    w->mm = w->m; /* no spare copies: the compaction handles short runs */
+    w->built = 0;
+    w->mm = w->mw = w->m; /* no spare copies: the compaction handles short runs */
+    w->extra = 0;
     vp_status rc = repeat_block(w, t, 1, 1, err);
     if (rc == VP_OK && canonical) {
         int kept = tentative(w, step_warmup, grid_peak(cur_grid(w), w->p, NULL), 1);
@@ -893,5 +995,5 @@ vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const
     }
     if (rc == VP_OK && v1f1b_compact(w) != 0)
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
-    return rc == VP_OK ? to_schedule(w, 1, family ? family : "1f1b-v", out, err) : rc;
+    return rc == VP_OK ? vp__vgrid_schedule(w, 1, family ? family : "1f1b-v", out, err) : rc;
 }

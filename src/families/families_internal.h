@@ -27,6 +27,10 @@ vp_status vp__build_dualpipev(const vp_spec *spec, vp_schedule **out, vp_error *
  * *s is freed and NULL. */
 vp_status vp__recompute_in_place(vp_schedule **s, vp_recompute mode, vp_error *err);
 
+/* The cost model of spec's V shape (p devices, 2p stages on the V placement) under its
+ * costs and memory model (caller frees); vp__spec_cost_model's errors. */
+vp_status vp__vshape_costs(const vp_spec *spec, vp_cost_model **out, vp_error *err);
+
 /* Checks p >= 1 and m >= 1 for family name. */
 vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err);
 

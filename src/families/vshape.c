@@ -2,8 +2,10 @@
  * grid of the block module (vp_vgrid, block.h).
  *
  * The named families are cost-aware: V-Min (offsets 1,1), V-Half (2,1) and V-ZB (4,2)
- * try every phase pattern with their offsets and keep the fastest under the spec's costs
- * that needs no more memory than the §4 block (which wins ties).
+ * hold their §4 block's memory and take the block of the V search (vsearch.c: every
+ * phase pattern, offset and change point) at that memory with the smallest bubble (for
+ * runs shorter than 2p: makespan) under the spec's costs (the §4 block wins ties); V-ZB
+ * also weighs zb-v's schedule.
  *
  * 1F1B-V keeps B and W together (BW, two slots): forwards advance one slot per device
  * and the full backwards two, with three extra slots every third device so that the
@@ -69,120 +71,198 @@ vp_status vp_vblock_preset(const char *family, int p, vp_vblock *out, vp_error *
 
 /* ---- the registered V families ----------------------------------------------------- */
 
-/* Makespan of s under the spec's costs, or -1 on failure. */
-static double spec_makespan(const vp_schedule *s, const vp_spec *spec, double *peak) {
-    vp_cost_model *cm = NULL;
+/* A schedule in hand and its figures under the spec's costs. */
+typedef struct in_hand {
+    vp_schedule *s;
+    vp_vgrid_metrics m;
+} in_hand;
+
+/* The figures vp_vgrid_measure would give s, from a simulation under cm. */
+static vp_status sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_vgrid_metrics *out,
+                             vp_error *err) {
     vp_sim *sim = NULL;
-    double ms = -1;
-    if (vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, NULL) == VP_OK &&
-        vp_simulate(s, cm, &sim, NULL) == VP_OK) {
-        ms = sim->makespan;
-        *peak = sim->peak_max;
-    }
-    vp_sim_free(sim);
-    vp_cost_model_free(cm);
-    return ms;
-}
-
-/* A lower bound on any V schedule's makespan under cm: device d cannot start before the
- * first microbatch's chunk-0 forward reaches it, then has m microbatches of work. */
-static double v_makespan_bound(const vp_cost_model *cm, int p, int m) {
-    double reach = 0, best = 0;
-    for (int d = 0; d < p; d++) {
-        int s0 = d, s1 = 2 * p - 1 - d;
-        double work = m * (cm->f[s0] + cm->b[s0] + cm->w[s0] + cm->f[s1] + cm->b[s1] + cm->w[s1]);
-        if (reach + work > best)
-            best = reach + work;
-        reach += cm->f[s0] + cm->c;
-    }
-    return best;
-}
-
-/* A named V family: among the blocks with the family's offsets and every phase pattern,
- * the fastest under the spec's costs whose peak stays within the §4 block's (which wins
- * ties, so at equal costs it is kept unless another pattern is strictly faster). Unequal
- * costs can favour another pattern: for even p the §4 V-Half block stalls when B > F,
- * where its neighbours do not. Patterns whose repeated block needs more memory are not
- * built, and the search stops once a schedule reaches the makespan bound. */
-static vp_status build_preset(const char *family, const vp_spec *spec, vp_schedule **out,
-                              vp_error *err) {
-    *out = NULL;
-    vp_vblock base;
-    vp_status rc = vp__check_pm(family, spec, err);
-    if (rc == VP_OK)
-        rc = vp_vblock_preset(family, spec->p, &base, err);
+    vp_status rc = vp_simulate(s, cm, &sim, err);
     if (rc != VP_OK)
         return rc;
-    int p = spec->p;
-    int(*t)[6] = vp__calloc((size_t)p, sizeof *t);
-    vp_vgrid *w = NULL;
-    rc = t ? vp_vgrid_new(p, spec->m, &w, err) : vp__fail(err, VP_ENOMEM, "out of memory");
-    if (rc != VP_OK) {
-        free(t);
+    *out = (vp_vgrid_metrics){.makespan = sim->makespan,
+                              .span = vp_sim_longest_span(sim),
+                              .bubble = sim->bubble,
+                              .peak = sim->peak_max,
+                              .complete = 1};
+    for (int d = 0; sim->peak_bytes && d < sim->p; d++)
+        if (sim->peak_bytes[d] > out->peak_bytes)
+            out->peak_bytes = sim->peak_bytes[d];
+    vp_sim_free(sim);
+    return VP_OK;
+}
+
+/* A named family's search: the shape, the ranking, the §4 block and its memory, and the
+ * best so far (a schedule in hand, and the V block it comes from unless it is zb-v's). */
+typedef struct named {
+    const vp_spec *spec;
+    vp_cost_model *cm;
+    vp_vgrid *grid;
+    int (*slots)[6];
+    vp_vrank rank;
+    vp_vblock base, block;
+    int cap, built; /* the §4 block's repeated peak; block still to be built (not in hand) */
+    in_hand best;
+} named;
+
+/* The §4 block of family measured and built into the best so far, its memory into cap. */
+static vp_status measure_preset(named *ns, const char *family, vp_error *err) {
+    int p = ns->spec->p;
+    vp_status rc = vp_vblock_preset(family, p, &ns->base, err);
+    if (rc == VP_OK && vp_vblock_slots(&ns->base, p, ns->slots) != 0)
+        rc = vp__fail(err, VP_EINVAL, "the %s block collides at p=%d", family, p);
+    if (rc != VP_OK)
         return rc;
-    }
-    vp_cost_model *cm = NULL;
-    double best_ms = 0, best_peak = 0, bound = 0;
-    int base_cap = 0;
-    for (int pat = -1; pat < 125 && rc == VP_OK; pat++) {
-        vp_vblock vb = base;
-        if (pat >= 0) {
-            vb.f1 = 1 + pat / 25;
-            vb.b1 = 1 + pat / 5 % 5;
-            vb.b0 = 1 + pat % 5;
-            if (vb.f1 == base.f1 && vb.b1 == base.b1 && vb.b0 == base.b0)
-                continue;
-        }
-        if (vp_vblock_slots(&vb, p, t) != 0)
-            continue; /* the §4 block never collides; other patterns may */
-        int cap = vp_vgrid_peak(w, (const int(*)[6])t);
-        if (pat < 0)
-            base_cap = cap;
-        else if (cap > base_cap)
+    ns->cap = vp_vgrid_peak(ns->grid, (const int(*)[6])ns->slots);
+    rc = vp_vgrid_measure(ns->grid, (const int(*)[6])ns->slots, ns->cm, 0, &ns->best.m, err);
+    return rc == VP_OK ? vp_vgrid_schedule(ns->grid, family, &ns->best.s, err) : rc;
+}
+
+/* The §4 block's offsets with every other phase pattern (vp_vsearch_pattern): a pattern
+ * whose repeated block holds no more memory and whose peak is no higher becomes the best
+ * when it ranks first. */
+static vp_status search_patterns(named *ns, vp_error *err) {
+    int p = ns->spec->p;
+    for (int i = 0; i < VP_VSEARCH_PATTERNS; i++) {
+        vp_vblock vb = ns->base;
+        vp_vsearch_pattern(i, &vb);
+        if ((vb.f1 == ns->base.f1 && vb.b1 == ns->base.b1 && vb.b0 == ns->base.b0) ||
+            vp_vblock_slots(&vb, p, ns->slots) != 0 ||
+            vp_vgrid_peak(ns->grid, (const int(*)[6])ns->slots) > ns->cap)
             continue;
-        vp_schedule *s = NULL;
-        rc = vp_vgrid_build(w, (const int(*)[6])t, family, &s, err);
-        if (rc == VP_OK && !cm) {
-            rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, err);
-            bound = cm ? v_makespan_bound(cm, p, spec->m) : 0;
+        vp_vgrid_metrics x;
+        vp_status rc = vp_vgrid_measure(ns->grid, (const int(*)[6])ns->slots, ns->cm, 0, &x, err);
+        if (rc != VP_OK)
+            return rc;
+        if (x.peak <= ns->best.m.peak + 1e-9 &&
+            vp_vsearch_ranks_before(&x, &ns->best.m, ns->rank)) {
+            ns->best.m = x;
+            ns->block = vb;
+            ns->built = 1;
         }
-        vp_sim *sim = NULL;
-        if (rc == VP_OK)
-            rc = vp_simulate(s, cm, &sim, err);
-        if (rc == VP_OK && pat < 0)
-            best_peak = sim->peak_max;
-        if (rc == VP_OK && sim->peak_max <= best_peak + 1e-9 &&
-            (!*out || sim->makespan < best_ms - 1e-9)) {
-            vp_schedule_free(*out);
-            *out = s;
-            best_ms = sim->makespan;
-            s = NULL;
-        }
-        vp_sim_free(sim);
-        vp_schedule_free(s);
-        if (*out && best_ms <= bound * (1 + 1e-12))
-            break;
     }
-    vp_cost_model_free(cm);
-    vp_vgrid_free(w);
-    free(t);
-    if (rc != VP_OK) {
-        vp_schedule_free(*out);
-        *out = NULL;
+    return VP_OK;
+}
+
+/* zb-v's schedule (v-zb only) when it ranks before the best so far without more memory. */
+static vp_status weigh_zbv(const vp_spec *spec, const vp_cost_model *cm, vp_vrank rank, named *ns,
+                           vp_error *err) {
+    in_hand z = {0};
+    vp_status rc = vp__build_zbv(spec, &z.s, err);
+    if (rc == VP_OK)
+        rc = sim_metrics(z.s, cm, &z.m, err);
+    if (rc == VP_OK && z.m.peak <= ns->best.m.peak + 1e-9 &&
+        z.m.peak_bytes <= ns->best.m.peak_bytes * (1 + 1e-9) &&
+        vp_vsearch_ranks_before(&z.m, &ns->best.m, rank)) {
+        vp_schedule_free(ns->best.s);
+        ns->best = z;
+        ns->built = 0;
+        z.s = NULL;
     }
+    vp_schedule_free(z.s);
     return rc;
 }
 
+/* Shapes up to this many device-microbatches (p times the microbatches a build holds,
+ * max(m, 2p)) search; larger ones keep the §4 block (or zb-v), since each block costs
+ * O(p·m) to build and a level holds dozens (a search at p = m = 1000 would take minutes). */
+#define SEARCH_CELLS (1L << 20)
+
+/* The V search at the §4 block's memory level: a block that ranks before the best so far
+ * becomes it. */
+static vp_status search_level(named *ns, vp_error *err) {
+    vp_vsearch_opts opts = {.max_cap = ns->cap,
+                            .min_cap = ns->cap,
+                            .max_peak = ns->best.m.peak + 1e-9,
+                            .best_only = 1,
+                            .rank = ns->rank,
+                            .beat = &ns->best.m};
+    vp_vsearch *found = NULL;
+    vp_status rc = vp_vsearch_run(ns->spec, &opts, &found, err);
+    if (rc == VP_OK && found->n_levels > 0) {
+        ns->best.m = found->levels[0].metrics;
+        ns->block = found->levels[0].vblock;
+        ns->built = 1;
+    }
+    vp_vsearch_free(found);
+    return rc;
+}
+
+/* The search's answer as the schedule in hand, named family. */
+static vp_status take_best(named *ns, const char *family, vp_error *err) {
+    if (ns->built) {
+        vp_schedule_free(ns->best.s);
+        ns->best.s = NULL;
+        vp_vblock_slots(&ns->block, ns->spec->p, ns->slots);
+        vp_status rc =
+            vp_vgrid_build(ns->grid, (const int(*)[6])ns->slots, family, &ns->best.s, err);
+        if (rc != VP_OK)
+            return rc;
+    }
+    snprintf(ns->best.s->family, sizeof ns->best.s->family, "%s", family);
+    return VP_OK;
+}
+
+/* A named V family: among its §4 block (vp_vblock_preset), the §4 offsets with the other
+ * phase patterns, and (for m >= 2p) the V search's blocks at its memory level, the one
+ * with the smallest longest span (for runs shorter than 2p microbatches, all fill and
+ * drain: makespan) under the spec's costs, with no more memory; earlier candidates win
+ * ties. v-zb also weighs zb-v's schedule at its peak when its block has a bubble. So the
+ * result is never behind the §4 block (nor, for v-zb, zb-v) and never needs more memory;
+ * when the §4 block meets the search's lower bound the level is not searched, and shapes
+ * beyond SEARCH_CELLS are not searched at all. */
+static vp_status build_named(const char *family, const vp_spec *spec, vp_schedule **out,
+                             vp_error *err) {
+    *out = NULL;
+    vp_status rc = vp__check_pm(family, spec, err);
+    if (rc == VP_OK)
+        rc = need_two(family, spec->p, err);
+    if (rc != VP_OK)
+        return rc;
+    int long_run = spec->m >= 2 * spec->p;
+    named ns = {.spec = spec,
+                .rank = long_run ? VP_VRANK_SPAN : VP_VRANK_STEP,
+                .slots = vp__calloc((size_t)spec->p, sizeof *ns.slots)};
+    rc = vp__vshape_costs(spec, &ns.cm, err);
+    if (rc == VP_OK)
+        rc = ns.slots ? vp_vgrid_new(spec->p, spec->m, &ns.grid, err)
+                      : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK)
+        rc = measure_preset(&ns, family, err);
+    int search = (long)spec->p * (long_run ? spec->m : 2 * spec->p) <= SEARCH_CELLS;
+    if (rc == VP_OK && search)
+        rc = search_patterns(&ns, err);
+    if (rc == VP_OK && !strcmp(family, "v-zb") && ns.best.m.bubble > 1e-12)
+        rc = weigh_zbv(spec, ns.cm, ns.rank, &ns, err);
+    if (rc == VP_OK && search && long_run)
+        rc = search_level(&ns, err);
+    if (rc == VP_OK)
+        rc = take_best(&ns, family, err);
+    vp_vgrid_free(ns.grid);
+    vp_cost_model_free(ns.cm);
+    free(ns.slots);
+    if (rc != VP_OK) {
+        vp_schedule_free(ns.best.s);
+        return rc;
+    }
+    *out = ns.best.s;
+    return VP_OK;
+}
+
 vp_status vp__build_vmin(const vp_spec *spec, vp_schedule **out, vp_error *err) {
-    return build_preset("v-min", spec, out, err);
+    return build_named("v-min", spec, out, err);
 }
 
 vp_status vp__build_vhalf(const vp_spec *spec, vp_schedule **out, vp_error *err) {
-    return build_preset("v-half", spec, out, err);
+    return build_named("v-half", spec, out, err);
 }
 
 vp_status vp__build_vzb(const vp_spec *spec, vp_schedule **out, vp_error *err) {
-    return build_preset("v-zb", spec, out, err);
+    return build_named("v-zb", spec, out, err);
 }
 
 /* ---- 1F1B-V ------------------------------------------------------------------------ */
@@ -210,53 +290,83 @@ static void v1f1b_slots(int p, int lead, int phase0, int (*t)[6]) {
     }
 }
 
+/* Makespan of s under the spec's costs (and its peak into *peak), or -1 on failure. */
+static double spec_makespan(const vp_schedule *s, const vp_spec *spec, double *peak) {
+    vp_cost_model *cm = NULL;
+    vp_vgrid_metrics m;
+    double ms = -1;
+    if (vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, NULL) == VP_OK &&
+        sim_metrics(s, cm, &m, NULL) == VP_OK) {
+        ms = m.makespan;
+        *peak = m.peak;
+    }
+    vp_cost_model_free(cm);
+    return ms;
+}
+
+/* The search of vp__build_1f1bv: the variant with the smallest makespan so far, and the
+ * memory cap (the first variant's peak: the standard rhythm's). */
+typedef struct v1f1b_search {
+    const vp_spec *spec;
+    vp_vgrid *grid;
+    int (*slots)[6];
+    vp_schedule *best;
+    double best_ms, cap;
+    int tried;
+} v1f1b_search;
+
+/* Builds the variant (lead, phase, canonical warm-up) and keeps it when its peak stays
+ * within the cap and its makespan under the spec's costs is the smallest so far. A
+ * variant that collides at period 6 or whose canonical warm-up does not replay is
+ * skipped. */
+static vp_status try_variant(v1f1b_search *vs, int lead, int phase, int canonical, vp_error *err) {
+    vp_schedule *s = NULL;
+    double peak = 0;
+    v1f1b_slots(vs->spec->p, lead, phase, vs->slots);
+    vp_status rc =
+        vp_vgrid_build_bw(vs->grid, (const int(*)[6])vs->slots, canonical, "1f1b-v", &s, err);
+    if (rc == VP_EVALIDATION)
+        rc = VP_OK;
+    double ms = s ? spec_makespan(s, vs->spec, &peak) : -1;
+    if (vs->tried++ == 0)
+        vs->cap = peak;
+    if (ms >= 0 && peak <= vs->cap + 1e-9 && (!vs->best || ms < vs->best_ms - 1e-9)) {
+        vp_schedule_free(vs->best);
+        vs->best = s;
+        vs->best_ms = ms;
+    } else {
+        vp_schedule_free(s);
+    }
+    return rc;
+}
+
 vp_status vp__build_1f1bv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
     *out = NULL;
     vp_status rc = vp__check_pm("1f1b-v", spec, err);
+    if (rc == VP_OK)
+        rc = need_two("1f1b-v", spec->p, err);
     if (rc != VP_OK)
         return rc;
     int p = spec->p;
-    rc = need_two("1f1b-v", p, err);
-    if (rc != VP_OK)
-        return rc;
-    int(*t)[6] = vp__calloc((size_t)p, sizeof *t);
-    vp_vgrid *w = NULL;
-    rc = t ? vp_vgrid_new(p, spec->m, &w, err) : vp__fail(err, VP_ENOMEM, "out of memory");
-    if (rc != VP_OK) {
-        free(t);
-        return rc;
-    }
+    v1f1b_search vs = {.spec = spec, .slots = vp__calloc((size_t)p, sizeof *vs.slots)};
+    rc = vs.slots ? vp_vgrid_new(p, spec->m, &vs.grid, err)
+                  : vp__fail(err, VP_ENOMEM, "out of memory");
     /* The standard rhythm (three extra slots before the first backward when 3 divides p)
-     * sets the memory; among the variants of lead, phase and warm-up that stay within it,
-     * keep the smallest makespan under the spec's costs. */
-    double best_ms = 0, cap = 0;
-    int base_lead = p % 3 == 0 ? 3 : 0, base_phase = (3 - (p + 2) % 3) % 3;
-    for (int v = -1; v < PERIOD * 3 * 2 && rc == VP_OK; v++) {
-        int lead = v < 0 ? base_lead : v / 6, phase0 = v < 0 ? base_phase : v % 3;
-        vp_schedule *s = NULL;
-        double peak = 0;
-        v1f1b_slots(p, lead, phase0, t);
-        rc = vp_vgrid_build_bw(w, (const int(*)[6])t, v >= 0 && v / 3 % 2, "1f1b-v", &s, err);
-        if (rc == VP_EVALIDATION)
-            rc = VP_OK; /* collides at period 6, or its canonical warm-up does not replay */
-        double ms = s ? spec_makespan(s, spec, &peak) : -1;
-        if (v < 0)
-            cap = peak;
-        if (ms >= 0 && peak <= cap + 1e-9 && (!*out || ms < best_ms - 1e-9)) {
-            vp_schedule_free(*out);
-            *out = s;
-            best_ms = ms;
-        } else {
-            vp_schedule_free(s);
-        }
-    }
-    vp_vgrid_free(w);
-    free(t);
-    if (rc == VP_OK && !*out)
+     * sets the memory; then every lead, warm-up and phase of the rhythm counter. */
+    if (rc == VP_OK)
+        rc = try_variant(&vs, p % 3 == 0 ? 3 : 0, (3 - (p + 2) % 3) % 3, 0, err);
+    for (int lead = 0; lead < PERIOD && rc == VP_OK; lead++)
+        for (int canonical = 0; canonical < 2 && rc == VP_OK; canonical++)
+            for (int phase = 0; phase < 3 && rc == VP_OK; phase++)
+                rc = try_variant(&vs, lead, phase, canonical, err);
+    vp_vgrid_free(vs.grid);
+    free(vs.slots);
+    if (rc == VP_OK && !vs.best)
         rc = vp__fail(err, VP_EINVAL, "1f1b-v found no collision-free block at p=%d", p);
     if (rc != VP_OK) {
-        vp_schedule_free(*out);
-        *out = NULL;
+        vp_schedule_free(vs.best);
+        return rc;
     }
-    return rc;
+    *out = vs.best;
+    return VP_OK;
 }

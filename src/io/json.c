@@ -254,30 +254,32 @@ vp_status vp_json_read(const char *text, size_t len, vp_schedule **out, vp_error
 
 /* ---- files ------------------------------------------------------------------------ */
 
+vp_status vp_schedule_parse(const char *text, size_t len, vp_schedule **out, vp_error *err) {
+    size_t i = 0;
+    *out = NULL;
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
+        i++;
+    if (i == len)
+        return vp__fail(err, VP_EPARSE, "is empty");
+    if (text[i] != '{')
+        return vp_torch_csv_read(text, len, NULL, out, err); /* validates */
+    vp_status rc = vp_json_read(text, len, out, err);
+    if (rc == VP_OK && (rc = vp_schedule_validate(*out, err)) != VP_OK) {
+        vp_schedule_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 vp_status vp_schedule_load(const char *path, vp_schedule **out, vp_error *err) {
     char *text;
     size_t len;
+    *out = NULL;
     vp_status rc = vp_read_file(path, 0, &text, &len, err);
     if (rc != VP_OK)
         return rc;
-    size_t i = 0;
-    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
-        i++;
-    int is_json = i < len && text[i] == '{';
-    if (i == len)
-        rc = vp__fail(err, VP_EPARSE, "is empty");
-    else if (is_json)
-        rc = vp_json_read(text, len, out, err);
-    else
-        rc = vp_torch_csv_read(text, len, NULL, out, err); /* validates */
+    rc = vp_schedule_parse(text, len, out, err);
     free(text);
-    if (rc == VP_OK && is_json) {
-        rc = vp_schedule_validate(*out, err);
-        if (rc != VP_OK) {
-            vp_schedule_free(*out);
-            *out = NULL;
-        }
-    }
     if (rc != VP_OK && err && !err->line) { /* name the file; a line error has its place */
         char why[sizeof err->message];
         snprintf(why, sizeof why, "%s", err->message);

@@ -6,10 +6,15 @@
 void vp_stage_adamw(vp_stage *s, const vp_adamw *opt, int step, float lr, float grad_scale) {
     float b1 = opt->beta1, b2 = opt->beta2;
     float c1 = 1.0f - powf(b1, (float)step), c2 = 1.0f - powf(b2, (float)step);
+    long lo = (long)s->held.lo, hi = (long)s->held.hi; /* the elements it holds moments of */
     for (int t = 0; t < s->n_tensors; t++) {
         float wd = s->tensors[t].decay ? opt->weight_decay : 0.0f;
-        long o = s->tensors[t].offset, n = s->tensors[t].count;
-        float *p = s->params + o, *g = s->grads + o, *m = s->adam_m + o, *v = s->adam_v + o;
+        long a = s->tensors[t].offset, b = a + s->tensors[t].count;
+        long o = a > lo ? a : lo, n = (b < hi ? b : hi) - o;
+        if (n <= 0)
+            continue; /* a tensor outside the shard */
+        float *p = s->params + o, *g = s->grads + o;
+        float *m = s->adam_m + (o - lo), *v = s->adam_v + (o - lo);
         for (long i = 0; i < n; i++) {
             float gi = g[i] * grad_scale;
             m[i] = b1 * m[i] + (1.0f - b1) * gi;

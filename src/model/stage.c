@@ -143,8 +143,8 @@ static bool alloc_arrays(vp_stage *s) {
     size_t n = (size_t)s->n_params;
     s->params = vp__calloc(n, sizeof(float));
     s->grads = vp__calloc(n, sizeof(float));
-    s->adam_m = vp__calloc(n, sizeof(float));
-    s->adam_v = vp__calloc(n, sizeof(float));
+    s->adam_m = vp__calloc(s->held.hi - s->held.lo, sizeof(float));
+    s->adam_v = vp__calloc(s->held.hi - s->held.lo, sizeof(float));
     s->tensors = vp__calloc((size_t)(2 + VP__LAYER_TENSORS * s->n_local + 3), sizeof(vp__tensor));
     s->bp = vp__calloc((size_t)s->n_local, sizeof(vp__block_params));
     s->bg = vp__calloc((size_t)s->n_local, sizeof(vp__block_params));
@@ -199,8 +199,9 @@ static void init_params(vp_stage *s, uint64_t seed) {
     }
 }
 
-/* Charges (or uncharges) the stage's parameters, gradients, AdamW moments and scratch to
- * their categories of its allocator, once. */
+/* Charges (or uncharges) the stage's parameters, gradients, AdamW moments (of the
+ * elements it holds them for: all, or its ZeRO-1 shard) and scratch to their categories
+ * of its allocator, once. */
 static void charge_states(vp_stage *s, bool charge) {
     if (s->charged == charge)
         return;
@@ -210,7 +211,7 @@ static void charge_states(vp_stage *s, bool charge) {
         size_t bytes;
     } states[] = {{VP_MEM_PARAMS, n},
                   {VP_MEM_GRADS, n},
-                  {VP_MEM_OPTIMIZER, 2 * n},
+                  {VP_MEM_OPTIMIZER, vp_shard_moment_bytes(s->held)},
                   {VP_MEM_WORKSPACE, s->sizes.work_bytes}};
     for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
         (charge ? vp_mem_charge_to : vp_mem_uncharge_from)(s->mem, states[i].cat, states[i].bytes);
@@ -226,6 +227,11 @@ vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
         return st;
     if (!opt || opt->n_slots < 1 || !mem)
         return vp__fail(err, VP_EINVAL, "a stage needs at least one slot and an allocator");
+    vp_shard held;
+    int shards = opt->shards > 1 ? opt->shards : 1;
+    st = vp_shard_of(cfg, range, shards > 1 ? opt->shard : 0, shards, &held, err);
+    if (st)
+        return st;
     vp_stage *s = vp__calloc(1, sizeof *s);
     if (!s)
         return vp__fail(err, VP_ENOMEM, "out of memory for a stage");
@@ -240,6 +246,7 @@ vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
     s->mem = mem;
     s->n_slots = opt->n_slots;
     s->n_params = (long)(sizes.param_bytes / sizeof(float));
+    s->held = held;
     if (!alloc_arrays(s)) {
         vp_stage_free(s);
         return vp__fail(err, VP_ENOMEM, "out of memory for a stage's parameters");
@@ -623,36 +630,6 @@ void vp_stage_zero_grad(vp_stage *s) {
     memset(s->grads, 0, (size_t)s->n_params * sizeof(float));
 }
 
-/* Gradient-norm units: the embeddings (2 tensors), each layer (12), the head (3). */
-static int unit_count(const vp_stage *s) {
-    return s->first + s->n_local + s->last;
-}
-
-static int unit_tensors(const vp_stage *s, int u) {
-    return s->first && u == 0 ? 2 : s->last && u == unit_count(s) - 1 ? 3 : 12;
-}
-
-static double tensors_sumsq(const vp_stage *s, int t0, int nt) {
-    long a = s->tensors[t0].offset;
-    long b = s->tensors[t0 + nt - 1].offset + s->tensors[t0 + nt - 1].count;
-    double sum = 0.0;
-    for (long i = a; i < b; i++)
-        sum += (double)s->grads[i] * s->grads[i];
-    return sum;
-}
-
-void vp_stage_grad_sumsq_units(const vp_stage *s, double *out) {
-    for (int u = 0, t = 0; u < unit_count(s); t += unit_tensors(s, u), u++)
-        out[u] = tensors_sumsq(s, t, unit_tensors(s, u));
-}
-
-double vp_stage_grad_sumsq(const vp_stage *s) {
-    double sum = 0.0;
-    for (int u = 0, t = 0; u < unit_count(s); t += unit_tensors(s, u), u++)
-        sum += tensors_sumsq(s, t, unit_tensors(s, u));
-    return sum;
-}
-
 float *vp_stage_params(vp_stage *s, size_t *count) {
     *count = (size_t)s->n_params;
     return s->params;
@@ -667,6 +644,7 @@ vp_stage_state vp_stage_state_of(vp_stage *s) {
     return (vp_stage_state){.range = {s->l0, s->l1, s->first, s->last},
                             .n = (size_t)s->n_params,
                             .params = s->params,
+                            .held = s->held,
                             .adam_m = s->adam_m,
                             .adam_v = s->adam_v};
 }

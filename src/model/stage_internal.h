@@ -35,7 +35,9 @@ struct vp_stage {
     bool first, last;
     vp__dims d;
     vp_stage_sizes sizes;
-    float *params, *grads, *adam_m, *adam_v; /* [n_params] each */
+    float *params, *grads;  /* [n_params] each */
+    vp_shard held;          /* the elements whose AdamW moments the stage holds */
+    float *adam_m, *adam_v; /* [held.hi - held.lo], element i at i - held.lo */
     long n_params;
     vp__tensor *tensors;
     int n_tensors;

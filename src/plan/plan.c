@@ -1,18 +1,13 @@
 /* The memory-budget planner: every registered family plus the V block space, the fastest
  * schedule that fits, and the memory -> makespan frontier (plan.h).
  *
- * The V space is 60 phase patterns (F¹, B¹, B⁰ on device 0 around F⁰ at phase 0) x δ⁰
- * in 1..5 x an optional later δ⁰ (smaller, after device K in 1..p-2), with δ¹ = 1.
- * Blocks that collide are dropped by their phase pattern alone (O(p)); the others are
- * built by the slot engine in one reused workspace and simulated with the spec's costs
- * and memory model. For each peak level only the best block is kept.
+ * The V space is searched by vp_vsearch_run (families.h), which keeps the fastest block
+ * per peak level within the budget.
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/internal.h"
 #include "vpipe/plan.h"
@@ -51,11 +46,15 @@ static int better(const vp_plan_candidate *a, const vp_plan_candidate *b) {
     return a->peak < b->peak - EPS;
 }
 
-/* Simulates s under spec into c's metrics. */
-static vp_status measure(const vp_schedule *s, const vp_cost_model *cm, vp_plan_candidate *c,
+/* Simulates s under spec's costs and memory model into c's metrics. */
+static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_candidate *c,
                          vp_error *err) {
+    vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
-    vp_status rc = vp_simulate(s, cm, &sim, err);
+    vp_status rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, err);
+    if (rc == VP_OK)
+        rc = vp_simulate(s, cm, &sim, err);
+    vp_cost_model_free(cm);
     if (rc != VP_OK)
         return rc;
     c->peak = sim->peak_max;
@@ -67,6 +66,19 @@ static vp_status measure(const vp_schedule *s, const vp_cost_model *cm, vp_plan_
     c->bubble = sim->bubble;
     vp_sim_free(sim);
     return VP_OK;
+}
+
+/* Builds V block vb for spec, recomputing as the spec asks (caller frees *out). */
+static vp_status build_vblock(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
+                              vp_error *err) {
+    vp_status rc = vp_vblock_build(vb, spec->p, spec->m, "v-block", out, err);
+    if (rc != VP_OK || spec->recompute == VP_RECOMPUTE_NONE)
+        return rc;
+    vp_schedule *r = NULL;
+    rc = vp_schedule_recompute(*out, spec->recompute, &r, err);
+    vp_schedule_free(*out);
+    *out = r;
+    return rc;
 }
 
 /* Builds and measures every registered family; families whose constraints the spec does
@@ -83,12 +95,8 @@ static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_p
             return vp__fail(err, rc, "out of memory");
         if (rc != VP_OK)
             continue;
-        vp_cost_model *cm = NULL;
-        vp_plan_candidate *c = NULL;
-        rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, err);
-        if (rc == VP_OK)
-            rc = (c = cand_push(out)) ? measure(s, cm, c, err) : VP_ENOMEM;
-        vp_cost_model_free(cm);
+        vp_plan_candidate *c = cand_push(out);
+        rc = c ? measure(s, spec, c, err) : VP_ENOMEM;
         vp_schedule_free(s);
         if (rc != VP_OK)
             return rc == VP_ENOMEM ? vp__fail(err, rc, "out of memory") : rc;
@@ -99,200 +107,48 @@ static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_p
     return VP_OK;
 }
 
-/* Replaces *s by its recomputing version (vp_schedule_recompute); *s is NULL on failure. */
-static vp_status recompute_in_place(vp_schedule **s, vp_recompute mode, vp_error *err) {
-    vp_schedule *r = NULL;
-    vp_status rc = vp_schedule_recompute(*s, mode, &r, err);
-    vp_schedule_free(*s);
-    *s = r;
-    return rc;
-}
-
-/* One V block's result with its place in the enumeration (ties go to the earlier). */
-typedef struct level {
-    vp_plan_candidate c;
-    long index;
-} level;
-
-/* What one worker searches and finds: blocks first, first + step, ... below n. */
-typedef struct worker {
-    const vp_spec *spec;
-    const vp_cost_model *cm;
-    const vp_vblock *blocks;
-    long first, step, n;
-    level *levels; /* best block per peak level */
-    int n_levels, cap_levels;
-    long built;
-    vp_status rc;
-    vp_error err;
-} worker;
-
-/* Keeps x in the worker's levels when it is the best of its peak so far. */
-static int keep_level(worker *wk, const level *x) {
-    for (int i = 0; i < wk->n_levels; i++) {
-        level *l = &wk->levels[i];
-        if (fabs(l->c.peak - x->c.peak) > EPS)
-            continue;
-        if (better(&x->c, &l->c) || (!better(&l->c, &x->c) && x->index < l->index))
-            *l = *x;
-        return 0;
-    }
-    if (vp__grow((void **)&wk->levels, &wk->cap_levels, wk->n_levels + 1, sizeof *wk->levels))
-        return -1;
-    wk->levels[wk->n_levels++] = *x;
-    return 0;
-}
-
-/* Builds and measures the worker's blocks in one reused workspace. At equal F, B, W and
- * no hop time a block whose repeated peak is k chunk activations has at least
- * max(0, 6p-1-3k) idle chunk slots (schedules.md §4): once a block of that peak reaches
- * the bound, the later ones of the same peak cannot do better and are skipped. */
-static void *search(void *arg) {
-    worker *wk = arg;
-    const vp_spec *spec = wk->spec;
-    const vp_costs *k0 = &spec->costs;
-    int p = spec->p;
-    int uniform =
-        k0->f == k0->b && k0->b == k0->w && k0->c == 0 && !k0->dev_f && !k0->dev_b && !k0->dev_w;
-    vp_vgrid *w = NULL;
-    int(*t)[6] = vp__calloc((size_t)p, sizeof *t);
-    double *best_at = vp__calloc(2 * (size_t)p + 1, sizeof *best_at);
-    wk->rc = t && best_at ? vp_vgrid_new(p, spec->m, &w, &wk->err)
-                          : vp__fail(&wk->err, VP_ENOMEM, "out of memory");
-    for (long i = wk->first; i < wk->n && wk->rc == VP_OK; i += wk->step) {
-        if (vp_vblock_slots(&wk->blocks[i], p, t) != 0)
-            continue;
-        int cap = vp_vgrid_peak(w, (const int(*)[6])t);
-        if (cap > 2 * p)
-            continue; /* more memory than V-ZB, which has no bubble */
-        int idle = 6 * p - 1 - 3 * cap > 0 ? 6 * p - 1 - 3 * cap : 0;
-        double lb = (6.0 * spec->m + idle) * (k0->f / 2);
-        if (uniform && best_at[cap] > 0 && best_at[cap] <= lb * (1 + EPS))
-            continue;
-        vp_schedule *s = NULL;
-        wk->rc = vp_vgrid_build(w, (const int(*)[6])t, "v-block", &s, &wk->err);
-        if (wk->rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE)
-            wk->rc = recompute_in_place(&s, spec->recompute, &wk->err);
-        if (wk->rc != VP_OK)
-            break;
-        wk->built++;
-        level x = {.c = {.is_vblock = 1, .vblock = wk->blocks[i]}, .index = i};
-        wk->rc = measure(s, wk->cm, &x.c, &wk->err);
-        vp_schedule_free(s);
-        if (wk->rc == VP_OK && keep_level(wk, &x) != 0)
-            wk->rc = vp__fail(&wk->err, VP_ENOMEM, "out of memory");
-        if (best_at[cap] == 0 || x.c.makespan < best_at[cap])
-            best_at[cap] = x.c.makespan;
-    }
-    free(best_at);
-    free(t);
-    vp_vgrid_free(w);
-    return NULL;
-}
-
-/* The search space in enumeration order: phase patterns, then δ⁰, then the later δ⁰
- * (equal: no change point), then the change point K. Returns the count (-1: no memory). */
-static long enumerate(int p, vp_vblock **out) {
-    long n = 0, cap = 60L * (5 + 10L * (p > 2 ? p - 2 : 0));
-    vp_vblock *v = vp__calloc((size_t)cap, sizeof *v);
-    if (!v)
-        return -1;
-    for (int pat = 0; pat < 125; pat++) {
-        vp_vblock vb = {
-            .f1 = 1 + pat / 25, .b1 = 1 + pat / 5 % 5, .b0 = 1 + pat % 5, .d1 = 1, .d1b = 1};
-        if (vb.f1 == vb.b1 || vb.f1 == vb.b0 || vb.b1 == vb.b0)
-            continue;
-        for (vb.d0 = 1; vb.d0 <= 5; vb.d0++)
-            for (vb.d0b = 1; vb.d0b <= vb.d0; vb.d0b++)
-                for (vb.k = vb.d0b == vb.d0 ? p - 1 : 1; vb.k <= p - 1; vb.k++) {
-                    if (vb.d0b != vb.d0 && vb.k == p - 1)
-                        break;
-                    v[n++] = vb;
-                }
-    }
-    *out = v;
-    return n;
-}
-
-/* Best V block per peak level, appended to out by increasing peak. The blocks are dealt
- * round-robin to up to VP__PLAN_THREADS workers (as many as there are processors); each
- * level keeps its best block, ties going to the first in enumeration order, so the answer
- * does not depend on the number of workers. */
-#define VP__PLAN_THREADS 8
-static vp_status add_vblocks(const vp_spec *spec, cand_list *out, long *tried, long *built,
-                             vp_error *err) {
-    int p = spec->p;
-    *tried = *built = 0;
-    if (p < 2)
+/* The best V block per peak level within the budget (vp_vsearch_run), appended to out by
+ * increasing peak. The search builds blocks without recomputation; with spec->recompute
+ * each level's block is then built recomputing and measured again, so its figures are
+ * those of the schedule the plan returns. The budget was checked on the peak without R,
+ * which bounds the peak with R from above (R only rebuilds, before its backward, what F
+ * dropped), so no block over the budget is kept. */
+static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, cand_list *out, vp_error *err) {
+    plan->blocks_tried = plan->blocks_built = 0;
+    if (spec->p < 2)
         return VP_OK;
-    vp_vblock *blocks = NULL;
-    long n = enumerate(p, &blocks);
-    vp_schedule *shape = NULL;
-    vp_cost_model *cm = NULL;
-    vp_shape v = {.p = p, .S = 2 * p, .m = spec->m, .placement = VP_PLACE_V};
-    vp_status rc = n < 0 ? vp__fail(err, VP_ENOMEM, "out of memory")
-                         : vp_schedule_new("v-block", v, &shape, err);
-    if (rc == VP_OK) {
-        shape->recompute = spec->recompute; /* as the blocks will be */
-        rc = vp_cost_model_new(shape, &spec->costs, &spec->mem, &cm, err);
-    }
-    vp_schedule_free(shape);
-    if (rc != VP_OK) {
-        free(blocks);
+    double units = plan->budget_in_bytes ? plan->budget / spec->mem.unit_bytes : plan->budget;
+    vp_vsearch_opts opts = {.max_cap = 2 * spec->p, .max_peak = units * (1 + EPS) + EPS};
+    vp_vsearch *found = NULL;
+    vp_status rc = vp_vsearch_run(spec, &opts, &found, err);
+    if (rc != VP_OK)
         return rc;
-    }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int nw = cpus < 1 ? 1 : cpus > VP__PLAN_THREADS ? VP__PLAN_THREADS : (int)cpus;
-    if (n < 64 * nw)
-        nw = 1;
-    worker wk[VP__PLAN_THREADS];
-    pthread_t tid[VP__PLAN_THREADS];
-    int started[VP__PLAN_THREADS] = {0};
-    for (int i = 0; i < nw; i++) {
-        wk[i] = (worker){.spec = spec, .cm = cm, .blocks = blocks, .first = i, .step = nw, .n = n};
-        started[i] = i > 0 && pthread_create(&tid[i], NULL, search, &wk[i]) == 0;
-    }
-    for (int i = 0; i < nw; i++) { /* the calling thread takes the first share, and any share
-                                      whose thread could not start */
-        if (!started[i])
-            search(&wk[i]);
-    }
-    for (int i = 0; i < nw; i++)
-        if (started[i])
-            pthread_join(tid[i], NULL);
-    worker all = {.rc = VP_OK};
-    for (int i = 0; i < nw; i++) {
-        if (rc == VP_OK && wk[i].rc != VP_OK) {
-            rc = wk[i].rc;
-            if (err)
-                *err = wk[i].err;
-        }
-        for (int j = 0; rc == VP_OK && j < wk[i].n_levels; j++)
-            if (keep_level(&all, &wk[i].levels[j]) != 0)
-                rc = vp__fail(err, VP_ENOMEM, "out of memory");
-        *built += wk[i].built;
-        free(wk[i].levels);
-    }
-    *tried = n;
-    for (int i = 1; i < all.n_levels; i++) /* by increasing peak */
-        for (int j = i; j > 0 && all.levels[j].c.peak < all.levels[j - 1].c.peak; j--) {
-            level x = all.levels[j];
-            all.levels[j] = all.levels[j - 1];
-            all.levels[j - 1] = x;
-        }
-    for (int i = 0; i < all.n_levels && rc == VP_OK; i++) {
+    for (int i = 0; i < found->n_levels && rc == VP_OK; i++) {
+        const vp_vsearch_level *l = &found->levels[i];
         vp_plan_candidate *c = cand_push(out);
         if (!c) {
             rc = vp__fail(err, VP_ENOMEM, "out of memory");
             break;
         }
-        *c = all.levels[i].c;
+        c->is_vblock = 1;
+        c->vblock = l->vblock;
+        c->peak = l->metrics.peak;
+        c->peak_bytes = l->metrics.peak_bytes;
+        c->makespan = l->metrics.makespan;
+        c->bubble = l->metrics.bubble;
         snprintf(c->family, sizeof c->family, "v-block");
-        vp_vblock_format(&c->vblock, p, c->params, sizeof c->params);
+        vp_vblock_format(&c->vblock, spec->p, c->params, sizeof c->params);
+        if (spec->recompute != VP_RECOMPUTE_NONE) {
+            vp_schedule *s = NULL;
+            rc = build_vblock(spec, &c->vblock, &s, err);
+            if (rc == VP_OK)
+                rc = measure(s, spec, c, err);
+            vp_schedule_free(s);
+        }
     }
-    free(all.levels);
-    vp_cost_model_free(cm);
-    free(blocks);
+    plan->blocks_tried = found->tried;
+    plan->blocks_built = found->built;
+    vp_vsearch_free(found);
     return rc;
 }
 
@@ -412,12 +268,8 @@ static vp_status resolve_budget(const vp_spec *spec, const vp_budget *budget, vp
 /* Rebuilds the chosen candidate's schedule. */
 static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_schedule **out,
                          vp_error *err) {
-    if (!c->is_vblock)
-        return vp_family_build(c->family, spec, out, err);
-    vp_status rc = vp_vblock_build(&c->vblock, spec->p, spec->m, "v-block", out, err);
-    if (rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE)
-        rc = recompute_in_place(out, spec->recompute, err);
-    return rc;
+    return c->is_vblock ? build_vblock(spec, &c->vblock, out, err)
+                        : vp_family_build(c->family, spec, out, err);
 }
 
 vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out, vp_error *err) {
@@ -436,7 +288,7 @@ vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **ou
     if (rc == VP_OK)
         rc = resolve_budget(spec, budget, plan, err);
     if (rc == VP_OK)
-        rc = add_vblocks(spec, &list, &plan->blocks_tried, &plan->blocks_built, err);
+        rc = add_vblocks(spec, plan, &list, err);
     plan->candidates = list.v;
     plan->n_candidates = list.n;
     plan->chosen = -1;

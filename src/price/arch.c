@@ -1,5 +1,8 @@
 /* The model description: presets, vpipe's own GPT, checks and the parameter count. */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
@@ -128,4 +131,26 @@ double vp_arch_params(const vp_arch *a) {
     double total = a->layers * vp__part_params(a, 1, VP_PRICE_LAYER) +
                    vp__part_params(a, 1, VP_PRICE_EMBEDDING) + vp__part_params(a, 1, VP_PRICE_HEAD);
     return a->tied ? total - (double)a->vocab * a->hidden : total;
+}
+
+vp_status vp_arch_parse_vpipe(const char *text, vp_arch *out, vp_error *err) {
+    static const char usage[] = "expected vpipe:LAYERS,WIDTH,HEADS,SEQ (e.g. vpipe:8,128,4,64)";
+    if (strncmp(text, "vpipe:", 6))
+        return vp__fail(err, VP_EINVAL, "'%s': %s", text, usage);
+    long dims[4];
+    const char *at = text + 6;
+    for (int i = 0; i < 4; i++) {
+        char *end = NULL;
+        errno = 0;
+        dims[i] = isdigit((unsigned char)*at) ? strtol(at, &end, 10) : -1;
+        if (dims[i] < 1 || dims[i] > (1L << 20) || errno || *end != (i < 3 ? ',' : '\0'))
+            return vp__fail(err, VP_EINVAL, "'%s': %s, each in [1, %d]", text, usage, 1 << 20);
+        at = end + 1;
+    }
+    vp_arch a = vp_arch_vpipe((int)dims[0], (int)dims[1], (int)dims[2], (int)dims[3]);
+    snprintf(a.name, sizeof a.name, "vpipe:%ld,%ld,%ld,%ld", dims[0], dims[1], dims[2], dims[3]);
+    vp_status rc = vp_arch_check(&a, err);
+    if (rc == VP_OK)
+        *out = a;
+    return rc;
 }

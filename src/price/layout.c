@@ -29,7 +29,7 @@ bool vp__spans_nodes(const vp_gpu *gpu, long first, long stride, int n) {
  * input (SP) and reduces its input gradient; the embedding reduces its output and, with
  * SP, gathers the gradient its W reads. */
 static double tp_comm_ms(const vp_price_setup *su, vp_price_part part, vp_op_kind pass) {
-    const vp_train *t = su->train;
+    const vp_workload *t = su->work;
     double tensor = (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes;
     bool inter = vp__spans_nodes(su->gpu, 0, 1, t->tp);
     double gather = vp__ring_gather_seconds(su->gpu, inter, t->tp, tensor), reduce = 2 * gather;
@@ -58,8 +58,8 @@ static void price_parts(const vp_price_setup *su, part_price *parts) {
     for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
         part_price *pp = &parts[k];
         vp_price_part part = (vp_price_part)k;
-        vp__part_facts(su->arch, su->train, part, &pp->facts);
-        bool whole = part == VP_PRICE_LAYER && su->train->recompute == VP_RECOMPUTE_FULL;
+        vp__part_facts(su->arch, su->work, part, &pp->facts);
+        bool whole = part == VP_PRICE_LAYER && su->work->recompute == VP_RECOMPUTE_FULL;
         pp->f_ms = pp->facts.flops_f / rate + tp_comm_ms(su, part, VP_OP_F);
         pp->r_ms = pp->facts.flops_r / rate + (whole ? tp_comm_ms(su, part, VP_OP_F) : 0);
         pp->b_ms = pp->facts.flops_b / rate + tp_comm_ms(su, part, VP_OP_B) + pp->r_ms;
@@ -69,7 +69,7 @@ static void price_parts(const vp_price_setup *su, part_price *parts) {
 
 /* Bytes of model states per parameter held: weights, gradients, master weights and
  * moments (the last two split over DP with the distributed optimizer). */
-static double state_bytes_per_param(const vp_train *t) {
+static double state_bytes_per_param(const vp_workload *t) {
     return t->prec.param + t->prec.grad +
            (t->prec.master + t->prec.moments) / (t->zero1 ? (double)t->dp : 1.0);
 }
@@ -84,7 +84,7 @@ static vp_status split_loads(const vp_price_setup *su, const vp_schedule *s, con
     if (!live)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = su->split == VP_SPLIT_MEMORY ? vp__stage_live_max(s, live, err) : VP_OK;
-    double state = state_bytes_per_param(su->train);
+    double state = state_bytes_per_param(su->work);
     for (int k = 0; k < R && rc == VP_OK; k++) {
         double alive = 0; /* most microbatches alive on a stage at this position */
         for (int st = k; st < s->S; st += R)
@@ -133,6 +133,40 @@ static vp_status choose_split(const vp_price_setup *su, const vp_schedule *s, co
 
 /* ---- stages and ranks --------------------------------------------------------------- */
 
+/* Bytes of one activation (or gradient) between stages on one rank. */
+static double io_bytes(const vp_price_setup *su) {
+    const vp_workload *t = su->work;
+    return (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
+}
+
+/* A schedule with R passes (mode): each stage's R time and what its F keeps until R, from
+ * the parts priced under the mode (vpipe's own model, whose runtime recomputes the whole
+ * stage from its input: its forward's time, and the input, the tokens on the first stage,
+ * with the targets on the last). The stages were filled without recomputation. */
+static void fill_recompute(const vp_price_setup *su, vp_recompute mode, vp_price_layout *lay) {
+    vp_workload work = *su->work;
+    work.recompute = mode;
+    vp_price_setup rsu = *su;
+    rsu.work = &work;
+    part_price rp[3];
+    price_parts(&rsu, rp);
+    double tokens = (double)work.mbs * work.seq; /* vpipe's byte tokens and targets */
+    bool own = su->arch->impl == VP_IMPL_VPIPE;
+    for (int st = 0; st < lay->S; st++) {
+        vp_price_stage *g = &lay->stage[st];
+        double weight[3] = {g->l1 - g->l0, g->first, g->last};
+        g->r_ms = g->hold_bytes = 0;
+        for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
+            g->r_ms += weight[k] * rp[k].r_ms;
+            g->hold_bytes += weight[k] * rp[k].facts.act_bytes;
+        }
+        if (own && mode == VP_RECOMPUTE_FULL) {
+            g->r_ms = g->f_ms;
+            g->hold_bytes = (g->first ? tokens : io_bytes(su)) + (g->last ? tokens : 0);
+        }
+    }
+}
+
 /* Fills layout->stage from the split: each stage's layers plus its ends. A tied head
  * shares the embedding when its route's first stage sits on the same device. */
 static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const part_price *pp,
@@ -158,22 +192,17 @@ static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const pa
             g->w_ms += weight[k] * pp[k].w_ms;
             g->r_ms += weight[k] * pp[k].r_ms;
         }
+        g->hold_bytes = g->act_bytes;
         if (g->last && su->arch->tied && s->stage_device[st - pos] == g->device)
-            g->params -= (double)su->arch->vocab * su->arch->hidden / su->train->tp;
+            g->params -= (double)su->arch->vocab * su->arch->hidden / su->work->tp;
     }
-}
-
-/* Bytes of one activation (or gradient) between stages on one rank. */
-static double io_bytes(const vp_price_setup *su) {
-    const vp_train *t = su->train;
-    return (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
 }
 
 /* Mean time of a hop between pipeline neighbours on different devices, in ms: the
  * tensor over the link between their nodes, plus its latency. A schedule's critical
  * path crosses every hop alike, so the mean keeps the path's total. */
 static double mean_hop_ms(const vp_price_setup *su, const vp_schedule *s) {
-    long ranks = (long)su->train->tp * su->train->dp; /* global ranks per pipeline rank */
+    long ranks = (long)su->work->tp * su->work->dp; /* global ranks per pipeline rank */
     double sum = 0;
     int hops = 0;
     for (int st = 0; st + 1 < s->S; st++) {
@@ -190,7 +219,7 @@ static double mean_hop_ms(const vp_price_setup *su, const vp_schedule *s) {
 /* vpipe's per-stage scratch for B (vp_stage_sizes.work_bytes): the block's work floats
  * when the stage has layers, at least one activation on the last stage. */
 static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
-    double T = su->train->seq, N = su->train->mbs * T, C = su->arch->hidden;
+    double T = su->work->seq, N = su->work->mbs * T, C = su->arch->hidden;
     double floats = g->l1 > g->l0 ? N * su->arch->ffn + T * T + 3 * T * (C / su->arch->heads) : 0;
     if (g->last && floats < N * C)
         floats = N * C;
@@ -199,8 +228,8 @@ static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
 
 /* Every item of each rank's memory but the activations. */
 static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_price_layout *lay) {
-    const vp_train *t = su->train;
-    vp_train plain = *t;
+    const vp_workload *t = su->work;
+    vp_workload plain = *t;
     plain.recompute = VP_RECOMPUTE_NONE;
     vp_price_facts whole; /* one layer without recomputation: what full recompute rebuilds */
     vp__part_facts(su->arch, &plain, VP_PRICE_LAYER, &whole);
@@ -288,22 +317,26 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
     double unit = 0;
     for (int st = 0; st < s->S; st++)
         unit += lay->stage[st].act_bytes / s->p;
+    lay->unit_bytes = unit;
     for (int st = 0; st < s->S; st++) {
         vp_price_stage *g = &lay->stage[st];
-        if (su->measured) {
+        if (su->measured) { /* a measured B includes whatever it recomputes, R is R */
             g->f_ms = cm->f[st];
             g->b_ms = cm->b[st];
             g->w_ms = cm->w[st];
-            g->r_ms = 0; /* measured B includes whatever it recomputes */
+            g->r_ms = s->recompute != VP_RECOMPUTE_NONE ? cm->r[st] : 0;
         } else {
             cm->f[st] = g->f_ms;
             cm->b[st] = g->b_ms;
             cm->w[st] = g->w_ms;
+            cm->r[st] = g->r_ms; /* read for R passes only */
         }
         cm->act_bytes[st] = g->act_bytes;
         cm->keep_bytes[st] = g->keep_bytes;
+        cm->hold_bytes[st] = g->hold_bytes;
         cm->act[st] = g->act_bytes / unit;
         cm->keep[st] = g->keep_bytes / unit;
+        cm->hold[st] = g->hold_bytes / unit;
     }
     cm->c = lay->hop_ms;
     return VP_OK;
@@ -328,6 +361,13 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
         return rc;
     if (!su->gpu || !shape)
         return vp__fail(err, VP_EINVAL, "pricing a schedule needs an accelerator and a schedule");
+    if (shape->recompute != VP_RECOMPUTE_NONE && su->work->recompute != VP_RECOMPUTE_NONE &&
+        su->work->recompute != shape->recompute)
+        return vp__fail(err, VP_EINVAL,
+                        "%s recomputes (%s) in R passes, the workload asks %s recomputation "
+                        "inside B: one recomputation, priced once",
+                        shape->family, vp_recompute_name(shape->recompute),
+                        vp_recompute_name(su->work->recompute));
     if (su->measured && !(su->measured->f >= 0 && su->measured->b >= 0 && su->measured->w >= 0 &&
                           su->measured->c >= 0))
         return vp__fail(err, VP_EINVAL, "measured costs must be >= 0");
@@ -344,12 +384,21 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     lay->p = shape->p;
     lay->S = shape->S;
     lay->route_len = shape->route_len;
+    /* R passes: the stages priced without recomputation, then each R's part (vp_workload) */
+    vp_workload plain = *su->work;
+    vp_price_setup psu = *su;
+    if (shape->recompute != VP_RECOMPUTE_NONE) {
+        plain.recompute = VP_RECOMPUTE_NONE;
+        psu.work = &plain;
+    }
     part_price parts[3];
-    price_parts(su, parts);
-    rc = choose_split(su, shape, parts, lay->layers_per_stage, err);
+    price_parts(&psu, parts);
+    rc = choose_split(&psu, shape, parts, lay->layers_per_stage, err);
     if (rc == VP_OK) {
-        fill_stages(su, shape, parts, lay);
-        fixed_memory(su, shape, lay);
+        fill_stages(&psu, shape, parts, lay);
+        if (shape->recompute != VP_RECOMPUTE_NONE)
+            fill_recompute(su, shape->recompute, lay);
+        fixed_memory(&psu, shape, lay);
         lay->hop_ms = su->measured ? su->measured->c : mean_hop_ms(su, shape);
         rc = build_costs(su, shape, lay, err);
     }

@@ -98,7 +98,7 @@ static const tensor_row vpipe_layer[] = {
     {"ln1 mean and rstd", W_ONE, 2, 4, SPLIT_NONE, VP_KEEP_F_B, 0},
     {"qkv (query)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_B, 0},
     {"qkv (key, value)", W_KV, 2, 0, SPLIT_NONE, VP_KEEP_F_B, 0},
-    {"attention probabilities", W_SCORES, 1, 0, SPLIT_NONE, VP_KEEP_F_B, 0},
+    {"attention probabilities", W_SCORES, 1, 0, SPLIT_NONE, VP_KEEP_F_B, SCORES},
     {"att (projection input)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_W, 0},
     {"x2 (norm 2 input)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_B, 0},
     {"ln2 (FC input)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_W, 0},
@@ -147,7 +147,7 @@ static const struct {
 };
 
 /* Whether a row exists under the setting (recomputation aside). */
-static bool row_present(const tensor_row *r, const vp_arch *a, const vp_train *t) {
+static bool row_present(const tensor_row *r, const vp_arch *a, const vp_workload *t) {
     if ((r->flags & ONLY_DROPOUT) && !a->dropout)
         return false;
     if ((r->flags & SCORES) && t->flash)
@@ -174,7 +174,7 @@ static bool row_recomputed(const tensor_row *r, vp_recompute rc, vp_keep *keep) 
     return true;
 }
 
-static double row_bytes(const tensor_row *r, const vp_arch *a, const vp_train *t) {
+static double row_bytes(const tensor_row *r, const vp_arch *a, const vp_workload *t) {
     double tokens = (double)t->mbs * t->seq, head = (double)a->hidden / a->heads;
     double width[] = {[W_H] = a->hidden,    [W_KV] = a->kv_heads * head,
                       [W_FFN] = a->ffn,     [W_SCORES] = (double)a->heads * t->seq,
@@ -185,17 +185,17 @@ static double row_bytes(const tensor_row *r, const vp_arch *a, const vp_train *t
     return elements * (r->bytes ? r->bytes : a->dtype_bytes) / (split ? t->tp : 1);
 }
 
-int vp_price_tensors(const vp_arch *arch, const vp_train *train, vp_price_part part,
+int vp_price_tensors(const vp_arch *arch, const vp_workload *work, vp_price_part part,
                      vp_saved_tensor *out, int cap) {
     const tensor_row *rows = tables[arch->impl][part].rows;
     int n = tables[arch->impl][part].n, count = 0;
-    vp_recompute rc = part == VP_PRICE_LAYER ? train->recompute : VP_RECOMPUTE_NONE;
+    vp_recompute rc = part == VP_PRICE_LAYER ? work->recompute : VP_RECOMPUTE_NONE;
     for (int i = 0; i < n; i++) {
         vp_keep keep;
-        if (!row_present(&rows[i], arch, train) || !row_recomputed(&rows[i], rc, &keep))
+        if (!row_present(&rows[i], arch, work) || !row_recomputed(&rows[i], rc, &keep))
             continue;
         if (count < cap)
-            out[count] = (vp_saved_tensor){rows[i].name, row_bytes(&rows[i], arch, train), keep};
+            out[count] = (vp_saved_tensor){rows[i].name, row_bytes(&rows[i], arch, work), keep};
         count++;
     }
     return count;
@@ -217,7 +217,7 @@ double vp__part_params(const vp_arch *a, int tp, vp_price_part part) {
 
 /* FLOPs of one part per microbatch on one rank (2 per multiply-add; Zero Bubble Table 1
  * for a GPT layer: F = sbh(24h + 4s), B = sbh(24h + 8s), W = sbh·24h). */
-static void part_flops(const vp_arch *a, const vp_train *t, vp_price_part part,
+static void part_flops(const vp_arch *a, const vp_workload *t, vp_price_part part,
                        vp_price_facts *out) {
     double tokens = (double)t->mbs * t->seq, h = a->hidden, tp = t->tp;
     double kv = (double)a->kv_heads * (h / a->heads), f = a->ffn;
@@ -240,25 +240,25 @@ static void part_flops(const vp_arch *a, const vp_train *t, vp_price_part part,
         out->flops_r = 2 * scores;
 }
 
-vp_status vp_price_part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
+vp_status vp_price_part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
                               vp_price_facts *out, vp_error *err) {
-    vp_price_setup setup = {.arch = arch, .train = train};
+    vp_price_setup setup = {.arch = arch, .work = work};
     vp_status rc = vp_price_check(&setup, err);
     if (rc == VP_OK)
-        vp__part_facts(arch, train, part, out);
+        vp__part_facts(arch, work, part, out);
     return rc;
 }
 
-void vp__part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
+void vp__part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
                     vp_price_facts *out) {
     vp_saved_tensor saved[MAX_ROWS];
-    int n = vp_price_tensors(arch, train, part, saved, MAX_ROWS);
-    *out = (vp_price_facts){.params = vp__part_params(arch, train->tp, part)};
+    int n = vp_price_tensors(arch, work, part, saved, MAX_ROWS);
+    *out = (vp_price_facts){.params = vp__part_params(arch, work->tp, part)};
     for (int i = 0; i < n; i++) {
         if (saved[i].keep != VP_KEEP_B_W)
             out->act_bytes += saved[i].bytes;
         if (saved[i].keep != VP_KEEP_F_B)
             out->keep_bytes += saved[i].bytes;
     }
-    part_flops(arch, train, part, out);
+    part_flops(arch, work, part, out);
 }

@@ -15,6 +15,7 @@ void vp_price_result_free(vp_price_result *r) {
     free(r->layers_per_stage);
     free(r->stage);
     free(r->memory);
+    vp_sim_free(r->sim);
     free(r);
 }
 
@@ -39,8 +40,8 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
  * it reads the gradient, reads and writes the fp32 weights (master copy, or the weights
  * themselves) and the moments, and writes the 16-bit copy when there is a master. */
 static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m) {
-    const vp_precision *pr = &su->train->prec;
-    double shard = (m->params / pr->param) / (su->train->zero1 ? su->train->dp : 1);
+    const vp_precision *pr = &su->work->prec;
+    double shard = (m->params / pr->param) / (su->work->zero1 ? su->work->dp : 1);
     double weights = pr->master ? pr->master : pr->param;
     double traffic = pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
     return shard * traffic / su->gpu->hbm_bandwidth;
@@ -50,7 +51,7 @@ static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *
  * distributed optimizer a reduce-scatter of them and an all-gather of the updated
  * weights; over the nodes when the DP group (ranks tp apart) spans more than one. */
 static double dp_seconds(const vp_price_setup *su, int d, const vp_rank_memory *m) {
-    const vp_train *t = su->train;
+    const vp_workload *t = su->work;
     bool inter = vp__spans_nodes(su->gpu, (long)d * t->tp * t->dp, t->tp, t->dp);
     double grads = vp__ring_gather_seconds(su->gpu, inter, t->dp, m->grads);
     return t->zero1 ? grads + vp__ring_gather_seconds(su->gpu, inter, t->dp, m->params) : 2 * grads;
@@ -59,7 +60,7 @@ static double dp_seconds(const vp_price_setup *su, int d, const vp_rank_memory *
 /* Model FLOPs of one microbatch through the whole model (F + B + W, no recomputation,
  * no tensor parallelism). */
 static double model_flops_per_microbatch(const vp_price_setup *su) {
-    vp_train plain = *su->train;
+    vp_workload plain = *su->work;
     plain.tp = 1;
     plain.recompute = VP_RECOMPUTE_NONE;
     double total = 0;
@@ -71,17 +72,25 @@ static double model_flops_per_microbatch(const vp_price_setup *su) {
     return total;
 }
 
+void vp__price_overheads(const vp_price_setup *su, const vp_rank_memory *memory, int p,
+                         double *optimizer_s, double *dp_reduce_s) {
+    *optimizer_s = *dp_reduce_s = 0;
+    for (int d = 0; d < p; d++) {
+        double opt = optimizer_seconds(su, &memory[d]), dp = dp_seconds(su, d, &memory[d]);
+        *optimizer_s = opt > *optimizer_s ? opt : *optimizer_s;
+        *dp_reduce_s = dp > *dp_reduce_s ? dp : *dp_reduce_s;
+    }
+}
+
 /* Step time, rates and the activations of every rank from the simulation. */
 static void finish(const vp_price_setup *su, const vp_schedule *s, const vp_sim *sim,
                    vp_price_result *r) {
-    const vp_train *t = su->train;
+    const vp_workload *t = su->work;
     r->makespan_s = sim->makespan / 1e3;
     r->bubble = sim->bubble;
+    vp__price_overheads(su, r->memory, s->p, &r->optimizer_s, &r->dp_reduce_s);
     for (int d = 0; d < s->p; d++) {
         vp_rank_memory *m = &r->memory[d];
-        double opt = optimizer_seconds(su, m), dp = dp_seconds(su, d, m);
-        r->optimizer_s = opt > r->optimizer_s ? opt : r->optimizer_s;
-        r->dp_reduce_s = dp > r->dp_reduce_s ? dp : r->dp_reduce_s;
         m->activations = sim->peak_bytes[d];
         m->total += m->activations;
         if (m->total > r->memory_max_bytes) {
@@ -101,9 +110,22 @@ static void finish(const vp_price_setup *su, const vp_schedule *s, const vp_sim 
     r->fits = r->memory_max_bytes <= r->capacity_bytes;
 }
 
-/* Prices s on a layout made for its shape. */
-static vp_status price_on_layout(const vp_price_setup *su, const vp_schedule *s,
-                                 const vp_price_layout *lay, vp_price_result **out, vp_error *err) {
+bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s) {
+    if (lay->p != s->p || lay->S != s->S || lay->route_len != s->route_len ||
+        lay->cm->recompute != s->recompute)
+        return false;
+    for (int st = 0; st < s->S; st++)
+        if (lay->stage[st].device != s->stage_device[st])
+            return false;
+    return true;
+}
+
+vp_status vp_price_on_layout(const vp_price_setup *su, const vp_price_layout *lay,
+                             const vp_schedule *s, vp_price_result **out, vp_error *err) {
+    *out = NULL;
+    if (!vp__price_same_shape(lay, s))
+        return vp__fail(err, VP_EINVAL, "the layout was priced for another shape than %s's",
+                        s->family);
     vp_sim *sim = NULL;
     vp_status rc = vp_simulate(s, lay->cm, &sim, err);
     if (rc != VP_OK)
@@ -120,14 +142,16 @@ static vp_status price_on_layout(const vp_price_setup *su, const vp_schedule *s,
     r->S = s->S;
     r->m = s->m;
     r->route_len = s->route_len;
-    r->tp = su->train->tp;
-    r->dp = su->train->dp;
+    r->tp = su->work->tp;
+    r->dp = su->work->dp;
     r->gpus = s->p * r->tp * r->dp;
-    r->seq = su->train->seq;
-    r->mbs = su->train->mbs;
+    r->seq = su->work->seq;
+    r->mbs = su->work->mbs;
     r->hop_ms = lay->hop_ms;
+    r->costs = lay->costs;
+    r->costs.dev_f = r->costs.dev_b = r->costs.dev_w = NULL;
     finish(su, s, sim, r);
-    vp_sim_free(sim);
+    r->sim = sim;
     *out = r;
     return VP_OK;
 }
@@ -138,25 +162,17 @@ vp_status vp_price_schedule(const vp_price_setup *su, const vp_schedule *s, vp_p
     vp_price_layout *lay = NULL;
     vp_status rc = vp_price_layout_new(su, s, &lay, err);
     if (rc == VP_OK)
-        rc = price_on_layout(su, s, lay, out, err);
+        rc = vp_price_on_layout(su, lay, s, out, err);
     vp_price_layout_free(lay);
     return rc;
 }
 
-static bool same_shape(const vp_schedule *a, const vp_schedule *b) {
-    return a->p == b->p && a->S == b->S && a->route_len == b->route_len &&
-           !memcmp(a->stage_device, b->stage_device, (size_t)a->S * sizeof *a->stage_device);
-}
-
-/* Builds family with the layout's per-device costs and memory model; when a generator
- * cannot work with unequal devices (zb-v's greedy may not fit its limit), with their
- * means instead (*mean set). */
-static vp_status build_with_costs(const char *family, const vp_spec *spec,
-                                  const vp_price_layout *lay, vp_schedule **s, bool *mean,
-                                  vp_error *err) {
+vp_status vp_price_build(const vp_price_layout *lay, const char *family, const vp_spec *spec,
+                         vp_schedule **s, bool *mean, vp_error *err) {
     vp_spec real = *spec;
     real.costs = lay->costs;
     real.mem = lay->mem;
+    *mean = false;
     vp_status rc = vp_family_build(family, &real, s, err);
     if (rc != VP_EINVAL || !real.costs.dev_f)
         return rc;
@@ -180,10 +196,10 @@ vp_status vp_price_family(const vp_price_setup *su, const char *family, const vp
         rc = vp_price_layout_new(su, probe, &lay, err);
     bool mean = false;
     if (rc == VP_OK)
-        rc = build_with_costs(family, spec, lay, &s, &mean, err);
+        rc = vp_price_build(lay, family, spec, &s, &mean, err);
     if (rc == VP_OK)
-        rc = same_shape(probe, s) ? price_on_layout(su, s, lay, out, err)
-                                  : vp_price_schedule(su, s, out, err);
+        rc = vp__price_same_shape(lay, s) ? vp_price_on_layout(su, lay, s, out, err)
+                                          : vp_price_schedule(su, s, out, err);
     if (rc == VP_OK)
         (*out)->mean_costs = mean;
     vp_price_layout_free(lay);
@@ -275,7 +291,7 @@ char *vp_price_result_json(const vp_price_result *r) {
     json_object_set_new(o, "hop_ms", json_real(r->hop_ms));
     for (int st = 0; st < r->S; st++)
         json_array_append_new(stages, stage_json(&r->stage[st]));
-    json_object_set_new(o, "stages", stages);
+    json_object_set_new(o, "per_stage", stages);
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     json_decref(o);
     return text;

@@ -21,7 +21,7 @@ double vp__ring_gather_seconds(const vp_gpu *gpu, bool inter_node, int n, double
 bool vp__spans_nodes(const vp_gpu *gpu, long first, long stride, int n);
 
 /* Facts of a part without checking the setup (vp_price_part checks first). */
-void vp__part_facts(const vp_arch *arch, const vp_train *train, vp_price_part part,
+void vp__part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
                     vp_price_facts *out);
 
 /* Chooses layers per route position (counts[route_len]) for the shape s: every layer
@@ -42,5 +42,14 @@ vp_status vp__split_check(const int *counts, int n, int route_len, int layers, v
  * that frees its activation), into live[S]; zeros for a schedule without ops.
  * VP_ENOMEM. */
 vp_status vp__stage_live_max(const vp_schedule *s, double *live, vp_error *err);
+
+/* The optimizer step and the DP gradient reduction of a step, seconds, from every rank's
+ * model states (memory[p]): the slowest rank's of each. */
+void vp__price_overheads(const vp_price_setup *su, const vp_rank_memory *memory, int p,
+                         double *optimizer_s, double *dp_reduce_s);
+
+/* Whether s has the shape lay was priced for: devices, stages, route, stage placement and
+ * recomputation (its R passes). */
+bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s);
 
 #endif

@@ -363,6 +363,8 @@ vp_status vp_arch_read_hf(const char *path, vp_arch *out, vp_error *err) {
 }
 
 vp_status vp_arch_resolve(const char *name_or_path, vp_arch *out, vp_error *err) {
+    if (!strncmp(name_or_path, "vpipe:", 6))
+        return vp_arch_parse_vpipe(name_or_path, out, err);
     if (is_path(name_or_path))
         return vp_arch_read_hf(name_or_path, out, err);
     return vp_arch_preset(name_or_path, out, err);

@@ -32,8 +32,7 @@ static vp_status peak_bytes_of(const vp_profile *pr, const vp_schedule *s, doubl
 static vp_status profiled_spec(const vp_profile *pr, int p, int m, double *slices, vp_spec *spec,
                                vp_error *err) {
     *spec = vp_spec_make(p, m);
-    vp_status rc =
-        vp_profile_slice_costs(pr, p, slices, slices + p, slices + 2 * p, &spec->costs, err);
+    vp_status rc = vp_profile_slice_costs(pr, p, slices, &spec->costs, err);
     vp_stage_sizes sz;
     if (rc == VP_OK)
         rc = vp_stage_sizes_of(&pr->model, (vp_stage_range){0, 1, false, false}, &sz, err);
@@ -68,16 +67,16 @@ static vp_status budget_in_bytes(const vp_profile *pr, const vp_spec *spec, cons
     return rc;
 }
 
-vp_status vp_autoplan(const vp_profile *pr, int p, int m, const vp_budget *budget, vp_plan **plan,
-                      double *peak_bytes, double *budget_bytes, vp_error *err) {
-    *plan = NULL;
+vp_status vp_autoplan(const vp_profile *pr, int p, int m, const vp_budget *budget,
+                      vp_autoplan_result *out, vp_error *err) {
+    *out = (vp_autoplan_result){0};
     double *slices = vp__calloc(3 * (size_t)p, sizeof *slices);
     if (!slices)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_spec spec;
     vp_status rc = profiled_spec(pr, p, m, slices, &spec, err);
     if (rc == VP_OK)
-        rc = budget_in_bytes(pr, &spec, budget, budget_bytes, err);
+        rc = budget_in_bytes(pr, &spec, budget, &out->budget_bytes, err);
     /* Start from the budget in units (1F1B holds p) and tighten by a quarter unit while the
      * exact bytes (uneven stages: embeddings, head) do not fit. */
     double unit = 0;
@@ -96,19 +95,19 @@ vp_status vp_autoplan(const vp_profile *pr, int p, int m, const vp_budget *budge
         rc = vp_plan_run(&spec, &units, &try, err);
         if (rc != VP_OK)
             break;
-        rc = peak_bytes_of(pr, try->schedule, peak_bytes, err);
-        if (rc == VP_OK && *peak_bytes <= *budget_bytes) {
-            *plan = try;
+        rc = peak_bytes_of(pr, try->schedule, &out->peak_bytes, err);
+        if (rc == VP_OK && out->peak_bytes <= out->budget_bytes) {
+            out->plan = try;
             break;
         }
         vp_plan_free(try);
     }
-    if (rc == VP_EINVAL && !*plan && err) {
+    if (rc == VP_EINVAL && !out->plan && err) {
         char why[sizeof err->message];
         snprintf(why, sizeof why, "%s", err->message);
         vp__fail(err, VP_EINVAL, "no schedule fits %.0f bytes of activations at p=%d, m=%d: %s",
-                 *budget_bytes, p, m, why);
+                 out->budget_bytes, p, m, why);
     }
     free(slices);
-    return *plan ? VP_OK : rc;
+    return out->plan ? VP_OK : rc;
 }

@@ -197,8 +197,9 @@ vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, cons
     return rc;
 }
 
-vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev_f, double *dev_b,
-                                 double *dev_w, vp_costs *costs, vp_error *err) {
+vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev, vp_costs *costs,
+                                 vp_error *err) {
+    double *dev_f = dev, *dev_b = dev + p, *dev_w = dev + 2 * p;
     int *l0 = vp__calloc((size_t)p + 1, sizeof *l0);
     if (!l0)
         return vp__fail(err, VP_ENOMEM, "out of memory");

@@ -67,11 +67,11 @@ static vp_status run_forward(vp__rank *c, int st, int mb, uint64_t batch, int va
         if (!last)
             rc = emulated_tensor(r, out, err);
     } else if (rc == VP_OK) {
-        rc = vp_stage_forward(r->stage[st], mb, in, first ? c->batch.tokens : NULL,
+        rc = vp_stage_forward(vp__stage_at(c, st), mb, in, first ? c->batch.tokens : NULL,
                               last ? c->batch.targets : NULL, last ? NULL : out, last ? loss : NULL,
                               err);
         if (rc == VP_OK && !validation && r->s->recompute != VP_RECOMPUTE_NONE)
-            rc = vp_stage_drop(r->stage[st], mb, r->s->recompute == VP_RECOMPUTE_FULL, err);
+            rc = vp_stage_drop(vp__stage_at(c, st), mb, r->s->recompute == VP_RECOMPUTE_FULL, err);
     }
     return rc;
 }
@@ -84,7 +84,7 @@ static vp_status run_recompute(vp__rank *c, int st, int mb, vp_error *err) {
         emulate_for(r->emu->r[st]);
         return VP_OK;
     }
-    return vp_stage_recompute(r->stage[st], mb, err);
+    return vp_stage_recompute(vp__stage_at(c, st), mb, err);
 }
 
 /* Hands the forward output of (st, mb) to the next stage (none after a route's last). */
@@ -92,21 +92,16 @@ static vp_status send_activation(vp__rank *c, int st, int mb, float *out, vp_err
     vp__run *r = c->r;
     if (is_last(r, st))
         return VP_OK;
-    return r->t->vt->send(r->t, c->rank, r->s->stage_device[st + 1],
+    return r->t->vt->send(r->t, c->rank, vp__peer(c, r->s->stage_device[st + 1]),
                           (vp_msg_key){st + 1, mb, VP_MSG_ACT}, out, r->io_floats, err);
 }
 
-/* Whether stage st is on this rank. */
-static int on_rank(const vp__rank *c, int st) {
-    return c->r->s->stage_device[st] == c->rank;
-}
-
-/* The buffers of training ops (see runtime.h): a tensor this rank made for another stage
- * (made = 1), or one that left the buffers (made = 0): sent to another rank, or taken
+/* The tensors in flight of training ops (VP_MEM_IN_FLIGHT): one this rank made for
+ * another stage (made = 1), or one that left (made = 0): sent to another rank, or taken
  * over by a stage of this rank. */
-static void count_buffer(vp__rank *c, int made) {
+static void count_in_flight(vp__rank *c, int made) {
     size_t bytes = c->r->io_floats * sizeof(float);
-    (made ? vp_mem_charge_to : vp_mem_uncharge_from)(c->r->mem[c->rank], VP_MEM_BUFFERS, bytes);
+    (made ? vp_mem_charge_to : vp_mem_uncharge_from)(c->r->mem[c->rank], VP_MEM_IN_FLIGHT, bytes);
 }
 
 /* B, W or BW of (st, mb). A BW hands its input gradient upstream only after its W, as
@@ -115,13 +110,14 @@ static vp_status run_backward(vp__rank *c, int kind, int st, int mb, vp_error *e
     vp__run *r = c->r;
     const vp_schedule *s = r->s;
     int first = is_first(r, st), last = is_last(r, st);
+    float loss_scale = 1.0f / (float)r->o->train.m; /* the global batch's mean */
     float *dout = NULL, *din = NULL;
     vp_status rc = VP_OK;
     if (kind != VP_OP_W && !last)
         rc = r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_GRAD}, r->io_floats, &dout,
                             err);
-    if (rc == VP_OK && kind != VP_OP_W && !last && on_rank(c, st + 1))
-        count_buffer(c, 0); /* taken over from the next stage, on this rank */
+    if (rc == VP_OK && kind != VP_OP_W && !last && vp__holds(c, st + 1))
+        count_in_flight(c, 0); /* taken over from the next stage, on this rank */
     if (rc == VP_OK && c->compute_start < 0)
         c->compute_start = vp__now_ms();
     if (rc == VP_OK && kind != VP_OP_W) {
@@ -131,7 +127,7 @@ static vp_status run_backward(vp__rank *c, int kind, int st, int mb, vp_error *e
             if (!first)
                 rc = emulated_tensor(r, &din, err);
         } else {
-            rc = vp_stage_backward_input(r->stage[st], mb, dout, 1.0f / (float)s->m,
+            rc = vp_stage_backward_input(vp__stage_at(c, st), mb, dout, loss_scale,
                                          first ? NULL : &din, err);
         }
     }
@@ -139,22 +135,25 @@ static vp_status run_backward(vp__rank *c, int kind, int st, int mb, vp_error *e
         if (r->emu)
             emulate_for(r->emu->w[st]);
         else
-            rc = vp_stage_backward_weight(r->stage[st], mb, err);
+            rc = vp_stage_backward_weight(vp__stage_at(c, st), mb, err);
     }
     if (rc == VP_OK && kind != VP_OP_W && !first) {
-        count_buffer(c, 1);
-        rc = r->t->vt->send(r->t, c->rank, s->stage_device[st - 1],
+        count_in_flight(c, 1);
+        rc = r->t->vt->send(r->t, c->rank, vp__peer(c, s->stage_device[st - 1]),
                             (vp_msg_key){st - 1, mb, VP_MSG_GRAD}, din, r->io_floats, err);
-        if (!on_rank(c, st - 1))
-            count_buffer(c, 0); /* gone to another rank */
+        if (!vp__holds(c, st - 1))
+            count_in_flight(c, 0); /* gone to another rank */
     } else
         vp_stage_buffer_free(din); /* nothing to hand on, or a failed pass */
     return rc;
 }
 
-/* Runs one op; the loss of a last stage's forward goes to losses[mb]. */
+/* Runs one op; the loss of a last stage's forward goes to losses[mb]. The replica's
+ * microbatch mb is batch step * m + replica * (m / D) + mb of the data (m the global
+ * batch). */
 static vp_status run_op(vp__rank *c, const vp_op *op, int step, double *losses, vp_error *err) {
-    uint64_t batch = (uint64_t)step * (uint64_t)c->r->s->m;
+    uint64_t batch =
+        (uint64_t)step * (uint64_t)c->r->o->train.m + (uint64_t)c->replica * (uint64_t)c->r->s->m;
     if (op->kind == VP_OP_R)
         return run_recompute(c, op->stage, op->mb, err);
     if (op->kind != VP_OP_F && op->kind != VP_OP_FB)
@@ -163,10 +162,10 @@ static vp_status run_op(vp__rank *c, const vp_op *op, int step, double *losses, 
     int st = op->stage;
     vp_status rc =
         run_forward(c, st, op->mb, batch + (uint64_t)op->mb, 0, &losses[op->mb], &out, err);
-    if (rc == VP_OK && !is_first(c->r, st) && on_rank(c, st - 1))
-        count_buffer(c, 0); /* taken over from the previous stage, on this rank */
+    if (rc == VP_OK && !is_first(c->r, st) && vp__holds(c, st - 1))
+        count_in_flight(c, 0); /* taken over from the previous stage, on this rank */
     if (rc == VP_OK && !is_last(c->r, st))
-        count_buffer(c, 1);
+        count_in_flight(c, 1);
     /* An overlapped F&B finishes both halves before either result leaves, as one unit. */
     if (rc == VP_OK && op->kind == VP_OP_FB)
         rc = run_backward(c, op->bkind, op->stage2, op->mb2, err);
@@ -175,15 +174,9 @@ static vp_status run_op(vp__rank *c, const vp_op *op, int step, double *losses, 
         return rc;
     }
     rc = send_activation(c, st, op->mb, out, err); /* the transport owns out from here */
-    if (rc == VP_OK && !is_last(c->r, st) && !on_rank(c, st + 1))
-        count_buffer(c, 0); /* gone to another rank */
+    if (rc == VP_OK && !is_last(c->r, st) && !vp__holds(c, st + 1))
+        count_in_flight(c, 0); /* gone to another rank */
     return rc;
-}
-
-/* Gradient-norm unit of the first parameter group of stage st: 0 is the embeddings,
- * 1 + i layer i, L + 1 the head. */
-static int first_unit(const vp__run *r, int st) {
-    return is_first(r, st) ? 0 : 1 + r->l0[vp__route_pos(r->s, st)];
 }
 
 /* Stages whose gradients count once: the first copy of a bidirectional model. */
@@ -200,24 +193,24 @@ static vp_status sum_replicas(vp__rank *c, vp_error *err) {
         return VP_OK;
     vp_status rc = VP_OK;
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        if (s->stage_device[st] != c->rank)
+        if (!vp__holds(c, st))
             continue;
         int twin = (st + s->route_len) % s->S;
         size_t n;
-        float *g = vp_stage_grads(r->stage[st], &n);
+        float *g = vp_stage_grads(vp__stage_at(c, st), &n);
         float *copy = malloc(n * sizeof *copy);
         if (!copy)
             return vp__fail(err, VP_ENOMEM, "out of memory");
         memcpy(copy, g, n * sizeof *copy);
-        rc = r->t->vt->send(r->t, c->rank, s->stage_device[twin],
+        rc = r->t->vt->send(r->t, c->rank, vp__peer(c, s->stage_device[twin]),
                             (vp_msg_key){st, 0, VP_MSG_REPLICA}, copy, n, err);
     }
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        if (s->stage_device[st] != c->rank)
+        if (!vp__holds(c, st))
             continue;
         int twin = (st + s->route_len) % s->S;
         size_t n;
-        float *g = vp_stage_grads(r->stage[st], &n), *other = NULL;
+        float *g = vp_stage_grads(vp__stage_at(c, st), &n), *other = NULL;
         rc = r->t->vt->recv(r->t, c->rank, (vp_msg_key){twin, 0, VP_MSG_REPLICA}, n, &other, err);
         for (size_t i = 0; rc == VP_OK && i < n; i++)
             g[i] += other[i];
@@ -226,29 +219,32 @@ static vp_status sum_replicas(vp__rank *c, vp_error *err) {
     return rc;
 }
 
-/* Mean loss over the microbatches and global gradient norm, the same on every rank and
- * summed in the single-rank reference's order. */
+/* Mean loss over the global batch's microbatches and global gradient norm, the same on
+ * every rank and summed in the single-rank reference's order: the losses in microbatch
+ * order, the norm's blocks in model order (each block from the replica owning it). */
 static vp_status reduce_step(vp__rank *c, double *losses, double *loss, double *norm,
                              vp_error *err) {
     vp__run *r = c->r;
     const vp_schedule *s = r->s;
-    int m = s->m;
-    double *v = vp__calloc((size_t)(m + r->units), sizeof *v);
+    int m = r->o->train.m, mine = c->replica * s->m; /* the global batch, this replica's */
+    double *v = vp__calloc((size_t)(m + r->blocks), sizeof *v);
     if (!v)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    for (int j = 0; j < m; j++)
-        if (s->stage_device[vp_schedule_last_stage(s, j)] == c->rank)
-            v[j] = losses[j];
+    for (int j = 0; j < s->m; j++)
+        if (vp__holds(c, vp_schedule_last_stage(s, j)))
+            v[mine + j] = losses[j];
     for (int st = 0; st < s->S; st++)
-        if (s->stage_device[st] == c->rank && counts_for_norm(r, st))
-            vp_stage_grad_sumsq_units(r->stage[st], v + m + first_unit(r, st));
-    vp_status rc = r->t->vt->sum(r->t, c->rank, v, m + r->units, err);
+        if (vp__holds(c, st) && counts_for_norm(r, st)) {
+            vp_shard sh = vp__dp_shard(c, st);
+            vp_stage_grad_sumsq_blocks(vp__stage_at(c, st), sh, v + m + sh.b0);
+        }
+    vp_status rc = r->t->vt->sum(r->t, c->rank, v, m + r->blocks, err);
     if (rc == VP_OK) {
         double lsum = 0.0, gsum = 0.0;
         for (int j = 0; j < m; j++)
             lsum += v[j];
-        for (int u = 0; u < r->units; u++)
-            gsum += v[m + u];
+        for (int b = 0; b < r->blocks; b++)
+            gsum += v[m + b];
         *loss = lsum / m;
         *norm = sqrt(gsum);
     }
@@ -256,8 +252,8 @@ static vp_status reduce_step(vp__rank *c, double *losses, double *loss, double *
     return rc;
 }
 
-/* Forward-only validation loss over eval_batches windows, every rank taking its stages
- * of the first route in order. */
+/* Forward-only validation loss over eval_batches windows, every rank of replica 0 taking
+ * its stages of the first route in order. */
 static vp_status evaluate(vp__rank *c, double *val, vp_error *err) {
     vp__run *r = c->r;
     const vp_schedule *s = r->s;
@@ -266,13 +262,13 @@ static vp_status evaluate(vp__rank *c, double *val, vp_error *err) {
     if (!v)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = VP_OK;
-    for (int e = 0; rc == VP_OK && e < batches; e++)
+    for (int e = 0; rc == VP_OK && c->replica == 0 && e < batches; e++)
         for (int st = 0; rc == VP_OK && st < s->route_len; st++) {
-            if (s->stage_device[st] != c->rank)
+            if (!vp__holds(c, st))
                 continue;
             float *out = NULL;
             rc = run_forward(c, st, 0, (uint64_t)e, 1, &v[e], &out, err);
-            vp_stage_discard(r->stage[st], 0);
+            vp_stage_discard(vp__stage_at(c, st), 0);
             if (rc == VP_OK)
                 rc = send_activation(c, st, 0, out, err);
         }
@@ -289,10 +285,12 @@ static vp_status evaluate(vp__rank *c, double *val, vp_error *err) {
 }
 
 /* Runs the op list of one step and records the times of the last step: an op starts
- * when its inputs have arrived (waiting is idle time) and ends when its compute does. */
+ * when its inputs have arrived (waiting is idle time) and ends when its compute does.
+ * Once an op completes a stage's last weight gradient of the step, the stage's gradients
+ * are reduced across the replicas (between ops: idle time on the timeline). */
 static vp_status run_ops(vp__rank *c, int step, double *losses, vp_error *err) {
     vp__run *r = c->r;
-    const vp_oplist *ops = &r->s->dev[c->rank];
+    const vp_oplist *ops = &r->s->dev[c->dev];
     const vp_pipeline_options *o = r->o;
     double t0 = vp__now_ms(), busy = 0.0;
     for (int k = 0; k < ops->n; k++) {
@@ -319,6 +317,10 @@ static vp_status run_ops(vp__rank *c, int step, double *losses, vp_error *err) {
         c->t_start[k] = a - t0;
         c->t_end[k] = b - t0;
         c->t_mem[k] = (double)vp_mem_current(r->mem[c->rank]) / (1024.0 * 1024.0);
+        if (!r->emu && r->reduce_at[c->dev][k] >= 0)
+            rc = vp__dp_reduce(c, r->reduce_at[c->dev][k], err);
+        if (rc != VP_OK)
+            return rc;
     }
     vp_transport_set_op(r->t, c->rank, -1, NULL);
     if ((double)vp_mem_peak(r->mem[c->rank]) > c->peak)
@@ -336,9 +338,9 @@ static vp_status update(vp__rank *c, int step, double *losses, vp_train_progress
     vp__run *r = c->r;
     const vp_train_options *o = &r->o->train;
     const vp_schedule *s = r->s;
-    if (vp__step_poisoned(o, step) && s->stage_device[0] == c->rank) {
+    if (vp__step_poisoned(o, step) && c->rank == s->stage_device[0]) { /* of replica 0 */
         size_t n;
-        vp_stage_grads(r->stage[0], &n)[0] = NAN; /* the injected fault */
+        vp_stage_grads(vp__stage_at(c, 0), &n)[0] = NAN; /* the injected fault */
     }
     vp_status rc = sum_replicas(c, err);
     if (rc == VP_OK)
@@ -347,52 +349,71 @@ static vp_status update(vp__rank *c, int step, double *losses, vp_train_progress
     if (rc == VP_OK)
         rc = vp__step_decide(o, step, p, &scale, err);
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        if (s->stage_device[st] != c->rank)
+        if (!vp__holds(c, st))
             continue;
         if (p->skipped)
-            vp_stage_zero_grad(r->stage[st]);
+            vp_stage_zero_grad(vp__stage_at(c, st));
         else
-            vp_stage_adamw(r->stage[st], &o->adamw, step + 1, (float)p->lr, scale);
+            vp_stage_adamw(vp__stage_at(c, st), &o->adamw, step + 1, (float)p->lr, scale);
     }
+    if (rc == VP_OK && !p->skipped)
+        rc = vp__dp_gather_params(c, err);
     return rc;
 }
 
-/* The stages rank holds, in stage order (the order its checkpoint file keeps). */
-static int rank_stages(const vp__rank *c, vp_stage **out) {
+/* The stages the rank holds, in stage order; with `writes`, only those whose state it
+ * writes into a checkpoint: one copy of each element of the model (the first route's
+ * stages, of replica 0 or, with ZeRO-1, the rank's shards of every replica). */
+static int rank_stages(const vp__rank *c, bool writes, vp_stage **out) {
+    const vp__run *r = c->r;
     int n = 0;
-    for (int st = 0; st < c->r->s->S; st++)
-        if (c->r->s->stage_device[st] == c->rank)
-            out[n++] = c->r->stage[st];
+    if (writes && c->replica > 0 && !r->o->zero)
+        return 0;
+    for (int st = 0; st < r->s->S; st++)
+        if (vp__holds(c, st) && (!writes || st < r->s->route_len))
+            out[n++] = vp__stage_at(c, st);
     return n;
 }
 
-/* Saves the state after `step` completed steps: every rank writes its file, then rank 0
- * commits the set, then every rank prunes older files (see checkpoint.h). */
+/* The shape of this run, as its checkpoints record it. */
+static vp_checkpoint_shape run_shape(const vp__run *r) {
+    vp_checkpoint_shape shape = {.p = r->s->p, .dp = r->D, .zero = r->o->zero};
+    snprintf(shape.schedule, sizeof shape.schedule, "%s", r->s->family);
+    snprintf(shape.transport, sizeof shape.transport, "%s",
+             r->o->transport == VP_TRANSPORT_MPI ? "mpi" : "threads");
+    return shape;
+}
+
+/* Saves the state after `step` completed steps: every rank writes its part, then rank 0
+ * commits the set and prunes older files (see checkpoint.h). */
 static vp_status checkpoint(vp__rank *c, int step, vp_error *err) {
     vp__run *r = c->r;
     const vp_train_options *o = &r->o->train;
     vp_stage **mine = vp__calloc((size_t)r->s->S, sizeof *mine);
     if (!mine)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    int n = rank_stages(c, mine);
-    uint64_t data_pos = (uint64_t)step * (uint64_t)r->s->m;
+    vp_checkpoint_meta meta = {.step = step,
+                               .data_pos = (uint64_t)step * (uint64_t)o->m,
+                               .n_parts = r->P,
+                               .shape = run_shape(r)};
     vp_checkpoint_run traj = vp__checkpoint_run(o);
-    const vp_checkpoint_part part = {c->rank, r->s->p, mine, n};
-    vp_status rc = vp_checkpoint_write_rank(o->checkpoint_dir, &traj, &part, step, data_pos, err);
+    const vp_checkpoint_part part = {c->rank, r->P, mine, rank_stages(c, true, mine)};
+    vp_status rc =
+        vp_checkpoint_write_part(o->checkpoint_dir, &traj, &part, step, meta.data_pos, err);
     if (rc == VP_OK)
         rc = r->t->vt->barrier(r->t, c->rank, err);
     if (rc == VP_OK && c->rank == 0)
-        rc = vp_checkpoint_commit(o->checkpoint_dir, r->s->p, step, data_pos, err);
+        rc = vp_checkpoint_commit(o->checkpoint_dir, &meta, err);
+    if (rc == VP_OK && c->rank == 0)
+        rc = vp_checkpoint_prune(o->checkpoint_dir, step, err);
     if (rc == VP_OK)
         rc = r->t->vt->barrier(r->t, c->rank, err);
-    if (rc == VP_OK)
-        rc = vp_checkpoint_prune(o->checkpoint_dir, c->rank, step, err);
     free(mine);
     return rc;
 }
 
-/* Restores rank's stages from o->resume_dir; *step receives the steps already done (all
- * of them when the run had finished: then nothing is left to run). */
+/* Restores the rank's stages from o->resume_dir (of any shape); *step receives the steps
+ * already done (all of them when the run had finished: then nothing is left to run). */
 static vp_status resume(vp__rank *c, int *step, vp_error *err) {
     vp__run *r = c->r;
     const vp_train_options *o = &r->o->train;
@@ -401,7 +422,7 @@ static vp_status resume(vp__rank *c, int *step, vp_error *err) {
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_checkpoint_meta meta = {0};
     vp_checkpoint_run traj = vp__checkpoint_run(o);
-    const vp_checkpoint_part part = {c->rank, r->s->p, mine, rank_stages(c, mine)};
+    const vp_checkpoint_part part = {c->rank, r->P, mine, rank_stages(c, false, mine)};
     vp_status rc = vp_checkpoint_load(o->resume_dir, &traj, &part, &meta, err);
     free(mine);
     *step = meta.step;
@@ -415,8 +436,8 @@ static vp_status step_ops(vp__rank *c, int step, double *losses, vp_train_progre
     vp__run *r = c->r;
     const vp_schedule *s = r->s;
     for (int st = 0; !r->emu && st < s->S; st++)
-        if (s->stage_device[st] == c->rank)
-            vp_stage_zero_grad(r->stage[st]);
+        if (vp__holds(c, st))
+            vp_stage_zero_grad(vp__stage_at(c, st));
     vp_status rc = r->t->vt->barrier(r->t, c->rank, err);
     double t0 = vp__now_ms();
     if (rc == VP_OK)
@@ -428,7 +449,7 @@ static vp_status step_ops(vp__rank *c, int step, double *losses, vp_train_progre
         rc = r->t->vt->barrier(r->t, c->rank, err);
     p->step_ms = vp__now_ms() - t0;
     const vp_model_config *cfg = &r->o->train.model;
-    double tokens = (double)cfg->microbatch * cfg->seq_len * s->m;
+    double tokens = (double)cfg->microbatch * cfg->seq_len * r->o->train.m;
     p->tokens_per_s = tokens / (p->step_ms / 1e3);
     return rc;
 }
@@ -461,63 +482,48 @@ static vp_status train_step(vp__rank *c, int step, double *losses, vp_train_prog
  * rank learns them (the process's lowest rank keeps them in the run). */
 static vp_status gather_sums(vp__rank *c, vp_error *err) {
     vp__run *r = c->r;
-    int p = r->s->p, cats = VP_MEM_CATEGORIES;
-    double *v = vp__calloc((size_t)((3 + cats) * p), sizeof *v);
+    int P = r->P, cats = VP_MEM_CATEGORIES;
+    double *v = vp__calloc((size_t)((3 + cats) * P), sizeof *v);
     if (!v)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     v[c->rank] = c->peak;
-    v[p + c->rank] = c->busy;
-    v[2 * p + c->rank] = c->span;
+    v[P + c->rank] = c->busy;
+    v[2 * P + c->rank] = c->span;
     for (int cat = 0; cat < cats; cat++)
-        v[3 * p + c->rank * cats + cat] =
+        v[3 * P + c->rank * cats + cat] =
             cat == VP_MEM_ACTIVATIONS
                 ? c->peak
                 : (double)vp_mem_peak_of(r->mem[c->rank], (vp_mem_category)cat);
-    vp_status rc = r->t->vt->sum(r->t, c->rank, v, (3 + cats) * p, err);
+    vp_status rc = r->t->vt->sum(r->t, c->rank, v, (3 + cats) * P, err);
     if (rc == VP_OK && c->rank == r->rank_lo) {
-        memcpy(r->peak, v, (size_t)p * sizeof *v);
-        memcpy(r->busy, v + p, (size_t)p * sizeof *v);
-        memcpy(r->span, v + 2 * p, (size_t)p * sizeof *v);
-        memcpy(r->memory, v + 3 * p, (size_t)(cats * p) * sizeof *v);
+        memcpy(r->peak, v, (size_t)P * sizeof *v);
+        memcpy(r->busy, v + P, (size_t)P * sizeof *v);
+        memcpy(r->span, v + 2 * P, (size_t)P * sizeof *v);
+        memcpy(r->memory, v + 3 * P, (size_t)(cats * P) * sizeof *v);
     }
     free(v);
     return rc;
 }
 
-/* Gathers on rank 0 what the result reports: every rank's peak, busy time and span (a
- * sum every rank learns), its op times, and the parameters of the first route's stages
- * in order, hashed as the single-rank reference hashes its one stage. */
-static vp_status gather(vp__rank *c, vp_error *err) {
+/* The op times of replica 0's ranks, on rank 0: 3 floats per op (start, end, MiB after). */
+static vp_status gather_times(vp__rank *c, vp_error *err) {
     vp__run *r = c->r;
     const vp_schedule *s = r->s;
-    int p = s->p, n = s->dev[c->rank].n;
-    vp_status rc = gather_sums(c, err);
-    /* Op times: 3 floats per op (start, end, MiB after). */
-    float *times = rc == VP_OK ? malloc((size_t)(3 * n + 1) * sizeof *times) : NULL;
-    if (rc == VP_OK && !times)
-        rc = vp__fail(err, VP_ENOMEM, "out of memory");
-    for (int k = 0; rc == VP_OK && k < n; k++) {
-        times[3 * k] = (float)c->t_start[k];
-        times[3 * k + 1] = (float)c->t_end[k];
-        times[3 * k + 2] = (float)c->t_mem[k];
-    }
-    if (rc == VP_OK)
+    int n = s->dev[c->dev].n;
+    vp_status rc = VP_OK;
+    if (c->replica == 0) {
+        float *times = malloc((size_t)(3 * n + 1) * sizeof *times);
+        if (!times)
+            return vp__fail(err, VP_ENOMEM, "out of memory");
+        for (int k = 0; k < n; k++) {
+            times[3 * k] = (float)c->t_start[k];
+            times[3 * k + 1] = (float)c->t_end[k];
+            times[3 * k + 2] = (float)c->t_mem[k];
+        }
         rc = r->t->vt->send(r->t, c->rank, 0, (vp_msg_key){c->rank, 0, VP_MSG_TIMES}, times,
                             (size_t)(3 * n), err);
-    for (int st = 0; rc == VP_OK && !r->emu && st < s->route_len; st++) {
-        if (s->stage_device[st] != c->rank)
-            continue;
-        size_t count;
-        const float *params = vp_stage_params(r->stage[st], &count);
-        float *copy = malloc(count * sizeof *copy);
-        if (!copy)
-            return vp__fail(err, VP_ENOMEM, "out of memory");
-        memcpy(copy, params, count * sizeof *copy);
-        rc = r->t->vt->send(r->t, c->rank, 0, (vp_msg_key){st, 0, VP_MSG_PARAMS}, copy, count, err);
     }
-    if (rc != VP_OK || c->rank != 0)
-        return rc;
-    for (int d = 0; rc == VP_OK && d < p; d++) {
+    for (int d = 0; rc == VP_OK && c->rank == 0 && d < s->p; d++) {
         float *got = NULL;
         rc = r->t->vt->recv(r->t, 0, (vp_msg_key){d, 0, VP_MSG_TIMES}, (size_t)(3 * s->dev[d].n),
                             &got, err);
@@ -528,8 +534,28 @@ static vp_status gather(vp__rank *c, vp_error *err) {
         }
         free(got);
     }
+    return rc;
+}
+
+/* The parameters of replica 0's first route, in stage order, hashed on rank 0 as the
+ * single-rank reference hashes its one stage. */
+static vp_status gather_digest(vp__rank *c, vp_error *err) {
+    vp__run *r = c->r;
+    const vp_schedule *s = r->s;
+    vp_status rc = VP_OK;
+    for (int st = 0; rc == VP_OK && c->replica == 0 && st < s->route_len; st++) {
+        if (!vp__holds(c, st))
+            continue;
+        size_t count;
+        const float *params = vp_stage_params(vp__stage_at(c, st), &count);
+        float *copy = malloc(count * sizeof *copy);
+        if (!copy)
+            return vp__fail(err, VP_ENOMEM, "out of memory");
+        memcpy(copy, params, count * sizeof *copy);
+        rc = r->t->vt->send(r->t, c->rank, 0, (vp_msg_key){st, 0, VP_MSG_PARAMS}, copy, count, err);
+    }
     uint64_t digest = VP_DIGEST_INIT;
-    for (int st = 0; rc == VP_OK && !r->emu && st < s->route_len; st++) {
+    for (int st = 0; rc == VP_OK && c->rank == 0 && st < s->route_len; st++) {
         vp_stage_sizes sz;
         float *got = NULL;
         rc = vp_stage_sizes_of(&r->o->train.model, vp__stage_range(r, st), &sz, err);
@@ -540,7 +566,18 @@ static vp_status gather(vp__rank *c, vp_error *err) {
             digest = vp_digest(got, sz.param_bytes, digest);
         free(got);
     }
-    r->digest = digest;
+    if (c->rank == 0)
+        r->digest = digest;
+    return rc;
+}
+
+/* Gathers what the result reports (on rank 0: the times and the digest). */
+static vp_status gather(vp__rank *c, vp_error *err) {
+    vp_status rc = gather_sums(c, err);
+    if (rc == VP_OK)
+        rc = gather_times(c, err);
+    if (rc == VP_OK && !c->r->emu)
+        rc = gather_digest(c, err);
     return rc;
 }
 
@@ -548,7 +585,7 @@ static vp_status gather(vp__rank *c, vp_error *err) {
 static vp_status rank_alloc(vp__rank *c, double **losses, vp_error *err) {
     const vp_model_config *cfg = &c->r->o->train.model;
     size_t N = (size_t)cfg->microbatch * (size_t)cfg->seq_len;
-    size_t n = (size_t)c->r->s->dev[c->rank].n;
+    size_t n = (size_t)c->r->s->dev[c->dev].n;
     *losses = vp__calloc((size_t)c->r->s->m, sizeof **losses);
     c->batch = (vp_batch){cfg->microbatch, cfg->seq_len, malloc(N), malloc(N)};
     c->t_start = vp__calloc(n, sizeof(double));
@@ -581,7 +618,7 @@ void *vp__rank_main(void *arg) {
     bool reports = c->rank == r->rank_lo; /* the process's result */
     if (reports)
         r->res = vp__result_start(start);
-    double tokens = (double)o->model.microbatch * o->model.seq_len * r->s->m;
+    double tokens = (double)o->model.microbatch * o->model.seq_len * o->m;
     int stop = 0;
     for (int step = start; rc == VP_OK && !stop && step < o->steps; step++) {
         vp_train_progress p = {.step = step + 1, .steps = o->steps, .val_loss = NAN};

@@ -7,7 +7,8 @@
 #include "runtime/transport/transport.h"
 
 /* One process's part of a run: the ranks [rank_lo, rank_hi) it hosts (all of them on the
- * threads transport, one under MPI) and their stages. */
+ * threads transport, one under MPI) and their stages. Rank r * p + d is device d of
+ * replica r (vpipe/runtime.h). */
 typedef struct vp__run {
     const vp_pipeline_options *o;
     const vp_schedule *s;
@@ -16,16 +17,20 @@ typedef struct vp__run {
     void *user;
     vp_transport *t;
     int rank_lo, rank_hi;
-    int L, units;             /* layers; gradient-norm units: embedding, layers, head */
+    int D, P;                 /* replicas; ranks (p * D) */
+    int L, blocks;            /* layers; gradient-norm blocks of the model */
     int *l0;                  /* [route_len + 1] */
     size_t io_floats;         /* B*T*C: one tensor between stages */
-    vp_stage **stage;         /* [S], NULL for stages of ranks this process does not host */
-    vp_mem **mem;             /* [p], likewise */
+    vp_stage **stage;         /* [D * S] stage st of replica k at k * S + st, NULL for the
+                                 ranks this process does not host */
+    vp_mem **mem;             /* [P], likewise */
+    int **reduce_at;          /* [p][n_d] the stage whose last weight gradient of a step op k
+                                 of device d completes, or -1 (vp__dp_plan) */
     const vp_cost_model *emu; /* emulation: per-stage pass times (ms) to wait; NULL computes */
     /* Gathered at the end (on the process of rank 0 for times and digest). */
-    double *peak, *busy, *span;         /* [p] */
-    double *memory;                     /* [p * VP_MEM_CATEGORIES] peak bytes per category */
-    double **t_start, **t_end, **t_mem; /* [p][n_d] last step: ms from its start, MiB */
+    double *peak, *busy, *span;         /* [P] */
+    double *memory;                     /* [P * VP_MEM_CATEGORIES] peak bytes per category */
+    double **t_start, **t_end, **t_mem; /* [p][n_d] replica 0's last step: ms, MiB */
     uint64_t digest;
     vp_train_result res; /* filled by the process's lowest rank */
 } vp__run;
@@ -34,6 +39,7 @@ typedef struct vp__run {
 typedef struct vp__rank {
     vp__run *r;
     int rank;
+    int dev, replica;                /* rank = replica * p + dev */
     vp_batch batch;                  /* one microbatch */
     double compute_start;            /* when the current op's inputs had arrived (< 0: not yet) */
     double peak, busy, span;         /* training peak bytes; last step's busy time and span */
@@ -49,6 +55,40 @@ static inline int vp__route_pos(const vp_schedule *s, int st) {
 static inline vp_stage_range vp__stage_range(const vp__run *r, int st) {
     return vp_split_range(r->l0, vp__route_pos(r->s, st), r->s->route_len);
 }
+
+/* Stage st of the rank's replica (NULL when another process hosts it). */
+static inline vp_stage *vp__stage_at(const vp__rank *c, int st) {
+    return c->r->stage[c->replica * c->r->s->S + st];
+}
+
+/* The rank of device dev in the rank's replica. */
+static inline int vp__peer(const vp__rank *c, int dev) {
+    return c->replica * c->r->s->p + dev;
+}
+
+/* Whether the rank's device holds stage st. */
+static inline int vp__holds(const vp__rank *c, int st) {
+    return c->r->s->stage_device[st] == c->dev;
+}
+
+/* ---- data parallelism (dp.c) ---- */
+
+/* Allocates and fills r->reduce_at from the schedule (freed by vp__dp_plan_free, which
+ * takes a partly filled one). VP_ENOMEM. */
+vp_status vp__dp_plan(vp__run *r, vp_error *err);
+void vp__dp_plan_free(vp__run *r);
+
+/* The shard of stage st this rank's replica owns (the whole stage with one replica). */
+vp_shard vp__dp_shard(const vp__rank *c, int st);
+
+/* Reduces stage st's gradients across the replicas (vpipe/runtime.h): after it, the
+ * rank's shard holds the sum in replica order, and without ZeRO the whole stage does.
+ * Nothing with one replica. */
+vp_status vp__dp_reduce(vp__rank *c, int st, vp_error *err);
+
+/* ZeRO-1, after the AdamW step of the shards: every replica sends its shard of each of
+ * the rank's stages' parameters to the others and takes theirs. Nothing without ZeRO. */
+vp_status vp__dp_gather_params(vp__rank *c, vp_error *err);
 
 /* Runs rank ((vp__rank *)arg)->rank to the end of the run (a thread's body); a failure
  * aborts the transport with the rank's message. Returns NULL. */

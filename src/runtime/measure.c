@@ -121,12 +121,12 @@ static int route_last(const vp_schedule *s, int st) {
     return st % s->route_len == s->route_len - 1;
 }
 
-/* Peak count of tensors rank d holds as buffers, walking its ops as exec.c runs them: a
- * forward takes over its input from a stage of d, then makes its output; a backward takes
+/* Peak count of tensors rank d holds in flight (VP_MEM_IN_FLIGHT), walking its ops as exec.c runs
+ * them: a forward takes over its input from a stage of d, then makes its output; a backward takes
  * over its gradient from a stage of d, makes its input gradient and sends it when the
  * previous stage is elsewhere; then the forward's output leaves when its next stage is
  * elsewhere (an F&B: forward half, backward half, then the forward's send). */
-static int buffer_peak(const vp_schedule *s, int d) {
+static int in_flight_peak(const vp_schedule *s, int d) {
     int cur = 0, peak = 0;
     for (int k = 0; k < s->dev[d].n; k++) {
         const vp_op *op = &s->dev[d].ops[k];
@@ -150,37 +150,67 @@ static int buffer_peak(const vp_schedule *s, int d) {
     return peak;
 }
 
-vp_status vp_runtime_predict_memory(const vp_schedule *s, const vp_model_config *cfg,
-                                    const int *layer_start, double *out, vp_error *err) {
+/* Moment bytes of the stages of device d in replica k of the run o ([D * p] filled at
+ * k * p + d): every element's, or with ZeRO-1 the shard k of each stage (vp_shard_of). */
+static vp_status moment_bytes(const vp_pipeline_options *o, const int *l0, double *out,
+                              vp_error *err) {
+    const vp_schedule *s = o->schedule;
+    int D = o->train.dp > 1 ? o->train.dp : 1, shards = o->zero ? D : 1;
+    vp_status rc = VP_OK;
+    for (int k = 0; rc == VP_OK && k < D; k++)
+        for (int st = 0; rc == VP_OK && st < s->S; st++) {
+            vp_shard sh;
+            vp_stage_range range = vp_split_range(l0, st % s->route_len, s->route_len);
+            rc = vp_shard_of(&o->train.model, range, shards > 1 ? k : 0, shards, &sh, err);
+            if (rc == VP_OK)
+                out[k * s->p + s->stage_device[st]] += (double)vp_shard_moment_bytes(sh);
+        }
+    return rc;
+}
+
+vp_status vp_runtime_predict_memory(const vp_pipeline_options *o, double *out, vp_error *err) {
+    const vp_schedule *s = o->schedule;
+    const vp_model_config *cfg = &o->train.model;
+    int D = o->train.dp > 1 ? o->train.dp : 1, P = s->p * D;
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
     vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
     vp_stage_sizes *sz = vp__calloc((size_t)s->S, sizeof *sz);
-    vp_status rc =
-        sz ? stage_sizes(s, cfg, layer_start, sz, err) : vp__fail(err, VP_ENOMEM, "out of memory");
+    int *l0 = vp__calloc((size_t)s->route_len + 1, sizeof *l0);
+    double *moments = vp__calloc((size_t)P, sizeof *moments);
+    vp_status rc = sz && l0 && moments ? split_of(s, cfg, o->layer_start, l0, err)
+                                       : vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int st = 0; rc == VP_OK && st < s->S; st++)
+        rc = vp_stage_sizes_of(cfg, vp_split_range(l0, st % s->route_len, s->route_len), &sz[st],
+                               err);
+    if (rc == VP_OK)
+        rc = moment_bytes(o, l0, moments, err);
     if (rc == VP_OK)
         rc = vp_cost_model_new(s, &costs, &mem, &cm, err);
     if (rc == VP_OK)
-        rc = vp_runtime_model_bytes(cm, s, cfg, layer_start, err);
+        rc = vp_runtime_model_bytes(cm, s, cfg, l0, err);
     if (rc == VP_OK)
         rc = vp_simulate(s, cm, &sim, err);
-    for (int d = 0; rc == VP_OK && d < s->p; d++) {
-        double *m = out + (size_t)d * VP_MEM_CATEGORIES;
+    for (int r = 0; rc == VP_OK && r < P; r++) {
+        int d = r % s->p;
+        double *m = out + (size_t)r * VP_MEM_CATEGORIES;
         memset(m, 0, VP_MEM_CATEGORIES * sizeof *m);
         for (int st = 0; st < s->S; st++) {
             if (s->stage_device[st] != d)
                 continue;
             m[VP_MEM_PARAMS] += (double)sz[st].param_bytes;
             m[VP_MEM_GRADS] += (double)sz[st].param_bytes;
-            m[VP_MEM_OPTIMIZER] += 2.0 * (double)sz[st].param_bytes;
             m[VP_MEM_WORKSPACE] += (double)sz[st].work_bytes;
         }
+        m[VP_MEM_OPTIMIZER] = moments[r];
         m[VP_MEM_ACTIVATIONS] = sim->peak_bytes[d];
-        m[VP_MEM_BUFFERS] = (double)buffer_peak(s, d) * (double)sz[0].io_bytes;
+        m[VP_MEM_IN_FLIGHT] = (double)in_flight_peak(s, d) * (double)sz[0].io_bytes;
     }
     vp_sim_free(sim);
     vp_cost_model_free(cm);
+    free(moments);
+    free(l0);
     free(sz);
     return rc;
 }

@@ -64,19 +64,43 @@ vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cf
     return VP_OK;
 }
 
-/* Checks the fault injections fit the run: a rank of the schedule, a step of the run
- * and an op of that rank's list. */
-static vp_status check_faults(const vp_faults *f, const vp_schedule *s, int steps, vp_error *err) {
+/* Checks the fault injections fit the run of D replicas: a rank of the run, a step of
+ * the run and an op of that rank's list. */
+static vp_status check_faults(const vp_faults *f, const vp_schedule *s, int D, int steps,
+                              vp_error *err) {
     if (f->rank < 0)
         return VP_OK;
-    if (f->rank >= s->p)
-        return vp__fail(err, VP_EINVAL, "cannot inject a fault at rank %d of %d", f->rank, s->p);
+    if (f->rank >= s->p * D)
+        return vp__fail(err, VP_EINVAL, "cannot inject a fault at rank %d of %d", f->rank,
+                        s->p * D);
     if (f->step < 0 || f->step >= steps)
         return vp__fail(err, VP_EINVAL, "cannot inject a fault at step %d: the run has steps 0..%d",
                         f->step, steps - 1);
-    if (f->op < 0 || f->op >= s->dev[f->rank].n)
+    int n = s->dev[f->rank % s->p].n;
+    if (f->op < 0 || f->op >= n)
         return vp__fail(err, VP_EINVAL, "cannot inject a fault before op %d: rank %d has ops 0..%d",
-                        f->op, f->rank, s->dev[f->rank].n - 1);
+                        f->op, f->rank, n - 1);
+    return VP_OK;
+}
+
+/* The replicas: dp divides the global batch into the schedule's m per replica; ZeRO-1
+ * shards across two or more; emulation runs one. */
+static vp_status check_replicas(const vp_pipeline_options *o, vp_error *err) {
+    const vp_schedule *s = o->schedule;
+    int D = o->train.dp;
+    if (D < 1)
+        return vp__fail(err, VP_EINVAL, "dp must be at least 1 (got %d)", D);
+    if (o->train.m != s->m * D)
+        return vp__fail(err, VP_EINVAL,
+                        "the schedule has m=%d microbatches per replica, training asks %d over "
+                        "%d replica%s",
+                        s->m, o->train.m, D, D == 1 ? "" : "s");
+    if (o->zero && D < 2)
+        return vp__fail(err, VP_EINVAL,
+                        "ZeRO-1 shards the optimiser across replicas: it needs "
+                        "dp of 2 or more");
+    if (o->emulate && D > 1)
+        return vp__fail(err, VP_EINVAL, "an emulated run has one replica (no gradients to reduce)");
     return VP_OK;
 }
 
@@ -84,12 +108,12 @@ static vp_status check_faults(const vp_faults *f, const vp_schedule *s, int step
  * checkpoint directory is created (and probed) last. */
 static vp_status check_run(const vp_pipeline_options *o, const vp_data *data, vp_error *err) {
     const vp_schedule *s = o->schedule;
-    if (o->train.m != s->m)
-        return vp__fail(err, VP_EINVAL, "the schedule has m=%d microbatches, training asks %d",
-                        s->m, o->train.m);
+    vp_status rc = check_replicas(o, err);
+    if (rc != VP_OK)
+        return rc;
     if (!o->emulate && !data)
         return vp__fail(err, VP_EINVAL, "no data");
-    vp_status rc = vp__train_check(&o->train, o->emulate ? NULL : data, err);
+    rc = vp__train_check(&o->train, o->emulate ? NULL : data, err);
     if (rc != VP_OK)
         return rc;
     if (o->emulate && !o->op_ms)
@@ -99,9 +123,9 @@ static vp_status check_run(const vp_pipeline_options *o, const vp_data *data, vp
                         o->op_ms->S, s->S);
     if (o->emulate && (o->train.checkpoint_dir || o->train.resume_dir))
         return vp__fail(err, VP_EINVAL, "an emulated run has no model state to checkpoint");
-    rc = check_faults(&o->train.faults, s, o->train.steps, err);
+    rc = check_faults(&o->train.faults, s, o->train.dp, o->train.steps, err);
     if (rc == VP_OK && o->transport == VP_TRANSPORT_MPI)
-        rc = vp_transport_mpi_fits(s->S, s->m, err);
+        rc = vp_transport_mpi_fits(s->S, s->m, o->train.dp, err);
     if (rc == VP_OK)
         rc = vp_pipeline_plan_check(s, &o->train.model, o->layer_start, NULL, err);
     if (rc == VP_OK && o->train.checkpoint_dir)
@@ -137,10 +161,11 @@ static void free_rows(double **rows, int n) {
 }
 
 static void run_free(vp__run *r) {
-    for (int st = 0; r->stage && st < r->s->S; st++)
+    for (int st = 0; r->stage && st < r->D * r->s->S; st++)
         vp_stage_free(r->stage[st]);
-    for (int d = 0; r->mem && d < r->s->p; d++)
+    for (int d = 0; r->mem && d < r->P; d++)
         vp_mem_free(r->mem[d]);
+    vp__dp_plan_free(r);
     free(r->stage);
     free(r->mem);
     free_rows(r->t_start, r->s->p);
@@ -153,20 +178,39 @@ static void run_free(vp__run *r) {
     free(r->l0);
 }
 
+/* The stages of the ranks this process hosts: stage st of replica k on rank k * p + the
+ * stage's device, holding (ZeRO-1) the moments of shard k only. */
+static vp_status make_stages(vp__run *r, vp_error *err) {
+    const vp_schedule *s = r->s;
+    vp_status rc = VP_OK;
+    for (int k = 0; rc == VP_OK && k < r->D; k++)
+        for (int st = 0; rc == VP_OK && st < s->S; st++) {
+            int rank = k * s->p + s->stage_device[st];
+            const vp_stage_options opt = {.n_slots = s->m,
+                                          .seed = r->o->train.seed,
+                                          .shard = k,
+                                          .shards = r->o->zero ? r->D : 1};
+            if (!r->emu && rank >= r->rank_lo && rank < r->rank_hi)
+                rc = vp_stage_new(&r->o->train.model, vp__stage_range(r, st), &opt, r->mem[rank],
+                                  &r->stage[k * s->S + st], err);
+        }
+    return rc;
+}
+
 /* Allocates the run's arrays and the stages of the ranks this process hosts. */
 static vp_status run_alloc(vp__run *r, vp_error *err) {
     const vp_schedule *s = r->s;
-    size_t p = (size_t)s->p;
+    size_t p = (size_t)s->p, P = (size_t)r->P;
     r->l0 = vp__calloc((size_t)s->route_len + 1, sizeof *r->l0);
-    r->stage = vp__calloc((size_t)s->S, sizeof *r->stage);
-    r->mem = vp__calloc(p, sizeof *r->mem);
+    r->stage = vp__calloc((size_t)(r->D * s->S), sizeof *r->stage);
+    r->mem = vp__calloc(P, sizeof *r->mem);
     r->t_start = vp__calloc(p, sizeof *r->t_start);
     r->t_end = vp__calloc(p, sizeof *r->t_end);
     r->t_mem = vp__calloc(p, sizeof *r->t_mem);
-    r->busy = vp__calloc(p, sizeof *r->busy);
-    r->span = vp__calloc(p, sizeof *r->span);
-    r->peak = vp__calloc(p, sizeof *r->peak);
-    r->memory = vp__calloc(p * VP_MEM_CATEGORIES, sizeof *r->memory);
+    r->busy = vp__calloc(P, sizeof *r->busy);
+    r->span = vp__calloc(P, sizeof *r->span);
+    r->peak = vp__calloc(P, sizeof *r->peak);
+    r->memory = vp__calloc(P * VP_MEM_CATEGORIES, sizeof *r->memory);
     if (!r->l0 || !r->stage || !r->mem || !r->t_start || !r->t_end || !r->t_mem || !r->busy ||
         !r->span || !r->peak || !r->memory)
         return vp__fail(err, VP_ENOMEM, "out of memory");
@@ -186,14 +230,9 @@ static vp_status run_alloc(vp__run *r, vp_error *err) {
         memcpy(r->l0, r->o->layer_start, ((size_t)s->route_len + 1) * sizeof *r->l0);
     else
         rc = vp_split_layers(r->L, s->route_len, r->l0, err);
-    const vp_stage_options opt = {.n_slots = s->m, .seed = r->o->train.seed};
-    for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        int d = s->stage_device[st];
-        if (!r->emu && d >= r->rank_lo && d < r->rank_hi)
-            rc = vp_stage_new(&r->o->train.model, vp__stage_range(r, st), &opt, r->mem[d],
-                              &r->stage[st], err);
-    }
-    return rc;
+    if (rc == VP_OK)
+        rc = vp__dp_plan(r, err);
+    return rc == VP_OK ? make_stages(r, err) : rc;
 }
 
 /* The simulated step time (ms) of the schedule with the given per-stage pass times. */
@@ -206,75 +245,86 @@ static vp_status predict_step(const vp__run *r, double *out, vp_error *err) {
     return rc;
 }
 
+/* The measured timeline of replica 0's last step (on the process of rank 0). */
+static vp_status measured_timeline(const vp__run *r, vp_pipeline_result *res, vp_error *err) {
+    const vp_schedule *s = r->s;
+    vp_status rc = vp_timeline_new(s->family, s->p, s->S, s->m, &res->measured, err);
+    if (rc != VP_OK)
+        return rc;
+    memcpy(res->measured->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof(int32_t));
+    res->measured->has_mem = 1;
+    snprintf(res->measured->mem_unit, sizeof res->measured->mem_unit, "MiB");
+    for (int d = 0; d < s->p && rc == VP_OK; d++)
+        for (int k = 0; k < s->dev[d].n && rc == VP_OK; k++) {
+            vp_slice sl = {.op = s->dev[d].ops[k],
+                           .start = r->t_start[d][k],
+                           .end = r->t_end[d][k],
+                           .mem = r->t_mem[d][k]};
+            rc = vp_timeline_add(res->measured, d, sl, err);
+        }
+    return rc;
+}
+
 /* The result on this process: everything the gathered sums give, and on the process of
  * rank 0 also the measured timeline and the parameter digest. */
 static vp_status fill_result(vp__run *r, vp_pipeline_result *res, vp_error *err) {
     const vp_schedule *s = r->s;
-    size_t p = (size_t)s->p;
+    size_t P = (size_t)r->P;
     res->train = r->res;
     res->train.param_digest = r->emu ? 0 : r->digest;
     res->emulated = r->emu != NULL;
-    res->p = s->p;
+    res->p = r->P;
+    res->dp = r->D;
     res->rank = r->rank_lo;
     res->route_len = s->route_len;
     res->layer_start = vp__calloc((size_t)s->route_len + 1, sizeof(int));
-    res->peak_act_bytes = vp__calloc(p, sizeof(size_t));
-    res->predicted_peak_bytes = vp__calloc(p, sizeof(double));
-    res->bubble_measured = vp__calloc(p, sizeof(double));
-    res->memory = vp__calloc(p * VP_MEM_CATEGORIES, sizeof(double));
-    res->predicted_memory = vp__calloc(p * VP_MEM_CATEGORIES, sizeof(double));
+    res->peak_act_bytes = vp__calloc(P, sizeof(size_t));
+    res->predicted_peak_bytes = vp__calloc(P, sizeof(double));
+    res->bubble_measured = vp__calloc(P, sizeof(double));
+    res->memory = vp__calloc(P * VP_MEM_CATEGORIES, sizeof(double));
+    res->predicted_memory = vp__calloc(P * VP_MEM_CATEGORIES, sizeof(double));
     if (!res->layer_start || !res->peak_act_bytes || !res->predicted_peak_bytes ||
         !res->bubble_measured || !res->memory || !res->predicted_memory)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    memcpy(res->memory, r->memory, p * VP_MEM_CATEGORIES * sizeof(double));
+    memcpy(res->memory, r->memory, P * VP_MEM_CATEGORIES * sizeof(double));
     memcpy(res->layer_start, r->l0, ((size_t)s->route_len + 1) * sizeof(int));
     res->train.peak_act_bytes = 0;
-    for (size_t d = 0; d < p; d++) {
+    for (size_t d = 0; d < P; d++) {
         res->peak_act_bytes[d] = (size_t)r->peak[d];
         if (res->peak_act_bytes[d] > res->train.peak_act_bytes)
             res->train.peak_act_bytes = res->peak_act_bytes[d];
         res->bubble_measured[d] = r->span[d] > 0 ? 1.0 - r->busy[d] / r->span[d] : 0.0;
     }
-    const int *split = r->o->layer_start;
-    vp_status rc = vp_pipeline_plan_check(s, &r->o->train.model, split, &res->bit_exact, err);
+    vp_status rc =
+        vp_pipeline_plan_check(s, &r->o->train.model, r->o->layer_start, &res->bit_exact, err);
     if (rc == VP_OK)
-        rc = vp_runtime_predict_memory(s, &r->o->train.model, split, res->predicted_memory, err);
-    for (size_t d = 0; rc == VP_OK && d < p; d++)
+        rc = vp_runtime_predict_memory(r->o, res->predicted_memory, err);
+    for (size_t d = 0; rc == VP_OK && d < P; d++)
         res->predicted_peak_bytes[d] =
             res->predicted_memory[d * VP_MEM_CATEGORIES + VP_MEM_ACTIVATIONS];
     if (rc == VP_OK && r->o->op_ms)
         rc = predict_step(r, &res->predicted_step_ms, err);
     if (rc != VP_OK || r->rank_lo != 0)
         return rc;
-    rc = vp_timeline_new(s->family, s->p, s->S, s->m, &res->measured, err);
-    if (rc != VP_OK)
-        return rc;
-    memcpy(res->measured->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof(int32_t));
-    res->measured->has_mem = 1;
-    snprintf(res->measured->mem_unit, sizeof res->measured->mem_unit, "MiB");
-    for (size_t d = 0; d < p && rc == VP_OK; d++)
-        for (int k = 0; k < s->dev[d].n && rc == VP_OK; k++) {
-            vp_slice sl = {.op = s->dev[d].ops[k],
-                           .start = r->t_start[d][k],
-                           .end = r->t_end[d][k],
-                           .mem = r->t_mem[d][k]};
-            rc = vp_timeline_add(res->measured, (int)d, sl, err);
-        }
-    return rc;
+    return measured_timeline(r, res, err);
 }
 
 /* The transport of o: the threads of this process host every rank, or MPI gives this
  * process one. */
 static vp_status open_transport(vp__run *r, vp_error *err) {
-    const vp_schedule *s = r->s;
     if (r->o->transport == VP_TRANSPORT_MPI) {
-        vp_status rc = vp_transport_mpi_new(s->p, r->o->watchdog_s, &r->t, &r->rank_lo, err);
+        vp_status rc = vp_transport_mpi_new(r->P, r->o->watchdog_s, &r->t, &r->rank_lo, err);
         r->rank_hi = r->rank_lo + 1;
         return rc;
     }
-    r->t = vp_transport_threads_new(s->p, r->o->watchdog_s);
-    r->rank_hi = s->p;
+    r->t = vp_transport_threads_new(r->P, r->o->watchdog_s);
+    r->rank_hi = r->P;
     return r->t ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
+}
+
+/* The context of rank `rank` of run r. */
+static vp__rank rank_of(vp__run *r, int rank) {
+    return (vp__rank){.r = r, .rank = rank, .dev = rank % r->s->p, .replica = rank / r->s->p};
 }
 
 /* Runs the ranks this process hosts to the end of the run; a failure to start them aborts
@@ -288,11 +338,11 @@ static void run_ranks(vp__run *r) {
     if (rc != VP_OK)
         r->t->vt->abort(r->t, r->rank_lo, rc, err.message);
     if (rc == VP_OK && r->o->transport == VP_TRANSPORT_MPI) {
-        ctx[0] = (vp__rank){.r = r, .rank = r->rank_lo};
+        ctx[0] = rank_of(r, r->rank_lo);
         vp__rank_main(&ctx[0]); /* MPI calls stay on the thread that initialised MPI */
     }
     for (int i = 0; rc == VP_OK && r->o->transport != VP_TRANSPORT_MPI && i < local; i++) {
-        ctx[i] = (vp__rank){.r = r, .rank = r->rank_lo + i};
+        ctx[i] = rank_of(r, r->rank_lo + i);
         if (pthread_create(&threads[i], NULL, vp__rank_main, &ctx[i]) != 0) {
             r->t->vt->abort(r->t, ctx[i].rank, VP_ERUNTIME, "cannot start a rank thread");
             break;
@@ -321,7 +371,9 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
     const vp_model_config *cfg = &o->train.model;
     vp__run r = {.o = o, .s = o->schedule, .data = data, .callback = callback, .user = user};
     r.L = cfg->n_layer;
-    r.units = r.L + 2;
+    r.blocks = vp_norm_block_count(cfg);
+    r.D = o->train.dp > 1 ? o->train.dp : 1;
+    r.P = o->schedule->p * r.D;
     r.io_floats = (size_t)cfg->microbatch * (size_t)cfg->seq_len * (size_t)cfg->width;
     r.emu = o->emulate ? o->op_ms : NULL;
     vp_error e = {0};

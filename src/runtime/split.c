@@ -15,12 +15,12 @@ vp_status vp_runtime_split(const vp_schedule *s, const vp_model_config *cfg, vp_
         return vp_split_layers(cfg->n_layer, s->route_len, layer_start, err);
     vp_arch arch = vp_arch_vpipe(cfg->n_layer, cfg->width, cfg->n_head, cfg->seq_len);
     arch.vocab = cfg->vocab;
-    vp_train train = vp_train_default(&arch);
-    train.seq = cfg->seq_len;
-    train.mbs = cfg->microbatch;
+    vp_workload work = vp_workload_default(&arch);
+    work.seq = cfg->seq_len;
+    work.mbs = cfg->microbatch;
     vp_gpu gpu; /* times are FLOPs at one rate: any accelerator gives the same split */
     rc = vp_gpu_preset("a100-80gb", &gpu, err);
-    vp_price_setup setup = {.arch = &arch, .gpu = &gpu, .train = &train, .split = goal};
+    vp_price_setup setup = {.arch = &arch, .gpu = &gpu, .work = &work, .split = goal};
     vp_price_layout *lay = NULL;
     if (rc == VP_OK)
         rc = vp_price_layout_new(&setup, s, &lay, err);

@@ -28,6 +28,11 @@ vp_status vp__train_check(const vp_train_options *o, const vp_data *data, vp_err
     if (o->m < 1 || o->steps < 1 || o->eval_batches < 1 || o->eval_every < 0 || o->warmup < 0)
         return vp__fail(err, VP_EINVAL,
                         "microbatches, steps and evaluation batches must be positive");
+    if (o->dp < 1 || o->m % o->dp != 0)
+        return vp__fail(err, VP_EINVAL,
+                        "%d data-parallel replicas do not divide the %d microbatches of a step "
+                        "(the global batch) evenly",
+                        o->dp, o->m);
     if (o->checkpoint_every < 0 || (o->checkpoint_every > 0 && !o->checkpoint_dir))
         return vp__fail(err, VP_EINVAL,
                         "a checkpoint interval needs a checkpoint directory and must not be "

@@ -1,6 +1,7 @@
 /* The single-rank training loop: the reference every pipelined run reproduces. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "runtime/runtime_internal.h"
@@ -10,6 +11,7 @@ void vp_train_options_default(vp_train_options *o) {
         .model =
             {.n_layer = 4, .width = 128, .n_head = 4, .seq_len = 64, .microbatch = 8, .vocab = 256},
         .m = 1,
+        .dp = 1,
         .steps = 200,
         .lr = 1e-3,
         .min_lr = 1e-4,
@@ -24,13 +26,15 @@ void vp_train_options_default(vp_train_options *o) {
     };
 }
 
-/* The single-rank run: its options, data, one stage holding the model, and the batch. */
+/* The single-rank run: its options, data, one stage holding the model, the batch, and
+ * with two or more reduction groups the sum of the groups' gradients. */
 typedef struct reference {
     const vp_train_options *o;
     const vp_data *data;
     vp_mem *mem;
     vp_stage *stage;
     vp_batch batch; /* one microbatch */
+    float *group_sum;
 } reference;
 
 /* Mean validation loss over eval_batches fixed windows (forward only, slot 0). */
@@ -52,12 +56,28 @@ static vp_status evaluate(reference *ref, double *out, vp_error *err) {
     return VP_OK;
 }
 
+/* Adds the gradients of reduction group k (the stage's) to the groups' sum: a copy for
+ * the first group, then ((g0 + g1) + g2) + ..., the replicas' order; after the last group
+ * the sum replaces the stage's gradients. */
+static void add_group(reference *ref, int k) {
+    size_t n;
+    float *g = vp_stage_grads(ref->stage, &n), *sum = ref->group_sum;
+    for (size_t i = 0; i < n; i++)
+        sum[i] = k == 0 ? g[i] : sum[i] + g[i];
+    if (k == ref->o->dp - 1)
+        memcpy(g, sum, n * sizeof *g);
+    else
+        vp_stage_zero_grad(ref->stage);
+}
+
 /* One optimiser step (0-based step) on batches [step * m, step * m + m): for each
- * microbatch F, B, W; then the step policy (vp__step_decide) and AdamW. */
+ * microbatch F, B, W, each reduction group's into its own sum; then the step policy
+ * (vp__step_decide) and AdamW. */
 static vp_status train_step(reference *ref, int step, vp_train_progress *p, vp_error *err) {
     const vp_train_options *o = ref->o;
     vp_stage *s = ref->stage;
     uint64_t batch = (uint64_t)step * (uint64_t)o->m;
+    int group = o->m / o->dp; /* microbatches per group */
     vp_stage_zero_grad(s);
     double loss_sum = 0.0;
     for (int j = 0; j < o->m; j++) {
@@ -74,6 +94,8 @@ static vp_status train_step(reference *ref, int step, vp_train_progress *p, vp_e
         if (st)
             return st;
         loss_sum += loss;
+        if (o->dp > 1 && (j + 1) % group == 0)
+            add_group(ref, j / group);
     }
     if (vp__step_poisoned(o, step)) {
         size_t n;
@@ -106,8 +128,12 @@ static vp_status run_step(reference *ref, int step, vp_train_callback callback, 
     if (p->checkpointed) {
         vp_checkpoint_run run = vp__checkpoint_run(o);
         vp_checkpoint_part whole = {0, 1, &ref->stage, 1};
-        uint64_t data_pos = (uint64_t)(step + 1) * (uint64_t)o->m;
-        st = vp_checkpoint_save(o->checkpoint_dir, &run, &whole, step + 1, data_pos, err);
+        vp_checkpoint_meta meta = {
+            .step = step + 1,
+            .data_pos = (uint64_t)(step + 1) * (uint64_t)o->m,
+            .n_parts = 1,
+            .shape = {.p = 1, .dp = o->dp, .schedule = "single", .transport = "threads"}};
+        st = vp_checkpoint_save(o->checkpoint_dir, &run, &whole, &meta, err);
     }
     *stop = !st && callback && !callback(p, user);
     if (!st && *stop && !eval)
@@ -139,6 +165,9 @@ static vp_status set_up(reference *ref, int *from, vp_error *err) {
     st = vp_stage_new(&o->model, (vp_stage_range){0, o->model.n_layer, true, true},
                       &(vp_stage_options){.n_slots = 1, .seed = o->seed}, ref->mem, &ref->stage,
                       err);
+    if (!st && o->dp > 1 &&
+        !(ref->group_sum = vp__malloc(vp_stage_state_of(ref->stage).n, sizeof *ref->group_sum)))
+        st = vp__fail(err, VP_ENOMEM, "out of memory");
     vp_checkpoint_meta meta = {0};
     vp_checkpoint_run run = vp__checkpoint_run(o);
     if (!st && o->resume_dir)
@@ -171,6 +200,7 @@ vp_status vp_train_run(const vp_train_options *o, const vp_data *data, vp_train_
     }
     vp_stage_free(ref.stage);
     vp_mem_free(ref.mem);
+    free(ref.group_sum);
     free(ref.batch.tokens);
     free(ref.batch.targets);
     return st;

@@ -25,7 +25,7 @@ meta_step() {
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' "$1/meta.json"
 }
 ckpt_file() {
-    echo "$1/rank-0.step-$(meta_step "$1").ckpt"
+    echo "$1/part-0.step-$(meta_step "$1").ckpt"
 }
 
 # 1. uninterrupted
@@ -90,12 +90,12 @@ expect 2 "another run: steps" -- "$vpipe" train "${base[@]}" --width 64 --steps 
 # 4. a write that fails keeps the previous checkpoint, which still loads
 cp -r "$tmp/good" "$tmp/blocked"
 next=$((S + K))
-mkdir "$tmp/blocked/rank-0.step-$next.ckpt.tmp"
+mkdir "$tmp/blocked/part-0.step-$next.ckpt.tmp"
 expect 3 "cannot write checkpoint" -- "$vpipe" train "${model[@]}" --resume "$tmp/blocked" \
     --checkpoint "$tmp/blocked" --checkpoint-every "$K"
 cmp -s "$tmp/good/meta.json" "$tmp/blocked/meta.json" || bad "a failed write changed meta.json"
-[ -e "$tmp/blocked/rank-0.step-$next.ckpt" ] && bad "a failed write left rank-0.step-$next.ckpt"
-rmdir "$tmp/blocked/rank-0.step-$next.ckpt.tmp"
+[ -e "$tmp/blocked/part-0.step-$next.ckpt" ] && bad "a failed write left part-0.step-$next.ckpt"
+rmdir "$tmp/blocked/part-0.step-$next.ckpt.tmp"
 "$vpipe" train "${model[@]}" --resume "$tmp/blocked" --json >"$tmp/blocked.json" 2>/dev/null ||
     bad "the checkpoint kept after a failed write does not load"
 [ "$(json_field "$tmp/blocked.json" param_digest)" = "$(json_field "$tmp/full.json" param_digest)" ] ||
@@ -119,7 +119,7 @@ cmp -s "$tmp/full.steps" "$tmp/resumed.steps" ||
     bad "per-step losses differ: $(diff "$tmp/full.steps" "$tmp/resumed.steps" | head -4)"
 [ "$(meta_step "$ck")" = "$N" ] || bad "the final checkpoint is not step $N"
 [ "$(ls "$ck")" = "meta.json
-rank-0.step-$N.ckpt" ] || bad "old checkpoints not pruned: $(ls "$ck")"
+part-0.step-$N.ckpt" ] || bad "old checkpoints not pruned: $(ls "$ck")"
 # a finished run resumed: nothing left to run, exit 0 and the final summary
 expect 0 "param digest $(json_field "$tmp/full.json" param_digest)" -- "$vpipe" train \
     "${model[@]}" --resume "$ck"
@@ -162,7 +162,7 @@ expect 0 "skipped 1 non-finite steps" -- "$vpipe" train "${small[@]}" --inject-n
 # 8. usage
 expect 2 "--checkpoint-every needs --checkpoint" -- "$vpipe" train "${small[@]}" \
     --checkpoint-every 2
-expect 2 "written by a run on 1 ranks, this run has 2" -- "$vpipe" train "${small[@]}" -p 2 --schedule 1f1b --resume "$ck"
+expect 2 "another run: width is 64 there, 32 here" -- "$vpipe" train "${small[@]}" -p 2 --schedule 1f1b --resume "$ck"
 "$vpipe" train --help | grep -q -- '--resume DIR' || bad "--help does not document --resume"
 
 finish

@@ -96,7 +96,7 @@ early 3 "cannot create directory $ro/ck" -- "${train[@]}" -p 1 --checkpoint "$ro
 "$vp" train --data "$text" "${model[@]}" --steps 1 --checkpoint "$tmp/made" >/dev/null ||
     bad "--checkpoint DIR failed"
 [ "$(ls -A "$tmp/made")" = "meta.json
-rank-0.step-1.ckpt" ] || bad "the probe left something in the checkpoint directory: $(ls -A "$tmp/made")"
+part-0.step-1.ckpt" ] || bad "the probe left something in the checkpoint directory: $(ls -A "$tmp/made")"
 for out in --svg --trace; do
     early 3 "cannot write $tmp/missing/x: No such file or directory" -- \
         "${train[@]}" --schedule 1f1b -p 2 "$out" "$tmp/missing/x"

@@ -11,7 +11,7 @@ expect 0 "recompute full" -- "$vp" simulate 1f1b -p 4 -m 8 --recompute full
 expect 0 "peak memory 1.0687 units" -- "$vp" simulate 1f1b-r -p 4 -m 8
 expect 0 '"recompute": "selective"' -- "$vp" simulate v-half -p 4 -m 8 --recompute selective --json
 expect 0 '"R": 0.5' -- "$vp" simulate 1f1b -p 4 -m 8 --recompute full --cost R=0.5 --json
-expect 2 "unknown recomputation 'half'" -- "$vp" simulate 1f1b -p 4 -m 8 --recompute half
+expect 2 "--recompute is one of none, selective, full, got 'half'" -- "$vp" simulate 1f1b -p 4 -m 8 --recompute half
 expect 0 "1f1b-r" -- "$vp" compare -p 4 -m 8
 expect 0 "chosen: 1f1b-r" -- "$vp" plan -p 8 -m 32 --memory 0.2
 expect 0 "R recompute" -- "$vp" render 1f1b -p 2 -m 2 --ascii --recompute full
@@ -34,4 +34,25 @@ for mode in full selective; do
 done
 expect 2 "single-rank reference" -- "$vp" train -p 1 --steps 1 --recompute full
 expect 2 "1f1b-r" -- "$vp" train --schedule auto --memory 0.5 -p 2 --recompute full
+
+# one --recompute on every command; with --model it is priced once: Megatron-style models
+# recompute inside B (no R passes), vpipe's own model in R passes, and a schedule that has
+# R passes prices the same whether the workload also says full
+for cmd in schedule simulate compare render plan train model; do
+    n=$("$vp" $cmd --help | grep -c -- '^  --recompute ')
+    [ "$n" = 1 ] || bad "vpipe $cmd --help lists --recompute $n times"
+done
+real="--model zb-1.5b --gpu a100-80gb --seq 1024 -p 4 -m 8 --json"
+inside=$("$vp" simulate 1f1b --recompute full $real)
+[ "$(echo "$inside" | field 'd["recompute"]')" = none ] || bad "--model zb-1.5b --recompute full built R passes"
+plain=$("$vp" simulate 1f1b $real | field 'd["memory_max_bytes"]')
+[ "$(echo "$inside" | field 'd["memory_max_bytes"] < '"$plain")" = True ] ||
+    bad "--model zb-1.5b --recompute full saved no memory inside B"
+a=$("$vp" simulate 1f1b-r $real | field '(d["makespan_s"], d["memory_max_bytes"])')
+b=$("$vp" simulate 1f1b-r --recompute full $real | field '(d["makespan_s"], d["memory_max_bytes"])')
+[ -n "$a" ] && [ "$a" = "$b" ] || bad "1f1b-r priced $a with workload none, $b with full"
+expect 2 "priced once" -- "$vp" simulate 1f1b-r --recompute selective $real
+own=$("$vp" simulate 1f1b --model vpipe:8,32,2,16 --mbs 2 -p 4 -m 8 --recompute full --json)
+[ "$(echo "$own" | field 'd["recompute"]')" = full ] || bad "vpipe:... --recompute full: no R passes"
+expect 2 "only in a schedule's R passes" -- "$vp" model show vpipe:8,32,2,16 --recompute full
 finish

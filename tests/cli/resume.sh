@@ -1,6 +1,6 @@
 # Pipelined checkpoints: a run that dies between checkpoints (an injected rank failure,
 # and a SIGKILL) resumes to the same losses and parameters, bit for bit, as an
-# uninterrupted run, on threads and under MPI; --skip-nonfinite skips a poisoned step
+# uninterrupted run, on threads and under MPI, and so does a resume with another schedule; --skip-nonfinite skips a poisoned step
 # exactly as the single-rank run does. Usage: resume.sh VPIPE SOURCE_DIR
 vp=$1
 src=$2
@@ -30,12 +30,14 @@ expect 0 "" -- test "$step" -lt 200
 got=$("$vp" train $long --resume "$tmp/b" 2>/dev/null | summary)
 expect 0 "${want_long% * *} $step 0" -- echo "$got"
 
-# A checkpoint of another schedule split does not load; a corrupt one is refused.
+# A checkpoint of another schedule and split resumes there, bit for bit (the grouping of
+# the sums is the same); a corrupt one is refused.
 "$vp" train $run --checkpoint "$tmp/c" --checkpoint-every 4 --fail-at 0:5:0 >/dev/null 2>&1
-expect 2 "holds 2 stages" -- "$vp" train ${run/v-half/1f1b} --resume "$tmp/c"
-f=$(ls "$tmp/c"/rank-1.*.ckpt | head -1)
+got=$("$vp" train ${run/v-half/1f1b} --resume "$tmp/c" 2>/dev/null | summary)
+expect 0 "$want_tail 4 0" -- echo "$got"
+f=$(ls "$tmp/c"/part-1.*.ckpt | head -1)
 printf 'garbage' | dd of="$f" bs=1 seek=100 conv=notrunc 2>/dev/null
-expect 3 "rank-1" -- "$vp" train $run --resume "$tmp/c"
+expect 3 "part-1" -- "$vp" train $run --resume "$tmp/c"
 
 # --skip-nonfinite: a poisoned step is skipped on every rank, as on one rank.
 one=$("$vp" train ${run/--schedule v-half -p 4/-p 1} --inject-nan 3 --skip-nonfinite 2>/dev/null | summary)

@@ -15,14 +15,14 @@
 #include "runtime/transport/transport.h"
 #include "vpipe/runtime.h"
 
-enum { STAGE_BITS = 12, MB_BITS = 14 }; /* a tag packs direction, stage + 1, mb + 1 */
+enum { STAGE_BITS = 12, MB_BITS = 14 }; /* a tag packs direction (3 bits), stage + 1, mb + 1 */
 
-vp_status vp_transport_mpi_fits(int S, int m, vp_error *err) {
-    if (S + 1 >= (1 << STAGE_BITS) || m + 1 >= (1 << MB_BITS))
+vp_status vp_transport_mpi_fits(int S, int m, int D, vp_error *err) {
+    if (S + 1 >= (1 << STAGE_BITS) || m + 1 >= (1 << MB_BITS) || D + 1 >= (1 << MB_BITS))
         return vp__fail(err, VP_ELIMIT,
-                        "MPI message tags hold fewer than %d stages and %d microbatches; the "
-                        "schedule has %d and %d",
-                        (1 << STAGE_BITS) - 1, (1 << MB_BITS) - 1, S, m);
+                        "MPI message tags hold fewer than %d stages and %d microbatches or "
+                        "replicas; the run has %d, %d and %d",
+                        (1 << STAGE_BITS) - 1, (1 << MB_BITS) - 1, S, m, D);
     return VP_OK;
 }
 
@@ -356,7 +356,8 @@ vp_status vp_transport_mpi_new(int p, double watchdog_s, vp_transport **out, int
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     if (size != p)
         return vp__fail(err, VP_EINVAL,
-                        "the schedule has p=%d ranks but MPI started %d processes (mpirun -np %d)",
+                        "the run has %d ranks (p times dp) but MPI started %d processes "
+                        "(mpirun -np %d)",
                         p, size, p);
     mpi_transport *mt = vp__calloc(1, sizeof *mt);
     if (!mt || vp__transport_init(&mt->base, &mpi_vtbl, p, watchdog_s) != VP_OK) {

@@ -74,12 +74,13 @@ void vp_transport_set_wait(vp_transport *t, int rank, int waiting, vp_msg_key ke
 }
 
 void vp__msg_describe(vp_msg_key key, char *buf, size_t size) {
-    static const char *const what[VP_MSG_KINDS] = {"the activation",        "the gradient",
-                                                   "the replica gradients", "the parameters",
-                                                   "the op times",          "an injected stall"};
+    static const char *const what[VP_MSG_KINDS] = {
+        "the activation", "the gradient",      "the replica gradients", "the parameters",
+        "the op times",   "an injected stall", "the gradient shard",    "the reduced shard"};
     const char *name = key.dir >= 0 && key.dir < VP_MSG_KINDS ? what[key.dir] : "a message";
-    snprintf(buf, size, "%s %s stage %d, microbatch %d", name,
-             key.dir == VP_MSG_STALL ? "at" : "of", key.stage, key.mb);
+    int replica = key.dir == VP_MSG_REDUCE || key.dir == VP_MSG_GATHER;
+    snprintf(buf, size, "%s %s stage %d, %s %d", name, key.dir == VP_MSG_STALL ? "at" : "of",
+             key.stage, replica ? "replica" : "microbatch", key.mb);
 }
 
 void vp__transport_outcome(vp_transport *t, vp_outcome *out, int *first) {

@@ -21,15 +21,18 @@ typedef enum {
     VP_MSG_REPLICA = 2, /* gradients of a bidirectional replica stage (stage = sender's) */
     VP_MSG_PARAMS = 3,  /* a stage's parameters, gathered on rank 0 at the end */
     VP_MSG_TIMES = 4,   /* a rank's measured op times, gathered on rank 0 (stage = rank) */
-    VP_MSG_STALL = 5    /* nothing: what a rank stalled on purpose waits for (the stage and
+    VP_MSG_STALL = 5,   /* nothing: what a rank stalled on purpose waits for (the stage and
                            microbatch of the op it stalls at) */
+    VP_MSG_REDUCE = 6,  /* a replica's copy of the receiver's shard of a stage's gradients */
+    VP_MSG_GATHER = 7   /* a replica's reduced shard of a stage's gradients, or with ZeRO-1
+                           its updated shard of the parameters */
 } vp_msg_dir;
 
-#define VP_MSG_KINDS 6
+#define VP_MSG_KINDS 8
 
 typedef struct vp_msg_key {
     int stage; /* the receiving stage (for REPLICA: the sender's stage) */
-    int mb;    /* microbatch (REPLICA: 0) */
+    int mb;    /* microbatch (REPLICA: 0; REDUCE, GATHER: the sender's replica) */
     int dir;   /* vp_msg_dir */
 } vp_msg_key;
 
@@ -126,9 +129,10 @@ vp_transport *vp_transport_threads_new(int p, double watchdog_s);
 vp_status vp_transport_mpi_new(int p, double watchdog_s, vp_transport **out, int *rank,
                                vp_error *err);
 
-/* Whether a schedule of S stages and m microbatches fits the MPI transport's message tags
- * (fewer than 4095 stages and 16383 microbatches); VP_ELIMIT saying which does not. */
-vp_status vp_transport_mpi_fits(int S, int m, vp_error *err);
+/* Whether a schedule of S stages and m microbatches on D replicas fits the MPI
+ * transport's message tags (fewer than 4095 stages, 16383 microbatches and 16383
+ * replicas); VP_ELIMIT saying which does not. */
+vp_status vp_transport_mpi_fits(int S, int m, int D, vp_error *err);
 
 /* Publishes rank's current op (op index, -1 between steps, and label) for the watchdog
  * report. */

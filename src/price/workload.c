@@ -4,9 +4,9 @@
 #include "base/internal.h"
 #include "price/price_internal.h"
 
-vp_train vp_train_default(const vp_arch *arch) {
+vp_workload vp_workload_default(const vp_arch *arch) {
     bool fp32 = arch->dtype_bytes == 4;
-    vp_train t = {
+    vp_workload t = {
         .seq = arch->max_positions < 2048 ? arch->max_positions : 2048,
         .mbs = 1,
         .tp = 1,
@@ -17,7 +17,7 @@ vp_train vp_train_default(const vp_arch *arch) {
     return t;
 }
 
-static vp_status check_train(const vp_arch *a, const vp_train *t, vp_error *err) {
+static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error *err) {
     if (t->seq < 1 || t->mbs < 1 || t->tp < 1 || t->dp < 1 || t->mbs > (1 << 20) ||
         t->tp > (1 << 20) || t->dp > (1 << 20))
         return vp__fail(err, VP_EINVAL,
@@ -70,11 +70,11 @@ static vp_status check_gpu(const vp_gpu *g, vp_error *err) {
 }
 
 vp_status vp_price_check(const vp_price_setup *setup, vp_error *err) {
-    if (!setup || !setup->arch || !setup->train)
+    if (!setup || !setup->arch || !setup->work)
         return vp__fail(err, VP_EINVAL, "pricing needs a model and a training setup");
     vp_status rc = vp_arch_check(setup->arch, err);
     if (rc == VP_OK)
-        rc = check_train(setup->arch, setup->train, err);
+        rc = check_workload(setup->arch, setup->work, err);
     if (rc == VP_OK && setup->gpu)
         rc = check_gpu(setup->gpu, err);
     if (rc == VP_OK && (setup->split < VP_SPLIT_TIME || setup->split > VP_SPLIT_EVEN))

@@ -1,0 +1,57 @@
+# Installation: `cmake --install BUILD --prefix P` puts
+#   P/bin/vpipe                                   the command line (with VP_RUNTIME)
+#   P/lib/libvpipe.so.*, libvpipe-runtime.so.*    the libraries (or .a without BUILD_SHARED_LIBS)
+#   P/include/vpipe/*.h                           the headers, version.h generated
+#   P/lib/pkgconfig/vpipe.pc, vpipe-runtime.pc    pkg-config: the schedule library, and the
+#                                                 runtime on top of it (Requires: vpipe)
+#   P/lib/cmake/vpipe/                            find_package(vpipe): vpipe::vpipe and,
+#                                                 when built, vpipe::runtime
+include(CMakePackageConfigHelpers)
+
+set(VP_INSTALL_TARGETS vpipe)
+if(VP_RUNTIME)
+  list(APPEND VP_INSTALL_TARGETS vpipe_runtime)
+  install(TARGETS vpipe_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(TARGETS ${VP_INSTALL_TARGETS} EXPORT vpipeTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/vpipe ${VP_GENERATED_INCLUDE}/vpipe
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+
+# pkg-config. The files find their prefix from where they lie (${pcfiledir}), so an
+# installation can move. Only a static build lists the dependencies (for `pkg-config
+# --static`): a shared library brings its own.
+set(VP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/vpipe)
+file(RELATIVE_PATH VP_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+string(REGEX REPLACE "/$" "" VP_PC_TO_PREFIX "${VP_PC_TO_PREFIX}")
+set(VP_PC_REQUIRES_PRIVATE "")
+set(VP_PC_RUNTIME_REQUIRES_PRIVATE "")
+set(VP_PC_LIBS_PRIVATE "")
+if(NOT BUILD_SHARED_LIBS)
+  set(VP_PC_REQUIRES_PRIVATE "jansson")
+  set(VP_PC_RUNTIME_REQUIRES_PRIVATE "openblas jansson")
+  if(MPI_C_FOUND)
+    string(APPEND VP_PC_RUNTIME_REQUIRES_PRIVATE " mpi-c")
+  endif()
+  set(VP_PC_LIBS_PRIVATE "-lm -pthread")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/vpipe.pc.in ${PROJECT_BINARY_DIR}/vpipe.pc @ONLY)
+set(VP_PC_FILES ${PROJECT_BINARY_DIR}/vpipe.pc)
+if(VP_RUNTIME)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/vpipe-runtime.pc.in
+                 ${PROJECT_BINARY_DIR}/vpipe-runtime.pc @ONLY)
+  list(APPEND VP_PC_FILES ${PROJECT_BINARY_DIR}/vpipe-runtime.pc)
+endif()
+install(FILES ${VP_PC_FILES} DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# CMake package.
+install(EXPORT vpipeTargets NAMESPACE vpipe:: DESTINATION ${VP_CMAKE_DIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/vpipeConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/vpipeConfig.cmake
+                              INSTALL_DESTINATION ${VP_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/vpipeConfigVersion.cmake
+                                 COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/vpipeConfig.cmake ${PROJECT_BINARY_DIR}/vpipeConfigVersion.cmake
+        DESTINATION ${VP_CMAKE_DIR})

@@ -1,0 +1,177 @@
+/* The whole configuration: a data x tensor x pipeline parallel x microbatch x schedule x
+ * recomputation search for a real model on a real cluster, and exports that launch it.
+ *
+ * Module `hybrid` (src/hybrid/). Depends on price (every configuration is priced with the
+ * same memory and time model as `simulate --model`), plan (the V building-block levels of
+ * the memory-budget planner), families, block, sim, io (the PyTorch CSV of an export),
+ * schedule and base.
+ *
+ * What it searches. Given N GPUs and a global batch of B sequences: every tensor-parallel
+ * degree TP within a node that divides the heads and the KV heads, every pipeline degree
+ * PP and data-parallel degree DP with DP x TP x PP = N, every microbatch size mbs with
+ * DP x mbs dividing B (m = B / (DP x mbs) microbatches per step and DP rank), every
+ * recomputation (none, selective unless FlashAttention makes it the same as none, full),
+ * and every family (vpipe list; `interleaved` with 2..max_chunks chunks per device) plus
+ * "v-block": the V building blocks on the memory-budget planner's frontier (vp_plan_run at
+ * unit costs, pipeline degrees up to vblock_max_pp), of which the fastest that fits is
+ * taken. A configuration is legal when its
+ * family builds the shape and the layers fill its stages.
+ *
+ * How it stays fast. Every candidate is bounded from its layout alone (vp_price_layout_
+ * bound: the busiest device's passes with the chains before them, model states and one
+ * microbatch's activations). Candidates whose memory bound exceeds the capacity are pruned;
+ * the rest are visited in increasing order of their step-time bound, in batches of fixed
+ * size. A candidate is pruned when its bound is at least the K-th best step time found
+ * and at least the best of every group it competes in (its family, and "1f1b-r" for 1F1B
+ * with full recomputation). A candidate that is evaluated is built with its real costs,
+ * its memory checked from its op order (over the capacity: not simulated), and simulated.
+ * Pruning decisions use only the results of earlier batches, so the answer, the counts and
+ * the order never depend on the number of threads; only elapsed_s and a time limit do.
+ */
+#ifndef VPIPE_HYBRID_H
+#define VPIPE_HYBRID_H
+
+#include "vpipe/plan.h"
+#include "vpipe/price.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One configuration and what it prices at. */
+typedef struct vp_hybrid_config {
+    char family[32]; /* a registered family, or "v-block" */
+    char group[32];  /* what it competes as: its family, or "1f1b-r" for 1F1B with full
+                        recomputation (the papers' 1F1B-R baseline; "1f1b" is then
+                        1F1B without it) */
+    char params[96]; /* "v-block": the block (vp_vblock_format); else "" */
+    vp_vblock vblock;
+    int dp, tp, pp;
+    int v;      /* chunks per device of `interleaved`; 0 for other families */
+    int mbs, m; /* microbatch size; microbatches per step on each DP rank */
+    vp_recompute recompute;
+    double step_time_s, mfu, bubble; /* bubble: 1 - busy / longest device span */
+    double memory_max_bytes;         /* the largest rank's total */
+    bool fits;
+} vp_hybrid_config;
+
+/* Called between batches from the calling thread: candidates visited and to visit. */
+typedef void (*vp_hybrid_progress)(void *arg, long done, long total);
+
+/* What is searched. Everything pointed to is borrowed. */
+typedef struct vp_hybrid_request {
+    const vp_arch *arch;
+    const vp_gpu *gpu;
+    vp_workload work;            /* seq, sp (applied where TP > 1), zero1, flash, precision,
+                                    dp_overlap and reserve_bytes as given; tp, dp, mbs and
+                                    recompute are searched unless fixed below */
+    vp_split_goal split;         /* how every candidate's layers split (VP_SPLIT_TIME default) */
+    int gpus;                    /* N */
+    int global_batch;            /* B, sequences per step */
+    int tp, pp, dp, mbs;         /* > 0 fixes the degree or size; 0 searches it */
+    int recompute;               /* -1 searches; a vp_recompute fixes it */
+    int max_chunks;              /* `interleaved` with 2..max_chunks chunks (0: 4; 1: none) */
+    int vblock_max_pp;           /* "v-block" at pipeline degrees up to this (0: 32): finding the
+                                    levels takes the budget planner seconds at 32, tens at 64 */
+    int top;                     /* configurations ranked (0: 10) */
+    int threads;                 /* worker threads (0 or 1: the calling thread only) */
+    double time_limit_s;         /* stop after this many seconds with the best so far (0: none) */
+    vp_hybrid_progress progress; /* NULL: none */
+    void *progress_arg;
+} vp_hybrid_request;
+
+/* A request for a model and accelerator with the workload's defaults (vp_workload_default),
+ * every dimension searched, recompute -1, split VP_SPLIT_TIME, the rest zero. */
+VP_API vp_hybrid_request vp_hybrid_request_make(const vp_arch *arch, const vp_gpu *gpu, int gpus,
+                                                int global_batch);
+
+/* A configuration priced in full: the workload it ran under, its result and schedule
+ * (owned). */
+typedef struct vp_hybrid_priced {
+    vp_hybrid_config config;
+    vp_workload work;
+    vp_price_result *result;
+    vp_schedule *schedule;
+} vp_hybrid_priced;
+
+/* Prices config under req exactly as the search does (the workload with the config's
+ * degrees, its family built with the real costs, or its V block), into *out (release
+ * with vp_hybrid_priced_release); config's figures are refreshed in out->config, whether
+ * it fits or not. VP_EINVAL when the configuration is not legal for req, errors of
+ * pricing. */
+VP_API vp_status vp_hybrid_price(const vp_hybrid_request *req, const vp_hybrid_config *config,
+                                 vp_hybrid_priced *out, vp_error *err);
+VP_API void vp_hybrid_priced_release(vp_hybrid_priced *priced);
+
+/* Result of vp_hybrid_run. Owned by the caller (vp_hybrid_free). */
+typedef struct vp_hybrid {
+    vp_hybrid_config *top; /* [n_top] the fastest configurations that fit, fastest first */
+    int n_top;
+    vp_hybrid_config *best; /* [n_best] the fastest that fits of every group (family, and
+                               "1f1b-r"), fastest first */
+    int n_best;
+    vp_hybrid_priced winner; /* top[0] priced: memory per rank, split, schedule */
+    vp_hybrid_config versus; /* 1F1B at the winner's DP, TP, PP, mbs and recomputation,
+                                priced whether it fits or not (family "" when the winner is
+                                1F1B or 1F1B does not build there) */
+    long candidates;         /* legal configurations (a v-block point counts once) */
+    long evaluated;          /* simulated */
+    long pruned_bound;       /* skipped: their step-time bound could not win */
+    long pruned_memory;      /* skipped: their memory bound exceeds the capacity */
+    long over_memory;        /* built, over the capacity in their op order, not simulated */
+    long refused;            /* the family refused the microbatch count */
+    bool timed_out;          /* the time limit stopped the search: the best found so far */
+    double elapsed_s;
+    char reason[1024]; /* why the winner won: what it buys over the runner-up family and
+                          over the best 1F1B */
+} vp_hybrid;
+
+/* Searches as the header comment says. VP_EINVAL for a malformed request (missing model,
+ * accelerator, GPUs or batch, a fixed degree that is not legal), when no configuration
+ * fits (the message names the smallest memory any needs and that configuration), or
+ * when the time limit stops the search before one fits; VP_ENOMEM. */
+VP_API vp_status vp_hybrid_run(const vp_hybrid_request *req, vp_hybrid **out, vp_error *err);
+
+/* Releases a result; NULL is a no-op. */
+VP_API void vp_hybrid_free(vp_hybrid *h);
+
+/* The result as one JSON object (new string, caller frees with free(); NULL when memory
+ * runs out): model, gpu, gpus, global_batch, seq; best (the winner's configuration with
+ * its memory_per_rank and layers_per_stage); best_per_family (an object keyed by group:
+ * family, dp, tp, pp, v, mbs, m, recompute, step_time_s, mfu, bubble, memory_max_bytes,
+ * fits, and params for a V block); top (an array of such configurations); versus_1f1b
+ * (or null); reason; candidates, evaluated, pruned (every kind), pruned_by_bound,
+ * pruned_by_memory, over_memory, refused, timed_out, elapsed_s. Deterministic but for
+ * elapsed_s. */
+VP_API char *vp_hybrid_json(const vp_hybrid *h, const vp_hybrid_request *req);
+
+/* The parallelism part of a torchtitan TOML job configuration for priced (torchtitan's
+ * JobConfig of torchtitan/config/job_config.py, the version with
+ * module_fqns_per_model_part): [training] seq_len, local_batch_size, global_batch_size;
+ * [parallelism] data_parallel_replicate_degree and data_parallel_shard_degree (shard with
+ * the distributed optimizer), tensor_parallel_degree, pipeline_parallel_degree,
+ * pipeline_parallel_microbatch_size, pipeline_parallel_schedule (the class the CSV
+ * needs), pipeline_parallel_schedule_csv = csv_path, module_fqns_per_model_part (Llama's
+ * module names: tok_embeddings, layers.N, norm, output); [activation_checkpoint] mode.
+ * New string in *toml (caller frees). VP_EUNSUPPORTED when torchtitan cannot run the
+ * schedule's placement (DualPipe's two directions), VP_ENOMEM. */
+VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_priced *priced,
+                                      const char *csv_path, char **toml, vp_error *err);
+
+/* Megatron-LM flags for priced when its family is one Megatron runs (1F1B, interleaved):
+ * --tensor-model-parallel-size, --pipeline-model-parallel-size, --micro-batch-size,
+ * --global-batch-size, --seq-length, --num-layers-per-virtual-pipeline-stage
+ * (interleaved), --sequence-parallel, --use-distributed-optimizer, --recompute-granularity
+ * (with --recompute-method uniform --recompute-num-layers 1 for full),
+ * --attention-backend flash, and --decoder-first/last-pipeline-num-layers when the split
+ * gives the ends other counts than the middle; one line, then comment lines ('#') for
+ * what the flags cannot say (a middle that is not even). New string in *flags (caller
+ * frees). VP_EUNSUPPORTED for other families, VP_ENOMEM. */
+VP_API vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_priced *priced,
+                                    char **flags, vp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,151 @@
+/* Exports that launch a configuration: torchtitan's job configuration (TOML) and
+ * Megatron-LM's flags. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "hybrid/hybrid_internal.h"
+#include "vpipe/io.h"
+
+#define GIB 1073741824.0
+
+/* One part of module_fqns_per_model_part: stage k's modules in Llama's names. */
+static void stage_modules(vp__buf *b, const vp_price_result *r, int k, int layer0) {
+    vp__buf_printf(b, "  [");
+    const char *sep = "";
+    if (k == 0) {
+        vp__buf_printf(b, "\"tok_embeddings\"");
+        sep = ", ";
+    }
+    for (int l = layer0; l < layer0 + r->layers_per_stage[k]; l++, sep = ", ")
+        vp__buf_printf(b, "%s\"layers.%d\"", sep, l);
+    if (k == r->route_len - 1)
+        vp__buf_printf(b, "%s\"norm\", \"output\"", sep);
+    vp__buf_printf(b, "],\n");
+}
+
+/* The [parallelism] keys of the pipeline: schedule class, CSV, and the modules of every
+ * stage of the route. */
+static void pipeline_keys(vp__buf *b, const vp_hybrid_priced *pr, const char *schedule,
+                          const char *csv_path) {
+    const vp_price_result *r = pr->result;
+    vp__buf_printf(b, "pipeline_parallel_schedule = \"%s\"\n", schedule);
+    vp__buf_printf(b, "pipeline_parallel_schedule_csv = \"%s\"\n", csv_path);
+    vp__buf_printf(b, "# layers per stage, as vpipe priced them:");
+    for (int k = 0; k < r->route_len; k++)
+        vp__buf_printf(b, "%s%d", k ? "," : " ", r->layers_per_stage[k]);
+    vp__buf_printf(b, "\nmodule_fqns_per_model_part = [\n");
+    for (int k = 0, l0 = 0; k < r->route_len; l0 += r->layers_per_stage[k++])
+        stage_modules(b, r, k, l0);
+    vp__buf_printf(b, "]\n");
+}
+
+vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_priced *pr,
+                               const char *csv_path, char **toml, vp_error *err) {
+    *toml = NULL;
+    const vp_hybrid_config *c = &pr->config;
+    const char *schedule = vp_torch_schedule_name(pr->schedule);
+    if (c->pp > 1 && (!schedule || pr->schedule->route_len != pr->schedule->S))
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "torchtitan cannot run %s's placement (%s): every microbatch must pass "
+                        "every stage",
+                        c->family, vp_placement_name(pr->schedule->placement));
+    if (strchr(csv_path, '"') || strchr(csv_path, '\\') || strchr(csv_path, '\n'))
+        return vp__fail(err, VP_EINVAL,
+                        "the CSV path must not hold quotes, backslashes or "
+                        "newlines (it goes into a TOML string)");
+    vp__buf b = {0};
+    vp__buf_printf(&b,
+                   "# vpipe plan: %s%s%s for %s on %d %s, DP %d x TP %d x PP %d, mbs %d, m %d,"
+                   " recompute %s\n# predicted: step %.4g s, MFU %.1f%%, at most %.1f GiB per GPU\n"
+                   "# The parallelism part of a torchtitan job configuration (TOML JobConfig of\n"
+                   "# torchtitan/config/job_config.py with module_fqns_per_model_part):\n"
+                   "# merge it into the job's file.\n\n",
+                   c->family, c->params[0] ? " " : "", c->params, req->arch->name, req->gpus,
+                   req->gpu->name, c->dp, c->tp, c->pp, c->mbs, c->m,
+                   vp_recompute_name(c->recompute), c->step_time_s, 100 * c->mfu,
+                   c->memory_max_bytes / GIB);
+    vp__buf_printf(&b,
+                   "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n\n",
+                   req->work.seq, c->mbs * c->m, req->global_batch);
+    bool shard = req->work.zero1 && c->dp > 1;
+    vp__buf_printf(&b,
+                   "[parallelism]\n%sdata_parallel_replicate_degree = %d\n"
+                   "data_parallel_shard_degree = %d\ntensor_parallel_degree = %d\n"
+                   "pipeline_parallel_degree = %d\npipeline_parallel_microbatch_size = %d\n",
+                   shard ? "# sharded data parallelism (FSDP) holds at most what ZeRO-1 does\n"
+                         : "",
+                   shard ? 1 : c->dp, shard ? c->dp : 1, c->tp, c->pp, c->mbs);
+    if (c->pp > 1)
+        pipeline_keys(&b, pr, schedule, csv_path);
+    vp__buf_printf(&b, "\n[activation_checkpoint]\nmode = \"%s\"\n",
+                   vp_recompute_name(c->recompute));
+    *toml = vp__buf_take(&b);
+    return *toml ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
+}
+
+/* Whether counts[from..to) are all equal. */
+static bool even(const int *counts, int from, int to) {
+    for (int k = from + 1; k < to; k++)
+        if (counts[k] != counts[from])
+            return false;
+    return true;
+}
+
+/* The split flags: per virtual stage for an even interleaved split, else the ends'
+ * counts when the middle is even, else a comment saying what Megatron will do instead. */
+static void split_flags(vp__buf *b, const vp_hybrid_priced *pr, vp__buf *notes) {
+    const vp_price_result *r = pr->result;
+    const int *n = r->layers_per_stage, R = r->route_len;
+    bool interleaved = pr->config.v > 0;
+    if (interleaved && even(n, 0, R)) {
+        vp__buf_printf(b, " --num-layers-per-virtual-pipeline-stage %d", n[0]);
+        return;
+    }
+    if (interleaved)
+        vp__buf_printf(b, " --num-virtual-stages-per-pipeline-rank %d", pr->config.v);
+    if (R > 2 && even(n, 1, R - 1) && (n[0] != n[1] || n[R - 1] != n[1]))
+        vp__buf_printf(
+            b, " --decoder-first-pipeline-num-layers %d --decoder-last-pipeline-num-layers %d",
+            n[0], n[R - 1]);
+    if (R > 2 && !even(n, 1, R - 1)) {
+        vp__buf_printf(notes, "# vpipe priced layers per stage");
+        for (int k = 0; k < R; k++)
+            vp__buf_printf(notes, "%s%d", k ? "," : " ", n[k]);
+        vp__buf_printf(notes, "; Megatron splits the layers evenly over the stages instead\n");
+    }
+}
+
+vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_priced *pr, char **flags,
+                             vp_error *err) {
+    *flags = NULL;
+    const vp_hybrid_config *c = &pr->config;
+    if (strcmp(c->family, "1f1b") && strcmp(c->family, "interleaved"))
+        return vp__fail(err, VP_EUNSUPPORTED, "Megatron-LM runs 1F1B and interleaved 1F1B, not %s",
+                        c->family);
+    vp__buf b = {0}, notes = {0};
+    vp__buf_printf(&b,
+                   "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
+                   "--micro-batch-size %d --global-batch-size %d --seq-length %d",
+                   c->tp, c->pp, c->mbs, req->global_batch, req->work.seq);
+    split_flags(&b, pr, &notes);
+    if (req->work.sp && c->tp > 1)
+        vp__buf_printf(&b, " --sequence-parallel");
+    if (req->work.zero1 && c->dp > 1)
+        vp__buf_printf(&b, " --use-distributed-optimizer");
+    if (req->work.flash)
+        vp__buf_printf(&b, " --attention-backend flash");
+    if (c->recompute == VP_RECOMPUTE_FULL)
+        vp__buf_printf(&b, " --recompute-granularity full --recompute-method uniform "
+                           "--recompute-num-layers 1");
+    else if (c->recompute == VP_RECOMPUTE_SELECTIVE)
+        vp__buf_printf(&b, " --recompute-granularity selective");
+    vp__buf_printf(&b, "\n# data parallel %d = world size %d / (TP %d x PP %d)\n", c->dp, req->gpus,
+                   c->tp, c->pp);
+    char *extra = vp__buf_take(&notes);
+    vp__buf_printf(&b, "%s", extra ? extra : "");
+    free(extra);
+    *flags = vp__buf_take(&b);
+    return *flags ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
+}

@@ -1,0 +1,54 @@
+/* Shared by the files of src/hybrid (not part of the public API). */
+#ifndef VPIPE_HYBRID_INTERNAL_H
+#define VPIPE_HYBRID_INTERNAL_H
+
+#include "vpipe/hybrid.h"
+
+/* The family index of "v-block": one past the registered families. */
+#define VP__HY_VBLOCK vp_family_count()
+
+/* The V building-block levels of one pipeline degree: the blocks on the memory-budget
+ * planner's frontier, by decreasing peak (fastest first). */
+typedef struct vp__hy_levels {
+    int pp;
+    vp_vblock *blocks;
+    int n;
+} vp__hy_levels;
+
+/* Finds them for pp (vp_plan_run at unit costs, m = pp, with threads). VP_ENOMEM, or the
+ * planner's errors. */
+vp_status vp__hy_levels_find(int pp, int threads, vp__hy_levels *out, vp_error *err);
+void vp__hy_levels_release(vp__hy_levels *levels);
+
+/* The workload and pricing setup of config under req (config's degrees applied). */
+typedef struct vp__hy_setup {
+    vp_workload work;
+    vp_price_setup setup;
+} vp__hy_setup;
+
+void vp__hy_setup_make(const vp_hybrid_request *req, const vp_hybrid_config *config,
+                       vp__hy_setup *out);
+
+/* What evaluating one configuration found. */
+typedef enum {
+    VP__HY_PRICED = 0,  /* simulated: config's figures set (fits or not) */
+    VP__HY_OVER = 1,    /* built, over the capacity by its op order: memory_max_bytes set */
+    VP__HY_REFUSED = 2, /* the family refused the shape */
+    VP__HY_FAILED = 3   /* an error (out of memory): err set */
+} vp__hy_verdict;
+
+/* Evaluates config under req (family, degrees and m set) on shape (a schedule of the
+ * family's shape at config->pp; its ops are not read): "v-block" runs config's block when
+ * its params are set, else the fastest of levels (pp's) that fits. With priced non-NULL,
+ * keeps the result and schedule there, and prices even over the capacity. Thread-safe. */
+vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *shape,
+                               const vp__hy_levels *levels, vp_hybrid_config *config,
+                               vp_hybrid_priced *priced, vp_error *err);
+
+/* Fills config's group from its family and recomputation. */
+void vp__hy_group(vp_hybrid_config *config);
+
+/* The one-sentence reason of h (its top, best and versus set). */
+void vp__hy_reason(vp_hybrid *h);
+
+#endif

@@ -1,0 +1,131 @@
+/* What a layout tells before any schedule is built or simulated: lower bounds of the step
+ * time and of the largest rank's memory, and the memory of a schedule's op order. */
+#include <stdlib.h>
+
+#include "base/internal.h"
+#include "price/price_internal.h"
+
+/* Pass-time sums of a single route (S == route_len) for the makespan bound. */
+typedef struct route_sums {
+    double f_all;   /* every stage's F and the hops between devices along the route */
+    double *head;   /* [p] F chain (with hops) before the device's first stage */
+    double *tail_b; /* [p] B chain (with hops) after the device's last stage */
+} route_sums;
+
+/* Fills the route sums of lay (one route): for each device, the forward chain before its
+ * first stage and the backward chain after its last stage. */
+static void sum_route(const vp_price_layout *lay, route_sums *r) {
+    int S = lay->S;
+    double chain = 0;
+    for (int d = 0; d < lay->p; d++)
+        r->head[d] = r->tail_b[d] = -1;
+    for (int st = 0; st < S; st++) {
+        const vp_price_stage *g = &lay->stage[st];
+        if (st > 0 && lay->stage[st - 1].device != g->device)
+            chain += lay->hop_ms;
+        if (r->head[g->device] < 0)
+            r->head[g->device] = chain;
+        chain += g->f_ms;
+    }
+    r->f_all = chain;
+    chain = 0;
+    for (int st = S - 1; st >= 0; st--) {
+        const vp_price_stage *g = &lay->stage[st];
+        if (r->tail_b[g->device] < 0)
+            r->tail_b[g->device] = chain;
+        chain += g->b_ms + (st > 0 && lay->stage[st - 1].device != g->device ? lay->hop_ms : 0);
+    }
+}
+
+/* The makespan bound in ms: per device, the larger of (its first F cannot start before the
+ * forward chain reaches it, then all its passes) and (its first B cannot start before the
+ * whole forward chain and the backward chain down to its last stage, then all its B and
+ * W). A bidirectional layout (two routes) uses the passes alone. */
+static vp_status makespan_bound(const vp_price_layout *lay, int m, double *out, vp_error *err) {
+    int p = lay->p;
+    bool one_route = lay->S == lay->route_len;
+    double per_stage = (double)m * lay->route_len / lay->S; /* microbatches through a stage */
+    double *work = vp__calloc(4 * (size_t)p, sizeof *work), *bw = work + p;
+    if (!work)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    route_sums r = {0, work + 2 * p, work + 3 * p};
+    bool r_passes = lay->cm->recompute != VP_RECOMPUTE_NONE; /* else r_ms is in b_ms */
+    for (int st = 0; st < lay->S; st++) {
+        const vp_price_stage *g = &lay->stage[st];
+        double r_ms = r_passes ? g->r_ms : 0;
+        work[g->device] += per_stage * (g->f_ms + r_ms + g->b_ms + g->w_ms);
+        bw[g->device] += per_stage * (r_ms + g->b_ms + g->w_ms);
+    }
+    if (one_route)
+        sum_route(lay, &r);
+    double best = 0;
+    for (int d = 0; d < p; d++) {
+        double lb = work[d];
+        if (one_route && r.head[d] >= 0) {
+            double by_forward = r.head[d] + work[d], by_backward = r.f_all + r.tail_b[d] + bw[d];
+            lb = by_forward > by_backward ? by_forward : by_backward;
+        }
+        best = lb > best ? lb : best;
+    }
+    free(work);
+    *out = best;
+    return VP_OK;
+}
+
+/* The memory bound: every item but activations, plus on each device what one microbatch
+ * holds when it reaches the device's last stage of its route (its earlier stages there
+ * still hold what their F keeps: their B needs that stage's B first). */
+static double memory_bound(const vp_price_layout *lay) {
+    double most = 0;
+    for (int d = 0; d < lay->p; d++) {
+        double act = 0;
+        for (int first = 0; first < lay->S; first += lay->route_len) {
+            double route = 0;
+            int last = -1; /* the route's last stage on d */
+            for (int st = first; st < first + lay->route_len; st++)
+                if (lay->stage[st].device == d) {
+                    route += lay->stage[st].hold_bytes;
+                    last = st;
+                }
+            if (last >= 0) /* which has just run its F */
+                route += lay->stage[last].act_bytes - lay->stage[last].hold_bytes;
+            act = route > act ? route : act;
+        }
+        double total = lay->fixed[d].total + act;
+        most = total > most ? total : most;
+    }
+    return most;
+}
+
+vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout *lay, int m,
+                                vp_price_bound *out, vp_error *err) {
+    if (m < 1)
+        return vp__fail(err, VP_EINVAL, "a step needs at least one microbatch (got m %d)", m);
+    double makespan_ms = 0, optimizer_s, dp_reduce_s;
+    vp_status rc = makespan_bound(lay, m, &makespan_ms, err);
+    if (rc != VP_OK)
+        return rc;
+    vp__price_overheads(su, lay->fixed, lay->p, &optimizer_s, &dp_reduce_s);
+    out->makespan_s = makespan_ms / 1e3;
+    out->step_time_s = out->makespan_s + optimizer_s + dp_reduce_s * (1 - su->work->dp_overlap);
+    out->memory_max_bytes = memory_bound(lay);
+    return VP_OK;
+}
+
+vp_status vp_price_layout_memory(const vp_price_layout *lay, const vp_schedule *s,
+                                 vp_rank_memory *memory, vp_error *err) {
+    if (!vp__price_same_shape(lay, s))
+        return vp__fail(err, VP_EINVAL, "the layout was priced for another shape than %s's",
+                        s->family);
+    double *peak = vp__calloc((size_t)s->p, sizeof *peak);
+    if (!peak)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_memory_peaks(s, lay->cm, peak);
+    for (int d = 0; d < s->p; d++) {
+        memory[d] = lay->fixed[d];
+        memory[d].activations = peak[d] * lay->unit_bytes;
+        memory[d].total += memory[d].activations;
+    }
+    free(peak);
+    return VP_OK;
+}

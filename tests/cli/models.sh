@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Real-model pricing on the command line: --model/--gpu and the workload options on
+# simulate, compare, render and schedule, `vpipe model list|show`, the JSON fields scripts
+# read, every bad input's message and exit code, and vpipe's own model priced byte for
+# byte as its runtime measures its activations. Usage: models.sh VPIPE SOURCE_DIR
+vp=$1
+src=$2
+. "$src/tests/cli/expect.bash"
+
+l70=(--model llama3-70b --gpu h100-80gb --seq 8192 --tp 8 --sp --flash)
+
+# ---- the help and the listing -------------------------------------------------------------
+for cmd in simulate compare render schedule; do
+    expect 0 "--model NAME|FILE" -- "$vp" "$cmd" --help
+    expect 0 "--layers-per-stage" -- "$vp" "$cmd" --help
+done
+expect 0 "model" -- "$vp" --help
+expect 0 "llama3-405b" -- "$vp" model list
+expect 0 "h200-141gb" -- "$vp" model list
+"$vp" model list --json >"$tmp/list.json"
+expect 0 "" -- python3 - "$tmp/list.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = {m["name"] for m in d["models"]}
+assert {"gpt2-124m", "llama3-70b", "llama3-405b", "gpt3-175b", "cm-98.5b", "zb-1.5b"} <= names
+m = {x["name"]: x for x in d["models"]}
+assert abs(m["llama3-70b"]["params"] / 1e9 - 70.55) < 0.01, m["llama3-70b"]["params"]
+assert m["llama3-70b"]["kv_heads"] == 8 and m["llama3-70b"]["ffn_kind"] == "swiglu"
+assert {g["name"] for g in d["gpus"]} == {"a100-80gb", "h100-80gb", "h200-141gb"}
+PY
+# An accelerator printed by the listing reads back as a --gpu file, to the same answer.
+python3 -c "
+import json, sys
+g = [g for g in json.load(open(sys.argv[1]))['gpus'] if g['name'] == 'a100-80gb'][0]
+json.dump(g, open(sys.argv[2], 'w'))" "$tmp/list.json" "$tmp/a100.json"
+a=$("$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --gpu a100-80gb --json | grep step_time_s)
+b=$("$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --gpu "$tmp/a100.json" --json | grep step_time_s)
+[ -n "$a" ] && [ "$a" = "$b" ] || bad "a100 preset and its JSON file price differently: $a / $b"
+echo '{"base": "a100-80gb", "efficiency": 0.25}' >"$tmp/slow.json"
+c=$("$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --gpu "$tmp/slow.json" --json | grep step_time_s)
+[ "$c" != "$a" ] || bad "a slower accelerator file did not change the step time"
+
+# model show: dimensions, parameters, per-part bytes and FLOPs; --json from the library.
+expect 0 "70.55 B" -- "$vp" model show llama3-70b
+expect 0 "SwiGLU input (gate and up)" -- "$vp" model show llama3-70b --seq 8192 --tp 8 --sp
+expect 0 "softmax output" -- "$vp" model show gpt2-124m --seq 1024 --mbs 4
+"$vp" model show gpt2-124m --seq 1024 --mbs 2 --tp 2 --json >"$tmp/show.json"
+expect 0 "" -- python3 - "$tmp/show.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s, b, h, a, t = 1024, 2, 768, 12, 2
+layer = d["parts"]["layer"]
+# Korthikanti et al., TP without sequence parallelism: sbh(10 + 24/t + 5as/(ht)).
+want = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+assert abs(layer["act_bytes"] - want) < 1e-6 * want, (layer["act_bytes"], want)
+assert abs(sum(x["bytes"] for x in layer["saved"] if x["keep"] != "B-W") - want) < 1e-6 * want
+# Zero Bubble Table 1 at TP t: F = sbh(24h + 4s)/t.
+f = s * b * h * (24 * h + 4 * s) / t
+assert abs(layer["flops_f"] - f) < 1e-9 * f, (layer["flops_f"], f)
+assert d["workload"] == {"seq": 1024, "mbs": 2, "tp": 2, "sp": False, "flash": False,
+                         "recompute": "none"}, d["workload"]
+PY
+
+# ---- simulate --model: the JSON scripts read -------------------------------------------
+"$vp" simulate v-half -p 8 -m 32 "${l70[@]}" --json >"$tmp/vhalf.json"
+expect 0 "" -- python3 - "$tmp/vhalf.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("step_time_s", "samples_per_s_per_gpu", "tokens_per_s", "mfu", "memory_per_rank",
+          "memory_max_bytes", "fits", "layers_per_stage", "makespan", "stages", "bubble"):
+    assert k in d, k
+assert d["family"] == "v-half" and d["p"] == 8 and d["tp"] == 8 and d["gpus"] == 64
+assert len(d["memory_per_rank"]) == 8 and len(d["layers_per_stage"]) == 16
+assert sum(d["layers_per_stage"]) == 80
+items = ("params", "grads", "optimizer", "activations", "buffers", "workspace", "reserve")
+for m in d["memory_per_rank"]:
+    assert abs(sum(m[k] for k in items) - m["total"]) <= 8, m
+    assert m["grads"] == 2 * m["params"] and m["optimizer"] == 6 * m["params"], m
+assert d["memory_max_bytes"] == max(m["total"] for m in d["memory_per_rank"])
+assert d["fits"] == (d["memory_max_bytes"] <= d["capacity_bytes"])
+assert abs(d["makespan"] / 1e3 - d["makespan_s"]) < 1e-9 * d["makespan"]
+assert abs(d["step_time_s"] - d["makespan_s"] - d["optimizer_s"] - d["dp_exposed_s"]) < 1e-9
+assert abs(d["tokens_per_s"] - 32 * 8192 / d["step_time_s"]) < 1e-6 * d["tokens_per_s"]
+assert 0.05 < d["mfu"] < 1
+assert all(abs(a - m["activations"]) <= 1e-9 * a
+           for a, m in zip(d["peak_memory_bytes"], d["memory_per_rank"]))
+PY
+expect 0 "memory per rank, GiB:" -- "$vp" simulate v-half -p 8 -m 32 "${l70[@]}"
+expect 0 "fits" -- "$vp" simulate v-half -p 8 -m 32 "${l70[@]}"
+expect 0 "does NOT fit" -- "$vp" simulate 1f1b -p 8 -m 32 --model llama3-70b --seq 8192
+
+# With --model, --cost is measured ms per pass of a device's slice: 1F1B at p = 4, m = 8,
+# F = B = W = 10 ms and no hop takes (m + p - 1) * 30 ms.
+"$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --cost F=10,B=10,W=10,c=0 --json >"$tmp/cost.json"
+expect 0 "" -- python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert abs(d['makespan_s'] - 0.33) < 1e-9, d['makespan_s']
+assert all(st['f_ms'] == 10 for st in d['per_stage']), d['per_stage']" "$tmp/cost.json"
+
+# --layers-per-stage is taken as given and printed; the options change what they should.
+expect 0 "layers per stage: 2,10,10,10" -- \
+    "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --layers-per-stage 2,10,10,10
+tot() { "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --seq 4096 "$@" --json |
+    python3 -c "import json,sys; d=json.load(sys.stdin); print(d['memory_max_bytes'])"; }
+base=$(tot)
+for opt in "--recompute full" "--flash" "--tp 2" "--tp 2 --sp" "--dp 4 --zero"; do
+    # shellcheck disable=SC2086
+    less=$(tot $opt)
+    [ "$less" -lt "$base" ] || bad "$opt does not lower the largest rank's bytes ($less >= $base)"
+done
+[ "$(tot --mbs 2)" -gt "$base" ] || bad "--mbs 2 does not raise the largest rank's bytes"
+
+# ---- compare, render, schedule with --model ---------------------------------------------
+"$vp" compare -p 8 -m 32 "${l70[@]}" >"$tmp/compare.txt"
+for f in $("$vp" list | awk '/^[a-z]/ {print $1}'); do
+    grep -q "^$f " "$tmp/compare.txt" || bad "compare --model misses $f"
+done
+expect 0 "GiB per rank" -- cat "$tmp/compare.txt"
+"$vp" compare -p 8 -m 32 "${l70[@]}" --json >"$tmp/compare.json"
+expect 0 "" -- python3 - "$tmp/compare.json" "$tmp/vhalf.json" <<'PY'
+import json, sys
+rows = {r["family"]: r for r in json.load(open(sys.argv[1]))}
+one = json.load(open(sys.argv[2]))
+assert rows["v-half"]["step_time_s"] == one["step_time_s"]
+assert rows["v-half"]["memory_per_rank"] == one["memory_per_rank"]
+# V-Half holds less than 1F1B's largest rank, V-Min less than V-Half.
+act = {f: max(m["activations"] for m in r["memory_per_rank"]) for f, r in rows.items()}
+assert act["v-min"] < act["v-half"] < act["1f1b"], act
+PY
+expect 0 "d0 |" -- "$vp" render v-half -p 4 -m 8 --model llama3-8b --seq 4096 --ascii --no-color
+expect 0 "" -- "$vp" render zb-v -p 4 -m 8 --model llama3-8b --svg "$tmp/zbv.svg"
+expect 0 "<svg" -- head -c 400 "$tmp/zbv.svg"
+expect 0 "" -- "$vp" compare -p 4 -m 8 --model llama3-8b --svg "$tmp/gallery.svg"
+expect 0 "layers per stage:" -- \
+    "$vp" schedule zb-v -p 4 -m 8 --model llama3-8b --format torch-csv -o "$tmp/zbv.csv"
+expect 0 "" -- "$vp" validate "$tmp/zbv.csv"
+# A schedule file is priced too (its p and m come from the file).
+"$vp" schedule v-min -p 4 -m 8 -o "$tmp/vmin.json"
+expect 0 '"family": "v-min"' -- "$vp" simulate "$tmp/vmin.json" --model llama3-8b --json
+
+# ---- bad input ------------------------------------------------------------------------
+printf '{"hidden_size": 64,' >"$tmp/broken.json"
+printf '{"hidden_size": 64, "num_hidden_layers": 2}' >"$tmp/incomplete.json"
+printf '{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 5, "intermediate_size": 256, "vocab_size": 100, "max_position_embeddings": 64, "hidden_act": "silu"}' >"$tmp/heads.json"
+expect 2 "unknown model 'nope' (known: gpt2-124m" -- "$vp" simulate 1f1b -p 4 -m 8 --model nope
+expect 3 "broken.json:1:" -- "$vp" simulate 1f1b -p 4 -m 8 --model "$tmp/broken.json"
+expect 3 'missing key "num_attention_heads"' -- \
+    "$vp" simulate 1f1b -p 4 -m 8 --model "$tmp/incomplete.json"
+expect 3 "5 heads do not divide hidden_size 64" -- "$vp" simulate 1f1b -p 4 -m 8 --model "$tmp/heads.json"
+expect 3 "No such file" -- "$vp" simulate 1f1b -p 4 -m 8 --model "$tmp/missing.json"
+expect 2 "must be divisible by TP 3" -- "$vp" simulate 1f1b -p 4 -m 8 --model llama3-70b --tp 3
+expect 2 "12 layers cannot fill 16 stages" -- \
+    "$vp" simulate 1f1b -p 16 -m 32 --model gpt2-124m
+expect 2 "longer than model llama3-70b's 8192 positions" -- \
+    "$vp" simulate 1f1b -p 4 -m 8 --model llama3-70b --seq 9000
+expect 2 "unknown accelerator 'nope'" -- "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --gpu nope
+expect 3 'unknown key "peak"' -- bash -c "echo '{\"base\": \"a100-80gb\", \"peak\": 1}' >$tmp/g.json;
+    $vp simulate 1f1b -p 4 -m 8 --model llama3-8b --gpu $tmp/g.json"
+expect 2 "--tp needs --model" -- "$vp" simulate 1f1b -p 4 -m 8 --tp 2
+expect 2 "--gpu needs --model" -- "$vp" compare -p 4 -m 8 --gpu a100-80gb
+expect 2 "--memory-model does not apply" -- \
+    "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --memory-model zb:0.3
+expect 2 "2 values for 4 stages" -- \
+    "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --layers-per-stage 16,16
+expect 2 "add up to 31" -- "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --layers-per-stage 1,10,10,10
+expect 2 "expects counts like" -- "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --layers-per-stage 1,,2
+expect 2 "expected vpipe:LAYERS,WIDTH,HEADS,SEQ" -- "$vp" simulate 1f1b -p 4 -m 8 --model vpipe:2,32
+expect 2 "recompute is one of" -- "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --recompute some
+expect 2 "no tensor parallelism" -- "$vp" simulate 1f1b -p 2 -m 4 --model vpipe:4,32,2,16 --tp 2
+expect 2 "usage: vpipe model list" -- "$vp" model
+expect 2 "usage: vpipe model list" -- "$vp" model list extra
+expect 2 "unexpected argument" -- "$vp" model show a b
+expect 2 "unknown model 'nope'" -- "$vp" model show nope
+
+# ---- vpipe's own model: priced activations = what its runtime measures -----------------
+. "$src/tests/cli/own_model.bash"
+own_model_check '
+import json, sys
+t, p = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+got = [m["activations"] for m in p["memory_per_rank"]]
+assert got == t["peak_activation_bytes"], (sys.argv[3:], got, t["peak_activation_bytes"])
+starts = t["layer_start"]
+routes = [b - a for a, b in zip(starts, starts[1:])]
+assert p["layers_per_stage"] == routes[:len(p["layers_per_stage"])], (p["layers_per_stage"], starts)
+'
+finish

@@ -1,0 +1,225 @@
+/* The hybrid planner: its answer is the exhaustive one (pruning never changes the best or
+ * any family's best), it does not depend on the threads, every configuration it reports
+ * fits and prices again to the same figures, nothing-fits names the smallest memory, the
+ * paper's 98.5B experiment ranks 1F1B with full recomputation last, and the exports carry
+ * the winner's degrees. */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "price_util.h"
+#include "vpipe/hybrid.h"
+
+static vp_hybrid *run(const vp_hybrid_request *q) {
+    vp_hybrid *h = NULL;
+    vp_error err = {0};
+    if (vp_hybrid_run(q, &h, &err) != VP_OK)
+        fail_msg("%s: %s", q->arch->name, err.message);
+    return h;
+}
+
+static void assert_same_config(const vp_hybrid_config *a, const vp_hybrid_config *b) {
+    if (strcmp(a->family, b->family) || strcmp(a->params, b->params) || a->dp != b->dp ||
+        a->tp != b->tp || a->pp != b->pp || a->v != b->v || a->mbs != b->mbs ||
+        a->recompute != b->recompute || a->step_time_s != b->step_time_s)
+        fail_msg("%s dp%d tp%d pp%d mbs%d %.9g vs %s dp%d tp%d pp%d mbs%d %.9g", a->family, a->dp,
+                 a->tp, a->pp, a->mbs, a->step_time_s, b->family, b->dp, b->tp, b->pp, b->mbs,
+                 b->step_time_s);
+}
+
+/* A small grid: Llama-2-7B on 16 A100s, sequence 4096, batch 64 (q points into it). */
+typedef struct small_grid {
+    vp_arch a;
+    vp_gpu g;
+    vp_hybrid_request q;
+} small_grid;
+
+static void small_setup(small_grid *s) {
+    s->a = tp_preset("llama2-7b");
+    s->g = tp_gpu("a100-80gb");
+    s->q = vp_hybrid_request_make(&s->a, &s->g, 16, 64);
+    s->q.work.seq = 4096;
+    s->q.work.flash = s->q.work.sp = s->q.work.zero1 = true;
+    s->q.max_chunks = 3;
+    s->q.vblock_max_pp = 8;
+}
+
+/* With K larger than the grid no bound ever prunes: the pruned search's best, top and
+ * every family's best equal that exhaustive search's. */
+static void test_pruning_is_exact(void **state) {
+    (void)state;
+    small_grid grid;
+    small_setup(&grid);
+    vp_hybrid_request q = grid.q;
+    vp_hybrid *pruned = run(&q);
+    q.top = 1000000;
+    vp_hybrid *all = run(&q);
+    assert_int_equal(all->pruned_bound, 0);
+    assert_true(pruned->pruned_bound > 0);
+    assert_true(pruned->evaluated < all->evaluated);
+    assert_int_equal(pruned->candidates, all->candidates);
+    for (int i = 0; i < pruned->n_top; i++)
+        assert_same_config(&pruned->top[i], &all->top[i]);
+    assert_int_equal(pruned->n_best, all->n_best);
+    for (int i = 0; i < pruned->n_best; i++)
+        assert_same_config(&pruned->best[i], &all->best[i]);
+    vp_hybrid_free(pruned);
+    vp_hybrid_free(all);
+}
+
+/* One thread or three: the same JSON but for elapsed_s. */
+static void test_threads_do_not_matter(void **state) {
+    (void)state;
+    small_grid grid;
+    small_setup(&grid);
+    vp_hybrid_request q = grid.q;
+    char *text[2];
+    for (int i = 0; i < 2; i++) {
+        q.threads = i ? 3 : 1;
+        vp_hybrid *h = run(&q);
+        char *json = vp_hybrid_json(h, &q);
+        assert_non_null(json);
+        json_t *o = json_loads(json, 0, NULL);
+        free(json);
+        assert_non_null(o);
+        json_object_del(o, "elapsed_s");
+        text[i] = json_dumps(o, JSON_SORT_KEYS);
+        json_decref(o);
+        vp_hybrid_free(h);
+    }
+    assert_string_equal(text[0], text[1]);
+    free(text[0]);
+    free(text[1]);
+}
+
+/* Every configuration reported fits, and pricing it again gives its figures. */
+static void test_reported_configurations_fit(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-70b");
+    vp_gpu g = tp_gpu("h100-80gb");
+    vp_hybrid_request q = vp_hybrid_request_make(&a, &g, 64, 512);
+    q.work.seq = 8192;
+    q.work.flash = q.work.sp = q.work.zero1 = true;
+    vp_hybrid *h = run(&q);
+    const vp_hybrid_config *lists[2] = {h->top, h->best};
+    int counts[2] = {h->n_top, h->n_best};
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < counts[l]; i++) {
+            const vp_hybrid_config *c = &lists[l][i];
+            assert_true(c->fits && c->memory_max_bytes <= g.memory_bytes);
+            assert_int_equal(c->dp * c->tp * c->pp, 64);
+            assert_int_equal(c->dp * c->mbs * c->m, 512);
+            vp_hybrid_priced again;
+            vp_error err = {0};
+            if (vp_hybrid_price(&q, c, &again, &err) != VP_OK)
+                fail_msg("%s: %s", c->family, err.message);
+            TU_NEAR(again.result->step_time_s, c->step_time_s);
+            TU_NEAR(again.result->memory_max_bytes, c->memory_max_bytes);
+            vp_hybrid_priced_release(&again);
+        }
+    for (int i = 1; i < h->n_top; i++)
+        assert_true(h->top[i - 1].step_time_s <= h->top[i].step_time_s);
+    TU_NEAR(h->winner.result->step_time_s, h->top[0].step_time_s);
+    assert_non_null(strstr(h->reason, h->top[0].family));
+    vp_hybrid_free(h);
+}
+
+/* 405B on 8 GPUs: no configuration fits; the message names the smallest memory needed. */
+static void test_nothing_fits(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-405b");
+    vp_gpu g = tp_gpu("h100-80gb");
+    vp_hybrid_request q = vp_hybrid_request_make(&a, &g, 8, 64);
+    q.work.seq = 8192;
+    q.work.flash = q.work.sp = true;
+    vp_hybrid *h = NULL;
+    vp_error err = {0};
+    assert_int_equal(vp_hybrid_run(&q, &h, &err), VP_EINVAL);
+    assert_null(h);
+    const char *at = strstr(err.message, "the smallest needs ");
+    if (!at)
+        fail_msg("%s", err.message);
+    double gib = atof(at + strlen("the smallest needs "));
+    /* at least the model states of 405B parameters over 8 GPUs at 18 bytes each */
+    assert_true(gib * 1073741824.0 > 405e9 * 18 / 8);
+    q.gpus = 0;
+    assert_int_equal(vp_hybrid_run(&q, &h, &err), VP_EINVAL);
+    q.gpus = 8;
+    q.tp = 3; /* no legal degree: divides no head count */
+    assert_int_equal(vp_hybrid_run(&q, &h, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "no legal configuration"));
+}
+
+/* The Controllable Memory paper's hybrid experiment: a V or Zero Bubble family wins, ahead
+ * of the best 1F1B, and 1F1B with full recomputation ranks last of every family. */
+static void test_paper_experiment(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("cm-98.5b");
+    vp_gpu g = tp_gpu("a100-80gb");
+    vp_hybrid_request q = vp_hybrid_request_make(&a, &g, 40, 160);
+    q.work.seq = 1024;
+    q.work.flash = q.work.sp = q.work.zero1 = true;
+    vp_hybrid *h = run(&q);
+    const char *w = h->best[0].group;
+    assert_true(!strncmp(w, "v-", 2) || !strncmp(w, "zb-", 3));
+    const vp_hybrid_config *one = NULL;
+    for (int i = 0; i < h->n_best; i++)
+        if (!strcmp(h->best[i].group, "1f1b"))
+            one = &h->best[i];
+    assert_non_null(one);
+    assert_true(h->best[0].mfu > one->mfu);
+    assert_string_equal(h->best[h->n_best - 1].group, "1f1b-r");
+    assert_string_equal(h->versus.family, "1f1b");
+    assert_true(h->versus.step_time_s > h->best[0].step_time_s);
+    vp_hybrid_free(h);
+}
+
+/* The exports name the configuration's degrees and split. */
+static void test_exports(void **state) {
+    (void)state;
+    small_grid grid;
+    small_setup(&grid);
+    vp_hybrid_request q = grid.q;
+    vp_hybrid_config c = {.family = "1f1b", .dp = 2, .tp = 2, .pp = 4, .mbs = 2, .m = 16};
+    vp_hybrid_priced pr;
+    vp_error err = {0};
+    assert_int_equal(vp_hybrid_price(&q, &c, &pr, &err), VP_OK);
+    char *flags = NULL, *toml = NULL;
+    assert_int_equal(vp_hybrid_megatron(&q, &pr, &flags, &err), VP_OK);
+    const char *want[] = {"--tensor-model-parallel-size 2",
+                          "--pipeline-model-parallel-size 4",
+                          "--micro-batch-size 2",
+                          "--global-batch-size 64",
+                          "--seq-length 4096",
+                          "--sequence-parallel",
+                          "--use-distributed-optimizer"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(flags, want[i]))
+            fail_msg("'%s' lacks %s", flags, want[i]);
+    assert_int_equal(vp_hybrid_torchtitan(&q, &pr, "s.csv", &toml, &err), VP_OK);
+    assert_non_null(strstr(toml, "pipeline_parallel_degree = 4\n"));
+    assert_non_null(strstr(toml, "data_parallel_shard_degree = 2\n"));
+    assert_non_null(strstr(toml, "local_batch_size = 32\n"));
+    assert_non_null(strstr(toml, "\"tok_embeddings\", \"layers.0\""));
+    free(flags);
+    free(toml);
+    vp_hybrid_priced_release(&pr);
+    c = (vp_hybrid_config){.family = "dualpipe", .dp = 2, .tp = 2, .pp = 4, .mbs = 2, .m = 16};
+    assert_int_equal(vp_hybrid_price(&q, &c, &pr, &err), VP_OK);
+    assert_int_equal(vp_hybrid_torchtitan(&q, &pr, "s.csv", &toml, &err), VP_EUNSUPPORTED);
+    assert_int_equal(vp_hybrid_megatron(&q, &pr, &flags, &err), VP_EUNSUPPORTED);
+    vp_hybrid_priced_release(&pr);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pruning_is_exact),
+        cmocka_unit_test(test_threads_do_not_matter),
+        cmocka_unit_test(test_reported_configurations_fit),
+        cmocka_unit_test(test_nothing_fits),
+        cmocka_unit_test(test_paper_experiment),
+        cmocka_unit_test(test_exports),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,204 @@
+/* The playground's Web Worker: loads the WebAssembly module (vpipe's schedule library) and
+ * answers the page by calling the library's public string API (vpipe/request.h, vpipe/io.h)
+ * directly, as the Python package does through ctypes. All computation runs here, so the
+ * page never freezes.
+ *
+ * Protocol: the page posts {id, channel, op, args}; the worker answers {id, ok: true,
+ * result, ms} or {id, ok: false, error: {status, line, column, message}, ms}, or
+ * {id, superseded: true} when a newer request of the same channel arrived before this one
+ * ran. Ops: hello, view (a schedule built, planned or read, with everything the page shows
+ * of it) and price (every family priced for a real model). The hybrid planner, when the
+ * library exports it, is one more op here and one more panel on the page.
+ */
+'use strict';
+
+// The served page loads the module beside this file; the single-file build has it inline.
+if (typeof createVpipe === 'undefined') importScripts('vpipe.js');
+
+const ready = createVpipe();
+let M = null;
+const NULL = 0;
+const OUT = Symbol('out'); // an output pointer argument: invoke returns what it received
+const ERROR_SIZE = 12 + 512; // vp_error: int status, line, column; char message[512]
+const CSV_COMPUTE_ONLY = 1; // VP_TORCH_CSV_COMPUTE_ONLY
+const CONFIG_PATH = '/config.json'; // a pasted Hugging Face config.json, in the module's memory
+
+/* A failed library call as the page shows it. */
+function failure(rc, err) {
+  const status = M.UTF8ToString(M._vp_status_name(rc));
+  const at = err >> 2;
+  const message = M.UTF8ToString(err + 12, 512) || status;
+  return { status, line: M.HEAP32[at + 1], column: M.HEAP32[at + 2], message };
+}
+
+/* Calls the library function name(args..., &err): strings become temporary C strings,
+ * OUT a pointer slot; numbers pass as they are (pointers, integers, NULL). Returns the
+ * values left in the OUT slots; throws failure() when the call returns an error. */
+function invoke(name, ...args) {
+  const temps = [];
+  const outs = [];
+  const alloc = (size) => {
+    const p = M._malloc(size);
+    M.HEAPU8.fill(0, p, p + size);
+    temps.push(p);
+    return p;
+  };
+  try {
+    const cargs = args.map((a) => {
+      if (a === OUT) {
+        outs.push(alloc(4));
+        return outs[outs.length - 1];
+      }
+      if (typeof a !== 'string') return a;
+      const size = M.lengthBytesUTF8(a) + 1;
+      const p = alloc(size);
+      M.stringToUTF8(a, p, size);
+      return p;
+    });
+    const err = alloc(ERROR_SIZE);
+    const rc = M['_' + name](...cargs, err);
+    if (rc !== 0) throw failure(rc, err);
+    return outs.map((p) => M.HEAPU32[p >> 2]);
+  } finally {
+    temps.forEach((p) => M._free(p));
+  }
+}
+
+/* A text the library returned (malloc'ed): copied and freed. */
+function take(ptr) {
+  const text = M.UTF8ToString(ptr);
+  M._free(ptr);
+  return text;
+}
+
+function textOf(name, ...args) {
+  return take(invoke(name, ...args)[0]);
+}
+
+function names(count, at) {
+  return Array.from({ length: M['_' + count]() }, (_, i) => M.UTF8ToString(M['_' + at](i)));
+}
+
+function hello() {
+  const families = Array.from({ length: M._vp_family_count() }, (_, i) => {
+    const f = M._vp_family_at(i) >> 2; // vp_family: name, summary, needs
+    const field = (k) => M.UTF8ToString(M.HEAPU32[f + k]);
+    return { name: field(0), summary: field(1), needs: field(2) };
+  });
+  return {
+    version: M.UTF8ToString(M._vp_version()),
+    families,
+    models: names('vp_arch_preset_count', 'vp_arch_preset_name'),
+    gpus: names('vp_gpu_preset_count', 'vp_gpu_preset_name'),
+  };
+}
+
+/* What to know when exporting s to PyTorch (vp_torch_csv_notes), one note per line. */
+function torchNotes(s) {
+  const size = 4096;
+  const buf = M._malloc(size);
+  try {
+    M._vp_torch_csv_notes(s, buf, size);
+    return M.UTF8ToString(buf);
+  } finally {
+    M._free(buf);
+  }
+}
+
+/* Everything the page shows of schedule s (borrowed) under options: the simulation report,
+ * the picture, and the files to download (the CSV's refusal when PyTorch cannot express
+ * it). */
+function describe(s, options) {
+  const result = {
+    sim: textOf('vp_request_simulate', s, options, OUT),
+    svg: textOf('vp_request_render', s, 'svg', options, OUT),
+    json: textOf('vp_json_write', s, OUT),
+    csv: null,
+    csvError: null,
+    notes: torchNotes(s),
+  };
+  try {
+    result.csv = textOf('vp_torch_csv_write', s, CSV_COMPUTE_ONLY, OUT);
+  } catch (e) {
+    if (e.status === undefined) throw e;
+    result.csvError = e;
+  }
+  return result;
+}
+
+/* A schedule built from a family (mode "schedule"), chosen by the planner ("plan", with its
+ * report and the planner's own time in ms) or read from text ("load"), described. */
+function view({ mode, options, text }) {
+  let s = NULL;
+  let plan = null;
+  let planMs = null;
+  try {
+    if (mode === 'schedule') {
+      [s] = invoke('vp_request_schedule', options, OUT);
+    } else if (mode === 'plan') {
+      const start = performance.now();
+      const [report, chosen] = invoke('vp_request_plan', options, OUT, OUT);
+      planMs = performance.now() - start;
+      s = chosen;
+      plan = take(report);
+    } else {
+      [s] = invoke('vp_schedule_parse', text, M.lengthBytesUTF8(text), OUT);
+    }
+    return { plan, planMs, ...describe(s, options) };
+  } finally {
+    M._vp_schedule_free(s);
+  }
+}
+
+/* Each family priced (vp_request_price, the family built with the priced costs): its report
+ * or its error. options: the training setup without a family; config: a pasted
+ * config.json, used instead of options' model. */
+function price({ options, families, config }) {
+  const base = JSON.parse(options);
+  if (config !== undefined) {
+    M.FS.writeFile(CONFIG_PATH, config);
+    base.model = CONFIG_PATH;
+  }
+  return families.map((family) => {
+    try {
+      const [report] = invoke('vp_request_price', NULL, JSON.stringify({ ...base, family }), OUT, NULL);
+      return { family, report: take(report) };
+    } catch (error) {
+      return { family, error };
+    }
+  });
+}
+
+const ops = { hello, view, price };
+const waiting = new Map(); // channel -> its newest request not yet run
+let draining = false;
+
+/* Runs the waiting requests one at a time, yielding between them so that newer requests
+ * can arrive and supersede older ones of their channel. A failure that is not the
+ * library's (the module did not load, a bug) is answered with status "internal". */
+async function drain() {
+  const [channel, msg] = waiting.entries().next().value;
+  waiting.delete(channel);
+  const start = performance.now();
+  let reply;
+  try {
+    M = M || (await ready);
+    reply = { ok: true, result: ops[msg.op](msg.args || {}) };
+  } catch (e) {
+    const error = e && e.status !== undefined ? e : { status: 'internal', line: 0, column: 0, message: String(e) };
+    reply = { ok: false, error };
+  }
+  postMessage({ id: msg.id, ms: performance.now() - start, ...reply });
+  if (waiting.size) setTimeout(drain, 0);
+  else draining = false;
+}
+
+onmessage = (e) => {
+  const older = waiting.get(e.data.channel);
+  if (older) postMessage({ id: older.id, superseded: true });
+  waiting.set(e.data.channel, e.data);
+  if (!draining) {
+    draining = true;
+    setTimeout(drain, 0);
+  }
+};
