@@ -9,17 +9,17 @@ digest() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["param_d
 
 for family in v-half 1f1b; do
     threads=$("$vp" train --schedule $family $model --json 2>/dev/null | digest)
-    mpi=$(timeout 120 mpirun -np 4 "$vp" train --transport mpi --schedule $family $model --json 2>/dev/null | digest)
+    mpi=$(timeout 900 mpirun -np 4 "$vp" train --transport mpi --schedule $family $model --json 2>/dev/null | digest)
     expect 0 "$threads" -- echo "$mpi"
     [ -n "$threads" ] || { echo "FAIL: no threads result for $family"; fails=$((fails + 1)); }
 done
 
 # Wrong process count: a clear error, exit 2, no hang.
-expect 2 "MPI started 2 processes" -- timeout 60 mpirun -np 2 "$vp" train --transport mpi --schedule 1f1b $model
+expect 2 "MPI started 2 processes" -- timeout 900 mpirun -np 2 "$vp" train --transport mpi --schedule 1f1b $model
 
 # A stalled rank: every rank reports its op and the job ends by itself, non-zero (timeout
 # only guards against a hang; no time window is asserted).
-timeout 60 mpirun -np 4 "$vp" train --transport mpi --schedule 1f1b $model --stall-at 2:1:3 --watchdog 2 >/dev/null 2>"${TMPDIR:-/tmp}/vp-mpi-wd.$$"
+timeout 900 mpirun -np 4 "$vp" train --transport mpi --schedule 1f1b $model --stall-at 2:1:3 --watchdog 2 >/dev/null 2>"${TMPDIR:-/tmp}/vp-mpi-wd.$$"
 code=$?
 report=$(cat "${TMPDIR:-/tmp}/vp-mpi-wd.$$")
 rm -f "${TMPDIR:-/tmp}/vp-mpi-wd.$$"

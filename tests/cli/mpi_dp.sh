@@ -25,7 +25,7 @@ for p in $shapes; do
         for zero in $zeros; do
             args="--schedule $family -p $p -m $m --dp 2 --zero $zero $model"
             threads=$("$vp" train $args 2>/dev/null | tee "$tmp/threads.json" | digest)
-            mpi=$(timeout 120 mpirun -np $((2 * p)) "$vp" train --transport mpi $args 2>/dev/null | digest)
+            mpi=$(timeout 900 mpirun -np $((2 * p)) "$vp" train --transport mpi $args 2>/dev/null | digest)
             [ -n "$threads" ] || bad "no threads result for $family p=$p zero=$zero"
             expect 0 "$threads" -- echo "$mpi"
             if [ "$(exact <"$tmp/threads.json")" = True ]; then
@@ -41,19 +41,19 @@ expect 0 "" -- test "$runs" -ge "$want"
 long="${model/--steps 2/--steps 6}"
 full=$("$vp" train -p 4 --schedule v-half -m 8 $long 2>/dev/null | digest)
 "$vp" train -p 4 --schedule v-half -m 8 $long --checkpoint "$tmp/ck" --checkpoint-every 3 --fail-at 1:4:0 >/dev/null 2>&1
-got=$(timeout 120 mpirun -np 2 "$vp" train --transport mpi -p 2 --schedule 1f1b -m 8 $long --resume "$tmp/ck" 2>"$tmp/mpi.progress" | digest)
+got=$(timeout 900 mpirun -np 2 "$vp" train --transport mpi -p 2 --schedule 1f1b -m 8 $long --resume "$tmp/ck" 2>"$tmp/mpi.progress" | digest)
 expect 0 "$full" -- echo "$got"
 expect 0 "resuming a checkpoint of p=4 v-half threads at p=2 1f1b mpi (step 3)" -- cat "$tmp/mpi.progress"
 grouped=$("$vp" train -m 8 --dp 2 $long --resume "$tmp/ck" 2>/dev/null | digest)
-got=$(timeout 120 mpirun -np 4 "$vp" train --transport mpi -p 2 --schedule 1f1b -m 8 --dp 2 --zero 1 $long --resume "$tmp/ck" 2>/dev/null | digest)
+got=$(timeout 900 mpirun -np 4 "$vp" train --transport mpi -p 2 --schedule 1f1b -m 8 --dp 2 --zero 1 $long --resume "$tmp/ck" 2>/dev/null | digest)
 expect 0 "$grouped" -- echo "$got"
 
 # A checkpoint written under MPI with ZeRO-1 shards resumes on threads without them.
-timeout 120 mpirun -np 4 "$vp" train --transport mpi -p 2 --schedule 1f1b -m 8 --dp 2 --zero 1 $long --checkpoint "$tmp/z" --checkpoint-every 3 --fail-at 0:4:0 >/dev/null 2>&1
+timeout 900 mpirun -np 4 "$vp" train --transport mpi -p 2 --schedule 1f1b -m 8 --dp 2 --zero 1 $long --checkpoint "$tmp/z" --checkpoint-every 3 --fail-at 0:4:0 >/dev/null 2>&1
 want=$("$vp" train -p 2 --schedule 1f1b -m 8 --dp 2 --zero 1 $long 2>/dev/null | digest)
 got=$("$vp" train -p 2 --schedule 1f1b -m 8 --dp 2 $long --resume "$tmp/z" 2>/dev/null | digest)
 expect 0 "$want" -- echo "$got"
 
 # Wrong process count for p * dp ranks: a clear error, exit 2.
-expect 2 "the run has 4 ranks (p times dp) but MPI started 2 processes" -- timeout 60 mpirun -np 2 "$vp" train --transport mpi -p 2 --schedule 1f1b -m 8 --dp 2 $model
+expect 2 "the run has 4 ranks (p times dp) but MPI started 2 processes" -- timeout 900 mpirun -np 2 "$vp" train --transport mpi -p 2 --schedule 1f1b -m 8 --dp 2 $model
 finish

@@ -48,8 +48,8 @@ expect 1 "not finite" -- "$vp" train $run --inject-nan 3
 
 # MPI: a rank fails after the checkpoint of step 4; the job resumes under mpirun.
 if command -v mpirun >/dev/null && "$vp" train $run --transport mpi 2>&1 | grep -q "MPI started 1"; then
-    timeout 120 mpirun -np 4 "$vp" train --transport mpi $run --checkpoint "$tmp/m" --checkpoint-every 4 --fail-at 1:6:2 >/dev/null 2>&1
-    got=$(timeout 120 mpirun -np 4 "$vp" train --transport mpi $run --resume "$tmp/m" 2>/dev/null | summary)
+    timeout 900 mpirun -np 4 "$vp" train --transport mpi $run --checkpoint "$tmp/m" --checkpoint-every 4 --fail-at 1:6:2 >/dev/null 2>&1
+    got=$(timeout 900 mpirun -np 4 "$vp" train --transport mpi $run --resume "$tmp/m" 2>/dev/null | summary)
     expect 0 "$want_tail 4 0" -- echo "$got"
 fi
 finish
