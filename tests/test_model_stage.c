@@ -66,9 +66,13 @@ static void run_f(chain *p, int s, int j, int step) {
     uint8_t tok[512], tgt[512];
     batch(step, j, tok, tgt);
     bool first = s == 0, last = s == p->n - 1;
-    assert_int_equal(vp_stage_forward(p->st[s], j, first ? NULL : p->fwd[s][j], first ? tok : NULL,
-                                      last ? tgt : NULL, last ? NULL : &p->fwd[s + 1][j],
-                                      last ? &p->loss[j] : NULL, NULL),
+    assert_int_equal(vp_stage_forward(p->st[s], j,
+                                      &(vp_stage_io){.in = first ? NULL : p->fwd[s][j],
+                                                     .tokens = first ? tok : NULL,
+                                                     .targets = last ? tgt : NULL,
+                                                     .out = last ? NULL : &p->fwd[s + 1][j],
+                                                     .loss = last ? &p->loss[j] : NULL},
+                                      NULL),
                      VP_OK);
     if (recompute)
         assert_int_equal(vp_stage_drop(p->st[s], j, recompute == 2, NULL), VP_OK);
@@ -261,8 +265,13 @@ static void check_sizes_with(const vp_model_config *c, vp_stage_range r) {
     float *in = first ? NULL : calloc(sz.io_bytes, 1), *out = NULL, *din = NULL;
     float *dout = last ? NULL : calloc(sz.io_bytes, 1);
     double loss;
-    assert_int_equal(vp_stage_forward(st, 0, in, first ? tok : NULL, last ? tok : NULL,
-                                      last ? NULL : &out, last ? &loss : NULL, NULL),
+    assert_int_equal(vp_stage_forward(st, 0,
+                                      &(vp_stage_io){.in = in,
+                                                     .tokens = first ? tok : NULL,
+                                                     .targets = last ? tok : NULL,
+                                                     .out = last ? NULL : &out,
+                                                     .loss = last ? &loss : NULL},
+                                      NULL),
                      VP_OK);
     assert_int_equal(vp_mem_current(mem), sz.act_bytes);
     if (recompute) {
@@ -382,10 +391,17 @@ static void test_misuse(void **state) {
     assert_int_equal(vp_stage_backward_input(st, 0, NULL, 1.0f, NULL, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "empty"));
     assert_int_equal(vp_stage_backward_weight(st, 1, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_forward(st, 2, NULL, tok, tok, NULL, &loss, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_forward(st, 0, NULL, NULL, tok, NULL, &loss, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_forward(st, 0, NULL, tok, tok, NULL, &loss, &err), VP_OK);
-    assert_int_equal(vp_stage_forward(st, 0, NULL, tok, tok, NULL, &loss, &err), VP_EINVAL);
+    assert_int_equal(
+        vp_stage_forward(st, 2, &(vp_stage_io){.tokens = tok, .targets = tok, .loss = &loss}, &err),
+        VP_EINVAL);
+    assert_int_equal(vp_stage_forward(st, 0, &(vp_stage_io){.targets = tok, .loss = &loss}, &err),
+                     VP_EINVAL);
+    assert_int_equal(
+        vp_stage_forward(st, 0, &(vp_stage_io){.tokens = tok, .targets = tok, .loss = &loss}, &err),
+        VP_OK);
+    assert_int_equal(
+        vp_stage_forward(st, 0, &(vp_stage_io){.tokens = tok, .targets = tok, .loss = &loss}, &err),
+        VP_EINVAL);
     assert_int_equal(vp_stage_backward_weight(st, 0, &err), VP_EINVAL);
     assert_int_equal(vp_stage_recompute(st, 0, &err), VP_EINVAL); /* not dropped */
     assert_non_null(strstr(err.message, "not dropped"));
@@ -402,7 +418,9 @@ static void test_misuse(void **state) {
                                   &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
                      VP_OK);
     tok[3] = 7;
-    assert_int_equal(vp_stage_forward(st, 0, NULL, tok, tok, NULL, &loss, &err), VP_EINVAL);
+    assert_int_equal(
+        vp_stage_forward(st, 0, &(vp_stage_io){.tokens = tok, .targets = tok, .loss = &loss}, &err),
+        VP_EINVAL);
     assert_non_null(strstr(err.message, "vocabulary"));
     vp_stage_free(st);
     vp_mem_free(mem);

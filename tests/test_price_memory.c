@@ -202,24 +202,46 @@ static void test_vpipe_exact(void **state) {
         }
 }
 
+/* vpipe's model of the peak tests (6 layers, width 32, 4 heads, sequence 16, microbatch
+ * 2) on an A100 with the even split over 4 stages, and the sizes of its stage d. */
+typedef struct own_model {
+    vp_model_config cfg;
+    vp_arch arch;
+    vp_workload work;
+    vp_gpu gpu;
+    vp_price_setup su;
+    int l0[5];
+} own_model;
+
+static void own_model_init(own_model *m) {
+    m->cfg = (vp_model_config){
+        .n_layer = 6, .width = 32, .n_head = 4, .seq_len = 16, .microbatch = 2, .vocab = 256};
+    m->arch = vp_arch_vpipe(6, 32, 4, 16);
+    m->work = vp_workload_default(&m->arch);
+    m->work.seq = 16;
+    m->work.mbs = 2;
+    m->gpu = tp_gpu("a100-80gb");
+    m->su = (vp_price_setup){
+        .arch = &m->arch, .gpu = &m->gpu, .work = &m->work, .split = VP_SPLIT_EVEN};
+    assert_int_equal(vp_split_layers(6, 4, m->l0, NULL), VP_OK);
+}
+
+static vp_stage_sizes own_stage(const own_model *m, int d) {
+    vp_stage_sizes sz;
+    vp_stage_range range = {m->l0[d], m->l0[d + 1], d == 0, d == 3};
+    assert_int_equal(vp_stage_sizes_of(&m->cfg, range, &sz, NULL), VP_OK);
+    return sz;
+}
+
 /* Through the simulator: under 1F1B (m >= p) vpipe's rank d holds p - d microbatches of
  * its stage's act bytes at its peak. */
 static void test_vpipe_1f1b_peaks(void **state) {
     (void)state;
-    vp_model_config cfg = {
-        .n_layer = 6, .width = 32, .n_head = 4, .seq_len = 16, .microbatch = 2, .vocab = 256};
-    vp_arch a = vp_arch_vpipe(6, 32, 4, 16);
-    vp_workload t = vp_workload_default(&a);
-    t.seq = 16;
-    t.mbs = 2;
-    vp_gpu g = tp_gpu("a100-80gb");
-    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
-    vp_price_result *r = tp_price(&su, "1f1b", 4, 8);
-    int l0[5];
-    vp_split_layers(6, 4, l0, NULL);
+    own_model m;
+    own_model_init(&m);
+    vp_price_result *r = tp_price(&m.su, "1f1b", 4, 8);
     for (int d = 0; d < 4; d++) {
-        vp_stage_sizes sz;
-        vp_stage_sizes_of(&cfg, (vp_stage_range){l0[d], l0[d + 1], d == 0, d == 3}, &sz, NULL);
+        vp_stage_sizes sz = own_stage(&m, d);
         TU_NEAR(r->memory[d].activations, (4 - d) * (double)sz.act_bytes);
         TU_NEAR(r->memory[d].params + r->memory[d].grads + r->memory[d].optimizer,
                 4.0 * sz.param_bytes);
@@ -233,26 +255,17 @@ static void test_vpipe_1f1b_peaks(void **state) {
  * (selective), and under 1F1B-R rank d peaks at one whole stage and p - d - 1 inputs. */
 static void test_vpipe_recompute_exact(void **state) {
     (void)state;
-    vp_model_config cfg = {
-        .n_layer = 6, .width = 32, .n_head = 4, .seq_len = 16, .microbatch = 2, .vocab = 256};
-    vp_arch a = vp_arch_vpipe(6, 32, 4, 16);
-    vp_workload t = vp_workload_default(&a);
-    t.seq = 16;
-    t.mbs = 2;
-    vp_gpu g = tp_gpu("a100-80gb");
-    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
-    int l0[5];
-    vp_split_layers(6, 4, l0, NULL);
+    own_model m;
+    own_model_init(&m);
     for (int mode = VP_RECOMPUTE_SELECTIVE; mode <= VP_RECOMPUTE_FULL; mode++) {
         vp_spec spec = vp_spec_make(4, 8);
         spec.recompute = (vp_recompute)mode;
         vp_price_result *r = NULL;
         vp_error err = {0};
-        if (vp_price_family(&su, "1f1b", &spec, &r, NULL, &err) != VP_OK)
+        if (vp_price_family(&m.su, "1f1b", &spec, &r, NULL, &err) != VP_OK)
             fail_msg("%s: %s", vp_recompute_name((vp_recompute)mode), err.message);
         for (int d = 0; d < 4; d++) {
-            vp_stage_sizes sz;
-            vp_stage_sizes_of(&cfg, (vp_stage_range){l0[d], l0[d + 1], d == 0, d == 3}, &sz, NULL);
+            vp_stage_sizes sz = own_stage(&m, d);
             bool full = mode == VP_RECOMPUTE_FULL;
             double hold = full ? (double)sz.input_bytes : (double)(sz.act_bytes - sz.core_bytes);
             TU_NEAR(r->stage[d].act_bytes, (double)sz.act_bytes);

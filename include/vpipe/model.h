@@ -188,18 +188,25 @@ VP_API vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
 /* Frees the stage and every buffer its slots still hold (released from mem). */
 VP_API void vp_stage_free(vp_stage *stage);
 
-/* F for microbatch slot mb.
+/* What a forward reads and where it puts what it makes (vp_stage_forward).
  * - First stage: tokens [B*T] (borrowed, copied, each < vocab); in must be NULL.
  *   Other stages: in [B*T*C] from the previous stage's forward (or any malloc'd buffer
- *   of io_bytes); this stage takes it over (charges it, releases it after B).
+ *   of io_bytes); the stage takes it over (charges it, releases it after B).
  * - Last stage: targets [B*T] (borrowed, copied); *loss receives the mean cross-entropy
  *   of the microbatch; out must be NULL.
  *   Other stages: *out receives the output [B*T*C], in flight: hand it to the next
- *   stage's forward or free it with vp_stage_buffer_free.
- * VP_EINVAL (in still the caller's) if the slot is busy, an argument is missing or a
- * token is out of range; VP_ENOMEM (in freed, slot left empty). */
-VP_API vp_status vp_stage_forward(vp_stage *stage, int mb, float *in, const uint8_t *tokens,
-                                  const uint8_t *targets, float **out, double *loss, vp_error *err);
+ *   stage's forward or free it with vp_stage_buffer_free. */
+typedef struct vp_stage_io {
+    float *in;
+    const uint8_t *tokens, *targets;
+    float **out;
+    double *loss;
+} vp_stage_io;
+
+/* F for microbatch slot mb with io. VP_EINVAL (io->in still the caller's) if the slot is
+ * busy, an argument is missing or a token is out of range; VP_ENOMEM (io->in freed, slot
+ * left empty). */
+VP_API vp_status vp_stage_forward(vp_stage *stage, int mb, const vp_stage_io *io, vp_error *err);
 
 /* B for slot mb (after F). Last stage: starts from the loss with dloss = loss_scale
  * (1/m to average m microbatches; the mean over B*T tokens is built in) and dout must

@@ -440,11 +440,13 @@ static bool forward_body(vp_stage *s, vp__slot *sl, float *cur, float **out, dou
     return ok;
 }
 
-vp_status vp_stage_forward(vp_stage *s, int mb, float *in, const uint8_t *tokens,
-                           const uint8_t *targets, float **out, double *loss, vp_error *err) {
+vp_status vp_stage_forward(vp_stage *s, int mb, const vp_stage_io *io, vp_error *err) {
     vp_status st = slot_check(s, mb, VP__SLOT_EMPTY, "forward", err);
     if (st)
         return st;
+    float *in = io->in, **out = io->out;
+    const uint8_t *tokens = io->tokens, *targets = io->targets;
+    double *loss = io->loss;
     if (s->first ? (!tokens || in) : !in)
         return vp__fail(err, VP_EINVAL, "forward: %s",
                         s->first ? "the first stage takes tokens" : "no input activation");

@@ -40,8 +40,12 @@ static vp_status measure_part(const vp_model_config *cfg, int part, int reps, do
     for (int rep = -1; rc == VP_OK && rep < reps; rep++) {
         float *out = NULL, *din = NULL;
         double loss, t0 = vp__now_ms();
-        rc = vp_stage_forward(st, 0, first ? NULL : tensor(mem, io), tokens, last ? targets : NULL,
-                              last ? NULL : &out, last ? &loss : NULL, err);
+        vp_stage_io fio = {.in = first ? NULL : tensor(mem, io),
+                           .tokens = tokens,
+                           .targets = last ? targets : NULL,
+                           .out = last ? NULL : &out,
+                           .loss = last ? &loss : NULL};
+        rc = vp_stage_forward(st, 0, &fio, err);
         double t1 = vp__now_ms();
         vp_stage_buffer_free(out);
         if (rc == VP_OK)

@@ -67,9 +67,12 @@ static vp_status run_forward(vp__rank *c, int st, int mb, uint64_t batch, int va
         if (!last)
             rc = emulated_tensor(r, out, err);
     } else if (rc == VP_OK) {
-        rc = vp_stage_forward(vp__stage_at(c, st), mb, in, first ? c->batch.tokens : NULL,
-                              last ? c->batch.targets : NULL, last ? NULL : out, last ? loss : NULL,
-                              err);
+        vp_stage_io io = {.in = in,
+                          .tokens = first ? c->batch.tokens : NULL,
+                          .targets = last ? c->batch.targets : NULL,
+                          .out = last ? NULL : out,
+                          .loss = last ? loss : NULL};
+        rc = vp_stage_forward(vp__stage_at(c, st), mb, &io, err);
         if (rc == VP_OK && !validation && r->s->recompute != VP_RECOMPUTE_NONE)
             rc = vp_stage_drop(vp__stage_at(c, st), mb, r->s->recompute == VP_RECOMPUTE_FULL, err);
     }
