@@ -1,6 +1,6 @@
 /* Step time at equal per-rank memory, as the V-Shape paper compares schedules: 1F1B at
  * microbatch b, and each memory-saving variant (V-Min; 1F1B-R, 1F1B with full
- * recomputation, once its line in variants[] is enabled) at the largest microbatch b..4b
+ * recomputation) at the largest microbatch b..4b
  * dividing the step's sequences whose predicted per-rank peak activation bytes stay
  * within 1F1B's (b itself when none does: then its peak exceeds the budget), with the
  * same global batch (m * b sequences per step). Real compute on p = 2 ranks (threads),
@@ -14,7 +14,7 @@
  *   bench_equal_memory [width heads seq microbatch layers2 m2 layers8 m8]
  *                      (256 4 128 2 8 12 16 24)
  *
- * The peaks are the runtime's exact predictions (vp_runtime_predict_peaks), which its
+ * The peaks are the runtime's exact predictions (vp_runtime_predict_memory), which its
  * measured peaks equal (tests/test_runtime.c); a measured step time is the median of the
  * steps after the first. Not a test: nothing is asserted, the numbers are for reading. */
 #include <math.h>
@@ -33,9 +33,9 @@ typedef struct variant {
 } variant;
 
 static const variant variants[] = {
-    {"1F1B", "1f1b"},   /* the baseline: its peak is the budget */
-    {"V-Min", "v-min"}, /* about 1/3 of 1F1B's activations */
-    /* {"1F1B-R", "1f1b-r"}, once the family of 1F1B with full recomputation is merged */
+    {"1F1B", "1f1b"},     /* the baseline: its peak is the budget */
+    {"V-Min", "v-min"},   /* about 1/3 of 1F1B's activations */
+    {"1F1B-R", "1f1b-r"}, /* one stage input per microbatch in flight */
 };
 
 static void die(const char *what, const vp_error *err) {
@@ -53,16 +53,23 @@ static vp_schedule *make_schedule(const variant *v, int p, int m) {
     return s;
 }
 
-/* The largest predicted per-rank peak of variant v at microbatch b (m microbatches). */
+/* The largest predicted per-rank peak of activations of variant v at microbatch b (m
+ * microbatches). */
 static double peak_of(const variant *v, vp_model_config cfg, int p, int m) {
     vp_schedule *s = make_schedule(v, p, m);
-    double *peaks = calloc((size_t)p, sizeof *peaks), most = 0.0;
+    vp_pipeline_options o;
+    vp_pipeline_options_default(&o);
+    o.train.model = cfg;
+    o.schedule = s;
+    double *bytes = calloc((size_t)p * VP_MEM_CATEGORIES, sizeof *bytes), most = 0.0;
     vp_error err = {0};
-    if (vp_runtime_predict_peaks(s, &cfg, peaks, &err) != VP_OK)
+    if (!bytes || vp_runtime_predict_memory(&o, bytes, &err) != VP_OK)
         die("predicted peaks", &err);
-    for (int d = 0; d < p; d++)
-        most = peaks[d] > most ? peaks[d] : most;
-    free(peaks);
+    for (int d = 0; d < p; d++) {
+        double act = bytes[d * VP_MEM_CATEGORIES + VP_MEM_ACTIVATIONS];
+        most = act > most ? act : most;
+    }
+    free(bytes);
     vp_schedule_free(s);
     return most;
 }
@@ -90,7 +97,7 @@ static void run_row(const variant *v, vp_model_config cfg, int p, int m, double 
     vp_memcfg mem = vp_memcfg_default();
     vp_cost_model *cm = NULL;
     if (vp_cost_model_new(s, &costs, &mem, &cm, &err) != VP_OK ||
-        vp_profile_cost_model(&prof, s, cm, &err) != VP_OK)
+        vp_profile_cost_model(&prof, s, NULL, cm, &err) != VP_OK)
         die("cost model", &err);
     vp_pipeline_options o;
     vp_pipeline_options_default(&o);

@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
             dout[i] = (float)((i * 40503u) % 1000) * 1e-6f;
         }
         double s0 = now_s();
-        if (vp_stage_forward(st, 0, in, NULL, NULL, &out, NULL, &err))
+        if (vp_stage_forward(st, 0, &(vp_stage_io){.in = in, .out = &out}, &err))
             die("forward", &err);
         double s1 = now_s();
         if (vp_stage_backward_input(st, 0, dout, 1.0f, &din, &err))
@@ -142,7 +142,8 @@ int main(int argc, char **argv) {
     for (int r = 0; r <= step_reps; r++) {
         double loss, s0 = now_s();
         vp_stage_zero_grad(st);
-        if (vp_stage_forward(st, 0, NULL, tok, tgt, NULL, &loss, &err) ||
+        if (vp_stage_forward(st, 0, &(vp_stage_io){.tokens = tok, .targets = tgt, .loss = &loss},
+                             &err) ||
             vp_stage_backward_input(st, 0, NULL, 1.0f, NULL, &err) ||
             vp_stage_backward_weight(st, 0, &err))
             die("step", &err);

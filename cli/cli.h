@@ -110,12 +110,25 @@ typedef struct cli_spec {
     cli_cost_file profile; /* --cost-file */
     double *dev_costs;     /* [3p] per-device costs from the profile that spec.costs
                               borrows (owned; cli_spec_release frees) */
+    int recompute;         /* --recompute (cli_recompute_group): a vp_recompute, -1 until
+                              given; cli_spec_ready sets spec.recompute from it */
 } cli_spec;
 
 extern const cli_group cli_spec_group;
 
 /* --max-ops N of a long (a vp_spec's max_ops), for every command that builds schedules. */
 extern const cli_group cli_limit_group;
+
+/* --recompute none|selective|full into an int (a vp_recompute, -1 until given): the one
+ * recomputation option of every command, registered at a cli_spec's recompute (train: its
+ * own). It recomputes as the model's implementation does. Without --model, and with
+ * vpipe's own model (vpipe:...), it is the spec's recompute: every family's recomputing
+ * version with R passes (cli_obtain_schedule gives a schedule file the same), as vpipe's
+ * runtime runs them. With another --model it is the workload's recompute, Megatron's
+ * activation checkpointing inside B, and the schedule gets no R passes
+ * (cli_real_ready); plan --model fixes the hybrid search's recompute with it. Either way
+ * the price module counts it once (vp_workload). */
+extern const cli_group cli_recompute_group;
 
 /* Defaults: p, m unset, default costs and memory model, the default op limit. */
 void cli_spec_init(cli_spec *o);
@@ -136,14 +149,15 @@ extern const cli_group cli_model_group;
 
 /* Obtains the schedule a subcommand works on: `what` is a family name (built from o,
  * which then needs -p and -m) or a schedule file (read and validated; -p/-m, when given,
- * must match it). On failure prints the error and returns the exit code; 0 on success. */
+ * must match it), recomputing as o->spec.recompute asks (none leaves a file as it is).
+ * On failure prints the error and returns the exit code; 0 on success. */
 int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out);
 
 /* Simulates s with o's costs and memory model. Prints the error and returns the exit code
  * on failure (3 when the costs make the results not finite); 0 on success. */
 int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out);
 
-/* "F=1 B=1 W=1 c=0" (and " FB=x" when set) of costs, into buf. Returns buf. */
+/* "F=1 B=1 W=1 c=0" (and " FB=x", " R=x" when set) of costs, into buf. Returns buf. */
 const char *cli_costs_text(const vp_costs *c, char *buf, size_t size);
 
 /* The library's simulation report (vp_sim_json) as a JSON object, for outputs that hold
@@ -158,15 +172,32 @@ typedef struct cli_int_list {
     int n;
 } cli_int_list;
 
+/* The layer split (the group cli_split_group): --split time|memory|even (a vp_split_goal,
+ * -1 until given) and --layers-per-stage a,b,... (owned: cli_split_release). The same
+ * options for a real model's pricing and planning (in cli_real) and for train. */
+typedef struct cli_split {
+    int goal;
+    cli_int_list layers;
+} cli_split;
+
+extern const cli_group cli_split_group;
+
+/* "time", "memory" or "even". Static string. */
+const char *cli_split_name(vp_split_goal goal);
+
+/* Releases what sp owns. */
+void cli_split_release(cli_split *sp);
+
 /* The real-model options (the group cli_real_group): --model, --gpu, --seq, --mbs, --tp,
- * --sp, --dp, --zero, --flash, --recompute, --split, --layers-per-stage, --reserve,
- * --dp-overlap. Shared by simulate, compare, render and schedule. */
+ * --sp, --dp, --zero, --flash, --reserve, --dp-overlap; with them the layer split
+ * (cli_split_group, registered at split) and --recompute (cli_recompute_group, at the
+ * command's cli_spec). Shared by simulate, compare, render, schedule, plan and model. */
 typedef struct cli_real {
     const char *model, *gpu; /* as given, NULL until given */
     int seq, mbs, tp, dp;    /* 0 until given */
     bool sp, zero, flash;
-    int recompute, split;           /* enum indices, -1 until given */
-    cli_int_list layers;            /* --layers-per-stage (owned) */
+    int recompute;                  /* the spec's --recompute, copied by cli_real_ready */
+    cli_split split;                /* --split, --layers-per-stage */
     double reserve_gib, dp_overlap; /* -1 until given */
     /* filled by cli_real_ready when --model is given */
     bool on;
@@ -186,9 +217,10 @@ void cli_real_init(cli_real *r);
  * option was given; with it, resolves the model and the accelerator (a malformed file:
  * exit 3 with its position; an unknown name: 2), builds the workload and the setup and
  * checks them (heads not divisible by --tp, a sequence longer than the model's
- * positions...: 2), and sets r->on. Prints the error and returns the exit code, 0 when
- * ready. */
-int cli_real_ready(cli_real *r, const cli_spec *o);
+ * positions...: 2), and sets r->on. A model other than vpipe's own takes --recompute into
+ * its workload and clears o->spec.recompute (cli_recompute_group). Prints the error and
+ * returns the exit code, 0 when ready. */
+int cli_real_ready(cli_real *r, cli_spec *o);
 
 /* Releases what r owns. */
 void cli_real_release(cli_real *r);
@@ -241,7 +273,7 @@ typedef struct cli_plan_out {
  * --json; -o writes the winner's schedule) and the exports. Prints the error and returns
  * the exit code: 2 for bad flags and when nothing fits (the message names the smallest
  * memory needed), 3 for a bad model file or an unwritable output. */
-int cli_plan_hybrid(const cli_spec *o, cli_real *r, const cli_hybrid *h, const cli_plan_out *po);
+int cli_plan_hybrid(cli_spec *o, cli_real *r, const cli_hybrid *h, const cli_plan_out *po);
 
 /* ---- subcommands ------------------------------------------------------------------------- */
 

@@ -198,7 +198,9 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(compare_args, spec)},
     {&cli_limit_group, offsetof(compare_args, spec.spec.max_ops)},
+    {&cli_recompute_group, offsetof(compare_args, spec.recompute)},
     {&cli_real_group, offsetof(compare_args, real)},
+    {&cli_split_group, offsetof(compare_args, real.split)},
     {&compare_group, 0},
 };
 

@@ -9,7 +9,7 @@
 #define GIB 1073741824.0
 
 typedef struct model_args {
-    cli_spec spec; /* for cli_real_ready: no schedule options are offered */
+    cli_spec spec; /* for cli_real_ready: its --recompute, no schedule options */
     cli_real real;
     const char *verb, *name; /* the two operands */
     bool json;
@@ -134,6 +134,12 @@ static int show(model_args *a) {
         return cli_error(VP_EXIT_USAGE, "model show needs a model: a preset, a config.json or "
                                         "vpipe:L,W,H,S (vpipe model list)");
     int rc = cli_real_ready(&a->real, &a->spec);
+    if (!rc && a->real.arch.impl == VP_IMPL_VPIPE && a->spec.recompute > VP_RECOMPUTE_NONE)
+        rc = cli_error(VP_EXIT_USAGE,
+                       "vpipe's own model recomputes only in a schedule's R "
+                       "passes: price one (vpipe simulate FAMILY --model %s "
+                       "--recompute %s)",
+                       a->real.model, vp_recompute_name((vp_recompute)a->spec.recompute));
     if (rc)
         return rc;
     if (a->json) {
@@ -175,6 +181,7 @@ static int run(void *args) {
 
 static const cli_use uses[] = {
     {&cli_real_group, offsetof(model_args, real)},
+    {&cli_recompute_group, offsetof(model_args, spec.recompute)},
     {&model_group, 0},
 };
 

@@ -153,8 +153,10 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(plan_args, spec)},
     {&cli_limit_group, offsetof(plan_args, spec.spec.max_ops)},
+    {&cli_recompute_group, offsetof(plan_args, spec.recompute)},
     {&plan_group, 0},
     {&cli_real_group, offsetof(plan_args, real)},
+    {&cli_split_group, offsetof(plan_args, real.split)},
     {&cli_hybrid_group, offsetof(plan_args, hy)},
 };
 

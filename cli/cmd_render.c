@@ -146,7 +146,9 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(render_args, spec)},
     {&cli_limit_group, offsetof(render_args, spec.spec.max_ops)},
+    {&cli_recompute_group, offsetof(render_args, spec.recompute)},
     {&cli_real_group, offsetof(render_args, real)},
+    {&cli_split_group, offsetof(render_args, real.split)},
     {&render_group, 0},
 };
 

@@ -110,7 +110,9 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(schedule_args, spec)},
     {&cli_limit_group, offsetof(schedule_args, spec.spec.max_ops)},
+    {&cli_recompute_group, offsetof(schedule_args, spec.recompute)},
     {&cli_real_group, offsetof(schedule_args, real)},
+    {&cli_split_group, offsetof(schedule_args, real.split)},
     {&schedule_group, 0},
 };
 

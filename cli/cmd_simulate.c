@@ -25,8 +25,11 @@ static void init(void *args) {
 
 static void print_text(FILE *out, const vp_schedule *s, const vp_sim *sim, const vp_costs *c) {
     char costs[128];
-    fprintf(out, "%s  p=%d  m=%d  stages=%d  placement=%s  costs %s\n", s->family, s->p, s->m, s->S,
+    fprintf(out, "%s  p=%d  m=%d  stages=%d  placement=%s  costs %s", s->family, s->p, s->m, s->S,
             vp_placement_name(s->placement), cli_costs_text(c, costs, sizeof costs));
+    if (s->recompute != VP_RECOMPUTE_NONE)
+        fprintf(out, "  recompute %s", vp_recompute_name(s->recompute));
+    fputc('\n', out);
     fprintf(out, "makespan %g   bubble %.2f%% (longest span %g)   bubble over makespan %.2f%%\n",
             sim->makespan, 100.0 * sim->bubble, vp_sim_longest_span(sim),
             100.0 * sim->bubble_makespan);
@@ -60,8 +63,11 @@ static int report(const simulate_args *a, const vp_schedule *s, const vp_sim *si
     cli_out out;
     if (cli_out_begin(&out))
         return VP_EXIT_FAILURE;
+    vp_workload shown = a->real.work;
+    if (s->recompute != VP_RECOMPUTE_NONE) /* priced in its R passes (vp_workload) */
+        shown.recompute = s->recompute;
     if (priced)
-        cli_price_text(out.f, priced, &a->real.work, a->real.setup.measured != NULL);
+        cli_price_text(out.f, priced, &shown, a->real.setup.measured != NULL);
     else
         print_text(out.f, s, sim, &a->spec.spec.costs);
     return cli_out_end(&out, "-");
@@ -99,7 +105,9 @@ static int run(void *args) {
 static const cli_use uses[] = {
     {&cli_spec_group, offsetof(simulate_args, spec)},
     {&cli_limit_group, offsetof(simulate_args, spec.spec.max_ops)},
+    {&cli_recompute_group, offsetof(simulate_args, spec.recompute)},
     {&cli_real_group, offsetof(simulate_args, real)},
+    {&cli_split_group, offsetof(simulate_args, real.split)},
     {&simulate_group, 0},
 };
 

@@ -20,7 +20,10 @@ typedef struct train_args {
     cli_cost_file profile;  /* --cost-file, or measured when a run needs one */
     const char *schedule, *schedule_file, *data_path, *memory, *trace, *svg;
     int p, chunks, warmup, transport, lr_schedule;
-    long max_ops; /* --max-ops (0: the default limit) */
+    long max_ops;     /* --max-ops (0: the default limit) */
+    int recompute;    /* --recompute: a vp_recompute, -1 until given */
+    cli_split split;  /* --split (default even), --layers-per-stage */
+    int *layer_start; /* the split of the run, po.layer_start (owned) */
     double weight_decay;
     bool json, emulate;
 } train_args;
@@ -312,6 +315,7 @@ static void init(void *args) {
     a->weight_decay = a->po.train.adamw.weight_decay;
     a->lr_schedule = a->po.train.schedule == VP_LR_CONSTANT;
     a->transport = a->po.transport == VP_TRANSPORT_MPI;
+    a->recompute = a->split.goal = -1;
 }
 
 /* ---- progress lines ------------------------------------------------------------------ */
@@ -408,25 +412,43 @@ static json_t *real_or_null(bool applicable, double v) {
     return applicable && isfinite(v) ? json_real(v) : json_null();
 }
 
+/* Per rank, one object of bytes per category of mem ([p * VP_MEM_CATEGORIES]). */
+static json_t *memory_json(const double *mem, int p) {
+    json_t *a = json_array();
+    for (int d = 0; d < p; d++) {
+        json_t *o = json_pack("{s:i}", "rank", d);
+        for (int c = 0; c < VP_MEM_CATEGORIES; c++)
+            json_object_set_new(o, vp_mem_category_name((vp_mem_category)c),
+                                json_real(mem[d * VP_MEM_CATEGORIES + c]));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
 /* What only a pipelined run reports. */
-static void pipeline_json(json_t *root, const vp_pipeline_result *pr) {
+static void pipeline_json(json_t *root, const vp_schedule *s, const vp_pipeline_result *pr) {
     json_object_set_new(root, "predicted_peak_activation_bytes",
                         real_array(pr->predicted_peak_bytes, pr->p));
     json_object_set_new(root, "bubble_measured", real_array(pr->bubble_measured, pr->p));
+    json_object_set_new(root, "memory_per_rank",
+                        pr->emulated ? json_null() : memory_json(pr->memory, pr->p));
+    json_object_set_new(root, "predicted_memory_per_rank",
+                        memory_json(pr->predicted_memory, pr->p));
     json_t *split = json_array();
     for (int k = 0; k <= pr->route_len; k++)
         json_array_append_new(split, json_integer(pr->layer_start[k]));
     json_object_set_new(root, "layer_start", split);
     json_object_set_new(root, "bit_exact_expected", json_boolean(pr->bit_exact));
-    json_object_set_new(root, "moment_bytes", size_array(pr->moment_bytes, pr->p));
+    json_object_set_new(root, "recompute", json_string(vp_recompute_name(s->recompute)));
     if (pr->predicted_step_ms > 0)
         json_object_set_new(root, "predicted_step_ms", json_real(pr->predicted_step_ms));
 }
 
-/* The summary of a run as JSON on stdout; pr is NULL for the single-rank reference. An
+/* The summary of a run as JSON on stdout; s and pr are NULL for the single-rank reference. An
  * emulated run has no model: losses, peak bytes and digest are null. */
-static int print_json(const train_args *a, const char *schedule, const vp_train_result *r,
+static int print_json(const train_args *a, const vp_schedule *s, const vp_train_result *r,
                       const vp_pipeline_result *pr) {
+    const char *schedule = s ? s->family : "single";
     const vp_train_options *o = &a->po.train;
     bool real = !a->emulate;
     char digest[17];
@@ -452,7 +474,7 @@ static int print_json(const train_args *a, const char *schedule, const vp_train_
     json_object_set_new(root, "zero", json_integer(a->po.zero));
     json_object_set_new(root, "skipped_steps", json_integer(r->skipped_steps));
     if (pr)
-        pipeline_json(root, pr);
+        pipeline_json(root, s, pr);
     int rc = cli_write_json("-", root);
     json_decref(root);
     return rc;
@@ -478,13 +500,16 @@ static void print_summary(FILE *out, const train_args *a, const vp_schedule *s,
     fprintf(out, "layers per stage:");
     for (int k = 0; k < pr->route_len; k++)
         fprintf(out, " %d", pr->layer_start[k + 1] - pr->layer_start[k]);
-    fprintf(out,
-            "\ndone: %s on %d ranks%s%s, %d steps | train loss %s | val loss %s | %.1f ms/step | "
-            "%.0f tok/s | param digest %s\n",
-            s->family, pr->p, replicas, real ? "" : " (emulated)", r->steps,
-            number_or_na(real, "%.4f", r->train_loss, tl, sizeof tl),
-            number_or_na(real, "%.4f", r->val_loss, vl, sizeof vl), r->step_ms, r->tokens_per_s,
-            real ? (snprintf(dg, sizeof dg, "%016" PRIx64, r->param_digest), dg) : "n/a");
+    fprintf(
+        out,
+        "\ndone: %s%s%s on %d ranks%s%s, %d steps | train loss %s | val loss %s | %.1f ms/step | "
+        "%.0f tok/s | param digest %s\n",
+        s->family, s->recompute ? " recomputing " : "",
+        s->recompute ? vp_recompute_name(s->recompute) : "", pr->p, replicas,
+        real ? "" : " (emulated)", r->steps,
+        number_or_na(real, "%.4f", r->train_loss, tl, sizeof tl),
+        number_or_na(real, "%.4f", r->val_loss, vl, sizeof vl), r->step_ms, r->tokens_per_s,
+        real ? (snprintf(dg, sizeof dg, "%016" PRIx64, r->param_digest), dg) : "n/a");
     if (pr->predicted_step_ms > 0)
         fprintf(out,
                 "%sstep time: measured %.1f ms, simulated with the profiled costs %.1f ms "
@@ -496,6 +521,18 @@ static void print_summary(FILE *out, const train_args *a, const vp_schedule *s,
         fprintf(out, "%4d %22s %10.0f %15.1f%%\n", d,
                 number_or_na(real, "%.0f", (double)pr->peak_act_bytes[d], pk, sizeof pk),
                 pr->predicted_peak_bytes[d], 100.0 * pr->bubble_measured[d]);
+    fprintf(out, "peak bytes per rank, measured / predicted:\nrank");
+    for (int c = 0; c < VP_MEM_CATEGORIES; c++)
+        fprintf(out, " %23s", vp_mem_category_name((vp_mem_category)c));
+    for (int d = 0; d < pr->p; d++) {
+        fprintf(out, "\n%4d", d);
+        for (int c = 0; c < VP_MEM_CATEGORIES; c++) {
+            int i = d * VP_MEM_CATEGORIES + c;
+            fprintf(out, " %11s/%11.0f", number_or_na(real, "%.0f", pr->memory[i], pk, sizeof pk),
+                    pr->predicted_memory[i]);
+        }
+    }
+    fputc('\n', out);
 }
 
 /* The summary of a pipelined run: JSON, or text on stdout. */
@@ -512,7 +549,7 @@ static int finished_summary(const train_args *a, const vp_train_result *r) {
 static int report_pipelined(const train_args *a, const vp_schedule *s,
                             const vp_pipeline_result *pr) {
     if (a->json)
-        return print_json(a, s->family, &pr->train, pr);
+        return print_json(a, s, &pr->train, pr);
     int done = finished_summary(a, &pr->train);
     if (done >= 0)
         return done;
@@ -538,13 +575,14 @@ static int simulated_timeline(const vp_schedule *s, const vp_pipeline_result *pr
     vp_sim *sim = NULL;
     vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, &err);
     if (rc == VP_OK)
-        rc = vp_runtime_model_bytes(cm, s, model, &err);
+        rc = vp_runtime_model_bytes(cm, s, model, pr->layer_start, &err);
     if (rc == VP_OK)
         rc = vp_runtime_measured_costs(s, pr->measured, cm, &err);
     if (rc == VP_OK) {
         for (int st = 0; st < cm->S; st++) {
             cm->act[st] = cm->act_bytes[st] / MIB;
             cm->keep[st] = cm->keep_bytes[st] / MIB;
+            cm->hold[st] = cm->hold_bytes[st] / MIB;
         }
         rc = vp_simulate(s, cm, &sim, &err);
     }
@@ -633,6 +671,11 @@ static int check_faults_on(const vp_faults *f, const vp_schedule *s, int dp) {
     return 0;
 }
 
+/* The recomputation --recompute asks (none when not given). */
+static vp_recompute recompute_of(const train_args *a) {
+    return a->recompute >= 0 ? (vp_recompute)a->recompute : VP_RECOMPUTE_NONE;
+}
+
 /* The shape of a pipelined run given by flags, checked before any schedule is built: p
  * ranks need at least p stages, which the layers must fill (vp_split_layers), and the
  * schedule must stay under the op limit. */
@@ -644,6 +687,7 @@ static int check_shape(const train_args *a) {
     vp_spec spec = vp_spec_make(a->p, a->po.train.m / a->po.train.dp);
     spec.v = a->chunks;
     spec.max_ops = a->max_ops;
+    spec.recompute = recompute_of(a);
     int rc = vp_split_layers(a->po.train.model.n_layer, a->p, l0, &err) == VP_OK &&
                      vp_spec_check_size(&spec, &err) == VP_OK
                  ? 0
@@ -691,6 +735,17 @@ static int check_flags(train_args *a) {
                                         "checkpoint or resume");
     if (o->checkpoint_every && !o->checkpoint_dir)
         return cli_error(VP_EXIT_USAGE, "--checkpoint-every needs --checkpoint DIR");
+    if (recompute_of(a) && reference)
+        return cli_error(VP_EXIT_USAGE, "--recompute recomputes in a schedule: give --schedule "
+                                        "(the single-rank reference keeps every activation)");
+    if ((a->split.goal >= 0 || a->split.layers.n) && reference)
+        return cli_error(VP_EXIT_USAGE, "--split and --layers-per-stage split a pipelined run "
+                                        "(give --schedule)");
+    if (a->split.goal >= 0 && a->split.layers.n)
+        return cli_error(VP_EXIT_USAGE, "give --split or --layers-per-stage, not both");
+    if (recompute_of(a) && a->schedule && !strcmp(a->schedule, "auto"))
+        return cli_error(VP_EXIT_USAGE, "--recompute with --schedule auto: the planner already "
+                                        "weighs 1F1B with full recomputation (1f1b-r)");
     int rc = check_replicas(a, reference);
     if (!rc)
         rc = check_faults(a);
@@ -763,7 +818,7 @@ static int profile_op_ms(const train_args *a, const vp_schedule *s, vp_cost_mode
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
     if (vp_cost_model_new(s, &costs, &mem, out, &err) == VP_OK &&
-        vp_profile_cost_model(&a->profile.profile, s, *out, &err) == VP_OK)
+        vp_profile_cost_model(&a->profile.profile, s, a->po.layer_start, *out, &err) == VP_OK)
         return 0;
     vp_cost_model_free(*out);
     *out = NULL;
@@ -814,6 +869,7 @@ static int pipelined_schedule(train_args *a, vp_schedule **out) {
     }
     spec.spec.v = a->chunks;
     spec.spec.max_ops = a->max_ops;
+    spec.recompute = a->recompute;
     int rc = cli_spec_ready(&spec);
     if (!rc)
         rc = cli_obtain_schedule(a->schedule_file ? a->schedule_file
@@ -855,7 +911,7 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
     if (r.skipped_steps)
         fprintf(ctx->out, "skipped %d non-finite steps\n", r.skipped_steps);
     if (a->json)
-        return print_json(a, "single", &r, NULL);
+        return print_json(a, NULL, &r, NULL);
     int done = finished_summary(a, &r);
     if (done >= 0)
         return done;
@@ -867,10 +923,47 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
 }
 
 /* The schedule and what the run needs of the profile, before training. */
+/* The layer split of schedule s: --layers-per-stage, or --split's; printed. */
+static int choose_split(train_args *a, const vp_schedule *s) {
+    vp_error err = {0};
+    const vp_model_config *cfg = &a->po.train.model;
+    int R = s->route_len;
+    const cli_int_list *counts = &a->split.layers;
+    vp_split_goal goal = a->split.goal >= 0 ? (vp_split_goal)a->split.goal : VP_SPLIT_EVEN;
+    if (counts->n && counts->n != R)
+        return cli_error(VP_EXIT_USAGE,
+                         "--layers-per-stage gives %d stages, the schedule's "
+                         "routes have %d",
+                         counts->n, R);
+    vp_status rc = VP_OK;
+    if (!(a->layer_start = calloc((size_t)R + 1, sizeof *a->layer_start)))
+        return cli_error(VP_EXIT_FAILURE, "out of memory");
+    if (counts->n) {
+        a->layer_start[0] = 0;
+        for (int k = 0; k < R; k++)
+            a->layer_start[k + 1] = a->layer_start[k] + counts->v[k];
+        rc = vp_split_check(cfg->n_layer, R, a->layer_start, &err);
+    } else {
+        rc = vp_runtime_split(s, cfg, goal, a->layer_start, &err);
+    }
+    if (rc != VP_OK)
+        return cli_lib_error(&err);
+    a->po.layer_start = a->layer_start;
+    FILE *out = a->json ? stderr : stdout;
+    fprintf(out, "split (%s): layers per stage",
+            counts->n ? "--layers-per-stage" : cli_split_name(goal));
+    for (int k = 0; k < R; k++)
+        fprintf(out, " %d", a->layer_start[k + 1] - a->layer_start[k]);
+    fputc('\n', out);
+    return 0;
+}
+
 static int prepare_pipelined(train_args *a, vp_schedule **s, vp_cost_model **op_ms) {
     int rc = pipelined_schedule(a, s);
     if (!rc)
         rc = check_faults_on(&a->po.train.faults, *s, a->po.train.dp);
+    if (!rc)
+        rc = choose_split(a, *s);
     if (!rc && (*s)->p == 1 && a->emulate)
         rc = cli_error(VP_EXIT_USAGE, "--emulate needs a schedule of 2 or more ranks");
     if (!rc && a->emulate)
@@ -930,6 +1023,8 @@ static int run(void *args) {
     if (!rc)
         rc = is_reference(a) ? run_reference(a, data, &ctx) : run_pipelined(a, data, &ctx);
     vp_data_free(data);
+    free(a->layer_start);
+    cli_split_release(&a->split);
     return rc;
 }
 
@@ -940,6 +1035,8 @@ static const cli_use uses[] = {
     {&durability_group, 0},
     {&output_group, 0},
     {&cli_limit_group, TRAIN(max_ops)},
+    {&cli_recompute_group, TRAIN(recompute)},
+    {&cli_split_group, TRAIN(split)},
     {&testing_group, 0},
 };
 

@@ -87,7 +87,7 @@ static void progress(void *arg, long done, long total) {
 static vp_hybrid_request request(const cli_real *r, const cli_hybrid *h) {
     vp_hybrid_request q = vp_hybrid_request_make(&r->arch, &r->accel, h->gpus, h->global_batch);
     q.work = r->work;
-    q.split = r->split >= 0 ? (vp_split_goal)r->split : VP_SPLIT_TIME;
+    q.split = r->split.goal >= 0 ? (vp_split_goal)r->split.goal : VP_SPLIT_TIME;
     q.tp = r->tp;
     q.dp = r->dp;
     q.mbs = r->mbs;
@@ -225,14 +225,14 @@ static int report(const vp_hybrid *h, const vp_hybrid_request *q, bool json, con
     return cli_out_end(&out, "-");
 }
 
-int cli_plan_hybrid(const cli_spec *o, cli_real *r, const cli_hybrid *h, const cli_plan_out *po) {
+int cli_plan_hybrid(cli_spec *o, cli_real *r, const cli_hybrid *h, const cli_plan_out *po) {
     if (o->spec.p || o->spec.m || po->budget || o->have_cost || o->profile.given)
         return cli_error(VP_EXIT_USAGE, "with --model the search chooses the pipeline: -p, -m, "
                                         "--memory and --cost do not apply (--pp fixes the "
                                         "pipeline degree)");
     if (!h->gpus || !h->global_batch)
         return cli_error(VP_EXIT_USAGE, "plan --model needs --gpus N and --global-batch B");
-    if (r->layers.v)
+    if (r->split.layers.v)
         return cli_error(VP_EXIT_USAGE, "--layers-per-stage does not apply to the search: every "
                                         "configuration gets its own split (--split)");
     if ((h->emit == 0) != (po->dir != NULL))

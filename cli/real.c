@@ -8,7 +8,7 @@
 
 #define GIB 1073741824.0
 
-static const char *const recompute_names[] = {"none", "selective", "full", NULL};
+/* In vp_split_goal's order. */
 static const char *const split_names[] = {"time", "memory", "even", NULL};
 
 /* The counts of "a,b,c" (each in [0, 2^20]) into v[n]. Returns 0 or the exit code. */
@@ -32,7 +32,7 @@ static int read_counts(const char *flag, const char *value, int *v, size_t n) {
     return 0;
 }
 
-/* --layers-per-stage a,b,c into a cli_int_list (owned: cli_real_release). */
+/* --layers-per-stage a,b,c into a cli_int_list (owned: cli_split_release). */
 static int parse_counts(const char *flag, const char *value, void *dest) {
     size_t n = 1;
     for (const char *c = value; *c; c++)
@@ -83,25 +83,6 @@ static const cli_opt real_opts[] = {
               "distributed optimizer (ZeRO-1): master weights and moments\n"
               "split over --dp"),
     REAL_FLAG("flash", flash, "FlashAttention: no s x s attention matrix kept"),
-    {.name = "recompute",
-     .kind = CLI_ENUM,
-     .offset = offsetof(cli_real, recompute),
-     .choices = recompute_names,
-     .help = "activation recomputation: none (default), selective (the\n"
-             "attention core) or full (each layer's F again in B)"},
-    {.name = "split",
-     .kind = CLI_ENUM,
-     .offset = offsetof(cli_real, split),
-     .choices = split_names,
-     .help = "layers over stages: balance time, balance memory, or even\n"
-             "(the ends one fewer); default even for vpipe's own model (its\n"
-             "runtime's split), time otherwise"},
-    {.name = "layers-per-stage",
-     .kind = CLI_CUSTOM,
-     .offset = offsetof(cli_real, layers),
-     .arg = "A,B,...",
-     .parse = parse_counts,
-     .help = "explicit split: layers of each stage of a microbatch's route"},
     {.name = "reserve",
      .kind = CLI_DOUBLE,
      .offset = offsetof(cli_real, reserve_gib),
@@ -122,15 +103,44 @@ static const cli_opt real_opts[] = {
 
 const cli_group cli_real_group = CLI_GROUP("real model", real_opts);
 
+static const cli_opt split_opts[] = {
+    {.name = "split",
+     .kind = CLI_ENUM,
+     .offset = offsetof(cli_split, goal),
+     .choices = split_names,
+     .help = "layers over stages: balance each rank's pass time (FLOPs)\n"
+             "or bytes (model states plus activations under the\n"
+             "schedule), the embedding, head and loss weighed where they\n"
+             "sit, or even (equal counts, the ends one fewer); default even\n"
+             "for vpipe's own model (train, vpipe:...), time otherwise"},
+    {.name = "layers-per-stage",
+     .kind = CLI_CUSTOM,
+     .offset = offsetof(cli_split, layers),
+     .arg = "A,B,...",
+     .parse = parse_counts,
+     .help = "explicit split: layers of each stage of a microbatch's\n"
+             "route (instead of --split)"},
+};
+
+const cli_group cli_split_group = CLI_GROUP("layer split", split_opts);
+
+const char *cli_split_name(vp_split_goal goal) {
+    return (unsigned)goal <= VP_SPLIT_EVEN ? split_names[goal] : "?";
+}
+
 void cli_real_init(cli_real *r) {
     memset(r, 0, sizeof *r);
-    r->recompute = r->split = -1;
+    r->recompute = r->split.goal = -1;
     r->reserve_gib = r->dp_overlap = -1;
 }
 
+void cli_split_release(cli_split *sp) {
+    free(sp->layers.v);
+    sp->layers = (cli_int_list){0};
+}
+
 void cli_real_release(cli_real *r) {
-    free(r->layers.v);
-    r->layers = (cli_int_list){0};
+    cli_split_release(&r->split);
 }
 
 /* The first real-model option given, or NULL. */
@@ -146,9 +156,8 @@ static const char *first_given(const cli_real *r) {
                 {r->dp, "--dp"},
                 {r->zero, "--zero"},
                 {r->flash, "--flash"},
-                {r->recompute >= 0, "--recompute"},
-                {r->split >= 0, "--split"},
-                {r->layers.v, "--layers-per-stage"},
+                {r->split.goal >= 0, "--split"},
+                {r->split.layers.v, "--layers-per-stage"},
                 {r->reserve_gib >= 0, "--reserve"},
                 {r->dp_overlap >= 0, "--dp-overlap"}};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
@@ -180,12 +189,13 @@ static void apply_workload(cli_real *r) {
     w->sp = r->sp;
     w->zero1 = r->zero;
     w->flash = r->flash;
-    w->recompute = r->recompute >= 0 ? (vp_recompute)r->recompute : w->recompute;
+    if (r->recompute >= 0 && r->arch.impl != VP_IMPL_VPIPE) /* see cli_real_ready */
+        w->recompute = (vp_recompute)r->recompute;
     w->reserve_bytes = r->reserve_gib >= 0 ? r->reserve_gib * GIB : w->reserve_bytes;
     w->dp_overlap = r->dp_overlap >= 0 ? r->dp_overlap : w->dp_overlap;
 }
 
-int cli_real_ready(cli_real *r, const cli_spec *o) {
+int cli_real_ready(cli_real *r, cli_spec *o) {
     if (!r->model) {
         const char *flag = first_given(r);
         return flag ? cli_error(VP_EXIT_USAGE, "%s needs --model (the model it describes)", flag)
@@ -201,17 +211,20 @@ int cli_real_ready(cli_real *r, const cli_spec *o) {
         return source_error("--model", r->model, &err);
     if (vp_gpu_resolve(gpu, &r->accel, &err) != VP_OK)
         return source_error("--gpu", gpu, &err);
+    r->recompute = o->recompute;
     apply_workload(r);
     bool own = r->arch.impl == VP_IMPL_VPIPE;
+    if (!own && o->recompute >= 0) /* Megatron's way: inside B, no R passes (vp_workload) */
+        o->spec.recompute = VP_RECOMPUTE_NONE;
     r->setup = (vp_price_setup){
         .arch = &r->arch,
         .gpu = &r->accel,
         .work = &r->work,
-        .split = r->split >= 0 ? (vp_split_goal)r->split
-                 : own         ? VP_SPLIT_EVEN
-                               : VP_SPLIT_TIME,
-        .layers_per_stage = r->layers.v,
-        .n_layers_per_stage = r->layers.n,
+        .split = r->split.goal >= 0 ? (vp_split_goal)r->split.goal
+                 : own              ? VP_SPLIT_EVEN
+                                    : VP_SPLIT_TIME,
+        .layers_per_stage = r->split.layers.v,
+        .n_layers_per_stage = r->split.layers.n,
         .measured = o->have_cost || o->profile.given ? &o->spec.costs : NULL,
     };
     if (vp_price_check(&r->setup, &err) != VP_OK)

@@ -114,6 +114,23 @@ static const cli_opt limit_opts[] = {
 
 const cli_group cli_limit_group = CLI_GROUP("limits", limit_opts);
 
+/* In vp_recompute's order. */
+static const char *const recompute_names[] = {"none", "selective", "full", NULL};
+
+static const cli_opt recompute_opts[] = {
+    {.name = "recompute",
+     .kind = CLI_ENUM,
+     .choices = recompute_names,
+     .help = "recompute before each backward (an R pass): full keeps only\n"
+             "each stage's input from F until R, selective drops the\n"
+             "attention core (default none; 1f1b-r is 1F1B with full).\n"
+             "With --model other than vpipe:...: Megatron's way instead,\n"
+             "inside B (no R passes); priced once either way; plan\n"
+             "--model: fixes the search's recomputation"},
+};
+
+const cli_group cli_recompute_group = CLI_GROUP("recomputation", recompute_opts);
+
 #define MODEL_INT(name_, field, hi_, help_)                                                        \
     {                                                                                              \
         .name = name_, .kind = CLI_INT, .offset = offsetof(vp_model_config, field), .arg = "N",    \
@@ -133,6 +150,7 @@ const cli_group cli_model_group = CLI_GROUP("model", model_opts);
 void cli_spec_init(cli_spec *o) {
     memset(o, 0, sizeof *o);
     o->spec = vp_spec_make(0, 0);
+    o->recompute = -1;
 }
 
 /* With a profile and p known, generators see each rank's measured slice costs; a unit of
@@ -153,6 +171,8 @@ static int apply_profile(cli_spec *o) {
 
 int cli_spec_ready(cli_spec *o) {
     vp_error err = {0};
+    if (o->recompute >= 0)
+        o->spec.recompute = (vp_recompute)o->recompute;
     if (o->spec.p > 0 && o->spec.m > 0 && vp_spec_check_size(&o->spec, &err) != VP_OK)
         return cli_lib_error(&err);
     if (o->have_cost && o->profile.given)
@@ -190,13 +210,20 @@ int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out) 
         *out = NULL;
         return cli_error(VP_EXIT_INPUT, "%s has p=%d, m=%d, not the -p/-m given", what, p, m);
     }
-    return 0;
+    if (o->spec.recompute == VP_RECOMPUTE_NONE)
+        return 0;
+    vp_schedule *file = *out;
+    vp_status rc = vp_schedule_recompute(file, o->spec.recompute, out, &err);
+    vp_schedule_free(file);
+    return rc == VP_OK ? 0 : cli_lib_error(&err);
 }
 
 const char *cli_costs_text(const vp_costs *c, char *buf, size_t size) {
     int n = snprintf(buf, size, "F=%g B=%g W=%g c=%g", c->f, c->b, c->w, c->c);
     if (c->fb >= 0 && n >= 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, " FB=%g", c->fb);
+        n += snprintf(buf + n, size - (size_t)n, " FB=%g", c->fb);
+    if (c->r >= 0 && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " R=%g", c->r);
     return buf;
 }
 
@@ -206,7 +233,7 @@ int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out) {
     *out = NULL;
     vp_status rc = vp_cost_model_new(s, &o->spec.costs, &o->spec.mem, &cm, &err);
     if (rc == VP_OK && o->profile.given)
-        rc = vp_profile_cost_model(&o->profile.profile, s, cm, &err);
+        rc = vp_profile_cost_model(&o->profile.profile, s, NULL, cm, &err);
     if (rc == VP_OK)
         rc = vp_simulate(s, cm, out, &err);
     vp_cost_model_free(cm);

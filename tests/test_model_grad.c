@@ -456,8 +456,13 @@ static void check_stage(int l0, int l1, bool first, bool last) {
         fill(in, ind, N * C, 0.0f, 1.0f);
     }
     stage_ctx c = {l0, l1, first, last, pd, ind, rd, tokens, targets};
-    assert_int_equal(vp_stage_forward(st, 0, in, first ? tokens : NULL, last ? targets : NULL,
-                                      last ? NULL : &out, last ? &loss : NULL, NULL),
+    assert_int_equal(vp_stage_forward(st, 0,
+                                      &(vp_stage_io){.in = in,
+                                                     .tokens = first ? tokens : NULL,
+                                                     .targets = last ? targets : NULL,
+                                                     .out = last ? NULL : &out,
+                                                     .loss = last ? &loss : NULL},
+                                      NULL),
                      VP_OK);
     if (last) {
         assert_true(fabs(loss - stage_J(&c)) < TOL_FWD * fabs(stage_J(&c)));
@@ -553,7 +558,10 @@ static void test_stage_naive_matmul(void **state) {
             tok[i] = (uint8_t)(i % V);
             tgt[i] = (uint8_t)((i + 1) % V);
         }
-        assert_int_equal(vp_stage_forward(st, 0, NULL, tok, tgt, NULL, &loss[naive], NULL), 0);
+        assert_int_equal(
+            vp_stage_forward(
+                st, 0, &(vp_stage_io){.tokens = tok, .targets = tgt, .loss = &loss[naive]}, NULL),
+            0);
         assert_int_equal(vp_stage_backward_input(st, 0, NULL, 1.0f, NULL, NULL), 0);
         assert_int_equal(vp_stage_backward_weight(st, 0, NULL), 0);
         float *g = vp_stage_grads(st, &n);

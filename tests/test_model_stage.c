@@ -57,19 +57,31 @@ static void batch(int step, int j, uint8_t *tok, uint8_t *tgt) {
     }
 }
 
+/* Recomputation of the passes below: 0 none, 1 selective, 2 full (drop after F, R before
+ * B). */
+static int recompute;
+
 /* Pass kinds for a stage: F, B, W */
 static void run_f(chain *p, int s, int j, int step) {
     uint8_t tok[512], tgt[512];
     batch(step, j, tok, tgt);
     bool first = s == 0, last = s == p->n - 1;
-    assert_int_equal(vp_stage_forward(p->st[s], j, first ? NULL : p->fwd[s][j], first ? tok : NULL,
-                                      last ? tgt : NULL, last ? NULL : &p->fwd[s + 1][j],
-                                      last ? &p->loss[j] : NULL, NULL),
+    assert_int_equal(vp_stage_forward(p->st[s], j,
+                                      &(vp_stage_io){.in = first ? NULL : p->fwd[s][j],
+                                                     .tokens = first ? tok : NULL,
+                                                     .targets = last ? tgt : NULL,
+                                                     .out = last ? NULL : &p->fwd[s + 1][j],
+                                                     .loss = last ? &p->loss[j] : NULL},
+                                      NULL),
                      VP_OK);
+    if (recompute)
+        assert_int_equal(vp_stage_drop(p->st[s], j, recompute == 2, NULL), VP_OK);
 }
 
 static void run_b(chain *p, int s, int j) {
     bool first = s == 0, last = s == p->n - 1;
+    if (recompute)
+        assert_int_equal(vp_stage_recompute(p->st[s], j, NULL), VP_OK);
     assert_int_equal(vp_stage_backward_input(p->st[s], j, last ? NULL : p->bwd[s][j], 1.0f / M,
                                              first ? NULL : &p->bwd[s - 1][j], NULL),
                      VP_OK);
@@ -196,6 +208,28 @@ static void test_split_bitwise(void **state) {
     free(c.grads);
 }
 
+/* Dropping after F and recomputing before B, selectively or fully, gives the bits of
+ * keeping everything, on every kind of stage and in every order. */
+static void test_recompute_bitwise(void **state) {
+    (void)state;
+    const int one[2] = {0, 4}, four[5] = {0, 0, 2, 4, 4}, three[4] = {0, 1, 3, 4};
+    for (int order = ORDER_REFERENCE; order <= ORDER_DELAYED_W; order++) {
+        recompute = 0;
+        outcome ref = run(3, three, order);
+        for (recompute = 1; recompute <= 2; recompute++) {
+            outcome a = run(1, one, order), b = run(3, three, order), c = run(4, four, order);
+            assert_same(&ref, &a);
+            assert_same(&ref, &b);
+            assert_same(&ref, &c);
+            free(a.grads);
+            free(b.grads);
+            free(c.grads);
+        }
+        free(ref.grads);
+    }
+    recompute = 0;
+}
+
 /* B+W straight away equals B now and W later, in any order of other microbatches'
  * passes, as long as each stage's W runs in microbatch order. */
 static void test_orders_bitwise(void **state) {
@@ -211,29 +245,42 @@ static void test_orders_bitwise(void **state) {
     free(zb.grads);
 }
 
-/* After F the allocator holds act_bytes, after B stash_bytes, after W nothing, and
- * never more than the larger of the two. Each stage on its own allocator; several
- * configurations and every kind of stage. */
-static void check_sizes(const vp_model_config *c, int l0, int l1, bool first, bool last) {
+static void check_sizes_with(const vp_model_config *c, vp_stage_range r) {
+    bool first = r.first, last = r.last;
     vp_stage_sizes sz;
-    assert_int_equal(vp_stage_sizes_of(c, (vp_stage_range){l0, l1, first, last}, &sz, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(c, r, &sz, NULL), VP_OK);
     vp_mem *mem = vp_mem_new();
     vp_stage *st = NULL;
-    assert_int_equal(vp_stage_new(c, (vp_stage_range){l0, l1, first, last},
-                                  &(vp_stage_options){.n_slots = 1, .seed = 5}, mem, &st, NULL),
-                     VP_OK);
+    assert_int_equal(
+        vp_stage_new(c, r, &(vp_stage_options){.n_slots = 1, .seed = 5}, mem, &st, NULL), VP_OK);
     size_t np;
     vp_stage_params(st, &np);
     assert_int_equal(np * sizeof(float), sz.param_bytes);
+    assert_int_equal(vp_mem_current_of(mem, VP_MEM_PARAMS), sz.param_bytes);
+    assert_int_equal(vp_mem_current_of(mem, VP_MEM_GRADS), sz.param_bytes);
+    assert_int_equal(vp_mem_current_of(mem, VP_MEM_OPTIMIZER), 2 * sz.param_bytes);
+    assert_int_equal(vp_mem_current_of(mem, VP_MEM_WORKSPACE), sz.work_bytes);
     int n = c->microbatch * c->seq_len;
     uint8_t *tok = calloc((size_t)n, 1);
     float *in = first ? NULL : calloc(sz.io_bytes, 1), *out = NULL, *din = NULL;
     float *dout = last ? NULL : calloc(sz.io_bytes, 1);
     double loss;
-    assert_int_equal(vp_stage_forward(st, 0, in, first ? tok : NULL, last ? tok : NULL,
-                                      last ? NULL : &out, last ? &loss : NULL, NULL),
+    assert_int_equal(vp_stage_forward(st, 0,
+                                      &(vp_stage_io){.in = in,
+                                                     .tokens = first ? tok : NULL,
+                                                     .targets = last ? tok : NULL,
+                                                     .out = last ? NULL : &out,
+                                                     .loss = last ? &loss : NULL},
+                                      NULL),
                      VP_OK);
     assert_int_equal(vp_mem_current(mem), sz.act_bytes);
+    if (recompute) {
+        assert_int_equal(vp_stage_drop(st, 0, recompute == 2, NULL), VP_OK);
+        assert_int_equal(vp_mem_current(mem),
+                         recompute == 2 ? sz.input_bytes : sz.act_bytes - sz.core_bytes);
+        assert_int_equal(vp_stage_recompute(st, 0, NULL), VP_OK);
+        assert_int_equal(vp_mem_current(mem), sz.act_bytes);
+    }
     assert_int_equal(vp_stage_backward_input(st, 0, dout, 1.0f, first ? NULL : &din, NULL), VP_OK);
     assert_int_equal(vp_mem_current(mem), sz.stash_bytes);
     assert_int_equal(vp_stage_backward_weight(st, 0, NULL), VP_OK);
@@ -245,9 +292,22 @@ static void check_sizes(const vp_model_config *c, int l0, int l1, bool first, bo
     vp_stage_buffer_free(din);
     free(tok);
     vp_stage_free(st);
+    for (int cat = 0; cat < VP_MEM_CATEGORIES; cat++)
+        assert_int_equal(vp_mem_current_of(mem, (vp_mem_category)cat), 0);
+    assert_int_equal(vp_mem_peak_of(mem, VP_MEM_PARAMS), sz.param_bytes);
     vp_mem_free(mem);
 }
 
+/* After F the allocator holds act_bytes (after a drop input_bytes, or act_bytes -
+ * core_bytes, and after R act_bytes again), after B stash_bytes, after W nothing, and
+ * never more than the larger of the two; the stage's parameters, gradients, moments and
+ * scratch sit in their own categories until it is freed. Each stage on its own allocator;
+ * several configurations and every kind of stage. */
+static void check_sizes(const vp_model_config *c, int l0, int l1, bool first, bool last) {
+    for (recompute = 0; recompute <= 2; recompute++)
+        check_sizes_with(c, (vp_stage_range){l0, l1, first, last});
+    recompute = 0;
+}
 static void test_sizes_match_allocator(void **state) {
     (void)state;
     const vp_model_config cfgs[] = {
@@ -331,11 +391,25 @@ static void test_misuse(void **state) {
     assert_int_equal(vp_stage_backward_input(st, 0, NULL, 1.0f, NULL, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "empty"));
     assert_int_equal(vp_stage_backward_weight(st, 1, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_forward(st, 2, NULL, tok, tok, NULL, &loss, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_forward(st, 0, NULL, NULL, tok, NULL, &loss, &err), VP_EINVAL);
-    assert_int_equal(vp_stage_forward(st, 0, NULL, tok, tok, NULL, &loss, &err), VP_OK);
-    assert_int_equal(vp_stage_forward(st, 0, NULL, tok, tok, NULL, &loss, &err), VP_EINVAL);
+    assert_int_equal(
+        vp_stage_forward(st, 2, &(vp_stage_io){.tokens = tok, .targets = tok, .loss = &loss}, &err),
+        VP_EINVAL);
+    assert_int_equal(vp_stage_forward(st, 0, &(vp_stage_io){.targets = tok, .loss = &loss}, &err),
+                     VP_EINVAL);
+    assert_int_equal(
+        vp_stage_forward(st, 0, &(vp_stage_io){.tokens = tok, .targets = tok, .loss = &loss}, &err),
+        VP_OK);
+    assert_int_equal(
+        vp_stage_forward(st, 0, &(vp_stage_io){.tokens = tok, .targets = tok, .loss = &loss}, &err),
+        VP_EINVAL);
     assert_int_equal(vp_stage_backward_weight(st, 0, &err), VP_EINVAL);
+    assert_int_equal(vp_stage_recompute(st, 0, &err), VP_EINVAL); /* not dropped */
+    assert_non_null(strstr(err.message, "not dropped"));
+    assert_int_equal(vp_stage_drop(st, 1, true, &err), VP_EINVAL); /* no F */
+    assert_int_equal(vp_stage_drop(st, 0, true, &err), VP_OK);
+    assert_int_equal(vp_stage_drop(st, 0, false, &err), VP_EINVAL);
+    assert_int_equal(vp_stage_backward_input(st, 0, NULL, 1.0f, NULL, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "waiting for R"));
     vp_stage_free(st); /* frees the held slot */
     assert_int_equal(vp_mem_current(mem), 0);
     vp_model_config small = cfg;
@@ -344,7 +418,9 @@ static void test_misuse(void **state) {
                                   &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
                      VP_OK);
     tok[3] = 7;
-    assert_int_equal(vp_stage_forward(st, 0, NULL, tok, tok, NULL, &loss, &err), VP_EINVAL);
+    assert_int_equal(
+        vp_stage_forward(st, 0, &(vp_stage_io){.tokens = tok, .targets = tok, .loss = &loss}, &err),
+        VP_EINVAL);
     assert_non_null(strstr(err.message, "vocabulary"));
     vp_stage_free(st);
     vp_mem_free(mem);
@@ -494,6 +570,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_bitwise),
         cmocka_unit_test(test_orders_bitwise),
+        cmocka_unit_test(test_recompute_bitwise),
         cmocka_unit_test(test_sizes_match_allocator),
         cmocka_unit_test(test_shared_allocator_peak),
         cmocka_unit_test(test_misuse),

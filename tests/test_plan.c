@@ -115,7 +115,7 @@ static void test_errors(void **state) {
     vp_error err = {0};
     assert_int_equal(vp_plan_run(&spec, &b, &plan, &err), VP_EINVAL);
     assert_null(plan);
-    assert_non_null(strstr(err.message, "smallest peak is 4 units"));
+    assert_non_null(strstr(err.message, "smallest peak is 1.16031 units (1f1b-r)"));
     b.kind = VP_BUDGET_BYTES;
     b.value = 1e9;
     assert_int_equal(vp_plan_run(&spec, &b, &plan, &err), VP_EINVAL);

@@ -1,7 +1,8 @@
 /* Real-model pricing, memory: Korthikanti's per-layer activation formulas in every TP /
  * SP / recomputation setting, Megatron's 18 (or 6 + 12/d) bytes per parameter and rank 0's
- * activations under 1F1B, vpipe's own GPT byte for byte against vp_stage_sizes_of, the
- * parameter copies of DualPipe, and the Controllable Memory paper's activation ranges. */
+ * activations under 1F1B, vpipe's own GPT byte for byte against vp_stage_sizes_of (with
+ * R passes too), recomputation priced once, the parameter copies of DualPipe, and the
+ * Controllable Memory paper's activation ranges. */
 #include "price_util.h"
 #include "vpipe/model.h"
 
@@ -201,30 +202,115 @@ static void test_vpipe_exact(void **state) {
         }
 }
 
+/* vpipe's model of the peak tests (6 layers, width 32, 4 heads, sequence 16, microbatch
+ * 2) on an A100 with the even split over 4 stages, and the sizes of its stage d. */
+typedef struct own_model {
+    vp_model_config cfg;
+    vp_arch arch;
+    vp_workload work;
+    vp_gpu gpu;
+    vp_price_setup su;
+    int l0[5];
+} own_model;
+
+static void own_model_init(own_model *m) {
+    m->cfg = (vp_model_config){
+        .n_layer = 6, .width = 32, .n_head = 4, .seq_len = 16, .microbatch = 2, .vocab = 256};
+    m->arch = vp_arch_vpipe(6, 32, 4, 16);
+    m->work = vp_workload_default(&m->arch);
+    m->work.seq = 16;
+    m->work.mbs = 2;
+    m->gpu = tp_gpu("a100-80gb");
+    m->su = (vp_price_setup){
+        .arch = &m->arch, .gpu = &m->gpu, .work = &m->work, .split = VP_SPLIT_EVEN};
+    assert_int_equal(vp_split_layers(6, 4, m->l0, NULL), VP_OK);
+}
+
+static vp_stage_sizes own_stage(const own_model *m, int d) {
+    vp_stage_sizes sz;
+    vp_stage_range range = {m->l0[d], m->l0[d + 1], d == 0, d == 3};
+    assert_int_equal(vp_stage_sizes_of(&m->cfg, range, &sz, NULL), VP_OK);
+    return sz;
+}
+
 /* Through the simulator: under 1F1B (m >= p) vpipe's rank d holds p - d microbatches of
  * its stage's act bytes at its peak. */
 static void test_vpipe_1f1b_peaks(void **state) {
     (void)state;
-    vp_model_config cfg = {
-        .n_layer = 6, .width = 32, .n_head = 4, .seq_len = 16, .microbatch = 2, .vocab = 256};
-    vp_arch a = vp_arch_vpipe(6, 32, 4, 16);
-    vp_workload t = vp_workload_default(&a);
-    t.seq = 16;
-    t.mbs = 2;
-    vp_gpu g = tp_gpu("a100-80gb");
-    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
-    vp_price_result *r = tp_price(&su, "1f1b", 4, 8);
-    int l0[5];
-    vp_split_layers(6, 4, l0, NULL);
+    own_model m;
+    own_model_init(&m);
+    vp_price_result *r = tp_price(&m.su, "1f1b", 4, 8);
     for (int d = 0; d < 4; d++) {
-        vp_stage_sizes sz;
-        vp_stage_sizes_of(&cfg, (vp_stage_range){l0[d], l0[d + 1], d == 0, d == 3}, &sz, NULL);
+        vp_stage_sizes sz = own_stage(&m, d);
         TU_NEAR(r->memory[d].activations, (4 - d) * (double)sz.act_bytes);
         TU_NEAR(r->memory[d].params + r->memory[d].grads + r->memory[d].optimizer,
                 4.0 * sz.param_bytes);
         TU_NEAR(r->memory[d].reserve, 0);
     }
     vp_price_result_free(r);
+}
+
+/* vpipe's own model in a schedule with R passes holds what its runtime holds: each stage's
+ * F keeps its input and targets (full) or all but the attention probabilities
+ * (selective), and under 1F1B-R rank d peaks at one whole stage and p - d - 1 inputs. */
+static void test_vpipe_recompute_exact(void **state) {
+    (void)state;
+    own_model m;
+    own_model_init(&m);
+    for (int mode = VP_RECOMPUTE_SELECTIVE; mode <= VP_RECOMPUTE_FULL; mode++) {
+        vp_spec spec = vp_spec_make(4, 8);
+        spec.recompute = (vp_recompute)mode;
+        vp_price_result *r = NULL;
+        vp_error err = {0};
+        if (vp_price_family(&m.su, "1f1b", &spec, &r, NULL, &err) != VP_OK)
+            fail_msg("%s: %s", vp_recompute_name((vp_recompute)mode), err.message);
+        for (int d = 0; d < 4; d++) {
+            vp_stage_sizes sz = own_stage(&m, d);
+            bool full = mode == VP_RECOMPUTE_FULL;
+            double hold = full ? (double)sz.input_bytes : (double)(sz.act_bytes - sz.core_bytes);
+            TU_NEAR(r->stage[d].act_bytes, (double)sz.act_bytes);
+            TU_NEAR(r->stage[d].hold_bytes, hold);
+            TU_NEAR(r->memory[d].activations, (double)sz.act_bytes + (3 - d) * hold);
+        }
+        vp_price_result_free(r);
+    }
+}
+
+/* Recomputation is priced once. 1F1B with R passes prices the same whether the workload
+ * says none or the same mode; against 1F1B recomputing inside B (Megatron's way) each
+ * stage's R takes exactly what B loses, and the recomputed layer leaves the workspace; a
+ * workload of another mode beside R passes is refused. */
+static void test_recompute_priced_once(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("zb-1.5b");
+    vp_gpu g = tp_gpu("a100-80gb");
+    vp_workload none = vp_workload_default(&a), full = none, selective = none;
+    full.recompute = VP_RECOMPUTE_FULL;
+    selective.recompute = VP_RECOMPUTE_SELECTIVE;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &none, .split = VP_SPLIT_EVEN};
+    vp_price_result *r_none = tp_price(&su, "1f1b-r", 4, 8);
+    su.work = &full;
+    vp_price_result *r_full = tp_price(&su, "1f1b-r", 4, 8);
+    vp_price_result *inside = tp_price(&su, "1f1b", 4, 8);
+    assert_true(r_none->makespan_s == r_full->makespan_s);
+    assert_true(r_none->makespan_s <= inside->makespan_s);
+    for (int d = 0; d < 4; d++) {
+        assert_true(r_none->memory[d].total == r_full->memory[d].total);
+        TU_NEAR(r_full->stage[d].b_ms + r_full->stage[d].r_ms, inside->stage[d].b_ms);
+        assert_true(r_full->stage[d].r_ms > 0);
+        assert_true(r_full->stage[d].hold_bytes < r_full->stage[d].act_bytes);
+        TU_NEAR(inside->stage[d].hold_bytes, inside->stage[d].act_bytes);
+        assert_true(r_full->memory[d].workspace == 0 && inside->memory[d].workspace > 0);
+    }
+    su.work = &selective;
+    vp_spec spec = vp_spec_make(4, 8);
+    vp_price_result *r = NULL;
+    vp_error err = {0};
+    assert_int_equal(vp_price_family(&su, "1f1b-r", &spec, &r, NULL, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "priced once"));
+    vp_price_result_free(r_none);
+    vp_price_result_free(r_full);
+    vp_price_result_free(inside);
 }
 
 /* Parameters held over all ranks: one model for 1F1B and the V placement (Llama, untied),
@@ -293,6 +379,8 @@ int main(void) {
         cmocka_unit_test(test_megatron_rank0),
         cmocka_unit_test(test_vpipe_exact),
         cmocka_unit_test(test_vpipe_1f1b_peaks),
+        cmocka_unit_test(test_vpipe_recompute_exact),
+        cmocka_unit_test(test_recompute_priced_once),
         cmocka_unit_test(test_param_copies),
         cmocka_unit_test(test_controllable_memory_ranges),
     };

@@ -72,16 +72,17 @@ static vp_schedule *overlap_schedule(void) {
     return s;
 }
 
+/* Golden pictures; 1f1b-r is the one with R (a schedule without R draws no R). */
 static void test_golden(void **state) {
     (void)state;
-    static const char *const families[] = {"gpipe", "1f1b", "interleaved"};
+    static const char *const families[] = {"gpipe", "1f1b", "interleaved", "overlap", "1f1b-r"};
     vp_costs costs = vp_costs_default();
     vp_render_opts o = {.costs = &costs};
     char name[128];
-    for (int i = 0; i < 4; i++) {
-        vp_schedule *s = i < 3 ? tu_build(families[i], 4, 8, 0, costs) : overlap_schedule();
+    for (int i = 0; i < 5; i++) {
+        vp_schedule *s = i != 3 ? tu_build(families[i], 4, 8, 0, costs) : overlap_schedule();
         vp_timeline *tl = timeline_of(s, costs, NULL);
-        const char *fam = i < 3 ? families[i] : "overlap";
+        const char *fam = families[i];
         char *text = render(vp_render_ascii, tl, &o);
         snprintf(name, sizeof name, "%s_p%d_m%d.txt", fam, s->p, s->m);
         golden(name, text);
@@ -158,7 +159,8 @@ static void test_stats_match_sim(void **state) {
                     for (char *line = text, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
                         if (nl - line > o.width)
                             fail_msg("line wider than %d: %.*s", o.width, (int)(nl - line), line);
-                        rows += line[0] == 'd' && line[1] >= '0' && line[1] <= '9';
+                        rows += line[0] == 'd' && strspn(line + 1, "0123456789") > 0 &&
+                                strncmp(line + 1 + strspn(line + 1, "0123456789"), " |", 2) == 0;
                     }
                     assert_int_equal(rows % s->p, 0);
                     assert_true(rows >= s->p);
@@ -177,8 +179,14 @@ static void test_stats_match_sim(void **state) {
 static void test_trace(void **state) {
     (void)state;
     vp_costs costs = tu_costs(1, 2, 1, 0.5);
-    for (int i = 0; i < 2; i++) {
-        vp_schedule *s = i ? overlap_schedule() : tu_build("interleaved", 3, 6, 2, costs);
+    for (int i = 0; i < 3; i++) { /* the third recomputes: its R slices are named R */
+        vp_schedule *s = i == 1 ? overlap_schedule() : tu_build("interleaved", 3, 6, 2, costs);
+        if (i == 2) {
+            vp_schedule *r = NULL;
+            assert_int_equal(vp_schedule_recompute(s, VP_RECOMPUTE_SELECTIVE, &r, NULL), VP_OK);
+            vp_schedule_free(s);
+            s = r;
+        }
         vp_sim *sim;
         vp_timeline *tl = timeline_of(s, costs, &sim);
         char *text = render(trace_fn, tl, NULL);
@@ -212,6 +220,8 @@ static void test_trace(void **state) {
                              s->stage_chunk[op->stage]);
             if (op->kind == VP_OP_FB)
                 assert_int_equal(json_integer_value(json_object_get(args, "microbatch2")), op->mb2);
+            if (op->kind == VP_OP_R)
+                assert_string_equal(json_string_value(json_object_get(e, "cname")), "terrible");
             assert_true(fabs(json_number_value(json_object_get(e, "ts")) -
                              1000 * sim->start[d][seen[d]]) < 1e-3);
             assert_true(fabs(json_number_value(json_object_get(e, "dur")) -

@@ -210,7 +210,8 @@ static int check_export(const vp_schedule *s) {
     vp_error err = {0};
     vp_status rc = vp_torch_csv_write(s, VP_TORCH_CSV_COMPUTE_ONLY, &only, &err);
     if (rc == VP_EUNSUPPORTED) {
-        assert_true(s->placement == VP_PLACE_BIDIR || s->route_len != s->S);
+        assert_true(s->placement == VP_PLACE_BIDIR || s->route_len != s->S ||
+                    s->recompute != VP_RECOMPUTE_NONE);
         return 0;
     }
     assert_int_equal(rc, VP_OK);
@@ -267,7 +268,7 @@ static void test_every_family(void **state) {
                 }
         if (!built)
             fail_msg("family %s built nothing on the grid", fam->name);
-        if (!exported && strcmp(fam->name, "dualpipe"))
+        if (!exported && strcmp(fam->name, "dualpipe") && strcmp(fam->name, "1f1b-r"))
             fail_msg("family %s exported nothing", fam->name);
     }
 }
@@ -330,6 +331,34 @@ static void test_unexportable(void **state) {
     char notes[512];
     assert_int_equal(vp_torch_csv_notes(s, notes, sizeof notes), 1);
     assert_non_null(strstr(notes, "cannot export"));
+    vp_schedule_free(s);
+}
+
+/* A recomputing schedule is refused (PyTorch has no R action) with the way to the
+ * equivalent, and the same schedule without recomputation exports. */
+static void test_recompute_refused(void **state) {
+    (void)state;
+    vp_schedule *s = tu_build("1f1b-r", 4, 8, 0, vp_costs_default()), *plain = NULL;
+    char *text = NULL;
+    vp_error err = {0};
+    for (int fmt = VP_TORCH_CSV_COMPUTE_ONLY; fmt <= VP_TORCH_CSV_COMPUTE_COMMS; fmt++) {
+        assert_int_equal(vp_torch_csv_write(s, (vp_torch_csv_format)fmt, &text, &err),
+                         VP_EUNSUPPORTED);
+        assert_null(text);
+        assert_non_null(strstr(err.message, "no recomputation"));
+        assert_non_null(strstr(err.message, "activation_checkpoint.mode"));
+    }
+    char notes[1024];
+    assert_int_equal(vp_torch_csv_notes(s, notes, sizeof notes), 1);
+    assert_non_null(strstr(notes, "cannot export"));
+    assert_int_equal(vp_schedule_recompute(s, VP_RECOMPUTE_NONE, &plain, NULL), VP_OK);
+    assert_int_equal(vp_torch_csv_write(plain, VP_TORCH_CSV_COMPUTE_ONLY, &text, NULL), VP_OK);
+    vp_schedule *back = read_ok(text, NULL), *ref = tu_build("1f1b", 4, 8, 0, vp_costs_default());
+    assert_true(vp_schedule_equal(back, ref));
+    free(text);
+    vp_schedule_free(back);
+    vp_schedule_free(ref);
+    vp_schedule_free(plain);
     vp_schedule_free(s);
 }
 
@@ -512,6 +541,7 @@ int main(void) {
         cmocka_unit_test(test_overlap_pairs),
         cmocka_unit_test(test_compute_comms_layout),
         cmocka_unit_test(test_unexportable),
+        cmocka_unit_test(test_recompute_refused),
         cmocka_unit_test(test_schedule_names),
         cmocka_unit_test(test_accepts),
         cmocka_unit_test(test_rejects),

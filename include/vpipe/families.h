@@ -18,23 +18,24 @@ extern "C" {
 
 /* What a generator is asked for. Families ignore the fields they do not use. */
 typedef struct vp_spec {
-    int p;            /* devices, >= 1 */
-    int m;            /* microbatches, >= 1 */
-    int v;            /* chunks per device for `interleaved` (0: family default, 2) */
-    vp_costs costs;   /* per-slice costs, read by cost-aware families */
-    vp_memcfg mem;    /* memory model, read by memory-limited families */
-    double mem_limit; /* memory limit in units for `zb-auto`-style families (0: preset) */
-    long max_ops;     /* refuse a schedule that may hold more ops (0: VP_MAX_OPS_DEFAULT) */
-    int threads;      /* worker threads a search may use (0 or 1: the calling thread only);
-                         results never depend on it */
+    int p;                  /* devices, >= 1 */
+    int m;                  /* microbatches, >= 1 */
+    int v;                  /* chunks per device for `interleaved` (0: family default, 2) */
+    vp_costs costs;         /* per-slice costs, read by cost-aware families */
+    vp_memcfg mem;          /* memory model, read by memory-limited families */
+    double mem_limit;       /* memory limit in units for `zb-auto`-style families (0: preset) */
+    long max_ops;           /* refuse a schedule that may hold more ops (0: VP_MAX_OPS_DEFAULT) */
+    int threads;            /* worker threads a search may use (0 or 1: the calling thread only);
+                               results never depend on it */
+    vp_recompute recompute; /* build every family's recomputing version (vp_schedule_recompute) */
 } vp_spec;
 
 /* p, m with default costs and memory model, v = 0, mem_limit = 0, the default op limit,
- * one thread. */
+ * one thread, no recomputation. */
 VP_API vp_spec vp_spec_make(int p, int m);
 
-/* The most ops any family builds for spec: 3 passes per (stage, microbatch) on at most
- * max(2, v) stages per device. */
+/* The most ops any family builds for spec: 3 passes per (stage, microbatch), 4 with
+ * recomputation, on at most max(2, v) stages per device. */
 VP_API double vp_spec_max_ops(const vp_spec *spec);
 
 /* VP_ELIMIT when vp_spec_max_ops(spec) exceeds the spec's op limit, with the estimate,
@@ -56,10 +57,11 @@ VP_API const vp_family *vp_family_at(int i);
 /* Family by name (exact match); NULL when unknown. */
 VP_API const vp_family *vp_family_find(const char *name);
 
-/* Builds family `name` for spec into a new schedule (caller frees). VP_EINVAL with a
- * message naming the constraint when the spec does not fit the family (or the name is
- * unknown), VP_ELIMIT (vp_spec_check_size) before allocating anything when it would be
- * too large; the result always passes vp_schedule_validate. */
+/* Builds family `name` for spec into a new schedule (caller frees); with spec->recompute,
+ * its recomputing version (vp_schedule_recompute). VP_EINVAL with a message naming the
+ * constraint when the spec does not fit the family (or the name is unknown), VP_ELIMIT
+ * (vp_spec_check_size) before allocating anything when it would be too large; the result
+ * always passes vp_schedule_validate. */
 VP_API vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out,
                                  vp_error *err);
 

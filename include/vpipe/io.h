@@ -6,10 +6,11 @@
  *   {"format": "vpipe-schedule", "version": 1, "family": "1f1b",
  *    "p": 4, "stages": 4, "microbatches": 8, "route_len": 4,
  *    "placement": "single", "stage_device": [0,1,2,3],
+ *    "recompute": "full"            (only when the schedule recomputes: full or selective)
  *    "mb_first": [0,...]            (only when some microbatch starts elsewhere than 0)
  *    "devices": [[["F",0,0], ["BW",0,0], ...], ...]}
- * An op is [kind, stage, microbatch]; an overlapped pair is ["F&B", s, j, bkind, s2, j2]
- * with bkind "B" or "BW".
+ * An op is [kind, stage, microbatch] (kind F, B, W, BW or R); an overlapped pair is
+ * ["F&B", s, j, bkind, s2, j2] with bkind "B" or "BW".
  */
 #ifndef VPIPE_IO_H
 #define VPIPE_IO_H
@@ -75,7 +76,12 @@ typedef enum {
  * the op that produces it, and REDUCE_GRAD after each stage's last backward, as PyTorch's
  * own lowering does. VP_EUNSUPPORTED (message says why) when s cannot be expressed: the
  * bidirectional placement or any route other than stages 0..S-1 (PyTorch runs every
- * microbatch through every stage). VP_EINVAL for format AUTO, VP_ENOMEM. */
+ * microbatch through every stage), or a schedule that recomputes. PyTorch's actions have
+ * no recomputation (torchtitan recomputes inside the backward by activation
+ * checkpointing), so R is refused rather than dropped: the equivalent is the schedule
+ * without recomputation (vp_schedule_recompute with VP_RECOMPUTE_NONE) exported, with
+ * torchtitan's activation_checkpoint.mode set to "full" or "selective". VP_EINVAL for
+ * format AUTO, VP_ENOMEM. */
 VP_API vp_status vp_torch_csv_write(const vp_schedule *s, vp_torch_csv_format format, char **text,
                                     vp_error *err);
 

@@ -14,14 +14,28 @@
  * Weight gradients of a stage accumulate in the order its W passes run; run them in
  * microbatch order and every schedule gives bit-identical gradients (one BLAS thread).
  *
+ * Recomputation. After F, vp_stage_drop releases what a recomputation rebuilds, and R
+ * (vp_stage_recompute) rebuilds it before B with the forward's own kernels in the
+ * forward's order, so the slot holds the same bits F left and every result is
+ * bit-identical to a run that kept everything:
+ *   full       keeps the stage's input (the activation from the previous stage, or the
+ *              tokens on a first stage) and, on a last stage, the targets; R runs the
+ *              whole forward again (the loss it computes is not used);
+ *   selective  keeps everything but the attention core's saved tensors: every layer's
+ *              attention probabilities [B, heads, T, T] (the softmax of q k^T, the only
+ *              tensor quadratic in T); R recomputes them from the kept qkv. Its input,
+ *              norms, qkv, attention output, MLP and head stay.
+ *
  * Memory. Activation buffers are charged to a vp_mem when a stage takes them and
- * released when it drops them. F only charges, W only releases, and B releases what it
- * drops before it charges the output gradient it took over, so the count never passes
- * the larger of its values before and after a pass: the peak is the largest total held
- * between passes. Per microbatch F adds act_bytes, B turns them into stash_bytes, W
- * removes those (vp_stage_sizes). A tensor handed from one stage to the next (F output,
- * B input gradient) is charged to nobody while in flight. Per-stage scratch
- * (work_bytes) and parameters are allocated once and not charged.
+ * released when it drops them. F and R only charge, W only releases, vp_stage_drop only
+ * releases, and B releases what it drops before it charges the output gradient it took
+ * over, so the count never passes the larger of its values before and after a pass: the
+ * peak is the largest total held between passes. Per microbatch F adds act_bytes, B turns
+ * them into stash_bytes, W removes those (vp_stage_sizes); a drop leaves input_bytes
+ * (full) or act_bytes - core_bytes (selective), which R restores to act_bytes. A tensor
+ * handed from one stage to the next (F output, B input gradient) is no stage's
+ * activation while in flight. The stage also charges, once, its parameters, gradients,
+ * AdamW moments and B's scratch (work_bytes) to their own categories of the allocator.
  */
 #ifndef VPIPE_MODEL_H
 #define VPIPE_MODEL_H
@@ -69,7 +83,11 @@ typedef struct vp_stage_sizes {
     size_t act_bytes;   /* charged per microbatch from F until B */
     size_t stash_bytes; /* charged per microbatch from B until W */
     size_t io_bytes;    /* one activation or gradient tensor between stages (B*T*C floats) */
-    size_t work_bytes;  /* per-stage scratch for B, allocated once, not charged */
+    size_t work_bytes;  /* per-stage scratch for B, allocated once */
+    size_t input_bytes; /* of act_bytes, what a full recomputation keeps from F until R: the
+                           input (tokens on a first stage) and a last stage's targets */
+    size_t core_bytes;  /* of act_bytes, what a selective recomputation drops from F until R:
+                           the attention probabilities of every layer */
 } vp_stage_sizes;
 
 /* Sizes of the stage holding range of model cfg. Pure: allocates nothing. VP_EINVAL for
@@ -84,14 +102,38 @@ VP_API vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range ra
  * route_len - 2 layers). */
 VP_API vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err);
 
-/* The range of stage k of a route of route_len stages split into l0 by vp_split_layers. */
+/* Checks a layer split l0[route_len + 1] of n_layer layers (any, e.g. balanced by memory
+ * or time): starts at 0, ends at n_layer, never decreases, and only the first and the
+ * last stage may be empty. VP_EINVAL naming the stage otherwise. */
+VP_API vp_status vp_split_check(int n_layer, int route_len, const int *l0, vp_error *err);
+
+/* The range of stage k of a route of route_len stages split into l0 (vp_split_layers, or
+ * any split vp_split_check accepts). */
 VP_API vp_stage_range vp_split_range(const int *l0, int k, int route_len);
 
 /* ---- accounting allocator ------------------------------------------------------------ */
 
-/* Counts the activation bytes one rank holds: current and peak. Freed buffers are kept
+/* What the bytes of a rank are for. */
+typedef enum {
+    VP_MEM_ACTIVATIONS = 0, /* what the passes keep for later passes (the default) */
+    VP_MEM_PARAMS = 1,      /* parameters */
+    VP_MEM_GRADS = 2,       /* weight gradients */
+    VP_MEM_OPTIMIZER = 3,   /* AdamW moments */
+    VP_MEM_WORKSPACE = 4,   /* per-stage scratch of B */
+    VP_MEM_IN_FLIGHT = 5    /* tensors between stages the runtime holds: made by a pass
+                               and not yet taken by the next stage or sent to its rank
+                               (not the price module's "buffers": its receive buffers) */
+} vp_mem_category;
+
+#define VP_MEM_CATEGORIES 6
+
+/* "activations", "params", "grads", "optimizer", "workspace", "in_flight" ("?" otherwise).
+ * Static string. */
+VP_API const char *vp_mem_category_name(vp_mem_category cat);
+
+/* Counts the bytes one rank holds, per category: current and peak. Freed buffers are kept
  * for reuse (uncounted) until vp_mem_free. Not thread-safe: one rank (thread) uses one
- * vp_mem; stages on that rank share it. */
+ * vp_mem; stages on that rank share it. The calls without a category count activations. */
 typedef struct vp_mem vp_mem;
 
 /* New allocator with zero counts, or NULL when out of memory. */
@@ -111,6 +153,12 @@ VP_API void vp_mem_uncharge(vp_mem *mem, size_t bytes);
 
 VP_API size_t vp_mem_current(const vp_mem *mem);
 VP_API size_t vp_mem_peak(const vp_mem *mem);
+
+/* The same for a category (cat outside the enum: the library aborts). */
+VP_API void vp_mem_charge_to(vp_mem *mem, vp_mem_category cat, size_t bytes);
+VP_API void vp_mem_uncharge_from(vp_mem *mem, vp_mem_category cat, size_t bytes);
+VP_API size_t vp_mem_current_of(const vp_mem *mem, vp_mem_category cat);
+VP_API size_t vp_mem_peak_of(const vp_mem *mem, vp_mem_category cat);
 
 /* ---- stage ------------------------------------------------------------------------- */
 
@@ -140,18 +188,25 @@ VP_API vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
 /* Frees the stage and every buffer its slots still hold (released from mem). */
 VP_API void vp_stage_free(vp_stage *stage);
 
-/* F for microbatch slot mb.
+/* What a forward reads and where it puts what it makes (vp_stage_forward).
  * - First stage: tokens [B*T] (borrowed, copied, each < vocab); in must be NULL.
  *   Other stages: in [B*T*C] from the previous stage's forward (or any malloc'd buffer
- *   of io_bytes); this stage takes it over (charges it, releases it after B).
+ *   of io_bytes); the stage takes it over (charges it, releases it after B).
  * - Last stage: targets [B*T] (borrowed, copied); *loss receives the mean cross-entropy
  *   of the microbatch; out must be NULL.
  *   Other stages: *out receives the output [B*T*C], in flight: hand it to the next
- *   stage's forward or free it with vp_stage_buffer_free.
- * VP_EINVAL (in still the caller's) if the slot is busy, an argument is missing or a
- * token is out of range; VP_ENOMEM (in freed, slot left empty). */
-VP_API vp_status vp_stage_forward(vp_stage *stage, int mb, float *in, const uint8_t *tokens,
-                                  const uint8_t *targets, float **out, double *loss, vp_error *err);
+ *   stage's forward or free it with vp_stage_buffer_free. */
+typedef struct vp_stage_io {
+    float *in;
+    const uint8_t *tokens, *targets;
+    float **out;
+    double *loss;
+} vp_stage_io;
+
+/* F for microbatch slot mb with io. VP_EINVAL (io->in still the caller's) if the slot is
+ * busy, an argument is missing or a token is out of range; VP_ENOMEM (io->in freed, slot
+ * left empty). */
+VP_API vp_status vp_stage_forward(vp_stage *stage, int mb, const vp_stage_io *io, vp_error *err);
 
 /* B for slot mb (after F). Last stage: starts from the loss with dloss = loss_scale
  * (1/m to average m microbatches; the mean over B*T tokens is built in) and dout must
@@ -165,6 +220,15 @@ VP_API vp_status vp_stage_backward_input(vp_stage *stage, int mb, float *dout, f
 /* W for slot mb (after B): weight gradients += this microbatch's; the slot is empty
  * afterwards. VP_EINVAL if the slot has not run B. */
 VP_API vp_status vp_stage_backward_weight(vp_stage *stage, int mb, vp_error *err);
+
+/* After F of slot mb: releases what a recomputation rebuilds (full: all but the input and
+ * targets; else the attention probabilities). VP_EINVAL if the slot has not just run F. */
+VP_API vp_status vp_stage_drop(vp_stage *stage, int mb, bool full, vp_error *err);
+
+/* R for slot mb (after vp_stage_drop): rebuilds what the drop released, bit for bit as F
+ * made it; the slot is then ready for B. VP_EINVAL if the slot has not been dropped,
+ * VP_ENOMEM (the slot is then emptied). */
+VP_API vp_status vp_stage_recompute(vp_stage *stage, int mb, vp_error *err);
 
 /* Drops whatever slot mb holds (after a forward-only evaluation, or on abort). */
 VP_API void vp_stage_discard(vp_stage *stage, int mb);
@@ -206,6 +270,10 @@ VP_API int vp_norm_block_count(const vp_model_config *cfg);
  * whole stage. VP_EINVAL for a bad config, range, k or n. */
 VP_API vp_status vp_shard_of(const vp_model_config *cfg, vp_stage_range range, int k, int n,
                              vp_shard *out, vp_error *err);
+
+/* Bytes of the AdamW moments (two floats per element) of the elements of sh: what a stage
+ * holding them charges to VP_MEM_OPTIMIZER, and what a rank is predicted to hold. */
+VP_API size_t vp_shard_moment_bytes(vp_shard sh);
 
 /* The sum of squared gradients of each block of sh (a shard of this stage, from
  * vp_shard_of) into out[b - sh.b0], each in double in parameter order. */

@@ -159,11 +159,18 @@ VP_API char *vp_gpu_json(const vp_gpu *gpu);
 
 /* ---- the training setup ------------------------------------------------------------ */
 
-typedef enum {
-    VP_RECOMPUTE_NONE = 0,
-    VP_RECOMPUTE_SELECTIVE = 1, /* attention core recomputed in B */
-    VP_RECOMPUTE_FULL = 2       /* keep each layer's input; B recomputes the layer's F */
-} vp_recompute;
+/* Recomputation (vp_recompute, schedule.h) is priced once, in one of two places:
+ * - a schedule without R passes is priced with the workload's recompute inside B
+ *   (Megatron's activation checkpointing): selective recomputes the attention core in B;
+ *   full keeps each layer's input and B recomputes the layer's F, one layer at a time
+ *   (that layer in the workspace);
+ * - a schedule with R passes (vp_schedule.recompute, e.g. --recompute, 1f1b-r) recomputes
+ *   in them: F makes the stage's whole activations and keeps until R only what the mode
+ *   keeps (vp_price_stage.hold_bytes), R takes r_ms and rebuilds the rest, B's time
+ *   excludes it, and no recomputed layer sits in the workspace. The workload's recompute
+ *   must then be none or the schedule's mode (VP_EINVAL otherwise), so nothing is counted
+ *   twice. vpipe's own model recomputes only this way, as its runtime does (its workload
+ *   recompute must be none). */
 
 /* Bytes per parameter of each model state. */
 typedef struct vp_precision {
@@ -177,14 +184,14 @@ typedef struct vp_precision {
  * degrees and their options, recomputation, precisions, overlap and reserve. (The
  * pipeline's shape, p and the microbatches per step, is the schedule's.) */
 typedef struct vp_workload {
-    int seq;    /* tokens per sequence */
-    int mbs;    /* sequences per microbatch */
-    int tp;     /* tensor-parallel degree t */
-    bool sp;    /* sequence parallelism (with tp > 1) */
-    int dp;     /* data-parallel degree d */
-    bool zero1; /* distributed optimizer: master weights and moments split over d */
-    bool flash; /* FlashAttention: no s x s matrix kept */
-    vp_recompute recompute;
+    int seq;                /* tokens per sequence */
+    int mbs;                /* sequences per microbatch */
+    int tp;                 /* tensor-parallel degree t */
+    bool sp;                /* sequence parallelism (with tp > 1) */
+    int dp;                 /* data-parallel degree d */
+    bool zero1;             /* distributed optimizer: master weights and moments split over d */
+    bool flash;             /* FlashAttention: no s x s matrix kept */
+    vp_recompute recompute; /* inside B; a schedule with R passes recomputes in them */
     vp_precision prec;
     double dp_overlap;    /* share of the DP gradient reduction hidden behind compute, [0, 1] */
     double reserve_bytes; /* per rank: CUDA context, communicator buffers, allocator slack */
@@ -195,9 +202,7 @@ typedef struct vp_workload {
  * reserve 1 GiB for Megatron-style models and 0 for vpipe's own. */
 VP_API vp_workload vp_workload_default(const vp_arch *arch);
 
-/* Parses "none", "selective" or "full". VP_EINVAL otherwise. */
-VP_API vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err);
-VP_API const char *vp_recompute_name(vp_recompute r);
+/* vp_recompute_parse and vp_recompute_name (schedule.h) name the recomputation. */
 
 /* The model as one JSON object in *out (new string, caller frees with free()): name,
  * layers, hidden, heads, kv_heads, ffn, max_positions, dtype_bytes, vocab, ffn_kind
@@ -280,7 +285,12 @@ typedef struct vp_price_stage {
     double params;                /* parameters held */
     double act_bytes, keep_bytes; /* M_B and M_W of the stage */
     double f_ms, b_ms, w_ms;      /* pass times (BW = B + W, F&B = F + B) */
-    double r_ms;                  /* recomputation, included in b_ms */
+    double r_ms;                  /* recomputation: included in b_ms, or the R pass's time
+                                     when the schedule recomputes in R passes */
+    double hold_bytes;            /* of act_bytes, what F keeps until R when the schedule
+                                     has R passes (full: each layer's input, on vpipe's own
+                                     model the stage's input and targets; selective: all
+                                     but the attention scores); act_bytes otherwise */
 } vp_price_stage;
 
 /* Per-rank memory, bytes. total = the sum of the others. */
@@ -289,7 +299,8 @@ typedef struct vp_rank_memory {
     double activations;              /* the schedule's peak of live activations */
     double buffers;   /* pipeline receive buffers: one activation or gradient per remote
                          neighbour of each stage */
-    double workspace; /* one layer recomputed at a time (full recompute); vpipe's scratch */
+    double workspace; /* one layer recomputed at a time (full recompute inside B);
+                         vpipe's scratch */
     double reserve;   /* vp_workload.reserve_bytes */
     double total;
 } vp_rank_memory;
@@ -312,10 +323,11 @@ typedef struct vp_price_layout {
     double unit_bytes;     /* bytes of one unit of cm (the mean device's M_B) */
 } vp_price_layout;
 
-/* Prices the stages of shape (a schedule; its op lists are read only for VP_SPLIT_MEMORY).
- * Caller frees with vp_price_layout_free. VP_EINVAL (vp_price_check, a split that does
- * not fit: wrong length or sum, an empty middle stage, fewer layers than middle stages),
- * VP_ENOMEM. */
+/* Prices the stages of shape (a schedule; its op lists are read only for VP_SPLIT_MEMORY,
+ * its recompute says where recomputation is priced: see vp_workload). Caller frees with
+ * vp_price_layout_free. VP_EINVAL (vp_price_check, a split that does not fit: wrong length
+ * or sum, an empty middle stage, fewer layers than middle stages; a workload recompute
+ * other than none beside a schedule's R passes of another mode), VP_ENOMEM. */
 VP_API vp_status vp_price_layout_new(const vp_price_setup *setup, const vp_schedule *shape,
                                      vp_price_layout **out, vp_error *err);
 VP_API void vp_price_layout_free(vp_price_layout *layout);

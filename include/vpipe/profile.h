@@ -45,11 +45,13 @@ VP_API vp_status vp_profile_measure(const vp_model_config *cfg, int reps, vp_pro
 VP_API char *vp_profile_write_json(const vp_profile *pr);
 VP_API vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp_error *err);
 
-/* Fills cm (a model of schedule s) from the profile: per-stage F, B, W times for the layer
- * split vp_split_layers gives s, c, and per-stage activation and stash bytes from the size
- * functions (cm->has_bytes set). VP_EINVAL when the layers do not split over s. */
+/* Fills cm (a model of schedule s) from the profile: per-stage F, B, W times (R as F: a
+ * selective recomputation takes less) for the layer split layer_start ([route_len + 1],
+ * NULL: vp_split_layers's), c, and per-stage bytes from the size functions
+ * (vp_runtime_model_bytes; cm->has_bytes set). VP_EINVAL when the layers do not split
+ * over s. */
 VP_API vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s,
-                                       vp_cost_model *cm, vp_error *err);
+                                       const int *layer_start, vp_cost_model *cm, vp_error *err);
 
 /* Bytes of one memory unit for the profiled model on p ranks: the mean over the p stages
  * of a one-stage-per-rank split of the activation bytes one microbatch leaves after F. */

@@ -3,12 +3,26 @@
  * what the simulator predicts.
  *
  * Module `runtime` (src/runtime/; transports in src/runtime/transport/). Depends on
- * checkpoint, model, data, render, sim and schedule.
+ * price (the layer split), checkpoint, model, data, render, sim and schedule.
  *
  * Each rank walks its op list in order. F receives its input from the previous stage
  * (or reads the batch), B receives its output gradient from the next stage (or starts
  * from the loss), W needs nothing from other ranks; hand-offs between two stages of one
- * rank go through the same mailbox at no cost. After the microbatches: the two replicas
+ * rank go through the same mailbox at no cost. In a schedule that recomputes, F drops
+ * what its R rebuilds (vp_stage_drop) and R runs the forward again (vp_stage_recompute).
+ *
+ * Memory. Each rank's allocator counts its bytes per category (vp_mem_category):
+ * parameters, gradients, AdamW moments (with ZeRO-1 only those of the rank's shards) and
+ * B's scratch of its stages from their creation; activations as the passes take and drop
+ * them; and tensors in flight (VP_MEM_IN_FLIGHT, "in_flight"): every tensor one of its ops
+ * makes for another stage (F's output, B's input gradient), from when it is made until it
+ * leaves the rank (the transport takes it at the end of the op) or the op of a stage on
+ * the same rank takes it over (a tensor's time in the transport is not counted, nor are
+ * the copies the replicas' reduction sends). The price module's "buffers" are another
+ * thing (a receive buffer per remote neighbour, vp_rank_memory); the runtime has none.
+ * The prediction of each (vp_runtime_predict_memory) comes from the model's size
+ * functions, the shards, the simulator and the schedule's op order, and equals the
+ * measured peak byte for byte. After the microbatches: the two replicas
  * of the bidirectional placement sum their gradients, every rank learns the losses and
  * the global gradient norm (summed by block in model order, as the single-rank reference
  * does: vpipe/model.h), then clips and steps AdamW. Same seed, data and microbatching as
@@ -41,6 +55,7 @@
 #include "vpipe/checkpoint.h"
 #include "vpipe/data.h"
 #include "vpipe/model.h"
+#include "vpipe/price.h"
 #include "vpipe/render.h"
 #include "vpipe/schedule.h"
 #include "vpipe/sim.h"
@@ -165,9 +180,12 @@ typedef struct vp_pipeline_options {
     int zero;                    /* 1: ZeRO-1 across the train.dp > 1 replicas (the AdamW
                                     moments and update sharded, the parameters
                                     all-gathered); 0: every replica steps every parameter */
+    const int *layer_start;      /* [route_len + 1] the layer split of the routes (any split
+                                    vp_split_check accepts; borrowed); NULL: the even split
+                                    of vp_split_layers */
 } vp_pipeline_options;
 
-/* Defaults: vp_train_options_default, no schedule, watchdog 60 s, no fault. */
+/* Defaults: vp_train_options_default, no schedule, watchdog 60 s, no fault, even split. */
 VP_API void vp_pipeline_options_default(vp_pipeline_options *o);
 
 typedef struct vp_pipeline_result {
@@ -179,8 +197,11 @@ typedef struct vp_pipeline_result {
     int *layer_start;             /* [route_len + 1] the layer split */
     size_t *peak_act_bytes;       /* [p] measured peak activation bytes per rank */
     double *predicted_peak_bytes; /* [p] the simulator's prediction for the same model */
-    size_t *moment_bytes;         /* [p] bytes of AdamW moments each rank holds (ZeRO-1:
-                                     its shards') */
+    double *memory;               /* [p * VP_MEM_CATEGORIES] measured peak bytes of rank d in
+                                     category c at [d * VP_MEM_CATEGORIES + c] (0 emulated;
+                                     with ZeRO-1 the optimizer category is the rank's
+                                     shards' moments) */
+    double *predicted_memory;     /* [p * VP_MEM_CATEGORIES] vp_runtime_predict_memory's */
     double *bubble_measured;      /* [p] 1 - busy / span of the rank in the last step */
     int bit_exact;                /* 1 when bit-identity with vp_train_run (same dp) is
                                      expected */
@@ -200,13 +221,14 @@ typedef struct vp_pipeline_result {
 /* Releases what a result holds (not the struct itself); NULL fields are fine. */
 VP_API void vp_pipeline_result_release(vp_pipeline_result *r);
 
-/* Checks that schedule s can train model cfg, cheapest first: the model, whether its
- * layers fill the route's stages, then the validation (a replay of every op) and the
- * placement. Sets *bit_exact (optional) to 1 when every stage runs its weight gradients
- * in microbatch order and there is one model copy (then results are bit-identical to
- * the single-rank reference). VP_EVALIDATION / VP_EINVAL with the reason. */
+/* Checks that schedule s can train model cfg with the layer split layer_start
+ * ([route_len + 1], NULL: the even split), cheapest first: the model, whether the split
+ * fills the route's stages, then the validation (a replay of every op) and the placement.
+ * Sets *bit_exact (optional) to 1 when every stage runs its weight gradients in
+ * microbatch order and there is one model copy (then results are bit-identical to the
+ * single-rank reference). VP_EVALIDATION / VP_EINVAL with the reason. */
 VP_API vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg,
-                                        int *bit_exact, vp_error *err);
+                                        const int *layer_start, int *bit_exact, vp_error *err);
 
 /* Trains with schedule o->schedule on train.dp replicas: on the threads transport every
  * rank runs as a thread of this process; under MPI (p * dp processes) this process runs
@@ -238,27 +260,48 @@ VP_API vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *
  * was initialised, does nothing. */
 VP_API void vp_runtime_mpi_abort(int code);
 
+/* ---- the layer split ------------------------------------------------------------------------ */
+
+/* The layer split of model cfg over schedule s's routes into layer_start[route_len + 1],
+ * by goal: VP_SPLIT_EVEN is vp_split_layers's; VP_SPLIT_MEMORY and VP_SPLIT_TIME are the
+ * price module's split of vp_arch_vpipe (vp_price_layout_new), balancing each rank's
+ * bytes (parameters, gradients and AdamW moments, plus each stage's activation times the
+ * most microbatches s keeps alive on it, the embedding, head and loss on the stages that
+ * hold them; a recomputing s is balanced as if it kept everything) or each rank's pass
+ * time (FLOPs). VP_EINVAL when the model does not fill s's stages, VP_ENOMEM. */
+VP_API vp_status vp_runtime_split(const vp_schedule *s, const vp_model_config *cfg,
+                                  vp_split_goal goal, int *layer_start, vp_error *err);
+
 /* ---- measuring ---------------------------------------------------------------------------- */
 
 /* One hop between two ranks on the threads transport: half the median round trip of a
  * tensor of `floats` floats over reps trips, in ms. */
 VP_API vp_status vp_runtime_measure_hop(size_t floats, int reps, double *ms, vp_error *err);
 
-/* The simulator's peak activation bytes per rank ([s->p], caller storage) for model cfg
- * under schedule s, from the model's size functions (vp_runtime_model_bytes). */
-VP_API vp_status vp_runtime_predict_peaks(const vp_schedule *s, const vp_model_config *cfg,
-                                          double *peaks, vp_error *err);
+/* The predicted peak bytes of every rank of the run o describes (o->schedule, the model
+ * o->train.model, o->train.dp replicas, o->zero, the split o->layer_start, NULL: even),
+ * per category, into out[p * dp * VP_MEM_CATEGORIES] (caller storage; rank r's category
+ * c at [r * VP_MEM_CATEGORIES + c]): its stages' parameters, gradients and scratch
+ * (vp_stage_sizes_of); their moments (vp_shard_moment_bytes: with ZeRO-1 of the rank's
+ * shards, vp_shard_of); the simulator's peak of activations (vp_runtime_model_bytes); the
+ * peak of tensors in flight from the op order. VP_EINVAL as vp_runtime_model_bytes or
+ * vp_shard_of, VP_ENOMEM. */
+VP_API vp_status vp_runtime_predict_memory(const vp_pipeline_options *o, double *out,
+                                           vp_error *err);
 
-/* Fills cm's byte arrays for model cfg under schedule s and sets cm->has_bytes: per stage
- * the bytes F adds (act) and those B keeps for W (stash), from the layer split
- * vp_split_layers gives s. VP_EINVAL when cm is not s's or the layers do not split over
- * s's route. */
+/* Fills cm's byte arrays for model cfg under schedule s with the layer split layer_start
+ * (NULL: vp_split_layers's) and sets cm->has_bytes and cm->bw_holds_keep (a stage's BW
+ * runs its B, then its W): per stage the bytes F adds (act),
+ * those B keeps for W (stash) and, when s recomputes, those held from F until R (the
+ * input, or all but the attention core). VP_EINVAL when cm is not s's or the layers do
+ * not split over s's route. */
 VP_API vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
-                                        const vp_model_config *cfg, vp_error *err);
+                                        const vp_model_config *cfg, const int *layer_start,
+                                        vp_error *err);
 
 /* Sets cm's per-stage times to the mean measured duration of each stage's passes in tl
- * (a measured timeline of schedule s): f, b, w from F, B, W ops; a stage that only ran
- * full backwards gets b = w = half their mean; fb from F&B ops (by forward stage); c = 0.
+ * (a measured timeline of schedule s): f, b, w, r from F, B, W, R ops; a stage that only
+ * ran full backwards gets b = w = half their mean; fb from F&B ops (by forward stage); c = 0.
  * Stages or kinds that tl never ran keep their value. VP_EINVAL when cm or tl is not of
  * s's shape, VP_ENOMEM (cm unchanged). */
 VP_API vp_status vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl,

@@ -11,8 +11,13 @@
  * the stage ranges [0, p) and [p, 2p)). Each device holds an ordered list of ops.
  *
  * Passes of (stage s, microbatch j): F forward, B input backward, W weight backward, BW
- * full backward (B then W as one op). F&B is one overlapped unit that runs the forward of
- * (s, j) and the backward (B or BW, `bkind`) of (s2, j2) together.
+ * full backward (B then W as one op), R recomputation. F&B is one overlapped unit that
+ * runs the forward of (s, j) and the backward (B or BW, `bkind`) of (s2, j2) together.
+ *
+ * Recomputation. In a schedule that recomputes (recompute full or selective) every F
+ * drops part of what it saved: everything but the stage's input (full), or the attention
+ * core's saved tensors (selective). The R of the same (stage, microbatch), on the stage's
+ * device after its F and before its backward, runs the forward again to rebuild them.
  */
 #ifndef VPIPE_SCHEDULE_H
 #define VPIPE_SCHEDULE_H
@@ -30,10 +35,23 @@ typedef enum {
     VP_OP_B = 1,  /* backward for the input (activation gradient) */
     VP_OP_W = 2,  /* backward for the weights */
     VP_OP_BW = 3, /* full backward: B then W */
-    VP_OP_FB = 4  /* overlapped F of (stage, mb) with the backward of (stage2, mb2) */
+    VP_OP_FB = 4, /* overlapped F of (stage, mb) with the backward of (stage2, mb2) */
+    VP_OP_R = 5   /* recomputation: the forward again, rebuilding what F dropped */
 } vp_op_kind;
 
-#define VP_OP_KIND_COUNT 5
+#define VP_OP_KIND_COUNT 6
+
+/* What the R passes of a schedule rebuild (and so what F keeps until R). */
+typedef enum {
+    VP_RECOMPUTE_NONE = 0,      /* no R: F keeps everything its backward needs */
+    VP_RECOMPUTE_SELECTIVE = 1, /* F drops the attention core's saved tensors; R rebuilds them */
+    VP_RECOMPUTE_FULL = 2       /* F keeps only the stage's input; R runs the whole forward */
+} vp_recompute;
+
+/* Parses "none", "selective" or "full". VP_EINVAL otherwise (*out unchanged). */
+VP_API vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err);
+/* "none", "selective", "full" ("?" for anything else). Static string. */
+VP_API const char *vp_recompute_name(vp_recompute r);
 
 typedef struct vp_op {
     uint8_t kind;   /* vp_op_kind */
@@ -66,10 +84,11 @@ typedef struct vp_schedule {
     int m;           /* microbatches */
     int route_len;   /* stages one microbatch passes through (S except DualPipe) */
     vp_placement_kind placement;
-    int32_t *stage_device; /* [S] device of each stage */
-    int32_t *stage_chunk;  /* [S] rank of the stage among its device's stages */
-    int32_t *mb_first;     /* [m] first stage of each microbatch's route */
-    vp_oplist *dev;        /* [p] ops per device */
+    vp_recompute recompute; /* what its R ops rebuild (VP_RECOMPUTE_NONE: it has none) */
+    int32_t *stage_device;  /* [S] device of each stage */
+    int32_t *stage_chunk;   /* [S] rank of the stage among its device's stages */
+    int32_t *mb_first;      /* [m] first stage of each microbatch's route */
+    vp_oplist *dev;         /* [p] ops per device */
 } vp_schedule;
 
 /* The shape of a schedule: devices, stages, microbatches and the stage placement. */
@@ -96,7 +115,7 @@ VP_API void vp_schedule_free(vp_schedule *s);
  * failure. */
 VP_API vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
 
-/* Convenience: appends a single pass (kind F, B, W or BW; else the library aborts). */
+/* Convenience: appends a single pass (kind F, B, W, BW or R; else the library aborts). */
 VP_API vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
 
 /* Recomputes stage_chunk from stage_device (chunk = rank of the stage, by stage index,
@@ -110,8 +129,8 @@ VP_API int vp_schedule_chunks_per_device(const vp_schedule *s);
 /* Total number of ops over all devices. */
 VP_API long vp_schedule_op_count(const vp_schedule *s);
 
-/* True when the two schedules have the same shape, placement, routes and op lists
- * (the family name is not compared). */
+/* True when the two schedules have the same shape, placement, routes, recomputation and
+ * op lists (the family name is not compared). */
 VP_API int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b);
 
 /* Last stage of microbatch mb's route (where its loss is computed). */
@@ -123,7 +142,7 @@ static inline int vp_schedule_last_stage(const vp_schedule *s, int mb) {
  * both model copies on every device and sums their gradients), 1 otherwise. */
 VP_API int vp_schedule_param_copies(const vp_schedule *s);
 
-/* Names: "F", "B", "W", "BW", "F&B"; placement "single", "loop", "v", "bidir",
+/* Names: "F", "B", "W", "BW", "F&B", "R"; placement "single", "loop", "v", "bidir",
  * "custom". Static strings. */
 VP_API const char *vp_op_kind_name(vp_op_kind kind);
 VP_API const char *vp_placement_name(vp_placement_kind placement);
@@ -138,12 +157,23 @@ VP_API vp_status vp_placement_parse(const char *name, vp_placement_kind *placeme
 VP_API char *vp_op_format(const vp_op *op, char *buf, int size);
 
 /* Checks the schedule: shape and placement are consistent; each (stage, microbatch) on
- * its route has exactly F plus either BW or B and W; no pass is outside its route;
- * every op sits on its stage's device; on each device the order respects dependencies
- * (B/BW after F, W after B); and replaying all devices together terminates (no
- * cross-device deadlock). Returns VP_OK or VP_EVALIDATION / VP_EDEADLOCK with a message
- * naming the device, the position in its list and the op. */
+ * its route has exactly F plus either BW or B and W, plus one R when the schedule
+ * recomputes (none otherwise); no pass is outside its route; every op sits on its stage's
+ * device; on each device the order respects dependencies (R after F; B/BW after F and
+ * after R; W after B); and replaying all devices together terminates (no cross-device
+ * deadlock).
+ * Returns VP_OK or VP_EVALIDATION / VP_EDEADLOCK with a message naming the device, the
+ * position in its list and the op. */
 VP_API vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
+
+/* The recomputing version of s under mode into a new *out (caller frees): a copy of s
+ * (family name included) with an R of (stage, mb) right before every backward (B, BW or
+ * the backward half of an F&B), and out->recompute = mode. mode
+ * VP_RECOMPUTE_NONE gives s without any R. R ops s already has are dropped first, so the
+ * transform is idempotent. The result is valid whenever s is (R waits only for an
+ * earlier op of its own device). VP_EINVAL for an unknown mode, VP_ENOMEM. */
+VP_API vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_schedule **out,
+                                       vp_error *err);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,10 @@
  * Memory is counted in units: one microbatch's activation on one device's whole slice
  * (so a V chunk holds 1/2 unit). F of stage s adds act[s]; B releases act[s] - keep[s];
  * W releases keep[s]; BW releases act[s]. Release-at-W sets keep = act; the ZB split
- * sets keep = R * act.
+ * sets keep = R * act. In a schedule that recomputes, a stage holds only hold[s] of its
+ * activation from F until R: F takes act[s] and releases act[s] - hold[s] when it ends,
+ * and R takes act[s] - hold[s] back (hold is the stage input for a full recomputation,
+ * everything but the attention core for a selective one).
  */
 #ifndef VPIPE_SIM_H
 #define VPIPE_SIM_H
@@ -31,16 +34,17 @@ extern "C" {
 
 /* Costs per device slice and microbatch. dev_f/dev_b/dev_w, when non-NULL, hold one value
  * per device and override f/b/w (heterogeneous stages). fb < 0 means an overlapped F&B
- * costs the sum of its halves. */
+ * costs the sum of its halves; r < 0 means a recomputation R costs the forward's time
+ * (a full recomputation; a selective one rebuilds less and may be given its own r). */
 typedef struct vp_costs {
-    double f, b, w, c, fb;
+    double f, b, w, c, fb, r;
     const double *dev_f, *dev_b, *dev_w;
 } vp_costs;
 
-/* F=B=W=1, c=0, F&B = F+B. */
+/* F=B=W=1, c=0, F&B = F+B, R = F. */
 VP_API vp_costs vp_costs_default(void);
 
-/* Parses "F=2,B=2,W=2,c=0.5,FB=3" (any subset, any order, each key at most once, keys
+/* Parses "F=2,B=2,W=2,c=0.5,FB=3,R=2" (any subset, any order, each key at most once, keys
  * case-insensitive) on top of *costs. Values are plain decimal numbers in
  * [0, VP_COST_MAX] (subnormal ones such as 1e-320 included; no sign, hex, inf or nan).
  * VP_EPARSE with the column of a malformed key or value, VP_EVALIDATION with the column of
@@ -54,37 +58,56 @@ typedef enum {
 
 typedef struct vp_memcfg {
     vp_mem_kind kind;
-    double zb_ratio;   /* R for VP_MEM_ZB, in [0, 1] */
-    double unit_bytes; /* bytes of one unit (0 when unknown) */
+    double zb_ratio;    /* R for VP_MEM_ZB, in [0, 1] */
+    double unit_bytes;  /* bytes of one unit (0 when unknown) */
+    double input_share; /* share of a stage's activation that is its input: what a full
+                           recomputation holds from F until R, in [0, 1] */
+    double core_share;  /* share that is the attention core's saved tensors: what a selective
+                           recomputation drops from F until R, in [0, 1] */
 } vp_memcfg;
 
-/* Release-at-W, bytes unknown. */
+/* The shares of vp_memcfg_default: a GPT layer of Korthikanti et al. (34sbh + 5as^2b bytes,
+ * 2sbh of them its input, 5as^2b the attention core) at the Zero Bubble paper's 1.5B
+ * model (h 2304, a 24, s 1024; 5as/h = 53.3), whose B/W split is zb:0.366. A model of
+ * known sizes (the runtime, the price module) replaces them by exact bytes. */
+#define VP_MEM_INPUT_SHARE (2.0 / (34.0 + 160.0 / 3.0))
+#define VP_MEM_CORE_SHARE ((160.0 / 3.0) / (34.0 + 160.0 / 3.0))
+
+/* Release-at-W, bytes unknown, the default recomputation shares. */
 VP_API vp_memcfg vp_memcfg_default(void);
 
 /* Parses "at-w" or "zb:R" (R a plain decimal number in [0, 1]) into *cfg (unit_bytes
  * unchanged). VP_EPARSE with the column on anything else; *cfg unchanged on error. */
 VP_API vp_status vp_memcfg_parse(const char *text, vp_memcfg *cfg, vp_error *err);
 
-/* Per-stage costs and memory deltas for one schedule shape. */
+/* Per-stage costs and memory deltas for one schedule. */
 typedef struct vp_cost_model {
     int S;
-    double *f, *b, *w;  /* [S] time of each pass; BW costs b + w */
-    double *fb;         /* [S] F&B time when the forward half is stage s; < 0: sum of halves */
-    double c;           /* time of one hop between stages on different devices */
-    double *act;        /* [S] units added by F */
-    double *keep;       /* [S] units kept from B until W */
-    double *act_bytes;  /* [S] bytes added by F (0 until known) */
-    double *keep_bytes; /* [S] bytes kept from B until W (0 until known) */
-    int has_bytes;      /* 1 when act_bytes/keep_bytes are known: set by vp_cost_model_new
-                           for unit_bytes > 0; a caller that fills them sets it */
+    double *f, *b, *w, *r;  /* [S] time of each pass; BW costs b + w */
+    double *fb;             /* [S] F&B time when the forward half is stage s; < 0: sum of halves */
+    double c;               /* time of one hop between stages on different devices */
+    double *act;            /* [S] units added by F */
+    double *keep;           /* [S] units kept from B until W */
+    double *hold;           /* [S] units held from F until R (when recomputing) */
+    double *act_bytes;      /* [S] bytes added by F (0 until known) */
+    double *keep_bytes;     /* [S] bytes kept from B until W (0 until known) */
+    double *hold_bytes;     /* [S] bytes held from F until R (0 until known) */
+    vp_recompute recompute; /* the schedule's (vp_cost_model_new copies it) */
+    int has_bytes;          /* 1 when the byte arrays are known: set by vp_cost_model_new
+                               for unit_bytes > 0; a caller that fills them sets it */
+    int bw_holds_keep;      /* 1: a BW runs the whole stage's B, then its W, holding keep in
+                               between (vpipe's runtime); 0 (vp_cost_model_new): one layer's
+                               backward at a time, keep never held whole */
 } vp_cost_model;
 
 /* Lays costs and the memory model out per stage of schedule s into a new *out (chunk
  * passes charged 1/v, v = S/p; for the bidirectional placement each stage is a whole
- * slice). The byte arrays are always allocated; they are filled (and has_bytes set)
- * when mem->unit_bytes > 0, else left 0 for the caller to fill. VP_EINVAL (a cost, per-device
- * cost or hop outside [0, VP_COST_MAX], fb above it, unit_bytes negative or not finite, a ZB
- * ratio outside [0, 1]), VP_ENOMEM; *out is NULL on failure. Caller frees with
+ * slice). It recomputes as s does: every stage holds act times mem->input_share (full)
+ * or 1 - mem->core_share (selective) from F until R. The byte
+ * arrays are always allocated; they are filled (and has_bytes set) when mem->unit_bytes >
+ * 0, else left 0 for the caller to fill. VP_EINVAL (a cost, per-device cost or hop outside
+ * [0, VP_COST_MAX], fb or r above it, unit_bytes negative or not finite, a ZB ratio or a
+ * share outside [0, 1]), VP_ENOMEM; *out is NULL on failure. Caller frees with
  * vp_cost_model_free. */
 VP_API vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs,
                                    const vp_memcfg *mem, vp_cost_model **out, vp_error *err);
@@ -92,20 +115,23 @@ VP_API vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs,
 /* Releases a cost model; NULL is a no-op. */
 VP_API void vp_cost_model_free(vp_cost_model *cm);
 
-/* Duration of one pass of stage under the model: kind F, B, W, or BW (= B + W). */
+/* Duration of one pass of stage under the model: kind F, B, W, R, or BW (= B + W). */
 VP_API double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage);
 
 /* Duration of op under the model (an F&B pair: fb, or the sum of its halves). */
 VP_API double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
 
-/* Memory one pass of stage (kind F, B, W or BW) takes when it starts (*up) and releases
+/* Memory one pass of stage (kind F, B, W, BW or R) takes when it starts (*up) and releases
  * when it ends (*down), in units, or in bytes when `bytes` is non-zero (the model must
- * have them: has_bytes, else the library aborts): F takes act; B releases act - keep, W keep, BW
- * act. */
+ * have them: has_bytes, else the library aborts): F takes act (and a recomputing stage's
+ * F releases act - hold); R takes act - hold; B releases act - keep (takes keep - act when
+ * B keeps more than F took, e.g. a stage that only embeds: the gradient it receives), W
+ * keep, BW act (with bw_holds_keep, first taking keep - act when that is positive). */
 VP_API void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes,
                                       double *up, double *down);
 
-/* The same for op: an F&B pair takes its forward's act and releases its backward's. */
+/* The same for op; an F&B pair runs its forward, then its backward: *up is the highest
+ * the count goes above its start, *down what it releases from there. */
 VP_API void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes, double *up,
                                     double *down);
 
@@ -141,7 +167,8 @@ VP_API void vp_sim_free(vp_sim *sim);
 VP_API double vp_sim_longest_span(const vp_sim *sim);
 
 /* The report of a simulation of s under costs as JSON text, what `vpipe simulate --json`
- * prints: {"family", "p", "m", "stages", "placement", "costs": {"F", "B", "W", "c"[, "FB"]},
+ * prints: {"family", "p", "m", "stages", "placement", "recompute" (none, selective or
+ * full), "costs": {"F", "B", "W", "c"[, "FB"][, "R"]},
  * "makespan", "longest_span", "bubble", "bubble_makespan", "peak_memory": [p] units,
  * "peak_memory_max", "param_copies"[, "peak_memory_bytes": [p] when the model knew bytes],
  * "busy": [p]}, indented by two spaces, reals to 10 significant digits, ending in a

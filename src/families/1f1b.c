@@ -1,6 +1,10 @@
 /* 1F1B (PipeDream-flush): device i warms up with min(p-1-i, m) forwards, then alternates
  * one forward and one full backward, then drains the remaining backwards.
- * Bubble (p-1)(F+B+W); peak min(p-i, m) units on device i. */
+ * Bubble (p-1)(F+B+W); peak min(p-i, m) units on device i.
+ * 1F1B-R, the Controllable Memory paper's baseline, is 1F1B with full recomputation (or
+ * the spec's recomputation): an R before every backward, each F keeping only its input. */
+#include <stdio.h>
+
 #include "families/families_internal.h"
 
 vp_status vp__build_1f1b(const vp_spec *spec, vp_schedule **out, vp_error *err) {
@@ -32,4 +36,14 @@ vp_status vp__build_1f1b(const vp_spec *spec, vp_schedule **out, vp_error *err) 
     }
     *out = s;
     return VP_OK;
+}
+
+vp_status vp__build_1f1br(const vp_spec *spec, vp_schedule **out, vp_error *err) {
+    vp_status rc = vp__build_1f1b(spec, out, err);
+    vp_recompute mode = spec->recompute != VP_RECOMPUTE_NONE ? spec->recompute : VP_RECOMPUTE_FULL;
+    if (rc == VP_OK)
+        rc = vp__recompute_in_place(out, mode, err);
+    if (rc == VP_OK)
+        snprintf((*out)->family, sizeof(*out)->family, "1f1b-r");
+    return rc;
 }

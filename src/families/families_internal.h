@@ -9,6 +9,7 @@
  * constraints (VP_EINVAL naming the constraint) and returns a schedule that validates. */
 vp_status vp__build_gpipe(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_1f1b(const vp_spec *spec, vp_schedule **out, vp_error *err);
+vp_status vp__build_1f1br(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_interleaved(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_zbh1(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_zbh2(const vp_spec *spec, vp_schedule **out, vp_error *err);
@@ -21,6 +22,10 @@ vp_status vp__build_vzb(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_1f1bv(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_dualpipe(const vp_spec *spec, vp_schedule **out, vp_error *err);
 vp_status vp__build_dualpipev(const vp_spec *spec, vp_schedule **out, vp_error *err);
+
+/* Replaces *s by its recomputing version under mode (vp_schedule_recompute); on failure
+ * *s is freed and NULL. */
+vp_status vp__recompute_in_place(vp_schedule **s, vp_recompute mode, vp_error *err);
 
 /* The cost model of spec's V shape (p devices, 2p stages on the V placement) under its
  * costs and memory model (caller frees); vp__spec_cost_model's errors. */

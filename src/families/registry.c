@@ -6,6 +6,8 @@
 static const vp_family families[] = {
     {"gpipe", "all forwards, then all backwards", "p >= 1, m >= 1", vp__build_gpipe},
     {"1f1b", "one forward, one backward (PipeDream-flush)", "p >= 1, m >= 1", vp__build_1f1b},
+    {"1f1b-r", "1F1B with full recomputation (1F1B-R): each F keeps only its stage's input",
+     "p >= 1, m >= 1", vp__build_1f1br},
     {"interleaved", "interleaved 1F1B, v chunks per device on a loop placement",
      "p >= 1, m >= 1, v >= 1 (-v, default 2)", vp__build_interleaved},
     {"zb-h1", "Zero Bubble H1: 1F1B memory, W deferred into the bubbles", "p >= 1, m >= 1",
@@ -54,7 +56,7 @@ vp_spec vp_spec_make(int p, int m) {
 
 double vp_spec_max_ops(const vp_spec *spec) {
     double stages = (double)spec->p * (spec->v > 2 ? spec->v : 2);
-    return 3.0 * stages * (double)spec->m;
+    return (spec->recompute != VP_RECOMPUTE_NONE ? 4.0 : 3.0) * stages * (double)spec->m;
 }
 
 vp_status vp_spec_check_size(const vp_spec *spec, vp_error *err) {
@@ -77,6 +79,14 @@ vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err) {
     return VP_OK;
 }
 
+vp_status vp__recompute_in_place(vp_schedule **s, vp_recompute mode, vp_error *err) {
+    vp_schedule *r = NULL;
+    vp_status rc = vp_schedule_recompute(*s, mode, &r, err);
+    vp_schedule_free(*s);
+    *s = r;
+    return rc;
+}
+
 vp_status vp__spec_cost_model(const vp_spec *spec, vp_shape shape, vp_cost_model **out,
                               vp_error *err) {
     vp_schedule *s = NULL;
@@ -95,6 +105,8 @@ vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **o
     vp_status rc = vp_spec_check_size(spec, err);
     if (rc == VP_OK)
         rc = f->build(spec, out, err);
+    if (rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE)
+        rc = vp__recompute_in_place(out, spec->recompute, err);
     if (rc != VP_OK)
         return rc;
     rc = vp_schedule_validate(*out, err);

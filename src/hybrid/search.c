@@ -48,7 +48,8 @@ static const char *family_name(int f) {
     return f == VP__HY_VBLOCK ? "v-block" : vp_family_at(f)->name;
 }
 
-/* The shape of family f at pp (and v chunks), built once. */
+/* The shape of family f at pp (and v chunks), built once; none (s NULL) when the family
+ * does not fit or recomputes in R passes (the search prices recomputation inside B). */
 static vp_status shape_of(search *S, int f, int pp, int v, int *out, vp_error *err) {
     for (int i = 0; i < S->n_shapes; i++)
         if (S->shapes[i].family == f && S->shapes[i].pp == pp && S->shapes[i].v == v) {
@@ -70,6 +71,10 @@ static vp_status shape_of(search *S, int f, int pp, int v, int *out, vp_error *e
                        : vp_family_build(family_name(f), &spec, &sh->s, NULL);
     if (rc == VP_ENOMEM)
         return vp__fail(err, VP_ENOMEM, "out of memory");
+    if (sh->s && sh->s->recompute != VP_RECOMPUTE_NONE) { /* 1f1b-r: the recompute dimension's */
+        vp_schedule_free(sh->s);                          /* 1F1B, not searched twice */
+        sh->s = NULL;
+    }
     *out = S->n_shapes++;
     return VP_OK;
 }

@@ -57,6 +57,8 @@ vp_status vp_json_write(const vp_schedule *s, char **text, vp_error *err) {
                    vp_placement_name(s->placement));
     free(fam_text);
     write_int_array(&b, s->stage_device, s->S);
+    if (s->recompute != VP_RECOMPUTE_NONE)
+        vp__buf_printf(&b, ",\n \"recompute\": \"%s\"", vp_recompute_name(s->recompute));
     if (!routes_default(s)) {
         vp__buf_printf(&b, ",\n \"mb_first\": ");
         write_int_array(&b, s->mb_first, s->m);
@@ -109,7 +111,7 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
     json_t *k = json_array_get(row, 0);
     vp_op_kind kind;
     if (!json_is_string(k) || vp_op_kind_parse(json_string_value(k), &kind) != VP_OK)
-        return bad(err, path, "unknown op kind (F, B, W, BW or F&B)");
+        return bad(err, path, "unknown op kind (F, B, W, BW, F&B or R)");
     size_t want = kind == VP_OP_FB ? 6 : 3;
     if (json_array_size(row) != want)
         return bad(err, path,
@@ -145,6 +147,15 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
     return VP_OK;
 }
 
+/* The optional field "recompute" into *out (none when absent). */
+static vp_status parse_recompute(json_t *root, vp_recompute *out, vp_error *err) {
+    json_t *r = json_object_get(root, "recompute");
+    *out = VP_RECOMPUTE_NONE;
+    if (!r || (json_is_string(r) && vp_recompute_parse(json_string_value(r), out, NULL) == VP_OK))
+        return VP_OK;
+    return vp__fail(err, VP_EPARSE, "field \"recompute\" must be one of none, selective, full");
+}
+
 static vp_status parse_placement(json_t *root, vp_placement_kind *out, vp_error *err) {
     json_t *pl = json_object_get(root, "placement");
     if (json_is_string(pl) && vp_placement_parse(json_string_value(pl), out) == VP_OK)
@@ -163,6 +174,7 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
         return vp__fail(err, VP_EPARSE, "field \"format\" must be \"vpipe-schedule\"");
     int version = 0, p = 0, S = 0, m = 0, route_len = 0;
     vp_placement_kind placement = VP_PLACE_CUSTOM;
+    vp_recompute recompute = VP_RECOMPUTE_NONE;
     vp_status rc = get_int(root, "version", 1, 1000, &version, err);
     if (rc == VP_OK && version != VP_JSON_VERSION)
         return vp__fail(err, VP_EPARSE, "unsupported schedule version %d (this vpipe reads %d)",
@@ -177,6 +189,8 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
         rc = get_int(root, "route_len", 1, 65536, &route_len, err);
     if (rc == VP_OK)
         rc = parse_placement(root, &placement, err);
+    if (rc == VP_OK)
+        rc = parse_recompute(root, &recompute, err);
     if (rc != VP_OK)
         return rc;
     if ((long long)S * m > 10LL * VP_JSON_MAX_DIM)
@@ -192,6 +206,7 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
         return rc;
     s->placement = placement;
     s->route_len = route_len;
+    s->recompute = recompute;
     rc = read_int_array(json_object_get(root, "stage_device"), "stage_device", S, 0, p - 1,
                         s->stage_device, err);
     json_t *routes = json_object_get(root, "mb_first");

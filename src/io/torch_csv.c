@@ -116,6 +116,12 @@ static const char *unexportable(const vp_schedule *s) {
                "instead)";
     if (s->route_len != s->S)
         return "microbatches that pass through only some stages have no PyTorch CSV form";
+    if (s->recompute != VP_RECOMPUTE_NONE)
+        return "PyTorch's schedule actions (F, I, W, B, OVERLAP_F_B, SEND/RECV, REDUCE_GRAD, "
+               "UNSHARD/RESHARD) have no recomputation: torchtitan recomputes inside the "
+               "backward by activation checkpointing. Export the schedule without "
+               "recomputation and set torchtitan's activation_checkpoint.mode to \"full\" or "
+               "\"selective\"";
     for (int j = 0; j < s->m; j++)
         if (s->mb_first[j] != 0)
             return "microbatches that start elsewhere than stage 0 have no PyTorch CSV form";

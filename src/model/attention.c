@@ -6,36 +6,51 @@
 
 #include "model/kernels.h"
 
-void vp__attention_forward(float *out, float *probs, const float *qkv, vp__dims d) {
-    int B = d.B, T = d.T, C = d.C, NH = d.NH, hs = C / NH, C3 = 3 * C;
+/* p[T,T] = softmax(scale * q[T,hs] @ k[T,hs]^T, causal) of one (sequence, head). */
+static void head_probs(float *p, const float *q, const float *k, int T, int hs, int C3,
+                       bool naive) {
     float scale = 1.0f / sqrtf((float)hs);
+    vp__sgemm(naive, false, true, T, T, hs, scale, q, C3, k, C3, 0.0f, p, T);
+    for (int t = 0; t < T; t++) {
+        float *row = p + (long)t * T;
+        float mx = row[0];
+        for (int s = 1; s <= t; s++)
+            mx = row[s] > mx ? row[s] : mx;
+        float sum = 0.0f;
+        for (int s = 0; s <= t; s++) {
+            row[s] = expf(row[s] - mx);
+            sum += row[s];
+        }
+        float inv = 1.0f / sum;
+        for (int s = 0; s <= t; s++)
+            row[s] *= inv;
+        for (int s = t + 1; s < T; s++)
+            row[s] = 0.0f;
+    }
+}
+
+/* The probabilities of every (sequence, head), and with out the output p @ v. */
+static void attention(float *out, float *probs, const float *qkv, vp__dims d) {
+    int B = d.B, T = d.T, C = d.C, NH = d.NH, hs = C / NH, C3 = 3 * C;
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             const float *q = qkv + (long)b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
             float *p = probs + ((long)b * NH + h) * T * T;
-            /* p[T,T] = scale * q[T,hs] @ k[T,hs]^T */
-            vp__sgemm(d.naive, false, true, T, T, hs, scale, q, C3, k, C3, 0.0f, p, T);
-            for (int t = 0; t < T; t++) {
-                float *row = p + (long)t * T;
-                float mx = row[0];
-                for (int s = 1; s <= t; s++)
-                    mx = row[s] > mx ? row[s] : mx;
-                float sum = 0.0f;
-                for (int s = 0; s <= t; s++) {
-                    row[s] = expf(row[s] - mx);
-                    sum += row[s];
-                }
-                float inv = 1.0f / sum;
-                for (int s = 0; s <= t; s++)
-                    row[s] *= inv;
-                for (int s = t + 1; s < T; s++)
-                    row[s] = 0.0f;
-            }
+            head_probs(p, q, k, T, hs, C3, d.naive);
             /* out[T,hs] = p[T,T] @ v[T,hs] */
-            vp__sgemm(d.naive, false, false, T, hs, T, 1.0f, p, T, v, C3, 0.0f,
-                      out + (long)b * T * C + h * hs, C);
+            if (out)
+                vp__sgemm(d.naive, false, false, T, hs, T, 1.0f, p, T, v, C3, 0.0f,
+                          out + (long)b * T * C + h * hs, C);
         }
     }
+}
+
+void vp__attention_forward(float *out, float *probs, const float *qkv, vp__dims d) {
+    attention(out, probs, qkv, d);
+}
+
+void vp__attention_probs(float *probs, const float *qkv, vp__dims d) {
+    attention(NULL, probs, qkv, d);
 }
 
 /* d/d(q,k,v) of out = softmax(scale * q k^T, causal) v. With dp = dout v^T:

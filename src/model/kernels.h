@@ -65,6 +65,9 @@ typedef struct vp__dims {
 
 /* out[B,T,C] = softmax(q k^T / sqrt(hs), causal) v per head; probs[B,NH,T,T] kept */
 void vp__attention_forward(float *out, float *probs, const float *qkv, vp__dims d);
+/* probs[B,NH,T,T] alone, the same bits vp__attention_forward keeps (a selective
+ * recomputation rebuilds them) */
+void vp__attention_probs(float *probs, const float *qkv, vp__dims d);
 /* B: overwrites qkv with dqkv[B,T,3C] given dout[B,T,C] and probs;
  * work holds T*T + 3*T*hs floats. */
 void vp__attention_backward(float *qkv, const float *dout, const float *probs, float *work,

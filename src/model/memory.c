@@ -1,4 +1,4 @@
-/* Accounting allocator: counts the activation bytes a rank holds (current and peak),
+/* Accounting allocator: counts the bytes a rank holds per category (current and peak),
  * and keeps freed buffers for reuse. The same buffer sizes come back every microbatch,
  * and returning them to the system made the kernel zero fresh pages on every pass (a
  * tenth of a training step). Cached buffers are not counted: they are free memory. */
@@ -13,8 +13,8 @@ typedef struct {
 } cached;
 
 struct vp_mem {
-    size_t current;
-    size_t peak;
+    size_t current[VP_MEM_CATEGORIES];
+    size_t peak[VP_MEM_CATEGORIES];
     cached *cache;
     int n_cache, cap_cache;
 };
@@ -65,20 +65,46 @@ void vp_mem_release(vp_mem *mem, void *p, size_t bytes) {
     mem->cache[mem->n_cache++] = (cached){p, bytes};
 }
 
+const char *vp_mem_category_name(vp_mem_category cat) {
+    static const char *const names[VP_MEM_CATEGORIES] = {"activations", "params",    "grads",
+                                                         "optimizer",   "workspace", "in_flight"};
+    return (unsigned)cat < VP_MEM_CATEGORIES ? names[cat] : "?";
+}
+
+void vp_mem_charge_to(vp_mem *mem, vp_mem_category cat, size_t bytes) {
+    VP_ASSERT((unsigned)cat < VP_MEM_CATEGORIES);
+    mem->current[cat] += bytes;
+    if (mem->current[cat] > mem->peak[cat])
+        mem->peak[cat] = mem->current[cat];
+}
+
+void vp_mem_uncharge_from(vp_mem *mem, vp_mem_category cat, size_t bytes) {
+    VP_ASSERT((unsigned)cat < VP_MEM_CATEGORIES);
+    mem->current[cat] = bytes > mem->current[cat] ? 0 : mem->current[cat] - bytes;
+}
+
+size_t vp_mem_current_of(const vp_mem *mem, vp_mem_category cat) {
+    VP_ASSERT((unsigned)cat < VP_MEM_CATEGORIES);
+    return mem->current[cat];
+}
+
+size_t vp_mem_peak_of(const vp_mem *mem, vp_mem_category cat) {
+    VP_ASSERT((unsigned)cat < VP_MEM_CATEGORIES);
+    return mem->peak[cat];
+}
+
 void vp_mem_charge(vp_mem *mem, size_t bytes) {
-    mem->current += bytes;
-    if (mem->current > mem->peak)
-        mem->peak = mem->current;
+    vp_mem_charge_to(mem, VP_MEM_ACTIVATIONS, bytes);
 }
 
 void vp_mem_uncharge(vp_mem *mem, size_t bytes) {
-    mem->current = bytes > mem->current ? 0 : mem->current - bytes;
+    vp_mem_uncharge_from(mem, VP_MEM_ACTIVATIONS, bytes);
 }
 
 size_t vp_mem_current(const vp_mem *mem) {
-    return mem->current;
+    return mem->current[VP_MEM_ACTIVATIONS];
 }
 
 size_t vp_mem_peak(const vp_mem *mem) {
-    return mem->peak;
+    return mem->peak[VP_MEM_ACTIVATIONS];
 }

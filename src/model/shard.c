@@ -92,6 +92,10 @@ static cut cut_at(const units *u, size_t n, int blocks, size_t target) {
     return c;
 }
 
+size_t vp_shard_moment_bytes(vp_shard sh) {
+    return 2 * sizeof(float) * (sh.hi - sh.lo);
+}
+
 vp_status vp_shard_of(const vp_model_config *cfg, vp_stage_range range, int k, int n, vp_shard *out,
                       vp_error *err) {
     vp_stage_sizes sz;

@@ -92,6 +92,8 @@ vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range range, vp
     s.act_bytes = nl * block_act;
     s.stash_bytes = nl * block_stash;
     s.io_bytes = f * N * C;
+    s.input_bytes = range.first ? N : s.io_bytes; /* tokens, or the activation */
+    s.core_bytes = nl * f * B * NH * T * T;
     vp__dims d = {cfg->microbatch, cfg->seq_len, cfg->width, cfg->n_head, false};
     size_t work = nl ? (size_t)vp__block_work_floats(d) : 0;
     if (range.first) { /* token and position tables; tokens, and dout for W */
@@ -103,6 +105,7 @@ vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range range, vp
         s.param_bytes += f * (2 * C + V * C);
         s.act_bytes += f * (N * (2 * C + 2 + V) + 2 * C) + N;
         s.stash_bytes += f * (N * (C + V) + 2 * C);
+        s.input_bytes += N; /* the targets */
         work = work > N * C ? work : N * C;
     }
     s.work_bytes = f * work;
@@ -196,6 +199,25 @@ static void init_params(vp_stage *s, uint64_t seed) {
     }
 }
 
+/* Charges (or uncharges) the stage's parameters, gradients, AdamW moments (of the
+ * elements it holds them for: all, or its ZeRO-1 shard) and scratch to their categories
+ * of its allocator, once. */
+static void charge_states(vp_stage *s, bool charge) {
+    if (s->charged == charge)
+        return;
+    size_t n = s->sizes.param_bytes;
+    const struct {
+        vp_mem_category cat;
+        size_t bytes;
+    } states[] = {{VP_MEM_PARAMS, n},
+                  {VP_MEM_GRADS, n},
+                  {VP_MEM_OPTIMIZER, vp_shard_moment_bytes(s->held)},
+                  {VP_MEM_WORKSPACE, s->sizes.work_bytes}};
+    for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
+        (charge ? vp_mem_charge_to : vp_mem_uncharge_from)(s->mem, states[i].cat, states[i].bytes);
+    s->charged = charge;
+}
+
 vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
                        const vp_stage_options *opt, vp_mem *mem, vp_stage **out, vp_error *err) {
     *out = NULL;
@@ -230,6 +252,7 @@ vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
         return vp__fail(err, VP_ENOMEM, "out of memory for a stage's parameters");
     }
     init_params(s, opt->seed);
+    charge_states(s, true);
     *out = s;
     return VP_OK;
 }
@@ -237,6 +260,7 @@ vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
 void vp_stage_free(vp_stage *s) {
     if (!s)
         return;
+    charge_states(s, false);
     for (int i = 0; s->slots && i < s->n_slots; i++) {
         if (s->slots[i].blocks)
             vp_stage_discard(s, i);
@@ -314,6 +338,7 @@ void vp_stage_discard(vp_stage *s, int mb) {
     size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
     for (int l = 0; l < s->n_local; l++)
         drop_block(s, &sl->blocks[l]);
+    DROP(s, sl->input, f * N * C);
     DROP(s, sl->tokens, N);
     DROP(s, sl->emb_dout, f * N * C);
     DROP(s, sl->targets, N);
@@ -330,12 +355,11 @@ static vp_status slot_check(vp_stage *s, int mb, int want, const char *pass, vp_
     if (mb < 0 || mb >= s->n_slots)
         return vp__fail(err, VP_EINVAL, "%s: microbatch slot %d is not in [0, %d)", pass, mb,
                         s->n_slots);
+    static const char *const what[] = {"empty", "waiting for B", "waiting for W", "waiting for R",
+                                       "waiting for R"};
     if (s->slots[mb].state != want)
         return vp__fail(err, VP_EINVAL, "%s: microbatch slot %d of stage [%d, %d) is %s", pass, mb,
-                        s->l0, s->l1,
-                        s->slots[mb].state == VP__SLOT_EMPTY ? "empty"
-                        : s->slots[mb].state == VP__SLOT_ACT ? "waiting for B"
-                                                             : "waiting for W");
+                        s->l0, s->l1, what[s->slots[mb].state]);
     return VP_OK;
 }
 
@@ -372,11 +396,57 @@ static bool take_block(vp_stage *s, vp__block_act *a) {
     return ok;
 }
 
-vp_status vp_stage_forward(vp_stage *s, int mb, float *in, const uint8_t *tokens,
-                           const uint8_t *targets, float **out, double *loss, vp_error *err) {
+/* The embedding of the slot's tokens into a new buffer (charged when it stays on the
+ * stage); NULL and *ok cleared on failure. */
+static float *embed(vp_stage *s, vp__slot *sl, bool *ok) {
+    float *cur = take_output(s, s->n_local > 0 || s->last, ok);
+    if (*ok)
+        vp__embedding_forward(cur, sl->tokens, s->wte, s->wpe, s->d.B, s->d.T, s->d.C);
+    return cur;
+}
+
+/* The layers from cur (their input), then on a last stage the final norm, head and loss
+ * into *loss (the targets already in the slot); else *out receives the output, in flight.
+ * Every buffer taken belongs to a field of the slot (or is *out); false when out of
+ * memory. */
+static bool forward_body(vp_stage *s, vp__slot *sl, float *cur, float **out, double *loss) {
+    size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
+    size_t V = (size_t)s->cfg.vocab;
+    bool ok = true;
+    for (int l = 0; ok && l < s->n_local; l++) {
+        vp__block_act *a = &sl->blocks[l];
+        a->x = cur;
+        ok = take_block(s, a);
+        cur = take_output(s, l + 1 < s->n_local || s->last, &ok);
+        if (ok)
+            vp__block_forward(cur, a, &s->bp[l], s->d);
+    }
+    if (!s->last) {
+        *out = cur;
+        return ok;
+    }
+    sl->xf = cur;
+    sl->lnf = take(s, f * N * C, &ok);
+    sl->meanf = take(s, f * N, &ok);
+    sl->rstdf = take(s, f * N, &ok);
+    sl->probs = take(s, f * N * V, &ok);
+    sl->partf = take(s, f * 2 * C, &ok);
+    if (ok) {
+        int n = (int)N, c = (int)C, v = (int)V;
+        vp__layernorm_forward(sl->lnf, sl->meanf, sl->rstdf, sl->xf, s->lnfw, s->lnfb, n, c);
+        vp__linear_forward(sl->probs, sl->lnf, s->headw, NULL, n, c, v, s->d.naive);
+        *loss = vp__crossentropy_forward(sl->probs, sl->targets, n, v) / (double)N;
+    }
+    return ok;
+}
+
+vp_status vp_stage_forward(vp_stage *s, int mb, const vp_stage_io *io, vp_error *err) {
     vp_status st = slot_check(s, mb, VP__SLOT_EMPTY, "forward", err);
     if (st)
         return st;
+    float *in = io->in, **out = io->out;
+    const uint8_t *tokens = io->tokens, *targets = io->targets;
+    double *loss = io->loss;
     if (s->first ? (!tokens || in) : !in)
         return vp__fail(err, VP_EINVAL, "forward: %s",
                         s->first ? "the first stage takes tokens" : "no input activation");
@@ -398,42 +468,86 @@ vp_status vp_stage_forward(vp_stage *s, int mb, float *in, const uint8_t *tokens
         sl->tokens = take(s, N, &ok);
         if (ok)
             memcpy(sl->tokens, tokens, N);
-        cur = take_output(s, s->n_local > 0 || s->last, &ok);
-        if (ok)
-            vp__embedding_forward(cur, sl->tokens, s->wte, s->wpe, s->d.B, s->d.T, s->d.C);
     } else {
         vp_mem_charge(s->mem, f * N * C);
     }
-    for (int l = 0; ok && l < s->n_local; l++) {
-        vp__block_act *a = &sl->blocks[l];
-        a->x = cur;
-        ok = take_block(s, a);
-        cur = take_output(s, l + 1 < s->n_local || s->last, &ok);
-        if (ok)
-            vp__block_forward(cur, a, &s->bp[l], s->d);
-    }
-    if (ok && s->last) {
-        sl->xf = cur;
+    if (s->last) {
         sl->targets = take(s, N, &ok);
-        sl->lnf = take(s, f * N * C, &ok);
-        sl->meanf = take(s, f * N, &ok);
-        sl->rstdf = take(s, f * N, &ok);
-        sl->probs = take(s, f * N * V, &ok);
-        sl->partf = take(s, f * 2 * C, &ok);
-        if (ok) {
+        if (ok)
             memcpy(sl->targets, targets, N);
-            int n = (int)N, c = (int)C, v = (int)V;
-            vp__layernorm_forward(sl->lnf, sl->meanf, sl->rstdf, sl->xf, s->lnfw, s->lnfb, n, c);
-            vp__linear_forward(sl->probs, sl->lnf, s->headw, NULL, n, c, v, s->d.naive);
-            *loss = vp__crossentropy_forward(sl->probs, sl->targets, n, v) / (double)N;
-        }
     }
-    if (!ok) { /* every buffer already belongs to a field of the slot */
+    if (s->first)
+        cur = embed(s, sl, &ok);
+    float *final = NULL; /* made only once nothing else can fail */
+    if (!ok || !forward_body(s, sl, cur, &final, loss)) {
         vp_stage_discard(s, mb);
         return vp__fail(err, VP_ENOMEM, "forward: out of memory for activations");
     }
     if (!s->last)
-        *out = cur;
+        *out = final;
+    return VP_OK;
+}
+
+/* ---- recomputation ---- */
+
+vp_status vp_stage_drop(vp_stage *s, int mb, bool full, vp_error *err) {
+    vp_status st = slot_check(s, mb, VP__SLOT_ACT, "drop", err);
+    if (st)
+        return st;
+    vp__slot *sl = &s->slots[mb];
+    if (!full) {
+        block_bytes z = bytes_of(s);
+        for (int l = 0; l < s->n_local; l++)
+            DROP(s, sl->blocks[l].probs, z.probs);
+        sl->state = VP__SLOT_NO_CORE;
+        return VP_OK;
+    }
+    float **input = s->first ? NULL : s->n_local ? &sl->blocks[0].x : &sl->xf;
+    uint8_t *tokens = sl->tokens, *targets = sl->targets;
+    float *kept = input ? *input : NULL;
+    if (input)
+        *input = NULL;
+    sl->tokens = sl->targets = NULL;
+    vp_stage_discard(s, mb);
+    sl->input = kept;
+    sl->tokens = tokens;
+    sl->targets = targets;
+    sl->state = VP__SLOT_INPUT_ONLY;
+    return VP_OK;
+}
+
+vp_status vp_stage_recompute(vp_stage *s, int mb, vp_error *err) {
+    if (mb < 0 || mb >= s->n_slots ||
+        (s->slots[mb].state != VP__SLOT_INPUT_ONLY && s->slots[mb].state != VP__SLOT_NO_CORE))
+        return vp__fail(err, VP_EINVAL,
+                        "recompute: microbatch slot %d of stage [%d, %d) was not "
+                        "dropped after its forward",
+                        mb, s->l0, s->l1);
+    vp__slot *sl = &s->slots[mb];
+    bool ok = true;
+    if (sl->state == VP__SLOT_NO_CORE) { /* qkv is as F left it: B has not run */
+        block_bytes z = bytes_of(s);
+        for (int l = 0; ok && l < s->n_local; l++) {
+            vp__block_act *a = &sl->blocks[l];
+            a->probs = take(s, z.probs, &ok);
+            if (ok)
+                vp__attention_probs(a->probs, a->qkv, s->d);
+        }
+    } else {
+        float *cur = sl->input, *out = NULL;
+        double loss; /* the forward's again; not used */
+        sl->input = NULL;
+        if (s->first)
+            cur = embed(s, sl, &ok);
+        ok = ok && forward_body(s, sl, cur, &out, &loss);
+        if (!s->last)
+            vp_stage_buffer_free(out); /* the next stage has had it from F */
+    }
+    sl->state = VP__SLOT_ACT;
+    if (!ok) {
+        vp_stage_discard(s, mb);
+        return vp__fail(err, VP_ENOMEM, "recompute: out of memory for activations");
+    }
     return VP_OK;
 }
 

@@ -11,11 +11,14 @@ typedef struct vp__tensor {
     bool decay; /* weight decay applies (matrices and embeddings) */
 } vp__tensor;
 
-enum { VP__SLOT_EMPTY, VP__SLOT_ACT, VP__SLOT_STASH };
+/* A slot's state: empty; after F (or R); after B; after a drop, waiting for R (the full
+ * recomputation's keeps only its input, the selective one all but the probabilities). */
+enum { VP__SLOT_EMPTY, VP__SLOT_ACT, VP__SLOT_STASH, VP__SLOT_INPUT_ONLY, VP__SLOT_NO_CORE };
 
 /* What one microbatch holds on this stage between passes. */
 typedef struct vp__slot {
     int state;
+    float *input;          /* after a full drop, not first: [N,C] the stage's input */
     vp__block_act *blocks; /* [n_local] */
     uint8_t *tokens;       /* first: [N] */
     float *emb_dout;       /* first, after B: [N,C] */
@@ -45,6 +48,7 @@ struct vp_stage {
     vp__slot *slots;
     int n_slots;
     vp_mem *mem;
+    bool charged; /* parameters, gradients, moments and scratch are charged to mem */
 };
 
 #endif

@@ -46,11 +46,15 @@ static int better(const vp_plan_candidate *a, const vp_plan_candidate *b) {
     return a->peak < b->peak - EPS;
 }
 
-/* Simulates s under spec into c's metrics. */
-static vp_status measure(const vp_schedule *s, const vp_cost_model *cm, vp_plan_candidate *c,
+/* Simulates s under spec's costs and memory model into c's metrics. */
+static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_candidate *c,
                          vp_error *err) {
+    vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
-    vp_status rc = vp_simulate(s, cm, &sim, err);
+    vp_status rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, err);
+    if (rc == VP_OK)
+        rc = vp_simulate(s, cm, &sim, err);
+    vp_cost_model_free(cm);
     if (rc != VP_OK)
         return rc;
     c->peak = sim->peak_max;
@@ -62,6 +66,19 @@ static vp_status measure(const vp_schedule *s, const vp_cost_model *cm, vp_plan_
     c->bubble = sim->bubble;
     vp_sim_free(sim);
     return VP_OK;
+}
+
+/* Builds V block vb for spec, recomputing as the spec asks (caller frees *out). */
+static vp_status build_vblock(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
+                              vp_error *err) {
+    vp_status rc = vp_vblock_build(vb, spec->p, spec->m, "v-block", out, err);
+    if (rc != VP_OK || spec->recompute == VP_RECOMPUTE_NONE)
+        return rc;
+    vp_schedule *r = NULL;
+    rc = vp_schedule_recompute(*out, spec->recompute, &r, err);
+    vp_schedule_free(*out);
+    *out = r;
+    return rc;
 }
 
 /* Builds and measures every registered family; families whose constraints the spec does
@@ -78,12 +95,8 @@ static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_p
             return vp__fail(err, rc, "out of memory");
         if (rc != VP_OK)
             continue;
-        vp_cost_model *cm = NULL;
-        vp_plan_candidate *c = NULL;
-        rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, err);
-        if (rc == VP_OK)
-            rc = (c = cand_push(out)) ? measure(s, cm, c, err) : VP_ENOMEM;
-        vp_cost_model_free(cm);
+        vp_plan_candidate *c = cand_push(out);
+        rc = c ? measure(s, spec, c, err) : VP_ENOMEM;
         vp_schedule_free(s);
         if (rc != VP_OK)
             return rc == VP_ENOMEM ? vp__fail(err, rc, "out of memory") : rc;
@@ -95,7 +108,11 @@ static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_p
 }
 
 /* The best V block per peak level within the budget (vp_vsearch_run), appended to out by
- * increasing peak. */
+ * increasing peak. The search builds blocks without recomputation; with spec->recompute
+ * each level's block is then built recomputing and measured again, so its figures are
+ * those of the schedule the plan returns. The budget was checked on the peak without R,
+ * which bounds the peak with R from above (R only rebuilds, before its backward, what F
+ * dropped), so no block over the budget is kept. */
 static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, cand_list *out, vp_error *err) {
     plan->blocks_tried = plan->blocks_built = 0;
     if (spec->p < 2)
@@ -121,6 +138,13 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, cand_list *out,
         c->bubble = l->metrics.bubble;
         snprintf(c->family, sizeof c->family, "v-block");
         vp_vblock_format(&c->vblock, spec->p, c->params, sizeof c->params);
+        if (spec->recompute != VP_RECOMPUTE_NONE) {
+            vp_schedule *s = NULL;
+            rc = build_vblock(spec, &c->vblock, &s, err);
+            if (rc == VP_OK)
+                rc = measure(s, spec, c, err);
+            vp_schedule_free(s);
+        }
     }
     plan->blocks_tried = found->tried;
     plan->blocks_built = found->built;
@@ -244,9 +268,8 @@ static vp_status resolve_budget(const vp_spec *spec, const vp_budget *budget, vp
 /* Rebuilds the chosen candidate's schedule. */
 static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_schedule **out,
                          vp_error *err) {
-    if (c->is_vblock)
-        return vp_vblock_build(&c->vblock, spec->p, spec->m, "v-block", out, err);
-    return vp_family_build(c->family, spec, out, err);
+    return c->is_vblock ? build_vblock(spec, &c->vblock, out, err)
+                        : vp_family_build(c->family, spec, out, err);
 }
 
 vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out, vp_error *err) {

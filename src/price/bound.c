@@ -49,10 +49,12 @@ static vp_status makespan_bound(const vp_price_layout *lay, int m, double *out, 
     if (!work)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     route_sums r = {0, work + 2 * p, work + 3 * p};
+    bool r_passes = lay->cm->recompute != VP_RECOMPUTE_NONE; /* else r_ms is in b_ms */
     for (int st = 0; st < lay->S; st++) {
         const vp_price_stage *g = &lay->stage[st];
-        work[g->device] += per_stage * (g->f_ms + g->b_ms + g->w_ms);
-        bw[g->device] += per_stage * (g->b_ms + g->w_ms);
+        double r_ms = r_passes ? g->r_ms : 0;
+        work[g->device] += per_stage * (g->f_ms + r_ms + g->b_ms + g->w_ms);
+        bw[g->device] += per_stage * (r_ms + g->b_ms + g->w_ms);
     }
     if (one_route)
         sum_route(lay, &r);
@@ -71,16 +73,22 @@ static vp_status makespan_bound(const vp_price_layout *lay, int m, double *out, 
 }
 
 /* The memory bound: every item but activations, plus on each device what one microbatch
- * holds when it reaches the device's last stage of its route (the activations of its
- * earlier stages there are still alive: their B needs that stage's B first). */
+ * holds when it reaches the device's last stage of its route (its earlier stages there
+ * still hold what their F keeps: their B needs that stage's B first). */
 static double memory_bound(const vp_price_layout *lay) {
     double most = 0;
     for (int d = 0; d < lay->p; d++) {
         double act = 0;
         for (int first = 0; first < lay->S; first += lay->route_len) {
             double route = 0;
+            int last = -1; /* the route's last stage on d */
             for (int st = first; st < first + lay->route_len; st++)
-                route += lay->stage[st].device == d ? lay->stage[st].act_bytes : 0;
+                if (lay->stage[st].device == d) {
+                    route += lay->stage[st].hold_bytes;
+                    last = st;
+                }
+            if (last >= 0) /* which has just run its F */
+                route += lay->stage[last].act_bytes - lay->stage[last].hold_bytes;
             act = route > act ? route : act;
         }
         double total = lay->fixed[d].total + act;
@@ -106,7 +114,7 @@ vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout 
 
 vp_status vp_price_layout_memory(const vp_price_layout *lay, const vp_schedule *s,
                                  vp_rank_memory *memory, vp_error *err) {
-    if (s->S != lay->S || s->p != lay->p)
+    if (!vp__price_same_shape(lay, s))
         return vp__fail(err, VP_EINVAL, "the layout was priced for another shape than %s's",
                         s->family);
     double *peak = vp__calloc((size_t)s->p, sizeof *peak);

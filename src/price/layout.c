@@ -136,6 +136,40 @@ static vp_status choose_split(const vp_price_setup *su, const vp_schedule *s, co
 
 /* ---- stages and ranks --------------------------------------------------------------- */
 
+/* Bytes of one activation (or gradient) between stages on one rank. */
+static double io_bytes(const vp_price_setup *su) {
+    const vp_workload *t = su->work;
+    return (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
+}
+
+/* A schedule with R passes (mode): each stage's R time and what its F keeps until R, from
+ * the parts priced under the mode (vpipe's own model, whose runtime recomputes the whole
+ * stage from its input: its forward's time, and the input, the tokens on the first stage,
+ * with the targets on the last). The stages were filled without recomputation. */
+static void fill_recompute(const vp_price_setup *su, vp_recompute mode, vp_price_layout *lay) {
+    vp_workload work = *su->work;
+    work.recompute = mode;
+    vp_price_setup rsu = *su;
+    rsu.work = &work;
+    part_price rp[3];
+    price_parts(&rsu, rp);
+    double tokens = (double)work.mbs * work.seq; /* vpipe's byte tokens and targets */
+    bool own = su->arch->impl == VP_IMPL_VPIPE;
+    for (int st = 0; st < lay->S; st++) {
+        vp_price_stage *g = &lay->stage[st];
+        double weight[3] = {g->l1 - g->l0, g->first, g->last};
+        g->r_ms = g->hold_bytes = 0;
+        for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
+            g->r_ms += weight[k] * rp[k].r_ms;
+            g->hold_bytes += weight[k] * rp[k].facts.act_bytes;
+        }
+        if (own && mode == VP_RECOMPUTE_FULL) {
+            g->r_ms = g->f_ms;
+            g->hold_bytes = (g->first ? tokens : io_bytes(su)) + (g->last ? tokens : 0);
+        }
+    }
+}
+
 /* Fills layout->stage from the split: each stage's layers plus its ends. A tied head
  * shares the embedding when its route's first stage sits on the same device. */
 static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const part_price *pp,
@@ -161,15 +195,10 @@ static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const pa
             g->w_ms += weight[k] * pp[k].w_ms;
             g->r_ms += weight[k] * pp[k].r_ms;
         }
+        g->hold_bytes = g->act_bytes;
         if (g->last && su->arch->tied && s->stage_device[st - pos] == g->device)
             g->params -= (double)su->arch->vocab * su->arch->hidden / su->work->tp;
     }
-}
-
-/* Bytes of one activation (or gradient) between stages on one rank. */
-static double io_bytes(const vp_price_setup *su) {
-    const vp_workload *t = su->work;
-    return (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
 }
 
 /* Seconds of one pipeline send (a point-to-point transfer): at the accelerator's
@@ -294,27 +323,31 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
     if (rc != VP_OK)
         return rc;
     vp_cost_model *cm = lay->cm;
-    cm->has_bytes = 1; /* filled below from the stages */
+    cm->has_bytes = 1;                                   /* filled below from the stages */
+    cm->bw_holds_keep = su->arch->impl == VP_IMPL_VPIPE; /* its BW: B of the stage, then W */
     double unit = 0;
     for (int st = 0; st < s->S; st++)
         unit += lay->stage[st].act_bytes / s->p;
     lay->unit_bytes = unit;
     for (int st = 0; st < s->S; st++) {
         vp_price_stage *g = &lay->stage[st];
-        if (su->measured) {
+        if (su->measured) { /* a measured B includes whatever it recomputes, R is R */
             g->f_ms = cm->f[st];
             g->b_ms = cm->b[st];
             g->w_ms = cm->w[st];
-            g->r_ms = 0; /* measured B includes whatever it recomputes */
+            g->r_ms = s->recompute != VP_RECOMPUTE_NONE ? cm->r[st] : 0;
         } else {
             cm->f[st] = g->f_ms;
             cm->b[st] = g->b_ms;
             cm->w[st] = g->w_ms;
+            cm->r[st] = g->r_ms; /* read for R passes only */
         }
         cm->act_bytes[st] = g->act_bytes;
         cm->keep_bytes[st] = g->keep_bytes;
+        cm->hold_bytes[st] = g->hold_bytes;
         cm->act[st] = g->act_bytes / unit;
         cm->keep[st] = g->keep_bytes / unit;
+        cm->hold[st] = g->hold_bytes / unit;
     }
     cm->c = lay->hop_ms;
     return VP_OK;
@@ -339,6 +372,13 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
         return rc;
     if (!su->gpu || !shape)
         return vp__fail(err, VP_EINVAL, "pricing a schedule needs an accelerator and a schedule");
+    if (shape->recompute != VP_RECOMPUTE_NONE && su->work->recompute != VP_RECOMPUTE_NONE &&
+        su->work->recompute != shape->recompute)
+        return vp__fail(err, VP_EINVAL,
+                        "%s recomputes (%s) in R passes, the workload asks %s recomputation "
+                        "inside B: one recomputation, priced once",
+                        shape->family, vp_recompute_name(shape->recompute),
+                        vp_recompute_name(su->work->recompute));
     if (su->measured && !(su->measured->f >= 0 && su->measured->b >= 0 && su->measured->w >= 0 &&
                           su->measured->c >= 0))
         return vp__fail(err, VP_EINVAL, "measured costs must be >= 0");
@@ -355,12 +395,21 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     lay->p = shape->p;
     lay->S = shape->S;
     lay->route_len = shape->route_len;
+    /* R passes: the stages priced without recomputation, then each R's part (vp_workload) */
+    vp_workload plain = *su->work;
+    vp_price_setup psu = *su;
+    if (shape->recompute != VP_RECOMPUTE_NONE) {
+        plain.recompute = VP_RECOMPUTE_NONE;
+        psu.work = &plain;
+    }
     part_price parts[3];
-    price_parts(su, parts);
-    rc = choose_split(su, shape, parts, lay->layers_per_stage, err);
+    price_parts(&psu, parts);
+    rc = choose_split(&psu, shape, parts, lay->layers_per_stage, err);
     if (rc == VP_OK) {
-        fill_stages(su, shape, parts, lay);
-        fixed_memory(su, shape, lay);
+        fill_stages(&psu, shape, parts, lay);
+        if (shape->recompute != VP_RECOMPUTE_NONE)
+            fill_recompute(su, shape->recompute, lay);
+        fixed_memory(&psu, shape, lay);
         lay->hop_ms = su->measured ? su->measured->c : mean_hop_ms(su, shape);
         rc = build_costs(su, shape, lay, err);
     }

@@ -98,7 +98,7 @@ static const tensor_row vpipe_layer[] = {
     {"ln1 mean and rstd", W_ONE, 2, 4, SPLIT_NONE, VP_KEEP_F_B, 0},
     {"qkv (query)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_B, 0},
     {"qkv (key, value)", W_KV, 2, 0, SPLIT_NONE, VP_KEEP_F_B, 0},
-    {"attention probabilities", W_SCORES, 1, 0, SPLIT_NONE, VP_KEEP_F_B, 0},
+    {"attention probabilities", W_SCORES, 1, 0, SPLIT_NONE, VP_KEEP_F_B, SCORES},
     {"att (projection input)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_W, 0},
     {"x2 (norm 2 input)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_B, 0},
     {"ln2 (FC input)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_W, 0},

@@ -110,9 +110,9 @@ static void finish(const vp_price_setup *su, const vp_schedule *s, const vp_sim 
     r->fits = r->memory_max_bytes <= r->capacity_bytes;
 }
 
-/* Whether s has the shape lay was priced for: devices, stages, route, stage placement. */
-static bool same_shape_as(const vp_price_layout *lay, const vp_schedule *s) {
-    if (lay->p != s->p || lay->S != s->S || lay->route_len != s->route_len)
+bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s) {
+    if (lay->p != s->p || lay->S != s->S || lay->route_len != s->route_len ||
+        lay->cm->recompute != s->recompute)
         return false;
     for (int st = 0; st < s->S; st++)
         if (lay->stage[st].device != s->stage_device[st])
@@ -123,7 +123,7 @@ static bool same_shape_as(const vp_price_layout *lay, const vp_schedule *s) {
 vp_status vp_price_on_layout(const vp_price_setup *su, const vp_price_layout *lay,
                              const vp_schedule *s, vp_price_result **out, vp_error *err) {
     *out = NULL;
-    if (!same_shape_as(lay, s))
+    if (!vp__price_same_shape(lay, s))
         return vp__fail(err, VP_EINVAL, "the layout was priced for another shape than %s's",
                         s->family);
     vp_sim *sim = NULL;
@@ -198,8 +198,8 @@ vp_status vp_price_family(const vp_price_setup *su, const char *family, const vp
     if (rc == VP_OK)
         rc = vp_price_build(lay, family, spec, &s, &mean, err);
     if (rc == VP_OK)
-        rc = same_shape_as(lay, s) ? vp_price_on_layout(su, lay, s, out, err)
-                                   : vp_price_schedule(su, s, out, err);
+        rc = vp__price_same_shape(lay, s) ? vp_price_on_layout(su, lay, s, out, err)
+                                          : vp_price_schedule(su, s, out, err);
     if (rc == VP_OK)
         (*out)->mean_costs = mean;
     vp_price_layout_free(lay);

@@ -53,4 +53,8 @@ vp_status vp__stage_live_max(const vp_schedule *s, double *live, vp_error *err);
 void vp__price_overheads(const vp_price_setup *su, const vp_rank_memory *memory, int p,
                          double *optimizer_s, double *dp_reduce_s);
 
+/* Whether s has the shape lay was priced for: devices, stages, route, stage placement and
+ * recomputation (its R passes). */
+bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s);
+
 #endif

@@ -1,6 +1,5 @@
-/* The training setup: defaults, names, and the check of a whole setup. */
+/* The training setup: defaults, and the check of a whole setup. */
 #include <math.h>
-#include <string.h>
 
 #include "base/internal.h"
 #include "price/price_internal.h"
@@ -16,21 +15,6 @@ vp_workload vp_workload_default(const vp_arch *arch) {
         .reserve_bytes = arch->impl == VP_IMPL_VPIPE ? 0 : (double)(1 << 30),
     };
     return t;
-}
-
-static const char *const recompute_names[] = {"none", "selective", "full"};
-
-vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err) {
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(text, recompute_names[i])) {
-            *out = (vp_recompute)i;
-            return VP_OK;
-        }
-    return vp__fail(err, VP_EINVAL, "unknown recomputation '%s' (none, selective or full)", text);
-}
-
-const char *vp_recompute_name(vp_recompute r) {
-    return r >= VP_RECOMPUTE_NONE && r <= VP_RECOMPUTE_FULL ? recompute_names[r] : "?";
 }
 
 static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error *err) {

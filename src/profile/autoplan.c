@@ -14,7 +14,7 @@ static vp_status peak_bytes_of(const vp_profile *pr, const vp_schedule *s, doubl
     vp_sim *sim = NULL;
     vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, err);
     if (rc == VP_OK)
-        rc = vp_profile_cost_model(pr, s, cm, err);
+        rc = vp_profile_cost_model(pr, s, NULL, cm, err);
     if (rc == VP_OK)
         rc = vp_simulate(s, cm, &sim, err);
     if (rc == VP_OK) {

@@ -40,8 +40,12 @@ static vp_status measure_part(const vp_model_config *cfg, int part, int reps, do
     for (int rep = -1; rc == VP_OK && rep < reps; rep++) {
         float *out = NULL, *din = NULL;
         double loss, t0 = vp__now_ms();
-        rc = vp_stage_forward(st, 0, first ? NULL : tensor(mem, io), tokens, last ? targets : NULL,
-                              last ? NULL : &out, last ? &loss : NULL, err);
+        vp_stage_io fio = {.in = first ? NULL : tensor(mem, io),
+                           .tokens = tokens,
+                           .targets = last ? targets : NULL,
+                           .out = last ? NULL : &out,
+                           .loss = last ? &loss : NULL};
+        rc = vp_stage_forward(st, 0, &fio, err);
         double t1 = vp__now_ms();
         vp_stage_buffer_free(out);
         if (rc == VP_OK)
@@ -172,24 +176,28 @@ static double part_sum(const double *t, vp_stage_range r) {
            (r.last ? t[VP_PART_HEAD] : 0);
 }
 
-vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, vp_cost_model *cm,
-                                vp_error *err) {
+vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, const int *layer_start,
+                                vp_cost_model *cm, vp_error *err) {
     int R = s->route_len;
     int *l0 = vp__calloc((size_t)R + 1, sizeof *l0);
     if (!l0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_status rc = vp_split_layers(pr->model.n_layer, R, l0, err);
+    /* the bytes first: they check the split */
+    vp_status rc = vp_runtime_model_bytes(cm, s, &pr->model, layer_start, err);
+    if (rc == VP_OK && layer_start)
+        memcpy(l0, layer_start, ((size_t)R + 1) * sizeof *l0);
+    else if (rc == VP_OK)
+        rc = vp_split_layers(pr->model.n_layer, R, l0, err);
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
         vp_stage_range range = vp_split_range(l0, st % R, R);
         cm->f[st] = part_sum(pr->f, range);
         cm->b[st] = part_sum(pr->b, range);
         cm->w[st] = part_sum(pr->w, range);
+        cm->r[st] = cm->f[st];
         cm->fb[st] = -1.0;
     }
     cm->c = pr->c;
     free(l0);
-    if (rc == VP_OK)
-        rc = vp_runtime_model_bytes(cm, s, &pr->model, err);
     return rc;
 }
 

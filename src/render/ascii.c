@@ -108,9 +108,10 @@ static void paint_row(const vp_timeline *tl, int d, double t0, double k, cell *r
 /* ANSI SGR for an attribute: white on a saturated colour for even chunks, black on the
  * bright variant for odd ones; dim for idle. */
 static const char *sgr(int attr) {
-    static const char *const even[VP_OP_KIND_COUNT] = {"97;44", "97;42", "30;43", "97;45", "30;46"};
-    static const char *const odd[VP_OP_KIND_COUNT] = {"30;104", "30;102", "30;103", "30;105",
-                                                      "30;106"};
+    static const char *const even[VP_OP_KIND_COUNT] = {"97;44", "97;42", "30;43",
+                                                       "97;45", "30;46", "97;41"};
+    static const char *const odd[VP_OP_KIND_COUNT] = {"30;104", "30;102", "30;103",
+                                                      "30;105", "30;106", "30;101"};
     if (attr < 0)
         return "2";
     return attr % 2 ? odd[attr / 2] : even[attr / 2];
@@ -179,9 +180,9 @@ static void print_wrapped(vp__buf *out, const char *text, int width) {
 /* Legend of the kinds present, chunk marking, idle and scale. */
 static void legend(const vp_timeline *tl, const vp_timeline_stats *st, double k, char *buf,
                    size_t size) {
-    static const char *const what[VP_OP_KIND_COUNT] = {"F forward", "B input backward",
-                                                       "W weight backward", "BW full backward",
-                                                       "F7+B3 overlapped pair"};
+    static const char *const what[VP_OP_KIND_COUNT] = {
+        "F forward",        "B input backward",      "W weight backward",
+        "BW full backward", "F7+B3 overlapped pair", "R recompute"};
     int present[VP_OP_KIND_COUNT] = {0};
     for (int d = 0; d < tl->p; d++)
         for (int i = 0; i < tl->dev[d].n; i++)

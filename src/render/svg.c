@@ -20,9 +20,9 @@
 #define CHAR_W 6.6      /* approximate advance of a 12px glyph, for laying out text */
 #define LEGEND_ROW 20.0 /* between legend rows */
 
-/* Base colours per kind (F, B, W, BW; F&B is drawn as its two halves). */
-static const unsigned kind_rgb[VP_OP_KIND_COUNT] = {0x3b6fb6, 0x2f9e5f, 0xe08a2e, 0x7b5ea7,
-                                                    0x3b6fb6};
+/* Base colours per kind (F, B, W, BW, F&B drawn as its two halves, R). */
+static const unsigned kind_rgb[VP_OP_KIND_COUNT] = {0x3b6fb6, 0x2f9e5f, 0xe08a2e,
+                                                    0x7b5ea7, 0x3b6fb6, 0xc0392b};
 
 /* Page geometry shared by every panel. */
 typedef struct layout {
@@ -219,6 +219,7 @@ static const char *legend_text(int item) {
                                                 "W weight backward",
                                                 "BW full backward",
                                                 "F&B overlapped F + backward",
+                                                "R recompute",
                                                 "lighter = later chunk",
                                                 "memory (units)",
                                                 "numbers: microbatch"};

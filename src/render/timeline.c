@@ -139,6 +139,8 @@ char *vp__render_costs(const vp_costs *c, char *buf, size_t size) {
     append(buf, size, &pos, "F=%g B=%g W=%g c=%g", c->f, c->b, c->w, c->c);
     if (c->fb >= 0)
         append(buf, size, &pos, " F&B=%g", c->fb);
+    if (c->r >= 0)
+        append(buf, size, &pos, " R=%g", c->r);
     return buf;
 }
 

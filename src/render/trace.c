@@ -6,7 +6,8 @@
 
 /* Trace-viewer colour names per kind (Perfetto picks its own colours by name). */
 static const char *const kind_cname[VP_OP_KIND_COUNT] = {
-    "thread_state_running", "rail_response", "thread_state_iowait", "rail_animation", "yellow"};
+    "thread_state_running", "rail_response", "thread_state_iowait",
+    "rail_animation",       "yellow",        "terrible"};
 
 static void json_string(vp__buf *out, const char *s) {
     vp__render_putc(out, '"');

@@ -45,7 +45,8 @@ static vp_status emulated_tensor(const vp__run *r, float **out, vp_error *err) {
 
 /* The forward of (st, mb): input from the batch or the previous stage; *out receives the
  * tensor for the next stage (send_activation hands it on), or the loss goes to *loss on a
- * route's last stage. */
+ * route's last stage. In a schedule that recomputes, a training forward then drops what
+ * its R rebuilds. */
 static vp_status run_forward(vp__rank *c, int st, int mb, uint64_t batch, int validation,
                              double *loss, float **out, vp_error *err) {
     vp__run *r = c->r;
@@ -66,11 +67,27 @@ static vp_status run_forward(vp__rank *c, int st, int mb, uint64_t batch, int va
         if (!last)
             rc = emulated_tensor(r, out, err);
     } else if (rc == VP_OK) {
-        rc = vp_stage_forward(vp__stage_at(c, st), mb, in, first ? c->batch.tokens : NULL,
-                              last ? c->batch.targets : NULL, last ? NULL : out, last ? loss : NULL,
-                              err);
+        vp_stage_io io = {.in = in,
+                          .tokens = first ? c->batch.tokens : NULL,
+                          .targets = last ? c->batch.targets : NULL,
+                          .out = last ? NULL : out,
+                          .loss = last ? loss : NULL};
+        rc = vp_stage_forward(vp__stage_at(c, st), mb, &io, err);
+        if (rc == VP_OK && !validation && r->s->recompute != VP_RECOMPUTE_NONE)
+            rc = vp_stage_drop(vp__stage_at(c, st), mb, r->s->recompute == VP_RECOMPUTE_FULL, err);
     }
     return rc;
+}
+
+/* R of (st, mb): the forward again, rebuilding what its F dropped (local: no message). */
+static vp_status run_recompute(vp__rank *c, int st, int mb, vp_error *err) {
+    vp__run *r = c->r;
+    c->compute_start = vp__now_ms();
+    if (r->emu) {
+        emulate_for(r->emu->r[st]);
+        return VP_OK;
+    }
+    return vp_stage_recompute(vp__stage_at(c, st), mb, err);
 }
 
 /* Hands the forward output of (st, mb) to the next stage (none after a route's last). */
@@ -80,6 +97,14 @@ static vp_status send_activation(vp__rank *c, int st, int mb, float *out, vp_err
         return VP_OK;
     return r->t->vt->send(r->t, c->rank, vp__peer(c, r->s->stage_device[st + 1]),
                           (vp_msg_key){st + 1, mb, VP_MSG_ACT}, out, r->io_floats, err);
+}
+
+/* The tensors in flight of training ops (VP_MEM_IN_FLIGHT): one this rank made for
+ * another stage (made = 1), or one that left (made = 0): sent to another rank, or taken
+ * over by a stage of this rank. */
+static void count_in_flight(vp__rank *c, int made) {
+    size_t bytes = c->r->io_floats * sizeof(float);
+    (made ? vp_mem_charge_to : vp_mem_uncharge_from)(c->r->mem[c->rank], VP_MEM_IN_FLIGHT, bytes);
 }
 
 /* B, W or BW of (st, mb). A BW hands its input gradient upstream only after its W, as
@@ -94,6 +119,8 @@ static vp_status run_backward(vp__rank *c, int kind, int st, int mb, vp_error *e
     if (kind != VP_OP_W && !last)
         rc = r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_GRAD}, r->io_floats, &dout,
                             err);
+    if (rc == VP_OK && kind != VP_OP_W && !last && vp__holds(c, st + 1))
+        count_in_flight(c, 0); /* taken over from the next stage, on this rank */
     if (rc == VP_OK && c->compute_start < 0)
         c->compute_start = vp__now_ms();
     if (rc == VP_OK && kind != VP_OP_W) {
@@ -113,10 +140,13 @@ static vp_status run_backward(vp__rank *c, int kind, int st, int mb, vp_error *e
         else
             rc = vp_stage_backward_weight(vp__stage_at(c, st), mb, err);
     }
-    if (rc == VP_OK && kind != VP_OP_W && !first)
+    if (rc == VP_OK && kind != VP_OP_W && !first) {
+        count_in_flight(c, 1);
         rc = r->t->vt->send(r->t, c->rank, vp__peer(c, s->stage_device[st - 1]),
                             (vp_msg_key){st - 1, mb, VP_MSG_GRAD}, din, r->io_floats, err);
-    else
+        if (!vp__holds(c, st - 1))
+            count_in_flight(c, 0); /* gone to another rank */
+    } else
         vp_stage_buffer_free(din); /* nothing to hand on, or a failed pass */
     return rc;
 }
@@ -127,17 +157,28 @@ static vp_status run_backward(vp__rank *c, int kind, int st, int mb, vp_error *e
 static vp_status run_op(vp__rank *c, const vp_op *op, int step, double *losses, vp_error *err) {
     uint64_t batch =
         (uint64_t)step * (uint64_t)c->r->o->train.m + (uint64_t)c->replica * (uint64_t)c->r->s->m;
+    if (op->kind == VP_OP_R)
+        return run_recompute(c, op->stage, op->mb, err);
     if (op->kind != VP_OP_F && op->kind != VP_OP_FB)
         return run_backward(c, op->kind, op->stage, op->mb, err);
     float *out = NULL;
+    int st = op->stage;
     vp_status rc =
-        run_forward(c, op->stage, op->mb, batch + (uint64_t)op->mb, 0, &losses[op->mb], &out, err);
+        run_forward(c, st, op->mb, batch + (uint64_t)op->mb, 0, &losses[op->mb], &out, err);
+    if (rc == VP_OK && !is_first(c->r, st) && vp__holds(c, st - 1))
+        count_in_flight(c, 0); /* taken over from the previous stage, on this rank */
+    if (rc == VP_OK && !is_last(c->r, st))
+        count_in_flight(c, 1);
     /* An overlapped F&B finishes both halves before either result leaves, as one unit. */
     if (rc == VP_OK && op->kind == VP_OP_FB)
         rc = run_backward(c, op->bkind, op->stage2, op->mb2, err);
-    if (rc == VP_OK)
-        return send_activation(c, op->stage, op->mb, out, err);
-    vp_stage_buffer_free(out);
+    if (rc != VP_OK) {
+        vp_stage_buffer_free(out);
+        return rc;
+    }
+    rc = send_activation(c, st, op->mb, out, err); /* the transport owns out from here */
+    if (rc == VP_OK && !is_last(c->r, st) && !vp__holds(c, st + 1))
+        count_in_flight(c, 0); /* gone to another rank */
     return rc;
 }
 
@@ -440,27 +481,28 @@ static vp_status train_step(vp__rank *c, int step, double *losses, vp_train_prog
     return rc;
 }
 
-/* Every rank's peak, busy time, span and AdamW moment bytes, a sum every rank learns
- * (kept by the process's lowest rank). */
+/* Every rank's peak, busy time, span and peak bytes per category, summed so that every
+ * rank learns them (the process's lowest rank keeps them in the run). */
 static vp_status gather_sums(vp__rank *c, vp_error *err) {
     vp__run *r = c->r;
-    int P = r->P;
-    double *v = vp__calloc((size_t)(4 * P), sizeof *v);
+    int P = r->P, cats = VP_MEM_CATEGORIES;
+    double *v = vp__calloc((size_t)((3 + cats) * P), sizeof *v);
     if (!v)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     v[c->rank] = c->peak;
     v[P + c->rank] = c->busy;
     v[2 * P + c->rank] = c->span;
-    for (int st = 0; !r->emu && st < r->s->S; st++)
-        if (vp__holds(c, st)) {
-            vp_stage_state state = vp_stage_state_of(vp__stage_at(c, st));
-            v[3 * P + c->rank] += 2.0 * sizeof(float) * (double)(state.held.hi - state.held.lo);
-        }
-    vp_status rc = r->t->vt->sum(r->t, c->rank, v, 4 * P, err);
+    for (int cat = 0; cat < cats; cat++)
+        v[3 * P + c->rank * cats + cat] =
+            cat == VP_MEM_ACTIVATIONS
+                ? c->peak
+                : (double)vp_mem_peak_of(r->mem[c->rank], (vp_mem_category)cat);
+    vp_status rc = r->t->vt->sum(r->t, c->rank, v, (3 + cats) * P, err);
     if (rc == VP_OK && c->rank == r->rank_lo) {
-        double *to[4] = {r->peak, r->busy, r->span, r->moments};
-        for (int i = 0; i < 4; i++)
-            memcpy(to[i], v + i * P, (size_t)P * sizeof *v);
+        memcpy(r->peak, v, (size_t)P * sizeof *v);
+        memcpy(r->busy, v + P, (size_t)P * sizeof *v);
+        memcpy(r->span, v + 2 * P, (size_t)P * sizeof *v);
+        memcpy(r->memory, v + 3 * P, (size_t)(cats * P) * sizeof *v);
     }
     free(v);
     return rc;

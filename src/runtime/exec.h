@@ -28,8 +28,9 @@ typedef struct vp__run {
                                  of device d completes, or -1 (vp__dp_plan) */
     const vp_cost_model *emu; /* emulation: per-stage pass times (ms) to wait; NULL computes */
     /* Gathered at the end (on the process of rank 0 for times and digest). */
-    double *peak, *busy, *span, *moments; /* [P] */
-    double **t_start, **t_end, **t_mem;   /* [p][n_d] replica 0's last step: ms, MiB */
+    double *peak, *busy, *span;         /* [P] */
+    double *memory;                     /* [P * VP_MEM_CATEGORIES] peak bytes per category */
+    double **t_start, **t_end, **t_mem; /* [p][n_d] replica 0's last step: ms, MiB */
     uint64_t digest;
     vp_train_result res; /* filled by the process's lowest rank */
 } vp__run;

@@ -1,5 +1,5 @@
-/* Measuring the runtime's own costs: the hop between ranks, the predicted peak bytes of
- * the model under a schedule, and per-stage costs read off a measured timeline. */
+/* Measuring the runtime's own costs: the hop between ranks, the predicted bytes of the
+ * model under a schedule, and per-stage costs read off a measured timeline. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,42 +64,154 @@ vp_status vp_runtime_measure_hop(size_t n, int reps, double *c, vp_error *err) {
     return rc;
 }
 
-vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
-                                 const vp_model_config *cfg, vp_error *err) {
-    if (cm->S != s->S)
-        return vp__fail(err, VP_EINVAL, "the cost model does not fit this schedule");
+/* The layer split of s's routes into l0[route_len + 1]: layer_start checked, or the even
+ * split. */
+static vp_status split_of(const vp_schedule *s, const vp_model_config *cfg, const int *layer_start,
+                          int *l0, vp_error *err) {
+    if (!layer_start)
+        return vp_split_layers(cfg->n_layer, s->route_len, l0, err);
+    vp_status rc = vp_split_check(cfg->n_layer, s->route_len, layer_start, err);
+    if (rc == VP_OK)
+        memcpy(l0, layer_start, ((size_t)s->route_len + 1) * sizeof *l0);
+    return rc;
+}
+
+/* The sizes of every stage of s ([S], caller storage) under the split. */
+static vp_status stage_sizes(const vp_schedule *s, const vp_model_config *cfg,
+                             const int *layer_start, vp_stage_sizes *sizes, vp_error *err) {
     int R = s->route_len;
     int *l0 = vp__calloc((size_t)R + 1, sizeof *l0);
     if (!l0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_status rc = vp_split_layers(cfg->n_layer, R, l0, err);
-    for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        vp_stage_sizes sz;
-        rc = vp_stage_sizes_of(cfg, vp_split_range(l0, st % R, R), &sz, err);
-        cm->act_bytes[st] = (double)sz.act_bytes;
-        cm->keep_bytes[st] = (double)sz.stash_bytes;
-    }
+    vp_status rc = split_of(s, cfg, layer_start, l0, err);
+    for (int st = 0; rc == VP_OK && st < s->S; st++)
+        rc = vp_stage_sizes_of(cfg, vp_split_range(l0, st % R, R), &sizes[st], err);
     free(l0);
-    cm->has_bytes = rc == VP_OK;
     return rc;
 }
 
-vp_status vp_runtime_predict_peaks(const vp_schedule *s, const vp_model_config *cfg, double *peaks,
-                                   vp_error *err) {
+vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
+                                 const vp_model_config *cfg, const int *layer_start,
+                                 vp_error *err) {
+    if (cm->S != s->S)
+        return vp__fail(err, VP_EINVAL, "the cost model does not fit this schedule");
+    vp_stage_sizes *sz = vp__calloc((size_t)s->S, sizeof *sz);
+    if (!sz)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_status rc = stage_sizes(s, cfg, layer_start, sz, err);
+    for (int st = 0; rc == VP_OK && st < s->S; st++) {
+        cm->act_bytes[st] = (double)sz[st].act_bytes;
+        cm->keep_bytes[st] = (double)sz[st].stash_bytes;
+        cm->hold_bytes[st] =
+            (double)(s->recompute == VP_RECOMPUTE_FULL ? sz[st].input_bytes
+                                                       : sz[st].act_bytes - sz[st].core_bytes);
+    }
+    free(sz);
+    cm->has_bytes = rc == VP_OK;
+    cm->bw_holds_keep = 1; /* the stage's BW is its B, then its W */
+    return rc;
+}
+
+/* Whether stage st is the first / last of its route. */
+static int route_first(const vp_schedule *s, int st) {
+    return st % s->route_len == 0;
+}
+
+static int route_last(const vp_schedule *s, int st) {
+    return st % s->route_len == s->route_len - 1;
+}
+
+/* Peak count of tensors rank d holds in flight (VP_MEM_IN_FLIGHT), walking its ops as exec.c runs
+ * them: a forward takes over its input from a stage of d, then makes its output; a backward takes
+ * over its gradient from a stage of d, makes its input gradient and sends it when the
+ * previous stage is elsewhere; then the forward's output leaves when its next stage is
+ * elsewhere (an F&B: forward half, backward half, then the forward's send). */
+static int in_flight_peak(const vp_schedule *s, int d) {
+    int cur = 0, peak = 0;
+    for (int k = 0; k < s->dev[d].n; k++) {
+        const vp_op *op = &s->dev[d].ops[k];
+        int fwd = op->kind == VP_OP_F || op->kind == VP_OP_FB, f = op->stage;
+        int bkind = op->kind == VP_OP_FB ? op->bkind : op->kind;
+        int b = op->kind == VP_OP_FB ? op->stage2 : op->stage;
+        if (fwd) {
+            cur -= !route_first(s, f) && s->stage_device[f - 1] == d;
+            cur += !route_last(s, f);
+            peak = cur > peak ? cur : peak;
+        }
+        if (bkind == VP_OP_B || bkind == VP_OP_BW) {
+            cur -= !route_last(s, b) && s->stage_device[b + 1] == d;
+            cur += !route_first(s, b);
+            peak = cur > peak ? cur : peak;
+            cur -= !route_first(s, b) && s->stage_device[b - 1] != d;
+        }
+        if (fwd)
+            cur -= !route_last(s, f) && s->stage_device[f + 1] != d;
+    }
+    return peak;
+}
+
+/* Moment bytes of the stages of device d in replica k of the run o ([D * p] filled at
+ * k * p + d): every element's, or with ZeRO-1 the shard k of each stage (vp_shard_of). */
+static vp_status moment_bytes(const vp_pipeline_options *o, const int *l0, double *out,
+                              vp_error *err) {
+    const vp_schedule *s = o->schedule;
+    int D = o->train.dp > 1 ? o->train.dp : 1, shards = o->zero ? D : 1;
+    vp_status rc = VP_OK;
+    for (int k = 0; rc == VP_OK && k < D; k++)
+        for (int st = 0; rc == VP_OK && st < s->S; st++) {
+            vp_shard sh;
+            vp_stage_range range = vp_split_range(l0, st % s->route_len, s->route_len);
+            rc = vp_shard_of(&o->train.model, range, shards > 1 ? k : 0, shards, &sh, err);
+            if (rc == VP_OK)
+                out[k * s->p + s->stage_device[st]] += (double)vp_shard_moment_bytes(sh);
+        }
+    return rc;
+}
+
+vp_status vp_runtime_predict_memory(const vp_pipeline_options *o, double *out, vp_error *err) {
+    const vp_schedule *s = o->schedule;
+    const vp_model_config *cfg = &o->train.model;
+    int D = o->train.dp > 1 ? o->train.dp : 1, P = s->p * D;
     vp_costs costs = vp_costs_default();
     vp_memcfg mem = vp_memcfg_default();
     vp_cost_model *cm = NULL;
-    vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, err);
-    if (rc != VP_OK)
-        return rc;
     vp_sim *sim = NULL;
-    rc = vp_runtime_model_bytes(cm, s, cfg, err);
+    vp_stage_sizes *sz = vp__calloc((size_t)s->S, sizeof *sz);
+    int *l0 = vp__calloc((size_t)s->route_len + 1, sizeof *l0);
+    double *moments = vp__calloc((size_t)P, sizeof *moments);
+    vp_status rc = sz && l0 && moments ? split_of(s, cfg, o->layer_start, l0, err)
+                                       : vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int st = 0; rc == VP_OK && st < s->S; st++)
+        rc = vp_stage_sizes_of(cfg, vp_split_range(l0, st % s->route_len, s->route_len), &sz[st],
+                               err);
+    if (rc == VP_OK)
+        rc = moment_bytes(o, l0, moments, err);
+    if (rc == VP_OK)
+        rc = vp_cost_model_new(s, &costs, &mem, &cm, err);
+    if (rc == VP_OK)
+        rc = vp_runtime_model_bytes(cm, s, cfg, l0, err);
     if (rc == VP_OK)
         rc = vp_simulate(s, cm, &sim, err);
-    if (rc == VP_OK)
-        memcpy(peaks, sim->peak_bytes, (size_t)s->p * sizeof *peaks);
+    for (int r = 0; rc == VP_OK && r < P; r++) {
+        int d = r % s->p;
+        double *m = out + (size_t)r * VP_MEM_CATEGORIES;
+        memset(m, 0, VP_MEM_CATEGORIES * sizeof *m);
+        for (int st = 0; st < s->S; st++) {
+            if (s->stage_device[st] != d)
+                continue;
+            m[VP_MEM_PARAMS] += (double)sz[st].param_bytes;
+            m[VP_MEM_GRADS] += (double)sz[st].param_bytes;
+            m[VP_MEM_WORKSPACE] += (double)sz[st].work_bytes;
+        }
+        m[VP_MEM_OPTIMIZER] = moments[r];
+        m[VP_MEM_ACTIVATIONS] = sim->peak_bytes[d];
+        m[VP_MEM_IN_FLIGHT] = (double)in_flight_peak(s, d) * (double)sz[0].io_bytes;
+    }
     vp_sim_free(sim);
     vp_cost_model_free(cm);
+    free(moments);
+    free(l0);
+    free(sz);
     return rc;
 }
 
@@ -135,6 +247,8 @@ vp_status vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl,
             cm->b[st] = su[VP_OP_B] / n[VP_OP_B];
         if (n[VP_OP_W])
             cm->w[st] = su[VP_OP_W] / n[VP_OP_W];
+        if (n[VP_OP_R])
+            cm->r[st] = su[VP_OP_R] / n[VP_OP_R];
         if (n[VP_OP_BW] && !n[VP_OP_B])
             cm->b[st] = cm->w[st] = su[VP_OP_BW] / n[VP_OP_BW] / 2;
         if (n[VP_OP_FB])

@@ -27,8 +27,8 @@ static int w_in_order(const vp_schedule *s, int st) {
     return 1;
 }
 
-vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg, int *bit_exact,
-                                 vp_error *err) {
+vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg,
+                                 const int *layer_start, int *bit_exact, vp_error *err) {
     /* the cheap checks first: the model, and whether its layers fill the route */
     vp_status rc = vp_model_config_check(cfg, err);
     if (rc != VP_OK)
@@ -36,11 +36,15 @@ vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cf
     if (s->route_len < 1 || s->route_len > s->S)
         return vp__fail(err, VP_EVALIDATION, "the schedule's route has %d of its %d stages",
                         s->route_len, s->S);
-    int *l0 = vp__calloc((size_t)s->route_len + 1, sizeof *l0);
-    if (!l0)
-        return vp__fail(err, VP_ENOMEM, "out of memory");
-    rc = vp_split_layers(cfg->n_layer, s->route_len, l0, err);
-    free(l0);
+    if (layer_start) {
+        rc = vp_split_check(cfg->n_layer, s->route_len, layer_start, err);
+    } else {
+        int *l0 = vp__calloc((size_t)s->route_len + 1, sizeof *l0);
+        if (!l0)
+            return vp__fail(err, VP_ENOMEM, "out of memory");
+        rc = vp_split_layers(cfg->n_layer, s->route_len, l0, err);
+        free(l0);
+    }
     if (rc == VP_OK)
         rc = vp_schedule_validate(s, err); /* a replay of every op */
     if (rc != VP_OK)
@@ -123,7 +127,7 @@ static vp_status check_run(const vp_pipeline_options *o, const vp_data *data, vp
     if (rc == VP_OK && o->transport == VP_TRANSPORT_MPI)
         rc = vp_transport_mpi_fits(s->S, s->m, o->train.dp, err);
     if (rc == VP_OK)
-        rc = vp_pipeline_plan_check(s, &o->train.model, NULL, err);
+        rc = vp_pipeline_plan_check(s, &o->train.model, o->layer_start, NULL, err);
     if (rc == VP_OK && o->train.checkpoint_dir)
         rc = vp_checkpoint_prepare(o->train.checkpoint_dir, err);
     return rc;
@@ -143,7 +147,8 @@ void vp_pipeline_result_release(vp_pipeline_result *r) {
     free(r->layer_start);
     free(r->peak_act_bytes);
     free(r->predicted_peak_bytes);
-    free(r->moment_bytes);
+    free(r->memory);
+    free(r->predicted_memory);
     free(r->bubble_measured);
     vp_timeline_free(r->measured);
     memset(r, 0, sizeof *r);
@@ -169,7 +174,7 @@ static void run_free(vp__run *r) {
     free(r->busy);
     free(r->span);
     free(r->peak);
-    free(r->moments);
+    free(r->memory);
     free(r->l0);
 }
 
@@ -205,9 +210,9 @@ static vp_status run_alloc(vp__run *r, vp_error *err) {
     r->busy = vp__calloc(P, sizeof *r->busy);
     r->span = vp__calloc(P, sizeof *r->span);
     r->peak = vp__calloc(P, sizeof *r->peak);
-    r->moments = vp__calloc(P, sizeof *r->moments);
+    r->memory = vp__calloc(P * VP_MEM_CATEGORIES, sizeof *r->memory);
     if (!r->l0 || !r->stage || !r->mem || !r->t_start || !r->t_end || !r->t_mem || !r->busy ||
-        !r->span || !r->peak || !r->moments)
+        !r->span || !r->peak || !r->memory)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     for (size_t d = 0; d < p; d++) {
         size_t n = (size_t)s->dev[d].n;
@@ -220,7 +225,11 @@ static vp_status run_alloc(vp__run *r, vp_error *err) {
     for (int d = r->rank_lo; d < r->rank_hi; d++)
         if (!(r->mem[d] = vp_mem_new()))
             return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_status rc = vp_split_layers(r->L, s->route_len, r->l0, err);
+    vp_status rc = VP_OK;
+    if (r->o->layer_start) /* checked before the run */
+        memcpy(r->l0, r->o->layer_start, ((size_t)s->route_len + 1) * sizeof *r->l0);
+    else
+        rc = vp_split_layers(r->L, s->route_len, r->l0, err);
     if (rc == VP_OK)
         rc = vp__dp_plan(r, err);
     return rc == VP_OK ? make_stages(r, err) : rc;
@@ -271,25 +280,28 @@ static vp_status fill_result(vp__run *r, vp_pipeline_result *res, vp_error *err)
     res->layer_start = vp__calloc((size_t)s->route_len + 1, sizeof(int));
     res->peak_act_bytes = vp__calloc(P, sizeof(size_t));
     res->predicted_peak_bytes = vp__calloc(P, sizeof(double));
-    res->moment_bytes = vp__calloc(P, sizeof(size_t));
     res->bubble_measured = vp__calloc(P, sizeof(double));
+    res->memory = vp__calloc(P * VP_MEM_CATEGORIES, sizeof(double));
+    res->predicted_memory = vp__calloc(P * VP_MEM_CATEGORIES, sizeof(double));
     if (!res->layer_start || !res->peak_act_bytes || !res->predicted_peak_bytes ||
-        !res->moment_bytes || !res->bubble_measured)
+        !res->bubble_measured || !res->memory || !res->predicted_memory)
         return vp__fail(err, VP_ENOMEM, "out of memory");
+    memcpy(res->memory, r->memory, P * VP_MEM_CATEGORIES * sizeof(double));
     memcpy(res->layer_start, r->l0, ((size_t)s->route_len + 1) * sizeof(int));
     res->train.peak_act_bytes = 0;
     for (size_t d = 0; d < P; d++) {
         res->peak_act_bytes[d] = (size_t)r->peak[d];
-        res->moment_bytes[d] = (size_t)r->moments[d];
         if (res->peak_act_bytes[d] > res->train.peak_act_bytes)
             res->train.peak_act_bytes = res->peak_act_bytes[d];
         res->bubble_measured[d] = r->span[d] > 0 ? 1.0 - r->busy[d] / r->span[d] : 0.0;
     }
-    vp_status rc = vp_pipeline_plan_check(s, &r->o->train.model, &res->bit_exact, err);
-    if (rc == VP_OK) /* one device's prediction holds for every replica */
-        rc = vp_runtime_predict_peaks(s, &r->o->train.model, res->predicted_peak_bytes, err);
-    for (size_t d = (size_t)s->p; rc == VP_OK && d < P; d++)
-        res->predicted_peak_bytes[d] = res->predicted_peak_bytes[d % (size_t)s->p];
+    vp_status rc =
+        vp_pipeline_plan_check(s, &r->o->train.model, r->o->layer_start, &res->bit_exact, err);
+    if (rc == VP_OK)
+        rc = vp_runtime_predict_memory(r->o, res->predicted_memory, err);
+    for (size_t d = 0; rc == VP_OK && d < P; d++)
+        res->predicted_peak_bytes[d] =
+            res->predicted_memory[d * VP_MEM_CATEGORIES + VP_MEM_ACTIVATIONS];
     if (rc == VP_OK && r->o->op_ms)
         rc = predict_step(r, &res->predicted_step_ms, err);
     if (rc != VP_OK || r->rank_lo != 0)

@@ -45,8 +45,11 @@ static vp_status evaluate(reference *ref, double *out, vp_error *err) {
         double loss;
         vp_status st = vp_data_batch(ref->data, true, 0, (uint64_t)e, &ref->batch, err);
         if (!st)
-            st = vp_stage_forward(ref->stage, 0, NULL, ref->batch.tokens, ref->batch.targets, NULL,
-                                  &loss, err);
+            st = vp_stage_forward(ref->stage, 0,
+                                  &(vp_stage_io){.tokens = ref->batch.tokens,
+                                                 .targets = ref->batch.targets,
+                                                 .loss = &loss},
+                                  err);
         if (st)
             return st;
         vp_stage_discard(ref->stage, 0);
@@ -85,7 +88,10 @@ static vp_status train_step(reference *ref, int step, vp_train_progress *p, vp_e
         vp_status st =
             vp_data_batch(ref->data, false, o->seed, batch + (uint64_t)j, &ref->batch, err);
         if (!st)
-            st = vp_stage_forward(s, 0, NULL, ref->batch.tokens, ref->batch.targets, NULL, &loss,
+            st = vp_stage_forward(s, 0,
+                                  &(vp_stage_io){.tokens = ref->batch.tokens,
+                                                 .targets = ref->batch.targets,
+                                                 .loss = &loss},
                                   err);
         if (!st)
             st = vp_stage_backward_input(s, 0, NULL, 1.0f / (float)o->m, NULL, err);

@@ -4,13 +4,14 @@
  * in sim (vp_cost_model_op_memory, vp_cost_model_op_time). Internal to the library,
  * shared by every module above schedule.
  *
- * A pass is one of F (forward), B (input backward) or W (weight backward) of one
- * (stage, microbatch). Dependencies, within one microbatch's route:
+ * A pass is one of F (forward), B (input backward), W (weight backward) or R
+ * (recomputation) of one (stage, microbatch). Dependencies, within one microbatch's route:
  *   F(s, j) waits for F(s-1, j), except on the first stage of j's route;
  *   B(s, j) waits for F(s, j) on the last stage of j's route, else for B(s+1, j);
- *   W(s, j) waits for B(s, j).
+ *   W(s, j) waits for B(s, j);
+ *   R(s, j) waits for F(s, j) (same device; B needs nothing more: R sits before it there).
  * A dependency on a pass of another device costs the hop time c.
- * Ops complete passes: F, B and W one each; BW completes B, then W chained after it
+ * Ops complete passes: F, B, W and R one each; BW completes B, then W chained after it
  * inside the op; F&B completes the F of (stage, mb) and the backward (B, or BW's B and
  * W) of (stage2, mb2), which run together.
  */
@@ -22,11 +23,11 @@
 #include "base/internal.h"
 #include "vpipe/schedule.h"
 
-typedef enum { VP__PASS_F, VP__PASS_B, VP__PASS_W, VP__PASS_KINDS } vp__pass_kind;
+typedef enum { VP__PASS_F, VP__PASS_B, VP__PASS_W, VP__PASS_R, VP__PASS_KINDS } vp__pass_kind;
 
 /* The op kind that runs a pass of kind k alone (it names the pass in messages). */
 static inline vp_op_kind vp__pass_op_kind(int k) {
-    static const vp_op_kind op_kind[VP__PASS_KINDS] = {VP_OP_F, VP_OP_B, VP_OP_W};
+    static const vp_op_kind op_kind[VP__PASS_KINDS] = {VP_OP_F, VP_OP_B, VP_OP_W, VP_OP_R};
     return op_kind[k];
 }
 
@@ -65,6 +66,9 @@ static inline int vp__pass_deps(const vp_schedule *s, vp__pass pass,
             d.kind = VP__PASS_B;
         }
         break;
+    case VP__PASS_R:
+        d.kind = VP__PASS_F;
+        break;
     default: /* VP__PASS_W */
         d.kind = VP__PASS_B;
         break;
@@ -92,8 +96,12 @@ static inline int vp__backward_passes(int kind, int32_t stage, int32_t mb, vp__p
  * count; a pass with `chained` set waits for nothing outside the op. op->kind and (for
  * F&B) op->bkind must be valid (checked: a programmer error aborts). */
 static inline int vp__op_passes(const vp_op *op, vp__pass out[VP__OP_MAX_PASSES]) {
-    VP_ASSERT(op->kind <= VP_OP_FB &&
+    VP_ASSERT(op->kind < VP_OP_KIND_COUNT &&
               (op->kind != VP_OP_FB || op->bkind == VP_OP_B || op->bkind == VP_OP_BW));
+    if (op->kind == VP_OP_R) {
+        out[0] = (vp__pass){.stage = op->stage, .mb = op->mb, .kind = VP__PASS_R};
+        return 1;
+    }
     if (op->kind != VP_OP_F && op->kind != VP_OP_FB)
         return vp__backward_passes(op->kind, op->stage, op->mb, out, 0);
     out[0] = (vp__pass){.stage = op->stage, .mb = op->mb, .kind = VP__PASS_F};

@@ -1,4 +1,5 @@
-/* The schedule value: construction, placement, copying, comparison, names. */
+/* The schedule value: construction, placement, comparison, the recomputing version,
+ * names. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +106,8 @@ vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op) {
 }
 
 vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb) {
-    VP_ASSERT(kind == VP_OP_F || kind == VP_OP_B || kind == VP_OP_W || kind == VP_OP_BW);
+    VP_ASSERT(kind == VP_OP_F || kind == VP_OP_B || kind == VP_OP_W || kind == VP_OP_BW ||
+              kind == VP_OP_R);
     vp_op op = {.kind = (uint8_t)kind, .stage = stage, .mb = mb};
     return vp_schedule_push(s, d, op);
 }
@@ -153,7 +155,7 @@ static int ops_equal(const vp_op *a, const vp_op *b) {
 
 int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
     if (a->p != b->p || a->S != b->S || a->m != b->m || a->route_len != b->route_len ||
-        a->placement != b->placement)
+        a->placement != b->placement || a->recompute != b->recompute)
         return 0;
     if (memcmp(a->stage_device, b->stage_device, (size_t)a->S * sizeof *a->stage_device) ||
         memcmp(a->mb_first, b->mb_first, (size_t)a->m * sizeof *a->mb_first))
@@ -168,7 +170,79 @@ int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
     return 1;
 }
 
-static const char *const op_kind_names[VP_OP_KIND_COUNT] = {"F", "B", "W", "BW", "F&B"};
+/* ---- recomputation ---- */
+
+/* A copy of s's shape and placement with empty op lists (family and recompute too). */
+static vp_status copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err) {
+    vp_shape shape = {.p = s->p, .S = s->S, .m = s->m, .placement = VP_PLACE_CUSTOM};
+    vp_status rc = vp_schedule_new(s->family, shape, out, err);
+    if (rc != VP_OK)
+        return rc;
+    vp_schedule *c = *out;
+    c->placement = s->placement;
+    c->route_len = s->route_len;
+    c->recompute = s->recompute;
+    memcpy(c->stage_device, s->stage_device, (size_t)s->S * sizeof *s->stage_device);
+    memcpy(c->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof *s->stage_chunk);
+    memcpy(c->mb_first, s->mb_first, (size_t)s->m * sizeof *s->mb_first);
+    return VP_OK;
+}
+
+/* The (stage, mb) whose backward op runs, or stage -1 when op runs none. */
+static vp_op backward_of(const vp_op *op) {
+    vp_op r = {.kind = VP_OP_R, .stage = -1};
+    if (op->kind == VP_OP_B || op->kind == VP_OP_BW)
+        r.stage = op->stage, r.mb = op->mb;
+    else if (op->kind == VP_OP_FB)
+        r.stage = op->stage2, r.mb = op->mb2;
+    return r;
+}
+
+vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_schedule **out,
+                                vp_error *err) {
+    *out = NULL;
+    if ((unsigned)mode > VP_RECOMPUTE_FULL)
+        return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)mode);
+    vp_schedule *c = NULL;
+    vp_status rc = copy_shape(s, &c, err);
+    if (rc != VP_OK)
+        return rc;
+    c->recompute = mode;
+    for (int d = 0; rc == VP_OK && d < s->p; d++)
+        for (int k = 0; rc == VP_OK && k < s->dev[d].n; k++) {
+            const vp_op *op = &s->dev[d].ops[k];
+            vp_op r = backward_of(op);
+            if (mode != VP_RECOMPUTE_NONE && r.stage >= 0)
+                rc = vp_schedule_push(c, d, r);
+            if (rc == VP_OK && op->kind != VP_OP_R)
+                rc = vp_schedule_push(c, d, *op);
+        }
+    if (rc != VP_OK) {
+        vp_schedule_free(c);
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    }
+    *out = c;
+    return VP_OK;
+}
+
+/* ---- names ---- */
+
+static const char *const recompute_names[] = {"none", "selective", "full"};
+
+vp_status vp_recompute_parse(const char *text, vp_recompute *out, vp_error *err) {
+    for (int i = 0; i <= VP_RECOMPUTE_FULL; i++)
+        if (!strcmp(text, recompute_names[i])) {
+            *out = (vp_recompute)i;
+            return VP_OK;
+        }
+    return vp__fail(err, VP_EINVAL, "unknown recomputation '%s' (none, selective or full)", text);
+}
+
+const char *vp_recompute_name(vp_recompute r) {
+    return (unsigned)r <= VP_RECOMPUTE_FULL ? recompute_names[r] : "?";
+}
+
+static const char *const op_kind_names[VP_OP_KIND_COUNT] = {"F", "B", "W", "BW", "F&B", "R"};
 static const char *const placement_names[VP_PLACE_CUSTOM + 1] = {"single", "loop", "v", "bidir",
                                                                  "custom"};
 

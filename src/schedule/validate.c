@@ -11,7 +11,7 @@
 
 /* Seen passes of one (stage, microbatch). */
 typedef struct {
-    uint8_t f, b, w, bw;
+    uint8_t f, b, w, bw, r;
 } pass_count;
 
 static vp_status check_shape(const vp_schedule *s, vp_error *err) {
@@ -64,7 +64,21 @@ static vp_status check_place(const vp_schedule *s, op_at at, int stage, int mb, 
     return VP_OK;
 }
 
-/* Checks one pass (kind F, B, W or BW) of the op at `at` and counts it. */
+/* Checks an R of the op at `at` against what its (stage, microbatch) has seen. */
+static vp_status check_r(const vp_schedule *s, pass_count *c, op_at at, vp_error *err) {
+    if (s->recompute == VP_RECOMPUTE_NONE)
+        return fail_op(err, at, "R in a schedule that does not recompute");
+    if (c->r)
+        return fail_op(err, at, "duplicate recomputation");
+    if (!c->f)
+        return fail_op(err, at, "R comes before its forward");
+    if (c->b || c->bw)
+        return fail_op(err, at, "R comes after its backward");
+    c->r = 1;
+    return VP_OK;
+}
+
+/* Checks one pass (kind F, B, W, BW or R) of the op at `at` and counts it. */
 static vp_status check_pass(const vp_schedule *s, pass_count *seen, op_at at, int kind, int stage,
                             int mb, vp_error *err) {
     vp_status rc = check_place(s, at, stage, mb, err);
@@ -77,12 +91,16 @@ static vp_status check_pass(const vp_schedule *s, pass_count *seen, op_at at, in
             return fail_op(err, at, "duplicate forward");
         c->f = 1;
         return VP_OK;
+    case VP_OP_R:
+        return check_r(s, c, at, err);
     case VP_OP_B:
     case VP_OP_BW:
         if (c->b || c->bw)
             return fail_op(err, at, "duplicate backward");
         if (!c->f)
             return fail_op(err, at, "backward comes before its forward");
+        if (s->recompute != VP_RECOMPUTE_NONE && !c->r)
+            return fail_op(err, at, "backward comes before its R (the schedule recomputes)");
         if (kind == VP_OP_BW && c->w)
             return fail_op(err, at, "full backward after a separate W");
         if (kind == VP_OP_B)
@@ -114,7 +132,7 @@ static vp_status check_ops(const vp_schedule *s, pass_count *seen, vp_error *err
                 rc = check_pass(s, seen, at, VP_OP_F, op->stage, op->mb, err);
                 if (rc == VP_OK)
                     rc = check_pass(s, seen, at, op->bkind, op->stage2, op->mb2, err);
-            } else if (op->kind <= VP_OP_BW) {
+            } else if (op->kind < VP_OP_KIND_COUNT) {
                 rc = check_pass(s, seen, at, op->kind, op->stage, op->mb, err);
             } else {
                 rc = vp__fail(err, VP_EVALIDATION, "device %d, position %d: unknown op kind %d", d,
@@ -134,6 +152,8 @@ static vp_status check_complete(const vp_schedule *s, const pass_count *seen, vp
             const char *missing = NULL;
             if (!c->f)
                 missing = "F";
+            else if (s->recompute != VP_RECOMPUTE_NONE && !c->r)
+                missing = "R (the schedule recomputes)";
             else if (!c->b && !c->bw)
                 missing = "backward (B or BW)";
             else if (c->b && !c->w)
@@ -152,6 +172,8 @@ vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err) {
     vp_status rc = check_shape(s, err);
     if (rc != VP_OK)
         return rc;
+    if ((unsigned)s->recompute > VP_RECOMPUTE_FULL)
+        return vp__fail(err, VP_EVALIDATION, "unknown recomputation %d", (int)s->recompute);
     pass_count *seen = vp__calloc((size_t)s->S * (size_t)s->m, sizeof *seen);
     if (!seen)
         return vp__fail(err, VP_ENOMEM, "out of memory");

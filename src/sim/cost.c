@@ -9,12 +9,16 @@
 #include "vpipe/sim.h"
 
 vp_costs vp_costs_default(void) {
-    vp_costs c = {.f = 1.0, .b = 1.0, .w = 1.0, .c = 0.0, .fb = -1.0};
+    vp_costs c = {.f = 1.0, .b = 1.0, .w = 1.0, .c = 0.0, .fb = -1.0, .r = -1.0};
     return c;
 }
 
 vp_memcfg vp_memcfg_default(void) {
-    vp_memcfg m = {.kind = VP_MEM_AT_W, .zb_ratio = 1.0, .unit_bytes = 0.0};
+    vp_memcfg m = {.kind = VP_MEM_AT_W,
+                   .zb_ratio = 1.0,
+                   .unit_bytes = 0.0,
+                   .input_share = VP_MEM_INPUT_SHARE,
+                   .core_share = VP_MEM_CORE_SHARE};
     return m;
 }
 
@@ -34,9 +38,9 @@ static const char *read_number(const char *text, double *v) {
 
 /* The slot of cost key [key, key + len) in c, and its index in seen[]; NULL if unknown. */
 static double *cost_slot(vp_costs *c, const char *key, size_t len, int *which) {
-    static const char *const names[] = {"F", "B", "W", "c", "FB"};
-    double *slots[] = {&c->f, &c->b, &c->w, &c->c, &c->fb};
-    for (int i = 0; i < 5; i++)
+    static const char *const names[] = {"F", "B", "W", "c", "FB", "R"};
+    double *slots[] = {&c->f, &c->b, &c->w, &c->c, &c->fb, &c->r};
+    for (int i = 0; i < 6; i++)
         if (len == strlen(names[i]) && !strncasecmp(key, names[i], len)) {
             *which = i;
             return slots[i];
@@ -46,7 +50,7 @@ static double *cost_slot(vp_costs *c, const char *key, size_t len, int *which) {
 
 vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err) {
     vp_costs c = *costs;
-    int seen[5] = {0}; /* column of each key, 0 while not given */
+    int seen[6] = {0}; /* column of each key, 0 while not given */
     const char *p = text;
     if (!*p)
         return vp__fail_at(err, VP_EPARSE, 1, 1, "empty cost list (expected e.g. F=2,B=2,W=2,c=0)");
@@ -60,7 +64,7 @@ vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err) {
         double *slot = cost_slot(&c, key, (size_t)klen, &which);
         if (!slot)
             return vp__fail_at(err, VP_EPARSE, 1, col,
-                               "unknown cost key '%.*s' (known: F, B, W, c, FB)", klen, key);
+                               "unknown cost key '%.*s' (known: F, B, W, c, FB, R)", klen, key);
         if (seen[which])
             return vp__fail_at(err, VP_EPARSE, 1, col,
                                "cost %.*s is given twice (first at column %d)", klen, key,
@@ -114,11 +118,14 @@ void vp_cost_model_free(vp_cost_model *cm) {
     free(cm->f);
     free(cm->b);
     free(cm->w);
+    free(cm->r);
     free(cm->fb);
     free(cm->act);
     free(cm->keep);
+    free(cm->hold);
     free(cm->act_bytes);
     free(cm->keep_bytes);
+    free(cm->hold_bytes);
     free(cm);
 }
 
@@ -128,11 +135,11 @@ static int cost_ok(double x) {
 }
 
 /* VP_EINVAL naming the first cost of costs outside [0, VP_COST_MAX] (fb < 0 means "sum of
- * the halves"; per-device arrays have p entries). */
+ * the halves", r < 0 "the forward's time"; per-device arrays have p entries). */
 static vp_status check_costs(const vp_costs *costs, int p, vp_error *err) {
     const double *dev[3] = {costs->dev_f, costs->dev_b, costs->dev_w};
     int ok = cost_ok(costs->f) && cost_ok(costs->b) && cost_ok(costs->w) && cost_ok(costs->c) &&
-             (costs->fb < 0 || cost_ok(costs->fb));
+             (costs->fb < 0 || cost_ok(costs->fb)) && (costs->r < 0 || cost_ok(costs->r));
     for (int k = 0; ok && k < 3; k++)
         for (int d = 0; dev[k] && ok && d < p; d++)
             ok = cost_ok(dev[k][d]);
@@ -144,51 +151,73 @@ static vp_status check_costs(const vp_costs *costs, int p, vp_error *err) {
     return VP_OK;
 }
 
-vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
-                            vp_cost_model **out, vp_error *err) {
-    *out = NULL;
-    vp_status rc = check_costs(costs, s->p, err);
-    if (rc != VP_OK)
-        return rc;
+/* Checks the memory model: a ZB ratio and recomputation shares in [0, 1], unit bytes
+ * finite and >= 0. */
+static vp_status check_memcfg(const vp_memcfg *mem, vp_error *err) {
     if (mem->kind == VP_MEM_ZB && !(mem->zb_ratio >= 0 && mem->zb_ratio <= 1))
         return vp__fail(err, VP_EINVAL, "zb memory ratio must be in [0, 1]");
     if (!(mem->unit_bytes >= 0 && isfinite(mem->unit_bytes)))
         return vp__fail(err, VP_EINVAL, "unit_bytes must be a finite number >= 0");
-    size_t S = (size_t)s->S;
+    if (!(mem->input_share >= 0 && mem->input_share <= 1 && mem->core_share >= 0 &&
+          mem->core_share <= 1))
+        return vp__fail(err, VP_EINVAL, "recomputation shares must be in [0, 1]");
+    return VP_OK;
+}
+
+/* A cost model of S stages with every array allocated (zeroed), or NULL. */
+static vp_cost_model *cost_model_alloc(int S) {
     vp_cost_model *cm = vp__calloc(1, sizeof *cm);
-    if (cm) {
-        cm->S = s->S;
-        cm->c = costs->c;
-        cm->f = vp__calloc(S, sizeof(double));
-        cm->b = vp__calloc(S, sizeof(double));
-        cm->w = vp__calloc(S, sizeof(double));
-        cm->fb = vp__calloc(S, sizeof(double));
-        cm->act = vp__calloc(S, sizeof(double));
-        cm->keep = vp__calloc(S, sizeof(double));
-        cm->act_bytes = vp__calloc(S, sizeof(double));
-        cm->keep_bytes = vp__calloc(S, sizeof(double));
-        cm->has_bytes = mem->unit_bytes > 0;
-    }
-    if (!cm || !cm->f || !cm->b || !cm->w || !cm->fb || !cm->act || !cm->keep || !cm->act_bytes ||
-        !cm->keep_bytes) {
+    if (!cm)
+        return NULL;
+    size_t n = (size_t)S;
+    cm->S = S;
+    double **arrays[] = {&cm->f,         &cm->b,          &cm->w,         &cm->r,
+                         &cm->fb,        &cm->act,        &cm->keep,      &cm->hold,
+                         &cm->act_bytes, &cm->keep_bytes, &cm->hold_bytes};
+    int ok = 1;
+    for (size_t i = 0; ok && i < sizeof arrays / sizeof arrays[0]; i++)
+        ok = (*arrays[i] = vp__calloc(n, sizeof(double))) != NULL;
+    if (!ok) {
         vp_cost_model_free(cm);
-        return vp__fail(err, VP_ENOMEM, "out of memory");
+        return NULL;
     }
+    return cm;
+}
+
+vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
+                            vp_cost_model **out, vp_error *err) {
+    *out = NULL;
+    vp_status rc = check_costs(costs, s->p, err);
+    if (rc == VP_OK)
+        rc = check_memcfg(mem, err);
+    if (rc != VP_OK)
+        return rc;
+    vp_cost_model *cm = cost_model_alloc(s->S);
+    if (!cm)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    cm->c = costs->c;
+    cm->has_bytes = mem->unit_bytes > 0;
+    cm->recompute = s->recompute;
     /* A stage is 1/v of its device's slice; the two copies of the bidirectional placement
      * each hold a whole slice. */
     double v = s->placement == VP_PLACE_BIDIR ? 1.0 : (double)s->S / (double)s->p;
     double keep_share = mem->kind == VP_MEM_ZB ? mem->zb_ratio : 1.0;
-    for (size_t i = 0; i < S; i++) {
+    double hold_share =
+        s->recompute == VP_RECOMPUTE_FULL ? mem->input_share : 1.0 - mem->core_share;
+    for (int i = 0; i < s->S; i++) {
         int d = s->stage_device[i];
         cm->f[i] = (costs->dev_f ? costs->dev_f[d] : costs->f) / v;
         cm->b[i] = (costs->dev_b ? costs->dev_b[d] : costs->b) / v;
         cm->w[i] = (costs->dev_w ? costs->dev_w[d] : costs->w) / v;
+        cm->r[i] = costs->r >= 0 ? costs->r / v : cm->f[i];
         cm->fb[i] = costs->fb >= 0 ? costs->fb / v : -1.0;
         cm->act[i] = 1.0 / v;
         cm->keep[i] = keep_share / v;
+        cm->hold[i] = s->recompute != VP_RECOMPUTE_NONE ? hold_share / v : cm->act[i];
         if (cm->has_bytes) {
             cm->act_bytes[i] = mem->unit_bytes * cm->act[i];
             cm->keep_bytes[i] = mem->unit_bytes * cm->keep[i];
+            cm->hold_bytes[i] = mem->unit_bytes * cm->hold[i];
         }
     }
     *out = cm;
@@ -203,6 +232,8 @@ double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage) {
         return cm->b[stage];
     case VP_OP_W:
         return cm->w[stage];
+    case VP_OP_R:
+        return cm->r[stage];
     default:
         return cm->b[stage] + cm->w[stage];
     }
@@ -221,10 +252,16 @@ void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int
     VP_ASSERT(!bytes || cm->has_bytes);
     const double *act = bytes ? cm->act_bytes : cm->act;
     const double *keep = bytes ? cm->keep_bytes : cm->keep;
-    *up = kind == VP_OP_F ? act[stage] : 0.0;
-    *down = kind == VP_OP_B    ? act[stage] - keep[stage]
+    double dropped = cm->recompute != VP_RECOMPUTE_NONE
+                         ? act[stage] - (bytes ? cm->hold_bytes : cm->hold)[stage]
+                         : 0.0; /* by F, until R */
+    double grown = cm->bw_holds_keep && keep[stage] > act[stage] ? keep[stage] - act[stage]
+                                                                 : 0.0; /* by a BW's B */
+    *up = kind == VP_OP_F ? act[stage] : kind == VP_OP_R ? dropped : kind == VP_OP_BW ? grown : 0.0;
+    *down = kind == VP_OP_F    ? dropped
+            : kind == VP_OP_B  ? act[stage] - keep[stage]
             : kind == VP_OP_W  ? keep[stage]
-            : kind == VP_OP_BW ? act[stage]
+            : kind == VP_OP_BW ? act[stage] + grown
                                : 0.0;
 }
 
@@ -234,7 +271,9 @@ void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes
         vp_cost_model_pass_memory(cm, op->kind, op->stage, bytes, up, down);
         return;
     }
-    double none;
-    vp_cost_model_pass_memory(cm, VP_OP_F, op->stage, bytes, up, &none);
-    vp_cost_model_pass_memory(cm, op->bkind, op->stage2, bytes, &none, down);
+    double f_up, f_down, b_up, b_down; /* the halves run in turn: F, then the backward */
+    vp_cost_model_pass_memory(cm, VP_OP_F, op->stage, bytes, &f_up, &f_down);
+    vp_cost_model_pass_memory(cm, op->bkind, op->stage2, bytes, &b_up, &b_down);
+    *up = f_up - f_down + b_up > f_up ? f_up - f_down + b_up : f_up;
+    *down = *up - (f_up - f_down + b_up - b_down);
 }

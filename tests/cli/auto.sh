@@ -22,7 +22,9 @@ for budget in 0.6 0.8; do
     expect 0 "" -- python3 -c "import sys; sys.exit(not $peak > 0)"
 done
 expect 0 "auto: chose" -- "$vp" train --schedule auto --memory 0.6 $run --cost-file "$tmp/prof.json"
-expect 2 "smallest peak is" -- "$vp" train --schedule auto --memory 0.3 $run --cost-file "$tmp/prof.json"
+# below V-Min's third of 1F1B only 1F1B with full recomputation fits; below it nothing
+expect 0 "auto: chose 1f1b-r" -- "$vp" train --schedule auto --memory 0.3 $run --cost-file "$tmp/prof.json"
+expect 2 "smallest peak is" -- "$vp" train --schedule auto --memory 0.1 $run --cost-file "$tmp/prof.json"
 expect 2 "needs --memory" -- "$vp" train --schedule auto $run --cost-file "$tmp/prof.json"
 "$vp" profile --layers 4 --width 64 --heads 2 --seq 32 --microbatch 2 --reps 1 -o "$tmp/other.json" 2>/dev/null
 expect 2 "measured for another model" -- "$vp" train --schedule v-half $run --cost-file "$tmp/other.json"

@@ -4,8 +4,8 @@
 # gradients, AdamW states, activations) equal what `vpipe train --json` measures for the
 # same schedule file, byte for byte. The runtime reports them as
 #   "memory_per_rank": [{"params": B, "grads": B, "optimizer": B, "activations": B, ...}]
-# (one object per pipeline rank, bytes). Registered DISABLED in tests/CMakeLists.txt until
-# the runtime reports every category. Usage: models_runtime.sh VPIPE SOURCE_DIR
+# (one object per pipeline rank, bytes); 1f1b-r's R passes are priced as the runtime runs
+# them. Usage: models_runtime.sh VPIPE SOURCE_DIR
 vp=$1
 src=$2
 . "$src/tests/cli/expect.bash"
