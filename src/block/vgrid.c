@@ -909,14 +909,87 @@ vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family,
     return rc;
 }
 
-/* Memory after each slot of device d's row ([cap] ints), chunk activations. */
-static void row_memory(const grid *g, int d, int *mem) {
-    int cur = 0;
-    for (int t = 0; t < g->len; t++) {
-        int type = g->ty[CELL(g, d, t)];
-        cur += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
-        mem[t] = cur;
+/* Memory after each slot of every row (chunk activations: F +1, W -1), under range
+ * updates: the rows are cut into runs of MEM_RUN slots, each with the largest value in
+ * it and an amount added to all of it, so an update or a search over n slots costs
+ * O(MEM_RUN + n / MEM_RUN) instead of O(n). */
+#define MEM_RUN 32
+
+typedef struct row_mem {
+    int len, runs;  /* slots and runs per row */
+    int *val;       /* [p][len] memory after the slot, less its run's add */
+    int *top, *add; /* [p][runs] largest val in the run; added to the whole run */
+} row_mem;
+
+static void row_mem_free(row_mem *rm) {
+    free(rm->val);
+    free(rm->top);
+    free(rm->add);
+}
+
+/* The largest val of run r of row d. */
+static void run_top(row_mem *rm, int d, int r) {
+    const int *v = rm->val + (size_t)d * rm->len;
+    int lo = r * MEM_RUN, hi = lo + MEM_RUN < rm->len ? lo + MEM_RUN : rm->len, top = v[lo];
+    for (int x = lo + 1; x < hi; x++)
+        top = v[x] > top ? v[x] : top;
+    rm->top[(size_t)d * rm->runs + r] = top;
+}
+
+/* The memory rows of g. 0 ok, -1 no memory. */
+static int row_mem_init(row_mem *rm, const grid *g, int p) {
+    rm->len = g->len;
+    rm->runs = (g->len + MEM_RUN - 1) / MEM_RUN;
+    rm->val = vp__calloc((size_t)p * (size_t)rm->len + 1, sizeof *rm->val);
+    rm->top = vp__calloc((size_t)p * (size_t)rm->runs + 1, sizeof *rm->top);
+    rm->add = vp__calloc((size_t)p * (size_t)rm->runs + 1, sizeof *rm->add);
+    if (!rm->val || !rm->top || !rm->add)
+        return -1;
+    for (int d = 0; d < p; d++) {
+        int cur = 0, *v = rm->val + (size_t)d * rm->len;
+        for (int t = 0; t < g->len; t++) {
+            int type = g->ty[CELL(g, d, t)];
+            cur += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
+            v[t] = cur;
+        }
+        for (int r = 0; r < rm->runs; r++)
+            run_top(rm, d, r);
     }
+    return 0;
+}
+
+/* Adds delta to the memory after slots [lo, hi) of row d. */
+static void row_mem_add(row_mem *rm, int d, int lo, int hi, int delta) {
+    int *v = rm->val + (size_t)d * rm->len, *add = rm->add + (size_t)d * rm->runs;
+    while (lo < hi) {
+        int r = lo / MEM_RUN, end = (r + 1) * MEM_RUN;
+        if (lo % MEM_RUN == 0 && end <= hi) { /* the whole run */
+            add[r] += delta;
+            lo = end;
+            continue;
+        }
+        for (int stop = end < hi ? end : hi; lo < stop; lo++)
+            v[lo] += delta;
+        run_top(rm, d, r);
+    }
+}
+
+/* The last slot x in [lo, hi) of row d whose memory after it is at least level, or -1. */
+static int row_mem_last_at(const row_mem *rm, int d, int lo, int hi, int level) {
+    const int *v = rm->val + (size_t)d * rm->len, *add = rm->add + (size_t)d * rm->runs,
+              *top = rm->top + (size_t)d * rm->runs;
+    int x = hi - 1;
+    while (x >= lo) {
+        int r = x / MEM_RUN;
+        if (x % MEM_RUN == MEM_RUN - 1 && x - MEM_RUN + 1 >= lo && top[r] + add[r] < level) {
+            x -= MEM_RUN; /* a whole run below the level */
+            continue;
+        }
+        if (v[x] + add[r] >= level)
+            return x;
+        x--;
+    }
+    return -1;
 }
 
 /* 1F1B-V's warm-up (vp_vgrid_build_bw): every pass, in slot order, to the earliest slot
@@ -925,18 +998,17 @@ static void row_memory(const grid *g, int d, int *mem) {
 static int v1f1b_compact(vp_vgrid *w) {
     grid *g = cur_grid(w);
     int p = w->p, peak = grid_peak(g, p, NULL);
-    int *mem = vp__calloc((size_t)p * (size_t)g->len + 1, sizeof *mem);
-    if (!mem)
+    row_mem rm = {0};
+    if (row_mem_init(&rm, g, p) != 0) {
+        row_mem_free(&rm);
         return -1;
-    for (int d = 0; d < p; d++)
-        row_memory(g, d, mem + (size_t)d * g->len);
+    }
     for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
         w->at[i] = -1;
     for (int i = 0; i < g->len; i++) {
         for (int d = 0; d < p; d++) {
             int8_t *row = g->ty + CELL(g, d, 0);
             int32_t *mbs = g->mb + CELL(g, d, 0);
-            int *m_row = mem + (size_t)d * g->len;
             int type = row[i];
             if (type < 0 || type == T_W)
                 continue;
@@ -950,17 +1022,14 @@ static int v1f1b_compact(vp_vgrid *w) {
                 pos++;
             if (two && pos < i) {
                 to = pos;
-                for (int x = pos + 1; x < i + 1; x++)
-                    m_row[x]--;
+                row_mem_add(&rm, d, pos + 1, i + 1, -1);
             } else if (!two && pos < i) {
-                int place = i;
-                while (place > pos && m_row[place - 1] < peak)
-                    place--;
+                int place = row_mem_last_at(&rm, d, pos, i, peak) + 1;
+                place = place > pos ? place : pos;
                 while (place < i && row[place] >= 0)
                     place++;
                 to = place;
-                for (int x = place; x < i; x++)
-                    m_row[x]++;
+                row_mem_add(&rm, d, place, i, 1);
             }
             if (to != i) {
                 row[to] = (int8_t)type;
@@ -975,7 +1044,7 @@ static int v1f1b_compact(vp_vgrid *w) {
             w->at[at_index(w, d, type, mb)] = to + 1 + two;
         }
     }
-    free(mem);
+    row_mem_free(&rm);
     return 0;
 }
 
