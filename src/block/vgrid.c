@@ -783,6 +783,7 @@ static int step_cooldown(vp_vgrid *w, int k, int bw) {
  * cool-down, fill (file comment). */
 static vp_status build_copies(vp_vgrid *w, const int (*t)[6], int mw, vp_error *err) {
     w->built = 0;
+    w->bw = 0;
     w->mw = mw;
     w->mm = mw > 2 * w->p ? mw : 2 * w->p;
     w->extra = 0;
@@ -1048,10 +1049,11 @@ static int v1f1b_compact(vp_vgrid *w) {
     return 0;
 }
 
-vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const char *family,
-                            vp_schedule **out, vp_error *err) {
-    *out = NULL;
+/* 1F1B-V's grid of block slots t: repeated, the canonical warm-up when asked, compacted
+ * (vp_vgrid_build_bw). */
+static vp_status build_bw_grid(vp_vgrid *w, const int (*t)[6], int canonical, vp_error *err) {
     w->built = 0;
+    w->bw = 1;
     w->mm = w->mw = w->m; /* no spare copies: the compaction handles short runs */
     w->extra = 0;
     vp_status rc = repeat_block(w, t, 1, 1, err);
@@ -1064,5 +1066,24 @@ vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const
     }
     if (rc == VP_OK && v1f1b_compact(w) != 0)
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    return rc;
+}
+
+vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const char *family,
+                            vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    vp_status rc = build_bw_grid(w, t, canonical, err);
     return rc == VP_OK ? vp__vgrid_schedule(w, 1, family ? family : "1f1b-v", out, err) : rc;
+}
+
+vp_status vp_vgrid_measure_bw(vp_vgrid *w, const int (*t)[6], int canonical,
+                              const vp_cost_model *cm, vp_vgrid_metrics *out, vp_error *err) {
+    *out = (vp_vgrid_metrics){0};
+    if (cm->S != 2 * w->p)
+        return vp__fail(err, VP_EINVAL, "cost model has %d stages, a V grid of %d devices %d",
+                        cm->S, w->p, 2 * w->p);
+    vp_status rc = build_bw_grid(w, t, canonical, err);
+    if (rc == VP_OK && vp__vgrid_replay(w, cm, 0, out) != 0)
+        rc = vp__fail(err, VP_EINVAL, "the compacted 1F1B-V grid does not replay in slot order");
+    return rc;
 }
