@@ -236,9 +236,45 @@ static void set_options(zba *z, int v) {
     z->greedy_w = !(v & 1);
 }
 
-/* Builds the best of the 8 variants under limit (units per device): each is timed, the
- * winner run again into its schedule; once a span meets the most work on one device no
- * later variant can win. */
+/* The best of the 8 variants into *out (NULL when none keeps to the limit): each is timed
+ * (the first also recorded), the winner run again into its schedule unless it is the
+ * first; once a span meets the most work on one device no later variant can win. */
+static vp_status best_variant(zba *z, int *req, vp_schedule **out) {
+    vp_schedule *first = NULL; /* variant 0's, in case it wins */
+    double best_span = 0, floor = most_work(z);
+    int winner = -1;
+    for (int v = 0; v < 8; v++) {
+        if (winner >= 0 && best_span <= floor + 0.5e-9 * (1 + floor))
+            break;
+        set_options(z, v);
+        double span = run_variant(z, req, v == 0);
+        if (v == 0 && span >= 0)
+            first = z->s;
+        else
+            vp_schedule_free(z->s);
+        z->s = NULL;
+        if (z->rc == VP_ENOMEM) {
+            vp_schedule_free(first);
+            return VP_ENOMEM;
+        }
+        if (span >= 0 && (winner < 0 || span < best_span - 1e-9 * (1 + span))) {
+            winner = v;
+            best_span = span;
+        }
+    }
+    if (winner <= 0) {
+        *out = first;
+        return VP_OK;
+    }
+    vp_schedule_free(first);
+    set_options(z, winner);
+    double span = run_variant(z, req, 1);
+    *out = z->s;
+    z->s = NULL;
+    return span >= 0 ? VP_OK : z->rc == VP_OK ? VP_EINVAL : z->rc;
+}
+
+/* Builds the best of the 8 variants under limit (units per device). */
 static vp_status zb_auto(const char *name, const vp_spec *spec, double limit, vp_schedule **out,
                          vp_error *err) {
     vp_status rc = vp__check_pm(name, spec, err);
@@ -269,30 +305,10 @@ static vp_status zb_auto(const char *name, const vp_spec *spec, double limit, vp
     z.tf = vp__calloc(cells, sizeof *z.tf);
     z.tb = vp__calloc(cells, sizeof *z.tb);
     vp_schedule *best = NULL;
-    double best_span = 0, floor = 0;
-    int winner = -1;
     rc = (req && z.nf && z.nb && z.nw && z.mem && z.end && z.bub && z.tf && z.tb) ? VP_OK
                                                                                   : VP_ENOMEM;
     if (rc == VP_OK)
-        floor = most_work(&z);
-    for (int v = 0; v < 8 && rc == VP_OK; v++) {
-        if (winner >= 0 && best_span <= floor + 0.5e-9 * (1 + floor))
-            break;
-        set_options(&z, v);
-        double span = run_variant(&z, req, 0);
-        if (z.rc == VP_ENOMEM)
-            rc = VP_ENOMEM;
-        if (span >= 0 && (winner < 0 || span < best_span - 1e-9 * (1 + span))) {
-            winner = v;
-            best_span = span;
-        }
-    }
-    if (rc == VP_OK && winner >= 0) {
-        set_options(&z, winner);
-        if (run_variant(&z, req, 1) < 0)
-            rc = z.rc == VP_OK ? VP_EINVAL : z.rc;
-        best = z.s;
-    }
+        rc = best_variant(&z, req, &best);
     free(req);
     free(z.nf);
     free(z.nb);

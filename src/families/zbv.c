@@ -289,9 +289,10 @@ static double run(zbv *z, const double *approved, int record) {
     return z->rc == VP_OK ? z->maxbub : -1;
 }
 
-/* The best run so far: its options and the allowance it ran with (has_allow 0: none). */
+/* The best run so far: its options and the allowance it ran with (has_allow 0: none);
+ * first: it is the first run, whose schedule is kept in case it wins. */
 typedef struct best_run {
-    int found, fill_b, fill_f, has_allow;
+    int found, fill_b, fill_f, has_allow, first;
     double bubble;
     double *allow; /* [p] */
 } best_run;
@@ -301,6 +302,7 @@ typedef struct best_run {
 static void keep_if_better(const zbv *z, double bubble, const double *approved, best_run *best) {
     if (bubble < 0 || (best->found && !(bubble < best->bubble - z->eps)))
         return;
+    best->first = !best->found && z->s;
     best->found = 1;
     best->bubble = bubble;
     best->fill_b = z->fill_b;
@@ -313,6 +315,54 @@ static void keep_if_better(const zbv *z, double bubble, const double *approved, 
 /* 1 when no later run can win: a worst bubble of zero cannot be beaten. */
 static int unbeatable(const zbv *z, const best_run *best) {
     return best->found && best->bubble <= z->eps;
+}
+
+/* The 4 option variants, each re-run with the last run's bubbles as allowance while the
+ * worst one drops, the best kept in *best. The runs are timed only, but the first is also
+ * recorded into *first in case it wins. VP_ENOMEM or VP_OK. */
+static vp_status search_runs(zbv *z, double *allow, best_run *best, vp_schedule **first) {
+    for (int v = 0; v < 4 && !unbeatable(z, best); v++) {
+        z->fill_b = !(v & 2); /* the paper's order: fill_b True first, then fill_f */
+        z->fill_f = !(v & 1);
+        double prev = -1;
+        for (int level = 0; level < 64 && !unbeatable(z, best); level++) {
+            double bubble = run(z, level ? allow : NULL, !v && !level);
+            if (z->rc == VP_ENOMEM) {
+                vp_schedule_free(z->s);
+                z->s = NULL;
+                return VP_ENOMEM;
+            }
+            keep_if_better(z, bubble, level ? allow : NULL, best);
+            if (!v && !level && bubble >= 0)
+                *first = z->s;
+            else
+                vp_schedule_free(z->s);
+            z->s = NULL;
+            if (bubble >= 0)
+                memcpy(allow, z->bub, (size_t)z->p * sizeof *allow);
+            if (bubble < 0 || (level > 0 && !(bubble < prev - z->eps)))
+                break;
+            prev = bubble;
+        }
+    }
+    return VP_OK;
+}
+
+/* The best run's schedule into *out: the first run's (taken from *first), or the best run
+ * again, recorded. */
+static vp_status winner_schedule(zbv *z, const best_run *best, vp_schedule **first,
+                                 vp_schedule **out) {
+    if (best->first) {
+        *out = *first;
+        *first = NULL;
+        return VP_OK;
+    }
+    z->fill_b = best->fill_b;
+    z->fill_f = best->fill_f;
+    double bubble = run(z, best->has_allow ? best->allow : NULL, 1);
+    *out = z->s;
+    z->s = NULL;
+    return bubble >= 0 ? VP_OK : z->rc == VP_OK ? VP_EINVAL : z->rc;
 }
 
 vp_status vp__build_zbv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
@@ -342,32 +392,11 @@ vp_status vp__build_zbv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
     if (!z.count || !z.tf || !z.tb || !z.cur || !z.mem || !z.bub || !z.wq || !z.whead || !z.wtail ||
         !allow || !best.allow)
         rc = VP_ENOMEM;
-    /* the runs are timed only; the winner is run again into its schedule */
-    for (int v = 0; v < 4 && rc == VP_OK && !unbeatable(&z, &best); v++) {
-        z.fill_b = !(v & 2); /* the paper's order: fill_b True first, then fill_f */
-        z.fill_f = !(v & 1);
-        /* re-run with the last run's bubbles as allowance while the worst one drops */
-        double prev = -1;
-        for (int level = 0; level < 64 && rc == VP_OK && !unbeatable(&z, &best); level++) {
-            double bubble = run(&z, level ? allow : NULL, 0);
-            if (z.rc == VP_ENOMEM)
-                rc = VP_ENOMEM;
-            keep_if_better(&z, bubble, level ? allow : NULL, &best);
-            if (bubble >= 0)
-                memcpy(allow, z.bub, (size_t)p * sizeof *allow);
-            if (bubble < 0 || (level > 0 && !(bubble < prev - z.eps)))
-                break;
-            prev = bubble;
-        }
-    }
-    vp_schedule *winner = NULL;
-    if (rc == VP_OK && best.found) {
-        z.fill_b = best.fill_b;
-        z.fill_f = best.fill_f;
-        if (run(&z, best.has_allow ? best.allow : NULL, 1) < 0)
-            rc = z.rc == VP_OK ? VP_EINVAL : z.rc;
-        winner = z.s;
-    }
+    vp_schedule *first = NULL, *winner = NULL;
+    if (rc == VP_OK)
+        rc = search_runs(&z, allow, &best, &first);
+    if (rc == VP_OK && best.found)
+        rc = winner_schedule(&z, &best, &first, &winner);
     free(z.count);
     free(z.tf);
     free(z.tb);
@@ -379,6 +408,7 @@ vp_status vp__build_zbv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
     free(z.wtail);
     free(allow);
     free(best.allow);
+    vp_schedule_free(first);
     vp_cost_model_free(cm);
     if (rc != VP_OK) {
         vp_schedule_free(winner);
