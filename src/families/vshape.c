@@ -134,11 +134,15 @@ static vp_status search_patterns(named *ns, vp_error *err) {
             vp_vblock_slots(&vb, p, ns->slots) != 0 ||
             vp_vgrid_peak(ns->grid, (const int(*)[6])ns->slots) > ns->cap)
             continue;
+        /* the replay stops once the block's span is sure to pass the best's first figure:
+         * then it cannot rank first */
         vp_vgrid_metrics x;
-        vp_status rc = vp_vgrid_measure(ns->grid, (const int(*)[6])ns->slots, ns->cm, 0, &x, err);
+        double limit = ns->rank == VP_VRANK_SPAN ? ns->best.m.span : ns->best.m.makespan;
+        vp_status rc =
+            vp_vgrid_measure(ns->grid, (const int(*)[6])ns->slots, ns->cm, limit, &x, err);
         if (rc != VP_OK)
             return rc;
-        if (x.peak <= ns->best.m.peak + 1e-9 &&
+        if (x.complete && x.peak <= ns->best.m.peak + 1e-9 &&
             vp_vsearch_ranks_before(&x, &ns->best.m, ns->rank)) {
             ns->best.m = x;
             ns->block = vb;
