@@ -911,13 +911,13 @@ vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family,
 }
 
 /* Memory after each slot of every row (chunk activations: F +1, W -1), under range
- * updates: the rows are cut into runs of MEM_RUN slots, each with the largest value in
- * it and an amount added to all of it, so an update or a search over n slots costs
- * O(MEM_RUN + n / MEM_RUN) instead of O(n). */
-#define MEM_RUN 32
-
+ * updates: the rows are cut into runs of `run` slots, each with the largest value in it
+ * and an amount added to all of it, so an update or a search over n slots costs
+ * O(run + n / run) instead of O(n). Moves span about p slots, so runs are about sqrt(p)
+ * long (a power of two). */
 typedef struct row_mem {
     int len, runs;  /* slots and runs per row */
+    int run, shift; /* slots per run, 1 << shift */
     int *val;       /* [p][len] memory after the slot, less its run's add */
     int *top, *add; /* [p][runs] largest val in the run; added to the whole run */
 } row_mem;
@@ -931,7 +931,7 @@ static void row_mem_free(row_mem *rm) {
 /* The largest val of run r of row d. */
 static void run_top(row_mem *rm, int d, int r) {
     const int *v = rm->val + (size_t)d * rm->len;
-    int lo = r * MEM_RUN, hi = lo + MEM_RUN < rm->len ? lo + MEM_RUN : rm->len, top = v[lo];
+    int lo = r << rm->shift, hi = lo + rm->run < rm->len ? lo + rm->run : rm->len, top = v[lo];
     for (int x = lo + 1; x < hi; x++)
         top = v[x] > top ? v[x] : top;
     rm->top[(size_t)d * rm->runs + r] = top;
@@ -939,8 +939,11 @@ static void run_top(row_mem *rm, int d, int r) {
 
 /* The memory rows of g. 0 ok, -1 no memory. */
 static int row_mem_init(row_mem *rm, const grid *g, int p) {
+    for (rm->shift = 1; (1 << 2 * rm->shift) < p; rm->shift++)
+        ;
+    rm->run = 1 << rm->shift;
     rm->len = g->len;
-    rm->runs = (g->len + MEM_RUN - 1) / MEM_RUN;
+    rm->runs = (g->len + rm->run - 1) >> rm->shift;
     rm->val = vp__calloc((size_t)p * (size_t)rm->len + 1, sizeof *rm->val);
     rm->top = vp__calloc((size_t)p * (size_t)rm->runs + 1, sizeof *rm->top);
     rm->add = vp__calloc((size_t)p * (size_t)rm->runs + 1, sizeof *rm->add);
@@ -963,15 +966,20 @@ static int row_mem_init(row_mem *rm, const grid *g, int p) {
 static void row_mem_add(row_mem *rm, int d, int lo, int hi, int delta) {
     int *v = rm->val + (size_t)d * rm->len, *add = rm->add + (size_t)d * rm->runs;
     while (lo < hi) {
-        int r = lo / MEM_RUN, end = (r + 1) * MEM_RUN;
-        if (lo % MEM_RUN == 0 && end <= hi) { /* the whole run */
+        int r = lo >> rm->shift, end = (r + 1) << rm->shift;
+        if (lo == r << rm->shift && end <= hi) { /* the whole run */
             add[r] += delta;
             lo = end;
             continue;
         }
-        for (int stop = end < hi ? end : hi; lo < stop; lo++)
+        int *top = &rm->top[(size_t)d * rm->runs + r], was_top = 0;
+        for (int stop = end < hi ? end : hi; lo < stop; lo++) {
+            was_top |= v[lo] == *top;
             v[lo] += delta;
-        run_top(rm, d, r);
+            *top = v[lo] > *top ? v[lo] : *top;
+        }
+        if (delta < 0 && was_top) /* the largest may have gone down */
+            run_top(rm, d, r);
     }
 }
 
@@ -981,9 +989,9 @@ static int row_mem_last_at(const row_mem *rm, int d, int lo, int hi, int level) 
               *top = rm->top + (size_t)d * rm->runs;
     int x = hi - 1;
     while (x >= lo) {
-        int r = x / MEM_RUN;
-        if (x % MEM_RUN == MEM_RUN - 1 && x - MEM_RUN + 1 >= lo && top[r] + add[r] < level) {
-            x -= MEM_RUN; /* a whole run below the level */
+        int r = x >> rm->shift, start = r << rm->shift;
+        if (x == start + rm->run - 1 && start >= lo && top[r] + add[r] < level) {
+            x = start - 1; /* a whole run below the level */
             continue;
         }
         if (v[x] + add[r] >= level)
@@ -998,7 +1006,7 @@ static int row_mem_last_at(const row_mem *rm, int d, int lo, int hi, int level) 
  * the peak. */
 static int v1f1b_compact(vp_vgrid *w) {
     grid *g = cur_grid(w);
-    int p = w->p, peak = grid_peak(g, p, NULL);
+    int p = w->p, peak = grid_peak(g, p, NULL), end = 0;
     row_mem rm = {0};
     if (row_mem_init(&rm, g, p) != 0) {
         row_mem_free(&rm);
@@ -1043,8 +1051,10 @@ static int v1f1b_compact(vp_vgrid *w) {
                 }
             }
             w->at[at_index(w, d, type, mb)] = to + 1 + two;
+            end = to + 1 + two > end ? to + 1 + two : end;
         }
     }
+    g->len = end; /* without the columns the moves emptied at the end */
     row_mem_free(&rm);
     return 0;
 }
