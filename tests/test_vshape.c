@@ -393,6 +393,81 @@ static void test_measure_matches_simulate(void **state) {
     assert_true(checked > 100);
 }
 
+/* 1F1B-V-like slots ([p][4]: forwards one slot apart down and back up, full backwards two
+ * apart with three more after backward x when x % 3 == phase, the first `lead` slots after
+ * the last forward). */
+static void bw_slots(int p, int lead, int phase, int (*t)[6]) {
+    for (int i = 0; i < p; i++) {
+        t[i][0] = 7 + i;
+        t[i][1] = 6 + 2 * p - i;
+    }
+    int now = 2 * p + 7 + lead;
+    for (int x = 0; x < 2 * p; x++) {
+        t[x < p ? x : 2 * p - 1 - x][x < p ? 2 : 3] = now;
+        now += x % 3 == phase ? 5 : 2;
+    }
+}
+
+/* vp_vgrid_measure_bw refuses what vp_vgrid_build_bw refuses and otherwise gives the
+ * figures vp_simulate gives its schedule, to the bit: short and long runs, with and
+ * without the canonical warm-up, equal and unequal costs, the ZB split with bytes. */
+static void test_measure_bw_matches_simulate(void **state) {
+    (void)state;
+    vp_costs costs[] = {tu_costs(1, 1, 1, 0), tu_costs(1, 2, 1, 0.25),
+                        tu_costs(1.1, 0.7, 3.3, 0.37)};
+    vp_memcfg zb = {.kind = VP_MEM_ZB, .zb_ratio = 0.37, .unit_bytes = 1000};
+    int checked = 0, refused = 0, t[16][6] = {{0}}, ps[] = {2, 4, 9};
+    for (int pi = 0; pi < 3; pi++) {
+        int p = ps[pi], ms[] = {1, p, 2 * p + 1, 5 * p + 2};
+        for (int mi = 0; mi < 4; mi++) {
+            vp_vgrid *g = NULL;
+            vp_schedule *shape = NULL; /* for cost models of the V shape */
+            assert_int_equal(vp_vgrid_new(p, ms[mi], &g, NULL), VP_OK);
+            assert_int_equal(
+                vp_schedule_new("shape", (vp_shape){p, 2 * p, ms[mi], VP_PLACE_V}, &shape, NULL),
+                VP_OK);
+            for (int v = 0; v < 18; v++) {
+                bw_slots(p, v / 3, v % 3, t);
+                for (int canonical = 0; canonical < 2; canonical++) {
+                    vp_schedule *s = NULL;
+                    vp_status built =
+                        vp_vgrid_build_bw(g, (const int(*)[6])t, canonical, NULL, &s, NULL);
+                    for (int c = 0; c < 3; c++) {
+                        vp_memcfg mem = c == 2 ? zb : vp_memcfg_default();
+                        vp_cost_model *cm = NULL;
+                        assert_int_equal(vp_cost_model_new(shape, &costs[c], &mem, &cm, NULL),
+                                         VP_OK);
+                        vp_vgrid_metrics x;
+                        vp_status rc =
+                            vp_vgrid_measure_bw(g, (const int(*)[6])t, canonical, cm, &x, NULL);
+                        assert_int_equal(rc, built);
+                        if (rc != VP_OK) {
+                            refused++;
+                            vp_cost_model_free(cm);
+                            continue;
+                        }
+                        vp_sim *sim = tu_sim(s, costs[c], &mem);
+                        double bytes = 0;
+                        for (int d = 0; sim->peak_bytes && d < p; d++)
+                            bytes = sim->peak_bytes[d] > bytes ? sim->peak_bytes[d] : bytes;
+                        assert_true(x.complete && x.makespan == sim->makespan &&
+                                    x.span == vp_sim_longest_span(sim) && x.bubble == sim->bubble &&
+                                    x.peak == sim->peak_max && x.peak_bytes == bytes);
+                        checked++;
+                        vp_sim_free(sim);
+                        vp_cost_model_free(cm);
+                    }
+                    vp_schedule_free(s);
+                }
+            }
+            vp_schedule_free(shape);
+            vp_vgrid_free(g);
+        }
+    }
+    if (checked <= 100 || refused == 0)
+        fail_msg("checked %d, refused %d", checked, refused);
+}
+
 /* A long run is the run one microbatch shorter with one period more: on every device the
  * ops of m microbatches are those of m-1 with six ops inserted in one place, the later
  * microbatches one on; and at m >= 2p the built peak is half the repeated block's (what
@@ -478,6 +553,7 @@ int main(void) {
         cmocka_unit_test(test_cost_aware_steady_state),
         cmocka_unit_test(test_memory_independent_of_costs),
         cmocka_unit_test(test_measure_matches_simulate),
+        cmocka_unit_test(test_measure_bw_matches_simulate),
         cmocka_unit_test(test_long_runs_repeat_a_period),
         cmocka_unit_test(test_schedule_of_measure),
     };

@@ -332,6 +332,14 @@ VP_API vp_status vp_vgrid_schedule(vp_vgrid *g, const char *family, vp_schedule 
 VP_API vp_status vp_vgrid_build_bw(vp_vgrid *g, const int (*slots)[6], int canonical,
                                    const char *family, vp_schedule **out, vp_error *err);
 
+/* Builds slots as vp_vgrid_build_bw does and replays the result under cm (2p stages, the
+ * V placement's cost model) without making a schedule: out receives exactly the figures
+ * vp_simulate gives the schedule vp_vgrid_build_bw returns (always complete). Errors as
+ * vp_vgrid_build_bw, and VP_EINVAL when cm has other than 2p stages. Cost: one build and
+ * O(passes). */
+VP_API vp_status vp_vgrid_measure_bw(vp_vgrid *g, const int (*slots)[6], int canonical,
+                                     const vp_cost_model *cm, vp_vgrid_metrics *out, vp_error *err);
+
 #ifdef __cplusplus
 }
 #endif

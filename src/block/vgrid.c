@@ -783,6 +783,7 @@ static int step_cooldown(vp_vgrid *w, int k, int bw) {
  * cool-down, fill (file comment). */
 static vp_status build_copies(vp_vgrid *w, const int (*t)[6], int mw, vp_error *err) {
     w->built = 0;
+    w->bw = 0;
     w->mw = mw;
     w->mm = mw > 2 * w->p ? mw : 2 * w->p;
     w->extra = 0;
@@ -909,14 +910,95 @@ vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family,
     return rc;
 }
 
-/* Memory after each slot of device d's row ([cap] ints), chunk activations. */
-static void row_memory(const grid *g, int d, int *mem) {
-    int cur = 0;
-    for (int t = 0; t < g->len; t++) {
-        int type = g->ty[CELL(g, d, t)];
-        cur += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
-        mem[t] = cur;
+/* Memory after each slot of every row (chunk activations: F +1, W -1), under range
+ * updates: the rows are cut into runs of `run` slots, each with the largest value in it
+ * and an amount added to all of it, so an update or a search over n slots costs
+ * O(run + n / run) instead of O(n). Moves span about p slots, so runs are about sqrt(p)
+ * long (a power of two). */
+typedef struct row_mem {
+    int len, runs;  /* slots and runs per row */
+    int run, shift; /* slots per run, 1 << shift */
+    int *val;       /* [p][len] memory after the slot, less its run's add */
+    int *top, *add; /* [p][runs] largest val in the run; added to the whole run */
+} row_mem;
+
+static void row_mem_free(row_mem *rm) {
+    free(rm->val);
+    free(rm->top);
+    free(rm->add);
+}
+
+/* The largest val of run r of row d. */
+static void run_top(row_mem *rm, int d, int r) {
+    const int *v = rm->val + (size_t)d * rm->len;
+    int lo = r << rm->shift, hi = lo + rm->run < rm->len ? lo + rm->run : rm->len, top = v[lo];
+    for (int x = lo + 1; x < hi; x++)
+        top = v[x] > top ? v[x] : top;
+    rm->top[(size_t)d * rm->runs + r] = top;
+}
+
+/* The memory rows of g. 0 ok, -1 no memory. */
+static int row_mem_init(row_mem *rm, const grid *g, int p) {
+    for (rm->shift = 1; (1 << 2 * rm->shift) < p; rm->shift++)
+        ;
+    rm->run = 1 << rm->shift;
+    rm->len = g->len;
+    rm->runs = (g->len + rm->run - 1) >> rm->shift;
+    rm->val = vp__calloc((size_t)p * (size_t)rm->len + 1, sizeof *rm->val);
+    rm->top = vp__calloc((size_t)p * (size_t)rm->runs + 1, sizeof *rm->top);
+    rm->add = vp__calloc((size_t)p * (size_t)rm->runs + 1, sizeof *rm->add);
+    if (!rm->val || !rm->top || !rm->add)
+        return -1;
+    for (int d = 0; d < p; d++) {
+        int cur = 0, *v = rm->val + (size_t)d * rm->len;
+        for (int t = 0; t < g->len; t++) {
+            int type = g->ty[CELL(g, d, t)];
+            cur += type == T_F0 || type == T_F1 ? 1 : type == T_W ? -1 : 0;
+            v[t] = cur;
+        }
+        for (int r = 0; r < rm->runs; r++)
+            run_top(rm, d, r);
     }
+    return 0;
+}
+
+/* Adds delta to the memory after slots [lo, hi) of row d. */
+static void row_mem_add(row_mem *rm, int d, int lo, int hi, int delta) {
+    int *v = rm->val + (size_t)d * rm->len, *add = rm->add + (size_t)d * rm->runs;
+    while (lo < hi) {
+        int r = lo >> rm->shift, end = (r + 1) << rm->shift;
+        if (lo == r << rm->shift && end <= hi) { /* the whole run */
+            add[r] += delta;
+            lo = end;
+            continue;
+        }
+        int *top = &rm->top[(size_t)d * rm->runs + r], was_top = 0;
+        for (int stop = end < hi ? end : hi; lo < stop; lo++) {
+            was_top |= v[lo] == *top;
+            v[lo] += delta;
+            *top = v[lo] > *top ? v[lo] : *top;
+        }
+        if (delta < 0 && was_top) /* the largest may have gone down */
+            run_top(rm, d, r);
+    }
+}
+
+/* The last slot x in [lo, hi) of row d whose memory after it is at least level, or -1. */
+static int row_mem_last_at(const row_mem *rm, int d, int lo, int hi, int level) {
+    const int *v = rm->val + (size_t)d * rm->len, *add = rm->add + (size_t)d * rm->runs,
+              *top = rm->top + (size_t)d * rm->runs;
+    int x = hi - 1;
+    while (x >= lo) {
+        int r = x >> rm->shift, start = r << rm->shift;
+        if (x == start + rm->run - 1 && start >= lo && top[r] + add[r] < level) {
+            x = start - 1; /* a whole run below the level */
+            continue;
+        }
+        if (v[x] + add[r] >= level)
+            return x;
+        x--;
+    }
+    return -1;
 }
 
 /* 1F1B-V's warm-up (vp_vgrid_build_bw): every pass, in slot order, to the earliest slot
@@ -924,19 +1006,18 @@ static void row_memory(const grid *g, int d, int *mem) {
  * the peak. */
 static int v1f1b_compact(vp_vgrid *w) {
     grid *g = cur_grid(w);
-    int p = w->p, peak = grid_peak(g, p, NULL);
-    int *mem = vp__calloc((size_t)p * (size_t)g->len + 1, sizeof *mem);
-    if (!mem)
+    int p = w->p, peak = grid_peak(g, p, NULL), end = 0;
+    row_mem rm = {0};
+    if (row_mem_init(&rm, g, p) != 0) {
+        row_mem_free(&rm);
         return -1;
-    for (int d = 0; d < p; d++)
-        row_memory(g, d, mem + (size_t)d * g->len);
+    }
     for (size_t i = 0; i < (size_t)p * 4 * (size_t)w->mm; i++)
         w->at[i] = -1;
     for (int i = 0; i < g->len; i++) {
         for (int d = 0; d < p; d++) {
             int8_t *row = g->ty + CELL(g, d, 0);
             int32_t *mbs = g->mb + CELL(g, d, 0);
-            int *m_row = mem + (size_t)d * g->len;
             int type = row[i];
             if (type < 0 || type == T_W)
                 continue;
@@ -950,17 +1031,14 @@ static int v1f1b_compact(vp_vgrid *w) {
                 pos++;
             if (two && pos < i) {
                 to = pos;
-                for (int x = pos + 1; x < i + 1; x++)
-                    m_row[x]--;
+                row_mem_add(&rm, d, pos + 1, i + 1, -1);
             } else if (!two && pos < i) {
-                int place = i;
-                while (place > pos && m_row[place - 1] < peak)
-                    place--;
+                int place = row_mem_last_at(&rm, d, pos, i, peak) + 1;
+                place = place > pos ? place : pos;
                 while (place < i && row[place] >= 0)
                     place++;
                 to = place;
-                for (int x = place; x < i; x++)
-                    m_row[x]++;
+                row_mem_add(&rm, d, place, i, 1);
             }
             if (to != i) {
                 row[to] = (int8_t)type;
@@ -973,16 +1051,19 @@ static int v1f1b_compact(vp_vgrid *w) {
                 }
             }
             w->at[at_index(w, d, type, mb)] = to + 1 + two;
+            end = to + 1 + two > end ? to + 1 + two : end;
         }
     }
-    free(mem);
+    g->len = end; /* without the columns the moves emptied at the end */
+    row_mem_free(&rm);
     return 0;
 }
 
-vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const char *family,
-                            vp_schedule **out, vp_error *err) {
-    *out = NULL;
+/* 1F1B-V's grid of block slots t: repeated, the canonical warm-up when asked, compacted
+ * (vp_vgrid_build_bw). */
+static vp_status build_bw_grid(vp_vgrid *w, const int (*t)[6], int canonical, vp_error *err) {
     w->built = 0;
+    w->bw = 1;
     w->mm = w->mw = w->m; /* no spare copies: the compaction handles short runs */
     w->extra = 0;
     vp_status rc = repeat_block(w, t, 1, 1, err);
@@ -995,5 +1076,24 @@ vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const
     }
     if (rc == VP_OK && v1f1b_compact(w) != 0)
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    return rc;
+}
+
+vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const char *family,
+                            vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    vp_status rc = build_bw_grid(w, t, canonical, err);
     return rc == VP_OK ? vp__vgrid_schedule(w, 1, family ? family : "1f1b-v", out, err) : rc;
+}
+
+vp_status vp_vgrid_measure_bw(vp_vgrid *w, const int (*t)[6], int canonical,
+                              const vp_cost_model *cm, vp_vgrid_metrics *out, vp_error *err) {
+    *out = (vp_vgrid_metrics){0};
+    if (cm->S != 2 * w->p)
+        return vp__fail(err, VP_EINVAL, "cost model has %d stages, a V grid of %d devices %d",
+                        cm->S, w->p, 2 * w->p);
+    vp_status rc = build_bw_grid(w, t, canonical, err);
+    if (rc == VP_OK && vp__vgrid_replay(w, cm, 0, out) != 0)
+        rc = vp__fail(err, VP_EINVAL, "the compacted 1F1B-V grid does not replay in slot order");
+    return rc;
 }

@@ -26,6 +26,8 @@ struct vp_vgrid {
                        slots before column cut) inserted at cut, microbatches after it
                        shifted; extra = 0: the grid as it is */
     int built;      /* the current grid is a finished split-mode build (vp_vgrid_schedule) */
+    int bw;         /* the current grid is in bw mode (1F1B-V: a backward is a BW whose second
+                       slot is its W cell) */
     int order_peak; /* peak of the orders the last squeeze placed (take_orders) */
     grid g[2];      /* current and spare grid */
     int cur;
@@ -110,7 +112,8 @@ vp_status vp__vgrid_schedule(vp_vgrid *w, int bw, const char *family, vp_schedul
                              vp_error *err);
 
 /* Replays the current grid in slot order under cm into out (vp_vgrid_measure's replay,
- * vgrid_read.c). -1 when it does not replay in slot order or memory runs out. */
+ * vgrid_read.c; in bw mode each backward a BW, its W cell skipped). -1 when it does not
+ * replay in slot order or memory runs out. */
 int vp__vgrid_replay(vp_vgrid *w, const vp_cost_model *cm, double limit, vp_vgrid_metrics *out);
 
 #endif

@@ -78,7 +78,7 @@ static int run_stage(vp_vgrid *w, dev_run *r, int d, int type) {
     int8_t *fifo = w->wchunk + (size_t)d * 2 * w->spare;
     if (type == T_W)
         return r->head < r->tail ? type_stage(w->p, d, fifo[r->head++] ? T_F1 : T_F0) : -1;
-    if (type == T_B1 || type == T_B0)
+    if ((type == T_B1 || type == T_B0) && !w->bw)
         fifo[r->tail++] = type == T_B1;
     return type_stage(w->p, d, type);
 }
@@ -91,6 +91,7 @@ static double run_pass(vp_vgrid *w, const vp_cost_model *cm, dev_run *r, int d, 
         return -1;
     double start = r->free, dur = type <= T_F1  ? cm->f[stage]
                                   : type == T_W ? cm->w[stage]
+                                  : w->bw       ? cm->b[stage] + cm->w[stage]
                                                 : cm->b[stage];
     if (type != T_W && pred(w->p, d, type, &pd, &pt)) {
         double e = w->end[end_index(w, pd, pt, mb)];
@@ -111,6 +112,8 @@ static double run_pass(vp_vgrid *w, const vp_cost_model *cm, dev_run *r, int d, 
         up = cm->act[stage], up_b = cm->act_bytes ? cm->act_bytes[stage] : 0;
     else if (type == T_W)
         down = cm->keep[stage], down_b = cm->keep_bytes ? cm->keep_bytes[stage] : 0;
+    else if (w->bw)
+        down = cm->act[stage], down_b = cm->act_bytes ? cm->act_bytes[stage] : 0;
     else
         down = cm->act[stage] - cm->keep[stage],
         down_b = cm->act_bytes ? cm->act_bytes[stage] - cm->keep_bytes[stage] : 0;
@@ -240,7 +243,7 @@ static int replay_grid(vp_vgrid *w, const vp_cost_model *cm, double limit, dev_r
             v += PERIOD * fast_forward(w, run, pp, k);
         for (int d = 0; d < p; d++) {
             int mb, type = virtual_cell(w, d, v, &mb);
-            if (type < 0)
+            if (type < 0 || (w->bw && type == T_W))
                 continue;
             double end = run_pass(w, cm, &run[d], d, type, mb);
             if (end < 0)

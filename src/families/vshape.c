@@ -134,11 +134,15 @@ static vp_status search_patterns(named *ns, vp_error *err) {
             vp_vblock_slots(&vb, p, ns->slots) != 0 ||
             vp_vgrid_peak(ns->grid, (const int(*)[6])ns->slots) > ns->cap)
             continue;
+        /* the replay stops once the block's span is sure to pass the best's first figure:
+         * then it cannot rank first */
         vp_vgrid_metrics x;
-        vp_status rc = vp_vgrid_measure(ns->grid, (const int(*)[6])ns->slots, ns->cm, 0, &x, err);
+        double limit = ns->rank == VP_VRANK_SPAN ? ns->best.m.span : ns->best.m.makespan;
+        vp_status rc =
+            vp_vgrid_measure(ns->grid, (const int(*)[6])ns->slots, ns->cm, limit, &x, err);
         if (rc != VP_OK)
             return rc;
-        if (x.peak <= ns->best.m.peak + 1e-9 &&
+        if (x.complete && x.peak <= ns->best.m.peak + 1e-9 &&
             vp_vsearch_ranks_before(&x, &ns->best.m, ns->rank)) {
             ns->best.m = x;
             ns->block = vb;
@@ -290,54 +294,51 @@ static void v1f1b_slots(int p, int lead, int phase0, int (*t)[6]) {
     }
 }
 
-/* Makespan of s under the spec's costs (and its peak into *peak), or -1 on failure. */
-static double spec_makespan(const vp_schedule *s, const vp_spec *spec, double *peak) {
-    vp_cost_model *cm = NULL;
-    vp_vgrid_metrics m;
-    double ms = -1;
-    if (vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, NULL) == VP_OK &&
-        sim_metrics(s, cm, &m, NULL) == VP_OK) {
-        ms = m.makespan;
-        *peak = m.peak;
-    }
-    vp_cost_model_free(cm);
-    return ms;
-}
-
-/* The search of vp__build_1f1bv: the variant with the smallest makespan so far, and the
- * memory cap (the first variant's peak: the standard rhythm's). */
+/* The search of vp__build_1f1bv: the variant (lead, phase, canonical warm-up) with the
+ * smallest makespan so far, and the memory cap (the first variant's peak: the standard
+ * rhythm's). Variants are measured on the grid without making schedules. */
 typedef struct v1f1b_search {
     const vp_spec *spec;
+    const vp_cost_model *cm;
     vp_vgrid *grid;
     int (*slots)[6];
-    vp_schedule *best;
+    int found, lead, phase, canonical;
     double best_ms, cap;
     int tried;
 } v1f1b_search;
 
-/* Builds the variant (lead, phase, canonical warm-up) and keeps it when its peak stays
+/* Measures the variant (lead, phase, canonical warm-up) and keeps it when its peak stays
  * within the cap and its makespan under the spec's costs is the smallest so far. A
  * variant that collides at period 6 or whose canonical warm-up does not replay is
  * skipped. */
 static vp_status try_variant(v1f1b_search *vs, int lead, int phase, int canonical, vp_error *err) {
-    vp_schedule *s = NULL;
-    double peak = 0;
+    vp_vgrid_metrics x;
     v1f1b_slots(vs->spec->p, lead, phase, vs->slots);
     vp_status rc =
-        vp_vgrid_build_bw(vs->grid, (const int(*)[6])vs->slots, canonical, "1f1b-v", &s, err);
-    if (rc == VP_EVALIDATION)
-        rc = VP_OK;
-    double ms = s ? spec_makespan(s, vs->spec, &peak) : -1;
+        vp_vgrid_measure_bw(vs->grid, (const int(*)[6])vs->slots, canonical, vs->cm, &x, err);
+    if (rc != VP_OK && rc != VP_EVALIDATION)
+        return rc;
+    double ms = rc == VP_OK ? x.makespan : -1, peak = rc == VP_OK ? x.peak : 0;
     if (vs->tried++ == 0)
         vs->cap = peak;
-    if (ms >= 0 && peak <= vs->cap + 1e-9 && (!vs->best || ms < vs->best_ms - 1e-9)) {
-        vp_schedule_free(vs->best);
-        vs->best = s;
+    if (ms >= 0 && peak <= vs->cap + 1e-9 && (!vs->found || ms < vs->best_ms - 1e-9)) {
+        vs->found = 1;
         vs->best_ms = ms;
-    } else {
-        vp_schedule_free(s);
+        vs->lead = lead;
+        vs->phase = phase;
+        vs->canonical = canonical;
     }
-    return rc;
+    return VP_OK;
+}
+
+/* The winning variant built into its schedule. */
+static vp_status build_variant(v1f1b_search *vs, vp_schedule **out, vp_error *err) {
+    if (!vs->found)
+        return vp__fail(err, VP_EINVAL, "1f1b-v found no collision-free block at p=%d",
+                        vs->spec->p);
+    v1f1b_slots(vs->spec->p, vs->lead, vs->phase, vs->slots);
+    return vp_vgrid_build_bw(vs->grid, (const int(*)[6])vs->slots, vs->canonical, "1f1b-v", out,
+                             err);
 }
 
 vp_status vp__build_1f1bv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
@@ -348,9 +349,12 @@ vp_status vp__build_1f1bv(const vp_spec *spec, vp_schedule **out, vp_error *err)
     if (rc != VP_OK)
         return rc;
     int p = spec->p;
+    vp_cost_model *cm = NULL;
     v1f1b_search vs = {.spec = spec, .slots = vp__calloc((size_t)p, sizeof *vs.slots)};
-    rc = vs.slots ? vp_vgrid_new(p, spec->m, &vs.grid, err)
-                  : vp__fail(err, VP_ENOMEM, "out of memory");
+    rc = vs.slots ? vp__vshape_costs(spec, &cm, err) : vp__fail(err, VP_ENOMEM, "out of memory");
+    vs.cm = cm;
+    if (rc == VP_OK)
+        rc = vp_vgrid_new(p, spec->m, &vs.grid, err);
     /* The standard rhythm (three extra slots before the first backward when 3 divides p)
      * sets the memory; then every lead, warm-up and phase of the rhythm counter. */
     if (rc == VP_OK)
@@ -359,14 +363,10 @@ vp_status vp__build_1f1bv(const vp_spec *spec, vp_schedule **out, vp_error *err)
         for (int canonical = 0; canonical < 2 && rc == VP_OK; canonical++)
             for (int phase = 0; phase < 3 && rc == VP_OK; phase++)
                 rc = try_variant(&vs, lead, phase, canonical, err);
+    if (rc == VP_OK)
+        rc = build_variant(&vs, out, err);
     vp_vgrid_free(vs.grid);
+    vp_cost_model_free(cm);
     free(vs.slots);
-    if (rc == VP_OK && !vs.best)
-        rc = vp__fail(err, VP_EINVAL, "1f1b-v found no collision-free block at p=%d", p);
-    if (rc != VP_OK) {
-        vp_schedule_free(vs.best);
-        return rc;
-    }
-    *out = vs.best;
-    return VP_OK;
+    return rc;
 }

@@ -71,7 +71,8 @@ static void put(zba *z, int j, vp_op_kind k) {
         z->tb[(size_t)j * z->m + idx] = t;
     z->mem[j] += mem_delta(z, k, j);
     cnt[j]++;
-    z->rc = vp_schedule_push_pass(z->s, j, k, j, idx);
+    if (z->s)
+        z->rc = vp_schedule_push_pass(z->s, j, k, j, idx);
 }
 
 /* Runs W until pass k fits the memory limit; VP_EINVAL when no W is left to run. */
@@ -181,7 +182,9 @@ static void step(zba *z, int i, int *req) {
 
 /* Runs one variant into a new schedule; returns its longest device span, or -1 when the
  * variant cannot keep to the memory limit (z->rc says why). */
-static double run_variant(zba *z, int *req) {
+/* One run of the options in z, into a new schedule z->s when record is set (else only
+ * timed); returns the longest device span, or -1 on failure. */
+static double run_variant(zba *z, int *req, int record) {
     int S = z->S, m = z->m;
     for (int j = 0; j < S; j++) {
         z->nf[j] = z->nb[j] = z->nw[j] = 0;
@@ -189,8 +192,11 @@ static double run_variant(zba *z, int *req) {
     }
     z->maxbub = 0;
     z->rc = VP_OK;
-    z->rc = vp_schedule_new(
-        "zb-auto", (vp_shape){.p = S, .S = S, .m = m, .placement = VP_PLACE_SINGLE}, &z->s, NULL);
+    z->s = NULL;
+    if (record)
+        z->rc = vp_schedule_new("zb-auto",
+                                (vp_shape){.p = S, .S = S, .m = m, .placement = VP_PLACE_SINGLE},
+                                &z->s, NULL);
     if (z->rc != VP_OK)
         return -1;
     for (int i = 0; i < m && z->rc == VP_OK; i++) {
@@ -211,6 +217,61 @@ static double run_variant(zba *z, int *req) {
             span = z->end[j] - first;
     }
     return span;
+}
+
+/* The longest span no variant can beat: the most work on one device. */
+static double most_work(const zba *z) {
+    double most = 0;
+    for (int j = 0; j < z->S; j++) {
+        double work = z->m * (cost(z, VP_OP_F, j) + cost(z, VP_OP_B, j) + cost(z, VP_OP_W, j));
+        most = work > most ? work : most;
+    }
+    return most;
+}
+
+/* Sets z's three options to variant v (the paper's order: True before False). */
+static void set_options(zba *z, int v) {
+    z->allow_gap = !(v & 4);
+    z->prioritize_b = !(v & 2);
+    z->greedy_w = !(v & 1);
+}
+
+/* The best of the 8 variants into *out (NULL when none keeps to the limit): each is timed
+ * (the first also recorded), the winner run again into its schedule unless it is the
+ * first; once a span meets the most work on one device no later variant can win. */
+static vp_status best_variant(zba *z, int *req, vp_schedule **out) {
+    vp_schedule *first = NULL; /* variant 0's, in case it wins */
+    double best_span = 0, floor = most_work(z);
+    int winner = -1;
+    for (int v = 0; v < 8; v++) {
+        if (winner >= 0 && best_span <= floor + 0.5e-9 * (1 + floor))
+            break;
+        set_options(z, v);
+        double span = run_variant(z, req, v == 0);
+        if (v == 0 && span >= 0)
+            first = z->s;
+        else
+            vp_schedule_free(z->s);
+        z->s = NULL;
+        if (z->rc == VP_ENOMEM) {
+            vp_schedule_free(first);
+            return VP_ENOMEM;
+        }
+        if (span >= 0 && (winner < 0 || span < best_span - 1e-9 * (1 + span))) {
+            winner = v;
+            best_span = span;
+        }
+    }
+    if (winner <= 0) {
+        *out = first;
+        return VP_OK;
+    }
+    vp_schedule_free(first);
+    set_options(z, winner);
+    double span = run_variant(z, req, 1);
+    *out = z->s;
+    z->s = NULL;
+    return span >= 0 ? VP_OK : z->rc == VP_OK ? VP_EINVAL : z->rc;
 }
 
 /* Builds the best of the 8 variants under limit (units per device). */
@@ -244,25 +305,10 @@ static vp_status zb_auto(const char *name, const vp_spec *spec, double limit, vp
     z.tf = vp__calloc(cells, sizeof *z.tf);
     z.tb = vp__calloc(cells, sizeof *z.tb);
     vp_schedule *best = NULL;
-    double best_span = 0;
     rc = (req && z.nf && z.nb && z.nw && z.mem && z.end && z.bub && z.tf && z.tb) ? VP_OK
                                                                                   : VP_ENOMEM;
-    for (int v = 0; v < 8 && rc == VP_OK; v++) {
-        z.allow_gap = !(v & 4); /* the paper's order: True before False */
-        z.prioritize_b = !(v & 2);
-        z.greedy_w = !(v & 1);
-        double span = run_variant(&z, req);
-        if (z.rc == VP_ENOMEM)
-            rc = VP_ENOMEM;
-        if (span >= 0 && (!best || span < best_span - 1e-9 * (1 + span))) {
-            vp_schedule_free(best);
-            best = z.s;
-            best_span = span;
-        } else {
-            vp_schedule_free(z.s);
-        }
-        z.s = NULL;
-    }
+    if (rc == VP_OK)
+        rc = best_variant(&z, req, &best);
     free(req);
     free(z.nf);
     free(z.nb);
@@ -273,9 +319,11 @@ static vp_status zb_auto(const char *name, const vp_spec *spec, double limit, vp
     free(z.tf);
     free(z.tb);
     vp_cost_model_free(cm);
-    if (rc == VP_ENOMEM) {
+    if (rc != VP_OK) {
         vp_schedule_free(best);
-        return vp__fail(err, VP_ENOMEM, "out of memory");
+        if (rc == VP_ENOMEM)
+            return vp__fail(err, rc, "out of memory");
+        return vp__fail(err, rc, "%s: the best variant failed to replay", name);
     }
     if (!best)
         return vp__fail(err, VP_EINVAL,

@@ -121,7 +121,8 @@ static void put(zbv *z, int cat, int chunk, int d) {
     if (cat == CAT_B)
         z->wq[(size_t)d * 2 * z->m + (size_t)(z->wtail[d]++)] = chunk;
     vp_op_kind kind = cat == CAT_F ? VP_OP_F : cat == CAT_B ? VP_OP_B : VP_OP_W;
-    z->rc = vp_schedule_push_pass(z->s, d, kind, stage, cnt);
+    if (z->s)
+        z->rc = vp_schedule_push_pass(z->s, d, kind, stage, cnt);
 }
 
 static int pending_w(const zbv *z, int d) {
@@ -253,8 +254,9 @@ static void forward_step(zbv *z) {
     }
 }
 
-/* One run into a new schedule; returns the worst bubble, or -1 on failure. */
-static double run(zbv *z, const double *approved) {
+/* One run, into a new schedule z->s when record is set (else only timed); returns the
+ * worst bubble, or -1 on failure. */
+static double run(zbv *z, const double *approved, int record) {
     int p = z->p, m = z->m;
     z->rc = VP_OK;
     z->maxbub = 0;
@@ -270,8 +272,10 @@ static double run(zbv *z, const double *approved) {
         z->cur[d] = z->mem[d] = z->bub[d] = 0;
         z->whead[d] = z->wtail[d] = 0;
     }
-    z->rc = vp_schedule_new("zb-v", (vp_shape){.p = p, .S = 2 * p, .m = m, .placement = VP_PLACE_V},
-                            &z->s, NULL);
+    z->s = NULL;
+    if (record)
+        z->rc = vp_schedule_new(
+            "zb-v", (vp_shape){.p = p, .S = 2 * p, .m = m, .placement = VP_PLACE_V}, &z->s, NULL);
     if (z->rc != VP_OK)
         return -1;
     warmup(z);
@@ -285,15 +289,80 @@ static double run(zbv *z, const double *approved) {
     return z->rc == VP_OK ? z->maxbub : -1;
 }
 
-static void keep_if_better(zbv *z, double bubble, vp_schedule **best, double *best_bubble) {
-    if (bubble >= 0 && (!*best || bubble < *best_bubble - z->eps)) {
-        vp_schedule_free(*best);
-        *best = z->s;
-        *best_bubble = bubble;
-    } else {
-        vp_schedule_free(z->s);
+/* The best run so far: its options and the allowance it ran with (has_allow 0: none);
+ * first: it is the first run, whose schedule is kept in case it wins. */
+typedef struct best_run {
+    int found, fill_b, fill_f, has_allow, first;
+    double bubble;
+    double *allow; /* [p] */
+} best_run;
+
+/* Keeps the run just made (options of z, allowance approved) when its worst bubble is the
+ * smallest so far; earlier runs win ties. */
+static void keep_if_better(const zbv *z, double bubble, const double *approved, best_run *best) {
+    if (bubble < 0 || (best->found && !(bubble < best->bubble - z->eps)))
+        return;
+    best->first = !best->found && z->s;
+    best->found = 1;
+    best->bubble = bubble;
+    best->fill_b = z->fill_b;
+    best->fill_f = z->fill_f;
+    best->has_allow = approved != NULL;
+    if (approved)
+        memcpy(best->allow, approved, (size_t)z->p * sizeof *best->allow);
+}
+
+/* 1 when no later run can win: a worst bubble of zero cannot be beaten. */
+static int unbeatable(const zbv *z, const best_run *best) {
+    return best->found && best->bubble <= z->eps;
+}
+
+/* The 4 option variants, each re-run with the last run's bubbles as allowance while the
+ * worst one drops, the best kept in *best. The runs are timed only, but the first is also
+ * recorded into *first in case it wins. VP_ENOMEM or VP_OK. */
+static vp_status search_runs(zbv *z, double *allow, best_run *best, vp_schedule **first) {
+    for (int v = 0; v < 4 && !unbeatable(z, best); v++) {
+        z->fill_b = !(v & 2); /* the paper's order: fill_b True first, then fill_f */
+        z->fill_f = !(v & 1);
+        double prev = -1;
+        for (int level = 0; level < 64 && !unbeatable(z, best); level++) {
+            double bubble = run(z, level ? allow : NULL, !v && !level);
+            if (z->rc == VP_ENOMEM) {
+                vp_schedule_free(z->s);
+                z->s = NULL;
+                return VP_ENOMEM;
+            }
+            keep_if_better(z, bubble, level ? allow : NULL, best);
+            if (!v && !level && bubble >= 0)
+                *first = z->s;
+            else
+                vp_schedule_free(z->s);
+            z->s = NULL;
+            if (bubble >= 0)
+                memcpy(allow, z->bub, (size_t)z->p * sizeof *allow);
+            if (bubble < 0 || (level > 0 && !(bubble < prev - z->eps)))
+                break;
+            prev = bubble;
+        }
     }
+    return VP_OK;
+}
+
+/* The best run's schedule into *out: the first run's (taken from *first), or the best run
+ * again, recorded. */
+static vp_status winner_schedule(zbv *z, const best_run *best, vp_schedule **first,
+                                 vp_schedule **out) {
+    if (best->first) {
+        *out = *first;
+        *first = NULL;
+        return VP_OK;
+    }
+    z->fill_b = best->fill_b;
+    z->fill_f = best->fill_f;
+    double bubble = run(z, best->has_allow ? best->allow : NULL, 1);
+    *out = z->s;
     z->s = NULL;
+    return bubble >= 0 ? VP_OK : z->rc == VP_OK ? VP_EINVAL : z->rc;
 }
 
 vp_status vp__build_zbv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
@@ -319,28 +388,15 @@ vp_status vp__build_zbv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
     z.whead = vp__calloc((size_t)p, sizeof *z.whead);
     z.wtail = vp__calloc((size_t)p, sizeof *z.wtail);
     double *allow = vp__calloc((size_t)p, sizeof *allow);
-    vp_schedule *best = NULL;
-    double best_bubble = 0;
+    best_run best = {.allow = vp__calloc((size_t)p, sizeof *best.allow)};
     if (!z.count || !z.tf || !z.tb || !z.cur || !z.mem || !z.bub || !z.wq || !z.whead || !z.wtail ||
-        !allow)
+        !allow || !best.allow)
         rc = VP_ENOMEM;
-    for (int v = 0; v < 4 && rc == VP_OK; v++) {
-        z.fill_b = !(v & 2); /* the paper's order: fill_b True first, then fill_f */
-        z.fill_f = !(v & 1);
-        /* re-run with the last run's bubbles as allowance while the worst one drops */
-        double prev = -1;
-        for (int level = 0; level < 64 && rc == VP_OK; level++) {
-            double bubble = run(&z, level ? allow : NULL);
-            if (z.rc == VP_ENOMEM)
-                rc = VP_ENOMEM;
-            if (bubble >= 0)
-                memcpy(allow, z.bub, (size_t)p * sizeof *allow);
-            keep_if_better(&z, bubble, &best, &best_bubble);
-            if (bubble < 0 || (level > 0 && !(bubble < prev - z.eps)))
-                break;
-            prev = bubble;
-        }
-    }
+    vp_schedule *first = NULL, *winner = NULL;
+    if (rc == VP_OK)
+        rc = search_runs(&z, allow, &best, &first);
+    if (rc == VP_OK && best.found)
+        rc = winner_schedule(&z, &best, &first, &winner);
     free(z.count);
     free(z.tf);
     free(z.tb);
@@ -351,15 +407,18 @@ vp_status vp__build_zbv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
     free(z.whead);
     free(z.wtail);
     free(allow);
+    free(best.allow);
+    vp_schedule_free(first);
     vp_cost_model_free(cm);
-    if (rc == VP_ENOMEM) {
-        vp_schedule_free(best);
-        return vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc != VP_OK) {
+        vp_schedule_free(winner);
+        return vp__fail(err, rc,
+                        rc == VP_ENOMEM ? "out of memory" : "zb-v: the best run failed to replay");
     }
-    if (!best)
+    if (!winner)
         return vp__fail(err, VP_EINVAL,
                         "zb-v cannot schedule p=%d, m=%d within %g units per device", p, m,
                         z.limit);
-    *out = best;
+    *out = winner;
     return VP_OK;
 }
