@@ -208,15 +208,21 @@ function showView(result, ms, mode) {
   $('#sim-json').textContent = result.sim;
 }
 
+/* The pictures' blob: addresses not yet released. An address is released only once a later
+ * picture has loaded: revoking one the image may still be reading fails that read. */
+const pictureUrls = [];
+
 function showPicture(svg, sim) {
   const img = $('#picture');
-  if (img.src.startsWith('blob:')) URL.revokeObjectURL(img.src);
   img.alt = `Timeline of ${sim.family} on ${sim.p} devices with ${sim.m} microbatches: bubble ${percent(sim.bubble)}`;
+  const url = URL.createObjectURL(new Blob([svg], { type: 'image/svg+xml' }));
+  pictureUrls.push(url);
   img.onload = () => {
     if (firstPicture) performance.mark('vp-first-picture');
     firstPicture = false;
+    while (pictureUrls[0] !== url) URL.revokeObjectURL(pictureUrls.shift());
   };
-  img.src = URL.createObjectURL(new Blob([svg], { type: 'image/svg+xml' }));
+  img.src = url;
 }
 
 /* Peak activation memory and busy time per device, as a table. */

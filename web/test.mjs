@@ -104,7 +104,13 @@ async function open(browser, url, viewport = { width: 1280, height: 900 }) {
   const page = await browser.newPage({ viewport });
   page.on('console', (m) => m.type() === 'error' && consoleErrors.push(`${url}: ${m.text()}`));
   page.on('pageerror', (e) => consoleErrors.push(`${url}: ${e.message}`));
-  page.on('requestfailed', (r) => consoleErrors.push(`${url}: request failed ${r.url()}`));
+  // A picture replaced while it loads has its read aborted by the browser, by design; any
+  // other failed request (a revoked or missing address, a file not served) is an error.
+  page.on('requestfailed', (r) => {
+    const why = r.failure()?.errorText ?? '';
+    if (!(r.url().startsWith('blob:') && why === 'net::ERR_ABORTED'))
+      consoleErrors.push(`${url}: request failed ${r.url()} (${why})`);
+  });
   await page.goto(url);
   return page;
 }
