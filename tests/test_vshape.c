@@ -409,8 +409,9 @@ static void bw_slots(int p, int lead, int phase, int (*t)[6]) {
 }
 
 /* vp_vgrid_measure_bw refuses what vp_vgrid_build_bw refuses and otherwise gives the
- * figures vp_simulate gives its schedule, to the bit: short and long runs, with and
- * without the canonical warm-up, equal and unequal costs, the ZB split with bytes. */
+ * figures vp_simulate gives its schedule, to the bit, and vp_vgrid_schedule then hands
+ * over that schedule: short and long runs (built with periods inserted), with and without
+ * the canonical warm-up, equal and unequal costs, the ZB split with bytes. */
 static void test_measure_bw_matches_simulate(void **state) {
     (void)state;
     vp_costs costs[] = {tu_costs(1, 1, 1, 0), tu_costs(1, 2, 1, 0.25),
@@ -453,6 +454,11 @@ static void test_measure_bw_matches_simulate(void **state) {
                         assert_true(x.complete && x.makespan == sim->makespan &&
                                     x.span == vp_sim_longest_span(sim) && x.bubble == sim->bubble &&
                                     x.peak == sim->peak_max && x.peak_bytes == bytes);
+                        vp_schedule *again = NULL;
+                        assert_int_equal(vp_vgrid_schedule(g, NULL, &again, NULL), VP_OK);
+                        assert_true(vp_schedule_equal(again, s));
+                        assert_string_equal(again->family, "1f1b-v");
+                        vp_schedule_free(again);
                         checked++;
                         vp_sim_free(sim);
                         vp_cost_model_free(cm);

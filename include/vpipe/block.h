@@ -316,8 +316,9 @@ typedef struct vp_vgrid_metrics {
 VP_API vp_status vp_vgrid_measure(vp_vgrid *g, const int (*slots)[6], const vp_cost_model *cm,
                                   double limit, vp_vgrid_metrics *out, vp_error *err);
 
-/* The schedule (named family, NULL: "v-block") of the block the last vp_vgrid_measure on g
- * built, the one vp_vgrid_build would return for its slots, without building it again
+/* The schedule (named family, NULL: "v-block", or "1f1b-v" after vp_vgrid_measure_bw) of
+ * the block the last vp_vgrid_measure or vp_vgrid_measure_bw on g built, the one
+ * vp_vgrid_build (vp_vgrid_build_bw) would return for its slots, without building it again
  * (caller frees). VP_EINVAL when no measure has built a block on g since it was made or
  * last used by another build; VP_ENOMEM. */
 VP_API vp_status vp_vgrid_schedule(vp_vgrid *g, const char *family, vp_schedule **out,

@@ -889,7 +889,7 @@ vp_status vp_vgrid_schedule(vp_vgrid *w, const char *family, vp_schedule **out, 
     *out = NULL;
     if (!w->built)
         return vp__fail(err, VP_EINVAL, "no V block was measured on this grid");
-    return vp__vgrid_schedule(w, 0, family ? family : "v-block", out, err);
+    return vp__vgrid_schedule(w, w->bw, family ? family : w->bw ? "1f1b-v" : "v-block", out, err);
 }
 
 vp_status vp_vblock_build(const vp_vblock *vb, int p, int m, const char *family, vp_schedule **out,
@@ -1059,13 +1059,13 @@ static int v1f1b_compact(vp_vgrid *w) {
     return 0;
 }
 
-/* 1F1B-V's grid of block slots t: repeated, the canonical warm-up when asked, compacted
- * (vp_vgrid_build_bw). */
-static vp_status build_bw_grid(vp_vgrid *w, const int (*t)[6], int canonical, vp_error *err) {
-    w->built = 0;
-    w->bw = 1;
-    w->mm = w->mw = w->m; /* no spare copies: the compaction handles short runs */
+/* 1F1B-V's grid of block slots t for mw microbatches: repeated, the canonical warm-up when
+ * asked, compacted (vp_vgrid_build_bw). */
+static vp_status build_bw_copies(vp_vgrid *w, const int (*t)[6], int canonical, int mw,
+                                 vp_error *err) {
+    w->mm = w->mw = mw; /* no spare copies: the compaction handles short runs */
     w->extra = 0;
+    w->cut = -1;
     vp_status rc = repeat_block(w, t, 1, 1, err);
     if (rc == VP_OK && canonical) {
         int kept = tentative(w, step_warmup, grid_peak(cur_grid(w), w->p, NULL), 1);
@@ -1077,6 +1077,22 @@ static vp_status build_bw_grid(vp_vgrid *w, const int (*t)[6], int canonical, vp
     if (rc == VP_OK && v1f1b_compact(w) != 0)
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
     return rc;
+}
+
+/* 1F1B-V's grid for w->m microbatches: built for fewer with periods inserted when that
+ * works (fewer_copies, find_cut), else in full. */
+static vp_status build_bw_grid(vp_vgrid *w, const int (*t)[6], int canonical, vp_error *err) {
+    w->built = 0;
+    w->bw = 1;
+    int few = fewer_copies(w);
+    if (few > 0) {
+        vp_status rc = build_bw_copies(w, t, canonical, few, err);
+        if (rc != VP_OK || find_cut(w)) {
+            w->extra = rc == VP_OK ? w->m - few : 0;
+            return rc;
+        }
+    }
+    return build_bw_copies(w, t, canonical, w->m, err);
 }
 
 vp_status vp_vgrid_build_bw(vp_vgrid *w, const int (*t)[6], int canonical, const char *family,
@@ -1095,5 +1111,6 @@ vp_status vp_vgrid_measure_bw(vp_vgrid *w, const int (*t)[6], int canonical,
     vp_status rc = build_bw_grid(w, t, canonical, err);
     if (rc == VP_OK && vp__vgrid_replay(w, cm, 0, out) != 0)
         rc = vp__fail(err, VP_EINVAL, "the compacted 1F1B-V grid does not replay in slot order");
+    w->built = rc == VP_OK;
     return rc;
 }

@@ -25,7 +25,7 @@ struct vp_vgrid {
     int cut, extra; /* the grid stands for itself with `extra` copies of its period (the 6
                        slots before column cut) inserted at cut, microbatches after it
                        shifted; extra = 0: the grid as it is */
-    int built;      /* the current grid is a finished split-mode build (vp_vgrid_schedule) */
+    int built;      /* the current grid is a finished measured build (vp_vgrid_schedule) */
     int bw;         /* the current grid is in bw mode (1F1B-V: a backward is a BW whose second
                        slot is its W cell) */
     int order_peak; /* peak of the orders the last squeeze placed (take_orders) */

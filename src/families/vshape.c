@@ -294,22 +294,23 @@ static void v1f1b_slots(int p, int lead, int phase0, int (*t)[6]) {
     }
 }
 
-/* The search of vp__build_1f1bv: the variant (lead, phase, canonical warm-up) with the
- * smallest makespan so far, and the memory cap (the first variant's peak: the standard
- * rhythm's). Variants are measured on the grid without making schedules. */
+/* The search of vp__build_1f1bv: the schedule of the variant (lead, phase, canonical
+ * warm-up) with the smallest makespan so far, and the memory cap (the first variant's
+ * peak: the standard rhythm's). Variants are measured on the grid; only one that wins is
+ * made into a schedule. */
 typedef struct v1f1b_search {
     const vp_spec *spec;
     const vp_cost_model *cm;
     vp_vgrid *grid;
     int (*slots)[6];
-    int found, lead, phase, canonical;
+    vp_schedule *best;
     double best_ms, cap;
     int tried;
 } v1f1b_search;
 
-/* Measures the variant (lead, phase, canonical warm-up) and keeps it when its peak stays
- * within the cap and its makespan under the spec's costs is the smallest so far. A
- * variant that collides at period 6 or whose canonical warm-up does not replay is
+/* Measures the variant (lead, phase, canonical warm-up) and keeps its schedule when its
+ * peak stays within the cap and its makespan under the spec's costs is the smallest so
+ * far. A variant that collides at period 6 or whose canonical warm-up does not replay is
  * skipped. */
 static vp_status try_variant(v1f1b_search *vs, int lead, int phase, int canonical, vp_error *err) {
     vp_vgrid_metrics x;
@@ -321,24 +322,12 @@ static vp_status try_variant(v1f1b_search *vs, int lead, int phase, int canonica
     double ms = rc == VP_OK ? x.makespan : -1, peak = rc == VP_OK ? x.peak : 0;
     if (vs->tried++ == 0)
         vs->cap = peak;
-    if (ms >= 0 && peak <= vs->cap + 1e-9 && (!vs->found || ms < vs->best_ms - 1e-9)) {
-        vs->found = 1;
-        vs->best_ms = ms;
-        vs->lead = lead;
-        vs->phase = phase;
-        vs->canonical = canonical;
-    }
-    return VP_OK;
-}
-
-/* The winning variant built into its schedule. */
-static vp_status build_variant(v1f1b_search *vs, vp_schedule **out, vp_error *err) {
-    if (!vs->found)
-        return vp__fail(err, VP_EINVAL, "1f1b-v found no collision-free block at p=%d",
-                        vs->spec->p);
-    v1f1b_slots(vs->spec->p, vs->lead, vs->phase, vs->slots);
-    return vp_vgrid_build_bw(vs->grid, (const int(*)[6])vs->slots, vs->canonical, "1f1b-v", out,
-                             err);
+    if (ms < 0 || peak > vs->cap + 1e-9 || (vs->best && ms >= vs->best_ms - 1e-9))
+        return VP_OK;
+    vp_schedule_free(vs->best);
+    vs->best = NULL;
+    vs->best_ms = ms;
+    return vp_vgrid_schedule(vs->grid, "1f1b-v", &vs->best, err);
 }
 
 vp_status vp__build_1f1bv(const vp_spec *spec, vp_schedule **out, vp_error *err) {
@@ -356,15 +345,21 @@ vp_status vp__build_1f1bv(const vp_spec *spec, vp_schedule **out, vp_error *err)
     if (rc == VP_OK)
         rc = vp_vgrid_new(p, spec->m, &vs.grid, err);
     /* The standard rhythm (three extra slots before the first backward when 3 divides p)
-     * sets the memory; then every lead, warm-up and phase of the rhythm counter. */
+     * sets the memory; then every other lead, warm-up and phase of the rhythm counter. */
+    int lead0 = p % 3 == 0 ? 3 : 0, phase0 = (3 - (p + 2) % 3) % 3;
     if (rc == VP_OK)
-        rc = try_variant(&vs, p % 3 == 0 ? 3 : 0, (3 - (p + 2) % 3) % 3, 0, err);
+        rc = try_variant(&vs, lead0, phase0, 0, err);
     for (int lead = 0; lead < PERIOD && rc == VP_OK; lead++)
         for (int canonical = 0; canonical < 2 && rc == VP_OK; canonical++)
             for (int phase = 0; phase < 3 && rc == VP_OK; phase++)
-                rc = try_variant(&vs, lead, phase, canonical, err);
+                if (lead != lead0 || phase != phase0 || canonical)
+                    rc = try_variant(&vs, lead, phase, canonical, err);
+    if (rc == VP_OK && !vs.best)
+        rc = vp__fail(err, VP_EINVAL, "1f1b-v found no collision-free block at p=%d", p);
     if (rc == VP_OK)
-        rc = build_variant(&vs, out, err);
+        *out = vs.best;
+    else
+        vp_schedule_free(vs.best);
     vp_vgrid_free(vs.grid);
     vp_cost_model_free(cm);
     free(vs.slots);
