@@ -4,13 +4,12 @@
  * processors), at costs F=B=W=2, c=0. Prints the machine, then one tab-separated row per
  * measurement for bench/run's report:
  *
- *   time  build|simulate|plan|compare  FAMILY|-  P  M  REPEATS  MEDIAN_MS  [BASE_MS  RATIO]
+ *   time  build|simulate|plan  FAMILY|-  P  M  REPEATS  MEDIAN_MS  [BASE_MS  RATIO]
  *   total  build|simulate  P  M  SUM_MS  [BASE_MS  RATIO]   (every family that took the shape)
  *   refused  FAMILY  P  M  MESSAGE       (the family does not take this shape)
  *   skipped  plan  -  P  M  REASON       (planner shapes above the cap)
  *
- *   bench_speed [--plan-max N] [--cost F,B,W] [--cpu] [--baseline FILE] [--compare PxM]
- *               [PxM ...]
+ *   bench_speed [--plan-max N] [--cost F,B,W] [--cpu] [--baseline FILE] [PxM ...]
  *
  * --baseline FILE: an earlier run's output (its time and total rows; bench/speed_baseline.txt
  * is the code before issue 18's speed work, on the machine its first line names): each row
@@ -23,8 +22,7 @@
  * Default grid: p in {4, 8, 16, 32, 64}, m in {p, 2p, 4p, 8p}; the planner only where
  * p*m <= N (default 32768, all of them). Every figure is the median of 3 to 15 repeats (as
  * many as fit in about a quarter second, after one warm-up run; a run slower than that is
- * its own warm-up). --compare times `vpipe compare` at one shape once: every family built
- * and simulated at the default costs (F=B=W=1). */
+ * its own warm-up). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,33 +220,6 @@ static int bench_family(const char *family, const vp_spec *spec, double *sums) {
     return 0;
 }
 
-/* One `vpipe compare` at (p, m): every family built and simulated once (refusals skipped);
- * prints a "compare" row. */
-static int bench_compare(int p, int m) {
-    vp_spec spec = vp_spec_make(p, m);
-    double t0 = now_s();
-    for (int i = 0; i < vp_family_count(); i++) {
-        vp_schedule *s = NULL;
-        vp_cost_model *cm = NULL;
-        vp_sim *sim = NULL;
-        vp_error err = {0};
-        vp_status rc = vp_family_build(vp_family_at(i)->name, &spec, &s, &err);
-        if (rc == VP_OK)
-            rc = vp_cost_model_new(s, &spec.costs, &spec.mem, &cm, &err);
-        if (rc == VP_OK)
-            rc = vp_simulate(s, cm, &sim, &err);
-        vp_sim_free(sim);
-        vp_cost_model_free(cm);
-        vp_schedule_free(s);
-        if (rc != VP_OK && rc != VP_EINVAL)
-            return fprintf(stderr, "bench_speed: compare %s: %s\n", vp_family_at(i)->name,
-                           err.message),
-                   1;
-    }
-    row("compare", "-", p, m, 1, 1e3 * (now_s() - t0));
-    return 0;
-}
-
 static int bench_shape(int p, int m, long plan_max, const double *fbw) {
     vp_spec spec = vp_spec_make(p, m);
     spec.costs.f = fbw[0];
@@ -277,7 +248,7 @@ static int bench_shape(int p, int m, long plan_max, const double *fbw) {
 
 int main(int argc, char **argv) {
     long plan_max = 32768;
-    int shapes[64][2], n = 0, cmp[2] = {0, 0};
+    int shapes[64][2], n = 0;
     double *fbw = run_fbw;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plan-max") && i + 1 < argc)
@@ -291,15 +262,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) {
             if (read_baseline(argv[++i]) != 0)
                 return fprintf(stderr, "bench_speed: cannot read %s\n", argv[i]), 2;
-        } else if (!strcmp(argv[i], "--compare") && i + 1 < argc &&
-                   sscanf(argv[i + 1], "%dx%d", &cmp[0], &cmp[1]) == 2 && cmp[0] > 0 && cmp[1] > 0)
-            i++;
-        else if (n < 64 && sscanf(argv[i], "%dx%d", &shapes[n][0], &shapes[n][1]) == 2 &&
-                 shapes[n][0] > 0 && shapes[n][1] > 0)
+        } else if (n < 64 && sscanf(argv[i], "%dx%d", &shapes[n][0], &shapes[n][1]) == 2 &&
+                   shapes[n][0] > 0 && shapes[n][1] > 0)
             n++;
         else
             return fprintf(stderr, "usage: bench_speed [--plan-max N] [--cost F,B,W] [--cpu] "
-                                   "[--baseline FILE] [--compare PxM] [PxM ...]\n"),
+                                   "[--baseline FILE] [PxM ...]\n"),
                    2;
     }
     if (n == 0)
@@ -320,5 +288,5 @@ int main(int argc, char **argv) {
             return 1;
         fflush(stdout);
     }
-    return cmp[0] > 0 ? bench_compare(cmp[0], cmp[1]) : 0;
+    return 0;
 }

@@ -157,6 +157,10 @@ int cli_obtain_schedule(const char *what, const cli_spec *o, vp_schedule **out);
  * on failure (3 when the costs make the results not finite); 0 on success. */
 int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out);
 
+/* cli_simulate without printing: the library's status, err set on failure. Reads o only,
+ * so threads may share it. */
+vp_status cli_sim_run(const vp_schedule *s, const cli_spec *o, vp_sim **out, vp_error *err);
+
 /* "F=1 B=1 W=1 c=0" (and " FB=x", " R=x" when set) of costs, into buf. Returns buf. */
 const char *cli_costs_text(const vp_costs *c, char *buf, size_t size);
 

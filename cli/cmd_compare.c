@@ -1,7 +1,11 @@
 /* vpipe compare: every family simulated for the same p, m and costs. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "vpipe/render.h"
@@ -11,6 +15,7 @@ typedef struct compare_args {
     cli_real real;
     const char *svg;
     bool json;
+    int threads;
 } compare_args;
 
 static const cli_opt compare_opts[] = {
@@ -23,6 +28,14 @@ static const cli_opt compare_opts[] = {
      .offset = offsetof(compare_args, svg),
      .arg = "FILE",
      .help = "draw every family on one time scale (- is stdout)"},
+    {.name = "threads",
+     .kind = CLI_INT,
+     .offset = offsetof(compare_args, threads),
+     .arg = "N",
+     .lo = 1,
+     .hi = 256,
+     .help = "families built at once (default: the machine's processors); the output\n"
+             "never depends on it"},
 };
 static const cli_group compare_group = CLI_GROUP("output", compare_opts);
 
@@ -31,13 +44,23 @@ static void init(void *args) {
     cli_real_init(&((compare_args *)args)->real);
 }
 
-/* What the loop over the families collects. */
+/* What the families' outcomes are written into, in registry order. */
 typedef struct compare_state {
     FILE *table;       /* the text table (NULL with --json) */
     json_t *array;     /* --json */
     vp_timeline **tls; /* --svg: one timeline per family built */
     int ntl;
 } compare_state;
+
+/* One family's outcome, made by a worker and written out in registry order. */
+typedef struct outcome {
+    vp_status status; /* VP_OK, or the family failed: err says why */
+    vp_error err;
+    bool skipped;    /* the shape does not fit the family (err says why) */
+    char *row;       /* the table row (text output) */
+    json_t *json;    /* --json */
+    vp_timeline *tl; /* --svg */
+} outcome;
 
 static void table_row(FILE *out, const char *family, const vp_sim *sim) {
     double lo = sim->peak[0];
@@ -59,45 +82,83 @@ static void priced_row(FILE *out, const vp_price_result *r) {
     fputc('\n', out);
 }
 
-/* Builds and simulates (or prices) one family into st; a family the shape does not fit is
- * listed as skipped. Returns 0 or the exit code after printing the error. */
-static int compare_family(const compare_args *a, const vp_family *f, compare_state *st) {
+/* The family's table row (table_row or priced_row) as text; NULL when memory runs out. */
+static char *row_text(const char *family, const vp_sim *sim, const vp_price_result *priced) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    if (priced)
+        priced_row(f, priced);
+    else
+        table_row(f, family, sim);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* Builds and simulates (or prices) one family into o: its row, its JSON or its timeline.
+ * A family the shape does not fit is marked skipped. Touches nothing but o, so families
+ * run in parallel. */
+static void run_family(const compare_args *a, const vp_family *f, outcome *o) {
     vp_schedule *s = NULL;
     vp_sim *sim = NULL;
     vp_price_result *priced = NULL;
-    vp_error err = {0};
+    vp_error *err = &o->err;
     vp_status status =
-        a->real.on ? vp_price_family(&a->real.setup, f->name, &a->spec.spec, &priced, &s, &err)
-                   : vp_family_build(f->name, &a->spec.spec, &s, &err);
+        a->real.on ? vp_price_family(&a->real.setup, f->name, &a->spec.spec, &priced, &s, err)
+                   : vp_family_build(f->name, &a->spec.spec, &s, err);
     if (status != VP_OK) {
-        if (err.status == VP_ENOMEM || err.status == VP_ELIMIT)
-            return cli_lib_error(&err);
-        if (st->table)
-            fprintf(st->table, "%-12s (skipped: %s)\n", f->name, err.message);
-        return 0;
+        o->status = status;
+        o->skipped = status != VP_ENOMEM && status != VP_ELIMIT;
+        return;
     }
-    int rc = priced ? 0 : cli_simulate(s, &a->spec, &sim);
+    if (!priced)
+        status = cli_sim_run(s, &a->spec, &sim, err);
     sim = priced ? priced->sim : sim;
-    if (!rc && a->svg) {
-        if (vp_timeline_from_sim(s, sim, &st->tls[st->ntl], &err) != VP_OK)
-            rc = cli_lib_error(&err);
-        else
-            st->ntl++;
-    }
-    if (!rc && st->array) {
-        json_t *j = priced ? cli_price_json(s, priced) : cli_sim_json(s, sim, &a->spec.spec.costs);
-        rc = j ? json_array_append_new(st->array, j) : cli_error(VP_EXIT_FAILURE, "out of memory");
-    }
-    if (!rc && st->table && priced)
-        priced_row(st->table, priced);
-    else if (!rc && st->table)
-        table_row(st->table, f->name, sim);
+    if (status == VP_OK && a->svg)
+        status = vp_timeline_from_sim(s, sim, &o->tl, err);
+    if (status == VP_OK && a->json)
+        o->json = priced ? cli_price_json(s, priced) : cli_sim_json(s, sim, &a->spec.spec.costs);
+    else if (status == VP_OK)
+        o->row = row_text(f->name, sim, priced);
+    if (status == VP_OK && !o->json && !o->row)
+        *err = (vp_error){.status = status = VP_ENOMEM, .message = "out of memory"};
+    o->status = status;
     if (priced)
         vp_price_result_free(priced);
     else
         vp_sim_free(sim);
     vp_schedule_free(s);
-    return rc;
+}
+
+/* Writes family f's outcome into st (in registry order), taking its JSON and timeline.
+ * Returns 0 or the exit code after printing the error. */
+static int write_family(const vp_family *f, outcome *o, compare_state *st) {
+    if (o->skipped) {
+        if (st->table)
+            fprintf(st->table, "%-12s (skipped: %s)\n", f->name, o->err.message);
+        return 0;
+    }
+    if (o->status != VP_OK)
+        return cli_lib_error(&o->err);
+    if (o->tl)
+        st->tls[st->ntl++] = o->tl, o->tl = NULL;
+    if (o->row)
+        fputs(o->row, st->table);
+    if (o->json && json_array_append_new(st->array, o->json) != 0)
+        return o->json = NULL, cli_error(VP_EXIT_FAILURE, "out of memory");
+    o->json = NULL;
+    return 0;
+}
+
+static void outcome_release(outcome *o) {
+    free(o->row);
+    json_decref(o->json);
+    vp_timeline_free(o->tl);
 }
 
 static int write_gallery(const compare_args *a, const compare_state *st) {
@@ -141,14 +202,62 @@ static const char priced_legend[] =
     "FLOPs / (GPUs x peak x step); bubble: 1 - busy / longest device span; GiB per rank:\n"
     "parameters, gradients, optimizer states, activations, buffers, workspace, reserve\n";
 
-static int compare_all(const compare_args *a, compare_state *st) {
-    int rc = 0;
-    for (int i = 0; i < vp_family_count() && !rc; i++) {
-        cli_progress("compare: %d/%d families (%s)", i + 1, vp_family_count(),
-                     vp_family_at(i)->name);
-        rc = compare_family(a, vp_family_at(i), st);
+/* The families shared out among the workers: each takes the next one not taken. */
+typedef struct share {
+    const compare_args *a;
+    outcome *out;
+    atomic_int next;
+} share;
+
+/* A worker's loop; the calling thread's (progress) also reports progress. Families are
+ * taken last first: the registry lists the searching families (the V shapes) late, and
+ * the short builds then fill in at the end. */
+static void take_families(share *sh, bool progress) {
+    int n = vp_family_count();
+    for (int k; (k = atomic_fetch_add(&sh->next, 1)) < n;) {
+        int i = n - 1 - k;
+        if (progress)
+            cli_progress("compare: %d/%d families (%s)", k + 1, n, vp_family_at(i)->name);
+        run_family(sh->a, vp_family_at(i), &sh->out[i]);
     }
+}
+
+static void *helper_main(void *sh) {
+    take_families(sh, false);
+    return NULL;
+}
+
+/* Every family, on up to a->threads workers (default: the machine's processors), written
+ * into st in registry order until one fails. */
+static int compare_all(const compare_args *a, compare_state *st) {
+    int n = vp_family_count(), threads = a->threads;
+    if (threads < 1) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cpus < 1 ? 1 : cpus > n ? n : (int)cpus;
+    }
+    outcome *out = calloc((size_t)n, sizeof *out);
+    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+    if (!out || !tid) {
+        free(out);
+        free(tid);
+        return cli_error(VP_EXIT_FAILURE, "out of memory");
+    }
+    share sh = {.a = a, .out = out};
+    int helpers = 0;
+    while (helpers + 1 < threads && pthread_create(&tid[helpers], NULL, helper_main, &sh) == 0)
+        helpers++;
+    take_families(&sh, true);
+    for (int i = 0; i < helpers; i++)
+        pthread_join(tid[i], NULL);
     cli_progress_clear();
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        if (!rc)
+            rc = write_family(vp_family_at(i), &out[i], st);
+        outcome_release(&out[i]);
+    }
+    free(out);
+    free(tid);
     return rc;
 }
 

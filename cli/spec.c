@@ -227,17 +227,21 @@ const char *cli_costs_text(const vp_costs *c, char *buf, size_t size) {
     return buf;
 }
 
-int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out) {
-    vp_error err = {0};
+vp_status cli_sim_run(const vp_schedule *s, const cli_spec *o, vp_sim **out, vp_error *err) {
     vp_cost_model *cm = NULL;
     *out = NULL;
-    vp_status rc = vp_cost_model_new(s, &o->spec.costs, &o->spec.mem, &cm, &err);
+    vp_status rc = vp_cost_model_new(s, &o->spec.costs, &o->spec.mem, &cm, err);
     if (rc == VP_OK && o->profile.given)
-        rc = vp_profile_cost_model(&o->profile.profile, s, NULL, cm, &err);
+        rc = vp_profile_cost_model(&o->profile.profile, s, NULL, cm, err);
     if (rc == VP_OK)
-        rc = vp_simulate(s, cm, out, &err);
+        rc = vp_simulate(s, cm, out, err);
     vp_cost_model_free(cm);
-    return rc == VP_OK ? 0 : cli_lib_error(&err);
+    return rc;
+}
+
+int cli_simulate(const vp_schedule *s, const cli_spec *o, vp_sim **out) {
+    vp_error err = {0};
+    return cli_sim_run(s, o, out, &err) == VP_OK ? 0 : cli_lib_error(&err);
 }
 
 json_t *cli_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *costs) {

@@ -6,7 +6,7 @@ list(REMOVE_ITEM VP_CLI_SOURCES ${PROJECT_SOURCE_DIR}/cli/main.c)
 add_library(vpipe_cli_parts STATIC ${VP_CLI_SOURCES})
 target_include_directories(vpipe_cli_parts PUBLIC ${PROJECT_SOURCE_DIR}/cli
                            ${PROJECT_SOURCE_DIR}/include ${VP_GENERATED_INCLUDE})
-target_link_libraries(vpipe_cli_parts PUBLIC PkgConfig::JANSSON)
+target_link_libraries(vpipe_cli_parts PUBLIC PkgConfig::JANSSON Threads::Threads)
 
 add_executable(vpipe_cli ${PROJECT_SOURCE_DIR}/cli/main.c)
 set_target_properties(vpipe_cli PROPERTIES OUTPUT_NAME vpipe

@@ -36,6 +36,17 @@ assert fams["1f1b"]["makespan"] == 66 and fams["interleaved"]["makespan"] == 57,
 assert fams["gpipe"]["peak_memory_max"] == 8' "$tmp/cmp.json"
 expect 0 "interleaved" -- "$vp" compare -p 8 -m 32
 
+# compare builds the families on worker threads; what it prints never depends on how many.
+for n in 1 5; do
+    "$vp" compare -p 6 -m 13 --cost F=1,B=2,W=1,c=0.5 --threads $n >"$tmp/table$n"
+    "$vp" compare -p 6 -m 13 --cost F=1,B=2,W=1,c=0.5 --threads $n --json >"$tmp/json$n"
+    "$vp" compare -p 6 -m 13 --cost F=1,B=2,W=1,c=0.5 --threads $n --svg "$tmp/gallery$n"
+done
+for out in table json gallery; do
+    expect 0 "" -- cmp "$tmp/${out}1" "$tmp/${out}5"
+done
+expect 2 "--threads expects an integer" -- "$vp" compare -p 4 -m 8 --threads 0
+
 # schedule -> file -> validate / simulate round trip; text format.
 expect 0 "" -- "$vp" schedule interleaved -p 4 -m 8 -v 2 -o "$tmp/il.json"
 expect 0 "valid (interleaved, p=4, stages=8, m=8" -- "$vp" validate "$tmp/il.json"
