@@ -235,6 +235,7 @@ static int compare_all(const compare_args *a, compare_state *st) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cpus < 1 ? 1 : cpus > n ? n : (int)cpus;
     }
+    threads = threads > n ? n : threads;
     outcome *out = calloc((size_t)n, sizeof *out);
     pthread_t *tid = calloc((size_t)threads, sizeof *tid);
     if (!out || !tid) {
@@ -243,6 +244,7 @@ static int compare_all(const compare_args *a, compare_state *st) {
         return cli_error(VP_EXIT_FAILURE, "out of memory");
     }
     share sh = {.a = a, .out = out};
+    cli_progress("compare: %d families on %d worker%s", n, threads, threads > 1 ? "s" : "");
     int helpers = 0;
     while (helpers + 1 < threads && pthread_create(&tid[helpers], NULL, helper_main, &sh) == 0)
         helpers++;
