@@ -31,6 +31,12 @@ vp_status vp__recompute_in_place(vp_schedule **s, vp_recompute mode, vp_error *e
  * costs and memory model (caller frees); vp__spec_cost_model's errors. */
 vp_status vp__vshape_costs(const vp_spec *spec, vp_cost_model **out, vp_error *err);
 
+/* 1 when no V block whose repeated block holds cap chunk activations can rank before best
+ * (ties lost) under cm at p devices and m microbatches: the V search's lower bounds
+ * (vsearch.c), so such a block need not be built. */
+int vp__vblock_cannot_beat(const vp_cost_model *cm, int p, int m, int cap,
+                           const vp_vgrid_metrics *best, vp_vrank rank);
+
 /* Checks p >= 1 and m >= 1 for family name. */
 vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err);
 

@@ -164,6 +164,13 @@ static int cannot_beat(const vp_vgrid_metrics *lb, double peak, const vp_vgrid_m
            (inc->span <= lb->span + EPS * (1 + inc->span) && peak > 0 && !differs(peak, inc->peak));
 }
 
+int vp__vblock_cannot_beat(const vp_cost_model *cm, int p, int m, int cap,
+                           const vp_vgrid_metrics *best, vp_vrank rank) {
+    bound bd = make_bound(cm, p, m);
+    vp_vgrid_metrics lb = lower_bounds(&bd, cap);
+    return cannot_beat(&lb, bd.predictable ? cap / 2.0 : 0, best, rank);
+}
+
 /* ---- the search state ------------------------------------------------------------- */
 
 /* A kept block. */

@@ -124,15 +124,18 @@ static vp_status measure_preset(named *ns, const char *family, vp_error *err) {
 
 /* The §4 block's offsets with every other phase pattern (vp_vsearch_pattern): a pattern
  * whose repeated block holds no more memory and whose peak is no higher becomes the best
- * when it ranks first. */
+ * when it ranks first. A pattern the search's lower bound rules out is not built. */
 static vp_status search_patterns(named *ns, vp_error *err) {
     int p = ns->spec->p;
     for (int i = 0; i < VP_VSEARCH_PATTERNS; i++) {
         vp_vblock vb = ns->base;
         vp_vsearch_pattern(i, &vb);
         if ((vb.f1 == ns->base.f1 && vb.b1 == ns->base.b1 && vb.b0 == ns->base.b0) ||
-            vp_vblock_slots(&vb, p, ns->slots) != 0 ||
-            vp_vgrid_peak(ns->grid, (const int(*)[6])ns->slots) > ns->cap)
+            vp_vblock_slots(&vb, p, ns->slots) != 0)
+            continue;
+        int cap = vp_vgrid_peak(ns->grid, (const int(*)[6])ns->slots);
+        if (cap > ns->cap ||
+            vp__vblock_cannot_beat(ns->cm, p, ns->spec->m, cap, &ns->best.m, ns->rank))
             continue;
         /* the replay stops once the block's span is sure to pass the best's first figure:
          * then it cannot rank first */
