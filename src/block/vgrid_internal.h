@@ -20,7 +20,7 @@ typedef struct grid {
 struct vp_vgrid {
     int p, m;       /* shape */
     int spare;      /* microbatches the arrays hold: max(m, 2p) */
-    int mm;         /* microbatches repeated before trimming: max(mw, 2p) (split), m (bw) */
+    int mm;         /* microbatches repeated before trimming: max(mw, 2p) (split), mw (bw) */
     int mw;         /* microbatches the grid holds: m, or fewer when periods are inserted */
     int cut, extra; /* the grid stands for itself with `extra` copies of its period (the 6
                        slots before column cut) inserted at cut, microbatches after it
