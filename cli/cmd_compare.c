@@ -230,12 +230,9 @@ static void *helper_main(void *sh) {
 /* Every family, on up to a->threads workers (default: the machine's processors), written
  * into st in registry order until one fails. */
 static int compare_all(const compare_args *a, compare_state *st) {
-    int n = vp_family_count(), threads = a->threads;
-    if (threads < 1) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cpus < 1 ? 1 : cpus > n ? n : (int)cpus;
-    }
-    threads = threads > n ? n : threads;
+    int n = vp_family_count();
+    long want = a->threads > 0 ? a->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = want < 1 ? 1 : want > n ? n : (int)want;
     outcome *out = calloc((size_t)n, sizeof *out);
     pthread_t *tid = calloc((size_t)threads, sizeof *tid);
     if (!out || !tid) {
