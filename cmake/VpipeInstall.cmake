@@ -22,14 +22,18 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/vpipe ${VP_GENERATED_INCLUDE}/vp
 
 # pkg-config. The files find their prefix from where they lie (${pcfiledir}), so an
 # installation can move. Only a static build lists the dependencies (for `pkg-config
-# --static`): a shared library brings its own.
+# --static`): a shared library brings its own, and a run path to the libraries' folder, so
+# that a program built with `pkg-config --libs` runs without LD_LIBRARY_PATH.
 set(VP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/vpipe)
 file(RELATIVE_PATH VP_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 string(REGEX REPLACE "/$" "" VP_PC_TO_PREFIX "${VP_PC_TO_PREFIX}")
 set(VP_PC_REQUIRES_PRIVATE "")
 set(VP_PC_RUNTIME_REQUIRES_PRIVATE "")
 set(VP_PC_LIBS_PRIVATE "")
-if(NOT BUILD_SHARED_LIBS)
+set(VP_PC_RPATH "")
+if(BUILD_SHARED_LIBS)
+  set(VP_PC_RPATH " -Wl,-rpath,\${libdir}")
+else()
   set(VP_PC_REQUIRES_PRIVATE "jansson")
   set(VP_PC_RUNTIME_REQUIRES_PRIVATE "openblas jansson")
   if(MPI_C_FOUND)
