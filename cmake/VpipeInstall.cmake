@@ -6,6 +6,8 @@
 #                                                 runtime on top of it (Requires: vpipe)
 #   P/lib/cmake/vpipe/                            find_package(vpipe): vpipe::vpipe and,
 #                                                 when built, vpipe::runtime
+# and `cmake --build BUILD --target wheel` makes BUILD/dist/vpipe-VERSION-py3-none-PLATFORM.whl,
+# the Python package carrying libvpipe.so.0 (see the end of this file).
 include(CMakePackageConfigHelpers)
 
 set(VP_INSTALL_TARGETS vpipe)
@@ -59,3 +61,25 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/vpipeConfigVersion.cmake
                                  COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/vpipeConfig.cmake ${PROJECT_BINARY_DIR}/vpipeConfigVersion.cmake
         DESTINATION ${VP_CMAKE_DIR})
+
+# The Python wheel that carries the library: made by the package's own build backend
+# (python/_build/backend.py, the standard library only) from the built libvpipe, whose
+# run path is $ORIGIN. Not for sanitizer builds, whose library a plain Python cannot load.
+if(BUILD_SHARED_LIBS AND NOT VP_SANITIZE AND NOT VP_TSAN AND NOT VP_FUZZ)
+  find_package(Python3 3.9 COMPONENTS Interpreter)
+  if(Python3_Interpreter_FOUND)
+    # The interpreter itself, not a launcher such as pyenv's shim, which needs the
+    # environment it was found in.
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c "import sys; print(sys.executable)"
+                    OUTPUT_VARIABLE VP_WHEEL_PYTHON OUTPUT_STRIP_TRAILING_WHITESPACE)
+    add_custom_target(wheel
+      COMMAND ${CMAKE_COMMAND} -E rm -rf ${PROJECT_BINARY_DIR}/dist
+      COMMAND ${VP_WHEEL_PYTHON} ${PROJECT_SOURCE_DIR}/python/_build/backend.py wheel
+              ${PROJECT_BINARY_DIR}/dist --library $<TARGET_FILE:vpipe> --version ${PROJECT_VERSION}
+      COMMENT "The Python wheel with libvpipe in dist/"
+      VERBATIM)
+    add_dependencies(wheel vpipe)
+  else()
+    message(STATUS "No Python >= 3.9: no `wheel` target")
+  endif()
+endif()
