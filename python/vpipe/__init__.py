@@ -317,7 +317,12 @@ class Plan:
         return f"<vpipe.Plan {self.choice}: {self.reason}>"
 
     def _repr_html_(self) -> str:
-        return self.schedule.svg() + self.report._repr_html_()
+        """The chosen schedule's picture (inline SVG, without its XML declaration) and the
+        report's tables."""
+        svg = self.schedule.svg()
+        if svg.startswith("<?xml"):
+            svg = svg.split("?>", 1)[1].lstrip()
+        return svg + self.report._repr_html_()
 
 
 def plan(p: int, m: int, memory: Union[float, str], costs: CostsLike = None,
