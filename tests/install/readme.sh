@@ -7,7 +7,8 @@
 # LD_LIBRARY_PATH); the wheel target and `pip install` of its wheel into another
 # environment. Then the Python example as written with each environment's Python: the
 # first with ~/.local/bin on PATH (it must find the library beside the installed vpipe),
-# the wheel's with nothing pointing at any library (it must load the one it carries).
+# the wheel's with nothing pointing at any library (it must load the one it carries); and
+# the section's inline calls with literal arguments.
 # Usage: readme.sh BUILD_DIR SOURCE_DIR
 build=$1
 src=$2
@@ -57,6 +58,21 @@ read -r module library version <<<"$where"
 [ "$(realpath "$library")" = "$(realpath "$home/.local/lib/libvpipe.so.0")" ] ||
     bad "the library was loaded from $library, not beside the installed vpipe"
 expect 0 "" -- test "vpipe $version" = "$("$vp" --version)"
+# The section's inline calls whose arguments are all literals, e.g. `vpipe.plan(p=8, m=32,
+# memory=0.5)`, run as written too.
+calls='
+import ast, re, sys, vpipe
+text = re.sub(r"\n\s*", " ", sys.stdin.read())
+ran = []
+for code in re.findall(r"`(vpipe\.\w+\([^`]*\))`", text):
+    call = ast.parse(code, mode="eval").body
+    if all(isinstance(a, ast.Constant) for a in call.args + [k.value for k in call.keywords]):
+        eval(code)
+        ran.append(code.split("(")[0])
+print(" ".join(ran))
+'
+section=$(awk '$0 == "## Use from Python" {on = 1; next} on && /^## / {exit} on' "$readme")
+expect 0 "vpipe.plan vpipe.price" -- run "$venv/bin/python3" -c "$calls" <<<"$section"
 
 # The wheel's environment: no ~/.local/bin on PATH, no VPIPE_LIBRARY.
 bare() {
