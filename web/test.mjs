@@ -284,7 +284,7 @@ async function servedPage(browser, base) {
   await expectFamily(page, 'served (no PyTorch CSV)', f);
 
   // the family by keyboard: focus the select, one step down the list
-  const families = cliOut(['list']).split('\n').filter((l) => /^\S/.test(l)).map((l) => l.split(/\s+/)[0]);
+  const families = familyNames();
   await page.focus('[name="family"]');
   await page.keyboard.press('ArrowDown');
   f.family = families[families.indexOf('dualpipe') + 1];
@@ -472,16 +472,30 @@ async function comparing(page) {
   check('compare with a family that cannot be built: its message, once, named', refused.state === 'error' && r.status !== 0 && refused.error === `dualpipe: ${cliMessage(r.err)}`, `${refused.error} vs ${r.err}`);
 }
 
-async function pricing(page) {
+/* The families vpipe lists, in its order. */
+function familyNames() {
+  return cliOut(['list']).split('\n').filter((l) => /^\S/.test(l)).map((l) => l.split(/\s+/)[0]);
+}
+
+/* Prices setup s (model, gpu, GPUs, tensor parallel, sequence, batch, recompute; one data
+ * parallel rank and one sequence per microbatch) through the controls and compares every
+ * family's report with the native one. Returns the options priced. */
+async function priceSetup(page, label, s) {
   await page.check('[name="mode"][value="price"]');
-  await page.selectOption('[name="model"]', 'llama2-7b');
-  await page.selectOption('[name="gpu"]', 'a100-80gb');
-  await setFields(page, { gpus: 8, tp: 2, dp: 1, seq: 2048, batch: 16, mbs: 1 });
-  await page.selectOption('[name="recompute"]', 'selective');
+  await page.selectOption('[name="model"]', s.model);
+  await page.selectOption('[name="gpu"]', s.gpu);
+  await setFields(page, { gpus: s.gpus, tp: s.tp, dp: 1, seq: s.seq, batch: s.batch, mbs: 1 });
+  await page.selectOption('[name="recompute"]', s.recompute);
   await settled(page, '#price');
-  const families = cliOut(['list']).split('\n').filter((l) => /^\S/.test(l)).map((l) => l.split(/\s+/)[0]);
-  const options = { p: 4, m: 16, gpu: 'a100-80gb', seq: 2048, mbs: 1, tp: 2, dp: 1, recompute: 'selective', flash: true, zero1: false, sp: false, model: 'llama2-7b' };
-  await comparePrices(page, 'price llama2-7b on 8 x a100-80gb (tp 2)', options, families);
+  const options = { p: s.gpus / s.tp, m: s.batch, gpu: s.gpu, seq: s.seq, mbs: 1, tp: s.tp, dp: 1, recompute: s.recompute, flash: true, zero1: false, sp: false, model: s.model };
+  await comparePrices(page, label, options, familyNames());
+  return options;
+}
+
+async function pricing(page) {
+  const setup = { model: 'llama2-7b', gpu: 'a100-80gb', gpus: 8, tp: 2, seq: 2048, batch: 16, recompute: 'selective' };
+  const options = await priceSetup(page, 'price llama2-7b on 8 x a100-80gb (tp 2)', setup);
+  const families = familyNames();
   const again = await open(page.context().browser(), page.url());
   await settled(again, '#price');
   await comparePrices(again, 'price, restored from the address in a new tab', options, families);
@@ -519,15 +533,9 @@ async function pricing(page) {
  * scale, the ranks above it cut (a break mark), the family saying by how much it does not
  * fit; the reports equal the native ones. */
 async function priceScales(page) {
-  await page.check('[name="mode"][value="price"]');
-  await page.selectOption('[name="model"]', 'llama3-70b');
-  await page.selectOption('[name="gpu"]', 'h100-80gb');
-  await setFields(page, { gpus: 64, tp: 8, dp: 1, seq: 4096, batch: 256, mbs: 1 });
-  await page.selectOption('[name="recompute"]', 'none');
-  await settled(page, '#price');
-  const families = cliOut(['list']).split('\n').filter((l) => /^\S/.test(l)).map((l) => l.split(/\s+/)[0]);
-  const options = { p: 8, m: 256, gpu: 'h100-80gb', seq: 4096, mbs: 1, tp: 8, dp: 1, recompute: 'none', flash: true, zero1: false, sp: false, model: 'llama3-70b' };
-  await comparePrices(page, 'price llama3-70b on 64 x h100-80gb (tp 8, batch 256)', options, families);
+  const setup = { model: 'llama3-70b', gpu: 'h100-80gb', gpus: 64, tp: 8, seq: 4096, batch: 256, recompute: 'none' };
+  await priceSetup(page, 'price llama3-70b on 64 x h100-80gb (tp 8, batch 256)', setup);
+  const families = familyNames();
   const rows = await page.$$eval('#price-table tbody tr', (trs) => trs.map((tr) => {
     const svg = tr.querySelector('svg.bars');
     const pre = tr.querySelector('pre');
