@@ -50,16 +50,16 @@ static vp_status read_counts(vp__run *run, const char *text, vp_error *err) {
  * unknown name a usage error. */
 static vp_status source_error(const vp__run *run, const char *key, const char *value,
                               vp_error *err) {
-    char why[sizeof err->message], name[80];
+    if (run->spelling == VP__SPELL_OLD)
+        return vp__value_error(run, key, value, err->status, err);
+    char why[sizeof err->message];
     snprintf(why, sizeof why, "%s", err->message);
-    const char *sep = run->spelling == VP_SPELL_FLAGS ? " " : ": ";
-    vp__name_as(run->spelling, key, name);
     if (err->status == VP_EIO) /* the message names the file */
-        return vp__fail(err, err->status, "%s%s%s", name, sep, why);
+        return vp__fail(err, err->status, "%s %s", VP__NAME(run, key), why);
     if (err->line > 0)
-        return vp__fail(err, err->status, "%s%s%s:%d:%d: %s", name, sep, value, err->line,
+        return vp__fail(err, err->status, "%s %s:%d:%d: %s", VP__NAME(run, key), value, err->line,
                         err->column, why);
-    return vp__fail(err, err->status, "%s%s%s: %s", name, sep, value, why);
+    return vp__fail(err, err->status, "%s %s: %s", VP__NAME(run, key), value, why);
 }
 
 /* The workload: the model's defaults with every option given applied. */

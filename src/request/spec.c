@@ -18,31 +18,22 @@ vp_status vp__value_error(const vp__run *run, const char *key, const char *value
     if (status == VP_OK) /* a malformed value is a usage error, as on the command line */
         status =
             err->status == VP_EPARSE && run->spelling != VP__SPELL_OLD ? VP_EINVAL : err->status;
-    if (run->spelling == VP_SPELL_FLAGS)
-        return vp__fail(err, status, "%s '%s': %s%s", VP__NAME(run, key), value, column, why);
-    return vp__fail(err, status, "%s: %s%s", VP__NAME(run, key), column, why);
-}
-
-/* "--cost-file " or "option 'cost_file': ": how a message about a file an option names
- * begins. */
-static const char *lead(const vp__run *run, const char *key, char *buf) {
-    char name[80];
-    vp__name_as(run->spelling, key, name);
-    snprintf(buf, 96, run->spelling == VP_SPELL_FLAGS ? "%s " : "%s: ", name);
-    return buf;
+    if (run->spelling == VP__SPELL_OLD)
+        return vp__fail(err, status, "%s: %s%s", VP__NAME(run, key), column, why);
+    return vp__fail(err, status, "%s '%s': %s%s", VP__NAME(run, key), value, column, why);
 }
 
 /* Fails naming a file an option gave: its reader's error with the path and position. */
 static vp_status file_error(const vp__run *run, const char *key, const char *path, vp_error *err) {
-    char why[sizeof err->message], head[96];
+    char why[sizeof err->message];
     snprintf(why, sizeof why, "%s", err->message);
-    lead(run, key, head);
     if (err->status == VP_EIO || err->status == VP_ENOMEM) /* the message names the file */
-        return vp__fail(err, err->status, "%s%s", head, why);
+        return vp__fail(err, err->status, "%s %s", VP__NAME(run, key), why);
     vp_status status = vp_status_exit_code(err->status) == 3 ? err->status : VP_EPARSE;
     if (err->line > 0)
-        return vp__fail(err, status, "%s%s:%d:%d: %s", head, path, err->line, err->column, why);
-    return vp__fail(err, status, "%s%s: %s", head, path, why);
+        return vp__fail(err, status, "%s %s:%d:%d: %s", VP__NAME(run, key), path, err->line,
+                        err->column, why);
+    return vp__fail(err, status, "%s %s: %s", VP__NAME(run, key), path, why);
 }
 
 /* --cost-file: read, and with -p each rank's slice costs and the unit's bytes. */
