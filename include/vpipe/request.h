@@ -39,8 +39,9 @@
  *             max_chunks, threads, time_limit, emit, operand (emit torchtitan's DIR)
  *   block     operand (a block file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, reorder, output, json, example
- *   model     operand ("list" | ["show", NAME]), model, gpu, seq, mbs, tp, sp, dp,
- *             zero, flash, reserve, dp_overlap, split, layers_per_stage, recompute, json
+ *   model     operand ("list" | ["show", NAME]), json; show also model (instead of
+ *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute (gpu, reserve and
+ *             dp_overlap are refused: they price a pipeline)
  */
 #ifndef VPIPE_REQUEST_H
 #define VPIPE_REQUEST_H

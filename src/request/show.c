@@ -51,6 +51,18 @@ static vp_status operand(const vp__run *run, const char *missing, const char **w
     return check_given_schedule(run, *what, err);
 }
 
+/* The schedule what names, the options resolved first: priced for --model (*priced),
+ * else obtained. */
+static vp_status resolve(vp__run *run, const char *what, vp_price_result **priced,
+                         vp_schedule **owned, const vp_schedule **s, vp_error *err) {
+    vp_status rc = vp__spec_ready(run, err);
+    if (rc == VP_OK)
+        rc = vp__real_ready(run, err);
+    if (rc == VP_OK && run->real)
+        return vp__price(run, what, priced, owned, s, err);
+    return rc == VP_OK ? vp__obtain(run, what, owned, s, err) : rc;
+}
+
 /* ---- simulate -------------------------------------------------------------------------- */
 
 static void simulate_text(vp__buf *out, const vp_schedule *s, const vp_sim *sim,
@@ -105,12 +117,8 @@ vp_status vp__simulate_cmd(vp__run *run, vp_error *err) {
     vp_price_result *priced = NULL;
     vp_status rc = operand(run, "simulate needs a family or a file (--help)", &what, err);
     if (rc == VP_OK)
-        rc = vp__spec_ready(run, err);
-    if (rc == VP_OK)
-        rc = vp__real_ready(run, err);
-    if (rc == VP_OK && run->real)
-        rc = vp__price(run, what, &priced, &owned, &s, err);
-    else if (rc == VP_OK && (rc = vp__obtain(run, what, &owned, &s, err)) == VP_OK)
+        rc = resolve(run, what, &priced, &owned, &s, err);
+    if (rc == VP_OK && !priced)
         rc = vp__simulate(run, s, &sim, err);
     if (rc == VP_OK)
         rc = simulate_report(run, s, sim, priced, err);
@@ -149,20 +157,6 @@ static vp_status draw(vp__run *run, const vp_timeline *tl, const vp_costs *costs
     return rc == VP_OK ? vp__write(run, path, text, err) : rc;
 }
 
-/* The schedule and its simulation: built or read and simulated, or with --model priced
- * (*sim then borrowed from *priced, times in ms). */
-static vp_status render_obtain(vp__run *run, const char *what, vp_schedule **owned,
-                               const vp_schedule **s, vp_sim **sim, vp_price_result **priced,
-                               vp_error *err) {
-    if (!run->real) {
-        vp_status rc = vp__obtain(run, what, owned, s, err);
-        return rc == VP_OK ? vp__simulate(run, *s, sim, err) : rc;
-    }
-    vp_status rc = vp__price(run, what, priced, owned, s, err);
-    *sim = rc == VP_OK ? (*priced)->sim : NULL;
-    return rc;
-}
-
 vp_status vp__render(vp__run *run, vp_error *err) {
     const vp_request *q = run->req;
     const char *what = NULL;
@@ -176,13 +170,11 @@ vp_status vp__render(vp__run *run, vp_error *err) {
     if (rc == VP_OK)
         rc = render_outputs(run, &ascii, err);
     if (rc == VP_OK)
-        rc = vp__spec_ready(run, err);
+        rc = resolve(run, what, &priced, &owned, &s, err);
+    if (rc == VP_OK && !priced)
+        rc = vp__simulate(run, s, &sim, err);
     if (rc == VP_OK)
-        rc = vp__real_ready(run, err);
-    if (rc == VP_OK)
-        rc = render_obtain(run, what, &owned, &s, &sim, &priced, err);
-    if (rc == VP_OK)
-        rc = vp_timeline_from_sim(s, sim, &tl, err);
+        rc = vp_timeline_from_sim(s, sim ? sim : priced->sim, &tl, err);
     const vp_costs *costs = priced ? &priced->costs : &run->spec.costs;
     if (rc == VP_OK && ascii)
         rc = draw(run, tl, costs, 'a', "-", err);
@@ -191,10 +183,8 @@ vp_status vp__render(vp__run *run, vp_error *err) {
     if (rc == VP_OK && q->trace)
         rc = draw(run, tl, costs, 't', q->trace, err);
     vp_timeline_free(tl);
-    if (priced)
-        vp_price_result_free(priced);
-    else
-        vp_sim_free(sim);
+    vp_price_result_free(priced);
+    vp_sim_free(sim);
     vp_schedule_free(owned);
     return rc;
 }
@@ -241,19 +231,11 @@ vp_status vp__schedule(vp__run *run, vp_error *err) {
     const vp_schedule *s = NULL;
     vp_price_result *priced = NULL;
     char *text = NULL;
-    vp_status rc = VP_OK;
     if (!what && !run->req->schedule)
         return vp__fail(err, VP_EINVAL, "schedule needs a family (vpipe list)");
     if (what && !vp_family_find(what))
         return vp__fail(err, VP_EINVAL, "unknown family '%s' (vpipe list)", what);
-    if (rc == VP_OK)
-        rc = vp__spec_ready(run, err);
-    if (rc == VP_OK)
-        rc = vp__real_ready(run, err);
-    if (rc == VP_OK && run->real)
-        rc = vp__price(run, what, &priced, &owned, &s, err);
-    else if (rc == VP_OK)
-        rc = vp__obtain(run, what, &owned, &s, err);
+    vp_status rc = resolve(run, what, &priced, &owned, &s, err);
     if (rc == VP_OK && priced) { /* what a launcher needs beside the schedule */
         vp__buf split = {0};
         vp__split_text(&split, priced);

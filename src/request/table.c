@@ -47,6 +47,12 @@ static const char *const formats[] = {"json", "text", "torch-csv", "torch-csv-co
     }
 #define TEXT(key_, flag_, field, on)                                                               \
     { .key = key_, .flag = flag_, .kind = VP__TEXT, .offset = AT(field), .commands = on }
+/* An option the first string API names otherwise (old). */
+#define RENAMED(key_, flag_, old, kind_, field, on)                                                \
+    {                                                                                              \
+        .key = key_, .flag = flag_, .old_key = old, .kind = kind_, .offset = AT(field),            \
+        .commands = on                                                                             \
+    }
 #define FLAG(key_, flag_, field, on)                                                               \
     { .key = key_, .flag = flag_, .kind = VP__FLAG, .offset = AT(field), .commands = on }
 #define CHOICE(key_, flag_, field, list, noun_, unset_, on)                                        \
@@ -67,12 +73,7 @@ const vp__option vp__options[] = {
     INT("p", "-p", p, 1, INT_MAX, BUILD),
     INT("m", "-m", m, 1, INT_MAX, BUILD),
     INT("v", "-v", v, 1, INT_MAX, BUILD),
-    {.key = "cost",
-     .flag = "--cost",
-     .old_key = "costs",
-     .kind = VP__TEXT,
-     .offset = AT(cost),
-     .commands = BUILD},
+    RENAMED("cost", "--cost", "costs", VP__TEXT, cost, BUILD),
     TEXT("cost_file", "--cost-file", cost_file, BUILD),
     TEXT("memory_model", "--memory-model", memory_model, BUILD),
     NUMBER("memory_limit", "--memory-limit", memory_limit, 0, HUGE_VAL, 0, BUILD),
@@ -93,12 +94,7 @@ const vp__option vp__options[] = {
     INT("tp", "--tp", tp, 1, INT_MAX, REAL),
     FLAG("sp", "--sp", sp, REAL),
     INT("dp", "--dp", dp, 1, INT_MAX, REAL),
-    {.key = "zero",
-     .flag = "--zero",
-     .old_key = "zero1",
-     .kind = VP__FLAG,
-     .offset = AT(zero),
-     .commands = REAL},
+    RENAMED("zero", "--zero", "zero1", VP__FLAG, zero, REAL),
     FLAG("flash", "--flash", flash, REAL),
     NUMBER("reserve", "--reserve", reserve, 0, 1e6, -1, REAL),
     NUMBER("dp_overlap", "--dp-overlap", dp_overlap, 0, 1, -1, REAL),
