@@ -30,24 +30,6 @@ static int parse_seed(const char *flag, const char *value, void *dest) {
     return rc;
 }
 
-/* "R:S:K" of --fail-at / --stall-at into the faults to inject (one of the two). */
-static int parse_fault(const char *flag, const char *value, void *dest) {
-    vp_faults *faults = dest;
-    int r, step, op, used = 0;
-    if (faults->rank >= 0)
-        return cli_error(VP_EXIT_USAGE, "give --fail-at or --stall-at, not both");
-    if (sscanf(value, "%d:%d:%d%n", &r, &step, &op, &used) != 3 || value[used] || r < 0 ||
-        step < 0 || op < 0)
-        return cli_error(VP_EXIT_USAGE, "%s expects RANK:STEP:OP (non-negative), got '%s'", flag,
-                         value);
-    *faults = (vp_faults){.nonfinite_step = faults->nonfinite_step,
-                          .rank = r,
-                          .step = step,
-                          .op = op,
-                          .stall = !strcmp(flag, "--stall-at")};
-    return 0;
-}
-
 /* In vp_train_request's index orders. */
 static const char *const lr_schedules[] = {"cosine", "constant", NULL};
 static const char *const transports[] = {"threads", "mpi", NULL};
@@ -269,16 +251,14 @@ static const cli_opt output_opts[] = {
 
 static const cli_opt testing_opts[] = {
     {.name = "fail-at",
-     .kind = CLI_CUSTOM,
-     .offset = TRAIN(po.train.faults),
+     .kind = CLI_STRING,
+     .offset = TRAIN(fail_at),
      .arg = "R:S:K",
-     .parse = parse_fault,
      .help = "rank R fails before op K of step S (0-based)"},
     {.name = "stall-at",
-     .kind = CLI_CUSTOM,
-     .offset = TRAIN(po.train.faults),
+     .kind = CLI_STRING,
+     .offset = TRAIN(stall_at),
      .arg = "R:S:K",
-     .parse = parse_fault,
      .help = "rank R stalls there until the watchdog stops the run"},
     {.name = "inject-nan",
      .kind = CLI_INT,

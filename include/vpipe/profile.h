@@ -1,10 +1,10 @@
 /* Profiling: measured pass costs of the model's parts, their file format, the cost
- * models and per-slice costs made from them, and choosing a schedule for a memory budget
- * from them.
+ * models and per-slice costs made from them, choosing a schedule for a memory budget
+ * from them, and preparing a training run (vpipe train's one library call).
  *
  * Module `profile` (src/profile/). Depends on runtime (the hop measurement, byte
- * predictions), request (a profile as a request's measured costs), plan, families, sim
- * and model.
+ * predictions, the run), request (a profile as a request's measured costs, a run's
+ * schedule), plan, families, model, data, sim and schedule.
  */
 #ifndef VPIPE_PROFILE_H
 #define VPIPE_PROFILE_H
@@ -108,6 +108,8 @@ typedef struct vp_train_request {
     const char *memory;      /* --schedule auto's budget: 0.5, 4u or bytes */
     const char *cost_file;   /* a profile (vp_profile_read_json) */
     const char *trace, *svg; /* the measured step's pictures (probed before step 1) */
+    const char *fail_at;     /* "R:S:K": rank R fails before op K of step S (po.train.faults) */
+    const char *stall_at;    /* "R:S:K": rank R stalls there instead */
     int p;                   /* pipeline ranks (1) */
     int chunks;              /* -v (0: the family's default) */
     int warmup;              /* -1: 10% of the steps */
@@ -148,15 +150,15 @@ typedef struct vp_train_ready {
     bool have_profile;
 } vp_train_ready;
 
-/* Prepares the run q asks, cheapest first: the profile file; every check of the options
- * alone (flags that conflict, the replicas dividing the batch, faults inside the run, the
- * model, and for a run given by flags its shape: the layers filling the stages, the op
- * limit); the outputs (q->probe); the profile's model; the data; then for a pipelined run
- * its schedule (--schedule auto: the planner from the profile, measured when none was
- * given; a file; a family), the faults against it, the layer split (said as a report
- * line), and the profile an emulation needs. Fills *out (release with
- * vp_train_ready_release; empty on failure). Errors with the command line's messages
- * (VP_EINVAL for options, VP_EIO/VP_EPARSE for files, the readers' and builders'). */
+/* Prepares the run q asks, cheapest first: the injected faults; the profile file; every check of
+ * the options alone (flags that conflict, the replicas dividing the batch, faults inside the run,
+ * the model, and for a run given by flags its shape: the layers filling the stages, the op limit);
+ * the outputs (q->probe); the profile's model; the data; then for a pipelined run its schedule
+ * (--schedule auto: the planner from the profile, measured when none was given; a file; a family),
+ * the faults against it, the layer split (said as a report line), and the profile an emulation
+ * needs. Fills *out (release with vp_train_ready_release; empty on failure). Errors with the
+ * command line's messages (VP_EINVAL for options, VP_EIO/VP_EPARSE for files, the readers' and
+ * builders'). */
 VP_API vp_status vp_train_prepare(const vp_train_request *q, vp_train_ready *out, vp_error *err);
 
 /* Releases what a prepared run holds; NULL fields are fine. */

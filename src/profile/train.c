@@ -80,9 +80,31 @@ static vp_status read_profile(const vp_train_request *q, vp_train_ready *r, vp_e
     return vp__fail(err, VP_EPARSE, "--cost-file %s: %s", q->cost_file, why);
 }
 
+/* --fail-at / --stall-at "R:S:K" into the run's faults (one of the two). */
+static vp_status read_faults(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    if (q->fail_at && q->stall_at)
+        return vp__fail(err, VP_EINVAL, "give --fail-at or --stall-at, not both");
+    const char *value = q->fail_at ? q->fail_at : q->stall_at;
+    if (!value)
+        return VP_OK;
+    const char *flag = q->fail_at ? "--fail-at" : "--stall-at";
+    int rank, step, op, used = 0;
+    if (sscanf(value, "%d:%d:%d%n", &rank, &step, &op, &used) != 3 || value[used] || rank < 0 ||
+        step < 0 || op < 0)
+        return vp__fail(err, VP_EINVAL, "%s expects RANK:STEP:OP (non-negative), got '%s'", flag,
+                        value);
+    vp_faults *f = &r->po.train.faults;
+    *f = (vp_faults){.nonfinite_step = f->nonfinite_step,
+                     .rank = rank,
+                     .step = step,
+                     .op = op,
+                     .stall = q->stall_at != NULL};
+    return VP_OK;
+}
+
 /* Faults must land inside the run, on a pipelined run. */
-static vp_status check_faults(const vp_train_request *q, vp_error *err) {
-    const vp_train_options *o = &q->po.train;
+static vp_status check_faults(const vp_train_request *q, const vp_train_ready *r, vp_error *err) {
+    const vp_train_options *o = &r->po.train;
     const vp_faults *f = &o->faults;
     if (f->nonfinite_step > o->steps)
         return vp__fail(err, VP_EINVAL, "--inject-nan %d is past the last step (%d)",
@@ -210,7 +232,7 @@ static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_er
     if (rc == VP_OK)
         rc = check_replicas(q, reference, err);
     if (rc == VP_OK)
-        rc = check_faults(q, err);
+        rc = check_faults(q, r, err);
     if (rc != VP_OK)
         return rc;
     vp_train_options *o = &r->po.train;
@@ -390,7 +412,9 @@ static vp_status prepare_pipelined(const vp_train_request *q, vp_train_ready *r,
 vp_status vp_train_prepare(const vp_train_request *q, vp_train_ready *out, vp_error *err) {
     memset(out, 0, sizeof *out);
     out->po = q->po;
-    vp_status rc = q->cost_file ? read_profile(q, out, err) : VP_OK;
+    vp_status rc = read_faults(q, out, err);
+    if (rc == VP_OK && q->cost_file)
+        rc = read_profile(q, out, err);
     if (rc == VP_OK)
         rc = check_flags(q, out, err);
     if (rc == VP_OK)
