@@ -22,8 +22,8 @@
  * "operand" (a string, or an array of two for `model show NAME`). Values: integers and
  * numbers as JSON numbers ("max_ops" may be 1e8), flags true or false (false is as if not
  * given), choices and texts as strings, "layers_per_stage" an array of integers or
- * "3,4,4,3". By command (every key but list's and model list's is optional where the
- * command line's flag is):
+ * "3,4,4,3". A message is the command line's with each flag spelled "option 'key'". By
+ * command (a key is required where the command line requires its flag):
  *   list      json
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, recompute, model, gpu, seq, mbs, tp, sp, dp, zero,

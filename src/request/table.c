@@ -1,6 +1,10 @@
 /* Every option of every command in one table: its JSON key, its command-line spelling,
  * its kind and bounds, where it goes in a vp_request, and the commands taking it (door.h).
- * A new option is one row here, one field in vp_request and one flag-table entry. */
+ * A new option is one field in vp_request, one row here (the JSON filler, the "given"
+ * test and the messages follow from it) and one entry in a flag table of cli/; a new
+ * command one name below, one vp__command, one run function (request.c) and one cli/
+ * cmd_*.c with `.request = true`. tests/test_cli_parity.c checks that the rows and the
+ * flag tables agree. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
