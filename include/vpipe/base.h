@@ -10,11 +10,11 @@
  *   `vp_status vp_x_new(..., vp_x **out, vp_error *err)`: *out is NULL on failure.
  * - Ownership: an object made by vp_<x>_new (or returned through an out-pointer by a
  *   builder or reader) belongs to the caller, who releases it with vp_<x>_free; every
- *   _free accepts NULL. A new string or buffer the library returns (a JSON text, a
- *   picture, a reply) is released with vp_free, the library's own free, which a binding
- *   calls whatever allocator its process preloads (free() works too from C linked
- *   against the same C library). Pointers a function returns without "new" in its
- *   contract are borrowed and live as long as their owner.
+ *   _free accepts NULL. Pointers a function returns without "new" in its contract are
+ *   borrowed and live as long as their owner. Text a function returns as a new string
+ *   (a report, a picture, a file's contents) is released with vp_free: a program that
+ *   shares the library's malloc may use free(), but a binding, or a process whose
+ *   allocator is replaced (an LD_PRELOAD of jemalloc or tcmalloc), must use vp_free.
  * - Public names are vp_<module>_<verb>, types vp_<thing>, macros VP_*; vp__* names are
  *   internal to the library. Public functions are marked VP_API: the shared library
  *   exports them and nothing else.
@@ -69,6 +69,9 @@ typedef struct vp_error {
     char message[512];
 } vp_error;
 
+/* Frees memory the library returned (text results); NULL is ignored. */
+VP_API void vp_free(void *p);
+
 /* Static message of a status ("invalid argument", ...); never NULL. */
 VP_API const char *vp_status_str(vp_status status);
 
@@ -81,11 +84,6 @@ VP_API int vp_status_exit_code(vp_status status);
 /* The library's version, "MAJOR.MINOR.PATCH"; equal to VP_VERSION_STRING of the headers
  * it was built with. Static string. */
 VP_API const char *vp_version(void);
-
-/* Releases a string or buffer the library returned (NULL is a no-op): the library's own
- * free(), for callers that may not share its allocator (a ctypes binding, a preloaded
- * malloc). */
-VP_API void vp_free(void *p);
 
 /* Largest file vp_read_file accepts by default: 1 GiB. */
 #define VP_READ_MAX ((size_t)1 << 30)

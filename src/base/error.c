@@ -35,10 +35,6 @@ void vp__assert_fail(const char *cond, const char *file, int line) {
     abort();
 }
 
-void vp_free(void *p) {
-    free(p);
-}
-
 const char *vp_version(void) {
     return VP_VERSION_STRING;
 }
