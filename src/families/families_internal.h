@@ -37,6 +37,11 @@ vp_status vp__vshape_costs(const vp_spec *spec, vp_cost_model **out, vp_error *e
 int vp__vblock_cannot_beat(const vp_cost_model *cm, int p, int m, int cap,
                            const vp_vgrid_metrics *best, vp_vrank rank);
 
+/* Lower bounds on the longest span and the makespan (span, makespan set) of any V
+ * schedule of p devices and m microbatches under cm whose device 0 holds at most cap chunk
+ * activations: the V search's bounds (vsearch.c). */
+vp_vgrid_metrics vp__vschedule_bounds(const vp_cost_model *cm, int p, int m, int cap);
+
 /* Checks p >= 1 and m >= 1 for family name. */
 vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err);
 

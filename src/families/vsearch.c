@@ -164,6 +164,11 @@ static int cannot_beat(const vp_vgrid_metrics *lb, double peak, const vp_vgrid_m
            (inc->span <= lb->span + EPS * (1 + inc->span) && peak > 0 && !differs(peak, inc->peak));
 }
 
+vp_vgrid_metrics vp__vschedule_bounds(const vp_cost_model *cm, int p, int m, int cap) {
+    bound bd = make_bound(cm, p, m);
+    return lower_bounds(&bd, cap);
+}
+
 int vp__vblock_cannot_beat(const vp_cost_model *cm, int p, int m, int cap,
                            const vp_vgrid_metrics *best, vp_vrank rank) {
     bound bd = make_bound(cm, p, m);
