@@ -37,7 +37,8 @@ static vp_schedule *greedy(const vp_spec *spec, double limit, vp_vgrid_metrics *
 }
 
 /* Every limit from one microbatch's two chunks up to 1F1B's memory, at uneven and per-device
- * costs, release-at-W and the ZB split, short and long runs. */
+ * costs, release-at-W and the ZB split, short and long runs, and a shape large enough that
+ * the variants are chosen on a shortened run. */
 static void test_limits_and_models(void **state) {
     (void)state;
     double dev_f[] = {1, 2, 1.5, 1, 3, 1}, dev_b[] = {2, 1, 2, 2.5, 1, 2};
@@ -55,8 +56,12 @@ static void test_limits_and_models(void **state) {
             vp_schedule_free(greedy(&spec, limit, &m));
         }
     }
-    vp_spec one = vp_spec_make(3, 1); /* one microbatch: 12 chunk passes down and up the V, */
-    vp_vgrid_metrics m;               /* then device 0's last W */
+    vp_spec big = vp_spec_make(32, 300); /* over 8192 device-microbatches: screened variants */
+    big.costs = tu_costs(2, 1.5, 1, 0.2);
+    vp_vgrid_metrics m;
+    vp_schedule_free(greedy(&big, 12, &m));
+    /* one microbatch: 12 chunk passes down and up the V, then device 0's last W */
+    vp_spec one = vp_spec_make(3, 1);
     vp_schedule_free(greedy(&one, 1, &m));
     TU_NEAR(m.makespan, 13 * 0.5);
 }

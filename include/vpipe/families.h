@@ -144,10 +144,10 @@ VP_API void vp_vsearch_free(vp_vsearch *s);
  * Schedules no building block expresses: passes placed one at a time in time order on the
  * V placement, each device admitting a forward only while its activation stays under a
  * memory limit (and an F⁰ only while room for one F¹ remains, so it never deadlocks),
- * backwards before forwards when both could start, the gaps before a pass filled with
- * pending W. A dozen variants (B⁰ or B¹ first; whether one more W goes into a gap it does
- * not fit; one chunk activation of slack for F⁰) are timed and the best kept: the family
- * of schedules the Zero Bubble authors' greedy generators produce. */
+ * backwards or forwards first when both could start, the gaps before a pass filled with
+ * pending W. Eight variants (the warm-up's depth, the preference, one more W into a gap it
+ * does not fit) are timed and the best kept: the family of schedules the Zero Bubble
+ * authors' greedy generators produce. */
 
 /* What a greedy search builds. */
 typedef struct vp_vgreedy_opts {
@@ -165,8 +165,10 @@ typedef struct vp_vgreedy_opts {
  * vp_simulate gives it under the spec's costs; *out is NULL (and *metrics untouched) when
  * no variant ranks before opts->beat. Deterministic; uses one thread. VP_EINVAL for p < 2,
  * m < 1, or a limit (> 0) below one microbatch's two chunks on some device (the message
- * names the least limit); VP_ENOMEM. Cost: a dozen O(p·m·log p) runs, each stopped once it
- * cannot rank first, and one more that records the winner. */
+ * names the least limit); VP_ENOMEM. Cost: none when the V search's lower bound shows no
+ * schedule within the limit can rank before opts->beat; else eight O(p·m·log p) runs, each
+ * stopped once it cannot rank first (above 8192 device-microbatches: eight runs of 2p + 8
+ * microbatches choose one, timed in full), and one more that records the winner. */
 VP_API vp_status vp_vgreedy_run(const vp_spec *spec, const vp_vgreedy_opts *opts, vp_schedule **out,
                                 vp_vgrid_metrics *metrics, vp_error *err);
 
