@@ -490,25 +490,6 @@ static vp_status best_variant(greedy *g, int first, int end, vp_vgrid_metrics *b
     return VP_OK;
 }
 
-/* The figures vp_simulate gives s under cm. */
-static vp_status sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_vgrid_metrics *out,
-                             vp_error *err) {
-    vp_sim *sim = NULL;
-    vp_status rc = vp_simulate(s, cm, &sim, err);
-    if (rc != VP_OK)
-        return rc;
-    *out = (vp_vgrid_metrics){.makespan = sim->makespan,
-                              .span = vp_sim_longest_span(sim),
-                              .bubble = sim->bubble,
-                              .peak = sim->peak_max,
-                              .complete = 1};
-    for (int d = 0; sim->peak_bytes && d < sim->p; d++)
-        if (sim->peak_bytes[d] > out->peak_bytes)
-            out->peak_bytes = sim->peak_bytes[d];
-    vp_sim_free(sim);
-    return VP_OK;
-}
-
 /* Runs the winner again into its schedule, validated, with the simulator's figures. */
 static vp_status record(greedy *g, int winner, vp_schedule **out, vp_vgrid_metrics *metrics,
                         vp_error *err) {
@@ -522,7 +503,7 @@ static vp_status record(greedy *g, int winner, vp_schedule **out, vp_vgrid_metri
     if (rc == VP_OK)
         rc = vp_schedule_validate(g->s, err);
     if (rc == VP_OK)
-        rc = sim_metrics(g->s, g->cm, metrics, err);
+        rc = vp__sim_metrics(g->s, g->cm, metrics, err);
     if (rc != VP_OK) {
         vp_schedule_free(g->s);
         g->s = NULL;

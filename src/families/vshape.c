@@ -78,25 +78,6 @@ typedef struct in_hand {
     vp_vgrid_metrics m;
 } in_hand;
 
-/* The figures vp_vgrid_measure would give s, from a simulation under cm. */
-static vp_status sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_vgrid_metrics *out,
-                             vp_error *err) {
-    vp_sim *sim = NULL;
-    vp_status rc = vp_simulate(s, cm, &sim, err);
-    if (rc != VP_OK)
-        return rc;
-    *out = (vp_vgrid_metrics){.makespan = sim->makespan,
-                              .span = vp_sim_longest_span(sim),
-                              .bubble = sim->bubble,
-                              .peak = sim->peak_max,
-                              .complete = 1};
-    for (int d = 0; sim->peak_bytes && d < sim->p; d++)
-        if (sim->peak_bytes[d] > out->peak_bytes)
-            out->peak_bytes = sim->peak_bytes[d];
-    vp_sim_free(sim);
-    return VP_OK;
-}
-
 /* A named family's search: the shape, the ranking, the §4 block and its memory, and the
  * best so far (a schedule in hand, and the V block it comes from unless it is zb-v's). */
 typedef struct named {
@@ -159,21 +140,25 @@ static vp_status search_patterns(named *ns, vp_error *err) {
     return VP_OK;
 }
 
+/* Makes x the best so far (x is left without its schedule). */
+static void take(named *ns, in_hand *x) {
+    vp_schedule_free(ns->best.s);
+    ns->best = *x;
+    ns->built = 0;
+    x->s = NULL;
+}
+
 /* zb-v's schedule (v-zb only) when it ranks before the best so far without more memory. */
 static vp_status weigh_zbv(const vp_spec *spec, const vp_cost_model *cm, vp_vrank rank, named *ns,
                            vp_error *err) {
     in_hand z = {0};
     vp_status rc = vp__build_zbv(spec, &z.s, err);
     if (rc == VP_OK)
-        rc = sim_metrics(z.s, cm, &z.m, err);
+        rc = vp__sim_metrics(z.s, cm, &z.m, err);
     if (rc == VP_OK && z.m.peak <= ns->best.m.peak + 1e-9 &&
         z.m.peak_bytes <= ns->best.m.peak_bytes * (1 + 1e-9) &&
-        vp_vsearch_ranks_before(&z.m, &ns->best.m, rank)) {
-        vp_schedule_free(ns->best.s);
-        ns->best = z;
-        ns->built = 0;
-        z.s = NULL;
-    }
+        vp_vsearch_ranks_before(&z.m, &ns->best.m, rank))
+        take(ns, &z);
     vp_schedule_free(z.s);
     return rc;
 }
@@ -209,12 +194,8 @@ static vp_status weigh_greedy(named *ns, vp_error *err) {
     vp_vgreedy_opts opts = {.limit = ns->peak, .rank = ns->rank, .beat = &ns->best.m};
     in_hand g = {0};
     vp_status rc = vp_vgreedy_run(ns->spec, &opts, &g.s, &g.m, err);
-    if (rc == VP_OK && g.s && g.m.peak_bytes <= ns->peak_bytes * (1 + 1e-9)) {
-        vp_schedule_free(ns->best.s);
-        ns->best = g;
-        ns->built = 0;
-        g.s = NULL;
-    }
+    if (rc == VP_OK && g.s && g.m.peak_bytes <= ns->peak_bytes * (1 + 1e-9))
+        take(ns, &g);
     vp_schedule_free(g.s);
     return rc;
 }
