@@ -70,9 +70,10 @@ typedef struct vp_plan {
  * (ties: smaller bubble, then less memory) whose peak fits the budget; fills the
  * candidates (every family that builds, the fastest V block of each peak level within the
  * budget, ties going to the block first in the search's enumeration, and the greedy V
- * schedule when it is strictly faster than every other candidate that fits), the memory ->
- * makespan frontier and a reason. A fraction refers to 1F1B's
- * peak under spec's memory model; a byte budget needs spec->mem.unit_bytes > 0. V blocks
+ * schedule when it is strictly faster than every other candidate that fits, or, for a
+ * budget below the least it runs under, the greedy under that least limit, which does not
+ * fit), the memory -> makespan frontier and a reason. A fraction refers to 1F1B's peak
+ * under spec's memory model; a byte budget needs spec->mem.unit_bytes > 0. V blocks
  * whose memory is sure to exceed the budget are not built (under release-at-W with
  * m >= 2p, a block's peak is half its repeated block's chunk activations), nor blocks a
  * lower bound on their makespan shows cannot be the fastest of their level. Uses up to
