@@ -36,15 +36,15 @@ static vp_schedule *greedy(const vp_spec *spec, double limit, vp_vgrid_metrics *
     return s;
 }
 
-/* Every limit from one microbatch's two chunks up to 1F1B's memory, at uneven and per-device
- * costs, release-at-W and the ZB split, short and long runs, and a shape large enough that
- * the variants are chosen on a shortened run. */
+/* Every limit from one microbatch's two chunks up to 1F1B's memory, at uneven, per-device
+ * and zero costs, release-at-W and the ZB split, short and long runs, and a shape large
+ * enough that the variants are chosen on a shortened run. */
 static void test_limits_and_models(void **state) {
     (void)state;
     double dev_f[] = {1, 2, 1.5, 1, 3, 1}, dev_b[] = {2, 1, 2, 2.5, 1, 2};
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         vp_spec spec = vp_spec_make(6, k % 2 ? 5 : 18);
-        spec.costs = tu_costs(1 + k, 2, 1.5, 0.1 * k);
+        spec.costs = k == 4 ? tu_costs(0, 1.5, 0, 0.3) : tu_costs(1 + k, 2, 1.5, 0.1 * k);
         if (k == 2) {
             spec.costs.dev_f = dev_f;
             spec.costs.dev_b = dev_b;
