@@ -114,10 +114,12 @@ def _answer(command: str, options: Dict[str, Any], build: Callable[[Any], Any],
     return build(data)._keep(request, reply)
 
 
-def _with_schedule(command: str, options: Dict[str, Any], build: Callable[[Any], Any]) -> Any:
+def _with_schedule(command: str, options: Dict[str, Any], build: Callable[[Any], Any],
+                   costs: Callable[[Any], Any] = lambda answer: None) -> Any:
     """_answer for a command that also writes a schedule (-o): the schedule comes back in
     the reply as a file (the caller's output, or one of the package's own that the reply
-    then drops) and becomes the answer's `schedule` (None when the answer has none).
+    then drops) and becomes the answer's `schedule` (None when the answer has none),
+    simulated under costs(answer) (a Costs record) and the request's memory model.
     InvalidArgument for output="-", which would put the schedule where the report goes."""
     output = options.get("output")
     if output == "-":
@@ -131,8 +133,9 @@ def _with_schedule(command: str, options: Dict[str, Any], build: Callable[[Any],
         files.pop(_CHOSEN, None)
         reply = Reply(reply.stdout, files, reply.notes, reply.exit)
     result = build(data)._keep(request, reply)
-    costs = options.get("cost") if options.get("cost") is not None else options.get("costs")
-    chosen = loads(text, costs, options.get("memory_model")) if text is not None else None
+    used = costs(result)
+    chosen = loads(text, used.to_dict() if used else None,
+                   options.get("memory_model")) if text is not None else None
     object.__setattr__(result, "schedule", chosen)
     return result
 
@@ -252,7 +255,8 @@ def plan(p: Optional[int] = None, m: Optional[int] = None,
             raise InvalidArgument("option 'emit': megatron would print the flags instead of "
                                   "the report: a ClusterPlan gives them as megatron()")
         return _with_schedule("plan", opts, ClusterPlan.from_dict)
-    return _with_schedule("plan", opts, lambda data: Plan(PlanReport.from_dict(data)))
+    return _with_schedule("plan", opts, lambda data: Plan(PlanReport.from_dict(data)),
+                          lambda plan: plan.report.costs)
 
 
 def price(family: str, p: int, m: int, model: str, gpu: Optional[str] = None,
@@ -318,7 +322,8 @@ def block(operand: Optional[str] = None, **options: Any) -> BlockReport:
     file) for m microbatches, simulates it and reports each stage's lifespan and each
     device's bounds; reorder=True reorders ops to lower the peak. Answers a BlockReport
     whose schedule is the built vpipe.Schedule; .text is the command line's report."""
-    return _with_schedule("block", dict(options, operand=operand), BlockReport.from_dict)
+    return _with_schedule("block", dict(options, operand=operand), BlockReport.from_dict,
+                          lambda block: block.simulation.costs)
 
 
 def block_example(**options: Any) -> str:

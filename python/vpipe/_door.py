@@ -179,9 +179,3 @@ class Answer:
         if getattr(self, "_request", None) is None:
             raise InvalidArgument(f"this {type(self).__name__} was not answered by a request")
         return self._request.run(**more)
-
-    def __getstate__(self):
-        """Pickles the fields and the reply; the request (it may hold a schedule) stays."""
-        state = dict(self.__dict__)
-        state["_request"] = None
-        return state

@@ -53,6 +53,10 @@ class Schedule:
         self.costs = costs
         self.memory_model = memory_model
 
+    def __reduce__(self):
+        """A schedule pickles as its vpipe JSON, its costs and memory model."""
+        return loads, (self.to_json(), self.costs, self.memory_model)
+
     def __repr__(self) -> str:
         return (f"<vpipe.Schedule {self.family} p={self.p} m={self.m} stages={self.stages} "
                 f"placement={self.placement}>")
