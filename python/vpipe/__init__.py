@@ -12,8 +12,8 @@ schedules as vpipe JSON or PyTorch's pipelining CSV for torchtitan.
     >>> s = vpipe.schedule("v-half", p=8, m=32, costs=dict(F=1, B=1, W=1, c=0))
     >>> s.simulate().peak_memory_max
     5.0
-    >>> vpipe.simulate("1f1b", p=4, m=8, recompute="full").peak_memory_max
-    1.068702290...
+    >>> round(vpipe.simulate("1f1b", p=4, m=8, recompute="full").peak_memory_max, 4)
+    1.0687
     >>> vpipe.compare(p=4, m=8)["zb-v"].bubble
     0.0
 

@@ -463,7 +463,8 @@ class ClusterPlan(_Record, Answer):
     def torchtitan(self, directory: Optional[str] = None) -> Dict[str, str]:
         """torchtitan's files for the winner (`--emit torchtitan DIR`): {"job.toml": the
         TOML job's parallelism part, "schedule.csv": the schedule}; written into
-        directory when one is given (made if missing), else only returned."""
+        directory when one is given (made if missing), else only returned. The TOML
+        names the CSV as DIR/schedule.csv, DIR the directory (or "torchtitan")."""
         reply = self._again(emit="torchtitan", operand=directory or "torchtitan")
         if directory is not None:
             reply.write()
