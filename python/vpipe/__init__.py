@@ -107,10 +107,9 @@ def list_families() -> Families:
     return _answer("list", {}, Families.from_list)
 
 
-def _answer(command: str, options: Dict[str, Any], build: Callable[[Any], Any],
-            schedule: Any = None, **more: Any) -> Any:
+def _answer(command: str, options: Dict[str, Any], build: Callable[[Any], Any]) -> Any:
     """The record build makes of command's --json answer, keeping the request (.text)."""
-    data, request, reply = _door.report(command, schedule, options, **more)
+    data, request, reply = _door.report(command, None, options)
     return build(data)._keep(request, reply)
 
 
