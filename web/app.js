@@ -379,6 +379,19 @@ function lane() {
     if (resolve) resolve(reply);
   };
   return {
+    /* Starts the worker (it loads the module at once) unless it is there. */
+    warm() {
+      if (worker) return;
+      const started = startWorker();
+      const mine = (f) => (e) => worker === started && f(e); // not an ended worker's
+      started.onmessage = mine((e) => settle(e.data));
+      started.onerror = mine((e) => {
+        started.terminate();
+        worker = null;
+        settle({ ok: false, error: { status: 'internal', message: `The library could not start: ${e.message}` } });
+      });
+      worker = started;
+    },
     stop() {
       if (!pending) return;
       worker.terminate();
@@ -387,13 +400,7 @@ function lane() {
     },
     ask(args) {
       this.stop();
-      if (!worker) {
-        const started = startWorker();
-        const mine = (answer) => (e) => worker === started && settle(answer(e)); // not an ended one's
-        started.onmessage = mine((e) => e.data);
-        started.onerror = mine((e) => ({ ok: false, error: { status: 'internal', message: `The library could not start: ${e.message}` } }));
-        worker = started;
-      }
+      this.warm();
       return new Promise((resolve) => {
         pending = resolve;
         worker.postMessage({ id: 0, channel: 'cluster', op: 'cluster', args });
@@ -402,8 +409,8 @@ function lane() {
   };
 }
 
-/* Two lanes: the JSON report (then Megatron-LM's flags) in one, the text report in the
- * other, so that two of the three searches run at once on two cores. */
+/* Two lanes: the JSON report alone first (the report shows after one search), then the text
+ * report and Megatron-LM's flags at once, one in each lane, on two cores. */
 const lanes = [lane(), lane()];
 const CLUSTER_FIXED = [['tp', 'fix_tp'], ['pp', 'fix_pp'], ['dp', 'fix_dp'], ['mbs', 'fix_mbs']];
 const CLUSTER_OUT = ['#cluster-why', '#cluster-winner', '#cluster-numbers', '#cluster-table', '#cluster-text', '#cluster-json'];
@@ -490,18 +497,14 @@ async function runCluster() {
   showError($('#cluster-error'), null);
   const started = performance.now();
   clusterProgress(started, 'Searching every configuration');
-  const text = lanes[1].ask({ ...args, what: 'text' });
+  lanes[1].warm(); // its module loads while the first search runs
   const json = await lanes[0].ask({ ...args, what: 'json' });
   if (json.superseded || seq !== clusterSeq) return;
-  if (!json.ok) {
-    stopCluster(); // the text report would fail alike
-    return clusterFinish(seq, json.error);
-  }
+  if (!json.ok) return clusterFinish(seq, json.error);
   showCluster(json.result);
   const firstMs = performance.now() - started;
   clusterProgress(started, 'Searching again for the text report and Megatron-LM’s flags');
-  const megatron = lanes[0].ask({ ...args, what: 'megatron' });
-  const rest = [await text, await megatron];
+  const rest = await Promise.all([lanes[1].ask({ ...args, what: 'text' }), lanes[0].ask({ ...args, what: 'megatron' })]);
   if (rest.some((r) => r.superseded) || seq !== clusterSeq) return;
   clusterLast = { key, json: json.result, text: rest[0], megatron: rest[1], firstMs, allMs: performance.now() - started };
   clusterDone(seq, clusterLast, 'search');

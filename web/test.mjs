@@ -687,7 +687,7 @@ async function clusterView(page) {
 
   const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
   const searches = got.timing.search.split(' ').map((ms) => secs(+ms)).join(', ');
-  bench.push(`cluster view, plan ${PLAN_70B.slice(0, 10).join(' ')}: the report shown ${secs(got.timing.first)} after the click, the whole answer (its text and Megatron-LM's flags, two more searches) ${secs(got.timing.all)} (target 10 s); the page's three searches ${searches} in its workers (the first two at once); natively one search ${searchSeconds(text).toFixed(2)} s (one thread)`);
+  bench.push(`cluster view, plan ${PLAN_70B.slice(0, 10).join(' ')}: the report shown ${secs(got.timing.first)} after the click, the whole answer (its text and Megatron-LM's flags, two more searches) ${secs(got.timing.all)} (target 10 s); the page's three searches ${searches} in its workers (the last two at once); natively one search ${searchSeconds(text).toFixed(2)} s (one thread)`);
 
   // the address holds the view: a new tab on it plans the same, by the same command line
   const again = await open(page.context().browser(), page.url());
