@@ -703,6 +703,20 @@ async function clusterView(page) {
   await page.fill('[name="fix_tp"]', '');
   const back = await clusterShown(page);
   check('cluster: back to the searched TP, the last answer shown again from memory, not searched again', back.state === 'done' && back.from === 'memory' && back.text === got.text && back.json === got.json, `${back.state}, from ${back.from}`);
+
+  // a pasted config.json the reader refuses: its message (the door spells the option as
+  // its JSON key, the command line as its flag), once
+  const config = '{"hidden_size": 8192, "num_hidden_layers": 80';
+  await page.selectOption('[name="model"]', 'config');
+  await page.fill('[name="config"]', config);
+  const badShown = await clusterShown(page);
+  const path = join(scratch, 'config.json');
+  writeFileSync(path, config);
+  const native = cli(['plan', ...PLAN_70B.slice(2), '--model', path]);
+  const want = native.status === 0 ? null : cliMessage(native.err).replace(`--model ${path}`, "option 'model' /config.json");
+  check('cluster with a malformed config.json: the reader\'s message, once', want && badShown.state === 'error' && badShown.error === want && badShown.errors === 1, `${badShown.error} vs ${want}`);
+  await page.selectOption('[name="model"]', 'llama3-70b');
+  check('cluster: back to the preset, its answer from memory', (await clusterShown(page)).from === 'memory');
 }
 
 /* The page while a search runs: with the cluster's workers held back (their WebAssembly
