@@ -541,7 +541,7 @@ function showCluster(result) {
   $('#cluster-why').textContent = `Why: ${report.reason}`;
   const capacity = result.capacityBytes;
   showNumbers([
-    ['Winner', `${configName(best)}`],
+    ['Winner', configName(best)],
     ['Parallelism', `DP ${best.dp} × TP ${best.tp} × PP ${best.pp}, microbatch size ${best.mbs}, ${best.m} microbatches, recompute ${best.recompute}`],
     ['Step time', `${seconds(best.step_time_s)}, MFU ${percent(best.mfu)}, bubble ${percent(best.bubble)}`],
     ['Largest rank', `${gib(best.memory_max_bytes, 2)} of ${gib(capacity, 2)}`],
