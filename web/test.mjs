@@ -865,6 +865,12 @@ async function singleFile(browser, file) {
   await page.goto(`${base}#mode=plan&p=8&m=32`);
   await page.reload(); // a new document on the address: the plan view it names
   await expectPlan(page, 'single file, from the address', { p: 8, m: 32, F: 1, B: 1, W: 1, c: 0 }, '0.5');
+  // the cluster view's workers start from the embedded source too: its defaults planned
+  await page.goto(`${base}#mode=cluster`);
+  await page.reload();
+  const got = await clusterShown(page);
+  const args = (got.command || '').split(' ').slice(2);
+  check(`single file: the cluster view plans (${got.command})`, got.state === 'done' && args[1] === 'llama3-8b' && masked(got.text) === masked(cliOut(['plan', ...args])), got.error ?? got.command);
   await page.close();
 }
 
