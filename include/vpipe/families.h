@@ -172,6 +172,26 @@ typedef struct vp_vgreedy_opts {
 VP_API vp_status vp_vgreedy_run(const vp_spec *spec, const vp_vgreedy_opts *opts, vp_schedule **out,
                                 vp_vgrid_metrics *metrics, vp_error *err);
 
+/* ---- the compacted V pattern (vcompact.c) ------------------------------------------
+ *
+ * The construction of the Controllable Memory authors' V-Min and V-Half generators: a V
+ * block's pattern repeated every 6 unit slots keeps its stable phase, while the warm-up
+ * and the cool-down are compacted greedily, pass by pass in time order, into the earliest
+ * free slot their dependencies allow that raises no device's memory above the most the
+ * pattern holds; each W goes into the first free slot after its B. Under equal costs per
+ * chunk pass that is the block's own rhythm; under uneven costs the compacted orders often
+ * replay faster than the V slot grid's build of the same block (vp_vblock_build), at no
+ * more memory in the cases measured (the families keep it only when it holds no more). */
+
+/* Builds block vb's compacted pattern for spec (p >= 2, m >= 1; its costs and memory
+ * model, no recomputation) into *out (named "v-compact", validated; caller frees) and the
+ * figures vp_simulate gives it under the spec's costs into *metrics. VP_EINVAL for p < 2,
+ * m < 1 or a block that is malformed or collides (vp_vblock_slots), VP_ENOMEM. Cost: O(p·m)
+ * for the stable phase, plus per warm-up or cool-down pass a scan of the free slots before
+ * it (O(p) each, times a replay of the device's cool-down in the last compaction). */
+VP_API vp_status vp_vcompact_run(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
+                                 vp_vgrid_metrics *metrics, vp_error *err);
+
 /* The fixed block of a named V family at p devices (its memory level; the family itself
  * searches that level under the spec's costs): "v-min", offsets (1,1), phases of F¹, B¹,
  * B⁰ on device 0 = (2p-1, 2p+x, 4p+x-1) mod 6 with x = 2 when 3 divides p, else 0;
