@@ -183,13 +183,26 @@ VP_API vp_status vp_vgreedy_run(const vp_spec *spec, const vp_vgreedy_opts *opts
  * replay faster than the V slot grid's build of the same block (vp_vblock_build), at no
  * more memory in the cases measured (the families keep it only when it holds no more). */
 
+/* What a compacted pattern is kept for. */
+typedef struct vp_vcompact_opts {
+    double limit;                 /* return no schedule whose peak (units) exceeds it (0: any) */
+    vp_vrank rank;                /* how it ranks against beat (as vp_vsearch_ranks_before) */
+    const vp_vgrid_metrics *beat; /* return a schedule only when it ranks before these (a
+                                     schedule in hand wins ties), or NULL */
+} vp_vcompact_opts;
+
 /* Builds block vb's compacted pattern for spec (p >= 2, m >= 1; its costs and memory
- * model, no recomputation) into *out (named "v-compact", validated; caller frees) and the
- * figures vp_simulate gives it under the spec's costs into *metrics. VP_EINVAL for p < 2,
- * m < 1 or a block that is malformed or collides (vp_vblock_slots), VP_ENOMEM. Cost: O(p·m)
- * for the stable phase, plus per warm-up or cool-down pass a scan of the free slots before
- * it (O(p) each, times a replay of the device's cool-down in the last compaction). */
-VP_API vp_status vp_vcompact_run(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
+ * model, no recomputation) and times it. When its figures are what opts asks for, *out
+ * receives the schedule (named "v-compact", validated; caller frees) and *metrics the
+ * figures vp_simulate gives it under the spec's costs; else *out is NULL (and *metrics
+ * untouched). Deterministic. VP_EINVAL for p < 2, m < 1 or a block that is malformed or
+ * collides (vp_vblock_slots), VP_ENOMEM. Cost: O(p·m) for the pattern, its stable phase
+ * never visited by the compaction, plus per warm-up or cool-down pass a scan of the free
+ * slots before it (in the last compaction each with a replay of the device's memory from
+ * there); the timing stops once it cannot rank before opts->beat, and only a schedule that
+ * does is built and simulated. */
+VP_API vp_status vp_vcompact_run(const vp_spec *spec, const vp_vblock *vb,
+                                 const vp_vcompact_opts *opts, vp_schedule **out,
                                  vp_vgrid_metrics *metrics, vp_error *err);
 
 /* The fixed block of a named V family at p devices (its memory level; the family itself

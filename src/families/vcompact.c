@@ -40,20 +40,33 @@
 enum { F0, F1, B1, B0, W1, W0, CHAINS };
 
 typedef struct layout {
-    int p, m, n; /* devices, microbatches, slots per device */
-    int *at;     /* [p][CHAINS][2m] slot of every pass (-1: none) */
-    int *occ;    /* [p][n] pass code in every slot, -1 when free */
-    int *end;    /* [p] the device's last slot in use */
-    double *lvl; /* [p][n] the device's memory after each slot */
-    int *pend;   /* [p][n] W pending after each slot (W released in free slots) */
-    int *fresh;  /* [p][CHAINS][2m] squeeze: the new slot of every pass */
+    int p, m, n;  /* devices, microbatches, slots per device */
+    int *at;      /* [p][7m] slot of every pass: F⁰ F¹ B¹ B⁰ (m each), W1 (2m), W0 (m) */
+    int *occ;     /* [n][p] pass code in every slot of every device, -1 when free */
+    int *end;     /* [p] the device's last slot in use */
+    double *lvl;  /* [p][n] the device's memory after each slot */
+    int *pend;    /* [p][n] W pending after each slot (W released in free slots) */
+    int *fresh;   /* [p][4m] squeeze: the new slots of F⁰ F¹ B¹ B⁰ */
+    double *ends; /* [p][4m] timing: the ends of F⁰ F¹ B¹ B⁰ */
+    double *dev;  /* [4p] timing: each device's free time, first start, work left, memory */
     double up[CHAINS], net[CHAINS], cap;
     int split;    /* the W are split by chunk */
     int released; /* the W are not laid out: each free slot releases one pending */
 } layout;
 
+static const int chunk_of[CHAINS] = {0, 1, 1, 0, 1, 0};
+
+/* The stage of a chain's passes on device d. */
+static int stage_of(const layout *x, int chain, int d) {
+    return chunk_of[chain] ? 2 * x->p - 1 - d : d;
+}
+
 static int *at(layout *x, int d, int chain, int j) {
-    return &x->at[((size_t)d * CHAINS + chain) * 2 * x->m + j];
+    return &x->at[(size_t)d * 7 * x->m + (chain <= W1 ? chain : 6) * (size_t)x->m + j];
+}
+
+static int *cell(layout *x, int d, int s) {
+    return &x->occ[(size_t)s * x->p + d];
 }
 
 static int chain_len(const layout *x, int chain) {
@@ -80,7 +93,7 @@ static int replay(layout *x, int d, int t, int s, int code, int write) {
     int pend = t > 0 ? x->pend[(size_t)d * x->n + t - 1] : 0;
     for (int u = t; u <= x->end[d]; u++) {
         size_t k = (size_t)d * x->n + u;
-        int c = u == t && code >= 0 ? code : u == s ? -1 : x->occ[k];
+        int c = u == t && code >= 0 ? code : u == s ? -1 : *cell(x, d, u);
         if (c >= 0) {
             int chain = c / (2 * x->m);
             lv += x->net[chain];
@@ -122,7 +135,7 @@ static void index_slots(layout *x, int chains) {
         for (int c = 0; c < chains; c++)
             for (int j = 0; j < chain_len(x, c); j++) {
                 int s = *at(x, d, c, j);
-                x->occ[(size_t)d * x->n + s] = c * 2 * x->m + j;
+                *cell(x, d, s) = c * 2 * x->m + j;
                 x->end[d] = s > x->end[d] ? s : x->end[d];
             }
     }
@@ -134,7 +147,7 @@ static void put_w(layout *x, int d) {
     int split = x->split;
     int pend[2] = {0, 0}, done[2] = {0, 0}, end = x->end[d], u;
     for (u = 0; u <= end; u++) {
-        int c = x->occ[(size_t)d * x->n + u];
+        int c = *cell(x, d, u);
         if (c >= 0) {
             int chain = c / (2 * x->m);
             if (chain == B1 || chain == B0)
@@ -163,16 +176,19 @@ static void put_all_w(layout *x, int split) {
     index_slots(x, CHAINS);
 }
 
-/* The slot of the device's k-th B in time (k < 2m). */
+/* The slot of the device's k-th B in time (k < 2m): of the k + 1 earliest, i are B¹ and
+ * k + 1 - i are B⁰ (each chain in time order), i found by bisection. */
 static int kth_b(layout *x, int d, int k) {
-    int i = 0, j = 0, s = -1;
-    for (int n = 0; n <= k; n++) {
-        int a = i < x->m ? *at(x, d, B1, i) : x->n, b = j < x->m ? *at(x, d, B0, j) : x->n;
-        s = a < b ? a : b;
-        i += a < b;
-        j += a >= b;
+    const int *a = at(x, d, B1, 0), *b = at(x, d, B0, 0);
+    int lo = imax(0, k + 1 - x->m), hi = k + 1 < x->m ? k + 1 : x->m;
+    while (lo < hi) {
+        int i = (lo + hi) / 2; /* a[i] is among them when it precedes b[k - i] */
+        if (a[i] < b[k - i])
+            lo = i + 1;
+        else
+            hi = i;
     }
-    return s;
+    return imax(lo > 0 ? a[lo - 1] : -1, lo <= k ? b[k - lo] : -1);
 }
 
 /* The latest slot among the dependencies of pass (chain, j) on device d: the pass feeding
@@ -200,7 +216,7 @@ static int earliest_laid(layout *x, int d, int code, int lo, int s) {
     int chain = code / (2 * x->m), best = s;
     double top = -INFINITY;
     for (int t = s - 1; t >= lo; t--) {
-        int c = x->occ[(size_t)d * x->n + t];
+        int c = *cell(x, d, t);
         if (c >= 0) {
             top = fmax(top, before(x, d, t) + x->up[c / (2 * x->m)]);
             if (top + x->net[chain] > x->cap + EPS)
@@ -216,7 +232,7 @@ static int earliest_laid(layout *x, int d, int code, int lo, int s) {
  * within the cap. */
 static int earliest_released(layout *x, int d, int code, int lo, int s) {
     for (int t = lo; t < s; t++)
-        if (x->occ[(size_t)d * x->n + t] < 0 && replay(x, d, t, s, code, 0))
+        if (*cell(x, d, t) < 0 && replay(x, d, t, s, code, 0))
             return t;
     return s;
 }
@@ -230,28 +246,46 @@ static void move(layout *x, int d, int code, int s, int t) {
         for (int u = t; u < s; u++)
             x->lvl[(size_t)d * x->n + u] += x->net[chain];
     }
-    x->occ[(size_t)d * x->n + s] = -1;
-    x->occ[(size_t)d * x->n + t] = code;
+    *cell(x, d, s) = -1;
+    *cell(x, d, t) = code;
     *at(x, d, chain, code % (2 * x->m)) = t;
+}
+
+/* The pass that ends the stable phase, which starts with device 0's first B⁰ at slot *s:
+ * the first F⁰ of the last microbatch after it in time order (slot into *s, device into
+ * *d); 0 when none (the stable phase lasts to the end). Nothing moves in the stable phase,
+ * so it is found without visiting it. */
+static int cool_down_start(layout *x, int *s, int *d) {
+    int first = x->n, dev = -1;
+    for (int e = 0; e < x->p; e++) {
+        int t = *at(x, e, F0, x->m - 1);
+        if ((t > *s || (t == *s && e > 0)) && t < first) {
+            first = t;
+            dev = e;
+        }
+    }
+    *s = first;
+    *d = dev;
+    return dev >= 0;
 }
 
 /* Step 2 (warm_up set) or 3: visits every pass in time order and moves the warm-up's (when
  * warm_up) and the cool-down's to their earliest slot within the cap. */
 static void compact(layout *x, int warm_up) {
-    int phase = 0; /* 0 warm-up, 1 stable, 2 cool-down */
+    int cool = 0; /* past the stable phase */
     for (int s = 0; s < x->n; s++)
         for (int d = 0; d < x->p; d++) {
-            int code = x->occ[(size_t)d * x->n + s];
+            int code = *cell(x, d, s);
             if (code < 0)
                 continue;
             int chain = code / (2 * x->m), j = code % (2 * x->m);
-            if (phase == 0 && chain == B0 && d == 0)
-                phase = 1;
-            if (phase == 1) {
-                phase += chain == F0 && j == x->m - 1;
+            if (!cool && chain == B0 && d == 0) {
+                if (!cool_down_start(x, &s, &d))
+                    return;
+                cool = 1;
                 continue;
             }
-            if (phase == 0 && !warm_up)
+            if (!cool && !warm_up)
                 continue;
             int lo = dependency(x, d, chain, j) + 1;
             int t = x->released ? earliest_released(x, d, code, lo, s)
@@ -265,26 +299,28 @@ static void compact(layout *x, int warm_up) {
  * unit cost, visited in time order; the new slots of F⁰ F¹ B¹ B⁰ kept (the W are put
  * again after it). */
 static void squeeze(layout *x) {
+    size_t m = (size_t)x->m;
     for (int d = 0; d < x->p; d++)
         x->end[d] = -1; /* here: the device's last new slot */
     for (int s = 0; s < x->n; s++)
         for (int d = 0; d < x->p; d++) {
-            int code = x->occ[(size_t)d * x->n + s];
+            int code = *cell(x, d, s);
             if (code < 0)
                 continue;
             int chain = code / (2 * x->m), j = code % (2 * x->m), e = d + (chain & 1 ? 1 : -1);
             int t = x->end[d] + 1;
-            size_t me = ((size_t)d * CHAINS + chain) * 2 * x->m + j;
-            if (chain < W1 && chain > F0)
-                t = imax(t, x->fresh[me - 2 * x->m] + 1);
-            if (chain < W1 && e >= 0 && e < x->p)
-                t = imax(t, x->fresh[((size_t)e * CHAINS + chain) * 2 * x->m + j] + 1);
-            x->fresh[me] = x->end[d] = t;
+            if (chain < W1) {
+                size_t me = (size_t)d * 4 * m + chain * m + j;
+                if (chain > F0)
+                    t = imax(t, x->fresh[me - m] + 1);
+                if (e >= 0 && e < x->p)
+                    t = imax(t, x->fresh[(size_t)e * 4 * m + chain * m + j] + 1);
+                x->fresh[me] = t;
+            }
+            x->end[d] = t;
         }
     for (int d = 0; d < x->p; d++)
-        for (int c = 0; c <= B0; c++)
-            for (int j = 0; j < x->m; j++)
-                *at(x, d, c, j) = x->fresh[((size_t)d * CHAINS + c) * 2 * x->m + j];
+        memcpy(at(x, d, F0, 0), &x->fresh[(size_t)d * 4 * m], 4 * m * sizeof *x->fresh);
 }
 
 /* ---- the construction -------------------------------------------------------------- */
@@ -322,19 +358,73 @@ static void construct(layout *x, const int (*slots)[6]) {
     put_all_w(x, 1);
 }
 
+/* The figures of the layout under cm, timed as the simulator times the schedule it makes (a
+ * pass starts once its device is free and the pass feeding it has ended, plus c across
+ * devices; the V turns at device p-1 and at the loss on device 0), its peak from the
+ * memory deltas. Stops (complete = 0) once a device's span (ranking by span; else its end)
+ * is sure to pass stop > 0. */
+static vp_vgrid_metrics time_layout(layout *x, const vp_cost_model *cm, vp_vrank rank,
+                                    double stop) {
+    static const int kind[CHAINS] = {VP_OP_F, VP_OP_F, VP_OP_B, VP_OP_B, VP_OP_W, VP_OP_W};
+    static const int step[B0 + 1] = {-1, 1, -1, 1}, turn[B0 + 1] = {-1, F0, F1, B1};
+    int p = x->p;
+    size_t m = (size_t)x->m;
+    double *cur = x->dev, *first = cur + p, *left = first + p, *mem = left + p, busy = 0;
+    vp_vgrid_metrics out = {0};
+    for (int d = 0; d < p; d++) {
+        cur[d] = mem[d] = left[d] = 0;
+        first[d] = -1;
+        for (int c = 0; c < CHAINS; c++)
+            left[d] += m * vp_cost_model_pass_time(cm, kind[c], stage_of(x, c, d));
+        busy += left[d];
+    }
+    for (int s = 0; s < x->n; s++)
+        for (int d = 0; d < p; d++) {
+            int code = *cell(x, d, s);
+            if (code < 0)
+                continue;
+            int chain = code / (2 * x->m), j = code % (2 * x->m);
+            double dur = vp_cost_model_pass_time(cm, kind[chain], stage_of(x, chain, d));
+            double start = cur[d];
+            if (chain < W1) { /* what feeds it: the neighbour's pass, or at a turn its own */
+                int hop = d + step[chain] >= 0 && d + step[chain] < p;
+                int e = hop ? d + step[chain] : d, from = hop ? chain : turn[chain];
+                double dep = from < 0 ? 0 : x->ends[(size_t)e * 4 * m + from * m + j];
+                start = fmax(start, hop ? dep + cm->c : dep);
+            }
+            if (first[d] < 0)
+                first[d] = start;
+            cur[d] = start + dur;
+            left[d] -= dur;
+            out.peak = fmax(out.peak, mem[d] + x->up[chain]);
+            mem[d] += x->net[chain];
+            if (chain < W1)
+                x->ends[(size_t)d * 4 * m + chain * m + j] = cur[d];
+            double lb = cur[d] + left[d] - (rank == VP_VRANK_SPAN ? first[d] : 0);
+            if (stop > 0 && lb > stop * (1 + EPS) + EPS)
+                return (vp_vgrid_metrics){.span = lb};
+        }
+    for (int d = 0; d < p; d++) {
+        out.makespan = fmax(out.makespan, cur[d]);
+        out.span = fmax(out.span, cur[d] - first[d]);
+    }
+    out.bubble = out.span > 0 ? 1 - busy / p / out.span : 0;
+    out.complete = 1;
+    return out;
+}
+
 /* The schedule of the layout: every device's passes in slot order. */
 static vp_status emit(layout *x, vp_schedule **out, vp_error *err) {
     static const int kind[CHAINS] = {VP_OP_F, VP_OP_F, VP_OP_B, VP_OP_B, VP_OP_W, VP_OP_W};
-    static const int chunk[CHAINS] = {0, 1, 1, 0, 1, 0};
     vp_shape shape = {.p = x->p, .S = 2 * x->p, .m = x->m, .placement = VP_PLACE_V};
     vp_status rc = vp_schedule_new("v-compact", shape, out, err);
     for (int d = 0; d < x->p && rc == VP_OK; d++)
         for (int u = 0; u <= x->end[d] && rc == VP_OK; u++) {
-            int c = x->occ[(size_t)d * x->n + u];
+            int c = *cell(x, d, u);
             if (c < 0)
                 continue;
-            int chain = c / (2 * x->m), stage = chunk[chain] ? 2 * x->p - 1 - d : d;
-            rc = vp_schedule_push_pass(*out, d, kind[chain], stage, c % (2 * x->m));
+            int chain = c / (2 * x->m);
+            rc = vp_schedule_push_pass(*out, d, kind[chain], stage_of(x, chain, d), c % (2 * x->m));
         }
     return rc == VP_ENOMEM ? vp__fail(err, rc, "out of memory") : rc;
 }
@@ -346,54 +436,84 @@ static void layout_free(layout *x) {
     free(x->lvl);
     free(x->pend);
     free(x->fresh);
+    free(x->ends);
+    free(x->dev);
 }
 
-vp_status vp_vcompact_run(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
-                          vp_vgrid_metrics *metrics, vp_error *err) {
-    *out = NULL;
+/* A layout for the block's slots of microbatch 0 (last: the latest of them) for spec. */
+static vp_status layout_init(layout *x, const vp_spec *spec, int last, vp_error *err) {
     int p = spec->p, m = spec->m;
-    if (p < 2 || m < 1)
+    *x = (layout){.p = p, .m = m, .n = last + 8 * m + 2};
+    size_t cells = (size_t)p * x->n;
+    x->at = vp__calloc((size_t)p * 7 * m, sizeof *x->at);
+    x->fresh = vp__calloc((size_t)p * 4 * m, sizeof *x->fresh);
+    x->ends = vp__calloc((size_t)p * 4 * m, sizeof *x->ends);
+    x->occ = vp__calloc(cells, sizeof *x->occ);
+    x->lvl = vp__calloc(cells, sizeof *x->lvl);
+    x->pend = vp__calloc(cells, sizeof *x->pend);
+    x->end = vp__calloc((size_t)p, sizeof *x->end);
+    x->dev = vp__calloc((size_t)4 * p, sizeof *x->dev);
+    if (x->at && x->fresh && x->ends && x->occ && x->lvl && x->pend && x->end && x->dev)
+        return VP_OK;
+    layout_free(x);
+    return vp__fail(err, VP_ENOMEM, "out of memory");
+}
+
+/* The block's slots of microbatch 0 into slots, the latest into *last. */
+static vp_status block_slots(const vp_vblock *vb, int p, int (*slots)[6], int *last,
+                             vp_error *err) {
+    char name[96];
+    if (vp_vblock_slots(vb, p, slots) != 0)
+        return vp__fail(err, VP_EINVAL, "the V block %s is malformed or collides at p=%d",
+                        vp_vblock_format(vb, p, name, sizeof name), p);
+    *last = 0;
+    for (int d = 0; d < p; d++)
+        for (int c = 0; c <= B0; c++)
+            *last = imax(*last, slots[d][c]);
+    return VP_OK;
+}
+
+/* 1 when the timed figures x cannot be what opts asks for. */
+static int unwanted(const vp_vgrid_metrics *x, const vp_vcompact_opts *opts) {
+    return !x->complete || (opts->limit > 0 && x->peak > opts->limit + EPS) ||
+           (opts->beat && !vp_vsearch_ranks_before(x, opts->beat, opts->rank));
+}
+
+vp_status vp_vcompact_run(const vp_spec *spec, const vp_vblock *vb, const vp_vcompact_opts *opts,
+                          vp_schedule **out, vp_vgrid_metrics *metrics, vp_error *err) {
+    *out = NULL;
+    int p = spec->p, last = 0;
+    if (p < 2 || spec->m < 1)
         return vp__fail(err, VP_EINVAL, "a V pattern needs p >= 2 and m >= 1 (got p=%d, m=%d)", p,
-                        m);
+                        spec->m);
     int(*slots)[6] = vp__calloc((size_t)p, sizeof *slots);
     if (!slots)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    char name[96];
-    if (vp_vblock_slots(vb, p, slots) != 0) {
-        free(slots);
-        return vp__fail(err, VP_EINVAL, "the V block %s is malformed or collides at p=%d",
-                        vp_vblock_format(vb, p, name, sizeof name), p);
-    }
-    int last = 0;
-    for (int d = 0; d < p; d++)
-        for (int c = 0; c <= B0; c++)
-            last = slots[d][c] > last ? slots[d][c] : last;
-    layout x = {.p = p, .m = m, .n = last + 8 * m + 2};
-    size_t passes = (size_t)p * CHAINS * 2 * m, cells = (size_t)p * x.n;
-    x.at = vp__calloc(passes, sizeof *x.at);
-    x.fresh = vp__calloc(passes, sizeof *x.fresh);
-    x.occ = vp__calloc(cells, sizeof *x.occ);
-    x.lvl = vp__calloc(cells, sizeof *x.lvl);
-    x.pend = vp__calloc(cells, sizeof *x.pend);
-    x.end = vp__calloc((size_t)p, sizeof *x.end);
+    layout x = {0};
     vp_cost_model *cm = NULL;
-    vp_status rc = x.at && x.fresh && x.occ && x.lvl && x.pend && x.end
-                       ? vp__vshape_costs(spec, &cm, err)
-                       : vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_status rc = block_slots(vb, p, slots, &last, err);
+    if (rc == VP_OK)
+        rc = vp__vshape_costs(spec, &cm, err);
+    if (rc == VP_OK)
+        rc = layout_init(&x, spec, last, err);
     if (rc == VP_OK) {
         model_memory(&x, cm);
         construct(&x, (const int(*)[6])slots);
-        rc = emit(&x, out, err);
+        const vp_vgrid_metrics *beat = opts->beat;
+        double stop = !beat ? 0 : opts->rank == VP_VRANK_SPAN ? beat->span : beat->makespan;
+        vp_vgrid_metrics timed = time_layout(&x, cm, opts->rank, stop);
+        if (!unwanted(&timed, opts))
+            rc = emit(&x, out, err);
+        layout_free(&x);
     }
-    if (rc == VP_OK)
+    if (rc == VP_OK && *out)
         rc = vp_schedule_validate(*out, err);
-    if (rc == VP_OK)
+    if (rc == VP_OK && *out)
         rc = vp__sim_metrics(*out, cm, metrics, err);
     if (rc != VP_OK) {
         vp_schedule_free(*out);
         *out = NULL;
     }
-    layout_free(&x);
     vp_cost_model_free(cm);
     free(slots);
     return rc;

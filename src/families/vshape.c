@@ -195,9 +195,10 @@ static vp_status weigh_compact(named *ns, vp_error *err) {
     const vp_spec *spec = ns->spec;
     if (vp__vlimit_cannot_beat(ns->cm, spec->p, spec->m, ns->peak, &ns->best.m, ns->rank))
         return VP_OK;
+    vp_vcompact_opts opts = {.limit = ns->peak, .rank = ns->rank, .beat = &ns->best.m};
     in_hand x = {0};
-    vp_status rc = vp_vcompact_run(spec, &ns->base, &x.s, &x.m, err);
-    if (rc == VP_OK && x.m.peak <= ns->peak + 1e-9 &&
+    vp_status rc = vp_vcompact_run(spec, &ns->base, &opts, &x.s, &x.m, err);
+    if (rc == VP_OK && x.s && x.m.peak <= ns->peak + 1e-9 &&
         x.m.peak_bytes <= ns->peak_bytes * (1 + 1e-9) &&
         vp_vsearch_ranks_before(&x.m, &ns->best.m, ns->rank))
         take(ns, &x);
