@@ -165,8 +165,9 @@ static void test_shapes_costs_and_models(void **state) {
 }
 
 /* A schedule in hand wins ties (beat with its own figures: none), a worse one is beaten;
- * a limit below its peak gives none, one at its peak the schedule; p < 2, m < 1 and a
- * block that does not hold are refused with the reason. */
+ * a limit below its peak gives none, one at its peak the schedule; p < 2, m < 1, a shape
+ * over the op limit or too large to lay out, and a block that does not hold are refused
+ * with the reason, before anything large is allocated. */
 static void test_options_and_refusals(void **state) {
     (void)state;
     vp_spec spec = vp_spec_make(8, 24);
@@ -195,6 +196,13 @@ static void test_options_and_refusals(void **state) {
     assert_non_null(strstr(err.message, "p >= 2"));
     spec = vp_spec_make(4, 0);
     assert_int_equal(vp_vcompact_run(&spec, &vb, &opts[2], &s, &b, &err), VP_EINVAL);
+    spec = vp_spec_make(4, 1 << 24);
+    assert_int_equal(vp_vcompact_run(&spec, &vb, &opts[2], &s, &b, &err), VP_ELIMIT);
+    assert_non_null(strstr(err.message, "max-ops"));
+    spec = vp_spec_make(4, 1 << 28);
+    spec.max_ops = 1L << 40;
+    assert_int_equal(vp_vcompact_run(&spec, &vb, &opts[2], &s, &b, &err), VP_ELIMIT);
+    assert_non_null(strstr(err.message, "at most"));
     spec = vp_spec_make(4, 8);
     vb.b1 = vb.f1; /* two passes in one phase */
     assert_int_equal(vp_vcompact_run(&spec, &vb, &opts[2], &s, &b, &err), VP_EINVAL);

@@ -26,6 +26,7 @@
  * chunk-0 stage for a W whose chunk the count does not follow (the V families' cost models
  * give every stage the same).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,9 +197,10 @@ static int kth_b(layout *x, int d, int k) {
  * the previous microbatch of its chain; -1 for none. */
 static int dependency(layout *x, int d, int chain, int j) {
     static const int step[B0 + 1] = {-1, 1, -1, 1}; /* the neighbour feeding each chain */
-    int dep = j > 0 ? *at(x, d, chain, j - 1) : -1, e = d + step[chain];
+    int dep = j > 0 ? *at(x, d, chain, j - 1) : -1;
     if (chain >= W1)
         return chain == W1 && !x->split ? imax(dep, kth_b(x, d, j)) : dep;
+    int e = d + step[chain];
     if (chain > F0)
         dep = imax(dep, *at(x, d, chain - 1, j));
     if (e >= 0 && e < x->p)
@@ -486,6 +488,14 @@ vp_status vp_vcompact_run(const vp_spec *spec, const vp_vblock *vb, const vp_vco
     if (p < 2 || spec->m < 1)
         return vp__fail(err, VP_EINVAL, "a V pattern needs p >= 2 and m >= 1 (got p=%d, m=%d)", p,
                         spec->m);
+    if (p > INT_MAX / 16 || spec->m > INT_MAX / 16)
+        return vp__fail(err, VP_ELIMIT,
+                        "a V pattern lays out at most %d devices and microbatches "
+                        "(got p=%d, m=%d)",
+                        INT_MAX / 16, p, spec->m);
+    vp_status size = vp_spec_check_size(spec, err);
+    if (size != VP_OK)
+        return size;
     int(*slots)[6] = vp__calloc((size_t)p, sizeof *slots);
     if (!slots)
         return vp__fail(err, VP_ENOMEM, "out of memory");
