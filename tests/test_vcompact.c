@@ -135,21 +135,12 @@ static void test_grid_cases_match_the_reference(void **state) {
  * point: a schedule that validates with the simulator's figures; the same twice. */
 static void test_shapes_costs_and_models(void **state) {
     (void)state;
-    double dev_f[] = {1, 2, 1.5, 1, 3, 1, 2}, dev_b[] = {2, 1, 2, 2.5, 1, 2, 1};
     const char *fam[] = {"v-min", "v-half", "v-zb"};
     int ps[] = {2, 3, 5, 6, 7}, n = 0;
     for (int i = 0; i < 5; i++)
         for (int mm = 0; mm < 5; mm++) {
             int p = ps[i], ms[] = {1, 2, p - 1 > 0 ? p - 1 : 1, 2 * p, 3 * p + 1};
-            vp_spec spec = vp_spec_make(p, ms[mm]);
-            int k = n++ % 5;
-            spec.costs = k == 4 ? tu_costs(0, 1.5, 0, 0.3) : tu_costs(1 + k, 2, 1.5, 0.1 * k);
-            if (k == 2) {
-                spec.costs.dev_f = dev_f;
-                spec.costs.dev_b = dev_b;
-            }
-            if (k == 3)
-                assert_int_equal(vp_memcfg_parse("zb:0.4", &spec.mem, NULL), VP_OK);
+            vp_spec spec = tu_varied_spec(p, ms[mm], n++ % 5);
             vp_vgrid_metrics a, b;
             for (int f = 0; f < 3; f++) {
                 vp_schedule *x = compacted(&spec, fam[f], &a), *y = compacted(&spec, fam[f], &b);

@@ -43,16 +43,8 @@ static vp_schedule *greedy(const vp_spec *spec, double limit, vp_vgrid_metrics *
  * enough that the variants are chosen on a shortened run. */
 static void test_limits_and_models(void **state) {
     (void)state;
-    double dev_f[] = {1, 2, 1.5, 1, 3, 1}, dev_b[] = {2, 1, 2, 2.5, 1, 2};
     for (int k = 0; k < 5; k++) {
-        vp_spec spec = vp_spec_make(6, k % 2 ? 5 : 18);
-        spec.costs = k == 4 ? tu_costs(0, 1.5, 0, 0.3) : tu_costs(1 + k, 2, 1.5, 0.1 * k);
-        if (k == 2) {
-            spec.costs.dev_f = dev_f;
-            spec.costs.dev_b = dev_b;
-        }
-        if (k == 3)
-            assert_int_equal(vp_memcfg_parse("zb:0.4", &spec.mem, NULL), VP_OK);
+        vp_spec spec = tu_varied_spec(6, k % 2 ? 5 : 18, k);
         for (double limit = 1; limit <= 6; limit += 0.5) {
             vp_vgrid_metrics m;
             vp_schedule_free(greedy(&spec, limit, &m));
