@@ -146,8 +146,9 @@ VP_API void vp_vsearch_free(vp_vsearch *s);
  * memory limit (and an F⁰ only while room for one F¹ remains, so it never deadlocks),
  * backwards or forwards first when both could start, the gaps before a pass filled with
  * pending W. Eight variants (the warm-up's depth, the preference, one more W into a gap it
- * does not fit) are timed and the best kept: the family of schedules the Zero Bubble
- * authors' greedy generators produce. */
+ * does not fit) are timed and the best kept: the kind of schedule the Zero Bubble authors'
+ * automatic schedulers (ZB-1P/2P, ZB-V) produce. Their V-Min and V-Half generators keep a
+ * pattern instead: the compacted V pattern below. */
 
 /* What a greedy search builds. */
 typedef struct vp_vgreedy_opts {

@@ -1,6 +1,6 @@
 /* The greedy V search (families.h): passes placed one at a time, in time order, on the V
- * placement under a memory limit: the family of schedules the Zero Bubble authors' greedy
- * generators produce, which repeat no building block.
+ * placement under a memory limit: the kind of schedule the Zero Bubble authors' automatic
+ * schedulers produce, which repeat no building block.
  *
  * Device d runs four chains of passes, each in microbatch order: F⁰ (stage d), F¹ (stage
  * 2p-1-d), B¹ (the backward of stage 2p-1-d) and B⁰ (stage d), and the W of every B it has
