@@ -146,8 +146,9 @@ VP_API void vp_vsearch_free(vp_vsearch *s);
  * memory limit (and an F⁰ only while room for one F¹ remains, so it never deadlocks),
  * backwards or forwards first when both could start, the gaps before a pass filled with
  * pending W. Eight variants (the warm-up's depth, the preference, one more W into a gap it
- * does not fit) are timed and the best kept: the family of schedules the Zero Bubble
- * authors' greedy generators produce. */
+ * does not fit) are timed and the best kept: the kind of schedule the Zero Bubble authors'
+ * automatic schedulers (ZB-1P/2P, ZB-V) produce. Their V-Min and V-Half generators keep a
+ * pattern instead: the compacted V pattern below. */
 
 /* What a greedy search builds. */
 typedef struct vp_vgreedy_opts {
@@ -171,6 +172,39 @@ typedef struct vp_vgreedy_opts {
  * microbatches choose one, timed in full), and one more that records the winner. */
 VP_API vp_status vp_vgreedy_run(const vp_spec *spec, const vp_vgreedy_opts *opts, vp_schedule **out,
                                 vp_vgrid_metrics *metrics, vp_error *err);
+
+/* ---- the compacted V pattern (vcompact.c) ------------------------------------------
+ *
+ * The construction of the Controllable Memory authors' V-Min and V-Half generators: a V
+ * block's pattern repeated every 6 unit slots keeps its stable phase, while the warm-up
+ * and the cool-down are compacted greedily, pass by pass in time order, into the earliest
+ * free slot their dependencies allow that raises no device's memory above the most the
+ * pattern holds; each W goes into the first free slot after its B. Under equal costs per
+ * chunk pass that is the block's own rhythm; under uneven costs the compacted orders often
+ * replay faster than the V slot grid's build of the same block (vp_vblock_build), at no
+ * more memory in the cases measured (the families keep it only when it holds no more). */
+
+/* What a compacted pattern is kept for. */
+typedef struct vp_vcompact_opts {
+    double limit;                 /* return no schedule whose peak (units) exceeds it (0: any) */
+    vp_vrank rank;                /* how it ranks against beat (as vp_vsearch_ranks_before) */
+    const vp_vgrid_metrics *beat; /* return a schedule only when it ranks before these (a
+                                     schedule in hand wins ties), or NULL */
+} vp_vcompact_opts;
+
+/* Builds block vb's compacted pattern for spec (p >= 2, m >= 1; its costs and memory
+ * model, no recomputation) and times it. When its figures are what opts asks for, *out
+ * receives the schedule (named "v-compact", validated; caller frees) and *metrics the
+ * figures vp_simulate gives it under the spec's costs; else *out is NULL (and *metrics
+ * untouched). Deterministic. VP_EINVAL for p < 2, m < 1 or a block that is malformed or
+ * collides (vp_vblock_slots), VP_ENOMEM. Cost: O(p·m) for the pattern, its stable phase
+ * never visited by the compaction, plus per warm-up or cool-down pass a scan of the free
+ * slots before it (in the last compaction each with a replay of the device's memory from
+ * there); the timing stops once it cannot rank before opts->beat, and only a schedule that
+ * does is built and simulated. */
+VP_API vp_status vp_vcompact_run(const vp_spec *spec, const vp_vblock *vb,
+                                 const vp_vcompact_opts *opts, vp_schedule **out,
+                                 vp_vgrid_metrics *metrics, vp_error *err);
 
 /* The fixed block of a named V family at p devices (its memory level; the family itself
  * searches that level under the spec's costs): "v-min", offsets (1,1), phases of F¹, B¹,

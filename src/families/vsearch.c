@@ -182,9 +182,14 @@ vp_status vp__sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_vgri
     return VP_OK;
 }
 
-vp_vgrid_metrics vp__vschedule_bounds(const vp_cost_model *cm, int p, int m, int cap) {
+int vp__vlimit_cannot_beat(const vp_cost_model *cm, int p, int m, double limit,
+                           const vp_vgrid_metrics *best, vp_vrank rank) {
+    double act = fmin(cm->act[0], cm->act[2 * p - 1]);
+    if (!(act > 0) || limit / act > 4.0 * p * m)
+        return 0;
     bound bd = make_bound(cm, p, m);
-    return lower_bounds(&bd, cap);
+    vp_vgrid_metrics lb = lower_bounds(&bd, (int)floor(limit / act + EPS));
+    return cannot_beat(&lb, 0, best, rank);
 }
 
 int vp__vblock_cannot_beat(const vp_cost_model *cm, int p, int m, int cap,
