@@ -172,6 +172,9 @@ VP_API char *vp_gpu_json(const vp_gpu *gpu);
  *   twice. vpipe's own model recomputes only this way, as its runtime does (its workload
  *   recompute must be none). */
 
+/* vp_workload.dp_overlap: the data-parallel reduction overlapped as frameworks run it. */
+#define VP_OVERLAP_MODELLED (-1.0)
+
 /* Bytes per parameter of each model state. */
 typedef struct vp_precision {
     int param;   /* the weights the passes read (2 for bf16, 4 for fp32) */
@@ -193,7 +196,8 @@ typedef struct vp_workload {
     bool flash;             /* FlashAttention: no s x s matrix kept */
     vp_recompute recompute; /* inside B; a schedule with R passes recomputes in them */
     vp_precision prec;
-    double dp_overlap;    /* share of the DP gradient reduction hidden behind compute, [0, 1] */
+    double dp_overlap;    /* share of the DP reduction hidden behind compute, [0, 1], or
+                             VP_OVERLAP_MODELLED (the default): the frameworks' overlap */
     double reserve_bytes; /* per rank: CUDA context, communicator buffers, allocator slack */
 } vp_workload;
 

@@ -13,6 +13,8 @@
  *   render.h    terminal, SVG and Chrome-trace pictures                    sim
  *   hybrid.h    the DP x TP x PP x microbatch x schedule x recompute       price, plan, io
  *               planner and its exports
+ *   calibrate.h measured runs (RUNS.csv): their prices, the accuracy,      price
+ *               and accelerator constants fitted to them
  *   request.h   the string API: JSON options in, text out                  plan, price,
  *                                                                          io, render
  *   model.h     the transformer, its sizes, allocator and optimiser        base
@@ -29,6 +31,7 @@
 
 #include "vpipe/base.h"
 #include "vpipe/block.h"
+#include "vpipe/calibrate.h"
 #include "vpipe/checkpoint.h"
 #include "vpipe/data.h"
 #include "vpipe/families.h"

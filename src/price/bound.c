@@ -107,7 +107,8 @@ vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout 
         return rc;
     vp__price_overheads(su, lay->fixed, lay->p, &optimizer_s, &dp_reduce_s);
     out->makespan_s = makespan_ms / 1e3;
-    out->step_time_s = out->makespan_s + optimizer_s + dp_reduce_s * (1 - su->work->dp_overlap);
+    double hidden = su->work->dp_overlap == VP_OVERLAP_MODELLED ? 0 : su->work->dp_overlap;
+    out->step_time_s = out->makespan_s + optimizer_s + dp_reduce_s * (1 - hidden);
     out->memory_max_bytes = memory_bound(lay);
     return VP_OK;
 }

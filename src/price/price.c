@@ -98,7 +98,8 @@ static void finish(const vp_price_setup *su, const vp_schedule *s, const vp_sim 
             r->memory_max_rank = d;
         }
     }
-    r->dp_exposed_s = r->dp_reduce_s * (1 - t->dp_overlap);
+    double hidden = t->dp_overlap == VP_OVERLAP_MODELLED ? 0 : t->dp_overlap;
+    r->dp_exposed_s = r->dp_reduce_s * (1 - hidden);
     r->step_time_s = r->makespan_s + r->optimizer_s + r->dp_exposed_s;
     double samples = (double)s->m * t->mbs * t->dp;
     r->model_flops = samples / t->mbs * model_flops_per_microbatch(su);

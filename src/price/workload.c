@@ -12,6 +12,7 @@ vp_workload vp_workload_default(const vp_arch *arch) {
         .tp = 1,
         .dp = 1,
         .prec = {.param = fp32 ? 4 : 2, .grad = 4, .master = fp32 ? 0 : 4, .moments = 8},
+        .dp_overlap = VP_OVERLAP_MODELLED,
         .reserve_bytes = arch->impl == VP_IMPL_VPIPE ? 0 : (double)(1 << 30),
     };
     return t;
@@ -40,9 +41,10 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
                         "bytes per parameter out of range (param %d, grad %d, "
                         "master %d, moments %d)",
                         p->param, p->grad, p->master, p->moments);
-    if (!(t->dp_overlap >= 0 && t->dp_overlap <= 1) || !(t->reserve_bytes >= 0) ||
-        !isfinite(t->reserve_bytes))
-        return vp__fail(err, VP_EINVAL, "dp_overlap must be in [0, 1] and the reserve >= 0");
+    if (!((t->dp_overlap >= 0 && t->dp_overlap <= 1) || t->dp_overlap == VP_OVERLAP_MODELLED) ||
+        !(t->reserve_bytes >= 0) || !isfinite(t->reserve_bytes))
+        return vp__fail(err, VP_EINVAL,
+                        "dp_overlap must be in [0, 1] (or modelled) and the reserve >= 0");
     if (a->impl == VP_IMPL_VPIPE && (t->tp > 1 || t->flash || t->recompute))
         return vp__fail(err, VP_EINVAL,
                         "vpipe's own model has no tensor parallelism, "
