@@ -199,7 +199,7 @@ void cli_split_release(cli_split *sp);
 typedef struct cli_real {
     const char *model, *gpu; /* as given, NULL until given */
     int seq, mbs, tp, dp;    /* 0 until given */
-    bool sp, zero, flash;
+    bool sp, zero, flash, tp_overlap, pp_overlap;
     int recompute;                  /* the spec's --recompute, copied by cli_real_ready */
     cli_split split;                /* --split, --layers-per-stage */
     double reserve_gib, dp_overlap; /* -1 until given */
@@ -283,7 +283,7 @@ int cli_plan_hybrid(cli_spec *o, cli_real *r, const cli_hybrid *h, const cli_pla
 
 extern const cli_command cli_cmd_list, cli_cmd_schedule, cli_cmd_simulate, cli_cmd_compare,
     cli_cmd_validate, cli_cmd_train, cli_cmd_profile, cli_cmd_render, cli_cmd_block, cli_cmd_plan,
-    cli_cmd_model;
+    cli_cmd_model, cli_cmd_calibrate;
 
 /* Every subcommand, in the order `vpipe --help` lists them. */
 extern const cli_command *const cli_commands[];

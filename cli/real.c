@@ -83,22 +83,28 @@ static const cli_opt real_opts[] = {
               "distributed optimizer (ZeRO-1): master weights and moments\n"
               "split over --dp"),
     REAL_FLAG("flash", flash, "FlashAttention: no s x s attention matrix kept"),
+    REAL_FLAG("tp-overlap", tp_overlap,
+              "TP collectives pipelined with the linears they feed\n"
+              "(Megatron-LM's --tp-comm-overlap)"),
+    REAL_FLAG("pp-overlap", pp_overlap,
+              "pipeline sends overlapped with compute (default: they block\n"
+              "both ends, as Megatron-LM's 1F1B)"),
     {.name = "reserve",
      .kind = CLI_DOUBLE,
      .offset = offsetof(cli_real, reserve_gib),
      .arg = "GIB",
      .lo = 0,
      .hi = 1e6,
-     .help = "per-rank reserve: CUDA context, communicators, allocator\n"
-             "slack (default 1 for 16-bit models, 0 for vpipe's own)"},
+     .help = "per-rank memory to keep free beyond every item priced\n"
+             "(default 0)"},
     {.name = "dp-overlap",
      .kind = CLI_DOUBLE,
      .offset = offsetof(cli_real, dp_overlap),
      .arg = "F",
      .lo = 0,
      .hi = 1,
-     .help = "share of the DP gradient reduction hidden behind compute\n"
-             "(default 0)"},
+     .help = "share of the DP reduction hidden behind compute (default:\n"
+             "overlapped bucket by bucket with the backward, as frameworks do)"},
 };
 
 const cli_group cli_real_group = CLI_GROUP("real model", real_opts);
@@ -156,6 +162,8 @@ static const char *first_given(const cli_real *r) {
                 {r->dp, "--dp"},
                 {r->zero, "--zero"},
                 {r->flash, "--flash"},
+                {r->tp_overlap, "--tp-overlap"},
+                {r->pp_overlap, "--pp-overlap"},
                 {r->split.goal >= 0, "--split"},
                 {r->split.layers.v, "--layers-per-stage"},
                 {r->reserve_gib >= 0, "--reserve"},
@@ -189,6 +197,8 @@ static void apply_workload(cli_real *r) {
     w->sp = r->sp;
     w->zero1 = r->zero;
     w->flash = r->flash;
+    w->tp_overlap = r->tp_overlap;
+    w->pp_overlap = r->pp_overlap;
     if (r->recompute >= 0 && r->arch.impl != VP_IMPL_VPIPE) /* see cli_real_ready */
         w->recompute = (vp_recompute)r->recompute;
     w->reserve_bytes = r->reserve_gib >= 0 ? r->reserve_gib * GIB : w->reserve_bytes;
@@ -277,9 +287,10 @@ void cli_print_split(FILE *out, const vp_price_result *r) {
 
 /* One rank's memory row, GiB. */
 static void memory_row(FILE *out, const char *label, const vp_rank_memory *m) {
-    fprintf(out, "%-5s %8.2f %8.2f %9.2f %11.2f %8.2f %9.2f %8.2f %8.2f\n", label, m->params / GIB,
-            m->grads / GIB, m->optimizer / GIB, m->activations / GIB, m->buffers / GIB,
-            m->workspace / GIB, m->reserve / GIB, m->total / GIB);
+    fprintf(out, "%-5s %8.2f %8.2f %9.2f %11.2f %8.2f %9.2f %7.2f %6.2f %8.2f %7.2f %8.2f %8.2f\n",
+            label, m->params / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB,
+            m->buffers / GIB, m->workspace / GIB, m->logits / GIB, m->fragmentation / GIB,
+            m->context / GIB, m->comm / GIB, m->reserve / GIB, m->total / GIB);
 }
 
 void cli_price_text(FILE *out, const vp_price_result *r, const vp_workload *w, bool measured) {
@@ -295,9 +306,9 @@ void cli_price_text(FILE *out, const vp_price_result *r, const vp_workload *w, b
             "mean device slice per microbatch: F %.4g ms, B %.4g ms, W %.4g ms, hop %.3g ms%s\n",
             r->costs.f, r->costs.b, r->costs.w, r->hop_ms, measured ? " (measured)" : "");
     cli_print_split(out, r);
-    fprintf(out, "\nmemory per rank, GiB:\n%-5s %8s %8s %9s %11s %8s %9s %8s %8s\n", "rank",
-            "params", "grads", "optimizer", "activations", "buffers", "workspace", "reserve",
-            "total");
+    fprintf(out, "\nmemory per rank, GiB:\n%-5s %8s %8s %9s %11s %8s %9s %7s %6s %8s %7s %8s %8s\n",
+            "rank", "params", "grads", "optimizer", "activations", "buffers", "workspace", "logits",
+            "frag", "context", "comm", "reserve", "total");
     for (int d = 0; d < r->p; d++) {
         char label[16];
         snprintf(label, sizeof label, "%d", d);

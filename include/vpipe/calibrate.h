@@ -21,7 +21,8 @@
  * the layers dividing evenly), every microbatch size and recomputation.
  * Optional columns: id, source, cite, note (labels); dp_overlap (empty: the frameworks'
  * bucketed overlap; 0: the reduction after the backward, a share otherwise); tp_overlap
- * (0/1: tensor-parallel communication overlapped with the matrix multiplies); grad_bytes
+ * (0/1: tensor-parallel communication overlapped with the matrix multiplies); pp_overlap
+ * (0/1: pipeline sends overlapped with compute, else they block both ends); grad_bytes
  * (bytes per gradient element the data-parallel reduction moves: 4, or 2 for a 16-bit
  * reduction); mem_kind (what peak_mem_gib counts: process, reserved or allocated);
  * tuned (0/1: the run set a preset's constants); expressible (a reason the run cannot be
@@ -54,7 +55,7 @@ typedef struct vp_run {
     int mbs, gbs, seq;          /* mbs VP_RUN_ANY: searched; seq 0: the model's default */
     char schedule[32];          /* a family, "*" (searched) */
     int recompute;              /* a vp_recompute, or VP_RUN_ANY */
-    bool flash, sp, fp8, tp_overlap;
+    bool flash, sp, fp8, tp_overlap, pp_overlap;
     int zero;          /* 0 or 1 (the distributed optimizer) */
     double dp_overlap; /* VP_OVERLAP_MODELLED or a share in [0, 1] */
     int grad_bytes;    /* 0: the precision's gradient bytes */
@@ -167,6 +168,103 @@ VP_API void vp_calibrate_accuracy_free(vp_accuracy *acc);
  * concordant), elapsed_s. New string (caller frees with free()), NULL when memory runs
  * out. */
 VP_API char *vp_calibrate_accuracy_json(const vp_accuracy *acc, const vp_run_set *set);
+
+/* ---- calibration ----------------------------------------------------------------------- */
+
+/* The constants a calibration can fit: the speed of the matrix multiplies
+ * (gemm_efficiency), the memory-bound kernels' traffic (act_traffic_f and _b, scaled
+ * together), communication efficiency, the per-layer and per-chunk overheads, the
+ * attention kernels' efficiency, and memory beyond the tensors: a constant per GPU
+ * (context_bytes) and a fraction of the allocated bytes (frag_fraction). */
+typedef enum {
+    VP_FIT_GEMM,
+    VP_FIT_MEMORY_BOUND,
+    VP_FIT_COMM,
+    VP_FIT_LAYER,
+    VP_FIT_CHUNK,
+    VP_FIT_ATTENTION,
+    VP_FIT_CONTEXT,
+    VP_FIT_FRAGMENTATION,
+    VP_FIT_COUNT
+} vp_fit_constant;
+
+/* The name a constant is asked by ("gemm", "memory", "comm", "layer", "chunk",
+ * "attention", "context", "fragmentation"), NULL past the end. */
+VP_API const char *vp_calibrate_constant_name(int k);
+
+/* The bits of a comma-separated list of names into *bits. VP_EINVAL naming an unknown
+ * one and the known ones. */
+VP_API vp_status vp_calibrate_constants_parse(const char *list, unsigned *bits, vp_error *err);
+
+typedef struct vp_calibrate_request {
+    const vp_run_set *runs;
+    const vp_gpu *base; /* the accelerator the constants start from, in place of the one
+                           the runs name; NULL: that one (they must all name the same) */
+    unsigned fit;       /* bit (1 << k) per constant to fit; 0: every time constant but
+                           attention, with the memory ones when runs measured peaks */
+    const char *name;   /* of the calibrated accelerator; NULL: base's + "-calibrated" */
+} vp_calibrate_request;
+
+/* One run against the fitted accelerator: throughput (tokens/s per GPU) measured, fitted,
+ * and predicted with the constants fitted without it (leave-one-out); the same for the
+ * memory peak when measured. Errors are predicted / measured - 1. */
+typedef struct vp_calibration_run {
+    int run;
+    double measured, fitted, error, loo_error;
+    bool has_memory;
+    double measured_memory, fitted_memory, memory_error, loo_memory_error; /* bytes */
+} vp_calibration_run;
+
+typedef struct vp_calibration {
+    vp_gpu base, gpu;       /* where the fit started, and the fitted accelerator (its
+                               expected error: the leave-one-out figures below) */
+    unsigned asked, pinned; /* constants fitted, and those the runs pinned down (their
+                               standard error under 30% of the prior spread) */
+    double base_value[VP_FIT_COUNT], value[VP_FIT_COUNT], sd[VP_FIT_COUNT]; /* in the units
+                                vp_calibrate_text prints */
+    vp_calibration_run *runs;                                               /* [n] */
+    int n, memory_runs, iterations;
+    double fit_mean, fit_worst, loo_mean, loo_median, loo_worst;
+    double memory_fit_mean, memory_loo_mean, memory_loo_worst;
+    double elapsed_s;
+} vp_calibration;
+
+/* Fits the constants asked to every run of req->runs by least squares on the logarithm of
+ * predicted over measured throughput (and, for the memory constants, on the peaks the runs
+ * measured), starting from the base and pulled weakly towards it, so that a constant the
+ * runs cannot pin down stays near the base's value and is reported as not pinned. Each
+ * run is priced as vp_calibrate_price prices it; its configuration ("*" cells chosen) and
+ * schedule are fixed with the base accelerator, then re-timed. Then, for every run, the
+ * constants are fitted again without it (one Gauss-Newton step from the full fit) and the
+ * run predicted. VP_EUNSUPPORTED naming the first run vpipe cannot express; VP_EINVAL when
+ * runs name different accelerators, the base is not a kernel-model accelerator, or fewer
+ * runs measure a time (or a peak) than the constants explicitly asked of them, naming
+ * them; errors of pricing a run (its line named); VP_ENOMEM. */
+VP_API vp_status vp_calibrate_fit(const vp_calibrate_request *req, vp_calibration **out,
+                                  vp_error *err);
+VP_API void vp_calibrate_fit_free(vp_calibration *c);
+
+/* What `vpipe calibrate` asks, by name: reads the RUNS.csv at runs_path
+ * (vp_calibrate_read_file), resolves gpu (a preset or an accelerator file; NULL: the one
+ * the runs name), parses constants (a comma-separated list of vp_calibrate_constant_name;
+ * NULL: the default) and fits (vp_calibrate_fit). *runs gets the runs read (caller frees with
+ * vp_calibrate_free; NULL on failure), *out the fit. Errors of those calls, the gpu's
+ * prefixed with "--gpu". */
+VP_API vp_status vp_calibrate_file(const char *runs_path, const char *gpu, const char *constants,
+                                   vp_run_set **runs, vp_calibration **out, vp_error *err);
+
+/* The fit in words: the constants (base, fitted, standard error, pinned or why not), every
+ * run's measured, fitted and leave-one-out figures, the summary, and which constants the
+ * runs could not pin down. New string (caller frees), NULL when memory runs out. */
+VP_API char *vp_calibrate_text(const vp_calibration *c, const vp_run_set *runs);
+
+/* The same as one JSON object: gpu (the fitted accelerator as vp_gpu_json writes it),
+ * constants ({name, what, base, fitted, sd, asked, pinned}), runs ({id, line, measured,
+ * fitted, error, loo_error[, measured_memory_gib, memory_gib, memory_error,
+ * loo_memory_error]}), fit_mean, fit_worst, loo_mean, loo_median, loo_worst, memory_runs,
+ * memory_fit_mean, memory_loo_mean, memory_loo_worst, not_pinned (names), iterations,
+ * elapsed_s. New string, NULL when memory runs out. */
+VP_API char *vp_calibrate_json(const vp_calibration *c, const vp_run_set *runs);
 
 #ifdef __cplusplus
 }

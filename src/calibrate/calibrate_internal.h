@@ -21,6 +21,11 @@ typedef struct vp__run_ready {
 vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__run_ready *out,
                           vp_error *err);
 
+/* Prices run i as vp_calibrate_price does, and hands over the configuration it chose
+ * (*chosen: the fastest that fits of what its "*" cells allow). */
+vp_status vp__run_choose(const vp_run_set *set, int i, const vp_gpu *gpu, vp__run_ready *chosen,
+                         vp_run_price *out, vp_error *err);
+
 /* Prices ready (its family at p, m, v; the layers split evenly, as frameworks split them)
  * into *out (caller frees with vp_price_result_free). */
 vp_status vp__run_price_ready(const vp__run_ready *ready, vp_price_result **out, vp_error *err);

@@ -77,6 +77,9 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->flash = run->flash;
     w->zero1 = run->zero == 1;
     w->dp_overlap = run->dp_overlap;
+    w->tp_overlap = run->tp_overlap;
+    w->pp_overlap = run->pp_overlap;
+    w->prec.grad = run->grad_bytes ? run->grad_bytes : w->prec.grad;
     vp_status rc = choose_family(set, run, out, err);
     if (rc == VP_OK)
         rc = set_batch(set, run, run->mbs == VP_RUN_ANY ? 1 : run->mbs,
@@ -110,7 +113,9 @@ void vp__run_fill(const vp_run *run, const vp__run_ready *ready, const vp_price_
     double most = 0; /* the kind the run measured */
     for (int d = 0; d < r->p; d++) {
         const vp_rank_memory *m = &r->memory[d];
-        double v = run->mem_kind == VP_MEM_PROCESS ? m->total : m->total - m->reserve;
+        double v = run->mem_kind == VP_MEM_ALLOCATED  ? m->allocated
+                   : run->mem_kind == VP_MEM_RESERVED ? m->reserved
+                                                      : m->total;
         most = v > most ? v : most;
     }
     out->memory_bytes = most;
@@ -126,7 +131,7 @@ static bool better(const vp_run_price *a, const vp_run_price *b) {
 }
 
 /* The schedules a run allows: its own, or with "*" 1F1B and interleaved at every chunk
- * count that divides the layers evenly over the devices (pipelines only). */
+ * count that divides each device's layers evenly (Megatron-LM's rule; pipelines only). */
 static int schedules(const vp_run *run, const vp__run_ready *base, char fam[][32], int *v,
                      int cap) {
     if (strcmp(run->schedule, "*") || run->pp == 1) {
@@ -137,7 +142,7 @@ static int schedules(const vp_run *run, const vp__run_ready *base, char fam[][32
     int n = 0;
     snprintf(fam[n], 32, "1f1b");
     v[n++] = 0;
-    for (int k = 2; k <= 8 && n < cap; k++)
+    for (int k = 2; k <= base->arch.layers / run->pp && n < cap; k++)
         if ((run->vp == VP_RUN_ANY || run->vp == k) && base->arch.layers % (run->pp * k) == 0) {
             snprintf(fam[n], 32, "interleaved");
             v[n++] = k;
@@ -145,10 +150,10 @@ static int schedules(const vp_run *run, const vp__run_ready *base, char fam[][32
     return n;
 }
 
-/* One candidate priced into *best when it is better; a candidate the family refuses is
- * skipped (its error kept in *last). */
-static vp_status try_candidate(const vp_run *run, vp__run_ready *c, vp_run_price *best, bool *found,
-                               vp_error *last) {
+/* One candidate priced into *best (and *chosen) when it is better; a candidate the family
+ * refuses is skipped (its error kept in *last). */
+static vp_status try_candidate(const vp_run *run, vp__run_ready *c, vp_run_price *best,
+                               vp__run_ready *chosen, bool *found, vp_error *last) {
     vp_price_result *r = NULL;
     vp_error why = {0};
     vp_status rc = vp__run_price_ready(c, &r, &why);
@@ -163,21 +168,23 @@ static vp_status try_candidate(const vp_run *run, vp__run_ready *c, vp_run_price
     vp_run_price got;
     vp__run_fill(run, c, r, &got);
     vp_price_result_free(r);
-    if (!*found || better(&got, best))
+    if (!*found || better(&got, best)) {
         *best = got;
+        *chosen = *c;
+    }
     *found = true;
     return VP_OK;
 }
 
-vp_status vp_calibrate_price(const vp_run_set *set, int i, const vp_gpu *gpu, vp_run_price *out,
-                             vp_error *err) {
+vp_status vp__run_choose(const vp_run_set *set, int i, const vp_gpu *gpu, vp__run_ready *chosen,
+                         vp_run_price *out, vp_error *err) {
     vp__run_ready base;
     vp_status rc = vp__run_resolve(set, i, gpu, &base, err);
     if (rc != VP_OK)
         return rc;
     const vp_run *run = &set->runs[i];
-    char fam[8][32];
-    int v[8], n_fam = schedules(run, &base, fam, v, 8);
+    char fam[32][32];
+    int v[32], n_fam = schedules(run, &base, fam, v, 32);
     int per_rank = run->gbs / run->dp;
     bool found = false;
     vp_error last = {0};
@@ -194,7 +201,7 @@ vp_status vp_calibrate_price(const vp_run_set *set, int i, const vp_gpu *gpu, vp
                 c.v = v[f];
                 rc = set_batch(set, run, mbs, (vp_recompute)k, &c, err);
                 if (rc == VP_OK)
-                    rc = try_candidate(run, &c, out, &found, &last);
+                    rc = try_candidate(run, &c, out, chosen, &found, &last);
             }
         }
     }
@@ -202,4 +209,10 @@ vp_status vp_calibrate_price(const vp_run_set *set, int i, const vp_gpu *gpu, vp
         rc = vp__fail(err, last.status ? last.status : VP_EINVAL, "%s:%d: %s", set->name, run->line,
                       last.message[0] ? last.message : "no configuration to price");
     return rc;
+}
+
+vp_status vp_calibrate_price(const vp_run_set *set, int i, const vp_gpu *gpu, vp_run_price *out,
+                             vp_error *err) {
+    vp__run_ready chosen;
+    return vp__run_choose(set, i, gpu, &chosen, out, err);
 }

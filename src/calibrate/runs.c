@@ -184,6 +184,7 @@ enum {
     C_NOTE,
     C_DP_OVERLAP,
     C_TP_OVERLAP,
+    C_PP_OVERLAP,
     C_GRAD_BYTES,
     C_MEM_KIND,
     C_TUNED,
@@ -217,10 +218,12 @@ static const char *const column_names[N_COLUMNS] = {"model",
                                                     "note",
                                                     "dp_overlap",
                                                     "tp_overlap",
+                                                    "pp_overlap",
                                                     "grad_bytes",
                                                     "mem_kind",
                                                     "tuned",
                                                     "expressible"};
+_Static_assert(sizeof column_names / sizeof column_names[0] == N_COLUMNS, "a name per column");
 
 /* Where each column sits in a row (-1: absent). */
 typedef struct layout {
@@ -440,9 +443,10 @@ static vp_status read_settings(const cells *c, vp_run *run) {
     vp_status rc = recompute_cell(c, run);
     if (rc == VP_OK)
         rc = schedule_cell(c, run);
-    bool *flags[] = {&run->flash, &run->sp, &run->fp8, &run->tp_overlap, &run->tuned};
-    int keys[] = {C_FLASH, C_SP, C_FP8, C_TP_OVERLAP, C_TUNED};
-    for (int i = 0; i < 5 && rc == VP_OK; i++)
+    bool *flags[] = {&run->flash,      &run->sp,         &run->fp8,
+                     &run->tp_overlap, &run->pp_overlap, &run->tuned};
+    int keys[] = {C_FLASH, C_SP, C_FP8, C_TP_OVERLAP, C_PP_OVERLAP, C_TUNED};
+    for (int i = 0; i < 6 && rc == VP_OK; i++)
         rc = flag_cell(c, keys[i], flags[i]);
     if (rc == VP_OK)
         rc = dp_overlap_cell(c, run);

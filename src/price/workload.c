@@ -13,7 +13,6 @@ vp_workload vp_workload_default(const vp_arch *arch) {
         .dp = 1,
         .prec = {.param = fp32 ? 4 : 2, .grad = 4, .master = fp32 ? 0 : 4, .moments = 8},
         .dp_overlap = VP_OVERLAP_MODELLED,
-        .reserve_bytes = arch->impl == VP_IMPL_VPIPE ? 0 : (double)(1 << 30),
     };
     return t;
 }
@@ -58,12 +57,17 @@ static vp_status check_speed(const vp_gpu *g, vp_error *err) {
     if (g->efficiency > 0 && g->efficiency <= 1)
         return VP_OK;
     bool kernel = g->efficiency == 0 && g->gemm_efficiency > 0 && g->gemm_efficiency <= 1 &&
-                  g->gemm_edge >= 0 && g->act_traffic_f >= 0 && g->act_traffic_b >= 0 &&
-                  isfinite(g->gemm_edge + g->act_traffic_f + g->act_traffic_b);
+                  g->attn_efficiency_f > 0 && g->attn_efficiency_f <= 1 &&
+                  g->attn_efficiency_b > 0 && g->attn_efficiency_b <= 1 && g->gemm_edge >= 0 &&
+                  g->act_traffic_f >= 0 && g->act_traffic_b >= 0 && g->layer_overhead >= 0 &&
+                  g->chunk_overhead >= 0 &&
+                  isfinite(g->gemm_edge + g->act_traffic_f + g->act_traffic_b + g->layer_overhead +
+                           g->chunk_overhead);
     return kernel ? VP_OK
                   : vp__fail(err, VP_EINVAL,
                              "accelerator %s: efficiency in (0, 1], or 0 with gemm_efficiency "
-                             "in (0, 1] and gemm_edge, act_traffic_f, act_traffic_b >= 0",
+                             "and the attention efficiencies in (0, 1] and gemm_edge, "
+                             "act_traffic_f, act_traffic_b and the overheads >= 0",
                              g->name);
 }
 
@@ -80,6 +84,14 @@ static vp_status check_gpu(const vp_gpu *g, vp_error *err) {
         !isfinite(g->inter_latency) || g->gpus_per_node < 1)
         return vp__fail(err, VP_EINVAL,
                         "accelerator %s: latencies >= 0 and gpus_per_node >= 1 needed", g->name);
+    if (!(g->comm_efficiency > 0 && g->comm_efficiency <= 1) ||
+        !(g->hbm_efficiency > 0 && g->hbm_efficiency <= 1) || !(g->context_bytes >= 0) ||
+        !(g->comm_buffer_bytes >= 0) || !(g->frag_fraction >= 0) ||
+        !isfinite(g->context_bytes + g->comm_buffer_bytes + g->frag_fraction))
+        return vp__fail(err, VP_EINVAL,
+                        "accelerator %s: communication and HBM efficiencies in (0, 1], context, "
+                        "communication buffers and fragmentation >= 0",
+                        g->name);
     return check_speed(g, err);
 }
 

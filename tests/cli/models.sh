@@ -26,7 +26,8 @@ assert {"gpt2-124m", "llama3-70b", "llama3-405b", "gpt3-175b", "cm-98.5b", "zb-1
 m = {x["name"]: x for x in d["models"]}
 assert abs(m["llama3-70b"]["params"] / 1e9 - 70.55) < 0.01, m["llama3-70b"]["params"]
 assert m["llama3-70b"]["kv_heads"] == 8 and m["llama3-70b"]["ffn_kind"] == "swiglu"
-assert {g["name"] for g in d["gpus"]} == {"a100-80gb", "h100-80gb", "h200-141gb"}
+assert {g["name"] for g in d["gpus"]} == {"a100-80gb", "h100-80gb", "h200-141gb", "h800-80gb",
+                                         "b200", "gb200", "mi300x", "mi325x", "mi355x"}
 PY
 # An accelerator printed by the listing reads back as a --gpu file, to the same answer.
 python3 -c "
@@ -72,9 +73,12 @@ for k in ("step_time_s", "samples_per_s_per_gpu", "tokens_per_s", "mfu", "memory
 assert d["family"] == "v-half" and d["p"] == 8 and d["tp"] == 8 and d["gpus"] == 64
 assert len(d["memory_per_rank"]) == 8 and len(d["layers_per_stage"]) == 16
 assert sum(d["layers_per_stage"]) == 80
-items = ("params", "grads", "optimizer", "activations", "buffers", "workspace", "reserve")
+items = ("params", "grads", "optimizer", "activations", "buffers", "workspace", "logits")
+beside = ("fragmentation", "context", "comm", "reserve")
 for m in d["memory_per_rank"]:
-    assert abs(sum(m[k] for k in items) - m["total"]) <= 8, m
+    assert abs(sum(m[k] for k in items) - m["allocated"]) <= 8, m
+    assert abs(m["allocated"] + m["fragmentation"] - m["reserved"]) <= 2, m
+    assert abs(m["allocated"] + sum(m[k] for k in beside) - m["total"]) <= 8, m
     assert m["grads"] == 2 * m["params"] and m["optimizer"] == 6 * m["params"], m
 assert d["memory_max_bytes"] == max(m["total"] for m in d["memory_per_rank"])
 assert d["fits"] == (d["memory_max_bytes"] <= d["capacity_bytes"])
