@@ -177,7 +177,7 @@ static int write_gallery(const compare_args *a, const compare_state *st) {
 
 static void table_head(FILE *out, const compare_args *a) {
     const vp_spec *spec = &a->spec.spec;
-    char text[256];
+    char text[512];
     if (!a->real.on) {
         fprintf(out, "p=%d m=%d  costs %s\n\n%-12s %10s %9s %10s %8s %8s\n", spec->p, spec->m,
                 cli_costs_text(&spec->costs, text, sizeof text), "family", "makespan", "bubble",
@@ -189,6 +189,8 @@ static void table_head(FILE *out, const compare_args *a) {
             r->accel.name, spec->p, spec->m, cli_workload_text(&r->work, text, sizeof text),
             spec->p * r->work.tp * r->work.dp, r->accel.memory_bytes / GIB,
             r->setup.measured ? "  measured costs" : "");
+    fprintf(out, "%s\n\n",
+            vp_price_expected_text(r->accel.name, &r->accel.expected, text, sizeof text));
     fprintf(out, "%-12s %9s %7s %8s %8s  %-4s %s\n", "family", "step s", "MFU", "bubble", "max GiB",
             "fits", "GiB per rank");
 }

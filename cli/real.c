@@ -302,6 +302,8 @@ void cli_price_text(FILE *out, const vp_price_result *r, const vp_workload *w, b
             "MFU %.2f%%   bubble %.2f%%   %.4g samples/s per GPU   %.6g tokens/s\n",
             r->step_time_s, r->makespan_s, r->optimizer_s, r->dp_exposed_s, 100 * r->mfu,
             100 * r->bubble, r->samples_per_s_per_gpu, r->tokens_per_s);
+    char trust[512];
+    fprintf(out, "%s\n", vp_price_expected_text(r->gpu, &r->expected, trust, sizeof trust));
     fprintf(out,
             "mean device slice per microbatch: F %.4g ms, B %.4g ms, W %.4g ms, hop %.3g ms%s\n",
             r->costs.f, r->costs.b, r->costs.w, r->hop_ms, measured ? " (measured)" : "");

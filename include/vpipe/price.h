@@ -185,6 +185,12 @@ VP_API vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp
 /* Preset name, or path of such a JSON file (same rule as vp_arch_resolve). */
 VP_API vp_status vp_gpu_resolve(const char *name_or_path, vp_gpu *out, vp_error *err);
 
+/* How far to trust what is priced on accelerator `gpu` with expected error e, in one
+ * sentence (the mean and worst throughput and memory errors measured, how many runs they
+ * stand on and where they come from; or that none was measured) into buf; returns buf. */
+VP_API const char *vp_price_expected_text(const char *gpu, const vp_expected_error *e, char *buf,
+                                          size_t size);
+
 /* The accelerator as one JSON object in the form vp_gpu_parse_json reads (every key, and
  * "name"); new string (caller frees with free()), NULL when memory runs out. */
 VP_API char *vp_gpu_json(const vp_gpu *gpu);
@@ -438,13 +444,14 @@ typedef struct vp_price_result {
     double memory_max_bytes;
     int memory_max_rank;
     double capacity_bytes;
-    bool fits;       /* memory_max_bytes <= capacity_bytes */
-    bool mean_costs; /* vp_price_family: the generator could not build with unequal
-                        per-device costs and was given their means (priced exactly all
-                        the same) */
-    vp_costs costs;  /* the mean device slice's F, B, W and hop in ms (what a title or the
-                        simulate report shows; no per-device arrays) */
-    vp_sim *sim;     /* the simulation (owned): times in ms, peak_bytes the activations */
+    bool fits;                  /* memory_max_bytes <= capacity_bytes */
+    vp_expected_error expected; /* the accelerator's: how far to trust these figures */
+    bool mean_costs;            /* vp_price_family: the generator could not build with unequal
+                                   per-device costs and was given their means (priced exactly all
+                                   the same) */
+    vp_costs costs; /* the mean device slice's F, B, W and hop in ms (what a title or the
+                       simulate report shows; no per-device arrays) */
+    vp_sim *sim;    /* the simulation (owned): times in ms, peak_bytes the activations */
 } vp_price_result;
 
 /* Prices schedule s (validated) on layout (made by vp_price_layout_new under setup for
@@ -476,9 +483,12 @@ VP_API void vp_price_result_free(vp_price_result *r);
  * gpu, p, m, tp, dp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
  * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
  * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
- * workspace, reserve, total}, bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
+ * workspace, logits, allocated, fragmentation, reserved, context, comm, reserve, total},
+ * bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
- * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}). NULL when memory runs out. */
+ * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}), expected_error ({step_time,
+ * step_time_worst, memory, memory_worst: fractions, null when not measured; runs,
+ * memory_runs, basis}). NULL when memory runs out. */
 VP_API char *vp_price_result_json(const vp_price_result *r);
 
 #ifdef __cplusplus

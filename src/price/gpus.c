@@ -76,23 +76,42 @@
 #define PROCESS .context_bytes = 0.6 * GIB, .comm_buffer_bytes = 0.15 * GIB, .frag_fraction = 0.05
 /* A pipeline send inside a node reaches 47.5 / 300 of an A100's NVLink (one NCCL
  * send/receive, Table 6's hops); other accelerators are taken at that share of theirs. */
-#define GPU(NAME, PEAK, MEMORY, HBM, INTRA, INTER, NODE, CLASS)                                    \
+#define GPU(NAME, PEAK, MEMORY, HBM, INTRA, INTER, NODE, CLASS, EXPECTED)                          \
     {                                                                                              \
         .name = NAME, .peak_flops = PEAK, .memory_bytes = MEMORY, .hbm_bandwidth = HBM,            \
         .intra_bw = INTRA, .p2p_bw = (INTRA) * (47.5 / 300), .inter_bw = INTER,                    \
-        .intra_latency = 3e-6, .inter_latency = 10e-6, .gpus_per_node = NODE, CLASS, PROCESS       \
+        .intra_latency = 3e-6, .inter_latency = 10e-6, .gpus_per_node = NODE, CLASS, PROCESS,      \
+        EXPECTED                                                                                   \
     }
+#define UNMEASURED .expected = {.basis = "its kernel constants are carried over, see gpus.c"}
+
+/* The accuracy report's measurements (docs/results.md §7, bench_accuracy; test_accuracy
+ * checks these are the figures it measures): throughput errors on every published run
+ * priced on the accelerator, memory errors on those that publish a peak. */
+#define A100_MEASURED                                                                              \
+    .expected = {0.0784,                                                                           \
+                 0.26,                                                                             \
+                 0.0558,                                                                           \
+                 0.1476,                                                                           \
+                 34,                                                                               \
+                 18,                                                                               \
+                 "accuracy report: SC21, Zero Bubble, Controllable Memory runs"}
+#define H100_MEASURED                                                                              \
+    .expected = {0.0313, 0.0818, 0, 0, 9, 0, "accuracy report: Megatron-LM 2024 runs"}
+/* The Hopper class's constants measured on h100-80gb only. */
+#define HOPPER_UNMEASURED                                                                          \
+    .expected = {0, 0, 0, 0, 0, 0, "its class measured on h100-80gb: 3.1% mean, 8.2% worst"}
 
 static const vp_gpu gpu_presets[] = {
-    GPU("a100-80gb", 312e12, 80 * GIB, 2.039e12, 300e9, 25e9, 8, AMPERE),
-    GPU("h100-80gb", 989e12, 80 * GIB, 3.35e12, 450e9, 50e9, 8, HOPPER),
-    GPU("h200-141gb", 989e12, 141e9, 4.8e12, 450e9, 50e9, 8, HOPPER),
-    GPU("h800-80gb", 989e12, 80 * GIB, 3.35e12, 200e9, 50e9, 8, HOPPER),
-    GPU("b200", 2250e12, 180e9, 8e12, 900e9, 50e9, 8, HOPPER),
-    GPU("gb200", 2500e12, 186e9, 8e12, 900e9, 50e9, 72, HOPPER),
-    GPU("mi300x", 1307.4e12, 192e9, 5.3e12, 448e9, 50e9, 8, CDNA),
-    GPU("mi325x", 1307.4e12, 256e9, 6e12, 448e9, 50e9, 8, CDNA),
-    GPU("mi355x", 2500e12, 288e9, 8e12, 537.6e9, 50e9, 8, CDNA),
+    GPU("a100-80gb", 312e12, 80 * GIB, 2.039e12, 300e9, 25e9, 8, AMPERE, A100_MEASURED),
+    GPU("h100-80gb", 989e12, 80 * GIB, 3.35e12, 450e9, 50e9, 8, HOPPER, H100_MEASURED),
+    GPU("h200-141gb", 989e12, 141e9, 4.8e12, 450e9, 50e9, 8, HOPPER, HOPPER_UNMEASURED),
+    GPU("h800-80gb", 989e12, 80 * GIB, 3.35e12, 200e9, 50e9, 8, HOPPER, HOPPER_UNMEASURED),
+    GPU("b200", 2250e12, 180e9, 8e12, 900e9, 50e9, 8, HOPPER, UNMEASURED),
+    GPU("gb200", 2500e12, 186e9, 8e12, 900e9, 50e9, 72, HOPPER, UNMEASURED),
+    GPU("mi300x", 1307.4e12, 192e9, 5.3e12, 448e9, 50e9, 8, CDNA, UNMEASURED),
+    GPU("mi325x", 1307.4e12, 256e9, 6e12, 448e9, 50e9, 8, CDNA, UNMEASURED),
+    GPU("mi355x", 2500e12, 288e9, 8e12, 537.6e9, 50e9, 8, CDNA, UNMEASURED),
 };
 
 #define N_GPUS ((int)(sizeof gpu_presets / sizeof gpu_presets[0]))
@@ -305,4 +324,25 @@ char *vp_gpu_json(const vp_gpu *g) {
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     json_decref(o);
     return text;
+}
+
+const char *vp_price_expected_text(const char *gpu, const vp_expected_error *e, char *buf,
+                                   size_t size) {
+    if (e->runs == 0) {
+        snprintf(buf, size,
+                 "expected error on %s: not measured (no published run on it priced yet%s%s): "
+                 "check a figure you depend on, or calibrate (vpipe calibrate)",
+                 gpu, e->basis[0] ? "; " : "", e->basis);
+        return buf;
+    }
+    int n = snprintf(buf, size,
+                     "expected error on %s: throughput %.1f%% on average, %.1f%% at worst over "
+                     "%d runs",
+                     gpu, 100 * e->step_mean, 100 * e->step_worst, e->runs);
+    if (n > 0 && (size_t)n < size && e->memory_runs > 0)
+        n += snprintf(buf + n, size - (size_t)n, "; memory %.1f%%, %.1f%% at worst over %d runs",
+                      100 * e->memory_mean, 100 * e->memory_worst, e->memory_runs);
+    if (n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " (%s)", e->basis);
+    return buf;
 }

@@ -87,7 +87,8 @@ void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
     }
     /* a share hides that share of the slowest reduction, after the whole schedule */
     bool modelled = su->work->dp_overlap == VP_OVERLAP_MODELLED;
-    out->step_s = (modelled ? after : end + share) + out->optimizer_s + before;
+    out->exposed_s = (modelled ? after - end : share) + before;
+    out->step_s = end + out->optimizer_s + out->exposed_s;
 }
 
 void vp__memory_close(double frag_fraction, vp_rank_memory *m) {
@@ -123,7 +124,7 @@ static vp_status finish(const vp_price_setup *su, const vp_price_layout *lay, co
     r->optimizer_s = tail.optimizer_s;
     r->dp_reduce_s = tail.dp_reduce_s;
     r->step_time_s = tail.step_s;
-    r->dp_exposed_s = r->step_time_s - r->makespan_s - r->optimizer_s;
+    r->dp_exposed_s = tail.exposed_s;
     double samples = (double)s->m * t->mbs * t->dp;
     r->model_flops = samples / t->mbs * model_flops_per_microbatch(su);
     r->mfu = r->model_flops / (r->gpus * su->gpu->peak_flops * r->step_time_s);
@@ -132,6 +133,7 @@ static vp_status finish(const vp_price_setup *su, const vp_price_layout *lay, co
     r->tokens_per_s_per_gpu = r->tokens_per_s / r->gpus;
     r->capacity_bytes = su->gpu->memory_bytes;
     r->fits = r->memory_max_bytes <= r->capacity_bytes;
+    r->expected = su->gpu->expected;
     return VP_OK;
 }
 
@@ -275,6 +277,23 @@ static json_t *stage_json(const vp_price_stage *g) {
     return o;
 }
 
+/* A fraction, or null when no run measured it. */
+static json_t *measured(double value, int runs) {
+    return runs > 0 ? json_real(value) : json_null();
+}
+
+json_t *vp__expected_json(const vp_expected_error *e) {
+    json_t *o = json_object();
+    json_object_set_new(o, "step_time", measured(e->step_mean, e->runs));
+    json_object_set_new(o, "step_time_worst", measured(e->step_worst, e->runs));
+    json_object_set_new(o, "memory", measured(e->memory_mean, e->memory_runs));
+    json_object_set_new(o, "memory_worst", measured(e->memory_worst, e->memory_runs));
+    json_object_set_new(o, "runs", json_integer(e->runs));
+    json_object_set_new(o, "memory_runs", json_integer(e->memory_runs));
+    json_object_set_new(o, "basis", json_string(e->basis));
+    return o;
+}
+
 /* The scalar fields, in the documented order. */
 static void scalars_json(json_t *o, const vp_price_result *r) {
     json_object_set_new(o, "family", json_string(r->family));
@@ -323,6 +342,7 @@ char *vp_price_result_json(const vp_price_result *r) {
     for (int st = 0; st < r->S; st++)
         json_array_append_new(stages, stage_json(&r->stage[st]));
     json_object_set_new(o, "per_stage", stages);
+    json_object_set_new(o, "expected_error", vp__expected_json(&r->expected));
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     json_decref(o);
     return text;

@@ -11,6 +11,8 @@
  * "missing key", absent otherwise leaves *out; vp__as_parse_error turns the error a check
  * filled into a parse error; vp__is_path: text names a file (a '/' or ".json" at the end). */
 struct json_t;
+/* The expected error as a JSON object (price.c; vp_price_result_json's "expected_error"). */
+struct json_t *vp__expected_json(const vp_expected_error *e);
 vp_status vp__json_object(const char *text, size_t len, const char *what, struct json_t **out,
                           vp_error *err);
 vp_status vp__json_number(struct json_t *obj, const char *const *names, double lo, double hi,
@@ -85,11 +87,11 @@ vp_status vp__stage_live_max(const vp_schedule *s, double *live, vp_error *err);
 
 /* What a step adds to its schedule (price.c), given when each device's last op ends
  * (dev_end[p], seconds): the optimizer step (the slowest rank's, memory-bound), the
- * data-parallel reduction (the slowest rank's whole time) and the step time: the latest
- * device end plus the reduction it leaves exposed, the optimizer, and the exposed
- * parameter gather of the next step. memory[p] the ranks' model states. */
+ * data-parallel reduction (the slowest rank's whole time), what of it shows (after the
+ * latest device end, and the next step's parameter gather) and the step time: the latest
+ * end, the optimizer and what shows. memory[p] the ranks' model states. */
 typedef struct vp__step_tail {
-    double optimizer_s, dp_reduce_s, step_s;
+    double optimizer_s, dp_reduce_s, exposed_s, step_s;
 } vp__step_tail;
 void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
                       const vp_rank_memory *memory, const double *dev_end, vp__step_tail *out);

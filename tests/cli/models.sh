@@ -90,6 +90,15 @@ assert all(abs(a - m["activations"]) <= 1e-9 * a
            for a, m in zip(d["peak_memory_bytes"], d["memory_per_rank"]))
 PY
 expect 0 "memory per rank, GiB:" -- "$vp" simulate v-half -p 8 -m 32 "${l70[@]}"
+# How far to trust it: the accuracy measured on the accelerator, or that none was.
+expect 0 "expected error on h100-80gb: throughput 3.1% on average" -- \
+    "$vp" simulate v-half -p 8 -m 32 "${l70[@]}"
+expect 0 "expected error on b200: not measured" -- "$vp" compare -p 4 -m 8 --model llama3-8b --gpu b200
+expect 0 "" -- python3 -c "
+import json, sys
+e = json.load(open(sys.argv[1]))['expected_error']
+assert e['runs'] == 9 and 0 < e['step_time'] < e['step_time_worst'] < 0.2 and e['memory'] is None, e
+" "$tmp/vhalf.json"
 expect 0 "fits" -- "$vp" simulate v-half -p 8 -m 32 "${l70[@]}"
 expect 0 "does NOT fit" -- "$vp" simulate 1f1b -p 8 -m 32 --model llama3-70b --seq 8192
 
