@@ -259,6 +259,7 @@ void cli_price_text(FILE *out, const vp_price_result *r, const vp_workload *w, b
 typedef struct cli_hybrid {
     int gpus, global_batch, pp, top, max_chunks, threads; /* 0 until given */
     double time_limit;                                    /* 0 until given */
+    double margin;                                        /* GiB; -1 until given */
     int emit;                                             /* -1 none, 0 torchtitan, 1 megatron */
 } cli_hybrid;
 

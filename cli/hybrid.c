@@ -61,6 +61,15 @@ static const cli_opt hybrid_opts[] = {
      .lo = 0.001,
      .hi = 1e6,
      .help = "stop after S seconds with the best found so far (and say so)"},
+    {.name = "margin",
+     .kind = CLI_DOUBLE,
+     .offset = offsetof(cli_hybrid, margin),
+     .arg = "GIB",
+     .lo = 0,
+     .hi = 1e6,
+     .help = "room to leave below each GPU's capacity: a configuration with\n"
+             "less is tight and ranks after those with room (default: the\n"
+             "accelerator's measured memory error; 0: none)"},
     {.name = "emit",
      .kind = CLI_ENUM,
      .offset = offsetof(cli_hybrid, emit),
@@ -76,6 +85,7 @@ const cli_group cli_hybrid_group = CLI_GROUP("hybrid search (with --model)", hyb
 void cli_hybrid_init(cli_hybrid *h) {
     memset(h, 0, sizeof *h);
     h->emit = -1;
+    h->margin = -1;
 }
 
 static void progress(void *arg, long done, long total) {
@@ -97,6 +107,7 @@ static vp_hybrid_request request(const cli_real *r, const cli_hybrid *h) {
     q.top = h->top;
     q.threads = h->threads;
     q.time_limit_s = h->time_limit;
+    q.margin_bytes = h->margin >= 0 ? h->margin * GIB : -1;
     q.progress = progress;
     return q;
 }
@@ -112,25 +123,27 @@ static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size
 
 static void config_row(FILE *out, const char *label, const vp_hybrid_config *c) {
     char fam[160];
-    fprintf(out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f  %s\n", label,
-            c->group, c->dp, c->tp, c->pp, c->mbs, c->m, vp_recompute_name(c->recompute),
+    fprintf(out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f %6.1f%s  %s\n",
+            label, c->group, c->dp, c->tp, c->pp, c->mbs, c->m, vp_recompute_name(c->recompute),
             c->step_time_s, 100 * c->mfu, 100 * c->bubble, c->memory_max_bytes / GIB,
+            c->headroom_bytes / GIB, c->tight ? " tight" : "      ",
             family_text(c, fam, sizeof fam));
 }
 
 static void table_head(FILE *out) {
-    fprintf(out, "%-4s %-14s %3s %3s %3s %4s %5s %-9s %9s %7s %8s %8s  %s\n", "", "family", "DP",
-            "TP", "PP", "mbs", "m", "recompute", "step s", "MFU", "bubble", "max GiB", "schedule");
+    fprintf(out, "%-4s %-14s %3s %3s %3s %4s %5s %-9s %9s %7s %8s %8s %12s  %s\n", "", "family",
+            "DP", "TP", "PP", "mbs", "m", "recompute", "step s", "MFU", "bubble", "max GiB",
+            "room GiB", "schedule");
 }
 
 static void print_text(FILE *out, const vp_hybrid *h, const vp_hybrid_request *q) {
     const vp_price_result *w = h->winner.result;
     fprintf(out,
-            "plan: %s on %d %s (%.1f GiB each, %.1f GiB reserved), sequence %d, global batch "
-            "%d%s%s%s\n",
-            q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB,
-            q->work.reserve_bytes / GIB, q->work.seq, q->global_batch,
-            q->work.flash ? ", FlashAttention" : "", q->work.sp ? ", sequence parallelism" : "",
+            "plan: %s on %d %s (%.1f GiB each, a margin of %.1f GiB kept), sequence %d, global "
+            "batch %d%s%s%s\n",
+            q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB, h->margin_bytes / GIB,
+            q->work.seq, q->global_batch, q->work.flash ? ", FlashAttention" : "",
+            q->work.sp ? ", sequence parallelism" : "",
             q->work.zero1 ? ", distributed optimizer" : "");
     fprintf(out,
             "%ld configurations: %ld evaluated, %ld pruned (%ld by the step-time bound, %ld by "
