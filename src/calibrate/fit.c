@@ -413,7 +413,7 @@ static vp_status minimise(const fit *F, params *P, double *J, double *r, double 
             break;
         double gain = cost - tried;
         cost = tried;
-        if (gain < 1e-9 * (1 + cost))
+        if (gain < 1e-6 * (1 + cost))
             break;
     }
     if (rc == VP_OK) { /* r and J at the solution, for the errors and leave-one-out */

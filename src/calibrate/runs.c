@@ -393,19 +393,20 @@ static vp_status dp_overlap_cell(const cells *c, vp_run *run) {
 
 /* The text cells and labels. */
 static vp_status read_texts(const cells *c, vp_run *run) {
-    vp_status rc = text_cell(c, C_MODEL, run->model, sizeof run->model);
-    if (rc == VP_OK)
-        rc = text_cell(c, C_GPU, run->gpu, sizeof run->gpu);
-    if (rc == VP_OK)
-        rc = text_cell(c, C_ID, run->id, sizeof run->id);
-    if (rc == VP_OK)
-        rc = text_cell(c, C_SOURCE, run->source, sizeof run->source);
-    if (rc == VP_OK)
-        rc = text_cell(c, C_CITE, run->cite, sizeof run->cite);
-    if (rc == VP_OK)
-        rc = text_cell(c, C_NOTE, run->note, sizeof run->note);
-    if (rc == VP_OK)
-        rc = text_cell(c, C_EXPRESSIBLE, run->why_not, sizeof run->why_not);
+    const struct {
+        int k;
+        char *out;
+        size_t size;
+    } texts[] = {{C_MODEL, run->model, sizeof run->model},
+                 {C_GPU, run->gpu, sizeof run->gpu},
+                 {C_ID, run->id, sizeof run->id},
+                 {C_SOURCE, run->source, sizeof run->source},
+                 {C_CITE, run->cite, sizeof run->cite},
+                 {C_NOTE, run->note, sizeof run->note},
+                 {C_EXPRESSIBLE, run->why_not, sizeof run->why_not}};
+    vp_status rc = VP_OK;
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0] && rc == VP_OK; i++)
+        rc = text_cell(c, texts[i].k, texts[i].out, texts[i].size);
     if (rc == VP_OK && !run->model[0])
         rc = bad(c, C_MODEL, "expected a preset or a config.json path");
     return rc;

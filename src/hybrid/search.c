@@ -457,11 +457,12 @@ static vp_status no_fit(search *S, vp_error *err) {
     if (best >= 0)
         describe(&S->c[best].c, what, sizeof what);
     return vp__fail(err, VP_EINVAL,
-                    "no configuration of %s fits %d %s (%.1f GiB each, %.1f GiB of it reserved): "
-                    "the smallest needs %.1f GiB per GPU (%s)",
+                    "no configuration of %s fits %d %s (%.1f GiB each): the smallest needs "
+                    "%.1f GiB per GPU (%s; every item a process holds counted, %.1f GiB of "
+                    "reserve among them)",
                     q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB,
-                    q->work.reserve_bytes / GIB,
-                    best >= 0 ? S->c[best].c.memory_max_bytes / GIB : 0.0, what);
+                    best >= 0 ? S->c[best].c.memory_max_bytes / GIB : 0.0, what,
+                    q->work.reserve_bytes / GIB);
 }
 
 /* Room before tight, then fastest first; equal times by group name (a total order: qsort
