@@ -243,9 +243,12 @@ Each mechanism is a documented part of src/price/ with its own test
   cost); the optimizer at the HBM's achieved bandwidth.
 - **Memory a process holds** (`memory_per_rank`): the tensors (`allocated`: model states,
   activations, pipeline buffers, workspace, the head's 16-bit `logits` while the loss
-  runs), the caching allocator's `fragmentation`, the CUDA `context` and library
-  workspaces, `comm` buffers per communicator, and a user `reserve`; `fits` checks the
-  whole.
+  runs, the `gathers` of sequence parallelism and TP overlap), the caching allocator's
+  `fragmentation`, the CUDA `context` and library workspaces, `comm` buffers per
+  communicator, and a user `reserve`; `fits` checks the whole. Megatron-LM reduces and
+  gathers the data-parallel gradients and parameters in place in its contiguous buffers
+  (the gradients and parameters items); the buckets and gathered layers of ZeRO-2/3 and
+  FSDP come with issue #25.
 
 Which runs set which constant: the A100's matrix-multiply and memory-bound constants come
 from the Zero Bubble paper's Table 6 pass times (so every Zero Bubble row is marked

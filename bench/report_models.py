@@ -160,7 +160,8 @@ def collect(r, cfg):
 
 PARTS = (("model states", ("params", "grads", "optimizer"), COLORS[0]),
          ("activations", ("activations",), COLORS[1]),
-         ("buffers, workspace, logits", ("buffers", "workspace", "logits"), COLORS[2]),
+         ("buffers, workspace, logits, gathers", ("buffers", "workspace", "logits", "gathers"),
+          COLORS[2]),
          ("allocator, context, communication", ("fragmentation", "context", "comm", "reserve"),
           "#bab0ac"))
 

@@ -287,10 +287,13 @@ void cli_print_split(FILE *out, const vp_price_result *r) {
 
 /* One rank's memory row, GiB. */
 static void memory_row(FILE *out, const char *label, const vp_rank_memory *m) {
-    fprintf(out, "%-5s %8.2f %8.2f %9.2f %11.2f %8.2f %9.2f %7.2f %6.2f %8.2f %7.2f %8.2f %8.2f\n",
+    fprintf(out,
+            "%-5s %8.2f %8.2f %9.2f %11.2f %8.2f %9.2f %7.2f %7.2f %6.2f %8.2f %7.2f %8.2f "
+            "%8.2f\n",
             label, m->params / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB,
-            m->buffers / GIB, m->workspace / GIB, m->logits / GIB, m->fragmentation / GIB,
-            m->context / GIB, m->comm / GIB, m->reserve / GIB, m->total / GIB);
+            m->buffers / GIB, m->workspace / GIB, m->logits / GIB, m->gathers / GIB,
+            m->fragmentation / GIB, m->context / GIB, m->comm / GIB, m->reserve / GIB,
+            m->total / GIB);
 }
 
 void cli_price_text(FILE *out, const vp_price_result *r, const vp_workload *w, bool measured) {
@@ -308,9 +311,10 @@ void cli_price_text(FILE *out, const vp_price_result *r, const vp_workload *w, b
             "mean device slice per microbatch: F %.4g ms, B %.4g ms, W %.4g ms, hop %.3g ms%s\n",
             r->costs.f, r->costs.b, r->costs.w, r->hop_ms, measured ? " (measured)" : "");
     cli_print_split(out, r);
-    fprintf(out, "\nmemory per rank, GiB:\n%-5s %8s %8s %9s %11s %8s %9s %7s %6s %8s %7s %8s %8s\n",
+    fprintf(out,
+            "\nmemory per rank, GiB:\n%-5s %8s %8s %9s %11s %8s %9s %7s %7s %6s %8s %7s %8s %8s\n",
             "rank", "params", "grads", "optimizer", "activations", "buffers", "workspace", "logits",
-            "frag", "context", "comm", "reserve", "total");
+            "gathers", "frag", "context", "comm", "reserve", "total");
     for (int d = 0; d < r->p; d++) {
         char label[16];
         snprintf(label, sizeof label, "%d", d);

@@ -148,9 +148,10 @@ static void test_tp_overlap(void **state) {
     vp_price_result_free(over);
 }
 
-/* What a process holds beyond its tensors: the head's 16-bit logits on the rank with the
- * head, the allocator's cached blocks as a share of the allocated bytes, the context, and
- * a communicator's buffers per group the rank joins; `fits` checks the whole process. */
+/* What a process holds beyond the model's tensors: the head's 16-bit logits on the rank
+ * with the head, the all-gather buffers of sequence parallelism (and TP overlap), the
+ * allocator's cached blocks as a share of the allocated bytes, the context, and a
+ * communicator's buffers per group the rank joins; `fits` checks the whole process. */
 static void test_process_memory(void **state) {
     (void)state;
     vp_arch a = tp_preset("llama3-8b");
@@ -167,12 +168,21 @@ static void test_process_memory(void **state) {
         double logits = d == 3 ? 2.0 * 8192 * 2 * a.vocab / 2 : 0;
         int groups = 2 + (d == 0 || d == 3 ? 1 : 2); /* TP, DP, pipeline neighbours */
         TU_NEAR(m->logits, logits);
+        TU_NEAR(m->gathers, 0); /* TP without sequence parallelism reduces in place */
         TU_NEAR(m->context, g.context_bytes);
         TU_NEAR(m->comm, groups * g.comm_buffer_bytes);
         TU_NEAR(m->fragmentation, g.frag_fraction * m->allocated);
         TU_NEAR(m->total, m->reserved + m->context + m->comm + m->reserve);
     }
     assert_true(r->fits == (r->memory_max_bytes <= g.memory_bytes));
+    vp_price_result_free(r);
+    t.sp = true; /* gathers each linear's input into one buffer of the whole sequence */
+    r = tp_price(&su, "1f1b", 4, 8);
+    TU_NEAR(r->memory[1].gathers, 8192.0 * 2 * a.hidden * 2);
+    vp_price_result_free(r);
+    t.tp_overlap = true; /* and Transformer Engine's communication buffer beside it */
+    r = tp_price(&su, "1f1b", 4, 8);
+    TU_NEAR(r->memory[1].gathers, 2 * 8192.0 * 2 * a.hidden * 2);
     vp_price_result_free(r);
 }
 

@@ -207,7 +207,7 @@ static void test_step_time(void **state) {
         for (int d = 0; d < p; d++) {
             const vp_rank_memory *mem = &r->memory[d];
             double allocated = mem->params + mem->grads + mem->optimizer + mem->activations +
-                               mem->buffers + mem->workspace + mem->logits;
+                               mem->buffers + mem->workspace + mem->logits + mem->gathers;
             TU_NEAR(mem->allocated, allocated);
             TU_NEAR(mem->fragmentation, g.frag_fraction * allocated);
             TU_NEAR(mem->total,

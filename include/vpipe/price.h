@@ -349,8 +349,11 @@ typedef struct vp_rank_memory {
                              neighbour of each stage */
     double workspace;     /* one layer recomputed at a time (full recompute inside B);
                              vpipe's scratch */
-    double logits;        /* on the rank with the head: its 16-bit logits and their fp32 copy
-                             while the loss runs (beside the softmax F saves) */
+    double logits;        /* on the rank with the head: its 16-bit logits while the loss runs
+                             (beside the fp32 softmax F saves) */
+    double gathers;       /* all-gather buffers: with sequence parallelism Megatron-LM gathers
+                             each linear's input into one reused buffer of the whole
+                             sequence; --tp-overlap's communication buffers hold another */
     double allocated;     /* the sum of the items above */
     double fragmentation; /* cached-but-free blocks: frag_fraction x allocated */
     double reserved;      /* allocated + fragmentation */
@@ -483,7 +486,8 @@ VP_API void vp_price_result_free(vp_price_result *r);
  * gpu, p, m, tp, dp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
  * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
  * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
- * workspace, logits, allocated, fragmentation, reserved, context, comm, reserve, total},
+ * workspace, logits, gathers, allocated, fragmentation, reserved, context, comm, reserve,
+ * total},
  * bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
  * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}), expected_error ({step_time,

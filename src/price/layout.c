@@ -305,8 +305,13 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_pric
         else if (t->recompute == VP_RECOMPUTE_FULL && g->l1 > g->l0)
             m->workspace = whole.act_bytes;
     }
+    /* the whole sequence's input of a linear, gathered over TP (with --tp-overlap twice:
+       Transformer Engine's communication buffer beside it) */
+    double gathered = (double)t->mbs * t->seq * a->hidden * a->dtype_bytes;
+    double gathers = t->sp && t->tp > 1 && !own ? gathered * (t->tp_overlap ? 2 : 1) : 0;
     for (int d = 0; d < s->p; d++) {
         vp_rank_memory *m = &lay->fixed[d];
+        m->gathers = gathers;
         m->context = own ? 0 : su->gpu->context_bytes;
         m->comm = own ? 0 : communicators(su, s, d) * su->gpu->comm_buffer_bytes;
         m->reserve = t->reserve_bytes;

@@ -93,7 +93,7 @@ void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
 
 void vp__memory_close(double frag_fraction, vp_rank_memory *m) {
     m->allocated = m->params + m->grads + m->optimizer + m->activations + m->buffers +
-                   m->workspace + m->logits;
+                   m->workspace + m->logits + m->gathers;
     m->fragmentation = frag_fraction * m->allocated;
     m->reserved = m->allocated + m->fragmentation;
     m->total = m->reserved + m->context + m->comm + m->reserve;
@@ -252,13 +252,13 @@ static json_t *bytes_json(double bytes) {
 static json_t *memory_json(const vp_rank_memory *m, int rank) {
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer(rank));
-    const char *names[] = {"params",    "grads",  "optimizer", "activations",   "buffers",
-                           "workspace", "logits", "allocated", "fragmentation", "reserved",
-                           "context",   "comm",   "reserve",   "total"};
-    double values[] = {m->params,    m->grads,  m->optimizer, m->activations,   m->buffers,
-                       m->workspace, m->logits, m->allocated, m->fragmentation, m->reserved,
-                       m->context,   m->comm,   m->reserve,   m->total};
-    for (int i = 0; i < 14; i++)
+    const char *names[] = {"params",    "grads",   "optimizer", "activations", "buffers",
+                           "workspace", "logits",  "gathers",   "allocated",   "fragmentation",
+                           "reserved",  "context", "comm",      "reserve",     "total"};
+    double values[] = {m->params,    m->grads,   m->optimizer, m->activations, m->buffers,
+                       m->workspace, m->logits,  m->gathers,   m->allocated,   m->fragmentation,
+                       m->reserved,  m->context, m->comm,      m->reserve,     m->total};
+    for (int i = 0; i < 15; i++)
         json_object_set_new(o, names[i], bytes_json(values[i]));
     return o;
 }

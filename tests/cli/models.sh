@@ -73,7 +73,8 @@ for k in ("step_time_s", "samples_per_s_per_gpu", "tokens_per_s", "mfu", "memory
 assert d["family"] == "v-half" and d["p"] == 8 and d["tp"] == 8 and d["gpus"] == 64
 assert len(d["memory_per_rank"]) == 8 and len(d["layers_per_stage"]) == 16
 assert sum(d["layers_per_stage"]) == 80
-items = ("params", "grads", "optimizer", "activations", "buffers", "workspace", "logits")
+items = ("params", "grads", "optimizer", "activations", "buffers", "workspace", "logits",
+         "gathers")
 beside = ("fragmentation", "context", "comm", "reserve")
 for m in d["memory_per_rank"]:
     assert abs(sum(m[k] for k in items) - m["allocated"]) <= 8, m
