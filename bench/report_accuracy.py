@@ -127,7 +127,7 @@ def plot(acc, path):
                 pan.mark(x["measured_tokens_per_s_per_gpu"], x["tokens_per_s_per_gpu"],
                          COLORS[k], SHAPES[k], hollow=not x["tuned"])
     fig.legend(90, 560, [(s, COLORS[k], SHAPES[k], None) for k, s in enumerate(sources)] +
-               [("+-10%", "#999", None, "5,4")], columns=5, col_width=110)
+               [("+-10%", "#999", None, "5,4")], columns=5, col_width=122)
     fig.text(90, 585, "filled: a run that set a preset's constant; hollow: held out", size=11)
     fig.save(path)
 
@@ -277,8 +277,9 @@ def md_calibration(out):
             "to your own measured runs and writes an accelerator file for `--gpu`; it prints "
             "each run's fit and leave-one-out error and which constants the runs could not "
             "pin down. On three of Megatron-LM's 2024 H100 runs (" + ", ".join(THREE) +
-            "), starting from the H100's datasheet with the A100's kernel constants carried "
-            "over (vpipe before issue 29):\n\n" +
+            "), starting from the H100's datasheet with the A100 preset's constants carried "
+            "over (as vpipe carried the A100's kernel constants to the H100 before issue "
+            "29):\n\n" +
             table(["constant", "start", "fitted", ""], consts) +
             "\nThe other six runs, priced with the start and with the calibrated file:\n\n" +
             table(["run", "start", "calibrated"], rows) +
