@@ -244,15 +244,6 @@ VP_API vp_status vp_calibrate_fit(const vp_calibrate_request *req, vp_calibratio
                                   vp_error *err);
 VP_API void vp_calibrate_fit_free(vp_calibration *c);
 
-/* What `vpipe calibrate` asks, by name: reads the RUNS.csv at runs_path
- * (vp_calibrate_read_file), resolves gpu (a preset or an accelerator file; NULL: the one
- * the runs name), parses constants (a comma-separated list of vp_calibrate_constant_name;
- * NULL: the default) and fits (vp_calibrate_fit). *runs gets the runs read (caller frees with
- * vp_calibrate_free; NULL on failure), *out the fit. Errors of those calls, the gpu's
- * prefixed with "--gpu". */
-VP_API vp_status vp_calibrate_file(const char *runs_path, const char *gpu, const char *constants,
-                                   vp_run_set **runs, vp_calibration **out, vp_error *err);
-
 /* The fit in words: the constants (base, fitted, standard error, pinned or why not), every
  * run's measured, fitted and leave-one-out figures, the summary, and which constants the
  * runs could not pin down. New string (caller frees), NULL when memory runs out. */

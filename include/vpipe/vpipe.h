@@ -15,15 +15,15 @@
  *               planner and its exports
  *   calibrate.h measured runs (RUNS.csv): their prices, the accuracy,      price
  *               and accelerator constants fitted to them
- *   request.h   the string API: JSON options in, text out                  plan, price,
- *                                                                          io, render
+ *   request.h   the one front door: every command as a typed request or   hybrid, calibrate,
+ *               JSON, answered with the command line's bytes               block, render
  *   model.h     the transformer, its sizes, allocator and optimiser        base
  *   data.h      byte-level text data                                       base
  *   checkpoint.h  durable training state                                   model
  *   runtime.h   training: the single-rank reference and the pipeline       sim, render,
  *                                                                          model, data,
  *                                                                          checkpoint
- *   profile.h   measured pass costs, and planning from them                runtime, plan
+ *   profile.h   measured pass costs, planning from them, preparing a run   runtime, request
  * See base.h for the conventions every module follows.
  */
 #ifndef VPIPE_VPIPE_H

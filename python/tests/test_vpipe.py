@@ -146,13 +146,13 @@ def test_drawing_options_agree_with_the_command_line():
     assert s.svg(width=900) == cli_out("render", *flags, "--svg", "-", "--width", 900)
 
 
-def test_simulate_is_the_reports_dict():
+def test_simulate_is_the_report():
     s = vpipe.schedule("1f1b", p=8, m=32, costs=dict(F=2, B=2, W=2, c=0))
     r = s.simulate()
-    assert r == json.loads(s.simulate_json())
-    assert (r["makespan"], r["peak_memory_max"]) == (234, 8)  # the paper's 1F1B
-    assert r["costs"] == {"F": 2, "B": 2, "W": 2, "c": 0}
-    assert len(r["peak_memory"]) == s.p == 8 and s.stages == 8 and s.placement == "single"
+    assert r.to_dict() == json.loads(s.simulate_json())
+    assert (r.makespan, r.peak_memory_max) == (234, 8)  # the paper's 1F1B
+    assert r.costs == vpipe.Costs(F=2, B=2, W=2, c=0, FB=None, R=None)
+    assert len(r.peak_memory) == s.p == 8 and s.stages == 8 and s.placement == "single"
 
 
 def test_memory_model_and_interleaved_options():
@@ -175,18 +175,21 @@ def test_torch_export_advice():
 
 
 @needs_cli
-def test_load_text_path_and_bytes_agree_with_the_command_line(tmp_path):
+def test_load_and_loads_agree_with_the_command_line(tmp_path):
     s = vpipe.schedule("zb-v", 4, 8)
     csv, js = tmp_path / "zbv.csv", tmp_path / "zbv.json"
     csv.write_text(s.to_torch_csv())
     js.write_text(s.to_json())
     report = cli_out("simulate", csv, "--json", "--cost", "F=2,B=2,W=1")
-    for source in [csv, str(csv), csv.read_text(), csv.read_bytes()]:
-        t = vpipe.load(source, costs="F=2,B=2,W=1")
+    with open(csv) as f:
+        loaded = [vpipe.load(path, costs="F=2,B=2,W=1") for path in [csv, str(csv), f]]
+    loaded += [vpipe.loads(text, costs="F=2,B=2,W=1") for text in [csv.read_text(),
+                                                                   csv.read_bytes()]]
+    for t in loaded:
         assert t.simulate_json() == report
         assert t.to_torch_csv() == csv.read_text()
         assert (t.family, t.p, t.m) == ("custom", 4, 8)
-    back = vpipe.load(js.read_text())
+    back = vpipe.loads(js.read_text())
     assert back.to_json() == s.to_json() and back.family == "zb-v"
     assert vpipe.load(str(js)).svg() == cli_out("render", js, "--svg", "-")
 
@@ -203,7 +206,7 @@ def test_load_errors_are_the_command_lines(tmp_path):
     assert where + e.value.message == err
     assert e.value.status == "VP_EVALIDATION"
     with pytest.raises(vpipe.Error) as e:
-        vpipe.load("garbage\n")
+        vpipe.loads("garbage\n")
     assert (e.value.status, e.value.line, e.value.column) == ("VP_EPARSE", 1, 1)
     assert str(e.value) == "line 1, column 1: " + e.value.message
     with pytest.raises(vpipe.Error) as e:
@@ -211,7 +214,7 @@ def test_load_errors_are_the_command_lines(tmp_path):
     assert e.value.status == "VP_EIO"
     assert e.value.message == cli("validate", tmp_path / "missing.csv")[2]
     with pytest.raises(vpipe.Error) as e:
-        vpipe.load(b"  \n")
+        vpipe.loads(b"  \n")
     assert e.value.status == "VP_EPARSE"
 
 

@@ -8,45 +8,77 @@ vpipe JSON or as PyTorch's pipelining CSV for torchtitan. Every answer is the on
 
     >>> import vpipe
     >>> s = vpipe.schedule("v-half", p=8, m=32, costs=dict(F=1, B=1, W=1, c=0))
-    >>> s.simulate()["peak_memory_max"]
+    >>> s.simulate().peak_memory_max
     5.0
+    >>> [str(op) for op in s.ops[0][:3]]
+    ['F0.0', 'F0.1', 'F0.2']
+
+Reports are dataclasses whose fields are the JSON's keys (SimulationReport, PlanReport,
+PriceResult); they also read like the JSON (report["bubble"], report.to_dict()), and a
+notebook shows a schedule as its picture and a report as a table.
 
 Costs are per microbatch of one device's whole slice of layers: F (forward), B (input
 backward), W (weight backward), c (one hop between devices), optionally FB (an overlapped
-F&B); as a dict or as the command line's text "F=2,B=2,W=2,c=0". Failures raise
-`vpipe.Error` with the library's message.
+F&B) and R (a recomputation); as a dict or as the command line's text "F=2,B=2,W=2,c=0".
+Numbers may be Python's or numpy's. Failures raise a subclass of `vpipe.Error` with the
+library's message, which is also the built-in exception to expect: InvalidArgument,
+ParseError, ValidationError, UnsupportedError and LimitError are ValueErrors, FileError an
+OSError.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
-import numbers
 import os
 import weakref
-from typing import Any, Mapping, Optional, Union
+from typing import IO, Any, List, Optional, Union
 
 from . import _lib
-from ._lib import Error
+from ._errors import (DeadlockError, Error, FileError, InvalidArgument, LibraryNotFound,
+                      LimitError, OutOfMemory, ParseError, RuntimeFailure, UnsupportedError,
+                      ValidationError)
+from ._options import Costs as CostsLike
+from ._options import encode as _options
+from ._results import (Candidate, Costs, Op, PlanReport, PriceResult, RankMemory,
+                       SimulationReport, StageCost)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Candidate",
+    "Costs",
+    "DeadlockError",
     "Error",
+    "FileError",
+    "InvalidArgument",
+    "LibraryNotFound",
+    "LimitError",
+    "Op",
+    "OutOfMemory",
+    "ParseError",
     "Plan",
+    "PlanReport",
+    "PriceResult",
+    "RankMemory",
+    "RuntimeFailure",
     "Schedule",
+    "SimulationReport",
+    "StageCost",
+    "UnsupportedError",
+    "ValidationError",
     "families",
     "gpus",
     "library_path",
     "library_version",
     "load",
+    "loads",
     "models",
     "plan",
     "price",
     "schedule",
 ]
-
-Costs = Union[Mapping[str, float], str, None]
 
 _CSV_COMPUTE_ONLY, _CSV_COMPUTE_COMMS = 1, 2
 
@@ -80,26 +112,6 @@ def gpus() -> list[str]:
     return [lib.vp_gpu_preset_name(i).decode() for i in range(lib.vp_gpu_preset_count())]
 
 
-def _costs_text(costs: Costs) -> Optional[str]:
-    if costs is None or isinstance(costs, str):
-        return costs
-    parts = []
-    for key, value in costs.items():
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise Error(f"option 'costs': {key} must be a number, not {value!r}")
-        parts.append(f"{key}={float(value)!r}")
-    return ",".join(parts)
-
-
-def _options(**options: Any) -> bytes:
-    """The options of a request (vpipe/request.h) as JSON; None values are left out."""
-    if "costs" in options:
-        options["costs"] = _costs_text(options["costs"])
-    if isinstance(options.get("memory"), numbers.Real):
-        options["memory"] = repr(float(options["memory"]))
-    return json.dumps({k: v for k, v in options.items() if v is not None}).encode()
-
-
 class Schedule:
     """A validated schedule held by the library, with the costs and memory model it is
     simulated and drawn under.
@@ -111,7 +123,7 @@ class Schedule:
         costs, memory_model: as given (None: F=B=W=1, c=0 and release-at-W).
     """
 
-    def __init__(self, handle: ctypes.c_void_p, costs: Costs = None,
+    def __init__(self, handle: ctypes.c_void_p, costs: CostsLike = None,
                  memory_model: Optional[str] = None):
         self._handle = handle
         self._free = weakref.finalize(self, _lib.lib().vp_schedule_free, handle)
@@ -136,15 +148,32 @@ class Schedule:
         return _lib.text_of(lambda out, err: _lib.lib().vp_request_simulate(
             self._handle, self._opts(), out, err))
 
-    def simulate(self) -> dict:
+    def simulate(self) -> SimulationReport:
         """Simulates the schedule: makespan, bubble (1 - busy / longest device span),
         bubble_makespan, peak_memory per device and its max (units of one microbatch's
         activation of one device's slice), busy time per device, costs, shape."""
-        return json.loads(self.simulate_json())
+        return SimulationReport.from_dict(json.loads(self.simulate_json()))
 
     def to_json(self) -> str:
-        """The schedule as vpipe JSON (`vpipe schedule --format json`), which `load` reads."""
+        """The schedule as vpipe JSON (`vpipe schedule --format json`), which `loads`
+        reads."""
         return _lib.text_of(lambda out, err: _lib.lib().vp_json_write(self._handle, out, err))
+
+    @functools.cached_property
+    def _layout(self) -> dict:
+        return json.loads(self.to_json())
+
+    @property
+    def ops(self) -> List[List[Op]]:
+        """Each device's ops in the order it runs them: ops[d][k] is device d's k-th Op
+        (kind, stage, microbatch; an overlapped F&B holds its backward). A new list on
+        each call."""
+        return [[Op.from_json(item) for item in device] for device in self._layout["devices"]]
+
+    @property
+    def stage_device(self) -> List[int]:
+        """The device of each stage: stage_device[stage] (stages from 0)."""
+        return list(self._layout["stage_device"])
 
     def to_torch_csv(self, comms: bool = False) -> str:
         """The schedule as PyTorch's pipelining CSV (torchtitan's
@@ -190,13 +219,17 @@ class Schedule:
         """The Chrome trace JSON (`vpipe render --trace`) for Perfetto / chrome://tracing."""
         return self._render("trace")
 
-    def price(self, model: str, gpu: str, **setup: Any) -> dict:
+    def _repr_svg_(self) -> str:
+        """A notebook shows the schedule as its picture."""
+        return self.svg()
+
+    def price(self, model: str, gpu: str, **setup: Any) -> PriceResult:
         """Prices this schedule for a real model on an accelerator; see `price` for the
-        setup's keywords and the report."""
+        setup's keywords and the result."""
         return _price(self._handle, model=model, gpu=gpu, **setup)
 
 
-def schedule(family: str, p: int, m: int, costs: Costs = None,
+def schedule(family: str, p: int, m: int, costs: CostsLike = None,
              memory_model: Optional[str] = None, v: Optional[int] = None,
              memory_limit: Optional[float] = None, max_ops: Optional[int] = None) -> Schedule:
     """Builds a family's schedule (`vpipe schedule`).
@@ -218,54 +251,81 @@ def schedule(family: str, p: int, m: int, costs: Costs = None,
     return Schedule(out, costs, memory_model)
 
 
-def load(source: Union[str, bytes, "os.PathLike[str]"], costs: Costs = None,
+def load(file: Union[str, bytes, "os.PathLike[str]", IO[Any]], costs: CostsLike = None,
          memory_model: Optional[str] = None) -> Schedule:
-    """Reads and validates a schedule: vpipe JSON or a PyTorch pipelining CSV, detected by
-    content.
+    """Reads and validates a schedule file: vpipe JSON or a PyTorch pipelining CSV,
+    detected by content.
 
-    source: the text itself (bytes, or a str holding a newline, a comma or a '{'), or
-    the path of a file (any other str, or a path object).
+    file: the file's path (str, bytes or a path object), or an open file, whose read() is
+    the text. Text itself goes to `loads`: a str is always a path here. A file that
+    cannot be read raises FileError (an OSError) with its filename.
     """
+    if hasattr(file, "read"):
+        return loads(file.read(), costs, memory_model)
+    if not isinstance(file, (str, bytes, os.PathLike)):
+        raise InvalidArgument(f"load() takes a path or an open file, not {file!r}")
     out = ctypes.c_void_p()
-    is_text = isinstance(source, (bytes, bytearray)) or (
-        isinstance(source, str) and any(c in source for c in "\n,{"))
-    if not is_text:
-        path = os.fsencode(source)
+    path = os.fsencode(file)
+    try:
         _lib.check(lambda err: _lib.lib().vp_schedule_load(path, ctypes.byref(out), err))
+    except FileError as e:
+        e.filename = os.fsdecode(path)
+        raise
+    return Schedule(out, costs, memory_model)
+
+
+def loads(text: Union[str, bytes], costs: CostsLike = None,
+          memory_model: Optional[str] = None) -> Schedule:
+    """Reads and validates a schedule from its text (str or bytes): vpipe JSON or a PyTorch
+    pipelining CSV, detected by content. ParseError (line and column) for malformed text,
+    ValidationError for a schedule that is not valid."""
+    if isinstance(text, str):
+        data = text.encode()
+    elif isinstance(text, (bytes, bytearray, memoryview)):
+        data = bytes(text)
     else:
-        text = source.encode() if isinstance(source, str) else bytes(source)
-        _lib.check(lambda err: _lib.lib().vp_schedule_parse(text, len(text), ctypes.byref(out),
-                                                            err))
+        raise InvalidArgument(f"loads() takes a str or bytes, not {text!r}")
+    out = ctypes.c_void_p()
+    _lib.check(lambda err: _lib.lib().vp_schedule_parse(data, len(data), ctypes.byref(out),
+                                                        err))
     return Schedule(out, costs, memory_model)
 
 
 class Plan:
     """The planner's answer: the chosen schedule, why, and the memory -> makespan
-    frontier it found.
+    frontier it found. A notebook shows the chosen schedule's picture and the report.
 
     Attributes:
         schedule: the chosen Schedule.
+        report: the whole report (`vpipe plan --json`) as a PlanReport; json: as text.
         choice: its family, and for a V block its parameters ("v-block f1=... ...").
         reason: why it won.
-        frontier: the Pareto points by increasing memory, each a dict of family, params,
-            memory (units), bubble, makespan, fits.
-        report: the whole report (`vpipe plan --json`) as a dict; json: as text.
+        frontier: the Pareto points by increasing memory, each a Candidate (family,
+            params, memory in units, bubble, makespan, fits).
     """
 
     def __init__(self, report: str, chosen: Schedule):
         self.json = report
-        self.report: dict = json.loads(report)
+        self.report = PlanReport.from_dict(json.loads(report))
         self.schedule = chosen
-        params = self.report["params"]
-        self.choice: str = self.report["family"] + (" " + params if params else "")
-        self.reason: str = self.report["reason"]
-        self.frontier: list = self.report["frontier"]
+        params = self.report.params
+        self.choice: str = self.report.family + (" " + params if params else "")
+        self.reason: str = self.report.reason
+        self.frontier: List[Candidate] = self.report.frontier
 
     def __repr__(self) -> str:
         return f"<vpipe.Plan {self.choice}: {self.reason}>"
 
+    def _repr_html_(self) -> str:
+        """The chosen schedule's picture (inline SVG, without its XML declaration) and the
+        report's tables."""
+        svg = self.schedule.svg()
+        if svg.startswith("<?xml"):
+            svg = svg.split("?>", 1)[1].lstrip()
+        return svg + self.report._repr_html_()
 
-def plan(p: int, m: int, memory: Union[float, str], costs: Costs = None,
+
+def plan(p: int, m: int, memory: Union[float, str], costs: CostsLike = None,
          memory_model: Optional[str] = None, v: Optional[int] = None,
          threads: Optional[int] = None, max_ops: Optional[int] = None) -> Plan:
     """The fastest schedule whose peak activation memory fits the budget (`vpipe plan`).
@@ -273,7 +333,8 @@ def plan(p: int, m: int, memory: Union[float, str], costs: Costs = None,
     memory: a fraction of 1F1B's peak (0.5), or the command line's text: "0.5", "4u"
         (units), "123456b" (bytes, when the memory model knows them).
     threads: worker threads for the search (results never depend on it).
-    Raises Error when no schedule fits (the message names the smallest peak reached).
+    Raises Error when no schedule fits (the message names the smallest peak reached),
+    InvalidArgument for a budget it cannot read.
     """
     report, chosen = ctypes.c_void_p(), ctypes.c_void_p()
     opts = _options(p=p, m=m, memory=memory, costs=costs, memory_model=memory_model, v=v,
@@ -284,27 +345,28 @@ def plan(p: int, m: int, memory: Union[float, str], costs: Costs = None,
     return Plan(text, Schedule(chosen, costs, memory_model))
 
 
-def _price(handle: Optional[ctypes.c_void_p], **options: Any) -> dict:
+def _price(handle: Optional[ctypes.c_void_p], **options: Any) -> PriceResult:
     """The one place that passes a pricing request to the library (vp_request_price):
     prices the schedule handle, or with handle None builds options' family."""
     report = ctypes.c_void_p()
     opts = _options(**options)
     _lib.check(lambda err: _lib.lib().vp_request_price(handle, opts, ctypes.byref(report),
                                                        None, err))
-    return json.loads(_lib.take_text(report))
+    return PriceResult.from_dict(json.loads(_lib.take_text(report)))
 
 
 def price(family: str, p: int, m: int, model: str, gpu: str, seq: Optional[int] = None,
           mbs: Optional[int] = None, tp: Optional[int] = None, dp: Optional[int] = None,
           sp: Optional[bool] = None, zero1: Optional[bool] = None,
           flash: Optional[bool] = None, recompute: Optional[str] = None,
-          split: Optional[str] = None, layers_per_stage: Optional[list] = None,
-          v: Optional[int] = None) -> dict:
+          split: Optional[str] = None, layers_per_stage: Optional[List[int]] = None,
+          v: Optional[int] = None) -> PriceResult:
     """Prices a family for a real model on a real accelerator: bytes per rank and seconds
     per step. The family is built with the priced per-stage costs.
 
     Args:
-        model: a preset from `models()` (e.g. "llama2-7b") or a Hugging Face config.json.
+        model: a preset from `models()` (e.g. "llama2-7b") or a Hugging Face config.json
+            (a path).
         gpu: a preset from `gpus()` (e.g. "h100-80gb") or an accelerator JSON file.
         seq, mbs: tokens per sequence, sequences per microbatch.
         tp, dp: tensor- and data-parallel degrees; sp: sequence parallelism; zero1:
@@ -313,8 +375,8 @@ def price(family: str, p: int, m: int, model: str, gpu: str, seq: Optional[int] 
         split: how layers are split over stages, "time", "memory" or "even"; or the
             layers of each stage in layers_per_stage.
 
-    Returns the report as a dict: step_time_s, bubble, mfu, tokens_per_s,
-    memory_per_rank (itemised bytes), memory_max_bytes, fits, stages, ...
+    Returns a PriceResult: step_time_s, bubble, mfu, tokens_per_s, memory_per_rank
+    (a RankMemory of itemised bytes per rank), memory_max_bytes, fits, per_stage, ...
     """
     return _price(None, family=family, p=p, m=m, v=v, model=model, gpu=gpu, seq=seq, mbs=mbs,
                   tp=tp, dp=dp, sp=sp, zero1=zero1, flash=flash, recompute=recompute,

@@ -1,39 +1,24 @@
 """Finding and calling libvpipe through ctypes: the one place that knows the C API.
 
 Everything the package calls is declared here with its argument and result types. Text
-results are C strings the library allocates with malloc; `take_text` copies and frees
-them. Failing calls raise `Error` with the library's message.
+results are C strings the library allocates; `take_text` copies them and frees them with
+the library's own vp_free (never this process's free(), which an allocator preload such
+as jemalloc may have replaced). A failing call raises the `vpipe.Error` subclass of its
+status with the library's message.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import glob
 import os
 import shutil
 import threading
 from typing import Any, Callable, Optional
 
+from ._errors import LibraryNotFound, error
+
 SONAME = "libvpipe.so.0"
-
-
-class Error(Exception):
-    """A failed vpipe call: the library's message, its status and, for text, the place.
-
-    Attributes:
-        message: the library's message (str(error) adds the line and column when known).
-        status: the status name, e.g. "VP_EINVAL" (invalid argument) or "VP_EPARSE".
-        line, column: 1-based position in the text a reader refused (0 when none).
-    """
-
-    def __init__(self, message: str, status: str = "VP_EINVAL", line: int = 0, column: int = 0):
-        where = f"line {line}, column {column}: " if line > 0 else ""
-        super().__init__(where + message)
-        self.message = message
-        self.status = status
-        self.line = line
-        self.column = column
 
 
 class _CError(ctypes.Structure):
@@ -79,6 +64,7 @@ _I = ctypes.c_int
 # name: (result type, argument types)
 _SIGNATURES = {
     "vp_version": (_S, []),
+    "vp_free": (None, [_P]),
     "vp_status_name": (_S, [_I]),
     "vp_request_schedule": (_I, [_S, _OUT, _ERR]),
     "vp_request_simulate": (_I, [_P, _S, _OUT, _ERR]),
@@ -103,11 +89,14 @@ _SIGNATURES = {
 
 
 def _candidates() -> list[str]:
-    """Where to look, in order: $VPIPE_LIBRARY, the loader's soname, beside `vpipe`."""
+    """Where to look, in order: $VPIPE_LIBRARY; the library inside the package (a wheel
+    built by the `wheel` target carries one); the loader's soname; beside `vpipe`."""
     env = os.environ.get("VPIPE_LIBRARY")
     if env:
         return [env]
-    found = [SONAME]
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), SONAME)
+    found = [bundled] if os.path.isfile(bundled) else []
+    found.append(SONAME)
     binary = shutil.which("vpipe")
     if binary:
         prefix = os.path.dirname(os.path.dirname(os.path.realpath(binary)))
@@ -128,23 +117,19 @@ def _open() -> ctypes.CDLL:
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = restype, argtypes
         return lib
-    raise Error(
+    raise LibraryNotFound(
         "cannot load libvpipe: set VPIPE_LIBRARY to the path of libvpipe.so, install it where "
         "the loader finds it, or put the installed vpipe binary on PATH; tried "
-        + "; ".join(tried),
-        "VP_EIO",
-    )
+        + "; ".join(tried))
 
 
 _lock = threading.Lock()
 _loaded: Optional[ctypes.CDLL] = None
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-_libc.free.argtypes = [ctypes.c_void_p]
-_libc.free.restype = None
 
 
 def lib() -> ctypes.CDLL:
-    """The loaded library (loaded on first use). Raises Error when it cannot be found."""
+    """The loaded library (loaded on first use). Raises LibraryNotFound when it cannot be
+    loaded."""
     global _loaded
     with _lock:
         if _loaded is None:
@@ -153,20 +138,21 @@ def lib() -> ctypes.CDLL:
 
 
 def take_text(ptr: ctypes.c_void_p) -> str:
-    """Copies a malloc'ed C string the library returned and frees it."""
+    """Copies a C string the library returned and frees it with vp_free."""
     try:
         return ctypes.string_at(ptr).decode("utf-8")
     finally:
-        _libc.free(ptr)
+        lib().vp_free(ptr)
 
 
 def check(call: Callable[[Any], int]) -> None:
-    """Runs call(err) and raises Error with the library's message when it fails."""
+    """Runs call(err) and raises the Error subclass of the status with the library's
+    message when it fails."""
     err = _CError()
     status = call(ctypes.byref(err))
     if status != 0:
         name = lib().vp_status_name(status).decode()
-        raise Error(err.message.decode("utf-8", "replace"), name, err.line, err.column)
+        raise error(name, err.message.decode("utf-8", "replace"), err.line, err.column)
 
 
 def text_of(call: Callable[[Any, Any], int]) -> str:

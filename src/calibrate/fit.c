@@ -449,7 +449,7 @@ static vp_status constants_asked(const vp_calibrate_request *req, const fit *F, 
     if (req->fit && count_bits(time) > F->n)
         return vp__fail(err, VP_EINVAL,
                         "%d runs cannot fit %d time constants: measure more runs, or ask for "
-                        "fewer (--fit)",
+                        "fewer constants",
                         F->n, count_bits(time));
     if (req->fit && count_bits(memory) > peaks)
         return vp__fail(err, VP_EINVAL,
@@ -738,29 +738,4 @@ void vp_calibrate_fit_free(vp_calibration *c) {
         return;
     free(c->runs);
     free(c);
-}
-
-vp_status vp_calibrate_file(const char *runs_path, const char *gpu, const char *constants,
-                            vp_run_set **runs, vp_calibration **out, vp_error *err) {
-    *runs = NULL;
-    *out = NULL;
-    vp_gpu base;
-    vp_calibrate_request req = {0};
-    vp_status rc = constants ? vp_calibrate_constants_parse(constants, &req.fit, err) : VP_OK;
-    if (rc == VP_OK && gpu && (rc = vp_gpu_resolve(gpu, &base, err)) != VP_OK && err) {
-        char why[sizeof err->message];
-        snprintf(why, sizeof why, "%s", err->message);
-        snprintf(err->message, sizeof err->message, "--gpu %.100s: %.380s", gpu, why);
-    }
-    req.base = gpu ? &base : NULL;
-    if (rc == VP_OK)
-        rc = vp_calibrate_read_file(runs_path, runs, err);
-    req.runs = *runs;
-    if (rc == VP_OK)
-        rc = vp_calibrate_fit(&req, out, err);
-    if (rc != VP_OK) {
-        vp_calibrate_free(*runs);
-        *runs = NULL;
-    }
-    return rc;
 }

@@ -36,7 +36,7 @@
    attn_efficiency 0.63 / 0.52: FlashAttention-2 on A100 (Dao 2023, arXiv 2307.08691,
    figures 4-5: causal, head dim 128, sequence 2k, about 196 TFLOP/s forward and 163
    backward). comm_efficiency 0.52, layer_overhead 3 us, chunk_overhead 230 us: fitted by
-   `vpipe calibrate --fit comm,layer,chunk` to the SC21 runs marked tuned (1.7B, 18B, 145B,
+   `vpipe calibrate --constants comm,layer,chunk` to the SC21 runs marked tuned (1.7B, 18B, 145B,
    1T) with the kernel constants above; the efficiency is below NCCL's all-reduce bus
    bandwidth on a DGX A100 (about 235 of NVLink's 300 GB/s) because Megatron-LM's blocking
    collectives also wait for the group's slowest rank, which the fit folds in.
@@ -46,7 +46,7 @@
    128, sequence 4k, about 550 TFLOP/s forward and 450 backward), what Transformer Engine
    runs; comm_efficiency 0.8: NCCL's all-reduce bus bandwidth on a DGX H100 (about 360 of
    450 GB/s); gemm_efficiency 0.63, act_traffic 6.9 / 4.7 and layer_overhead 1.8 us:
-   fitted by `vpipe calibrate --fit gemm,memory,layer` to the Megatron-LM 2024 runs marked
+   fitted by `vpipe calibrate --constants gemm,memory,layer` to the Megatron-LM 2024 runs marked
    tuned (1.7B, 16B, 70B, 314B). Their pipeline sends overlap compute, which hides the
    per-chunk overhead, so none of them can show it: chunk_overhead is the A100's (the same
    framework's host-side step).

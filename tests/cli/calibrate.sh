@@ -19,8 +19,8 @@ assert "calibration on 10 runs of sc21.csv" in g["expected_basis"], g["expected_
 PY
 # the calibrated file prices anything, as a --gpu
 expect 0 "a100-80gb-calibrated" -- "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --gpu "$tmp/a100.json"
-# --json: the fit as one object; --fit narrows the constants
-"$vp" calibrate --runs "$runs" --fit gemm,layer --json -o "$tmp/b.json" >"$tmp/fit.json"
+# --json: the fit as one object; --constants narrows the constants
+"$vp" calibrate --runs "$runs" --constants gemm,layer --json -o "$tmp/b.json" >"$tmp/fit.json"
 expect 0 "" -- python3 - "$tmp/fit.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -41,8 +41,8 @@ expect 3 "cell.csv:2: column 'tp': expected an integer" -- "$vp" calibrate --run
 expect 2 "cp.csv:2: column 'cp' = 2: context parallelism is not expressible yet" -- \
     "$vp" calibrate --runs "$tmp/cp.csv" -o "$tmp/x.json"
 expect 2 "2 runs cannot fit 5 time constants" -- \
-    "$vp" calibrate --runs "$tmp/two.csv" --fit gemm,memory,comm,layer,chunk -o "$tmp/x.json"
-expect 2 "unknown constant 'speed'" -- "$vp" calibrate --runs "$tmp/two.csv" --fit speed -o "$tmp/x.json"
+    "$vp" calibrate --runs "$tmp/two.csv" --constants gemm,memory,comm,layer,chunk -o "$tmp/x.json"
+expect 2 "unknown constant 'speed'" -- "$vp" calibrate --runs "$tmp/two.csv" --constants speed -o "$tmp/x.json"
 expect 2 "--gpu tpu" -- "$vp" calibrate --runs "$tmp/two.csv" --gpu tpu -o "$tmp/x.json"
 expect 3 "nope.csv" -- "$vp" calibrate --runs "$tmp/nope.csv" -o "$tmp/x.json"
 [ ! -e "$tmp/x.json" ] || bad "a failed calibration wrote its output"

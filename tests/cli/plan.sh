@@ -65,8 +65,9 @@ assert a["makespan"] == b["makespan"] and a["peak_memory"] == b["peak_memory"]' 
     "$tmp/chosen_report.json" "$tmp/chosen_sim.json"
 expect 0 "\"format\": \"vpipe-schedule\"" -- "$vp" plan -p 4 -m 8 --memory 1 -o -
 
-# Errors: a budget below every schedule names the minimum; bad budgets are usage errors.
-expect 2 "smallest peak is 1.16031 units (1f1b-r)" -- "$vp" plan -p 8 -m 32 --memory 1u
+# Errors: a budget below every schedule names the minimum (the greedy V search holds one
+# microbatch's two chunks, 1 unit); bad budgets are usage errors.
+expect 2 "smallest peak is 1 units (v-greedy limit=1u)" -- "$vp" plan -p 8 -m 32 --memory 0.9u
 expect 2 "smallest peak" -- "$vp" plan -p 8 -m 32 --memory 0.1
 expect 2 "needs the size of one activation unit" -- "$vp" plan -p 8 -m 32 --memory 123456b
 expect 2 "--memory 'half'" -- "$vp" plan -p 8 -m 32 --memory half
