@@ -1329,11 +1329,12 @@ def main():
     ap.add_argument("--out", required=True, help="where results.md and the SVGs go")
     ap.add_argument("--data", help="raw outputs (default: BUILD/bench-data)")
     ap.add_argument("--quick", action="store_true", help="a small subset, for the smoke test")
+    ap.add_argument("--web", help="the browser page web/build.sh built (bench_page.mjs times it)")
     ap.add_argument("--started", type=float, default=time.time(), help="start time (epoch)")
     a = ap.parse_args()
     import report_accuracy  # the accuracy section (issue 29); it imports this module's helpers
     import report_models  # the real-model sections; it imports this module's helpers
-    cfg = config(a.quick)
+    cfg = dict(config(a.quick), web=a.web)
     r = Runner(a.build, a.data or os.path.join(a.build, "bench-data"))
     grid = collect_grid(r, cfg)
     zb_rows = collect_zb_paper(r, cfg)

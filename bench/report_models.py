@@ -439,7 +439,21 @@ def collect_hybrid(r, cfg):
                  "bench_hybrid.txt")
     out["speed"] = [line.split("\t") for line in text.splitlines() if line.startswith("hybrid\t")]
     out["machine"] = next(line for line in text.splitlines() if line.startswith("machine:"))
+    out["page"] = collect_page(r, cfg)
     return out
+
+
+def collect_page(r, cfg):
+    """bench_page.mjs's line for the Llama-3-70B plan in the browser page (fields: view to
+    the report s, view to the whole answer s, one search in the page s, natively s, ratio),
+    or None when no page is built."""
+    if not cfg.get("web"):
+        return None
+    log("bench_page (the plan in the browser page, headless Chromium)")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_page.mjs")
+    text = r.run(["node", script, cfg["web"], r.vpipe, "1" if cfg["quick"] else "3"],
+                 "bench_page.txt")
+    return next(line.split("\t") for line in text.splitlines() if line.startswith("page\t"))
 
 
 def best_v_or_zb(per):
@@ -553,7 +567,22 @@ def md_hybrid_speed(out):
             "under 10 s. Pruning decisions use only earlier batches' results, so every count "
             "is the same on one thread or two.\n\n" +
             table(["grid", "threads", "seconds", "candidates", "evaluated", "pruned by bound",
-                   "pruned by memory", "over memory", "refused"], rows))
+                   "pruned by memory", "over memory", "refused"], rows) +
+            md_page_speed(out["page"]))
+
+
+def md_page_speed(page):
+    """bench_page.mjs's measurement as a paragraph (None: that it was not measured)."""
+    if page is None:
+        return ("\nThe browser page was not timed here (`bench/run --web build-web` times the "
+                "page `web/build.sh build-web` built).\n")
+    first, whole, wasm, native, ratio = page[2:7]
+    return (f"\nIn the browser page (`bench/bench_page.mjs`: the playground's cluster view in "
+            f"headless Chromium, median of repeats), the Llama-3-70B plan shows its report "
+            f"{float(first):.1f} s after the request and its whole answer (the text report and "
+            f"Megatron-LM's flags: two more searches, at once) after {float(whole):.1f} s. One "
+            f"search takes {float(wasm):.2f} s in the page's WebAssembly against "
+            f"{float(native):.2f} s natively on one thread ({float(ratio):.2f}x).\n")
 
 
 def markdown_hybrid(out):

@@ -24,6 +24,14 @@ static const cli_opt plan_opts[] = {
      .arg = "FILE",
      .help = "also write the chosen schedule (with --model: the winner's) as\n"
              "vpipe JSON (-o - writes it to stdout instead of the report)"},
+    {.name = "threads",
+     .kind = CLI_INT,
+     .offset = offsetof(vp_request, threads),
+     .arg = "N",
+     .lo = 1,
+     .hi = 256,
+     .help = "worker threads of either search (default 1); the answer\n"
+             "never depends on it"},
 };
 static const cli_group plan_group = CLI_GROUP("plan", plan_opts);
 
@@ -67,13 +75,6 @@ static const cli_opt hybrid_opts[] = {
      .lo = 1,
      .hi = 64,
      .help = "interleaved with 2..V chunks per device (default 4)"},
-    {.name = "threads",
-     .kind = CLI_INT,
-     .offset = offsetof(vp_request, threads),
-     .arg = "N",
-     .lo = 1,
-     .hi = 256,
-     .help = "worker threads (default 1); the answer never depends on it"},
     {.name = "time-limit",
      .kind = CLI_DOUBLE,
      .offset = offsetof(vp_request, time_limit),

@@ -22,6 +22,14 @@ expect 0 "chosen:" -- "$vp" plan -p 8 -m 32 --memory 0.5
 expect 0 "frontier (memory -> makespan)" -- "$vp" plan -p 8 -m 32 --memory 4u
 expect 0 "why:" -- "$vp" plan -p 8 -m 32 --memory 0.75 --cost F=1,B=2,W=1
 
+# --threads: the V blocks' search on worker threads; the answer never depends on how many.
+for fmt in "" --json; do
+    "$vp" plan -p 8 -m 32 --memory 0.5 $fmt >"$tmp/threads1"
+    expect 0 "" -- "$vp" plan -p 8 -m 32 --memory 0.5 --threads 3 $fmt -o "$tmp/chosen3.json"
+    "$vp" plan -p 8 -m 32 --memory 0.5 --threads 3 $fmt >"$tmp/threads3"
+    expect 0 "" -- cmp "$tmp/threads1" "$tmp/threads3"
+done
+
 # --json: the simulate fields plus frontier and candidates; the answer fits the budget and
 # the acceptance bound holds at p = 8 for every k from V-Min's memory to V-ZB's.
 for k in 8 9 10 11 12 13 14 15 16; do
