@@ -1364,6 +1364,7 @@ def main():
     ap.add_argument("--web", help="the browser page web/build.sh built (bench_page.mjs times it)")
     ap.add_argument("--started", type=float, default=time.time(), help="start time (epoch)")
     a = ap.parse_args()
+    import report_accuracy  # the accuracy section (issue 29); it imports this module's helpers
     import report_models  # the real-model sections; it imports this module's helpers
     cfg = dict(config(a.quick), web=a.web)
     r = Runner(a.build, a.data or os.path.join(a.build, "bench-data"))
@@ -1376,6 +1377,7 @@ def main():
     kernels = collect_kernels(r, cfg)
     real = report_models.collect(r, cfg)
     hybrid = report_models.collect_hybrid(r, cfg)
+    accuracy = report_accuracy.collect(r, cfg)
 
     os.makedirs(a.out, exist_ok=True)
     plot_paper(zb_rows, os.path.join(a.out, "results-paper.svg"))
@@ -1383,13 +1385,15 @@ def main():
     plot_runtime(rt, r.families, os.path.join(a.out, "results-runtime.svg"))
     plot_speed(sp, os.path.join(a.out, "results-speed.svg"))
     real_svgs = report_models.plots(real, a.out)
+    report_accuracy.plot(accuracy["acc"], os.path.join(a.out, "results-accuracy.svg"))
     parts = [md_header(machine_info(sp, a.started), cfg), md_schedules(grid, zb_rows, greedy, r, cfg),
              "![vpipe vs the Zero Bubble paper](results-paper.svg)\n",
              md_frontier(plans), md_runtime(rt, r.families), md_speed(sp, kernels),
-             report_models.markdown(real, real_svgs), report_models.markdown_hybrid(hybrid)]
+             report_models.markdown(real, real_svgs), report_models.markdown_hybrid(hybrid),
+             report_accuracy.markdown(accuracy)]
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(re.sub(r"\n{3,}", "\n\n", "\n".join(parts)))
-    log(f"wrote {os.path.join(a.out, 'results.md')} and {4 + len(real_svgs)} SVG plots")
+    log(f"wrote {os.path.join(a.out, 'results.md')} and {5 + len(real_svgs)} SVG plots")
 
 
 if __name__ == "__main__":

@@ -82,6 +82,15 @@ static const cli_opt hybrid_opts[] = {
      .lo = 0.001,
      .hi = 1e6,
      .help = "stop after S seconds with the best found so far (and say so)"},
+    {.name = "margin",
+     .kind = CLI_DOUBLE,
+     .offset = offsetof(vp_request, margin),
+     .arg = "GIB",
+     .lo = 0,
+     .hi = 1e6,
+     .help = "room to leave below each GPU's capacity: a configuration with\n"
+             "less is tight and ranks after those with room (default: the\n"
+             "accelerator's measured memory error; 0: none)"},
     {.name = "emit",
      .kind = CLI_ENUM,
      .offset = offsetof(vp_request, emit),

@@ -209,7 +209,7 @@ const MEMORY_PARTS = [
   ['grads', 'gradients'],
   ['optimizer', 'optimizer state'],
   ['activations', 'activations'],
-  ['other', 'buffers, workspace, reserve'],
+  ['other', 'the rest: buffers, workspace, logits, gathers, allocator cache, context, communicators, reserve'],
 ];
 const HEADROOM = 1.2; // the bars' scale: the accelerator's capacity and a fifth more
 
@@ -228,7 +228,7 @@ function memoryBars(report, parent, { height = 72, bar = 14, width = 160 } = {})
   const svg = el('svg:svg', { width: W, height: H, role: 'img', class: 'bars', 'data-top': top }, parent);
   el('svg:title', {}, svg, `Memory per rank, largest ${gib(report.memory_max_bytes)} of ${gib(report.capacity_bytes, 0)}`);
   ranks.forEach((rank, i) => {
-    const parts = { ...rank, other: rank.buffers + rank.workspace + rank.reserve };
+    const parts = { ...rank, other: rank.total - rank.params - rank.grads - rank.optimizer - rank.activations };
     const g = titled('svg:g', { 'data-bytes': rank.total }, svg,
       `rank ${rank.rank}: ${gib(rank.total, 2)} (${MEMORY_PARTS.map(([k, n]) => `${n} ${(parts[k] / GIB).toFixed(2)}`).join(', ')})`);
     let below = 0;

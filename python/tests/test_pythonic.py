@@ -88,8 +88,11 @@ def test_the_price_result_and_its_parts():
     assert [m.rank for m in result.memory_per_rank] == [0, 1, 2, 3]
     for m in result.memory_per_rank:
         assert isinstance(m, vpipe.RankMemory)
-        assert m.total == sum([m.params, m.grads, m.optimizer, m.activations, m.buffers,
-                               m.workspace, m.reserve])
+        assert m.allocated == pytest.approx(sum([m.params, m.grads, m.optimizer, m.activations,
+                                                 m.buffers, m.workspace, m.logits, m.gathers]),
+                                            abs=8)
+        assert m.reserved == pytest.approx(m.allocated + m.fragmentation, abs=2)
+        assert m.total == pytest.approx(m.reserved + m.context + m.comm + m.reserve, abs=4)
     assert max(m.total for m in result.memory_per_rank) == result.memory_max_bytes
     assert sum(st.layers for st in result.per_stage) == 32 and result.tp == 2
 
@@ -182,7 +185,8 @@ def test_a_price_result_shows_its_memory_per_rank():
                                                         "memory_per_rank", "per_stage"]
     head = [th.text for th in tables[2].find("tr")]
     assert head == ["rank", "params", "grads", "optimizer", "activations", "buffers",
-                    "workspace", "reserve", "total"]
+                    "workspace", "logits", "gathers", "allocated", "fragmentation", "reserved",
+                    "context", "comm", "reserve", "total"]
     totals = [int(tr[-1].text) for tr in tables[2].findall("tr")[1:]]
     assert totals == [m.total for m in result.memory_per_rank]
 

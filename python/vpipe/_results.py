@@ -216,6 +216,13 @@ class RankMemory(_Record):
     activations: int
     buffers: int
     workspace: int
+    logits: int
+    gathers: int
+    allocated: int
+    fragmentation: int
+    reserved: int
+    context: int
+    comm: int
     reserve: int
     total: int
 
@@ -273,6 +280,7 @@ class PriceResult(SimulationReport):
     layers_per_stage: List[int]
     hop_ms: float
     per_stage: List[StageCost]
+    expected_error: Dict[str, Any]
 
     _nested: ClassVar[Dict[str, type]] = {"costs": Costs, "memory_per_rank": RankMemory,
                                           "per_stage": StageCost}
@@ -393,8 +401,9 @@ class Configuration(_Record):
     """One configuration the whole-configuration planner priced: family (params: a V
     block's), data-, tensor- and pipeline-parallel degrees, chunks per device (v, 0 when
     the family has none), microbatch size and count, recomputation, seconds per step, MFU,
-    bubble, the largest rank's bytes and whether every rank fits; the winner also has
-    its bytes per rank and layers per stage (else None)."""
+    bubble, the largest rank's bytes, whether every rank fits, the room left below the
+    capacity (headroom_bytes) and whether that is under the plan's margin (tight); the
+    winner also has its bytes per rank, layers per stage and expected error (else None)."""
 
     family: str
     params: Optional[str]
@@ -410,8 +419,11 @@ class Configuration(_Record):
     bubble: float
     memory_max_bytes: int
     fits: bool
+    headroom_bytes: int
+    tight: bool
     memory_per_rank: Optional[List[RankMemory]]
     layers_per_stage: Optional[List[int]]
+    expected_error: Optional[Dict[str, Any]]
 
     _nested: ClassVar[Dict[str, type]] = {"memory_per_rank": RankMemory}
 
@@ -428,9 +440,11 @@ class ClusterPlan(_Record, Answer):
     Fields (the JSON's): model, gpu, gpus, global_batch, seq; best (the winner, a
     Configuration with its memory per rank and layers per stage); best_per_family
     ({family: Configuration}); top (the fastest that fit, fastest first); versus_1f1b
-    (1F1B at the winner's point, None when it has none); reason (why the winner wins); the
-    search's counts: candidates, evaluated, pruned (pruned_by_bound, pruned_by_memory),
-    over_memory, refused, timed_out (time_limit cut it) and elapsed_s.
+    (1F1B at the winner's point, None when it has none); margin_bytes (the room kept below
+    each accelerator's capacity); expected_error (the accelerator's measured accuracy);
+    reason (why the winner wins); the search's counts: candidates, evaluated, pruned
+    (pruned_by_bound, pruned_by_memory), over_memory, refused, timed_out (time_limit cut
+    it) and elapsed_s.
 
     Also: schedule (the winner as a vpipe.Schedule); torchtitan() and megatron() (the
     exports, each another search); .text the command line's report (another search).
@@ -445,6 +459,8 @@ class ClusterPlan(_Record, Answer):
     best_per_family: Dict[str, Configuration]
     top: List[Configuration]
     versus_1f1b: Optional[Configuration]
+    margin_bytes: int
+    expected_error: Dict[str, Any]
     reason: str
     candidates: int
     evaluated: int
@@ -580,7 +596,10 @@ class ModelInfo(_Record, Answer):
 class Accelerator(_Record):
     """An accelerator pricing knows: peak TFLOP/s, memory, HBM, links within and between
     nodes (GB/s, latency), point-to-point bandwidth, GEMM efficiency, activation traffic,
-    GPUs per node."""
+    the attention kernels' efficiency, per-layer and per-chunk overheads, communication
+    and HBM efficiency, memory beyond the tensors (context, communicator buffers,
+    fragmentation), the accuracy measured for it (expected_*: 0 and 0 runs when none
+    was), GPUs per node."""
 
     name: str
     peak_tflops: float
@@ -595,7 +614,23 @@ class Accelerator(_Record):
     gemm_edge: float
     act_traffic_f: float
     act_traffic_b: float
+    attn_efficiency_f: float
+    attn_efficiency_b: float
+    layer_overhead_us: float
+    chunk_overhead_us: float
+    comm_efficiency: float
+    hbm_efficiency: float
+    context_gib: float
+    comm_buffer_gib: float
+    frag_fraction: float
+    expected_step_error: float
+    expected_step_worst: float
+    expected_memory_error: float
+    expected_memory_worst: float
     gpus_per_node: int
+    expected_runs: int
+    expected_memory_runs: int
+    expected_basis: str
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,6 +48,15 @@ void vp__hy_setup_make(const vp_hybrid_request *req, const vp_hybrid_config *c, 
         .arch = req->arch, .gpu = req->gpu, .work = &out->work, .split = req->split};
 }
 
+double vp_hybrid_margin_default(const vp_gpu *gpu) {
+    const vp_expected_error *e = &gpu->expected;
+    return gpu->memory_bytes * (e->memory_runs > 0 ? e->memory_mean : 0.10);
+}
+
+double vp__hy_margin(const vp_hybrid_request *req) {
+    return req->margin_bytes < 0 ? vp_hybrid_margin_default(req->gpu) : req->margin_bytes;
+}
+
 void vp__hy_group(vp_hybrid_config *c) {
     bool r = !strcmp(c->family, "1f1b") && c->recompute == VP_RECOMPUTE_FULL;
     snprintf(c->group, sizeof c->group, "%s", r ? "1f1b-r" : c->family);
@@ -156,6 +165,8 @@ vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *
             c->bubble = r->bubble;
             c->memory_max_bytes = r->memory_max_bytes;
             c->fits = r->fits;
+            c->headroom_bytes = r->capacity_bytes - r->memory_max_bytes;
+            c->tight = c->fits && c->headroom_bytes < vp__hy_margin(req);
         }
     }
     if (priced && v == VP__HY_PRICED) {

@@ -79,13 +79,14 @@ static vp_status plan_run(vp__run *run, vp_plan **out, vp_error *err) {
 /* The search's options, which need --model (--threads serves both searches). */
 static vp_status search_without_model(const vp__run *run, vp_error *err) {
     static const char *const search[] = {
-        "gpus", "global_batch", "pp", "top", "max_chunks", "time_limit", "emit", "operand", NULL};
+        "gpus",       "global_batch", "pp",   "top",     "max_chunks",
+        "time_limit", "margin",       "emit", "operand", NULL};
     if (!vp__first_given(run, search))
         return VP_OK;
-    return vp__fail(err, VP_EINVAL, "%s, %s, %s, %s, %s, %s and %s search with %s",
+    return vp__fail(err, VP_EINVAL, "%s, %s, %s, %s, %s, %s, %s and %s search with %s",
                     VP__NAME(run, "gpus"), VP__NAME(run, "global_batch"), VP__NAME(run, "pp"),
                     VP__NAME(run, "top"), VP__NAME(run, "max_chunks"), VP__NAME(run, "time_limit"),
-                    VP__NAME(run, "emit"), VP__NAME(run, "model"));
+                    VP__NAME(run, "margin"), VP__NAME(run, "emit"), VP__NAME(run, "model"));
 }
 
 vp_status vp__plan(vp__run *run, vp_error *err) {
