@@ -214,7 +214,14 @@ static const cli_opt durability_opts[] = {
      .arg = "DIR",
      .help = "save checkpoints in DIR after the last step (and see\n"
              "--checkpoint-every); written atomically, a new one\n"
-             "replaces the previous only once complete"},
+             "replaces the previous only once complete. The run holds\n"
+             "DIR: a second run on it is refused"},
+    {.name = "overwrite",
+     .kind = CLI_FLAG,
+     .offset = TRAIN(po.train.overwrite_checkpoint),
+     .help = "with --checkpoint DIR: replace the checkpoint DIR holds\n"
+             "(refused otherwise, unless --resume DIR continues it); it\n"
+             "stays until the run's first checkpoint is complete"},
     {.name = "checkpoint-every",
      .kind = CLI_INT,
      .offset = TRAIN(po.train.checkpoint_every),
@@ -330,6 +337,8 @@ typedef struct progress_ctx {
 static bool on_step(const vp_train_progress *p, void *user) {
     progress_ctx *ctx = user;
     cli_progress_clear();
+    if (p->note[0])
+        fprintf(stderr, "vpipe: warning: %s\n", p->note);
     if (ctx->note[0])
         fprintf(ctx->out, "%s\n", ctx->note);
     ctx->note[0] = '\0';
@@ -735,6 +744,8 @@ static int check_flags(train_args *a) {
                                         "checkpoint or resume");
     if (o->checkpoint_every && !o->checkpoint_dir)
         return cli_error(VP_EXIT_USAGE, "--checkpoint-every needs --checkpoint DIR");
+    if (o->overwrite_checkpoint && !o->checkpoint_dir)
+        return cli_error(VP_EXIT_USAGE, "--overwrite needs --checkpoint DIR");
     if (recompute_of(a) && reference)
         return cli_error(VP_EXIT_USAGE, "--recompute recomputes in a schedule: give --schedule "
                                         "(the single-rank reference keeps every activation)");
