@@ -115,9 +115,9 @@ static int plan(plan_args *a, vp_plan **out) {
 static int hybrid_flags_without_model(const plan_args *a) {
     const cli_hybrid *h = &a->hy;
     if (h->gpus || h->global_batch || h->pp || h->top || h->max_chunks || h->threads ||
-        h->time_limit > 0 || h->emit >= 0 || a->po.dir)
+        h->emit >= 0 || a->po.dir)
         return cli_error(VP_EXIT_USAGE, "--gpus, --global-batch, --pp, --top, --max-chunks, "
-                                        "--threads, --time-limit and --emit search with --model");
+                                        "--threads and --emit search with --model");
     return 0;
 }
 
@@ -132,6 +132,8 @@ static int run(void *args) {
         return rc;
     }
     int flags_rc = hybrid_flags_without_model(a);
+    if (a->hy.time_limit > 0)
+        a->spec.spec.time_limit_s = a->hy.time_limit;
     if (!flags_rc)
         flags_rc = cli_real_ready(&a->real, &a->spec); /* names the first stray option */
     cli_real_release(&a->real);

@@ -60,7 +60,8 @@ static const cli_opt hybrid_opts[] = {
      .arg = "S",
      .lo = 0.001,
      .hi = 1e6,
-     .help = "stop after S seconds with the best found so far (and say so)"},
+     .help = "stop after S seconds with the best found so far (and say\n"
+             "so); without --model the default is 60"},
     {.name = "emit",
      .kind = CLI_ENUM,
      .offset = offsetof(cli_hybrid, emit),

@@ -265,9 +265,10 @@ VP_API vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *
                                    vp_pipeline_result *result, vp_error *err);
 
 /* Under MPI, stops every process of the job with exit code `code` (for the command line
- * after a failed run): it first waits (at most 10 s) until every process has called it,
- * so that the process reporting the failure has printed it. Without MPI, or before MPI
- * was initialised, does nothing. */
+ * after a failed run): it first waits until every process has called it, so that the
+ * process reporting the failure has printed it: at most 10 s, or 1 s once a process did
+ * not answer when the outcome was agreed (a stopped or dead process never comes). Without
+ * MPI, or before MPI was initialised, does nothing. */
 VP_API void vp_runtime_mpi_abort(int code);
 
 /* ---- the layer split ------------------------------------------------------------------------ */
