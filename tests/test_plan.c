@@ -322,8 +322,7 @@ static void test_time_limit(void **state) {
     assert_int_equal(full->timed_out, 0);
     assert_null(strstr(full->reason, "time limit"));
     assert_int_equal(full->blocks_seen, full->blocks_tried);
-    assert_true(full->candidates[full->chosen].makespan <
-                cut->candidates[cut->chosen].makespan);
+    assert_true(full->candidates[full->chosen].makespan < cut->candidates[cut->chosen].makespan);
     assert_string_equal(full->reason, hour->reason);
     assert_int_equal(full->n_candidates, hour->n_candidates);
     /* a limit that leaves nothing within the budget says so */
