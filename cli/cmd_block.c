@@ -155,8 +155,11 @@ static int build(const vp_block *b, int m, const cli_spec *o, bool reorder, int 
     vp_error err = {0};
     vp_cost_model *cm = NULL;
     vp_status rc = vp_block_repeat(b, m, "block", s, &err);
-    if (rc == VP_OK && vp_schedule_validate(*s, &err) != VP_OK)
-        return cli_error(VP_EXIT_INPUT, "the block's timing breaks a dependency: %s", err.message);
+    if (rc == VP_OK && (rc = vp_schedule_validate(*s, &err)) != VP_OK)
+        return rc == VP_ENOMEM
+                   ? cli_lib_error(&err) /* not the block's fault */
+                   : cli_error(VP_EXIT_INPUT, "the block's timing breaks a dependency: %s",
+                               err.message);
     if (rc == VP_OK)
         rc = vp_block_cost_model(b, &o->spec.costs, &o->spec.mem, &cm, &err);
     if (rc == VP_OK)

@@ -11,7 +11,8 @@
 /* Prints "<flag> '<value>': [column N: ]<message>" for a library parser's error; a
  * malformed value is a usage error, other statuses keep their exit code. */
 static int value_error(const char *flag, const char *value, const vp_error *err) {
-    int code = err->status == VP_EPARSE ? VP_EXIT_USAGE : vp_status_exit_code(err->status);
+    /* a value the library refuses, malformed or out of range, is a usage error */
+    int code = err->status == VP_ENOMEM ? VP_EXIT_FAILURE : VP_EXIT_USAGE;
     if (err->column > 0)
         return cli_error(code, "%s '%s': column %d: %s", flag, value, err->column, err->message);
     return cli_error(code, "%s '%s': %s", flag, value, err->message);
@@ -47,7 +48,7 @@ int cli_parse_cost_file(const char *flag, const char *value, void *dest) {
     char *text;
     size_t len;
     vp_error err = {0};
-    if (vp_read_file(value, 0, &text, &len, &err) != VP_OK) /* "<path>: <reason>" */
+    if (vp_read_file(value, VP_PROFILE_MAX, &text, &len, &err) != VP_OK) /* "<path>: <reason>" */
         return cli_error(vp_status_exit_code(err.status), "%s %s", flag, err.message);
     vp_status rc = vp_profile_read_json(text, len, &cf->profile, &err);
     free(text);
