@@ -200,6 +200,16 @@ static char *saved_checkpoint(const vp_train_options *o, vp_mem *mem, uint8_t **
     return dir;
 }
 
+/* saved_checkpoint of o's model (two layers), and a reader's stage of it, with other
+ * weights, in *s. */
+static char *saved_with_reader(const vp_train_options *o, vp_mem *mem, uint8_t **bytes,
+                               size_t *size, vp_stage **s) {
+    char *dir = saved_checkpoint(o, mem, bytes, size);
+    int l0[2] = {0, 2};
+    make_stages(o, l0, 1, 5, 0.0f, mem, s);
+    return dir;
+}
+
 /* ---- round trips ---------------------------------------------------------------------- */
 
 /* One shape of a run's state: a split of the model into `route` stages, `per_part` of
@@ -536,10 +546,8 @@ static void test_refuses_corruption(void **state) {
     vp_mem *mem = vp_mem_new();
     uint8_t *good;
     size_t size;
-    char *dir = saved_checkpoint(&o, mem, &good, &size);
-    int l0[2] = {0, 2};
     vp_stage *s;
-    make_stages(&o, l0, 1, 5, 0.0f, mem, &s);
+    char *dir = saved_with_reader(&o, mem, &good, &size, &s);
     uint64_t before = digest(&s, 1);
     uint8_t *b = malloc(size);
     vp_error err = {0};
@@ -554,7 +562,7 @@ static void test_refuses_corruption(void **state) {
     uint64_t restored = digest(&s, 1);
     assert_true(restored != before);
     vp_stage_free(s);
-    make_stages(&o, l0, 1, 5, 0.0f, mem, &s);
+    make_stages(&o, (int[]){0, 2}, 1, 5, 0.0f, mem, &s);
 
     const size_t cuts[] = {0, 1, 7, 8, 100, 167, 168, 200, size / 2, size - 9, size - 8, size - 1};
     for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
@@ -934,10 +942,8 @@ static void test_refuses_oversized_files(void **state) {
     vp_mem *mem = vp_mem_new();
     uint8_t *good;
     size_t size;
-    char *dir = saved_checkpoint(&o, mem, &good, &size);
-    int l0[2] = {0, 2};
     vp_stage *s;
-    make_stages(&o, l0, 1, 5, 0.0f, mem, &s);
+    char *dir = saved_with_reader(&o, mem, &good, &size, &s);
     char part[4096];
     path_of(part, dir, "part-0.step-3.ckpt");
     vp_error err = {0};
