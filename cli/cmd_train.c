@@ -482,6 +482,7 @@ static int print_json(const train_args *a, const vp_schedule *s, const vp_train_
     json_object_set_new(root, "dp", json_integer(o->dp));
     json_object_set_new(root, "zero", json_integer(a->po.zero));
     json_object_set_new(root, "skipped_steps", json_integer(r->skipped_steps));
+    json_object_set_new(root, "blas", cli_blas_json());
     if (pr)
         pipeline_json(root, s, pr);
     int rc = cli_write_json("-", root);
@@ -542,6 +543,7 @@ static void print_summary(FILE *out, const train_args *a, const vp_schedule *s,
         }
     }
     fputc('\n', out);
+    cli_blas_describe(out);
 }
 
 /* The summary of a pipelined run: JSON, or text on stdout. */
@@ -926,6 +928,7 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
     int done = finished_summary(a, &r);
     if (done >= 0)
         return done;
+    cli_blas_describe(ctx->out);
     return cli_print(
         "done: %d steps | train loss %.4f | val loss %.4f | %.1f ms/step | %.0f tok/s\n"
         "peak activation bytes: %zu | param digest %016" PRIx64 "\n",
