@@ -1,165 +1,108 @@
-/* vpipe plan: the fastest schedule within a memory budget, and the memory/bubble frontier. */
+/* vpipe plan: the fastest schedule within a memory budget, and the memory/bubble frontier;
+ * with --model, the whole DP x TP x PP x schedule configuration. */
 #include <stddef.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
-#include "vpipe/plan.h"
-
-typedef struct plan_args {
-    cli_spec spec;
-    cli_real real;
-    cli_hybrid hy;
-    cli_plan_out po;
-} plan_args;
 
 static const cli_opt plan_opts[] = {
     {.name = "memory",
      .kind = CLI_STRING,
-     .offset = offsetof(plan_args, po.budget),
+     .offset = offsetof(vp_request, memory),
      .arg = "X",
      .help = "the budget: a fraction of 1F1B's peak (0.5), units (4u: one\n"
              "microbatch's activation of a device's whole slice), or bytes\n"
              "(123456b, when the memory model knows the unit's size)"},
     {.name = "json",
      .kind = CLI_FLAG,
-     .offset = offsetof(plan_args, po.json),
+     .offset = offsetof(vp_request, json),
      .help = "one object: the chosen schedule's `simulate --json` fields,\n"
              "plus budget, reason, param_copies, frontier, candidates; with\n"
              "--model: best, best_per_family, top, evaluated, pruned..."},
     {.short_name = 'o',
      .kind = CLI_STRING,
-     .offset = offsetof(plan_args, po.out),
+     .offset = offsetof(vp_request, output),
      .arg = "FILE",
      .help = "also write the chosen schedule (with --model: the winner's) as\n"
              "vpipe JSON (-o - writes it to stdout instead of the report)"},
+    {.name = "threads",
+     .kind = CLI_INT,
+     .offset = offsetof(vp_request, threads),
+     .arg = "N",
+     .lo = 1,
+     .hi = 256,
+     .help = "worker threads of either search (default 1); the answer\n"
+             "never depends on it"},
 };
 static const cli_group plan_group = CLI_GROUP("plan", plan_opts);
 
-static void init(void *args) {
-    plan_args *a = args;
-    cli_spec_init(&a->spec);
-    cli_real_init(&a->real);
-    cli_hybrid_init(&a->hy);
-}
+/* In vp_emit's order. */
+static const char *const emit_names[] = {"torchtitan", "megatron", NULL};
 
-static void print_text(FILE *out, const vp_plan *plan, const vp_sim *sim, const cli_spec *o) {
-    const vp_plan_candidate *win = &plan->candidates[plan->chosen];
-    char costs[128];
-    fprintf(out, "plan p=%d m=%d  costs %s  budget %g %s", o->spec.p, o->spec.m,
-            cli_costs_text(&o->spec.costs, costs, sizeof costs), plan->budget,
-            plan->budget_in_bytes ? "bytes" : "units");
-    if (!plan->budget_in_bytes && plan->ref_peak > 0)
-        fprintf(out, " (%.3g of 1F1B's %g)", plan->budget / plan->ref_peak, plan->ref_peak);
-    fprintf(out, "\n\nchosen: %s%s%s\n", win->family, win->params[0] ? " " : "", win->params);
-    fprintf(out, "  makespan %g   bubble %.2f%%   peak memory %g units", sim->makespan,
-            100.0 * sim->bubble, sim->peak_max);
-    if (vp_schedule_param_copies(plan->schedule) > 1)
-        fprintf(out, "   (%d parameter copies)", vp_schedule_param_copies(plan->schedule));
-    fprintf(out, "\n  why: %s\n\nfrontier (memory -> makespan):\n", plan->reason);
-    fprintf(out, "  %8s %10s %8s  %s\n", "memory", "makespan", "bubble", "schedule");
-    for (int i = 0; i < plan->n_frontier; i++) {
-        const vp_plan_candidate *f = &plan->candidates[plan->frontier[i]];
-        fprintf(out, "  %8g %10g %7.2f%%  %s%s%s%s\n", f->peak, f->makespan, 100.0 * f->bubble,
-                f->family, f->params[0] ? " " : "", f->params, f == win ? "   <- chosen" : "");
-    }
-    fprintf(out, "\n%d candidates (--json lists them); %ld V blocks enumerated, %ld built\n",
-            plan->n_candidates, plan->blocks_tried, plan->blocks_built);
-}
+static const cli_opt hybrid_opts[] = {
+    {.name = "gpus",
+     .kind = CLI_INT,
+     .offset = offsetof(vp_request, gpus),
+     .arg = "N",
+     .lo = 1,
+     .hi = 1 << 20,
+     .help = "GPUs to use, N = DP x TP x PP (with --model)"},
+    {.name = "global-batch",
+     .kind = CLI_INT,
+     .offset = offsetof(vp_request, global_batch),
+     .arg = "B",
+     .lo = 1,
+     .hi = 1 << 24,
+     .help = "sequences per step (with --model); DP x mbs divides it"},
+    {.name = "pp",
+     .kind = CLI_INT,
+     .offset = offsetof(vp_request, pp),
+     .arg = "N",
+     .lo = 1,
+     .hi = 1 << 20,
+     .help = "fix the pipeline degree (--tp, --dp, --mbs and --recompute\n"
+             "fix theirs; what is not fixed is searched)"},
+    {.name = "top",
+     .kind = CLI_INT,
+     .offset = offsetof(vp_request, top),
+     .arg = "K",
+     .lo = 1,
+     .hi = 1000,
+     .help = "configurations to rank (default 10)"},
+    {.name = "max-chunks",
+     .kind = CLI_INT,
+     .offset = offsetof(vp_request, max_chunks),
+     .arg = "V",
+     .lo = 1,
+     .hi = 64,
+     .help = "interleaved with 2..V chunks per device (default 4)"},
+    {.name = "time-limit",
+     .kind = CLI_DOUBLE,
+     .offset = offsetof(vp_request, time_limit),
+     .arg = "S",
+     .lo = 0.001,
+     .hi = 1e6,
+     .help = "stop after S seconds with the best found so far (and say\n"
+             "so); without --model the default is 60"},
+    {.name = "emit",
+     .kind = CLI_ENUM,
+     .offset = offsetof(vp_request, emit),
+     .choices = emit_names,
+     .help = "torchtitan DIR: write DIR/job.toml (the parallelism part of\n"
+             "a torchtitan job) and DIR/schedule.csv for the winner;\n"
+             "megatron: print Megatron-LM's flags for the best 1F1B or\n"
+             "interleaved configuration"},
+};
 
-/* The chosen schedule to -o, then the report unless -o took stdout. */
-static int write_results(const plan_args *a, const vp_plan *plan, const vp_sim *sim) {
-    char *text = NULL;
-    vp_error err = {0};
-    if (a->po.out) {
-        vp_status st = vp_json_write(plan->schedule, &text, &err);
-        int rc = cli_write_result(a->po.out, st, text, &err);
-        if (rc || !strcmp(a->po.out, "-"))
-            return rc;
-    }
-    if (a->po.json) {
-        vp_status st = vp_plan_json(plan, sim, &a->spec.spec.costs, &text, &err);
-        return cli_write_result("-", st, text, &err);
-    }
-    cli_out out;
-    if (cli_out_begin(&out))
-        return VP_EXIT_FAILURE;
-    print_text(out.f, plan, sim, &a->spec);
-    return cli_out_end(&out, "-");
-}
-
-/* Checks the flags, then plans. */
-static int plan(plan_args *a, vp_plan **out) {
-    vp_error err = {0};
-    vp_budget budget;
-    if (!a->spec.spec.p || !a->spec.spec.m)
-        return cli_error(VP_EXIT_USAGE, "plan needs -p and -m");
-    if (!a->po.budget)
-        return cli_error(VP_EXIT_USAGE, "plan needs --memory (0.5, 4u or 123456b)");
-    if (vp_budget_parse(a->po.budget, &budget, &err) != VP_OK)
-        return cli_error(VP_EXIT_USAGE, "--memory '%s': column %d: %s", a->po.budget, err.column,
-                         err.message);
-    int rc = cli_spec_ready(&a->spec);
-    if (!rc && a->po.out)
-        rc = cli_probe_output(a->po.out);
-    if (rc)
-        return rc;
-    cli_progress("plan: searching every family and the V building blocks for p=%d m=%d...",
-                 a->spec.spec.p, a->spec.spec.m);
-    rc = vp_plan_run(&a->spec.spec, &budget, out, &err) != VP_OK ? cli_lib_error(&err) : 0;
-    cli_progress_clear();
-    return rc;
-}
-
-/* The search's options without --model. */
-static int hybrid_flags_without_model(const plan_args *a) {
-    const cli_hybrid *h = &a->hy;
-    if (h->gpus || h->global_batch || h->pp || h->top || h->max_chunks || h->threads ||
-        h->emit >= 0 || a->po.dir)
-        return cli_error(VP_EXIT_USAGE, "--gpus, --global-batch, --pp, --top, --max-chunks, "
-                                        "--threads and --emit search with --model");
-    return 0;
-}
-
-static int run(void *args) {
-    plan_args *a = args;
-    if (a->real.model) {
-        int rc = cli_spec_ready(&a->spec);
-        if (!rc)
-            rc = cli_plan_hybrid(&a->spec, &a->real, &a->hy, &a->po);
-        cli_real_release(&a->real);
-        cli_spec_release(&a->spec);
-        return rc;
-    }
-    int flags_rc = hybrid_flags_without_model(a);
-    if (a->hy.time_limit > 0)
-        a->spec.spec.time_limit_s = a->hy.time_limit;
-    if (!flags_rc)
-        flags_rc = cli_real_ready(&a->real, &a->spec); /* names the first stray option */
-    cli_real_release(&a->real);
-    if (flags_rc)
-        return flags_rc;
-    vp_plan *p = NULL;
-    vp_sim *sim = NULL;
-    int rc = plan(a, &p);
-    if (!rc)
-        rc = cli_simulate(p->schedule, &a->spec, &sim);
-    if (!rc)
-        rc = write_results(a, p, sim);
-    vp_sim_free(sim);
-    vp_plan_free(p);
-    cli_spec_release(&a->spec);
-    return rc;
-}
+static const cli_group hybrid_group = CLI_GROUP("hybrid search (with --model)", hybrid_opts);
 
 static const cli_use uses[] = {
-    {&cli_spec_group, offsetof(plan_args, spec)},
-    {&cli_limit_group, offsetof(plan_args, spec.spec.max_ops)},
-    {&cli_recompute_group, offsetof(plan_args, spec.recompute)},
+    {&cli_spec_group, 0},
+    {&cli_limit_group, offsetof(vp_request, max_ops)},
+    {&cli_recompute_group, offsetof(vp_request, recompute)},
     {&plan_group, 0},
-    {&cli_real_group, offsetof(plan_args, real)},
-    {&cli_split_group, offsetof(plan_args, real.split)},
-    {&cli_hybrid_group, offsetof(plan_args, hy)},
+    {&cli_real_group, 0},
+    {&cli_split_group, offsetof(vp_request, split)},
+    {&hybrid_group, 0},
 };
 
 const cli_command cli_cmd_plan = {
@@ -191,8 +134,6 @@ const cli_command cli_cmd_plan = {
               "1 other failures.\n",
     CLI_USES(uses),
     .operand = "DIR",
-    .operand_offset = offsetof(plan_args, po.dir),
-    .args_size = sizeof(plan_args),
-    .init = init,
-    .run = run,
+    .operand_offset = offsetof(vp_request, operand),
+    .request = true,
 };

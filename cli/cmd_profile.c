@@ -39,9 +39,9 @@ static void init(void *args) {
 static int run(void *args) {
     profile_args *a = args;
     vp_error err = {0};
-    int rc = cli_probe_output(a->out);
-    if (rc)
-        return rc;
+    if (cli_probe_output(a->out, &err) != VP_OK)
+        return cli_lib_error(&err);
+    int rc;
     vp_profile pr;
     cli_progress("profile: measuring the passes (%d runs each)...", a->reps);
     vp_status st = vp_profile_measure(&a->model, a->reps, &pr, &err);

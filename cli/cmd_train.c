@@ -14,22 +14,13 @@
 #include "vpipe/render.h"
 #include "vpipe/runtime.h"
 
-/* Everything the command line asks of a run. */
-typedef struct train_args {
-    vp_pipeline_options po; /* po.train: model, optimiser, data, durability, faults */
-    cli_cost_file profile;  /* --cost-file, or measured when a run needs one */
-    const char *schedule, *schedule_file, *data_path, *memory, *trace, *svg;
-    int p, chunks, warmup, transport, lr_schedule;
-    long max_ops;     /* --max-ops (0: the default limit) */
-    int recompute;    /* --recompute: a vp_recompute, -1 until given */
-    cli_split split;  /* --split (default even), --layers-per-stage */
-    int *layer_start; /* the split of the run, po.layer_start (owned) */
-    double weight_decay;
-    bool json, emulate;
-} train_args;
-
 #define BIG (1 << 30)
-#define TRAIN(field) offsetof(train_args, field)
+#define TRAIN(field) offsetof(vp_train_request, field)
+
+/* The split group's two options sit alike here and in vp_request. */
+_Static_assert(TRAIN(layers_per_stage) - TRAIN(split) ==
+                   offsetof(vp_request, layers_per_stage) - offsetof(vp_request, split),
+               "train's split options sit as vp_request's");
 
 static int parse_seed(const char *flag, const char *value, void *dest) {
     long seed;
@@ -39,28 +30,9 @@ static int parse_seed(const char *flag, const char *value, void *dest) {
     return rc;
 }
 
-/* "R:S:K" of --fail-at / --stall-at into the faults to inject (one of the two). */
-static int parse_fault(const char *flag, const char *value, void *dest) {
-    vp_faults *faults = dest;
-    int r, step, op, used = 0;
-    if (faults->rank >= 0)
-        return cli_error(VP_EXIT_USAGE, "give --fail-at or --stall-at, not both");
-    if (sscanf(value, "%d:%d:%d%n", &r, &step, &op, &used) != 3 || value[used] || r < 0 ||
-        step < 0 || op < 0)
-        return cli_error(VP_EXIT_USAGE, "%s expects RANK:STEP:OP (non-negative), got '%s'", flag,
-                         value);
-    *faults = (vp_faults){.nonfinite_step = faults->nonfinite_step,
-                          .rank = r,
-                          .step = step,
-                          .op = op,
-                          .stall = !strcmp(flag, "--stall-at")};
-    return 0;
-}
-
+/* In vp_train_request's index orders. */
 static const char *const lr_schedules[] = {"cosine", "constant", NULL};
-static const vp_lr_schedule lr_schedule_of[] = {VP_LR_COSINE, VP_LR_CONSTANT};
 static const char *const transports[] = {"threads", "mpi", NULL};
-static const vp_transport_kind transport_of[] = {VP_TRANSPORT_THREADS, VP_TRANSPORT_MPI};
 
 static const cli_opt training_opts[] = {
     {.short_name = 'p',
@@ -188,7 +160,7 @@ static const cli_opt training_opts[] = {
 static const cli_opt data_opts[] = {
     {.name = "data",
      .kind = CLI_STRING,
-     .offset = TRAIN(data_path),
+     .offset = TRAIN(data),
      .arg = "FILE",
      .help = "text file (default: the KJV Bible of bible-kjv-text)"},
     {.name = "eval-every",
@@ -262,10 +234,9 @@ static const cli_opt output_opts[] = {
              "one (simulated with the measured per-stage op times and\n"
              "the model's activation bytes; memory in MiB in both)"},
     {.name = "cost-file",
-     .kind = CLI_CUSTOM,
-     .offset = TRAIN(profile),
+     .kind = CLI_STRING,
+     .offset = TRAIN(cost_file),
      .arg = "FILE",
-     .parse = cli_parse_cost_file,
      .help = "profiled pass costs (vpipe profile) for the predicted\nstep time"},
     {.name = "memory",
      .kind = CLI_STRING,
@@ -287,16 +258,14 @@ static const cli_opt output_opts[] = {
 
 static const cli_opt testing_opts[] = {
     {.name = "fail-at",
-     .kind = CLI_CUSTOM,
-     .offset = TRAIN(po.train.faults),
+     .kind = CLI_STRING,
+     .offset = TRAIN(fail_at),
      .arg = "R:S:K",
-     .parse = parse_fault,
      .help = "rank R fails before op K of step S (0-based)"},
     {.name = "stall-at",
-     .kind = CLI_CUSTOM,
-     .offset = TRAIN(po.train.faults),
+     .kind = CLI_STRING,
+     .offset = TRAIN(stall_at),
      .arg = "R:S:K",
-     .parse = parse_fault,
      .help = "rank R stalls there until the watchdog stops the run"},
     {.name = "inject-nan",
      .kind = CLI_INT,
@@ -314,16 +283,14 @@ static const cli_group output_group = CLI_GROUP("output", output_opts);
 static const cli_group testing_group = CLI_GROUP("testing", testing_opts);
 
 static void init(void *args) {
-    train_args *a = args;
-    vp_pipeline_options_default(&a->po);
-    vp_train_options_default(&a->po.train);
-    a->p = 1;
-    a->warmup = -1;
-    a->weight_decay = a->po.train.adamw.weight_decay;
-    a->lr_schedule = a->po.train.schedule == VP_LR_CONSTANT;
-    a->transport = a->po.transport == VP_TRANSPORT_MPI;
-    a->recompute = a->split.goal = -1;
+    vp_train_request_init(args);
 }
+
+/* The request and what was prepared for it. */
+typedef struct train_run {
+    const vp_train_request *q;
+    vp_train_ready r;
+} train_run;
 
 /* ---- progress lines ------------------------------------------------------------------ */
 
@@ -385,9 +352,10 @@ static void describe_shape(const vp_checkpoint_shape *sh, char *buf, size_t size
 /* When resuming a checkpoint written by a run of another shape than here, the line that
  * says what changed, into ctx->note (nothing when the checkpoint cannot be read: the run
  * itself reports that). */
-static void note_resume(const train_args *a, const vp_checkpoint_shape *here, progress_ctx *ctx) {
+static void note_resume(const train_run *t, const vp_checkpoint_shape *here, progress_ctx *ctx) {
     vp_checkpoint_meta meta;
-    if (!a->po.train.resume_dir || vp_checkpoint_latest(a->po.train.resume_dir, &meta, NULL))
+    const char *dir = t->r.po.train.resume_dir;
+    if (!dir || vp_checkpoint_latest(dir, &meta, NULL))
         return;
     char there[96], now[96];
     describe_shape(&meta.shape, there, sizeof there);
@@ -455,11 +423,11 @@ static void pipeline_json(json_t *root, const vp_schedule *s, const vp_pipeline_
 
 /* The summary of a run as JSON on stdout; s and pr are NULL for the single-rank reference. An
  * emulated run has no model: losses, peak bytes and digest are null. */
-static int print_json(const train_args *a, const vp_schedule *s, const vp_train_result *r,
+static int print_json(const train_run *t, const vp_schedule *s, const vp_train_result *r,
                       const vp_pipeline_result *pr) {
     const char *schedule = s ? s->family : "single";
-    const vp_train_options *o = &a->po.train;
-    bool real = !a->emulate;
+    const vp_train_options *o = &t->r.po.train;
+    bool real = !t->q->emulate;
     char digest[17];
     snprintf(digest, sizeof digest, "%016" PRIx64, r->param_digest);
     size_t one = r->peak_act_bytes;
@@ -475,12 +443,12 @@ static int print_json(const train_args *a, const vp_schedule *s, const vp_train_
         "param_digest", real ? json_string(digest) : json_null(), "model", "layers",
         o->model.n_layer, "width", o->model.width, "heads", o->model.n_head, "seq",
         o->model.seq_len, "microbatch", o->model.microbatch, "vocab", o->model.vocab, "seed",
-        (json_int_t)o->seed, "data", a->data_path, "emulated", a->emulate);
+        (json_int_t)o->seed, "data", t->r.data_path, "emulated", t->q->emulate);
     if (!root)
         return cli_error(VP_EXIT_FAILURE, "cannot build the JSON summary");
     json_object_set_new(root, "resumed_step", json_integer(r->resumed_step));
     json_object_set_new(root, "dp", json_integer(o->dp));
-    json_object_set_new(root, "zero", json_integer(a->po.zero));
+    json_object_set_new(root, "zero", json_integer(t->r.po.zero));
     json_object_set_new(root, "skipped_steps", json_integer(r->skipped_steps));
     json_object_set_new(root, "blas", cli_blas_json());
     if (pr)
@@ -499,14 +467,14 @@ static const char *number_or_na(bool applicable, const char *fmt, double v, char
     return buf;
 }
 
-static void print_summary(FILE *out, const train_args *a, const vp_schedule *s,
-                          const vp_pipeline_result *pr) {
+static void print_summary(FILE *out, const train_run *t, const vp_pipeline_result *pr) {
+    const vp_schedule *s = t->r.schedule;
     const vp_train_result *r = &pr->train;
-    bool real = !a->emulate;
+    bool real = !t->q->emulate;
     char tl[32], vl[32], dg[32], pk[32], replicas[48] = "";
     if (pr->dp > 1)
         snprintf(replicas, sizeof replicas, " (%d replicas%s)", pr->dp,
-                 a->po.zero ? ", ZeRO-1" : "");
+                 t->r.po.zero ? ", ZeRO-1" : "");
     fprintf(out, "layers per stage:");
     for (int k = 0; k < pr->route_len; k++)
         fprintf(out, " %d", pr->layer_start[k + 1] - pr->layer_start[k]);
@@ -549,64 +517,29 @@ static void print_summary(FILE *out, const train_args *a, const vp_schedule *s,
 /* The summary of a pipelined run: JSON, or text on stdout. */
 /* The summary of a resumed run that had no step left to run (its checkpoint holds the
  * last), or -1 when steps ran. */
-static int finished_summary(const train_args *a, const vp_train_result *r) {
-    if (!a->po.train.resume_dir || r->resumed_step != r->steps)
+static int finished_summary(const train_run *t, const vp_train_result *r) {
+    const char *dir = t->r.po.train.resume_dir;
+    if (!dir || r->resumed_step != r->steps)
         return -1;
     return cli_print("nothing left to run: the checkpoint in %s holds all %d steps | param "
                      "digest %016" PRIx64 "\n",
-                     a->po.train.resume_dir, r->steps, r->param_digest);
+                     dir, r->steps, r->param_digest);
 }
 
-static int report_pipelined(const train_args *a, const vp_schedule *s,
-                            const vp_pipeline_result *pr) {
-    if (a->json)
-        return print_json(a, s, &pr->train, pr);
-    int done = finished_summary(a, &pr->train);
+static int report_pipelined(const train_run *t, const vp_pipeline_result *pr) {
+    if (t->q->json)
+        return print_json(t, t->r.schedule, &pr->train, pr);
+    int done = finished_summary(t, &pr->train);
     if (done >= 0)
         return done;
     cli_out out;
     if (cli_out_begin(&out))
         return VP_EXIT_FAILURE;
-    print_summary(out.f, a, s, pr);
+    print_summary(out.f, t, pr);
     return cli_out_end(&out, "-");
 }
 
 /* ---- timelines ------------------------------------------------------------------------- */
-
-#define MIB (1024.0 * 1024.0)
-
-/* The simulation of s drawn beside the measured step: every stage's measured mean op
- * times and the model's activation bytes per stage, in MiB like the measured memory. */
-static int simulated_timeline(const vp_schedule *s, const vp_pipeline_result *pr,
-                              const vp_model_config *model, vp_timeline **out) {
-    vp_error err = {0};
-    vp_costs costs = vp_costs_default();
-    vp_memcfg mem = vp_memcfg_default();
-    vp_cost_model *cm = NULL;
-    vp_sim *sim = NULL;
-    vp_status rc = vp_cost_model_new(s, &costs, &mem, &cm, &err);
-    if (rc == VP_OK)
-        rc = vp_runtime_model_bytes(cm, s, model, pr->layer_start, &err);
-    if (rc == VP_OK)
-        rc = vp_runtime_measured_costs(s, pr->measured, cm, &err);
-    if (rc == VP_OK) {
-        for (int st = 0; st < cm->S; st++) {
-            cm->act[st] = cm->act_bytes[st] / MIB;
-            cm->keep[st] = cm->keep_bytes[st] / MIB;
-            cm->hold[st] = cm->hold_bytes[st] / MIB;
-        }
-        rc = vp_simulate(s, cm, &sim, &err);
-    }
-    if (rc == VP_OK)
-        rc = vp_timeline_from_sim(s, sim, out, &err);
-    if (rc == VP_OK) {
-        snprintf((*out)->family, sizeof(*out)->family, "simulated");
-        snprintf((*out)->mem_unit, sizeof(*out)->mem_unit, "MiB");
-    }
-    vp_sim_free(sim);
-    vp_cost_model_free(cm);
-    return rc == VP_OK ? 0 : cli_lib_error(&err);
-}
 
 /* Writes a renderer's text (or reports its error). */
 static int write_rendered(vp_status st, const vp_error *err, char *text, const char *path) {
@@ -616,304 +549,59 @@ static int write_rendered(vp_status st, const vp_error *err, char *text, const c
 }
 
 /* The measured step as a Chrome trace, and as an SVG beside its simulation. */
-static int write_timelines(const train_args *a, const vp_schedule *s, vp_pipeline_result *pr) {
+static int write_timelines(const train_run *t, vp_pipeline_result *pr) {
     vp_error err = {0};
     char *text = NULL;
     int rc = 0;
-    if (a->trace) {
+    if (t->q->trace) {
         vp_status st = vp_render_trace(pr->measured, &text, &err);
-        rc = write_rendered(st, &err, text, a->trace);
+        rc = write_rendered(st, &err, text, t->q->trace);
     }
-    if (rc || !a->svg)
-        return rc;
-    vp_timeline *sim_tl = NULL;
-    rc = simulated_timeline(s, pr, &a->po.train.model, &sim_tl);
-    if (!rc) {
-        snprintf(pr->measured->family, sizeof pr->measured->family, "measured");
-        const vp_timeline *tls[2] = {pr->measured, sim_tl};
-        vp_render_opts ro = {.title = "vpipe train: measured step (ms) and its simulation"};
-        vp_status st = vp_render_svg_gallery(tls, 2, &ro, &text, &err);
-        rc = write_rendered(st, &err, text, a->svg);
+    if (!rc && t->q->svg) {
+        vp_status st = vp_pipeline_svg(t->r.schedule, pr, &t->r.po.train.model, &text, &err);
+        rc = write_rendered(st, &err, text, t->q->svg);
     }
-    vp_timeline_free(sim_tl);
     return rc;
-}
-
-/* ---- checks before anything runs --------------------------------------------------------- */
-
-/* Whether the flags ask for the single-rank reference. */
-static bool is_reference(const train_args *a) {
-    return !a->schedule_file && (a->schedule ? !strcmp(a->schedule, "single") : a->p == 1);
-}
-
-/* Faults must land inside the run, on a pipelined run. */
-static int check_faults(const train_args *a) {
-    const vp_train_options *o = &a->po.train;
-    const vp_faults *f = &o->faults;
-    if (f->nonfinite_step > o->steps)
-        return cli_error(VP_EXIT_USAGE, "--inject-nan %d is past the last step (%d)",
-                         f->nonfinite_step, o->steps);
-    if (f->rank < 0)
-        return 0;
-    const char *flag = f->stall ? "--stall-at" : "--fail-at";
-    if (is_reference(a))
-        return cli_error(VP_EXIT_USAGE, "%s injects into a pipelined run (-p 2 or more)", flag);
-    if (!a->schedule_file && f->rank >= a->p * o->dp)
-        return cli_error(VP_EXIT_USAGE, "%s %d:%d:%d: rank %d is not one of the %d ranks", flag,
-                         f->rank, f->step, f->op, f->rank, a->p * o->dp);
-    if (f->step >= o->steps)
-        return cli_error(VP_EXIT_USAGE, "%s %d:%d:%d: step %d is past the run's %d steps (0-based)",
-                         flag, f->rank, f->step, f->op, f->step, o->steps);
-    return 0;
-}
-
-/* The same once the schedule (of dp replicas) is known: the rank and the op exist. */
-static int check_faults_on(const vp_faults *f, const vp_schedule *s, int dp) {
-    if (f->rank < 0)
-        return 0;
-    const char *flag = f->stall ? "--stall-at" : "--fail-at";
-    if (f->rank >= s->p * dp)
-        return cli_error(VP_EXIT_USAGE, "%s: rank %d is not one of the run's %d ranks", flag,
-                         f->rank, s->p * dp);
-    int n = s->dev[f->rank % s->p].n;
-    if (f->op >= n)
-        return cli_error(VP_EXIT_USAGE, "%s: op %d is past rank %d's %d ops per step (0-based)",
-                         flag, f->op, f->rank, n);
-    return 0;
-}
-
-/* The recomputation --recompute asks (none when not given). */
-static vp_recompute recompute_of(const train_args *a) {
-    return a->recompute >= 0 ? (vp_recompute)a->recompute : VP_RECOMPUTE_NONE;
-}
-
-/* The shape of a pipelined run given by flags, checked before any schedule is built: p
- * ranks need at least p stages, which the layers must fill (vp_split_layers), and the
- * schedule must stay under the op limit. */
-static int check_shape(const train_args *a) {
-    int *l0 = calloc((size_t)a->p + 1, sizeof *l0);
-    if (!l0)
-        return cli_error(VP_EXIT_FAILURE, "out of memory");
-    vp_error err = {0};
-    vp_spec spec = vp_spec_make(a->p, a->po.train.m / a->po.train.dp);
-    spec.v = a->chunks;
-    spec.max_ops = a->max_ops;
-    spec.recompute = recompute_of(a);
-    int rc = vp_split_layers(a->po.train.model.n_layer, a->p, l0, &err) == VP_OK &&
-                     vp_spec_check_size(&spec, &err) == VP_OK
-                 ? 0
-                 : cli_lib_error(&err);
-    free(l0);
-    return rc;
-}
-
-/* --dp and --zero: the replicas split the global batch evenly (a schedule file brings
- * its own m per replica), ZeRO-1 needs replicas of a pipelined run. */
-static int check_replicas(const train_args *a, bool reference) {
-    int dp = a->po.train.dp, m = a->po.train.m;
-    if (a->po.zero && dp < 2)
-        return cli_error(VP_EXIT_USAGE, "--zero 1 shards the optimiser across data-parallel "
-                                        "replicas: give --dp 2 or more");
-    if (a->po.zero && reference)
-        return cli_error(VP_EXIT_USAGE, "--zero 1 shards a pipelined run's replicas: give a "
-                                        "schedule (the reference with --dp D computes the same)");
-    if (a->emulate && dp > 1)
-        return cli_error(VP_EXIT_USAGE, "--emulate runs one replica (no gradients to reduce): "
-                                        "drop --dp");
-    if (!a->schedule_file && m % dp != 0)
-        return cli_error(VP_EXIT_USAGE,
-                         "--dp %d does not divide -m %d: each replica takes m/D microbatches of "
-                         "the global batch",
-                         dp, m);
-    return 0;
-}
-
-/* Checks that need nothing but the flags, cheapest first, and settles the options. */
-static int check_flags(train_args *a) {
-    vp_train_options *o = &a->po.train;
-    bool reference = is_reference(a);
-    if (a->schedule && a->schedule_file)
-        return cli_error(VP_EXIT_USAGE, "give --schedule or --schedule-file, not both");
-    if (reference && a->p != 1)
-        return cli_error(VP_EXIT_USAGE, "the single-rank reference runs on -p 1 (got -p %d)", a->p);
-    if (reference && (a->trace || a->svg))
-        return cli_error(VP_EXIT_USAGE, "--trace and --svg draw pipelined runs (give --schedule)");
-    if (a->emulate && (reference || a->p == 1))
-        return cli_error(VP_EXIT_USAGE, "--emulate emulates the ranks of a pipelined run: give "
-                                        "-p 2 or more and a schedule");
-    if (a->emulate && (o->checkpoint_dir || o->resume_dir))
-        return cli_error(VP_EXIT_USAGE, "--emulate runs no model: there is no model state to "
-                                        "checkpoint or resume");
-    if (o->checkpoint_every && !o->checkpoint_dir)
-        return cli_error(VP_EXIT_USAGE, "--checkpoint-every needs --checkpoint DIR");
-    if (o->overwrite_checkpoint && !o->checkpoint_dir)
-        return cli_error(VP_EXIT_USAGE, "--overwrite needs --checkpoint DIR");
-    if (recompute_of(a) && reference)
-        return cli_error(VP_EXIT_USAGE, "--recompute recomputes in a schedule: give --schedule "
-                                        "(the single-rank reference keeps every activation)");
-    if ((a->split.goal >= 0 || a->split.layers.n) && reference)
-        return cli_error(VP_EXIT_USAGE, "--split and --layers-per-stage split a pipelined run "
-                                        "(give --schedule)");
-    if (a->split.goal >= 0 && a->split.layers.n)
-        return cli_error(VP_EXIT_USAGE, "give --split or --layers-per-stage, not both");
-    if (recompute_of(a) && a->schedule && !strcmp(a->schedule, "auto"))
-        return cli_error(VP_EXIT_USAGE, "--recompute with --schedule auto: the planner already "
-                                        "weighs 1F1B with full recomputation (1f1b-r)");
-    int rc = check_replicas(a, reference);
-    if (!rc)
-        rc = check_faults(a);
-    if (rc)
-        return rc;
-    o->warmup = a->warmup >= 0 ? a->warmup : o->steps / 10;
-    o->schedule = lr_schedule_of[a->lr_schedule];
-    o->adamw.weight_decay = (float)a->weight_decay;
-    a->po.transport = transport_of[a->transport];
-    vp_error err = {0};
-    if (vp_model_config_check(&o->model, &err) != VP_OK)
-        return cli_lib_error(&err);
-    return reference || a->schedule_file ? 0 : check_shape(a);
-}
-
-/* Every file the run will write can be written: checked before step 1. */
-static int check_outputs(const train_args *a) {
-    int rc = a->trace ? cli_probe_output(a->trace) : 0;
-    if (!rc && a->svg)
-        rc = cli_probe_output(a->svg);
-    if (!rc && a->po.train.checkpoint_dir)
-        rc = cli_prepare_dir(a->po.train.checkpoint_dir);
-    return rc;
-}
-
-/* The data, after the checks; the default corpus when no --data. */
-static int load_data(train_args *a, vp_data **data) {
-    vp_error err = {0};
-    if (!a->data_path)
-        a->data_path = vp_data_default_path();
-    if (!a->data_path)
-        return cli_error(VP_EXIT_USAGE, "no --data FILE given and the default corpus "
-                                        "(/usr/lib/bible.data from bible-kjv-text) is not "
-                                        "installed");
-    if (vp_data_load(a->data_path, 0.1, data, &err) != VP_OK)
-        return cli_error(err.status == VP_ENOMEM ? VP_EXIT_FAILURE : VP_EXIT_INPUT, "%s",
-                         err.message);
-    return 0;
-}
-
-/* A --cost-file must be of the model trained. */
-static int check_profile_model(const train_args *a) {
-    const vp_model_config *pm = &a->profile.profile.model;
-    if (!a->profile.given || !memcmp(pm, &a->po.train.model, sizeof *pm))
-        return 0;
-    return cli_error(VP_EXIT_USAGE,
-                     "--cost-file was measured for another model (layers %d, width %d, heads %d, "
-                     "seq %d, microbatch %d): profile this one with vpipe profile",
-                     pm->n_layer, pm->width, pm->n_head, pm->seq_len, pm->microbatch);
 }
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-/* Makes a->profile available: the --cost-file one, or measured now. */
-static int ensure_profile(train_args *a, const char *why) {
-    if (a->profile.given)
-        return 0;
-    vp_error err = {0};
-    fprintf(stderr, "profiling the model's passes for %s...\n", why);
-    if (vp_profile_measure(&a->po.train.model, 3, &a->profile.profile, &err) != VP_OK)
-        return cli_lib_error(&err);
-    a->profile.given = true;
-    return 0;
-}
-
-/* The profile's per-stage pass times of schedule s (ms), for the predicted step time and
- * the emulation. */
-static int profile_op_ms(const train_args *a, const vp_schedule *s, vp_cost_model **out) {
-    vp_error err = {0};
-    vp_costs costs = vp_costs_default();
-    vp_memcfg mem = vp_memcfg_default();
-    if (vp_cost_model_new(s, &costs, &mem, out, &err) == VP_OK &&
-        vp_profile_cost_model(&a->profile.profile, s, a->po.layer_start, *out, &err) == VP_OK)
-        return 0;
-    vp_cost_model_free(*out);
-    *out = NULL;
-    return cli_lib_error(&err);
-}
-
-/* --schedule auto: the planner's fastest schedule whose exact predicted activation bytes
- * fit --memory, from profiled costs. */
-static int auto_schedule(train_args *a, vp_schedule **out) {
-    if (!a->memory)
-        return cli_error(VP_EXIT_USAGE, "--schedule auto needs --memory X (0.5, 4u or bytes)");
-    vp_error err = {0};
-    vp_budget budget;
-    if (vp_budget_parse(a->memory, &budget, &err) != VP_OK)
-        return cli_error(VP_EXIT_USAGE, "--memory '%s': %s", a->memory, err.message);
-    int rc = ensure_profile(a, "the planner");
-    vp_autoplan_result ap = {0};
-    if (!rc && vp_autoplan(&a->profile.profile, a->p, a->po.train.m / a->po.train.dp, &budget, &ap,
-                           &err) != VP_OK)
-        rc = cli_lib_error(&err);
-    if (rc)
-        return rc;
-    vp_plan *plan = ap.plan;
-    const vp_plan_candidate *c = &plan->candidates[plan->chosen];
-    const char *fmt = "auto: chose %s%s%s: predicted peak %.0f activation bytes of the %.0f-byte "
-                      "budget; %s\n";
-    if (a->json)
-        fprintf(stderr, fmt, c->family, c->params[0] ? " " : "", c->params, ap.peak_bytes,
-                ap.budget_bytes, plan->reason);
-    else
-        rc = cli_print(fmt, c->family, c->params[0] ? " " : "", c->params, ap.peak_bytes,
-                       ap.budget_bytes, plan->reason);
-    *out = plan->schedule;
-    plan->schedule = NULL;
-    vp_plan_free(plan);
-    return rc;
-}
-
-/* The schedule of a pipelined run: auto, a file, or a family (1f1b by default). */
-static int pipelined_schedule(train_args *a, vp_schedule **out) {
-    if (a->schedule && !strcmp(a->schedule, "auto"))
-        return auto_schedule(a, out);
-    cli_spec spec;
-    cli_spec_init(&spec);
-    if (!a->schedule_file) { /* a file brings its own p and m (per replica) */
-        spec.spec.p = a->p;
-        spec.spec.m = a->po.train.m / a->po.train.dp;
+/* The preparation's lines: the report's on stdout (checked), statuses on stderr. */
+static vp_status say(void *user, const char *line, bool out, vp_error *err) {
+    (void)user;
+    if (!out) {
+        fputs(line, stderr);
+        return VP_OK;
     }
-    spec.spec.v = a->chunks;
-    spec.spec.max_ops = a->max_ops;
-    spec.recompute = a->recompute;
-    int rc = cli_spec_ready(&spec);
-    if (!rc)
-        rc = cli_obtain_schedule(a->schedule_file ? a->schedule_file
-                                 : a->schedule    ? a->schedule
-                                                  : "1f1b",
-                                 &spec, out);
-    cli_spec_release(&spec);
-    return rc;
+    if (vp_write_file("-", line, strlen(line), err) == VP_OK)
+        return VP_OK;
+    char why[sizeof err->message];
+    memcpy(why, err->message, sizeof why);
+    snprintf(err->message, sizeof err->message, "cannot write %.490s", why);
+    return err->status;
 }
 
 /* Reports a failed run once (under MPI only the process the library names prints), then
  * under MPI ends the whole job. */
-static int run_failed(const train_args *a, const vp_pipeline_result *pr, const vp_error *err) {
+static int run_failed(const train_run *t, const vp_pipeline_result *pr, const vp_error *err) {
     int rc = vp_status_exit_code(err->status);
     if (pr->report)
         rc = err->status == VP_ERUNTIME ? cli_error(VP_EXIT_FAILURE, "%s", err->message)
                                         : cli_lib_error(err);
-    if (a->po.transport == VP_TRANSPORT_MPI) {
+    if (t->r.po.transport == VP_TRANSPORT_MPI) {
         fflush(stderr);
         vp_runtime_mpi_abort(rc);
     }
     return rc;
 }
 
-static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) {
-    const vp_train_options *o = &a->po.train;
+static int run_reference(const train_run *t, progress_ctx *ctx) {
+    const vp_train_options *o = &t->r.po.train;
     vp_error err = {0};
     vp_train_result r;
-    note_resume(a, &(vp_checkpoint_shape){1, o->dp, 0, "single", "threads"}, ctx);
+    note_resume(t, &(vp_checkpoint_shape){1, o->dp, 0, "single", "threads"}, ctx);
     cli_progress("train: step 1/%d running...", o->steps);
-    vp_status st = vp_train_run(o, data, on_step, ctx, &r, &err);
+    vp_status st = vp_train_run(o, t->r.data, on_step, ctx, &r, &err);
     cli_progress_clear();
     if (st != VP_OK)
         return progress_failed(ctx, cli_lib_error(&err));
@@ -923,9 +611,9 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
         fprintf(ctx->out, "resumed from step %d of %s\n", r.resumed_step, o->resume_dir);
     if (r.skipped_steps)
         fprintf(ctx->out, "skipped %d non-finite steps\n", r.skipped_steps);
-    if (a->json)
-        return print_json(a, NULL, &r, NULL);
-    int done = finished_summary(a, &r);
+    if (t->q->json)
+        return print_json(t, NULL, &r, NULL);
+    int done = finished_summary(t, &r);
     if (done >= 0)
         return done;
     cli_blas_describe(ctx->out);
@@ -936,109 +624,39 @@ static int run_reference(train_args *a, const vp_data *data, progress_ctx *ctx) 
         r.param_digest);
 }
 
-/* The schedule and what the run needs of the profile, before training. */
-/* The layer split of schedule s: --layers-per-stage, or --split's; printed. */
-static int choose_split(train_args *a, const vp_schedule *s) {
-    vp_error err = {0};
-    const vp_model_config *cfg = &a->po.train.model;
-    int R = s->route_len;
-    const cli_int_list *counts = &a->split.layers;
-    vp_split_goal goal = a->split.goal >= 0 ? (vp_split_goal)a->split.goal : VP_SPLIT_EVEN;
-    if (counts->n && counts->n != R)
-        return cli_error(VP_EXIT_USAGE,
-                         "--layers-per-stage gives %d stages, the schedule's "
-                         "routes have %d",
-                         counts->n, R);
-    vp_status rc = VP_OK;
-    if (!(a->layer_start = calloc((size_t)R + 1, sizeof *a->layer_start)))
-        return cli_error(VP_EXIT_FAILURE, "out of memory");
-    if (counts->n) {
-        a->layer_start[0] = 0;
-        for (int k = 0; k < R; k++)
-            a->layer_start[k + 1] = a->layer_start[k] + counts->v[k];
-        rc = vp_split_check(cfg->n_layer, R, a->layer_start, &err);
-    } else {
-        rc = vp_runtime_split(s, cfg, goal, a->layer_start, &err);
-    }
-    if (rc != VP_OK)
-        return cli_lib_error(&err);
-    a->po.layer_start = a->layer_start;
-    FILE *out = a->json ? stderr : stdout;
-    fprintf(out, "split (%s): layers per stage",
-            counts->n ? "--layers-per-stage" : cli_split_name(goal));
-    for (int k = 0; k < R; k++)
-        fprintf(out, " %d", a->layer_start[k + 1] - a->layer_start[k]);
-    fputc('\n', out);
-    return 0;
-}
-
-static int prepare_pipelined(train_args *a, vp_schedule **s, vp_cost_model **op_ms) {
-    int rc = pipelined_schedule(a, s);
-    if (!rc)
-        rc = check_faults_on(&a->po.train.faults, *s, a->po.train.dp);
-    if (!rc)
-        rc = choose_split(a, *s);
-    if (!rc && (*s)->p == 1 && a->emulate)
-        rc = cli_error(VP_EXIT_USAGE, "--emulate needs a schedule of 2 or more ranks");
-    if (!rc && a->emulate)
-        rc = ensure_profile(a, "the emulation");
-    if (!rc && a->profile.given)
-        rc = profile_op_ms(a, *s, op_ms);
-    return rc;
-}
-
-static int run_pipelined(train_args *a, const vp_data *data, progress_ctx *ctx) {
-    vp_schedule *s = NULL;
-    vp_cost_model *op_ms = NULL;
-    int rc = prepare_pipelined(a, &s, &op_ms);
-    if (rc) {
-        vp_schedule_free(s);
-        return rc;
-    }
-    a->po.train.m = s->m * a->po.train.dp; /* the global batch */
-    a->po.schedule = s;
-    a->po.op_ms = op_ms;
-    a->po.emulate = a->emulate;
-    vp_checkpoint_shape here = {s->p, a->po.train.dp, a->po.zero, "", ""};
+static int run_pipelined(train_run *t, progress_ctx *ctx) {
+    const vp_schedule *s = t->r.schedule;
+    vp_checkpoint_shape here = {s->p, t->r.po.train.dp, t->r.po.zero, "", ""};
     snprintf(here.schedule, sizeof here.schedule, "%s", s->family);
-    snprintf(here.transport, sizeof here.transport, "%s", transports[a->transport]);
-    note_resume(a, &here, ctx);
+    snprintf(here.transport, sizeof here.transport, "%s", t->r.transport);
+    note_resume(t, &here, ctx);
     vp_error err = {0};
     vp_pipeline_result pr;
-    cli_progress("train: step 1/%d running...", a->po.train.steps);
-    vp_status st = vp_pipeline_train(&a->po, data, on_step, ctx, &pr, &err);
+    cli_progress("train: step 1/%d running...", t->r.po.train.steps);
+    vp_status st = vp_pipeline_train(&t->r.po, t->r.data, on_step, ctx, &pr, &err);
     cli_progress_clear();
-    vp_cost_model_free(op_ms);
-    if (st != VP_OK) {
-        vp_schedule_free(s);
-        return progress_failed(ctx, run_failed(a, &pr, &err));
-    }
-    rc = progress_failed(ctx, 0);
+    if (st != VP_OK)
+        return progress_failed(ctx, run_failed(t, &pr, &err));
+    int rc = progress_failed(ctx, 0);
     if (!rc && pr.rank == 0) /* under MPI, rank 0 reports */
-        rc = write_timelines(a, s, &pr);
+        rc = write_timelines(t, &pr);
     if (!rc && pr.rank == 0)
-        rc = report_pipelined(a, s, &pr);
+        rc = report_pipelined(t, &pr);
     vp_pipeline_result_release(&pr);
-    vp_schedule_free(s);
     return rc;
 }
 
 static int run(void *args) {
-    train_args *a = args;
-    vp_data *data = NULL;
-    int rc = check_flags(a);
-    if (!rc)
-        rc = check_outputs(a);
-    if (!rc)
-        rc = check_profile_model(a);
-    if (!rc)
-        rc = load_data(a, &data);
-    progress_ctx ctx = {.out = a->json ? stderr : stdout, .emulated = a->emulate};
-    if (!rc)
-        rc = is_reference(a) ? run_reference(a, data, &ctx) : run_pipelined(a, data, &ctx);
-    vp_data_free(data);
-    free(a->layer_start);
-    cli_split_release(&a->split);
+    vp_train_request *q = args;
+    q->say = say;
+    q->probe = cli_probe;
+    train_run t = {.q = q};
+    vp_error err = {0};
+    if (vp_train_prepare(q, &t.r, &err) != VP_OK)
+        return cli_lib_error(&err);
+    progress_ctx ctx = {.out = q->json ? stderr : stdout, .emulated = q->emulate};
+    int rc = t.r.reference ? run_reference(&t, &ctx) : run_pipelined(&t, &ctx);
+    vp_train_ready_release(&t.r);
     return rc;
 }
 
@@ -1067,7 +685,7 @@ const cli_command cli_cmd_train = {
     .epilog = "exit codes: 0 ok, 1 training failed, 2 usage error (or a checkpoint of another\n"
               "run), 3 bad data (or a missing, corrupt or unwritable checkpoint or output)\n",
     CLI_USES(uses),
-    .args_size = sizeof(train_args),
+    .args_size = sizeof(vp_train_request),
     .init = init,
     .run = run,
 };

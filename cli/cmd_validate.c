@@ -3,34 +3,9 @@
 
 #include "cli.h"
 
-typedef struct validate_args {
-    cli_spec spec;
-    const char *what;
-} validate_args;
-
-static void init(void *args) {
-    cli_spec_init(&((validate_args *)args)->spec);
-}
-
-static int run(void *args) {
-    validate_args *a = args;
-    if (!a->what)
-        return cli_error(VP_EXIT_USAGE, "validate needs a file (vpipe validate --help)");
-    vp_schedule *s = NULL;
-    int rc = cli_spec_ready(&a->spec);
-    if (!rc)
-        rc = cli_obtain_schedule(a->what, &a->spec, &s);
-    if (!rc)
-        rc = cli_print("%s: valid (%s, p=%d, stages=%d, m=%d, %ld ops)\n", a->what, s->family, s->p,
-                       s->S, s->m, vp_schedule_op_count(s));
-    vp_schedule_free(s);
-    cli_spec_release(&a->spec);
-    return rc;
-}
-
 static const cli_use uses[] = {
-    {&cli_spec_group, offsetof(validate_args, spec)},
-    {&cli_limit_group, offsetof(validate_args, spec.spec.max_ops)},
+    {&cli_spec_group, 0},
+    {&cli_limit_group, offsetof(vp_request, max_ops)},
 };
 
 const cli_command cli_cmd_validate = {
@@ -43,8 +18,6 @@ const cli_command cli_cmd_validate = {
              "(device, position, op) when not.\n",
     CLI_USES(uses),
     .operand = "FILE|FAMILY",
-    .operand_offset = offsetof(validate_args, what),
-    .args_size = sizeof(validate_args),
-    .init = init,
-    .run = run,
+    .operand_offset = offsetof(vp_request, operand),
+    .request = true,
 };

@@ -306,7 +306,7 @@ static int bad_option(const cli_command *cmd, const cli_opt *o, const char *prob
 }
 
 int cli_command_check(const cli_command *cmd, char *why, size_t size) {
-    if (!cmd->name || !cmd->summary || !cmd->usage || !cmd->about || !cmd->run) {
+    if (!cmd->name || !cmd->summary || !cmd->usage || !cmd->about || !(cmd->run || cmd->request)) {
         snprintf(why, size, "%s: misses its name, summary, usage, about or run",
                  cmd->name ? cmd->name : "a command");
         return -1;
@@ -329,17 +329,26 @@ int cli_command_check(const cli_command *cmd, char *why, size_t size) {
     return 0;
 }
 
+/* A new argument struct of cmd with its defaults. */
+void *cli_args_new(const cli_command *cmd) {
+    size_t size = cmd->request ? sizeof(vp_request) : cmd->args_size;
+    void *args = calloc(1, size ? size : 1);
+    if (args && cmd->request)
+        vp_request_init(args, cmd->name);
+    else if (args && cmd->init)
+        cmd->init(args);
+    return args;
+}
+
 int cli_run(const cli_command *cmd, int argc, char **argv) {
-    void *args = calloc(1, cmd->args_size ? cmd->args_size : 1);
+    void *args = cli_args_new(cmd);
     if (!args)
         return cli_error(VP_EXIT_FAILURE, "out of memory");
-    if (cmd->init)
-        cmd->init(args);
     int rc = cli_parse(cmd, argc, argv, args);
     if (rc == CLI_HELP)
         rc = VP_EXIT_OK;
     else if (rc == 0)
-        rc = cmd->run(args);
+        rc = cmd->request ? cli_request_run(cmd->name, args) : cmd->run(args);
     free(args);
     return rc;
 }

@@ -75,6 +75,8 @@ typedef struct cli_command {
     size_t args_size;         /* size of its argument struct */
     void (*init)(void *args); /* fills the defaults (args arrive zeroed); may be NULL */
     int (*run)(void *args);   /* runs the parsed command; returns the exit code */
+    bool request;             /* args is a vp_request, run by the library (cli_request_run):
+                                 args_size, init and run are then implied */
 } cli_command;
 
 /* What cli_parse returns after printing the help for -h or --help. */
@@ -100,7 +102,11 @@ char *cli_help(const cli_command *cmd, const void *args);
  * after writing "<command>: <option> <problem>" into why. */
 int cli_command_check(const cli_command *cmd, char *why, size_t size);
 
-/* Runs cmd: defaults, parsing, then cmd->run. Returns the exit code (0 after --help). */
+/* A new (calloc'ed) argument struct of cmd with its defaults; NULL when memory runs out. */
+void *cli_args_new(const cli_command *cmd);
+
+/* Runs cmd: defaults, parsing, then cmd->run (a request command: vp_request_init and
+ * cli_request_run). Returns the exit code (0 after --help). */
 int cli_run(const cli_command *cmd, int argc, char **argv);
 
 /* Strict integer parse: the whole string, base 10, within [lo, hi]. Prints a usage error

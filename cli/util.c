@@ -78,6 +78,19 @@ int cli_out_end(cli_out *o, const char *path) {
     return rc;
 }
 
+/* Fills err with status and the formatted message; returns status. */
+static vp_status fail(vp_error *err, vp_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static vp_status fail(vp_error *err, vp_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    err->status = status;
+    err->line = err->column = 0;
+    return status;
+}
+
 /* Creates and removes a file named "<prefix>XXXXXX"; 0, or the errno of the failure. */
 static int try_create(const char *prefix) {
     size_t n = strlen(prefix) + 8;
@@ -95,41 +108,40 @@ static int try_create(const char *prefix) {
     return e;
 }
 
-int cli_probe_output(const char *path) {
+vp_status cli_probe_output(const char *path, vp_error *err) {
     struct stat st;
     if (!strcmp(path, "-"))
-        return 0;
+        return VP_OK;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return cli_error(VP_EXIT_INPUT, "cannot write %s: is a directory", path);
+        return fail(err, VP_EIO, "cannot write %s: is a directory", path);
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return 0; /* a device or a FIFO is written in place */
+        return VP_OK; /* a device or a FIFO is written in place */
     size_t n = strlen(path) + 8;
     char *prefix = malloc(n);
     if (!prefix)
-        return cli_error(VP_EXIT_FAILURE, "out of memory");
+        return fail(err, VP_ENOMEM, "out of memory");
     snprintf(prefix, n, "%s.probe", path);
     int e = try_create(prefix);
     free(prefix);
-    return e ? cli_error(VP_EXIT_INPUT, "cannot write %s: %s", path, strerror(e)) : 0;
+    return e ? fail(err, VP_EIO, "cannot write %s: %s", path, strerror(e)) : VP_OK;
 }
 
-int cli_prepare_dir(const char *dir) {
+vp_status cli_prepare_dir(const char *dir, vp_error *err) {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return cli_error(VP_EXIT_INPUT, "cannot create directory %s: %s", dir, strerror(errno));
+        return fail(err, VP_EIO, "cannot create directory %s: %s", dir, strerror(errno));
     size_t n = strlen(dir) + 16;
     char *prefix = malloc(n);
     if (!prefix)
-        return cli_error(VP_EXIT_FAILURE, "out of memory");
+        return fail(err, VP_ENOMEM, "out of memory");
     snprintf(prefix, n, "%s/.vpipe-probe", dir);
     int e = try_create(prefix);
     free(prefix);
-    return e ? cli_error(VP_EXIT_INPUT, "cannot write in %s: %s", dir, strerror(e)) : 0;
+    return e ? fail(err, VP_EIO, "cannot write in %s: %s", dir, strerror(e)) : VP_OK;
 }
 
-int cli_write_result(const char *path, vp_status st, char *text, const vp_error *err) {
-    int rc = st == VP_OK ? cli_write(path, text, strlen(text)) : cli_lib_error(err);
-    free(text);
-    return rc;
+vp_status cli_probe(void *user, const char *path, bool dir, vp_error *err) {
+    (void)user;
+    return dir ? cli_prepare_dir(path, err) : cli_probe_output(path, err);
 }
 
 int cli_write_line(const char *path, const char *text) {
@@ -172,6 +184,14 @@ void cli_progress(const char *fmt, ...) {
     va_end(ap);
     fflush(stderr);
     progress_shown = true;
+}
+
+void cli_progress_line(void *user, const char *line) {
+    (void)user;
+    if (line)
+        cli_progress("%s", line);
+    else
+        cli_progress_clear();
 }
 
 void cli_progress_clear(void) {

@@ -49,13 +49,16 @@ endfunction()
 
 # vp_public_library(TARGET OBJECTS OUTPUT_NAME EXPORT_NAME): the installed library of an
 # object library, with the version in its file name, the major version in its soname, and
-# its headers for users in the build tree and after installation.
+# its headers for users in the build tree and after installation. Its run path is $ORIGIN
+# in the build tree too (where both libraries also lie side by side), so the built file is
+# the installed one and can go into the Python wheel as it is (CMake's build-tree run path
+# would be a row of empty entries, which the loader reads as the current directory).
 function(vp_public_library target objects output_name export_name)
   add_library(${target} $<TARGET_OBJECTS:${objects}>)
   add_library(vpipe::${export_name} ALIAS ${target})
   set_target_properties(${target} PROPERTIES OUTPUT_NAME ${output_name} EXPORT_NAME ${export_name}
                         VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
-                        INSTALL_RPATH "$ORIGIN")
+                        INSTALL_RPATH "$ORIGIN" BUILD_WITH_INSTALL_RPATH ON)
   target_include_directories(${target} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${VP_GENERATED_INCLUDE}>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)

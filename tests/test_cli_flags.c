@@ -332,10 +332,8 @@ static void test_real_commands(void **state) {
         char why[256];
         if (cli_command_check(cmd, why, sizeof why))
             fail_msg("%s", why);
-        void *args = calloc(1, cmd->args_size);
+        void *args = cli_args_new(cmd);
         assert_non_null(args);
-        if (cmd->init)
-            cmd->init(args);
         char *help = cli_help(cmd, args);
         assert_non_null(help);
         char usage[64];

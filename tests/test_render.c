@@ -243,6 +243,50 @@ static void test_trace(void **state) {
     }
 }
 
+/* Every op of an SVG picture carries one title (its hover text) naming its pass, stage,
+ * microbatch, device, start and end, in the device's order; each memory strip one with its
+ * peak; the picture's dark style is present. */
+static void test_svg_titles(void **state) {
+    (void)state;
+    vp_costs costs = tu_costs(1, 2, 1, 0.5);
+    for (int i = 0; i < 2; i++) {
+        vp_schedule *s = i ? overlap_schedule() : tu_build("interleaved", 3, 6, 2, costs);
+        vp_sim *sim;
+        vp_timeline *tl = timeline_of(s, costs, &sim);
+        char *text = render(vp_render_svg, tl, NULL), *at = text;
+        assert_non_null(strstr(text, "@media (prefers-color-scheme: dark)"));
+        for (int d = 0; d < s->p; d++) {
+            for (int j = 0; j < s->dev[d].n; j++) {
+                const vp_op *op = &s->dev[d].ops[j];
+                char want[160];
+                int n = snprintf(want, sizeof want, "<g><title>%s stage %d, microbatch %d",
+                                 op->kind == VP_OP_FB ? "F" : vp_op_kind_name((vp_op_kind)op->kind),
+                                 op->stage, op->mb);
+                if (op->kind == VP_OP_FB)
+                    n += snprintf(want + n, sizeof want - (size_t)n,
+                                  " with %s stage %d, microbatch %d",
+                                  vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);
+                snprintf(want + n, sizeof want - (size_t)n, "; device %d, %g to %g</title>", d,
+                         sim->start[d][j], sim->end[d][j]);
+                at = strstr(at, want);
+                if (!at)
+                    fail_msg("no title \"%s\" after the previous op's", want);
+            }
+            char strip[96];
+            snprintf(strip, sizeof strip,
+                     "<g><title>device %d: memory (units) after each op, peak %.4g", d,
+                     sim->peak[d]);
+            at = strstr(at, strip);
+            if (!at)
+                fail_msg("no memory title \"%s\"", strip);
+        }
+        free(text);
+        vp_timeline_free(tl);
+        vp_sim_free(sim);
+        vp_schedule_free(s);
+    }
+}
+
 /* A timeline filled by hand, as the runtime will: no memory, seconds, odd names. */
 static void test_measured_timeline(void **state) {
     (void)state;
@@ -308,11 +352,9 @@ static void test_narrow_width(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden),
-        cmocka_unit_test(test_gallery),
-        cmocka_unit_test(test_stats_match_sim),
-        cmocka_unit_test(test_trace),
-        cmocka_unit_test(test_measured_timeline),
+        cmocka_unit_test(test_golden),          cmocka_unit_test(test_gallery),
+        cmocka_unit_test(test_stats_match_sim), cmocka_unit_test(test_trace),
+        cmocka_unit_test(test_svg_titles),      cmocka_unit_test(test_measured_timeline),
         cmocka_unit_test(test_narrow_width),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,8 @@
  * result and leak nothing (the sanitizer build runs this too). */
 #include <stdlib.h>
 
+#include <jansson.h>
+
 #include "test_util.h"
 #include "vpipe/render.h"
 #include "vpipe/request.h"
@@ -250,13 +252,60 @@ static void test_schedule_parse(void **state) {
     vp_schedule_free(s);
 }
 
+/* vp_request_call's answer: the reply's JSON form, and refusals naming the option. */
+static void test_call(void **state) {
+    (void)state;
+    char *reply = NULL;
+    vp_error err = {0};
+    /* a file to write is a file of the reply, not stdout */
+    assert_int_equal(vp_request_call("schedule",
+                                     "{\"operand\": \"1f1b\", \"p\": 2, \"m\": 2, \"output\": "
+                                     "\"x.json\", \"format\": \"text\"}",
+                                     &reply, &err),
+                     VP_OK);
+    json_t *r = json_loads(reply, 0, NULL);
+    assert_non_null(r);
+    assert_string_equal(json_string_value(json_object_get(r, "stdout")), "");
+    json_t *file = json_array_get(json_object_get(r, "files"), 0);
+    assert_string_equal(json_string_value(json_object_get(file, "path")), "x.json");
+    assert_non_null(strstr(json_string_value(json_object_get(file, "text")), "device 0: F0.0"));
+    assert_int_equal(json_integer_value(json_object_get(r, "exit")), 0);
+    json_decref(r);
+    vp_free(reply);
+    /* refusals */
+    const char *bad[][3] = {
+        {"nope", "{}", "unknown command 'nope'"},
+        {"simulate", "{\"svg\": \"x\"}", "simulate takes no option 'svg'"},
+        {"simulate", "{\"colour\": true}", "unknown option 'colour'"},
+        {"simulate", "{\"p\": \"4\"}", "option 'p' must be an integer in [1, 2147483647]"},
+        {"simulate", "{\"recompute\": \"half\"}",
+         "option 'recompute': unknown recomputation 'half' (none, selective or full)"},
+        {"model", "{\"operand\": [\"show\", 3]}",
+         "option 'operand' must be a string or an array of two strings"},
+        {"simulate", "{\"operand\": \"1f1b\", \"p\": 4, \"m\": 8, \"tp\": 2}",
+         "option 'tp' needs option 'model' (the model it describes)"},
+        {"simulate", "{\"operand\": \"1f1b\", \"p\": 4, \"m\": 8, \"cost\": \"F=x\"}",
+         "option 'cost' 'F=x': column 3: "},
+        {"simulate", "{\"operand\": \"1f1b\", \"p\": 4, \"m\": 8, \"cost_file\": \"p.json\"}",
+         "option 'cost_file' needs libvpipe-runtime"},
+        {"model", "{\"operand\": \"list\", \"tp\": 2}", "model list takes no option 'tp'"},
+        {"plan", "{\"model\": \"gpt2-124m\", \"gpus\": 8, \"global_batch\": 32, \"max_ops\": 9}",
+         "option 'max_ops' does not apply with option 'model'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        reply = (char *)"untouched";
+        if (vp_request_call(bad[i][0], bad[i][1], &reply, &err) == VP_OK ||
+            strncmp(err.message, bad[i][2], strlen(bad[i][2])))
+            fail_msg("%s %s: '%s'", bad[i][0], bad[i][1], err.message);
+        assert_null(reply);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_schedule_and_simulate),
-        cmocka_unit_test(test_render),
-        cmocka_unit_test(test_plan),
-        cmocka_unit_test(test_price),
-        cmocka_unit_test(test_option_errors),
+        cmocka_unit_test(test_call),           cmocka_unit_test(test_schedule_and_simulate),
+        cmocka_unit_test(test_render),         cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_price),          cmocka_unit_test(test_option_errors),
         cmocka_unit_test(test_schedule_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,22 +1,14 @@
 /* The playground's page: the controls and the address bar (the view's state), requests to
- * the Web Worker that runs vpipe's library (worker.js), and drawing its answers. The
- * pictures and reports are the library's own text, shown as they come; this file draws only
- * the planner's frontier plot and the memory bars of the pricing. */
+ * the Web Worker that runs vpipe's library (worker.js), and showing its answers. The
+ * pictures and reports are the library's own text, shown as they come (the pictures inline,
+ * so every op has its hover text); draw.js draws the rest: the planner's frontier, memory
+ * over time and the pricing's memory bars. */
 'use strict';
 
 const $ = (selector) => document.querySelector(selector);
 const form = $('#controls');
-const SVG_NS = 'http://www.w3.org/2000/svg';
-const GIB = 2 ** 30;
 const URL_TEXT_MAX = 4000; // pasted texts longer than this stay out of the address bar
-const DEFAULTS = { family: 'v-half', model: 'llama3-8b', gpu: 'h100-80gb' };
-const MEMORY_PARTS = [
-  ['params', 'parameters'],
-  ['grads', 'gradients'],
-  ['optimizer', 'optimizer state'],
-  ['activations', 'activations'],
-  ['other', 'buffers, workspace, reserve'],
-];
+const DEFAULTS = { family: 'v-half', family2: '1f1b', model: 'llama3-8b', gpu: 'h100-80gb' };
 
 /* ---- the worker --------------------------------------------------------------------- */
 
@@ -52,7 +44,7 @@ function ask(channel, op, args) {
 /* ---- state: the form's fields, mirrored in the address bar -------------------------- */
 
 let families = []; // the library's: {name, summary, needs}
-const STATE = [...new Set([...form.querySelectorAll('[data-state]')].map((el) => el.name))];
+const STATE = [...new Set([...form.elements].filter((el) => el.hasAttribute('data-state')).map((el) => el.name))];
 let defaults = {};
 
 function read(name) {
@@ -88,9 +80,12 @@ function showMode() {
   const mode = read('mode');
   for (const el of document.querySelectorAll('[data-modes]')) el.hidden = !el.dataset.modes.split(' ').includes(mode);
   for (const el of document.querySelectorAll('[data-when-model]')) el.hidden = read('model') !== el.dataset.whenModel;
-  $('#picture-box').classList.toggle('fit', read('fit') === '1');
-  const family = families.find((f) => f.name === read('family'));
-  $('#family-about').textContent = family ? `${family.summary}; ${family.needs}.` : '';
+  $('#pictures').classList.toggle('full', read('full') === '1');
+  const about = (name) => {
+    const family = families.find((f) => f.name === read(name));
+    return family ? `${family.name}: ${family.summary}; ${family.needs}.` : '';
+  };
+  $('#family-about').textContent = mode === 'compare' ? `${about('family')}\n${about('family2')}` : about('family');
 }
 
 /* The first visible field the browser finds invalid, as a message; '' when all are fine. */
@@ -103,27 +98,7 @@ function invalidField() {
   return '';
 }
 
-/* ---- small drawing helpers ----------------------------------------------------------- */
-
-function el(tag, attrs = {}, parent = null, text = '') {
-  const node = tag.startsWith('svg:') ? document.createElementNS(SVG_NS, tag.slice(4)) : document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  if (text) node.textContent = text;
-  if (parent) parent.appendChild(node);
-  return node;
-}
-
-function fmt(x, digits = 3) {
-  return Number(x.toPrecision(digits)).toString();
-}
-
-function percent(x) {
-  return `${(100 * x).toFixed(1)} %`;
-}
-
-function seconds(t) {
-  return t < 1 ? `${(t * 1000).toFixed(1)} ms` : `${t.toFixed(3)} s`;
-}
+/* ---- showing answers ------------------------------------------------------------------ */
 
 function showError(box, error) {
   box.hidden = !error;
@@ -140,7 +115,7 @@ function link(a, text, type, filename) {
   a.removeAttribute('aria-disabled');
 }
 
-/* ---- the schedule view (modes schedule, plan, load) --------------------------------- */
+/* ---- the schedule views (modes schedule, plan, load, compare) ------------------------ */
 
 let viewSeq = 0;
 let firstPicture = true;
@@ -149,7 +124,7 @@ function costsText() {
   return ['F', 'B', 'W', 'c'].map((k) => `${k}=${read(k)}`).join(',');
 }
 
-/* The request's options (vpipe/request.h) for mode. */
+/* The request's options (vpipe/request.h) for mode (compare: without its two families). */
 function viewOptions(mode) {
   const options = { costs: costsText(), memory_model: read('memory_model') };
   if (mode !== 'load') Object.assign(options, { p: +read('p'), m: +read('m'), v: +read('v') });
@@ -158,46 +133,60 @@ function viewOptions(mode) {
   return options;
 }
 
+/* The worker's answer for mode, or the reason no request was sent. */
+function askView(mode) {
+  const invalid = mode === 'load' && !read('text').trim() ? 'Choose a file or paste a schedule.' : invalidField();
+  if (invalid) return { ok: false, error: { message: invalid } };
+  const options = JSON.stringify(viewOptions(mode));
+  if (mode === 'compare') return ask('view', 'compare', { options, families: [read('family'), read('family2')] });
+  return ask('view', 'view', { mode, options, text: read('text') });
+}
+
 async function runView(mode) {
   const section = $('#view');
   const seq = ++viewSeq;
   section.dataset.seq = seq;
   section.dataset.state = 'busy';
-  const invalid = mode === 'load' && !read('text').trim() ? 'Choose a file or paste a schedule.' : invalidField();
-  const reply = invalid
-    ? { ok: false, error: { message: invalid } }
-    : await ask('view', 'view', { mode, options: JSON.stringify(viewOptions(mode)), text: read('text') });
+  const reply = await askView(mode);
   if (reply.superseded || seq !== viewSeq) return;
   showError($('#view-error'), reply.ok ? null : reply.error);
-  for (const id of ['#plan-choice', '#plan', '#numbers', '#picture-box', '#peaks', '#sim-json']) $(id).classList.toggle('stale', !reply.ok);
-  if (reply.ok) showView(reply.result, reply.ms, mode);
+  for (const id of ['#plan-choice', '#plan', '#numbers', '#pictures', '#memory', '#peaks', '#sim-json']) $(id).classList.toggle('stale', !reply.ok);
+  if (reply.ok && mode === 'compare') showCompare(reply.result);
+  else if (reply.ok) showView(reply.result, reply.ms, mode);
   section.dataset.done = seq;
   section.dataset.state = reply.ok ? 'done' : 'error';
 }
 
-function showView(result, ms, mode) {
-  const sim = JSON.parse(result.sim);
-  if (result.plan) showPlan(JSON.parse(result.plan), result.plan);
-  $('#view-title').textContent = `${sim.family}: p = ${sim.p}, m = ${sim.m}`;
+/* Name and value pairs as the rows of the numbers list. */
+function showNumbers(rows) {
   const numbers = $('#numbers');
   numbers.replaceChildren();
-  const rows = [
+  for (const [k, v] of rows) {
+    el('dt', {}, numbers, k);
+    el('dd', {}, numbers, v);
+  }
+}
+
+function showView(result, ms, mode) {
+  const sim = JSON.parse(result.sim);
+  const plan = result.plan ? JSON.parse(result.plan) : null;
+  if (plan) showPlan(plan, result.plan);
+  $('#view-title').textContent = `${sim.family}: p = ${sim.p}, m = ${sim.m}`;
+  showNumbers([
     ['Makespan', fmt(sim.makespan, 6)],
     ['Bubble', percent(sim.bubble)],
     ['Peak activation memory', `${fmt(sim.peak_memory_max)} units (largest device)`],
     ['Stages', `${sim.stages} (${sim.placement} placement)`],
     ['Computed in', `${ms.toFixed(0)} ms${result.planMs === null ? '' : `, the planner ${result.planMs.toFixed(0)} ms of it`}`],
-  ];
+  ]);
   $('#view').dataset.planMs = result.planMs === null ? '' : result.planMs.toFixed(1);
-  for (const [k, v] of rows) {
-    el('dt', {}, numbers, k);
-    el('dd', {}, numbers, v);
-  }
-  showPicture(result.svg, sim);
+  showPictures([{ svg: result.svg, alt: pictureAlt(sim) }]);
+  showMemory([traceMemory(result.trace)], plan ? plan.budget : null);
   showPeaks(sim);
   const base = `${sim.family}-p${sim.p}-m${sim.m}`;
   link($('#dl-json'), result.json, 'application/json', `${base}.json`);
   link($('#dl-svg'), result.svg, 'image/svg+xml', `${base}.svg`);
+  link($('#dl-trace'), result.trace, 'application/json', `${base}.trace.json`);
   const csv = $('#dl-csv');
   if (result.csv !== null) link(csv, result.csv, 'text/csv', `${base}.csv`);
   else {
@@ -208,21 +197,60 @@ function showView(result, ms, mode) {
   $('#sim-json').textContent = result.sim;
 }
 
-/* The pictures' blob: addresses not yet released. An address is released only once a later
- * picture has loaded: revoking one the image may still be reading fails that read. */
-const pictureUrls = [];
+/* Two families on one time scale: their numbers side by side, their pictures one above the
+ * other (a time unit as wide in both), their memory over time on shared scales. */
+function showCompare(results) {
+  const sims = results.map((r) => JSON.parse(r.sim));
+  $('#view-title').textContent = `${sims[0].family} and ${sims[1].family} on one time scale: p = ${sims[0].p}, m = ${sims[0].m}`;
+  const both = (f) => sims.map((sim) => `${sim.family} ${f(sim)}`).join(', ');
+  showNumbers([
+    ['Makespan', both((sim) => fmt(sim.makespan, 6))],
+    ['Bubble', both((sim) => percent(sim.bubble))],
+    ['Peak activation memory', both((sim) => `${fmt(sim.peak_memory_max)} units`)],
+    ['Time scale', `${fmt(results[0].width / sims[0].makespan, 4)} px per time unit in both pictures`],
+  ]);
+  showPictures(results.map((r, i) => ({ svg: r.svg, alt: pictureAlt(sims[i]), shared: true })));
+  showMemory(results.map((r) => traceMemory(r.trace)), null);
+  $('#sim-json').textContent = results.map((r) => r.sim).join('\n');
+  const links = $('#dl-compare');
+  for (const a of links.querySelectorAll('a')) URL.revokeObjectURL(a.href);
+  links.replaceChildren('Download (one time scale): ');
+  results.forEach((r, i) => {
+    link(el('a', { class: 'compare-svg' }, links, `${r.family} SVG`), r.svg, 'image/svg+xml', `${r.family}-p${sims[i].p}-m${sims[i].m}-width${r.width}.svg`);
+    links.append(' ');
+  });
+}
 
-function showPicture(svg, sim) {
-  const img = $('#picture');
-  img.alt = `Timeline of ${sim.family} on ${sim.p} devices with ${sim.m} microbatches: bubble ${percent(sim.bubble)}`;
-  const url = URL.createObjectURL(new Blob([svg], { type: 'image/svg+xml' }));
-  pictureUrls.push(url);
-  img.onload = () => {
-    if (firstPicture) performance.mark('vp-first-picture');
-    firstPicture = false;
-    while (pictureUrls[0] !== url) URL.revokeObjectURL(pictureUrls.shift());
-  };
-  img.src = url;
+function pictureAlt(sim) {
+  return `Timeline of ${sim.family} on ${sim.p} devices with ${sim.m} microbatches: bubble ${percent(sim.bubble)}`;
+}
+
+/* The library's SVG pictures, inline (every op's title is its hover text), fitted to the
+ * page unless the visitor asks for full size. Pictures on one time scale (shared) keep it
+ * when fitted: each may take the page's width in the share its own width has of the
+ * widest's. */
+function showPictures(pictures) {
+  const roots = pictures.map(({ svg, alt }) => {
+    const root = document.importNode(new DOMParser().parseFromString(svg, 'image/svg+xml').documentElement, true);
+    root.setAttribute('role', 'img');
+    root.setAttribute('aria-label', alt);
+    return root;
+  });
+  const widest = Math.max(...roots.map((r) => +r.getAttribute('width')));
+  roots.forEach((root, i) => {
+    if (pictures[i].shared) root.style.setProperty('--share', +root.getAttribute('width') / widest);
+  });
+  $('#pictures').replaceChildren(...roots);
+  if (firstPicture) performance.mark('vp-first-picture');
+  firstPicture = false;
+}
+
+/* Memory over time per device of each schedule (traceMemory's) on one time and one memory
+ * scale; budget: the planner's (drawn dashed), or null. */
+function showMemory(schedules, budget) {
+  const peaks = schedules.flatMap((s) => s.devices.flatMap((steps) => steps.map(([, v]) => v)));
+  const scale = { time: Math.max(...schedules.map((s) => s.makespan)) || 1, memory: Math.max(budget ?? 0, ...peaks) || 1 };
+  $('#memory').replaceChildren(...schedules.map((s) => memoryPlot(s, scale, budget)));
 }
 
 /* Peak activation memory and busy time per device, as a table. */
@@ -249,45 +277,6 @@ function showPlan(report, text) {
   choice.append(`. ${report.reason}.`);
   $('#plan-json').textContent = text;
   $('#frontier').replaceChildren(frontierPlot(report));
-}
-
-/* The memory -> bubble plot of a plan report (memory on a log2 axis): candidates as
- * circles, the frontier as a line, the budget dashed, the choice ringed. */
-function frontierPlot(report) {
-  const W = 560;
-  const H = 280;
-  const pad = { l: 56, r: 16, t: 12, b: 44 };
-  const points = [...report.candidates, ...report.frontier].filter((q) => q.memory > 0);
-  const memories = [report.budget, report.peak_memory_max, ...points.map((q) => q.memory)];
-  const lo = Math.log2(Math.min(...memories)) - 0.2;
-  const hi = Math.max(lo + 1, Math.log2(Math.max(...memories)) + 0.1);
-  const maxY = Math.max(0.01, ...points.map((q) => q.bubble)) * 1.1;
-  const x = (v) => pad.l + ((Math.log2(v) - lo) / (hi - lo)) * (W - pad.l - pad.r);
-  const y = (v) => H - pad.b - (v / maxY) * (H - pad.t - pad.b);
-  const svg = el('svg:svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: 'plot' });
-  el('svg:title', {}, svg, `Memory to bubble frontier; chosen ${report.family} at ${fmt(report.peak_memory_max)} units`);
-  for (let e = Math.ceil(lo); e <= hi; e++) {
-    el('svg:line', { x1: x(2 ** e), x2: x(2 ** e), y1: y(0), y2: y(maxY), class: 'grid' }, svg);
-    el('svg:text', { x: x(2 ** e), y: H - pad.b + 16, 'text-anchor': 'middle' }, svg, fmt(2 ** e));
-  }
-  for (let i = 0; i <= 4; i++) {
-    const vy = (maxY * i) / 4;
-    el('svg:line', { x1: pad.l, x2: W - pad.r, y1: y(vy), y2: y(vy), class: 'grid' }, svg);
-    el('svg:text', { x: pad.l - 6, y: y(vy) + 4, 'text-anchor': 'end' }, svg, `${(100 * vy).toFixed(0)}%`);
-  }
-  el('svg:text', { x: (W + pad.l) / 2, y: H - 6, 'text-anchor': 'middle' }, svg, 'peak activation memory (units, log scale)');
-  el('svg:text', { x: 12, y: H / 2, transform: `rotate(-90 12 ${H / 2})`, 'text-anchor': 'middle' }, svg, 'bubble');
-  el('svg:line', { x1: x(report.budget), x2: x(report.budget), y1: y(0), y2: y(maxY), class: 'budget' }, svg);
-  const dot = (q, r, cls) => {
-    const c = el('svg:circle', { cx: x(q.memory), cy: y(q.bubble), r, class: cls }, svg);
-    el('svg:title', {}, c, `${q.family} ${q.params}: ${fmt(q.memory)} units, bubble ${percent(q.bubble)}`);
-  };
-  report.candidates.filter((q) => q.memory > 0).forEach((q) => dot(q, 4, 'candidate'));
-  const frontier = report.frontier.filter((q) => q.memory > 0);
-  el('svg:polyline', { points: frontier.map((q) => `${x(q.memory)},${y(q.bubble)}`).join(' '), class: 'frontier' }, svg);
-  frontier.forEach((q) => dot(q, 3, q.fits ? 'fits' : 'over'));
-  el('svg:circle', { cx: x(report.peak_memory_max), cy: y(report.bubble), r: 8, class: 'chosen' }, svg);
-  return svg;
 }
 
 /* ---- pricing (mode price) ------------------------------------------------------------ */
@@ -329,9 +318,11 @@ async function runPrice() {
   section.dataset.state = reply.ok ? 'done' : 'error';
 }
 
+/* Every family's row: whether it fits (and by how much it does not), step time, bubble,
+ * MFU, its largest rank, its memory bars (memoryBars: one scale, the accelerator's, in
+ * every row) and its report; a family that could not be priced, the reason. */
 function showPrices(results) {
   const reports = results.filter((r) => r.report).map((r) => JSON.parse(r.report));
-  const top = Math.max(1, ...reports.map((r) => Math.max(r.capacity_bytes, r.memory_max_bytes)));
   const table = el('table', { class: 'prices' });
   el('caption', {}, table, reports.length ? `${reports[0].model} on ${reports[0].gpus} × ${reports[0].gpu}` : 'No family could be priced');
   const head = el('tr', {}, el('thead', {}, table));
@@ -341,43 +332,21 @@ function showPrices(results) {
     const row = el('tr', { 'data-family': r.family }, body);
     el('th', { scope: 'row' }, row, r.family);
     if (!r.report) {
-      el('td', { colspan: 7, class: 'error' }, row, r.error.message);
+      el('td', { colspan: 7, class: 'refused' }, row, r.error.message);
       continue;
     }
     const p = JSON.parse(r.report);
-    el('td', { class: p.fits ? 'yes' : 'no' }, row, p.fits ? 'fits' : 'does not fit');
+    el('td', { class: p.fits ? 'yes' : 'no' }, row, p.fits ? 'fits' : `does not fit: ${gib(p.memory_max_bytes)}`);
     el('td', {}, row, seconds(p.step_time_s));
     el('td', {}, row, percent(p.bubble));
     el('td', {}, row, percent(p.mfu));
-    el('td', {}, row, `${(p.memory_max_bytes / GIB).toFixed(1)} GiB`);
-    memoryBars(p, top, el('td', {}, row));
+    el('td', {}, row, gib(p.memory_max_bytes));
+    memoryBars(p, el('td', {}, row));
     const details = el('details', {}, el('td', {}, row));
     el('summary', {}, details, 'JSON');
     el('pre', {}, details, r.report);
   }
   $('#price-table').replaceChildren(table);
-}
-
-/* One stacked bar per rank (GiB, scaled to top bytes) and the accelerator's capacity. */
-function memoryBars(report, top, parent) {
-  const ranks = report.memory_per_rank;
-  const H = 64;
-  const bw = Math.max(3, Math.min(14, 160 / ranks.length));
-  const svg = el('svg:svg', { width: ranks.length * (bw + 2) + 2, height: H, role: 'img', class: 'bars' }, parent);
-  el('svg:title', {}, svg, `Memory per rank, largest ${(report.memory_max_bytes / GIB).toFixed(1)} GiB of ${(report.capacity_bytes / GIB).toFixed(0)} GiB`);
-  ranks.forEach((rank, i) => {
-    const parts = { ...rank, other: rank.buffers + rank.workspace + rank.reserve };
-    let yTop = H;
-    const g = el('svg:g', {}, svg);
-    el('svg:title', {}, g, `rank ${rank.rank}: ${(rank.total / GIB).toFixed(2)} GiB (${MEMORY_PARTS.map(([k, n]) => `${n} ${(parts[k] / GIB).toFixed(2)}`).join(', ')})`);
-    for (const [k] of MEMORY_PARTS) {
-      const h = (parts[k] / top) * H;
-      yTop -= h;
-      el('svg:rect', { x: 2 + i * (bw + 2), y: yTop, width: bw, height: h, class: `part-${k}` }, g);
-    }
-  });
-  const cap = H - (report.capacity_bytes / top) * H;
-  el('svg:line', { x1: 0, x2: ranks.length * (bw + 2) + 2, y1: cap, y2: cap, class: 'capacity' }, svg);
 }
 
 function showLegend() {
@@ -389,7 +358,7 @@ function showLegend() {
   }
   const cap = el('span', {}, legend);
   el('span', { class: 'swatch capacity', 'aria-hidden': 'true' }, cap);
-  cap.append('accelerator memory');
+  cap.append(`accelerator memory (the bars' scale: it and a fifth more; a rank above is cut)`);
 }
 
 /* ---- start ----------------------------------------------------------------------------- */
@@ -420,15 +389,18 @@ async function start() {
   fill(form.elements.family, info.families.map((f) => f.name), DEFAULTS.family);
   fill(form.elements.model, info.models, DEFAULTS.model, [['config', 'Paste a config.json…']]);
   fill(form.elements.gpu, info.gpus, DEFAULTS.gpu);
+  fill(form.elements.family2, info.families.map((f) => f.name), DEFAULTS.family2);
   defaults = Object.fromEntries(STATE.map((name) => [name, read(name)]));
   showLegend();
   hashToState();
   showMode();
+  startHover($('#tip'));
   $('#version').textContent = info.version;
   $('#status').textContent = `Ready: vpipe ${info.version}, ${info.families.length} families, computed in a Web Worker.`;
+  $('main').hidden = false;
   document.addEventListener('input', (e) => {
     if (e.target.form !== form || e.target.type === 'file') return;
-    if (e.target.name !== 'fit') return changed();
+    if (e.target.name !== 'full') return changed();
     stateToHash();
     showMode();
   });

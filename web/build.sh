@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the browser playground into OUT with Debian's emscripten:
-#   OUT/site/                  the served page (index.html, style.css, app.js, worker.js,
+#   OUT/site/                  the served page (index.html, style.css, draw.js, app.js, worker.js,
 #                              vpipe.js, vpipe.wasm): copy it to any static host
 #   OUT/vpipe-playground.html  the same page as one file, the WebAssembly embedded: opens
 #                              from disk with no server
@@ -72,6 +72,6 @@ rm -rf "$out/site" "$out/single"
 mkdir -p "$out/site" "$out/single"
 link "$out/site/vpipe.js"
 link "$out/single/vpipe.js" -sSINGLE_FILE=1
-cp "$src"/web/{index.html,style.css,app.js,worker.js} "$out/site/"
+cp "$src"/web/{index.html,style.css,draw.js,app.js,worker.js} "$out/site/"
 node "$src/web/single.mjs" "$out/site" "$out/single/vpipe.js" "$out/vpipe-playground.html"
 echo "web: built $out/site/ and $out/vpipe-playground.html"

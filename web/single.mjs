@@ -1,5 +1,5 @@
 // Makes the single-file playground: the served page (SITE/index.html) with its style sheet
-// and script inline, and the worker's source (the module built with -sSINGLE_FILE, its
+// and scripts (draw.js, app.js) inline, and the worker's source (the module built with -sSINGLE_FILE, its
 // WebAssembly embedded, then worker.js) in a non-executed script element that app.js
 // starts as a blob worker. Opens from disk with no server.
 // Usage: node single.mjs SITE MODULE_SINGLE_FILE OUT_HTML
@@ -25,10 +25,11 @@ function replaceOnce(html, tag, replacement) {
 const workerSource = `${read(moduleFile)}\n${read(join(site, 'worker.js'))}`;
 let html = read(join(site, 'index.html'));
 html = replaceOnce(html, '<link rel="stylesheet" href="style.css">', `<style>\n${inline(read(join(site, 'style.css')), 'style.css')}</style>`);
+const script = (name) => `<script>\n${inline(read(join(site, name)), name)}</script>`;
 html = replaceOnce(
   html,
-  '<script src="app.js"></script>',
-  `<script type="text/plain" id="vp-worker">${inline(workerSource, 'the worker')}</script>\n` +
-    `<script>\n${inline(read(join(site, 'app.js')), 'app.js')}</script>`,
+  '<script src="draw.js"></script>',
+  `<script type="text/plain" id="vp-worker">${inline(workerSource, 'the worker')}</script>\n${script('draw.js')}`,
 );
+html = replaceOnce(html, '<script src="app.js"></script>', script('app.js'));
 writeFileSync(output, html);

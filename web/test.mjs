@@ -5,10 +5,14 @@
 // request: the vpipe command line (render --svg, simulate --json, schedule --format,
 // plan --json, validate's message), and for pricing, which the command line does not
 // offer yet, the native library's vp_request_price through the Python package. Also: the
-// view survives in the address, labels on every control, no overflow at phone width, no
+// hover text of an op, a frontier point and a memory line; two families on one time scale;
+// memory over time equal to the library's trace; the picture fitted to the page; the
+// pricing's bars on the accelerator's scale (a family that does not fit cut, not squashing
+// the others); one error for one bad input; nothing shown before the library is ready; dark
+// mode; the view in the address, labels on every control, no overflow at phone width, no
 // console errors, and the served files' gzipped size (asserted: under 400 KB). Timings
-// (first picture, the warm planner) are printed as a benchmark, never asserted. Writes a
-// screenshot beside the page.
+// (first picture, the warm planner) are printed as a benchmark, never asserted. Writes the
+// README's light and dark screenshots beside the page.
 // Usage: node web/test.mjs BUILD_WEB VPIPE_CLI LIBVPIPE_SO SOURCE_DIR
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -123,26 +127,75 @@ async function settled(page, section = '#view') {
   }, section);
 }
 
-/* What the schedule view shows: its texts and the files behind its picture and links. */
+/* What the schedule view shows: its texts, the files behind its links, the ops drawn in its
+ * inline pictures and the lines of its memory plots. */
 async function shown(page) {
   await settled(page);
   return page.evaluate(async () => {
     const text = (s) => document.querySelector(s).textContent;
     const fetchText = async (url) => (url && url.startsWith('blob:') ? (await fetch(url)).text() : null);
+    const href = (s) => document.querySelector(s).getAttribute('href');
     const error = document.querySelector('#view-error');
     return {
       state: document.querySelector('#view').dataset.state,
       error: error.hidden ? null : error.textContent,
       sim: text('#sim-json'),
       plan: text('#plan-json'),
-      svg: await fetchText(document.querySelector('#picture').src),
-      json: await fetchText(document.querySelector('#dl-json').getAttribute('href')),
-      csv: await fetchText(document.querySelector('#dl-csv').getAttribute('href')),
+      svg: await fetchText(href('#dl-svg')),
+      trace: await fetchText(href('#dl-trace')),
+      json: await fetchText(href('#dl-json')),
+      csv: await fetchText(href('#dl-csv')),
+      compared: await Promise.all([...document.querySelectorAll('#dl-compare a')].map((a) => fetchText(a.getAttribute('href')))),
       csvNote: text('#csv-notes'),
       planMs: document.querySelector('#view').dataset.planMs,
       frontierDots: document.querySelectorAll('#frontier circle').length,
+      pictures: [...document.querySelectorAll('#pictures svg')].map((svg) => ({
+        ops: svg.querySelectorAll('.vp-edge > g').length,
+        width: +svg.getAttribute('width'),
+        shown: svg.getBoundingClientRect().width,
+      })),
+      memory: [...document.querySelectorAll('#memory svg')].map((svg) => ({
+        scale: Object.fromEntries(Object.entries(svg.dataset).map(([k, v]) => [k, +v])),
+        lines: [...svg.querySelectorAll('path.device')].map((path) => [+path.dataset.device, path.getAttribute('d')]),
+      })),
     };
   });
+}
+
+/* The memory steps [time, memory] per device of a Chrome trace (its counter events). */
+function traceSteps(text) {
+  const trace = JSON.parse(text);
+  const devices = Array.from({ length: trace.otherData.p }, () => []);
+  for (const e of trace.traceEvents) if (e.ph === 'C') devices[e.pid].push([e.ts / trace.otherData.us_per_time_unit, Object.values(e.args)[0]]);
+  return devices;
+}
+
+/* The steps a memory plot's line draws ("M x y H x V y ... H x"), read back through the
+ * plot's scales. */
+function plotSteps(scale, d) {
+  const t = (x) => ((x - scale.x0) / (scale.x1 - scale.x0)) * scale.time;
+  const v = (y) => ((y - scale.y0) / (scale.y1 - scale.y0)) * scale.memory;
+  const steps = [];
+  let x = null;
+  for (const [, cmd, a, b] of d.matchAll(/([MHV])(-?[\d.]+)(?: (-?[\d.]+))?/g)) {
+    if (cmd === 'M') steps.push([t(+a), v(+b)]);
+    else if (cmd === 'H') x = +a;
+    else steps.push([t(x), v(+a)]);
+  }
+  return steps;
+}
+
+/* A memory plot draws every device's steps of the library's trace, to the plot's precision. */
+function memoryMatches(label, plot, trace) {
+  const want = traceSteps(trace);
+  const bad = want.map((steps, dev) => {
+    const line = plot && plot.lines.find(([d]) => d === dev);
+    if (!line) return `device ${dev}: no line`;
+    const got = plotSteps(plot.scale, line[1]);
+    const off = steps.findIndex(([t, v], i) => !got[i] || Math.abs(got[i][0] - t) > 1e-4 * plot.scale.time || Math.abs(got[i][1] - v) > 1e-4 * plot.scale.memory);
+    return got.length !== steps.length || off >= 0 ? `device ${dev}: ${got.length} steps vs ${steps.length}, first difference at ${off}` : null;
+  }).filter(Boolean);
+  check(`${label}: memory over time = the trace's counters, every device`, plot && plot.lines.length === want.length && !bad.length, bad.join('; '));
 }
 
 /* The command line's flags for the page's pipeline fields. */
@@ -163,7 +216,13 @@ async function expectFamily(page, where, f) {
   const got = await shown(page);
   const label = `${where}: ${f.family} p=${f.p} m=${f.m} F=${f.F} B=${f.B} W=${f.W} c=${f.c}`;
   check(`${label}: shown without error`, got.state === 'done', got.error);
-  same(`${label}: SVG = vpipe render --svg`, got.svg, cliOut(['render', f.family, ...flags(f), '--svg', '-']));
+  const svg = cliOut(['render', f.family, ...flags(f), '--svg', '-']);
+  same(`${label}: SVG = vpipe render --svg`, got.svg, svg);
+  const ops = svg.split('<g><title>').length - 1 - f.p; // less one memory strip per device
+  check(`${label}: the inline picture has the SVG's ${ops} ops`, got.pictures.length === 1 && got.pictures[0].ops === ops, JSON.stringify(got.pictures));
+  const trace = cliOut(['render', f.family, ...flags(f), '--trace', '-']);
+  same(`${label}: Chrome trace = vpipe render --trace`, got.trace, trace);
+  memoryMatches(label, got.memory[0], trace);
   same(`${label}: report = vpipe simulate --json`, got.sim, cliOut(['simulate', f.family, ...flags(f), '--json']));
   same(`${label}: JSON download = vpipe schedule --format json`, got.json, cliOut(['schedule', f.family, ...flags(f), '--format', 'json']));
   const csv = cli(['schedule', f.family, ...flags(f), '--format', 'torch-csv']);
@@ -190,6 +249,7 @@ async function expectPlan(page, where, f, budget) {
   writeFileSync(file, chosen);
   const cost = flags(f).slice(6);
   same(`${label}: chosen picture = vpipe render --svg`, got.svg, cliOut(['render', file, ...cost, '--svg', '-']));
+  memoryMatches(`${label}: chosen`, got.memory[0], cliOut(['render', file, ...cost, '--trace', '-']));
   same(`${label}: chosen report = vpipe simulate --json`, got.sim, cliOut(['simulate', file, ...cost, '--json']));
   const report = JSON.parse(got.plan);
   check(`${label}: the frontier plot has a dot for every candidate and frontier point and the choice`,
@@ -224,7 +284,7 @@ async function servedPage(browser, base) {
   await expectFamily(page, 'served (no PyTorch CSV)', f);
 
   // the family by keyboard: focus the select, one step down the list
-  const families = cliOut(['list']).split('\n').filter((l) => /^\S/.test(l)).map((l) => l.split(/\s+/)[0]);
+  const families = familyNames();
   await page.focus('[name="family"]');
   await page.keyboard.press('ArrowDown');
   f.family = families[families.indexOf('dualpipe') + 1];
@@ -289,16 +349,153 @@ async function loader(page) {
   }
 }
 
-async function pricing(page) {
+/* The hover tip shown with the pointer over what locate (run in the page with arg) returns:
+ * an element (at its centre, scrolled into view) or a point {x, y} of the viewport. */
+async function hoverTip(page, locate, arg) {
+  const handle = await page.evaluateHandle(locate, arg);
+  const element = handle.asElement();
+  let at;
+  if (element) {
+    await element.scrollIntoViewIfNeeded();
+    const box = await element.boundingBox();
+    at = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+  } else at = await handle.jsonValue();
+  await handle.dispose();
+  await page.mouse.move(at.x, at.y);
+  await page.waitForSelector('#tip', { state: 'visible' });
+  const tip = await page.textContent('#tip');
+  await page.mouse.move(1, 1);
+  return tip;
+}
+
+/* The page's numbers, as it writes them (3 significant digits unless said). */
+const fmt = (x, digits = 3) => Number(x.toPrecision(digits)).toString();
+const pct = (x) => `${(100 * x).toFixed(1)} %`;
+
+/* Hover: an op of the picture (its pass, stage, microbatch, device, start and end, as the
+ * native trace has them), a memory line (its device's peak), and in the plan view a point
+ * of the frontier (its family, memory, bubble, makespan, as the native report has them). */
+async function hovering(page) {
+  await page.check('[name="mode"][value="schedule"]');
+  const f = { family: 'zb-h1', p: 4, m: 8, F: 1, B: 2, W: 1, c: 0 };
+  await setFields(page, f);
+  await shown(page);
+  const trace = JSON.parse(cliOut(['render', f.family, ...flags(f), '--trace', '-']));
+  const [d, i] = [2, 5];
+  const op = trace.traceEvents.filter((e) => e.ph === 'X' && e.pid === d)[i];
+  const want = `${op.args.kind} stage ${op.args.stage}, microbatch ${op.args.microbatch}; device ${d}, ${op.ts / 1000} to ${(op.ts + op.dur) / 1000}`;
+  const got = await hoverTip(page, ([dev, k]) => document.querySelectorAll('#pictures svg .vp-edge')[dev].children[k].querySelector('rect'), [d, i]);
+  check(`hover on op ${i} of device ${d}: its pass, stage, microbatch, device, start and end`, got === want, `"${got}" vs "${want}"`);
+
+  const last = f.p - 1;
+  const steps = traceSteps(JSON.stringify(trace))[last];
+  const peak = steps.reduce((a, b) => (b[1] > a[1] ? b : a));
+  const line = await hoverTip(page, (dev) => {
+    const path = document.querySelector(`#memory path.device[data-device="${dev}"]`);
+    path.scrollIntoView({ block: 'center' });
+    const at = path.getPointAtLength(path.getTotalLength() / 2);
+    const { x, y } = new DOMPoint(at.x, at.y).matrixTransform(path.getScreenCTM());
+    return { x, y };
+  }, last);
+  const wantLine = `device ${last}: peak ${fmt(peak[1], 4)} units at ${fmt(peak[0], 6)}`;
+  check(`hover on device ${last}'s memory line: its peak and when`, line === wantLine, `"${line}" vs "${wantLine}"`);
+
+  await page.check('[name="mode"][value="plan"]');
+  const g = { p: 8, m: 32, F: 1, B: 1, W: 1, c: 0, v: 2 };
+  await setFields(page, { ...g, memory: '0.5' });
+  await shown(page);
+  const report = JSON.parse(cliOut(['plan', ...flags(g), '--memory', '0.5', '--json']));
+  const frontier = report.frontier.filter((q) => q.memory > 0);
+  for (const k of [0, frontier.length - 1]) {
+    const q = frontier[k];
+    const name = q.params ? `${q.family} ${q.params}` : q.family;
+    const wantPoint = `frontier, ${q.fits ? 'fits' : 'over'} the budget: ${name}: ${fmt(q.memory)} units, bubble ${pct(q.bubble)}, makespan ${fmt(q.makespan, 6)}`;
+    const point = await hoverTip(page, (n) => document.querySelectorAll('#frontier circle.fits, #frontier circle.over')[n], k);
+    check(`hover on frontier point ${k} (${q.family}): which family, its memory, bubble and makespan`, point === wantPoint, `"${point}" vs "${wantPoint}"`);
+  }
+  const labels = await page.$$eval('#frontier text.label', (ts) => ts.map((t) => t.textContent));
+  check('the frontier labels its points with their families', labels.length > 0 && labels.every((l) => frontier.some((q) => q.family === l)), labels.join(', '));
+}
+
+/* The picture fits the page by default (no scrolling), and at full size it scrolls. */
+async function fitting(page) {
+  await page.check('[name="mode"][value="plan"]');
+  await setFields(page, { p: 8, m: 32, memory: '0.5' });
+  const box = async () => {
+    await shown(page);
+    return page.evaluate(() => {
+      const pictures = document.querySelector('#pictures');
+      const svg = pictures.querySelector('svg');
+      return { scroll: pictures.scrollWidth, client: pictures.clientWidth, shown: svg.getBoundingClientRect().width, width: +svg.getAttribute('width'), height: svg.getBoundingClientRect().height, h: +svg.getAttribute('height') };
+    });
+  };
+  const fit = await box();
+  check(`the picture (${fit.width} px) fits the page by default: shown ${fit.shown.toFixed(0)} px wide in ${fit.client} px, no scrolling, its shape kept`,
+    fit.width > fit.client && fit.shown <= fit.client && fit.scroll <= fit.client && Math.abs(fit.height / fit.shown - fit.h / fit.width) < 0.01, JSON.stringify(fit));
+  await page.check('[name="full"]');
+  check('the address holds the full-size choice', page.url().includes('full=1'), page.url());
+  const full = await box();
+  check('full size: the picture at its own width, the box scrolls', full.shown === full.width && full.scroll > full.client, JSON.stringify(full));
+  await page.uncheck('[name="full"]');
+}
+
+/* Two families on one time scale: each picture is `vpipe render --width W` with the longer
+ * makespan at 1600 px and the other at its share; shown, fitted or not, at one scale; their
+ * memory over time on shared scales, each equal to its trace. */
+async function comparing(page) {
+  await page.check('[name="mode"][value="compare"]');
+  const f = { p: 6, m: 12, F: 1, B: 2, W: 1, c: 0.25, v: 2 };
+  await setFields(page, f);
+  await page.selectOption('[name="family"]', 'zb-h1');
+  await page.selectOption('[name="family2"]', 'gpipe');
+  for (const full of [false, true]) {
+    if (full) await page.check('[name="full"]');
+    const got = await shown(page);
+    const label = `compare zb-h1 and gpipe p=6 m=12${full ? ', full size' : ''}`;
+    check(`${label}: shown without error`, got.state === 'done', got.error);
+    const makespans = ['zb-h1', 'gpipe'].map((fam) => JSON.parse(cliOut(['simulate', fam, ...flags(f), '--json'])).makespan);
+    const widths = makespans.map((ms) => Math.round((1600 * ms) / Math.max(...makespans)));
+    ['zb-h1', 'gpipe'].forEach((fam, i) => {
+      same(`${label}: ${fam} = vpipe render --width ${widths[i]} --svg`, got.compared[i], cliOut(['render', fam, ...flags(f), '--width', widths[i], '--svg', '-']));
+      memoryMatches(`${label}: ${fam}`, got.memory[i], cliOut(['render', fam, ...flags(f), '--trace', '-']));
+    });
+    const [a, b] = got.pictures;
+    check(`${label}: one time scale on the page (${(a.shown / a.width).toFixed(4)} vs ${(b.shown / b.width).toFixed(4)} of each picture's width)`,
+      got.pictures.length === 2 && Math.abs(a.shown / a.width - b.shown / b.width) < 0.005 * (a.shown / a.width), JSON.stringify(got.pictures));
+    check(`${label}: memory plots on one time and one memory scale`, got.memory.length === 2 && got.memory[0].scale.time === got.memory[1].scale.time && got.memory[0].scale.memory === got.memory[1].scale.memory);
+  }
+  await page.uncheck('[name="full"]');
+  await page.selectOption('[name="family2"]', 'dualpipe'); // odd m: DualPipe refuses, named
+  await page.fill('[name="m"]', '13');
+  const refused = await shown(page);
+  const r = cli(['render', 'dualpipe', ...flags({ ...f, m: 13 }), '--svg', '-']);
+  check('compare with a family that cannot be built: its message, once, named', refused.state === 'error' && r.status !== 0 && refused.error === `dualpipe: ${cliMessage(r.err)}`, `${refused.error} vs ${r.err}`);
+}
+
+/* The families vpipe lists, in its order. */
+function familyNames() {
+  return cliOut(['list']).split('\n').filter((l) => /^\S/.test(l)).map((l) => l.split(/\s+/)[0]);
+}
+
+/* Prices setup s (model, gpu, GPUs, tensor parallel, sequence, batch, recompute; one data
+ * parallel rank and one sequence per microbatch) through the controls and compares every
+ * family's report with the native one. Returns the options priced. */
+async function priceSetup(page, label, s) {
   await page.check('[name="mode"][value="price"]');
-  await page.selectOption('[name="model"]', 'llama2-7b');
-  await page.selectOption('[name="gpu"]', 'a100-80gb');
-  await setFields(page, { gpus: 8, tp: 2, dp: 1, seq: 2048, batch: 16, mbs: 1 });
-  await page.selectOption('[name="recompute"]', 'selective');
+  await page.selectOption('[name="model"]', s.model);
+  await page.selectOption('[name="gpu"]', s.gpu);
+  await setFields(page, { gpus: s.gpus, tp: s.tp, dp: 1, seq: s.seq, batch: s.batch, mbs: 1 });
+  await page.selectOption('[name="recompute"]', s.recompute);
   await settled(page, '#price');
-  const families = cliOut(['list']).split('\n').filter((l) => /^\S/.test(l)).map((l) => l.split(/\s+/)[0]);
-  const options = { p: 4, m: 16, gpu: 'a100-80gb', seq: 2048, mbs: 1, tp: 2, dp: 1, recompute: 'selective', flash: true, zero1: false, sp: false, model: 'llama2-7b' };
-  await comparePrices(page, 'price llama2-7b on 8 x a100-80gb (tp 2)', options, families);
+  const options = { p: s.gpus / s.tp, m: s.batch, gpu: s.gpu, seq: s.seq, mbs: 1, tp: s.tp, dp: 1, recompute: s.recompute, flash: true, zero1: false, sp: false, model: s.model };
+  await comparePrices(page, label, options, familyNames());
+  return options;
+}
+
+async function pricing(page) {
+  const setup = { model: 'llama2-7b', gpu: 'a100-80gb', gpus: 8, tp: 2, seq: 2048, batch: 16, recompute: 'selective' };
+  const options = await priceSetup(page, 'price llama2-7b on 8 x a100-80gb (tp 2)', setup);
+  const families = familyNames();
   const again = await open(page.context().browser(), page.url());
   await settled(again, '#price');
   await comparePrices(again, 'price, restored from the address in a new tab', options, families);
@@ -314,13 +511,76 @@ async function pricing(page) {
   await comparePrices(page, 'price a pasted config.json', { ...options, model: path }, families);
   const rows = await page.locator('#price-table tbody tr').count();
   check('pricing: one row per family', rows === families.length, `${rows} rows`);
+
+  // one bad input, one error: malformed JSON, and a config.json the reader refuses
+  for (const [what, bad] of [['malformed JSON', config.slice(0, 60)], ['no layer count', JSON.stringify({ hidden_size: 4096, model_type: 'llama' })]]) {
+    await page.fill('[name="config"]', bad);
+    await settled(page, '#price');
+    writeFileSync(path, bad);
+    const want = nativePrices({ ...options, model: path }, families);
+    const message = want[0].error ? want[0].error.replace(path, '/config.json') : null;
+    const shownErrors = await page.$$eval('#price .error:not([hidden]), #price td.refused', (els) => els.filter((e) => e.checkVisibility() && !e.closest('.stale')).map((e) => e.textContent));
+    const count = await page.evaluate((m) => [...document.querySelectorAll('#price *')].filter((e) => e.checkVisibility() && !e.closest('.stale') && [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.includes(m))).length, message);
+    check(`a bad config.json (${what}): its error once, the native one (natively refused for all ${families.length} families alike)`,
+      message && want.every((w) => w.error === want[0].error) && shownErrors.length === 1 && shownErrors[0] === message && count === 1,
+      `${JSON.stringify(shownErrors)} (${count} on the page) vs ${message}`);
+  }
+}
+
+/* The pricing's bars of Llama 3 70B on 64 H100s, which GPipe's memory does not fit many times
+ * over: every family's bars on the accelerator's scale (capacity and a fifth more: the
+ * capacity line at one height in every row), each rank's bar as tall as its bytes on that
+ * scale, the ranks above it cut (a break mark), the family saying by how much it does not
+ * fit; the reports equal the native ones. */
+async function priceScales(page) {
+  const setup = { model: 'llama3-70b', gpu: 'h100-80gb', gpus: 64, tp: 8, seq: 4096, batch: 256, recompute: 'none' };
+  await priceSetup(page, 'price llama3-70b on 64 x h100-80gb (tp 8, batch 256)', setup);
+  const families = familyNames();
+  const rows = await page.$$eval('#price-table tbody tr', (trs) => trs.map((tr) => {
+    const svg = tr.querySelector('svg.bars');
+    const pre = tr.querySelector('pre');
+    if (!svg) return null;
+    return {
+      family: tr.dataset.family,
+      report: JSON.parse(pre.textContent),
+      fits: tr.querySelector('td.yes, td.no').textContent,
+      top: +svg.dataset.top,
+      height: +svg.getAttribute('height'),
+      capacity: +svg.querySelector('.capacity').getAttribute('y1'),
+      ranks: [...svg.querySelectorAll('g[data-bytes]')].map((g) => ({
+        bytes: +g.dataset.bytes,
+        drawn: [...g.querySelectorAll('rect')].reduce((h, r) => h + +r.getAttribute('height'), 0),
+        cut: !!g.querySelector('.break'),
+      })),
+    };
+  }).filter(Boolean));
+  const GiB = 2 ** 30;
+  const bad = [];
+  for (const r of rows) {
+    const top = r.report.capacity_bytes * 1.2;
+    if (Math.abs(r.top - top) > 1) bad.push(`${r.family}: scale ${r.top} bytes, not 1.2 x capacity`);
+    if (Math.abs(r.capacity - rows[0].capacity) > 1e-6) bad.push(`${r.family}: capacity line at ${r.capacity}, not ${rows[0].capacity}`);
+    r.ranks.forEach((k, i) => {
+      const want = (Math.min(k.bytes, top) / top) * r.height;
+      if (Math.abs(k.drawn - want) > 0.01) bad.push(`${r.family} rank ${i}: ${k.drawn.toFixed(2)} px, want ${want.toFixed(2)}`);
+      if (k.cut !== k.bytes > top) bad.push(`${r.family} rank ${i}: cut ${k.cut} at ${(k.bytes / GiB).toFixed(1)} GiB`);
+    });
+    const fitsText = r.report.fits ? 'fits' : `does not fit: ${(r.report.memory_max_bytes / GiB).toFixed(1)} GiB`;
+    if (r.fits !== fitsText) bad.push(`${r.family}: "${r.fits}", want "${fitsText}"`);
+  }
+  const cut = rows.filter((r) => r.ranks.some((k) => k.cut)).map((r) => r.family);
+  const fitting = rows.filter((r) => r.report.fits);
+  check(`pricing scales: every family's bars on the accelerator's scale, ${cut.join(', ')} cut, ${fitting.length} fitting families drawn to scale`,
+    rows.length === families.length && cut.length > 0 && fitting.length > 0 && !bad.length, bad.slice(0, 8).join('\n     '));
+  const tallest = Math.min(...fitting.map((r) => Math.max(...r.ranks.map((k) => k.drawn)) / r.height));
+  console.log(`     the fitting families' tallest bars take ${(100 * tallest).toFixed(0)}% or more of their height; ${cut.join(', ')} up to ${(Math.max(...rows.map((r) => r.report.memory_max_bytes)) / GiB).toFixed(0)} GiB`);
 }
 
 async function comparePrices(page, label, options, families) {
   const want = nativePrices(options, families);
   const got = await page.evaluate(() => [...document.querySelectorAll('#price-table tbody tr')].map((tr) => {
     const pre = tr.querySelector('pre');
-    return pre ? pre.textContent : { error: tr.querySelector('td.error').textContent };
+    return pre ? pre.textContent : { error: tr.querySelector('td.refused').textContent };
   }));
   const priced = want.filter((w) => typeof w === 'string').length;
   check(`${label}: some families priced`, priced > 0, JSON.stringify(want).slice(0, 300));
@@ -335,7 +595,7 @@ async function accessibility(browser, url) {
   await settled(page);
   const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea')].filter((e) => !e.labels.length && !e.getAttribute('aria-label')).map((e) => e.name));
   check('every control has a label', unlabelled.length === 0, unlabelled.join(', '));
-  for (const mode of ['schedule', 'plan', 'load', 'price']) {
+  for (const mode of ['schedule', 'plan', 'compare', 'load', 'price']) {
     await page.check(`[name="mode"][value="${mode}"]`);
     await settled(page, mode === 'price' ? '#price' : '#view');
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
@@ -344,13 +604,64 @@ async function accessibility(browser, url) {
   await page.close();
 }
 
-/* The README's picture: the planner's view of p=8, m=32 under half of 1F1B's memory. */
-async function screenshot(browser, url) {
-  const page = await open(browser, url, { width: 1280, height: 1100 });
+/* Nothing but the status line shows until the library is ready: with the WebAssembly held
+ * back, no control and no section is visible; once it arrives, the page is. */
+async function loading(browser, url) {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => consoleErrors.push(`${url} (loading): ${e.message}`));
+  let release;
+  const held = new Promise((ok) => (release = ok));
+  const asked = new Promise((ok) => page.route('**/vpipe.wasm', async (route) => {
+    ok();
+    await held;
+    await route.continue();
+  }));
+  await page.goto(url);
+  await asked;
+  const visible = () => page.evaluate(() => [...document.querySelectorAll('main, input, select, textarea, section, fieldset')].filter((e) => e.checkVisibility()).length);
+  const status = await page.textContent('#status');
+  const before = await visible();
+  check(`while the library loads, only the status shows ("${status}")`, before === 0 && status.startsWith('Loading'), `${before} controls or sections visible`);
+  release();
   await settled(page);
-  await page.screenshot({ path: join(buildWeb, 'playground.png') });
-  console.log(`screenshot: ${join(buildWeb, 'playground.png')}`);
+  const after = await visible();
+  check('once it is ready, the controls and the view show', after > 10, `${after} visible`);
   await page.close();
+}
+
+/* Light or dark (prefers-color-scheme): the page's background and the picture's follow. */
+async function colours(page) {
+  return page.evaluate(() => {
+    const lum = (css) => {
+      const [r, g, b] = css.match(/\d+(\.\d+)?/g).map(Number);
+      return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+    };
+    const bg = document.querySelector('#pictures svg .vp-bg');
+    return { page: lum(getComputedStyle(document.documentElement).backgroundColor), text: lum(getComputedStyle(document.body).color), picture: lum(getComputedStyle(bg).fill) };
+  });
+}
+
+/* The README's pictures, light and dark: the planner's view of p=8, m=32 under half of
+ * 1F1B's memory, an op's hover text showing; both schemes read (background vs text). */
+async function screenshots(browser, url) {
+  for (const scheme of ['light', 'dark']) {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 1100 }, colorScheme: scheme });
+    page.on('pageerror', (e) => consoleErrors.push(`${url} (${scheme}): ${e.message}`));
+    await page.goto(url);
+    await settled(page);
+    const c = await colours(page);
+    const dark = scheme === 'dark';
+    check(`${scheme} scheme: page and picture backgrounds ${dark ? 'dark' : 'light'}, text contrasting`,
+      dark ? c.page < 0.15 && c.picture < 0.15 && c.text > 0.7 : c.page > 0.9 && c.picture > 0.9 && c.text < 0.3, JSON.stringify(c));
+    const op = await page.evaluateHandle(() => document.querySelectorAll('#pictures svg .vp-edge')[3].children[40].querySelector('rect'));
+    const box = await op.asElement().boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.waitForSelector('#tip', { state: 'visible' });
+    const file = join(buildWeb, dark ? 'playground-dark.png' : 'playground.png');
+    await page.screenshot({ path: file });
+    console.log(`screenshot: ${file}`);
+    await page.close();
+  }
 }
 
 function sizes() {
@@ -403,13 +714,18 @@ async function main() {
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
   try {
+    await loading(browser, `${base}/`);
     const page = await servedPage(browser, base);
     await planner(page);
+    await hovering(page);
+    await fitting(page);
+    await comparing(page);
     await loader(page);
     await pricing(page);
+    await priceScales(page);
     await page.close();
     await accessibility(browser, `${base}/#mode=plan&p=8&m=32`);
-    await screenshot(browser, `${base}/#mode=plan&p=8&m=32`);
+    await screenshots(browser, `${base}/#mode=plan&p=8&m=32`);
     await singleFile(browser, readmeCommands());
   } finally {
     await browser.close();

@@ -7,8 +7,9 @@
  * result, ms} or {id, ok: false, error: {status, line, column, message}, ms}, or
  * {id, superseded: true} when a newer request of the same channel arrived before this one
  * ran. Ops: hello, view (a schedule built, planned or read, with everything the page shows
- * of it) and price (every family priced for a real model). The hybrid planner, when the
- * library exports it, is one more op here and one more panel on the page.
+ * of it), compare (two families drawn on one time scale) and price (every family priced for
+ * a real model). The whole-configuration planner (the cluster view), once the library
+ * exports its command API, is one more op here and one more section on the page.
  */
 'use strict';
 
@@ -22,6 +23,7 @@ const OUT = Symbol('out'); // an output pointer argument: invoke returns what it
 const ERROR_SIZE = 12 + 512; // vp_error: int status, line, column; char message[512]
 const CSV_COMPUTE_ONLY = 1; // VP_TORCH_CSV_COMPUTE_ONLY
 const CONFIG_PATH = '/config.json'; // a pasted Hugging Face config.json, in the module's memory
+const COMPARE_PX = 1600; // compare: the plot width of the longer schedule; the other's is its share
 
 /* A failed library call as the page shows it. */
 function failure(rc, err) {
@@ -106,12 +108,13 @@ function torchNotes(s) {
 }
 
 /* Everything the page shows of schedule s (borrowed) under options: the simulation report,
- * the picture, and the files to download (the CSV's refusal when PyTorch cannot express
- * it). */
+ * the picture, the Chrome trace (its memory counters are the page's memory over time), and
+ * the files to download (the CSV's refusal when PyTorch cannot express it). */
 function describe(s, options) {
   const result = {
     sim: textOf('vp_request_simulate', s, options, OUT),
     svg: textOf('vp_request_render', s, 'svg', options, OUT),
+    trace: textOf('vp_request_render', s, 'trace', options, OUT),
     json: textOf('vp_json_write', s, OUT),
     csv: null,
     csvError: null,
@@ -150,26 +153,63 @@ function view({ mode, options, text }) {
   }
 }
 
+/* Two families (families[0], families[1]) built for options and drawn on one time scale:
+ * the longer makespan gets COMPARE_PX pixels and the other its share (vp_request_render's
+ * "width"), so a time unit is as wide in both. Each: its family, simulation report, plot
+ * width, picture and trace. A family that cannot be built is the error, named. */
+function compare({ options, families }) {
+  const base = JSON.parse(options);
+  const built = [];
+  try {
+    for (const family of families) {
+      const one = { family, opts: JSON.stringify({ ...base, family }), s: NULL };
+      built.push(one);
+      try {
+        [one.s] = invoke('vp_request_schedule', one.opts, OUT);
+        one.sim = textOf('vp_request_simulate', one.s, one.opts, OUT);
+      } catch (e) {
+        if (e.status !== undefined) e.message = `${family}: ${e.message}`;
+        throw e;
+      }
+    }
+    const longest = Math.max(...built.map((x) => JSON.parse(x.sim).makespan));
+    return built.map(({ family, s, opts, sim }) => {
+      const share = longest > 0 ? JSON.parse(sim).makespan / longest : 1;
+      const width = Math.max(20, Math.round(COMPARE_PX * share));
+      const svg = textOf('vp_request_render', s, 'svg', JSON.stringify({ ...JSON.parse(opts), width }), OUT);
+      return { family, sim, width, svg, trace: textOf('vp_request_render', s, 'trace', opts, OUT) };
+    });
+  } finally {
+    built.forEach((x) => M._vp_schedule_free(x.s));
+  }
+}
+
 /* Each family priced (vp_request_price, the family built with the priced costs): its report
  * or its error. options: the training setup without a family; config: a pasted
- * config.json, used instead of options' model. */
+ * config.json, used instead of options' model. When no family could be priced and every
+ * one failed alike (a bad config.json, an accelerator that cannot hold the model's
+ * setup), that one error is the answer, thrown once instead of once per family. */
 function price({ options, families, config }) {
   const base = JSON.parse(options);
   if (config !== undefined) {
     M.FS.writeFile(CONFIG_PATH, config);
     base.model = CONFIG_PATH;
   }
-  return families.map((family) => {
+  const priced = families.map((family) => {
     try {
       const [report] = invoke('vp_request_price', NULL, JSON.stringify({ ...base, family }), OUT, NULL);
       return { family, report: take(report) };
     } catch (error) {
+      if (error.status === undefined) throw error;
       return { family, error };
     }
   });
+  const first = priced[0].error;
+  if (first && priced.every((r) => r.error && r.error.message === first.message)) throw first;
+  return priced;
 }
 
-const ops = { hello, view, price };
+const ops = { hello, view, compare, price };
 const waiting = new Map(); // channel -> its newest request not yet run
 let draining = false;
 

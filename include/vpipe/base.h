@@ -11,7 +11,10 @@
  * - Ownership: an object made by vp_<x>_new (or returned through an out-pointer by a
  *   builder or reader) belongs to the caller, who releases it with vp_<x>_free; every
  *   _free accepts NULL. Pointers a function returns without "new" in its contract are
- *   borrowed and live as long as their owner.
+ *   borrowed and live as long as their owner. Text a function returns as a new string
+ *   (a report, a picture, a file's contents) is released with vp_free: a program that
+ *   shares the library's malloc may use free(), but a binding, or a process whose
+ *   allocator is replaced (an LD_PRELOAD of jemalloc or tcmalloc), must use vp_free.
  * - Public names are vp_<module>_<verb>, types vp_<thing>, macros VP_*; vp__* names are
  *   internal to the library. Public functions are marked VP_API: the shared library
  *   exports them and nothing else.
@@ -65,6 +68,9 @@ typedef struct vp_error {
     int column;
     char message[512];
 } vp_error;
+
+/* Frees memory the library returned (text results); NULL is ignored. */
+VP_API void vp_free(void *p);
 
 /* Static message of a status ("invalid argument", ...); never NULL. */
 VP_API const char *vp_status_str(vp_status status);

@@ -149,6 +149,39 @@ VP_API vp_status vp_vsearch_run(const vp_spec *spec, const vp_vsearch_opts *opts
 /* Releases a search result; NULL is a no-op. */
 VP_API void vp_vsearch_free(vp_vsearch *s);
 
+/* ---- the greedy V search (vgreedy.c) ------------------------------------------------
+ *
+ * Schedules no building block expresses: passes placed one at a time in time order on the
+ * V placement, each device admitting a forward only while its activation stays under a
+ * memory limit (and an F⁰ only while room for one F¹ remains, so it never deadlocks),
+ * backwards or forwards first when both could start, the gaps before a pass filled with
+ * pending W. Eight variants (the warm-up's depth, the preference, one more W into a gap it
+ * does not fit) are timed and the best kept: the family of schedules the Zero Bubble
+ * authors' greedy generators produce. */
+
+/* What a greedy search builds. */
+typedef struct vp_vgreedy_opts {
+    double limit;                 /* memory limit, units per device, as vp_simulate counts the
+                                     peak (what a pass takes at its start); <= 0: the least
+                                     the search runs under (one microbatch's two chunks) */
+    vp_vrank rank;                /* how variants rank (as vp_vsearch_ranks_before) */
+    const vp_vgrid_metrics *beat; /* return a schedule only when one ranks before these (a
+                                     schedule in hand wins ties), or NULL */
+} vp_vgreedy_opts;
+
+/* Runs the greedy V search for spec (p >= 2, m >= 1; its costs and memory model, no
+ * recomputation) under opts: *out receives the best variant's schedule (named "v-greedy";
+ * caller frees), validated, with its peak at most opts->limit, and *metrics the figures
+ * vp_simulate gives it under the spec's costs; *out is NULL (and *metrics untouched) when
+ * no variant ranks before opts->beat. Deterministic; uses one thread. VP_EINVAL for p < 2,
+ * m < 1, or a limit (> 0) below one microbatch's two chunks on some device (the message
+ * names the least limit); VP_ENOMEM. Cost: none when the V search's lower bound shows no
+ * schedule within the limit can rank before opts->beat; else eight O(p·m·log p) runs, each
+ * stopped once it cannot rank first (above 8192 device-microbatches: eight runs of 2p + 8
+ * microbatches choose one, timed in full), and one more that records the winner. */
+VP_API vp_status vp_vgreedy_run(const vp_spec *spec, const vp_vgreedy_opts *opts, vp_schedule **out,
+                                vp_vgrid_metrics *metrics, vp_error *err);
+
 /* The fixed block of a named V family at p devices (its memory level; the family itself
  * searches that level under the spec's costs): "v-min", offsets (1,1), phases of F¹, B¹,
  * B⁰ on device 0 = (2p-1, 2p+x, 4p+x-1) mod 6 with x = 2 when 3 divides p, else 0;

@@ -1,15 +1,17 @@
 /* Profiling: measured pass costs of the model's parts, their file format, the cost
- * models and per-slice costs made from them, and choosing a schedule for a memory budget
- * from them.
+ * models and per-slice costs made from them, choosing a schedule for a memory budget
+ * from them, and preparing a training run (vpipe train's one library call).
  *
  * Module `profile` (src/profile/). Depends on runtime (the hop measurement, byte
- * predictions), plan, families, sim and model.
+ * predictions, the run), request (a profile as a request's measured costs, a run's
+ * schedule), plan, families, model, data, sim and schedule.
  */
 #ifndef VPIPE_PROFILE_H
 #define VPIPE_PROFILE_H
 
 #include "vpipe/model.h"
 #include "vpipe/plan.h"
+#include "vpipe/request.h"
 #include "vpipe/runtime.h"
 
 #ifdef __cplusplus
@@ -66,6 +68,15 @@ VP_API vp_status vp_profile_unit_bytes(const vp_profile *pr, int p, double *byte
 VP_API vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev, vp_costs *costs,
                                         vp_error *err);
 
+/* A profile file (vp_read_file of at most VP_PROFILE_MAX bytes, vp_profile_read_json) as the
+ * measured costs of a request: the reader of --cost-file (vp_request.read_costs). Errors of
+ * the two readers. */
+VP_API vp_status vp_profile_cost_reader(const char *path, vp_cost_source *out, vp_error *err);
+
+/* vp_request_call that also reads "cost_file" (vp_profile_cost_reader). */
+VP_API vp_status vp_profile_request_call(const char *command, const char *options, char **reply,
+                                         vp_error *err);
+
 /* ---- choosing a schedule for a memory budget from measured costs ------------------ */
 
 /* What vp_autoplan answers: the plan (owned by the caller: vp_plan_free), the chosen
@@ -85,6 +96,76 @@ typedef struct vp_autoplan_result {
  * plan NULL on failure). VP_EINVAL naming the smallest reachable peak when nothing fits. */
 VP_API vp_status vp_autoplan(const vp_profile *pr, int p, int m, const vp_budget *budget,
                              vp_autoplan_result *out, vp_error *err);
+
+/* ---- preparing a training run (vpipe train) ---------------------------------------- */
+
+/* What `vpipe train` asks: its options, as vp_train_request_init leaves them when not
+ * given. Strings are borrowed. */
+typedef struct vp_train_request {
+    vp_pipeline_options po; /* the model, optimiser, steps, data order, durability, faults,
+                               dp, zero, watchdog as given (settled by vp_train_prepare) */
+    const char *schedule;   /* a family, "single" (the reference) or "auto" (the planner's
+                               choice under memory); NULL: 1f1b when p > 1 */
+    const char *schedule_file;
+    const char *data;        /* the text to train on; NULL: the default corpus */
+    const char *memory;      /* --schedule auto's budget: 0.5, 4u or bytes */
+    const char *cost_file;   /* a profile (vp_profile_read_json) */
+    const char *trace, *svg; /* the measured step's pictures (probed before step 1) */
+    const char *fail_at;     /* "R:S:K": rank R fails before op K of step S (po.train.faults) */
+    const char *stall_at;    /* "R:S:K": rank R stalls there instead */
+    int p;                   /* pipeline ranks (1) */
+    int chunks;              /* -v (0: the family's default) */
+    int warmup;              /* -1: 10% of the steps */
+    int lr_schedule;         /* 0 cosine, 1 constant */
+    int transport;           /* 0 threads, 1 MPI */
+    double weight_decay;
+    long max_ops;                 /* 0: the default op limit */
+    int split;                    /* a vp_split_goal; -1: not given (even) */
+    const char *layers_per_stage; /* "3,4,4,3" (placed after split as in vp_request) */
+    int recompute;                /* a vp_recompute; -1: not given */
+    bool json, emulate;
+    /* How the caller is served. */
+    void *user;
+    /* A line to show: on standard output when out (the run's report: the planner's choice,
+     * the split), else on standard error (a status); a failure stops the preparation. */
+    vp_status (*say)(void *user, const char *line, bool out, vp_error *err);
+    /* Checks that a file (dir: a directory, which it may create) can be written. */
+    vp_status (*probe)(void *user, const char *path, bool dir, vp_error *err);
+} vp_train_request;
+
+/* Defaults: vp_pipeline_options_default with vp_train_options_default, p 1, nothing else
+ * given. */
+VP_API void vp_train_request_init(vp_train_request *q);
+
+/* What a run needs, prepared. The pointers of po point into this struct. */
+typedef struct vp_train_ready {
+    bool reference;         /* the single-rank reference runs (vp_train_run) */
+    vp_pipeline_options po; /* the run's options: settled, and for a pipelined run its
+                               schedule, layer split, op times and emulation, train.m the
+                               global batch */
+    vp_data *data;
+    const char *data_path; /* the text read */
+    const char *transport; /* "threads" or "mpi" */
+    vp_schedule *schedule; /* a pipelined run's */
+    int *layer_start;
+    vp_cost_model *op_ms; /* from the profile, when one was given or measured */
+    vp_profile profile;
+    bool have_profile;
+} vp_train_ready;
+
+/* Prepares the run q asks, cheapest first: the injected faults; the profile file; every check of
+ * the options alone (flags that conflict, the replicas dividing the batch, faults inside the run,
+ * the model, and for a run given by flags its shape: the layers filling the stages, the op limit);
+ * the outputs (q->probe); the profile's model; the data; then for a pipelined run its schedule
+ * (--schedule auto: the planner from the profile, measured when none was given; a file; a family),
+ * the faults against it, the layer split (said as a report line), and the profile an emulation
+ * needs. Fills *out (release with vp_train_ready_release; empty on failure). Errors with the
+ * command line's messages (VP_EINVAL for options, VP_EIO/VP_EPARSE for files, the readers' and
+ * builders'). */
+VP_API vp_status vp_train_prepare(const vp_train_request *q, vp_train_ready *out, vp_error *err);
+
+/* Releases what a prepared run holds; NULL fields are fine. */
+VP_API void vp_train_ready_release(vp_train_ready *r);
 
 #ifdef __cplusplus
 }

@@ -264,6 +264,13 @@ VP_API vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *
                                    vp_train_callback callback, void *user,
                                    vp_pipeline_result *result, vp_error *err);
 
+/* The measured step of a pipelined run of s (pr->measured, renamed "measured") beside
+ * its simulation with every stage's measured mean op times and model's activation bytes
+ * per stage under pr's split, both in MiB: an SVG gallery in a new *svg (caller frees).
+ * Errors of the cost model and the renderers. */
+VP_API vp_status vp_pipeline_svg(const vp_schedule *s, vp_pipeline_result *pr,
+                                 const vp_model_config *model, char **svg, vp_error *err);
+
 /* Under MPI, stops every process of the job with exit code `code` (for the command line
  * after a failed run): it first waits until every process has called it, so that the
  * process reporting the failure has printed it: at most 10 s, or 1 s once a process did

@@ -13,15 +13,15 @@
  *   render.h    terminal, SVG and Chrome-trace pictures                    sim
  *   hybrid.h    the DP x TP x PP x microbatch x schedule x recompute       price, plan, io
  *               planner and its exports
- *   request.h   the string API: JSON options in, text out                  plan, price,
- *                                                                          io, render
+ *   request.h   the one front door: every command as a typed request or   hybrid, block,
+ *               JSON, answered with the command line's bytes               render
  *   model.h     the transformer, its sizes, allocator and optimiser        base
  *   data.h      byte-level text data                                       base
  *   checkpoint.h  durable training state                                   model
  *   runtime.h   training: the single-rank reference and the pipeline       sim, render,
  *                                                                          model, data,
  *                                                                          checkpoint
- *   profile.h   measured pass costs, and planning from them                runtime, plan
+ *   profile.h   measured pass costs, planning from them, preparing a run   runtime, request
  * See base.h for the conventions every module follows.
  */
 #ifndef VPIPE_VPIPE_H

@@ -1,9 +1,14 @@
-/* Checked allocation, growth, a digest, the clock and a median. */
+/* Freeing what the library returned, checked allocation, growth, a digest, the clock and a
+ * median. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "base/internal.h"
+
+void vp_free(void *p) {
+    free(p);
+}
 
 void *vp__calloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size)

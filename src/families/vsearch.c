@@ -164,6 +164,29 @@ static int cannot_beat(const vp_vgrid_metrics *lb, double peak, const vp_vgrid_m
            (inc->span <= lb->span + EPS * (1 + inc->span) && peak > 0 && !differs(peak, inc->peak));
 }
 
+vp_status vp__sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_vgrid_metrics *out,
+                          vp_error *err) {
+    vp_sim *sim = NULL;
+    vp_status rc = vp_simulate(s, cm, &sim, err);
+    if (rc != VP_OK)
+        return rc;
+    *out = (vp_vgrid_metrics){.makespan = sim->makespan,
+                              .span = vp_sim_longest_span(sim),
+                              .bubble = sim->bubble,
+                              .peak = sim->peak_max,
+                              .complete = 1};
+    for (int d = 0; sim->peak_bytes && d < sim->p; d++)
+        if (sim->peak_bytes[d] > out->peak_bytes)
+            out->peak_bytes = sim->peak_bytes[d];
+    vp_sim_free(sim);
+    return VP_OK;
+}
+
+vp_vgrid_metrics vp__vschedule_bounds(const vp_cost_model *cm, int p, int m, int cap) {
+    bound bd = make_bound(cm, p, m);
+    return lower_bounds(&bd, cap);
+}
+
 int vp__vblock_cannot_beat(const vp_cost_model *cm, int p, int m, int cap,
                            const vp_vgrid_metrics *best, vp_vrank rank) {
     bound bd = make_bound(cm, p, m);

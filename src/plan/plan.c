@@ -1,8 +1,10 @@
-/* The memory-budget planner: every registered family plus the V block space, the fastest
- * schedule that fits, and the memory -> makespan frontier (plan.h).
+/* The memory-budget planner: every registered family plus the V block space and the
+ * greedy V search, the fastest schedule that fits, and the memory -> makespan frontier
+ * (plan.h).
  *
  * The V space is searched by vp_vsearch_run (families.h), which keeps the fastest block
- * per peak level within the budget.
+ * per peak level within the budget; the greedy V search (vp_vgreedy_run) runs under the
+ * budget and is kept when it is faster than everything else that fits.
  */
 #include <math.h>
 #include <stdio.h>
@@ -68,17 +70,22 @@ static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_cand
     return VP_OK;
 }
 
+/* Replaces *s by its recomputing version when the spec asks for one. */
+static vp_status recompute_as_spec(const vp_spec *spec, vp_schedule **s, vp_error *err) {
+    if (spec->recompute == VP_RECOMPUTE_NONE)
+        return VP_OK;
+    vp_schedule *r = NULL;
+    vp_status rc = vp_schedule_recompute(*s, spec->recompute, &r, err);
+    vp_schedule_free(*s);
+    *s = r;
+    return rc;
+}
+
 /* Builds V block vb for spec, recomputing as the spec asks (caller frees *out). */
 static vp_status build_vblock(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
                               vp_error *err) {
     vp_status rc = vp_vblock_build(vb, spec->p, spec->m, "v-block", out, err);
-    if (rc != VP_OK || spec->recompute == VP_RECOMPUTE_NONE)
-        return rc;
-    vp_schedule *r = NULL;
-    rc = vp_schedule_recompute(*out, spec->recompute, &r, err);
-    vp_schedule_free(*out);
-    *out = r;
-    return rc;
+    return rc == VP_OK ? recompute_as_spec(spec, out, err) : rc;
 }
 
 /* The planner's deadline on the monotonic clock (0: none). */
@@ -171,6 +178,55 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, double deadline
     return rc;
 }
 
+/* The greedy V schedule under the budget (vp_vgreedy_run, ranked by makespan alone), into
+ * *kept (recomputing as the spec asks) and appended to out, when it is strictly faster
+ * than every candidate in out that fits; when the budget is below what it needs, the
+ * greedy under the least limit it runs under instead (a candidate that does not fit, so
+ * that a refusal names the least memory a schedule reaches). As for the V blocks, the
+ * budget bounds the peak with R from above. */
+static vp_status add_greedy(const vp_spec *spec, vp_plan *plan, cand_list *out, vp_schedule **kept,
+                            vp_error *err) {
+    if (spec->p < 2)
+        return VP_OK;
+    double units = plan->budget_in_bytes ? plan->budget / spec->mem.unit_bytes : plan->budget;
+    vp_vgrid_metrics beat = {0}, m;
+    for (int i = 0; i < out->n; i++) {
+        const vp_plan_candidate *c = &out->v[i];
+        double mem = plan->budget_in_bytes ? c->peak_bytes : c->peak;
+        if (mem <= plan->budget * (1 + EPS) + EPS &&
+            (!beat.complete || c->makespan < beat.makespan))
+            beat = (vp_vgrid_metrics){.makespan = c->makespan, .complete = 1};
+    }
+    vp_vgreedy_opts opts = {.limit = units * (1 + EPS) + EPS,
+                            .rank = VP_VRANK_STEP,
+                            .beat = beat.complete ? &beat : NULL};
+    vp_error why = {0};
+    vp_status rc = vp_vgreedy_run(spec, &opts, kept, &m, &why);
+    if (rc == VP_EINVAL) { /* a budget below one microbatch's two chunks */
+        opts = (vp_vgreedy_opts){.rank = VP_VRANK_STEP};
+        rc = vp_vgreedy_run(spec, &opts, kept, &m, &why);
+    }
+    if (rc != VP_OK) {
+        if (err)
+            *err = why;
+        return rc;
+    }
+    if (!*kept)
+        return VP_OK; /* nothing faster */
+    vp_plan_candidate *c = cand_push(out);
+    if (!c)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    *c = (vp_plan_candidate){.peak = m.peak,
+                             .peak_bytes = m.peak_bytes,
+                             .makespan = m.makespan,
+                             .bubble = m.bubble,
+                             .limit = opts.limit > 0 ? opts.limit : m.peak};
+    snprintf(c->family, sizeof c->family, "v-greedy");
+    snprintf(c->params, sizeof c->params, "limit=%gu", c->limit);
+    rc = recompute_as_spec(spec, kept, err);
+    return rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE ? measure(*kept, spec, c, err) : rc;
+}
+
 /* Pareto points of memory -> makespan: by increasing peak, each strictly faster than every
  * point with less or equal memory. */
 static vp_status make_frontier(vp_plan *plan, vp_error *err) {
@@ -208,10 +264,7 @@ static vp_status make_frontier(vp_plan *plan, vp_error *err) {
 }
 
 static const char *cand_name(const vp_plan_candidate *c, char *buf, size_t size) {
-    if (c->is_vblock)
-        snprintf(buf, size, "v-block %s", c->params);
-    else
-        snprintf(buf, size, "%s", c->family);
+    snprintf(buf, size, "%s%s%s", c->family, c->params[0] ? " " : "", c->params);
     return buf;
 }
 
@@ -289,11 +342,38 @@ static vp_status resolve_budget(const vp_spec *spec, const vp_budget *budget, vp
     return vp__fail(err, VP_EINVAL, "unknown budget kind %d", (int)budget->kind);
 }
 
-/* Rebuilds the chosen candidate's schedule. */
-static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_schedule **out,
-                         vp_error *err) {
+/* Rebuilds the chosen candidate's schedule (the greedy's is the one add_greedy kept). */
+static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_schedule **greedy,
+                         vp_schedule **out, vp_error *err) {
+    if (c->limit > 0) {
+        *out = *greedy;
+        *greedy = NULL;
+        return VP_OK;
+    }
     return c->is_vblock ? build_vblock(spec, &c->vblock, out, err)
                         : vp_family_build(c->family, spec, out, err);
+}
+
+/* Fills list with every candidate: the families, then, while the deadline (0: none) has
+ * not passed, the V blocks and the greedy V search (which the deadline does not stop once
+ * it started). */
+static vp_status search(const vp_spec *spec, const vp_budget *budget, vp_plan *plan,
+                        cand_list *list, vp_schedule **greedy, vp_error *err) {
+    double deadline = deadline_of(spec, vp__now_ms());
+    vp_status rc = add_families(spec, plan, deadline, list, &plan->ref_peak, err);
+    plan->families = list->n;
+    if (rc == VP_OK)
+        rc = resolve_budget(spec, budget, plan, err);
+    if (rc != VP_OK)
+        return rc;
+    if (out_of_time(plan, deadline)) {
+        plan->blocks_tried = vp_vsearch_size(spec->p); /* none of them seen */
+        return VP_OK;
+    }
+    rc = add_vblocks(spec, plan, deadline, list, err);
+    if (rc == VP_OK && !out_of_time(plan, deadline))
+        rc = add_greedy(spec, plan, list, greedy, err);
+    return rc;
 }
 
 vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out, vp_error *err) {
@@ -308,15 +388,8 @@ vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **ou
     if (!plan)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     cand_list list = {0};
-    double deadline = deadline_of(spec, vp__now_ms());
-    vp_status rc = add_families(spec, plan, deadline, &list, &plan->ref_peak, err);
-    plan->families = list.n;
-    if (rc == VP_OK)
-        rc = resolve_budget(spec, budget, plan, err);
-    if (rc == VP_OK && !out_of_time(plan, deadline))
-        rc = add_vblocks(spec, plan, deadline, &list, err);
-    else if (rc == VP_OK)
-        plan->blocks_tried = vp_vsearch_size(spec->p); /* none of them seen */
+    vp_schedule *greedy = NULL;
+    vp_status rc = search(spec, budget, plan, &list, &greedy, err);
     plan->candidates = list.v;
     plan->n_candidates = list.n;
     plan->chosen = -1;
@@ -357,7 +430,8 @@ vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **ou
     if (rc == VP_OK)
         rc = make_frontier(plan, err);
     if (rc == VP_OK)
-        rc = rebuild(spec, &list.v[plan->chosen], &plan->schedule, err);
+        rc = rebuild(spec, &list.v[plan->chosen], &greedy, &plan->schedule, err);
+    vp_schedule_free(greedy);
     if (rc != VP_OK) {
         vp_plan_free(plan);
         return rc;

@@ -20,6 +20,15 @@
 #define CHAR_W 6.6      /* approximate advance of a 12px glyph, for laying out text */
 #define LEGEND_ROW 20.0 /* between legend rows */
 
+/* On a dark background (prefers-color-scheme: dark, where the viewer honours it: browsers
+ * do, in a page or alone), the page's ink, grid and memory strips turn dark; the ops keep
+ * their colours. The classes name what each colour is for. */
+#define DARK_STYLE                                                                                 \
+    "<style>@media (prefers-color-scheme: dark) {.vp-bg{fill:#16191d}.vp-ink{fill:#dde3ea}"        \
+    ".vp-muted{fill:#9aa5b1}.vp-grid{stroke:#2a3038}.vp-axis{stroke:#9aa5b1}"                      \
+    ".vp-strip{fill:#20252b}.vp-mem{fill:#4a6a8a;stroke:#b7c7d9}.vp-edge{stroke:#16191d}}"         \
+    "</style>\n"
+
 /* Base colours per kind (F, B, W, BW, F&B drawn as its two halves, R). */
 static const unsigned kind_rgb[VP_OP_KIND_COUNT] = {0x3b6fb6, 0x2f9e5f, 0xe08a2e,
                                                     0x7b5ea7, 0x3b6fb6, 0xc0392b};
@@ -81,94 +90,161 @@ static double panel_height(const vp_timeline *tl, int gallery) {
     return (gallery ? PANEL_HEAD : 0) + tl->p * lane_pitch(tl) + AXIS_H;
 }
 
-/* One rectangle with the microbatch number centred in it when it fits. */
-static void slice_rect(vp__buf *out, double x, double y, double w, double h, int kind, int chunk,
-                       int chunks, int mb, double font) {
-    char fill[8];
-    int light;
-    shade(kind, chunk, chunks, fill, &light);
-    vp__buf_printf(out,
-                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", x,
-                   y, w, h, fill);
-    char num[16];
-    int len = snprintf(num, sizeof num, "%d", mb);
-    if (w >= len * font * 0.62 + 3 && h >= font)
-        vp__buf_printf(out,
-                       "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"middle\" "
-                       "fill=\"%s\">%s</text>\n",
-                       x + w / 2, y + h / 2 + font * 0.36, font, light ? "#1f2933" : "#ffffff",
-                       num);
+/* Where slice sl is drawn: its left edge *x and width *w. */
+static void slice_box(const layout *L, const vp_slice *sl, double t0, double *x, double *w) {
+    *x = MARGIN_L + (sl->start - t0) * L->k;
+    *w = (sl->end - sl->start) * L->k;
 }
 
-static void draw_slice(vp__buf *out, const vp_timeline *tl, const layout *L, const vp_slice *sl,
-                       double t0, double y) {
-    double x = MARGIN_L + (sl->start - t0) * L->k, w = (sl->end - sl->start) * L->k;
+/* One rectangle of an op (stroked by its lane's group). */
+static void slice_rect(vp__buf *out, double x, double y, double w, double h, int kind, int chunk,
+                       int chunks) {
+    char fill[8];
+    shade(kind, chunk, chunks, fill, NULL);
+    vp__buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>",
+                   x, y, w, h, fill);
+}
+
+/* The microbatch number centred in an op's rectangle when it fits (font 11 is the lane's). */
+static void slice_number(vp__buf *out, double x, double y, double w, double h, int kind, int chunk,
+                         int chunks, int mb, double font) {
+    char fill[8], num[16], size[24] = "";
+    int light, len = snprintf(num, sizeof num, "%d", mb);
+    if (w < len * font * 0.62 + 3 || h < font)
+        return;
+    shade(kind, chunk, chunks, fill, &light);
+    if (font != 11)
+        snprintf(size, sizeof size, " font-size=\"%.0f\"", font);
+    vp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\"%s fill=\"%s\">%s</text>\n", x + w / 2,
+                   y + h / 2 + font * 0.36, size, light ? "#1f2933" : "#ffffff", num);
+}
+
+/* The op's hover text: pass, stage, microbatch (both halves of an F&B), device, start, end. */
+static void slice_title(vp__buf *out, const vp_slice *sl, int d, double t0) {
+    const vp_op *op = &sl->op;
+    vp__buf_printf(out, "<title>%s stage %d, microbatch %d",
+                   vp_op_kind_name((vp_op_kind)(op->kind == VP_OP_FB ? VP_OP_F : op->kind)),
+                   op->stage, op->mb);
+    if (op->kind == VP_OP_FB)
+        vp__buf_printf(out, " with %s stage %d, microbatch %d",
+                       vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);
+    vp__buf_printf(out, "; device %d, %g to %g</title>", d, sl->start - t0, sl->end - t0);
+}
+
+/* One op as a titled group: a rectangle, or for F&B its forward half over its backward half. */
+static void draw_slice(vp__buf *out, const vp_timeline *tl, const layout *L, int d,
+                       const vp_slice *sl, double t0, double y) {
+    double x, w;
+    slice_box(L, sl, t0, &x, &w);
     if (w <= 0)
         return;
     const vp_op *op = &sl->op;
     int chunk = vp__render_chunk(tl, op->stage);
+    vp__render_puts(out, "<g>");
+    slice_title(out, sl, d, t0);
     if (op->kind != VP_OP_FB) {
-        slice_rect(out, x, y, w, BAR_H, op->kind, chunk, L->chunks, op->mb, 11);
+        slice_rect(out, x, y, w, BAR_H, op->kind, chunk, L->chunks);
     } else {
-        slice_rect(out, x, y, w, BAR_H / 2, VP_OP_F, chunk, L->chunks, op->mb, 9);
+        slice_rect(out, x, y, w, BAR_H / 2, VP_OP_F, chunk, L->chunks);
         slice_rect(out, x, y + BAR_H / 2, w, BAR_H / 2, op->bkind, vp__render_chunk(tl, op->stage2),
-                   L->chunks, op->mb2, 9);
+                   L->chunks);
     }
-    /* a thin white edge keeps neighbouring ops of one colour apart */
-    vp__buf_printf(out,
-                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-                   "stroke=\"#ffffff\" stroke-width=\"0.8\"/>\n",
-                   x, y, w, BAR_H);
+    vp__render_puts(out, "</g>\n");
 }
 
-/* Step curve of memory after each op, under the device's bar. */
+/* The numbers of slice sl, drawn over every op of its lane. */
+static void draw_numbers(vp__buf *out, const vp_timeline *tl, const layout *L, const vp_slice *sl,
+                         double t0, double y) {
+    double x, w;
+    slice_box(L, sl, t0, &x, &w);
+    const vp_op *op = &sl->op;
+    int chunk = vp__render_chunk(tl, op->stage);
+    if (op->kind != VP_OP_FB) {
+        slice_number(out, x, y, w, BAR_H, op->kind, chunk, L->chunks, op->mb, 11);
+    } else {
+        slice_number(out, x, y, w, BAR_H / 2, VP_OP_F, chunk, L->chunks, op->mb, 9);
+        slice_number(out, x, y + BAR_H / 2, w, BAR_H / 2, op->bkind,
+                     vp__render_chunk(tl, op->stage2), L->chunks, op->mb2, 9);
+    }
+}
+
+/* Device d's ops at y: their groups, a thin edge (in the background's colour) keeping
+ * neighbouring ops of one colour apart, then their numbers, which let the pointer through to
+ * the op under them. */
+static void draw_ops(vp__buf *out, const vp_timeline *tl, const layout *L, int d, double t0,
+                     double y) {
+    const vp_track *t = &tl->dev[d];
+    vp__render_puts(out, "<g class=\"vp-edge\" stroke=\"#ffffff\" stroke-width=\"0.8\">\n");
+    for (int i = 0; i < t->n; i++)
+        draw_slice(out, tl, L, d, &t->slices[i], t0, y);
+    vp__render_puts(out,
+                    "</g>\n<g font-size=\"11\" text-anchor=\"middle\" pointer-events=\"none\">\n");
+    for (int i = 0; i < t->n; i++)
+        draw_numbers(out, tl, L, &t->slices[i], t0, y);
+    vp__render_puts(out, "</g>\n");
+}
+
+/* Step curve of memory after each op, under the device's bar, titled with its peak and
+ * when the device first reached it. */
 static void draw_memory(vp__buf *out, const vp_timeline *tl, const layout *L, int d, double t0,
                         double y) {
     const vp_track *t = &tl->dev[d];
     double base = y + MEM_H, scale = L->peak > 0 ? (MEM_H - 3) / L->peak : 0;
-    double x_end = MARGIN_L + L->plot_w, peak = 0;
-    vp__buf_printf(
-        out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f5f7\"/>\n",
-        MARGIN_L, y, L->plot_w, MEM_H);
-    vp__buf_printf(out, "<path d=\"M%.1f %.1f", MARGIN_L, base);
+    double x_end = MARGIN_L + L->plot_w, peak = 0, peak_at = 0;
+    for (int i = 0; i < t->n; i++)
+        if (t->slices[i].mem > peak) {
+            peak = t->slices[i].mem;
+            peak_at = t->slices[i].end - t0;
+        }
+    vp__buf_printf(out, "<g><title>device %d: memory (%s) after each op, peak %.4g at %g</title>",
+                   d, tl->mem_unit, peak, peak_at);
+    vp__buf_printf(out,
+                   "<rect class=\"vp-strip\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                   "height=\"%.1f\" fill=\"#f4f5f7\"/>\n",
+                   MARGIN_L, y, L->plot_w, MEM_H);
+    vp__buf_printf(out, "<path class=\"vp-mem\" d=\"M%.1f %.1f", MARGIN_L, base);
     for (int i = 0; i < t->n; i++) {
         double x = MARGIN_L + (t->slices[i].end - t0) * L->k;
         vp__buf_printf(out, " H%.1f V%.1f", x, base - t->slices[i].mem * scale);
-        peak = fmax(peak, t->slices[i].mem);
     }
     vp__buf_printf(out,
                    " H%.1f V%.1f Z\" fill=\"#b7c7d9\" fill-opacity=\"0.7\" stroke=\"#334e68\" "
                    "stroke-width=\"1\" stroke-linejoin=\"round\"/>\n",
                    x_end, base);
-    vp__buf_printf(
-        out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#52606d\">peak %.4g</text>\n",
-        x_end + 8, base - 8, peak);
     vp__buf_printf(out,
-                   "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" "
-                   "fill=\"#7b8794\">mem</text>\n",
+                   "<text class=\"vp-muted\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+                   "fill=\"#52606d\">peak %.4g</text>\n",
+                   x_end + 8, base - 8, peak);
+    vp__buf_printf(out,
+                   "<text class=\"vp-muted\" x=\"%.1f\" y=\"%.1f\" font-size=\"9\" "
+                   "text-anchor=\"end\" fill=\"#7b8794\">mem</text></g>\n",
                    MARGIN_L - 8, base - 8);
 }
 
 /* Vertical grid lines (from top to bottom) and the labelled axis at y_axis. */
 static void draw_axis(vp__buf *out, const layout *L, double top, double y_axis) {
     double step = nice_step(60.0 / L->k);
-    vp__buf_printf(out, "<g stroke=\"#e4e7eb\" stroke-width=\"1\">\n");
+    vp__buf_printf(out, "<g class=\"vp-grid\" stroke=\"#e4e7eb\" stroke-width=\"1\">\n");
     for (double t = 0; t <= L->span + 1e-9; t += step)
         vp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                        MARGIN_L + t * L->k, top, MARGIN_L + t * L->k, y_axis);
+    vp__buf_printf(out,
+                   "</g>\n<line class=\"vp-axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                   "stroke=\"#52606d\"/>\n",
+                   MARGIN_L, y_axis, MARGIN_L + L->plot_w, y_axis);
     vp__buf_printf(
-        out, "</g>\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#52606d\"/>\n",
-        MARGIN_L, y_axis, MARGIN_L + L->plot_w, y_axis);
-    vp__buf_printf(out, "<g font-size=\"10\" fill=\"#52606d\" text-anchor=\"middle\">\n");
+        out, "<g class=\"vp-muted vp-axis\" font-size=\"10\" fill=\"#52606d\" stroke=\"#52606d\" "
+             "text-anchor=\"middle\">\n");
     for (double t = 0; t <= L->span + 1e-9; t += step)
         vp__buf_printf(out,
-                       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#52606d\"/>"
-                       "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n",
+                       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                       "<text x=\"%.1f\" y=\"%.1f\" stroke=\"none\">%g</text>\n",
                        MARGIN_L + t * L->k, y_axis, MARGIN_L + t * L->k, y_axis + 4,
                        MARGIN_L + t * L->k, y_axis + 15, t);
-    vp__buf_printf(
-        out, "</g>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#52606d\">time</text>\n",
-        MARGIN_L + L->plot_w + 20, y_axis + 15);
+    vp__buf_printf(out,
+                   "</g>\n<text class=\"vp-muted\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+                   "fill=\"#52606d\">time</text>\n",
+                   MARGIN_L + L->plot_w + 20, y_axis + 15);
 }
 
 /* One timeline's lanes (and, in a gallery, its title) starting at y. */
@@ -177,13 +253,15 @@ static void draw_panel(vp__buf *out, const vp_timeline *tl, const layout *L, dou
     vp_timeline_stats_get(tl, &st);
     if (L->gallery) {
         char nums[256];
-        vp__buf_printf(out,
-                       "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\"><tspan font-weight=\"bold\">",
-                       MARGIN_L, y + 15);
+        vp__buf_printf(
+            out,
+            "<text class=\"vp-ink\" x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#1f2933\">"
+            "<tspan font-weight=\"bold\">",
+            MARGIN_L, y + 15);
         xml_text(out, tl->family);
         if (st.chunks > 1)
             vp__buf_printf(out, " (v=%d)", st.chunks);
-        vp__render_puts(out, "</tspan><tspan fill=\"#52606d\" dx=\"12\">");
+        vp__render_puts(out, "</tspan><tspan class=\"vp-muted\" fill=\"#52606d\" dx=\"12\">");
         xml_text(out, vp__render_numbers(tl, &st, " \xc2\xb7 ", nums, sizeof nums));
         vp__render_puts(out, "</tspan></text>\n");
         y += PANEL_HEAD;
@@ -193,11 +271,10 @@ static void draw_panel(vp__buf *out, const vp_timeline *tl, const layout *L, dou
     for (int d = 0; d < tl->p; d++) {
         double ly = y + d * lane_pitch(tl);
         vp__buf_printf(out,
-                       "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\" "
-                       "text-anchor=\"end\" fill=\"#323f4b\">dev %d</text>\n",
+                       "<text class=\"vp-ink\" x=\"%.1f\" y=\"%.1f\" font-size=\"12\" "
+                       "font-weight=\"bold\" text-anchor=\"end\" fill=\"#323f4b\">dev %d</text>\n",
                        MARGIN_L - 8, ly + BAR_H / 2 + 4, d);
-        for (int i = 0; i < tl->dev[d].n; i++)
-            draw_slice(out, tl, L, &tl->dev[d].slices[i], st.t0, ly);
+        draw_ops(out, tl, L, d, st.t0, ly);
         if (tl->has_mem)
             draw_memory(out, tl, L, d, st.t0, ly + BAR_H + MEM_GAP);
     }
@@ -274,7 +351,7 @@ static void draw_legend(vp__buf *out, const vp_timeline *const *tls, int n, cons
     int k = legend_items(tls, n, L, items);
     legend_rows(items, k, L, xs, row);
     char fill[8];
-    vp__buf_printf(out, "<g font-size=\"12\" fill=\"#323f4b\">\n");
+    vp__buf_printf(out, "<g class=\"vp-ink\" font-size=\"12\" fill=\"#323f4b\">\n");
     for (int i = 0; i < k; i++) {
         double x = xs[i], yy = y + row[i] * LEGEND_ROW;
         int it = items[i];
@@ -304,7 +381,7 @@ static void draw_legend(vp__buf *out, const vp_timeline *const *tls, int n, cons
                 x, yy - 11);
         }
         vp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\"%s>", x + (it == LEG_NUMBERS ? 0 : 19), yy,
-                       it == LEG_NUMBERS ? " fill=\"#7b8794\"" : "");
+                       it == LEG_NUMBERS ? " class=\"vp-muted\" fill=\"#7b8794\"" : "");
         if (it == LEG_MEMORY)
             vp__buf_printf(out, "memory (%s)", tls[0]->mem_unit);
         else
@@ -362,8 +439,8 @@ static vp_status draw_page(vp__buf *out, const vp_timeline *const *tls, int n,
                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                    "viewBox=\"0 0 %.0f %.0f\" font-family=\"%s\">\n"
-                   "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
-                   width, height, width, height, FONT);
+                   "%s<rect class=\"vp-bg\" width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
+                   width, height, width, height, FONT, DARK_STYLE);
 
     char head[512], line2[512];
     if (o.title)
@@ -379,10 +456,14 @@ static vp_status draw_page(vp__buf *out, const vp_timeline *const *tls, int n,
     else
         line2[0] = '\0';
     vp__buf_printf(
-        out, "<text x=\"%.1f\" y=\"30\" font-size=\"19\" font-weight=\"bold\" fill=\"#1f2933\">",
+        out,
+        "<text class=\"vp-ink\" x=\"%.1f\" y=\"30\" font-size=\"19\" font-weight=\"bold\" "
+        "fill=\"#1f2933\">",
         MARGIN_L);
     xml_text(out, head);
-    vp__buf_printf(out, "</text>\n<text x=\"%.1f\" y=\"52\" font-size=\"13\" fill=\"#52606d\">",
+    vp__buf_printf(out,
+                   "</text>\n<text class=\"vp-muted\" x=\"%.1f\" y=\"52\" font-size=\"13\" "
+                   "fill=\"#52606d\">",
                    MARGIN_L);
     xml_text(out, line2);
     if (L.gallery)

@@ -1,139 +1,107 @@
-/* The string API (request.h): options in, text out. */
-#include <limits.h>
+/* The door (request.h): a request checked, run by its command, and answered. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/internal.h"
-#include "request/options.h"
-#include "vpipe/io.h"
-#include "vpipe/render.h"
-#include "vpipe/request.h"
+#include "request/door.h"
 
-vp_status vp_request_schedule(const char *options, vp_schedule **out, vp_error *err) {
-    json_t *o = NULL;
-    vp_spec spec;
-    const char *family = NULL;
-    *out = NULL;
-    vp_status rc = vp__options_open(options, &o, err);
-    if (rc == VP_OK)
-        rc = vp__options_family(o, &spec, &family, err);
-    if (rc == VP_OK)
-        rc = vp_family_build(family, &spec, out, err);
-    json_decref(o);
-    return rc;
+void vp_request_init(vp_request *req, const char *command) {
+    memset(req, 0, sizeof *req);
+    req->recompute = req->split = req->emit = -1;
+    req->reserve = req->dp_overlap = -1;
+    if (command && !strcmp(command, "schedule"))
+        req->output = "-";
 }
 
-/* Simulates s under spec's costs and memory model into a new *sim. */
-static vp_status simulate_spec(const vp_schedule *s, const vp_spec *spec, vp_sim **sim,
-                               vp_error *err) {
-    vp_cost_model *cm = NULL;
-    vp_status rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, err);
-    if (rc == VP_OK)
-        rc = vp_simulate(s, cm, sim, err);
-    vp_cost_model_free(cm);
-    return rc;
+void vp__run_release(vp__run *run) {
+    if (run->costs.release)
+        run->costs.release(run->costs.ctx);
+    free(run->dev);
+    free(run->layers);
 }
 
-/* The options *o of text, their spec, and a simulation of s under it. */
-static vp_status simulate(const vp_schedule *s, const char *options, vp_spec *spec, json_t **o,
-                          vp_sim **sim, vp_error *err) {
-    *sim = NULL;
-    vp_status rc = vp__options_open(options, o, err);
-    if (rc == VP_OK)
-        rc = vp__options_spec(*o, spec, err);
-    return rc == VP_OK ? simulate_spec(s, spec, sim, err) : rc;
-}
-
-vp_status vp_request_simulate(const vp_schedule *s, const char *options, char **report,
-                              vp_error *err) {
-    json_t *o = NULL;
-    vp_spec spec;
-    vp_sim *sim = NULL;
-    *report = NULL;
-    vp_status rc = simulate(s, options, &spec, &o, &sim, err);
-    if (rc == VP_OK)
-        rc = vp_sim_json(s, sim, &spec.costs, report, err);
-    vp_sim_free(sim);
-    json_decref(o);
-    return rc;
-}
-
-/* The drawing options of o (their costs borrowed from spec, their title from o). */
-static vp_status render_opts(const json_t *o, const vp_spec *spec, vp_render_opts *ro,
-                             vp_error *err) {
-    bool fit = false, color = false;
-    *ro = (vp_render_opts){.costs = &spec->costs};
-    vp_status rc = vp__option_int(o, "width", 20, 100000, &ro->width, err);
-    if (rc == VP_OK)
-        rc = vp__option_bool(o, "fit", &fit, err);
-    if (rc == VP_OK)
-        rc = vp__option_bool(o, "color", &color, err);
-    if (rc == VP_OK)
-        rc = vp__option_string(o, "title", &ro->title, err);
-    ro->fit = fit;
-    ro->color = color;
-    return rc;
-}
-
-vp_status vp_request_render(const vp_schedule *s, const char *format, const char *options,
-                            char **text, vp_error *err) {
-    json_t *o = NULL;
-    vp_spec spec;
-    vp_sim *sim = NULL;
-    vp_timeline *tl = NULL;
-    vp_render_opts ro;
-    *text = NULL;
-    if (strcmp(format, "svg") && strcmp(format, "ascii") && strcmp(format, "trace"))
-        return vp__fail(err, VP_EINVAL, "unknown picture format '%s' (svg, ascii or trace)",
-                        format);
-    vp_status rc = simulate(s, options, &spec, &o, &sim, err);
-    if (rc == VP_OK)
-        rc = render_opts(o, &spec, &ro, err);
-    if (rc == VP_OK)
-        rc = vp_timeline_from_sim(s, sim, &tl, err);
-    if (rc == VP_OK)
-        rc = !strcmp(format, "svg")     ? vp_render_svg(tl, &ro, text, err)
-             : !strcmp(format, "ascii") ? vp_render_ascii(tl, &ro, text, err)
-                                        : vp_render_trace(tl, text, err);
-    vp_timeline_free(tl);
-    vp_sim_free(sim);
-    json_decref(o);
-    return rc;
-}
-
-/* Plans for o: spec and budget from the options. */
-static vp_status run_plan(const json_t *o, vp_spec *spec, vp_plan **plan, vp_error *err) {
-    vp_budget budget;
-    vp_status rc = vp__options_sized_spec(o, spec, err);
-    if (rc == VP_OK)
-        rc = vp__option_required(o, "memory", err);
-    VP__OPTION_PARSE(o, "memory", vp_budget_parse, &budget, err);
-    if (rc == VP_OK)
-        rc = vp_plan_run(spec, &budget, plan, err);
-    return rc;
-}
-
-vp_status vp_request_plan(const char *options, char **report, vp_schedule **chosen, vp_error *err) {
-    json_t *o = NULL;
-    vp_spec spec;
-    vp_plan *plan = NULL;
-    vp_sim *sim = NULL;
-    *report = NULL;
-    if (chosen)
-        *chosen = NULL;
-    vp_status rc = vp__options_open(options, &o, err);
-    if (rc == VP_OK)
-        rc = run_plan(o, &spec, &plan, err);
-    if (rc == VP_OK)
-        rc = simulate_spec(plan->schedule, &spec, &sim, err);
-    if (rc == VP_OK)
-        rc = vp_plan_json(plan, sim, &spec.costs, report, err);
-    if (rc == VP_OK && chosen) {
-        *chosen = plan->schedule;
-        plan->schedule = NULL;
+/* An option req gives that cmd does not take. */
+static vp_status check_taken(const vp__run *run, vp_error *err) {
+    for (int i = 0; i < vp__n_options; i++) {
+        const vp__option *o = &vp__options[i];
+        if (!(o->commands & (1u << run->cmd)) && vp__option_given(run->req, o))
+            return vp__fail(err, VP_EINVAL, "%s takes no %s", vp__command_name(run->cmd),
+                            VP__NAME(run, o->key));
     }
-    vp_sim_free(sim);
-    vp_plan_free(plan);
-    json_decref(o);
+    return VP_OK;
+}
+
+static vp_status (*const commands[VP__COMMANDS])(vp__run *, vp_error *) = {
+    [VP__LIST] = vp__list,     [VP__SIMULATE] = vp__simulate_cmd, [VP__COMPARE] = vp__compare,
+    [VP__RENDER] = vp__render, [VP__SCHEDULE] = vp__schedule,     [VP__VALIDATE] = vp__validate,
+    [VP__PLAN] = vp__plan,     [VP__BLOCK] = vp__block,           [VP__MODEL] = vp__model,
+};
+
+/* The command line's message: line and column in it, the status's when empty. */
+static void fold_position(vp_error *err) {
+    char message[sizeof err->message + 32];
+    if (err->line > 0)
+        snprintf(message, sizeof message, "%d:%d: %s", err->line, err->column, err->message);
+    else
+        snprintf(message, sizeof message, "%s",
+                 err->message[0] ? err->message : vp_status_str(err->status));
+    memcpy(err->message, message, sizeof err->message - 1);
+    err->message[sizeof err->message - 1] = '\0';
+    err->line = err->column = 0;
+}
+
+vp_status vp_request_run(const char *command, const vp_request *req, vp_reply **reply,
+                         vp_error *err) {
+    vp_error own = {0};
+    err = err ? err : &own;
+    *reply = NULL;
+    int cmd = vp__command_find(command);
+    if (cmd < 0)
+        return vp__fail(err, VP_EINVAL, "unknown command '%s'", command ? command : "(null)");
+    vp__run run = {.req = req, .cmd = (vp__command)cmd, .spelling = (int)req->spelling};
+    if (!(run.reply = calloc(1, sizeof *run.reply)))
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_status rc = check_taken(&run, err);
+    if (rc == VP_OK)
+        rc = commands[cmd](&run, err);
+    vp__progress_clear(&run);
+    vp__run_release(&run);
+    if (rc != VP_OK) {
+        vp_reply_free(run.reply);
+        fold_position(err);
+        return rc;
+    }
+    *reply = run.reply;
+    return VP_OK;
+}
+
+vp_status vp_request_call_with(const char *command, const vp_schedule *s, const char *options,
+                               vp_cost_reader read_costs, char **text, vp_error *err) {
+    vp_request req;
+    vp_reply *reply = NULL;
+    *text = NULL;
+    vp_status rc = vp_request_from_json(command, options, &req, err);
+    req.schedule = s;
+    req.read_costs = read_costs;
+    if (rc == VP_OK && s && req.operand[0])
+        rc = vp__fail(err, VP_EINVAL, "give the schedule or option 'operand', not both");
+    if (rc == VP_OK)
+        rc = vp_request_run(command, &req, &reply, err);
+    if (rc == VP_OK)
+        rc = vp_reply_json(reply, text, err);
+    vp_reply_free(reply);
+    vp_request_release(&req);
     return rc;
+}
+
+vp_status vp_request_call(const char *command, const char *options, char **reply, vp_error *err) {
+    return vp_request_call_with(command, NULL, options, NULL, reply, err);
+}
+
+vp_status vp_request_call_schedule(const char *command, const vp_schedule *s, const char *options,
+                                   char **reply, vp_error *err) {
+    *reply = NULL;
+    if (!s)
+        return vp__fail(err, VP_EINVAL, "no schedule given");
+    return vp_request_call_with(command, s, options, NULL, reply, err);
 }

@@ -2,8 +2,9 @@
 # Installs the build into a scratch prefix and uses it as a program would: the installed
 # vpipe runs; a C program builds against the installed libraries with
 # `pkg-config --cflags --libs vpipe` (and vpipe-runtime), and with a CMake project using
-# find_package(vpipe), and prints what the installed vpipe prints; a C++ program calls the
-# library (the extern "C" guards). The shared libraries export exactly the functions the
+# find_package(vpipe), and prints what the installed vpipe prints, finding the installed
+# libraries by itself (no LD_LIBRARY_PATH: the run path pkg-config or CMake gave it); a C++
+# program calls the library (the extern "C" guards). The shared libraries export exactly the functions the
 # headers mark VP_API, no internal vp__ symbol, and every public function is marked.
 # Usage: consumers.sh BUILD_DIR SOURCE_DIR
 build=$1
@@ -22,10 +23,18 @@ expect 0 "" -- test "$(pkg-config --modversion vpipe-runtime)" = "$(pkg-config -
 cc=${CC:-cc}
 expect 0 "" -- $cc -std=c11 -Wall -Werror -o "$tmp/pc" "$src/tests/install/consumer/consumer.c" $(pkg-config --cflags --libs vpipe)
 expect 0 "" -- $cc -std=c11 -Wall -Werror -DWITH_RUNTIME -o "$tmp/pc_rt" "$src/tests/install/consumer/consumer.c" $(pkg-config --cflags --libs vpipe-runtime)
+unset LD_LIBRARY_PATH
+loaded() { # the file the loader gives a program for a library's soname
+    realpath "$(ldd "$1" | awk -v so="$2" '$1 == so {print $3}')"
+}
 for exe in pc pc_rt; do
-    got=$(LD_LIBRARY_PATH=$lib "$tmp/$exe") || bad "$exe failed"
+    got=$("$tmp/$exe") || bad "$exe failed"
     [ "$got" = "$want" ] || bad "$exe printed something else than vpipe simulate: $got"
+    [ "$(loaded "$tmp/$exe" libvpipe.so.0)" = "$(realpath "$lib/libvpipe.so.0")" ] ||
+        bad "$exe loads $(loaded "$tmp/$exe" libvpipe.so.0), not the installed library"
 done
+[ "$(loaded "$tmp/pc_rt" libvpipe-runtime.so.0)" = "$(realpath "$lib/libvpipe-runtime.so.0")" ] ||
+    bad "pc_rt loads $(loaded "$tmp/pc_rt" libvpipe-runtime.so.0), not the installed runtime"
 
 # CMake
 expect 0 "" -- cmake -S "$src/tests/install/consumer" -B "$tmp/cm" -DCMAKE_PREFIX_PATH="$prefix"
@@ -39,7 +48,7 @@ done
 if command -v c++ >/dev/null; then
     printf '#include <vpipe/vpipe.h>\n#include <cstdio>\nint main() { std::puts(vp_version()); }\n' >"$tmp/cxx.cpp"
     expect 0 "" -- c++ -Wall -Werror -o "$tmp/cxx" "$tmp/cxx.cpp" $(pkg-config --cflags --libs vpipe-runtime)
-    expect 0 "$(pkg-config --modversion vpipe)" -- env LD_LIBRARY_PATH="$lib" "$tmp/cxx"
+    expect 0 "$(pkg-config --modversion vpipe)" -- "$tmp/cxx"
 fi
 
 # Exported symbols: exactly the functions marked VP_API, nothing internal.

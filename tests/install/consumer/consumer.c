@@ -1,9 +1,9 @@
 /* A program that uses an installed vpipe: checks that the library's version is the
  * headers', prints the simulation report of V-Half at p=4, m=8 through the string API
  * (what `vpipe simulate v-half -p 4 -m 8 --json` prints), and with WITH_RUNTIME also
- * allocates through the runtime's accounting allocator. Exits 1 on any failure. */
+ * allocates through the runtime's accounting allocator. Frees the report with vp_free.
+ * Exits 1 on any failure. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <vpipe/vpipe.h>
@@ -36,6 +36,6 @@ int main(void) {
     if (st != VP_OK)
         return failed("vp_request_simulate", &err);
     fputs(report, stdout);
-    free(report);
+    vp_free(report);
     return 0;
 }

@@ -1,0 +1,181 @@
+/* The flag groups several subcommands share: the schedule, the op limit, recomputation,
+ * the real model and the layer split (into vp_request), and the model of train and
+ * profile (into a vp_model_config). Parsing only: the library decides what they mean. */
+#include <math.h>
+#include <stddef.h>
+
+#include "cli.h"
+
+#define AT(field) offsetof(vp_request, field)
+
+#define SPEC_INT(short_, field, arg_, help_)                                                       \
+    {                                                                                              \
+        .short_name = short_, .kind = CLI_INT, .offset = AT(field), .arg = arg_, .lo = 1,          \
+        .hi = 1000000, .help = help_                                                               \
+    }
+
+static const cli_opt spec_opts[] = {
+    SPEC_INT('p', p, "P", "devices (pipeline ranks)"),
+    SPEC_INT('m', m, "M", "microbatches per step"),
+    SPEC_INT('v', v, "V", "chunks per device for `interleaved` (default 2)"),
+    {.name = "cost",
+     .kind = CLI_STRING,
+     .offset = AT(cost),
+     .arg = "F=..,B=..,W=..,c=..,FB=..",
+     .help = "costs per microbatch of one device's whole slice (default\n"
+             "F=1,B=1,W=1,c=0; FB = overlapped F&B, default F+B);\n"
+             "a family with v chunks per device charges 1/v per chunk pass"},
+    {.name = "cost-file",
+     .kind = CLI_STRING,
+     .offset = AT(cost_file),
+     .arg = "FILE",
+     .help = "costs measured by `vpipe profile` (per stage, with the\n"
+             "model's activation bytes) instead of --cost"},
+    {.name = "memory-limit",
+     .kind = CLI_DOUBLE,
+     .offset = AT(memory_limit),
+     .arg = "U",
+     .lo = 1,
+     .hi = 1e9,
+     .help = "activation memory limit in units for zb-1p/zb-2p's greedy\n"
+             "(default: p for zb-1p, 2p for zb-2p)"},
+    {.name = "memory-model",
+     .kind = CLI_STRING,
+     .offset = AT(memory_model),
+     .arg = "at-w|zb:R",
+     .help = "release-at-W (default) or the ZB split, R = share of an F's\n"
+             "activation that B keeps for W"},
+};
+
+const cli_group cli_spec_group = CLI_GROUP("schedule", spec_opts);
+
+/* A count of ops, also in scientific notation (1e9), into a long. */
+static int parse_max_ops(const char *flag, const char *value, void *dest) {
+    double x;
+    int rc = cli_parse_double(flag, value, 1, 1e18, &x);
+    if (!rc && x != floor(x))
+        rc = cli_error(VP_EXIT_USAGE, "%s expects a whole number of ops, got '%s'", flag, value);
+    if (!rc)
+        *(long *)dest = (long)x;
+    return rc;
+}
+
+static const cli_opt limit_opts[] = {
+    {.name = "max-ops",
+     .kind = CLI_CUSTOM,
+     .arg = "N",
+     .parse = parse_max_ops,
+     .help = "refuse schedules that may hold more ops (default 1e8: about\n"
+             "2-5 GB of schedule and simulation)"},
+};
+
+const cli_group cli_limit_group = CLI_GROUP("limits", limit_opts);
+
+/* In vp_recompute's order. */
+static const char *const recompute_names[] = {"none", "selective", "full", NULL};
+
+static const cli_opt recompute_opts[] = {
+    {.name = "recompute",
+     .kind = CLI_ENUM,
+     .choices = recompute_names,
+     .help = "recompute before each backward (an R pass): full keeps only\n"
+             "each stage's input from F until R, selective drops the\n"
+             "attention core (default none; 1f1b-r is 1F1B with full).\n"
+             "With --model other than vpipe:...: Megatron's way instead,\n"
+             "inside B (no R passes); priced once either way; plan\n"
+             "--model: fixes the search's recomputation"},
+};
+
+const cli_group cli_recompute_group = CLI_GROUP("recomputation", recompute_opts);
+
+#define REAL_INT(name_, field, hi_, help_)                                                         \
+    {                                                                                              \
+        .name = name_, .kind = CLI_INT, .offset = AT(field), .arg = "N", .lo = 1, .hi = hi_,       \
+        .help = help_                                                                              \
+    }
+#define REAL_FLAG(name_, field, help_)                                                             \
+    { .name = name_, .kind = CLI_FLAG, .offset = AT(field), .help = help_ }
+
+static const cli_opt real_opts[] = {
+    {.name = "model",
+     .kind = CLI_STRING,
+     .offset = AT(model),
+     .arg = "NAME|FILE",
+     .help = "price the schedule for a real model, in GiB and seconds: a\n"
+             "preset (vpipe model list), a Hugging Face config.json, or\n"
+             "vpipe:L,W,H,S (vpipe's own GPT: layers, width, heads, seq);\n"
+             "--cost then gives measured ms per pass of a device's slice"},
+    {.name = "gpu",
+     .kind = CLI_STRING,
+     .offset = AT(gpu),
+     .arg = "NAME|FILE",
+     .help = "accelerator: a preset (vpipe model list) or a JSON file\n"
+             "(default h100-80gb)"},
+    REAL_INT("seq", seq, 1 << 30,
+             "tokens per sequence (default: the model's positions, at\n"
+             "most 2048)"),
+    REAL_INT("mbs", mbs, 1 << 20, "sequences per microbatch (default 1)"),
+    REAL_INT("tp", tp, 1 << 20, "tensor-parallel degree (default 1)"),
+    REAL_FLAG("sp", sp, "sequence parallelism (with --tp > 1)"),
+    REAL_INT("dp", dp, 1 << 20, "data-parallel degree (default 1)"),
+    REAL_FLAG("zero", zero,
+              "distributed optimizer (ZeRO-1): master weights and moments\n"
+              "split over --dp"),
+    REAL_FLAG("flash", flash, "FlashAttention: no s x s attention matrix kept"),
+    {.name = "reserve",
+     .kind = CLI_DOUBLE,
+     .offset = AT(reserve),
+     .arg = "GIB",
+     .lo = 0,
+     .hi = 1e6,
+     .help = "per-rank reserve: CUDA context, communicators, allocator\n"
+             "slack (default 1 for 16-bit models, 0 for vpipe's own)"},
+    {.name = "dp-overlap",
+     .kind = CLI_DOUBLE,
+     .offset = AT(dp_overlap),
+     .arg = "F",
+     .lo = 0,
+     .hi = 1,
+     .help = "share of the DP gradient reduction hidden behind compute\n"
+             "(default 0)"},
+};
+
+const cli_group cli_real_group = CLI_GROUP("real model", real_opts);
+
+/* In vp_split_goal's order. */
+static const char *const split_names[] = {"time", "memory", "even", NULL};
+
+static const cli_opt split_opts[] = {
+    {.name = "split",
+     .kind = CLI_ENUM,
+     .choices = split_names,
+     .help = "layers over stages: balance each rank's pass time (FLOPs)\n"
+             "or bytes (model states plus activations under the\n"
+             "schedule), the embedding, head and loss weighed where they\n"
+             "sit, or even (equal counts, the ends one fewer); default even\n"
+             "for vpipe's own model (train, vpipe:...), time otherwise"},
+    {.name = "layers-per-stage",
+     .kind = CLI_STRING,
+     .offset = AT(layers_per_stage) - AT(split),
+     .arg = "A,B,...",
+     .help = "explicit split: layers of each stage of a microbatch's\n"
+             "route (instead of --split)"},
+};
+
+const cli_group cli_split_group = CLI_GROUP("layer split", split_opts);
+
+#define MODEL_INT(name_, field, hi_, help_)                                                        \
+    {                                                                                              \
+        .name = name_, .kind = CLI_INT, .offset = offsetof(vp_model_config, field), .arg = "N",    \
+        .lo = 1, .hi = hi_, .help = help_                                                          \
+    }
+
+static const cli_opt model_opts[] = {
+    MODEL_INT("layers", n_layer, 1 << 16, "transformer blocks"),
+    MODEL_INT("width", width, 1 << 16, "residual width, divisible by --heads"),
+    MODEL_INT("heads", n_head, 1 << 16, "attention heads"),
+    MODEL_INT("seq", seq_len, 1 << 20, "tokens per sequence"),
+    MODEL_INT("microbatch", microbatch, 1 << 20, "sequences per microbatch"),
+};
+
+const cli_group cli_model_group = CLI_GROUP("model", model_opts);

@@ -1,0 +1,434 @@
+/* Preparing a training run (profile.h: vp_train_prepare): `vpipe train`'s options checked,
+ * cheapest first, then the data, the schedule (a family, a file or the planner's choice),
+ * the layer split, and the profile a prediction or an emulation needs. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "vpipe/profile.h"
+
+/* In vp_train_request's index orders. */
+static const vp_lr_schedule lr_schedule_of[] = {VP_LR_COSINE, VP_LR_CONSTANT};
+static const vp_transport_kind transport_of[] = {VP_TRANSPORT_THREADS, VP_TRANSPORT_MPI};
+static const char *const transport_names[] = {"threads", "mpi"};
+static const char *const split_names[] = {"time", "memory", "even"};
+
+void vp_train_request_init(vp_train_request *q) {
+    memset(q, 0, sizeof *q);
+    vp_pipeline_options_default(&q->po);
+    vp_train_options_default(&q->po.train);
+    q->p = 1;
+    q->warmup = -1;
+    q->weight_decay = q->po.train.adamw.weight_decay;
+    q->lr_schedule = q->po.train.schedule == VP_LR_CONSTANT;
+    q->transport = q->po.transport == VP_TRANSPORT_MPI;
+    q->recompute = q->split = -1;
+}
+
+void vp_train_ready_release(vp_train_ready *r) {
+    vp_data_free(r->data);
+    vp_schedule_free(r->schedule);
+    free(r->layer_start);
+    vp_cost_model_free(r->op_ms);
+    memset(r, 0, sizeof *r);
+}
+
+/* A line for the caller (report: part of the run's report, else a status). */
+static vp_status say(const vp_train_request *q, bool report, vp_error *err, const char *fmt, ...)
+    VP_PRINTF(4, 5);
+static vp_status say(const vp_train_request *q, bool report, vp_error *err, const char *fmt, ...) {
+    if (!q->say)
+        return VP_OK;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    return q->say(q->user, line, report && !q->json, err);
+}
+
+static bool is_reference(const vp_train_request *q) {
+    return !q->schedule_file && (q->schedule ? !strcmp(q->schedule, "single") : q->p == 1);
+}
+
+static vp_recompute recompute_of(const vp_train_request *q) {
+    return q->recompute >= 0 ? (vp_recompute)q->recompute : VP_RECOMPUTE_NONE;
+}
+
+/* --cost-file: the profile a prediction, the planner or the emulation reads. */
+static vp_status read_profile(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    char *text = NULL;
+    size_t len = 0;
+    /* "<path>: <reason>" */
+    if (vp_read_file(q->cost_file, VP_PROFILE_MAX, &text, &len, err) != VP_OK) {
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        return vp__fail(err, err->status, "--cost-file %s", why);
+    }
+    vp_status rc = vp_profile_read_json(text, len, &r->profile, err);
+    free(text);
+    if (rc == VP_OK) {
+        r->have_profile = true;
+        return VP_OK;
+    }
+    char why[sizeof err->message];
+    snprintf(why, sizeof why, "%s", err->message);
+    if (err->line > 0)
+        return vp__fail(err, VP_EPARSE, "--cost-file %s:%d:%d: %s", q->cost_file, err->line,
+                        err->column, why);
+    return vp__fail(err, VP_EPARSE, "--cost-file %s: %s", q->cost_file, why);
+}
+
+/* --fail-at / --stall-at "R:S:K" into the run's faults (one of the two). */
+static vp_status read_faults(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    if (q->fail_at && q->stall_at)
+        return vp__fail(err, VP_EINVAL, "give --fail-at or --stall-at, not both");
+    const char *value = q->fail_at ? q->fail_at : q->stall_at;
+    if (!value)
+        return VP_OK;
+    const char *flag = q->fail_at ? "--fail-at" : "--stall-at";
+    int rank, step, op, used = 0;
+    if (sscanf(value, "%d:%d:%d%n", &rank, &step, &op, &used) != 3 || value[used] || rank < 0 ||
+        step < 0 || op < 0)
+        return vp__fail(err, VP_EINVAL, "%s expects RANK:STEP:OP (non-negative), got '%s'", flag,
+                        value);
+    vp_faults *f = &r->po.train.faults;
+    *f = (vp_faults){.nonfinite_step = f->nonfinite_step,
+                     .rank = rank,
+                     .step = step,
+                     .op = op,
+                     .stall = q->stall_at != NULL};
+    return VP_OK;
+}
+
+/* Faults must land inside the run, on a pipelined run. */
+static vp_status check_faults(const vp_train_request *q, const vp_train_ready *r, vp_error *err) {
+    const vp_train_options *o = &r->po.train;
+    const vp_faults *f = &o->faults;
+    if (f->nonfinite_step > o->steps)
+        return vp__fail(err, VP_EINVAL, "--inject-nan %d is past the last step (%d)",
+                        f->nonfinite_step, o->steps);
+    if (f->rank < 0)
+        return VP_OK;
+    const char *flag = f->stall ? "--stall-at" : "--fail-at";
+    if (is_reference(q))
+        return vp__fail(err, VP_EINVAL, "%s injects into a pipelined run (-p 2 or more)", flag);
+    if (!q->schedule_file && f->rank >= q->p * o->dp)
+        return vp__fail(err, VP_EINVAL, "%s %d:%d:%d: rank %d is not one of the %d ranks", flag,
+                        f->rank, f->step, f->op, f->rank, q->p * o->dp);
+    if (f->step >= o->steps)
+        return vp__fail(err, VP_EINVAL, "%s %d:%d:%d: step %d is past the run's %d steps (0-based)",
+                        flag, f->rank, f->step, f->op, f->step, o->steps);
+    return VP_OK;
+}
+
+/* The same once the schedule (of dp replicas) is known: the rank and the op exist. */
+static vp_status check_faults_on(const vp_faults *f, const vp_schedule *s, int dp, vp_error *err) {
+    if (f->rank < 0)
+        return VP_OK;
+    const char *flag = f->stall ? "--stall-at" : "--fail-at";
+    if (f->rank >= s->p * dp)
+        return vp__fail(err, VP_EINVAL, "%s: rank %d is not one of the run's %d ranks", flag,
+                        f->rank, s->p * dp);
+    int n = s->dev[f->rank % s->p].n;
+    if (f->op >= n)
+        return vp__fail(err, VP_EINVAL, "%s: op %d is past rank %d's %d ops per step (0-based)",
+                        flag, f->op, f->rank, n);
+    return VP_OK;
+}
+
+/* The spec of a pipelined run given by flags (a schedule file brings its own p and m). */
+static vp_spec spec_of(const vp_train_request *q) {
+    vp_spec spec = vp_spec_make(0, 0);
+    if (!q->schedule_file) {
+        spec.p = q->p;
+        spec.m = q->po.train.m / q->po.train.dp;
+    }
+    spec.v = q->chunks;
+    spec.max_ops = q->max_ops;
+    spec.recompute = recompute_of(q);
+    return spec;
+}
+
+/* The shape of a pipelined run given by flags, checked before any schedule is built: p
+ * ranks need at least p stages, which the layers must fill, and the schedule must stay
+ * under the op limit. */
+static vp_status check_shape(const vp_train_request *q, vp_error *err) {
+    int *l0 = vp__calloc((size_t)q->p + 1, sizeof *l0);
+    if (!l0)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_spec spec = spec_of(q);
+    vp_status rc = vp_split_layers(q->po.train.model.n_layer, q->p, l0, err);
+    if (rc == VP_OK)
+        rc = vp_spec_check_size(&spec, err);
+    free(l0);
+    return rc;
+}
+
+/* --dp and --zero: the replicas split the global batch evenly (a schedule file brings
+ * its own m per replica), ZeRO-1 needs replicas of a pipelined run. */
+static vp_status check_replicas(const vp_train_request *q, bool reference, vp_error *err) {
+    int dp = q->po.train.dp, m = q->po.train.m;
+    if (q->po.zero && dp < 2)
+        return vp__fail(err, VP_EINVAL,
+                        "--zero 1 shards the optimiser across data-parallel "
+                        "replicas: give --dp 2 or more");
+    if (q->po.zero && reference)
+        return vp__fail(err, VP_EINVAL,
+                        "--zero 1 shards a pipelined run's replicas: give a "
+                        "schedule (the reference with --dp D computes the same)");
+    if (q->emulate && dp > 1)
+        return vp__fail(err, VP_EINVAL,
+                        "--emulate runs one replica (no gradients to reduce): "
+                        "drop --dp");
+    if (!q->schedule_file && m % dp != 0)
+        return vp__fail(err, VP_EINVAL,
+                        "--dp %d does not divide -m %d: each replica takes m/D microbatches of "
+                        "the global batch",
+                        dp, m);
+    return VP_OK;
+}
+
+/* The checks of the options alone that concern the schedule and the layer split. */
+static vp_status check_pipeline_flags(const vp_train_request *q, bool reference, vp_error *err) {
+    if (q->schedule && q->schedule_file)
+        return vp__fail(err, VP_EINVAL, "give --schedule or --schedule-file, not both");
+    if (reference && q->p != 1)
+        return vp__fail(err, VP_EINVAL, "the single-rank reference runs on -p 1 (got -p %d)", q->p);
+    if (reference && (q->trace || q->svg))
+        return vp__fail(err, VP_EINVAL, "--trace and --svg draw pipelined runs (give --schedule)");
+    if (q->emulate && (reference || q->p == 1))
+        return vp__fail(err, VP_EINVAL,
+                        "--emulate emulates the ranks of a pipelined run: give "
+                        "-p 2 or more and a schedule");
+    if (q->emulate && (q->po.train.checkpoint_dir || q->po.train.resume_dir))
+        return vp__fail(err, VP_EINVAL,
+                        "--emulate runs no model: there is no model state to "
+                        "checkpoint or resume");
+    if (q->po.train.checkpoint_every && !q->po.train.checkpoint_dir)
+        return vp__fail(err, VP_EINVAL, "--checkpoint-every needs --checkpoint DIR");
+    if (q->po.train.overwrite_checkpoint && !q->po.train.checkpoint_dir)
+        return vp__fail(err, VP_EINVAL, "--overwrite needs --checkpoint DIR");
+    if (recompute_of(q) && reference)
+        return vp__fail(err, VP_EINVAL,
+                        "--recompute recomputes in a schedule: give --schedule "
+                        "(the single-rank reference keeps every activation)");
+    if ((q->split >= 0 || q->layers_per_stage) && reference)
+        return vp__fail(err, VP_EINVAL,
+                        "--split and --layers-per-stage split a pipelined run "
+                        "(give --schedule)");
+    if (q->split >= 0 && q->layers_per_stage)
+        return vp__fail(err, VP_EINVAL, "give --split or --layers-per-stage, not both");
+    if (recompute_of(q) && q->schedule && !strcmp(q->schedule, "auto"))
+        return vp__fail(err, VP_EINVAL,
+                        "--recompute with --schedule auto: the planner already "
+                        "weighs 1F1B with full recomputation (1f1b-r)");
+    return VP_OK;
+}
+
+/* Checks that need nothing but the options, cheapest first, and settles the run's. */
+static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    bool reference = is_reference(q);
+    vp_status rc = check_pipeline_flags(q, reference, err);
+    if (rc == VP_OK)
+        rc = check_replicas(q, reference, err);
+    if (rc == VP_OK)
+        rc = check_faults(q, r, err);
+    if (rc != VP_OK)
+        return rc;
+    vp_train_options *o = &r->po.train;
+    o->warmup = q->warmup >= 0 ? q->warmup : o->steps / 10;
+    o->schedule = lr_schedule_of[q->lr_schedule];
+    o->adamw.weight_decay = (float)q->weight_decay;
+    r->po.transport = transport_of[q->transport];
+    r->transport = transport_names[q->transport];
+    r->reference = reference;
+    if ((rc = vp_model_config_check(&o->model, err)) != VP_OK)
+        return rc;
+    return reference || q->schedule_file ? VP_OK : check_shape(q, err);
+}
+
+/* Every file the run will write can be written: checked before step 1. */
+static vp_status check_outputs(const vp_train_request *q, vp_error *err) {
+    vp_status rc = VP_OK;
+    if (q->probe && q->trace)
+        rc = q->probe(q->user, q->trace, false, err);
+    if (rc == VP_OK && q->probe && q->svg)
+        rc = q->probe(q->user, q->svg, false, err);
+    if (rc == VP_OK && q->probe && q->po.train.checkpoint_dir)
+        rc = q->probe(q->user, q->po.train.checkpoint_dir, true, err);
+    return rc;
+}
+
+/* A --cost-file must be of the model trained. */
+static vp_status check_profile_model(const vp_train_ready *r, vp_error *err) {
+    const vp_model_config *pm = &r->profile.model;
+    if (!r->have_profile || !memcmp(pm, &r->po.train.model, sizeof *pm))
+        return VP_OK;
+    return vp__fail(err, VP_EINVAL,
+                    "--cost-file was measured for another model (layers %d, width %d, heads %d, "
+                    "seq %d, microbatch %d): profile this one with vpipe profile",
+                    pm->n_layer, pm->width, pm->n_head, pm->seq_len, pm->microbatch);
+}
+
+/* The data; the default corpus when no --data. */
+static vp_status load_data(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    r->data_path = q->data ? q->data : vp_data_default_path();
+    if (!r->data_path)
+        return vp__fail(err, VP_EINVAL,
+                        "no --data FILE given and the default corpus "
+                        "(/usr/lib/bible.data from bible-kjv-text) is not "
+                        "installed");
+    vp_status rc = vp_data_load(r->data_path, 0.1, &r->data, err);
+    if (rc != VP_OK && rc != VP_ENOMEM && vp_status_exit_code(rc) != 3)
+        err->status = rc = VP_EIO;
+    return rc;
+}
+
+/* Makes r->profile available: the --cost-file one, or measured now. */
+static vp_status ensure_profile(const vp_train_request *q, vp_train_ready *r, const char *why,
+                                vp_error *err) {
+    if (r->have_profile)
+        return VP_OK;
+    vp_status rc = say(q, false, err, "profiling the model's passes for %s...\n", why);
+    if (rc == VP_OK)
+        rc = vp_profile_measure(&r->po.train.model, 3, &r->profile, err);
+    r->have_profile = rc == VP_OK;
+    return rc;
+}
+
+/* --schedule auto: the planner's fastest schedule whose exact predicted activation bytes
+ * fit --memory, from profiled costs. */
+static vp_status auto_schedule(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    if (!q->memory)
+        return vp__fail(err, VP_EINVAL, "--schedule auto needs --memory X (0.5, 4u or bytes)");
+    vp_budget budget;
+    if (vp_budget_parse(q->memory, &budget, err) != VP_OK) {
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        return vp__fail(err, VP_EINVAL, "--memory '%s': %s", q->memory, why);
+    }
+    vp_autoplan_result ap = {0};
+    vp_status rc = ensure_profile(q, r, "the planner", err);
+    if (rc == VP_OK)
+        rc = vp_autoplan(&r->profile, q->p, r->po.train.m / r->po.train.dp, &budget, &ap, err);
+    if (rc != VP_OK)
+        return rc;
+    vp_plan *plan = ap.plan;
+    const vp_plan_candidate *c = &plan->candidates[plan->chosen];
+    rc = say(q, true, err,
+             "auto: chose %s%s%s: predicted peak %.0f activation bytes of the %.0f-byte budget; "
+             "%s\n",
+             c->family, c->params[0] ? " " : "", c->params, ap.peak_bytes, ap.budget_bytes,
+             plan->reason);
+    r->schedule = plan->schedule;
+    plan->schedule = NULL;
+    vp_plan_free(plan);
+    return rc;
+}
+
+/* The schedule of a pipelined run: auto, a file, or a family (1f1b by default). */
+static vp_status pipelined_schedule(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    if (q->schedule && !strcmp(q->schedule, "auto"))
+        return auto_schedule(q, r, err);
+    vp_spec spec = spec_of(q);
+    if (spec.p > 0 && spec.m > 0 && vp_spec_check_size(&spec, err) != VP_OK)
+        return err->status;
+    const char *what = q->schedule_file ? q->schedule_file : q->schedule ? q->schedule : "1f1b";
+    return vp_request_obtain(what, &spec, &r->schedule, err);
+}
+
+/* The layer split of the schedule: --layers-per-stage, or --split's (default even). */
+static vp_status choose_split(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    const vp_model_config *cfg = &r->po.train.model;
+    int R = r->schedule->route_len, *counts = NULL, n = 0;
+    vp_split_goal goal = q->split >= 0 ? (vp_split_goal)q->split : VP_SPLIT_EVEN;
+    vp_status rc = VP_OK;
+    if (q->layers_per_stage && (rc = vp_request_counts(q->layers_per_stage, &counts, &n, err))) {
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        rc = vp__fail(err, rc, "--layers-per-stage %s", why);
+    } else if (n && n != R) {
+        rc = vp__fail(err, VP_EINVAL,
+                      "--layers-per-stage gives %d stages, the schedule's routes "
+                      "have %d",
+                      n, R);
+    } else if (!(r->layer_start = vp__calloc((size_t)R + 1, sizeof *r->layer_start))) {
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    } else if (n) {
+        for (int k = 0; k < R; k++)
+            r->layer_start[k + 1] = r->layer_start[k] + counts[k];
+        rc = vp_split_check(cfg->n_layer, R, r->layer_start, err);
+    } else {
+        rc = vp_runtime_split(r->schedule, cfg, goal, r->layer_start, err);
+    }
+    free(counts);
+    if (rc != VP_OK)
+        return rc;
+    r->po.layer_start = r->layer_start;
+    vp__buf line = {0};
+    vp__buf_printf(&line, "split (%s): layers per stage",
+                   n ? "--layers-per-stage" : split_names[goal]);
+    for (int k = 0; k < R; k++)
+        vp__buf_printf(&line, " %d", r->layer_start[k + 1] - r->layer_start[k]);
+    char *text = vp__buf_take(&line);
+    rc = text ? say(q, true, err, "%s\n", text) : vp__fail(err, VP_ENOMEM, "out of memory");
+    free(text);
+    return rc;
+}
+
+/* The profile's per-stage pass times of the schedule (ms), for the predicted step time
+ * and the emulation. */
+static vp_status profile_op_ms(vp_train_ready *r, vp_error *err) {
+    vp_costs costs = vp_costs_default();
+    vp_memcfg mem = vp_memcfg_default();
+    vp_status rc = vp_cost_model_new(r->schedule, &costs, &mem, &r->op_ms, err);
+    if (rc == VP_OK)
+        rc = vp_profile_cost_model(&r->profile, r->schedule, r->layer_start, r->op_ms, err);
+    return rc;
+}
+
+/* The schedule and what the run needs of the profile. */
+static vp_status prepare_pipelined(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    vp_status rc = pipelined_schedule(q, r, err);
+    if (rc == VP_OK)
+        rc = check_faults_on(&r->po.train.faults, r->schedule, r->po.train.dp, err);
+    if (rc == VP_OK)
+        rc = choose_split(q, r, err);
+    if (rc == VP_OK && r->schedule->p == 1 && q->emulate)
+        rc = vp__fail(err, VP_EINVAL, "--emulate needs a schedule of 2 or more ranks");
+    if (rc == VP_OK && q->emulate)
+        rc = ensure_profile(q, r, "the emulation", err);
+    if (rc == VP_OK && r->have_profile)
+        rc = profile_op_ms(r, err);
+    if (rc != VP_OK)
+        return rc;
+    r->po.train.m = r->schedule->m * r->po.train.dp; /* the global batch */
+    r->po.schedule = r->schedule;
+    r->po.op_ms = r->op_ms;
+    r->po.emulate = q->emulate;
+    return VP_OK;
+}
+
+vp_status vp_train_prepare(const vp_train_request *q, vp_train_ready *out, vp_error *err) {
+    memset(out, 0, sizeof *out);
+    out->po = q->po;
+    vp_status rc = read_faults(q, out, err);
+    if (rc == VP_OK && q->cost_file)
+        rc = read_profile(q, out, err);
+    if (rc == VP_OK)
+        rc = check_flags(q, out, err);
+    if (rc == VP_OK)
+        rc = check_outputs(q, err);
+    if (rc == VP_OK)
+        rc = check_profile_model(out, err);
+    if (rc == VP_OK)
+        rc = load_data(q, out, err);
+    if (rc == VP_OK && !out->reference)
+        rc = prepare_pipelined(q, out, err);
+    if (rc != VP_OK)
+        vp_train_ready_release(out);
+    return rc;
+}

@@ -1,0 +1,222 @@
+/* plan --model: the DP x TP x PP x microbatch x schedule x recompute search, its report,
+ * and its exports (door.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "request/door.h"
+#include "vpipe/hybrid.h"
+#include "vpipe/io.h"
+
+#define GIB 1073741824.0
+
+/* The options that the search decides itself, refused in order. */
+static vp_status check_options(const vp__run *run, vp_error *err) {
+    static const char *const built[] = {"v", "memory_limit", "max_ops", NULL};
+    const vp_request *q = run->req;
+    if (q->p || q->m || q->memory || q->cost || q->cost_file)
+        return vp__fail(err, VP_EINVAL,
+                        "with %s the search chooses the pipeline: %s, %s, %s and %s do not "
+                        "apply (%s fixes the pipeline degree)",
+                        VP__NAME(run, "model"), VP__NAME(run, "p"), VP__NAME(run, "m"),
+                        VP__NAME(run, "memory"), VP__NAME(run, "cost"), VP__NAME(run, "pp"));
+    const char *given = vp__first_given(run, built);
+    if (given)
+        return vp__fail(err, VP_EINVAL,
+                        "%s does not apply with %s: the search builds every candidate itself",
+                        VP__NAME(run, given), VP__NAME(run, "model"));
+    if (!q->gpus || !q->global_batch)
+        return vp__fail(err, VP_EINVAL, "plan %s needs %s N and %s B", VP__NAME(run, "model"),
+                        VP__NAME(run, "gpus"), VP__NAME(run, "global_batch"));
+    if (q->layers_per_stage)
+        return vp__fail(err, VP_EINVAL,
+                        "%s does not apply to the search: every configuration gets its own "
+                        "split (%s)",
+                        VP__NAME(run, "layers_per_stage"), VP__NAME(run, "split"));
+    if ((q->emit == VP_EMIT_TORCHTITAN) != (q->operand[0] != NULL))
+        return vp__fail(err, VP_EINVAL,
+                        "%s torchtitan takes a directory: %s torchtitan DIR (and a directory "
+                        "needs %s torchtitan)",
+                        VP__NAME(run, "emit"), VP__NAME(run, "emit"), VP__NAME(run, "emit"));
+    return VP_OK;
+}
+
+static void progress(void *arg, long done, long total) {
+    vp__progress(arg, "plan: %ld/%ld configurations visited", done, total);
+}
+
+/* The search request (the model's fixed degrees, the search's own options). */
+static vp_hybrid_request search_request(vp__run *run) {
+    const vp_request *r = run->req;
+    vp_hybrid_request q = vp_hybrid_request_make(&run->arch, &run->gpu, r->gpus, r->global_batch);
+    q.work = run->work;
+    q.split = r->split >= 0 ? (vp_split_goal)r->split : VP_SPLIT_TIME;
+    q.tp = r->tp;
+    q.dp = r->dp;
+    q.mbs = r->mbs;
+    q.pp = r->pp;
+    q.recompute = r->recompute;
+    q.max_chunks = r->max_chunks;
+    q.top = r->top;
+    q.threads = r->threads;
+    q.time_limit_s = r->time_limit;
+    q.progress = progress;
+    q.progress_arg = run;
+    return q;
+}
+
+/* "v-zb" or "interleaved v=2" or "v-block f1=1 ..." of c into buf. */
+static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size) {
+    if (c->v)
+        snprintf(buf, size, "%s v=%d", c->family, c->v);
+    else
+        snprintf(buf, size, "%s%s%s", c->family, c->params[0] ? " " : "", c->params);
+    return buf;
+}
+
+static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c) {
+    char fam[160];
+    vp__buf_printf(out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f  %s\n",
+                   label, c->group, c->dp, c->tp, c->pp, c->mbs, c->m,
+                   vp_recompute_name(c->recompute), c->step_time_s, 100 * c->mfu, 100 * c->bubble,
+                   c->memory_max_bytes / GIB, family_text(c, fam, sizeof fam));
+}
+
+static void table_head(vp__buf *out) {
+    vp__buf_printf(out, "%-4s %-14s %3s %3s %3s %4s %5s %-9s %9s %7s %8s %8s  %s\n", "", "family",
+                   "DP", "TP", "PP", "mbs", "m", "recompute", "step s", "MFU", "bubble", "max GiB",
+                   "schedule");
+}
+
+static void search_text(vp__buf *out, const vp_hybrid *h, const vp_hybrid_request *q) {
+    vp__buf_printf(out,
+                   "plan: %s on %d %s (%.1f GiB each, %.1f GiB reserved), sequence %d, global "
+                   "batch %d%s%s%s\n",
+                   q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB,
+                   q->work.reserve_bytes / GIB, q->work.seq, q->global_batch,
+                   q->work.flash ? ", FlashAttention" : "",
+                   q->work.sp ? ", sequence parallelism" : "",
+                   q->work.zero1 ? ", distributed optimizer" : "");
+    vp__buf_printf(out,
+                   "%ld configurations: %ld evaluated, %ld pruned (%ld by the step-time bound, "
+                   "%ld by the memory bound, %ld over memory when built), %ld refused; %.2f s\n",
+                   h->candidates, h->evaluated, h->pruned_bound + h->pruned_memory + h->over_memory,
+                   h->pruned_bound, h->pruned_memory, h->over_memory, h->refused, h->elapsed_s);
+    if (h->timed_out)
+        vp__buf_printf(out, "TIME LIMIT reached: the best found so far, not every configuration\n");
+    vp__buf_printf(out, "\nwhy: %s\n\ntop %d:\n", h->reason, h->n_top);
+    table_head(out);
+    for (int i = 0; i < h->n_top; i++) {
+        char label[16];
+        snprintf(label, sizeof label, "%d", i + 1);
+        config_row(out, label, &h->top[i]);
+    }
+    vp__buf_printf(out, "\nbest of every family (1f1b-r: 1F1B with full recomputation):\n");
+    table_head(out);
+    for (int i = 0; i < h->n_best; i++)
+        config_row(out, "", &h->best[i]);
+    vp__buf_printf(out, "\nthe winner in detail:\n");
+    vp__price_text(out, h->winner.result, &h->winner.work, false);
+}
+
+/* DIR/job.toml and DIR/schedule.csv for the winner, and a note that says so. */
+static vp_status emit_torchtitan(vp__run *run, const vp_hybrid *h, const vp_hybrid_request *q,
+                                 vp_error *err) {
+    const char *dir = run->req->operand[0];
+    char csv_path[4096], toml_path[4096];
+    snprintf(csv_path, sizeof csv_path, "%s/schedule.csv", dir);
+    snprintf(toml_path, sizeof toml_path, "%s/job.toml", dir);
+    char *toml = NULL, *csv = NULL;
+    vp_status rc = vp_hybrid_torchtitan(q, &h->winner, csv_path, &toml, err);
+    if (rc == VP_OK)
+        rc = vp_torch_csv_write(h->winner.schedule, VP_TORCH_CSV_COMPUTE_ONLY, &csv, err);
+    if (rc == VP_OK) {
+        rc = vp__write(run, csv_path, csv, err);
+        csv = NULL;
+    }
+    if (rc == VP_OK) {
+        rc = vp__write(run, toml_path, toml, err);
+        toml = NULL;
+    }
+    if (rc == VP_OK)
+        rc = vp__note(run, vp__printf("vpipe: wrote %s and %s\n", toml_path, csv_path), err);
+    free(toml);
+    free(csv);
+    return rc;
+}
+
+/* Megatron's flags for the best configuration of a family it runs. */
+static vp_status emit_megatron(vp__run *run, const vp_hybrid *h, const vp_hybrid_request *q,
+                               vp_error *err) {
+    const vp_hybrid_config *pick = NULL;
+    for (int i = 0; i < h->n_best && !pick; i++)
+        if (!strcmp(h->best[i].family, "1f1b") || !strcmp(h->best[i].family, "interleaved"))
+            pick = &h->best[i];
+    if (!pick)
+        return vp__fail(err, VP_EINVAL,
+                        "no 1F1B or interleaved configuration fits: Megatron-LM "
+                        "runs no other schedule");
+    vp_hybrid_priced priced;
+    memset(&priced, 0, sizeof priced);
+    char *flags = NULL;
+    vp_status rc = vp_hybrid_price(q, pick, &priced, err);
+    if (rc == VP_OK)
+        rc = vp_hybrid_megatron(q, &priced, &flags, err);
+    if (rc == VP_OK)
+        rc = vp__say(
+            run,
+            vp__printf("# Megatron-LM: %s, predicted step %.4g s, MFU %.1f%%%s\n%s", pick->group,
+                       pick->step_time_s, 100 * pick->mfu,
+                       pick == &h->best[0] ? "" : " (vpipe's winner is a schedule Megatron lacks)",
+                       flags),
+            err);
+    free(flags);
+    vp_hybrid_priced_release(&priced);
+    return rc;
+}
+
+/* The report (text or JSON) on stdout, the winner's schedule to -o. */
+static vp_status search_report(vp__run *run, const vp_hybrid *h, const vp_hybrid_request *q,
+                               vp_error *err) {
+    const char *out = run->req->output;
+    if (out) {
+        char *text = NULL;
+        vp_status rc = vp_json_write(h->winner.schedule, &text, err);
+        if (rc == VP_OK)
+            rc = vp__write(run, out, text, err);
+        if (rc != VP_OK || !strcmp(out, "-"))
+            return rc;
+    }
+    if (run->req->json)
+        return vp__say_json(run, vp__json_take(vp_hybrid_json(h, q)), err);
+    vp__buf b = {0};
+    search_text(&b, h, q);
+    return vp__say_buf(run, &b, err);
+}
+
+vp_status vp__hybrid(vp__run *run, vp_error *err) {
+    const vp_request *r = run->req;
+    vp_status rc = vp__spec_ready(run, err);
+    if (rc == VP_OK)
+        rc = check_options(run, err);
+    if (rc == VP_OK)
+        rc = vp__real_ready(run, err);
+    if (rc == VP_OK && r->operand[0])
+        rc = vp__probe(run, r->operand[0], true, err);
+    if (rc == VP_OK && r->output)
+        rc = vp__probe(run, r->output, false, err);
+    if (rc != VP_OK)
+        return rc;
+    vp_hybrid_request q = search_request(run);
+    vp_hybrid *h = NULL;
+    rc = vp_hybrid_run(&q, &h, err);
+    vp__progress_clear(run);
+    if (rc == VP_OK && r->emit == VP_EMIT_TORCHTITAN)
+        rc = emit_torchtitan(run, h, &q, err);
+    if (rc == VP_OK && r->emit == VP_EMIT_MEGATRON)
+        rc = emit_megatron(run, h, &q, err);
+    if (rc == VP_OK && r->emit != VP_EMIT_MEGATRON) /* megatron's flags take stdout */
+        rc = search_report(run, h, &q, err);
+    vp_hybrid_free(h);
+    return rc;
+}

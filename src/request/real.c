@@ -1,0 +1,210 @@
+/* A request's real model: --model, --gpu and the workload resolved into a pricing setup,
+ * pricing a schedule with it, and its reports in GiB and seconds (door.h). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "request/door.h"
+
+#define GIB 1073741824.0
+
+/* Every real-model option but --model, in the order a message names the first given. */
+static const char *const workload_keys[] = {
+    "gpu",     "seq",        "mbs", "tp", "sp", "dp", "zero", "flash", "split", "layers_per_stage",
+    "reserve", "dp_overlap", NULL};
+
+vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
+    *n = 1;
+    for (const char *c = text; *c; c++)
+        *n += *c == ',';
+    if (!(*counts = vp__calloc((size_t)*n, sizeof **counts)))
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    const char *at = text;
+    for (int k = 0; k < *n; k++, at++) {
+        size_t len = strcspn(at, ",");
+        char item[32], *end = NULL;
+        if (len == 0 || len >= sizeof item)
+            return vp__fail(err, VP_EINVAL, "expects counts like 3,4,4,3, got '%s'", text);
+        memcpy(item, at, len);
+        item[len] = '\0';
+        long v = strtol(item, &end, 10);
+        if (*end || end == item || v < 0 || v > 1 << 20)
+            return vp__fail(err, VP_EINVAL, "expects an integer in [0, 1048576], got '%s'", item);
+        (*counts)[k] = (int)v;
+        at += len;
+    }
+    return VP_OK;
+}
+
+/* --layers-per-stage into run->layers. */
+static vp_status read_counts(vp__run *run, const char *text, vp_error *err) {
+    if (vp_request_counts(text, &run->layers, &run->n_layers, err) == VP_OK)
+        return VP_OK;
+    char why[sizeof err->message];
+    snprintf(why, sizeof why, "%s", err->message);
+    return vp__fail(err, err->status, "%s %s", VP__NAME(run, "layers_per_stage"), why);
+}
+
+/* Fails resolving --model or --gpu: bad content of a file is bad input (its position), an
+ * unknown name a usage error. */
+static vp_status source_error(const vp__run *run, const char *key, const char *value,
+                              vp_error *err) {
+    if (run->spelling == VP__SPELL_OLD)
+        return vp__value_error(run, key, value, err->status, err);
+    char why[sizeof err->message];
+    snprintf(why, sizeof why, "%s", err->message);
+    if (err->status == VP_EIO) /* the message names the file */
+        return vp__fail(err, err->status, "%s %s", VP__NAME(run, key), why);
+    if (err->line > 0)
+        return vp__fail(err, err->status, "%s %s:%d:%d: %s", VP__NAME(run, key), value, err->line,
+                        err->column, why);
+    return vp__fail(err, err->status, "%s %s: %s", VP__NAME(run, key), value, why);
+}
+
+/* The workload: the model's defaults with every option given applied. */
+static void apply_workload(vp__run *run) {
+    const vp_request *q = run->req;
+    vp_workload *w = &run->work;
+    *w = vp_workload_default(&run->arch);
+    w->seq = q->seq ? q->seq : w->seq;
+    w->mbs = q->mbs ? q->mbs : w->mbs;
+    w->tp = q->tp ? q->tp : w->tp;
+    w->dp = q->dp ? q->dp : w->dp;
+    w->sp = q->sp;
+    w->zero1 = q->zero;
+    w->flash = q->flash;
+    /* recomputation as the model's implementation does it: Megatron's inside B (the
+     * workload), vpipe's own in the schedule's R passes (the spec) */
+    if (q->recompute >= 0 && run->arch.impl != VP_IMPL_VPIPE)
+        w->recompute = (vp_recompute)q->recompute;
+    w->reserve_bytes = q->reserve >= 0 ? q->reserve * GIB : w->reserve_bytes;
+    w->dp_overlap = q->dp_overlap >= 0 ? q->dp_overlap : w->dp_overlap;
+}
+
+/* --model and --gpu resolved. */
+static vp_status resolve(vp__run *run, vp_error *err) {
+    const vp_request *q = run->req;
+    const char *gpu = q->gpu ? q->gpu : "h100-80gb";
+    if (vp_arch_resolve(q->model, &run->arch, err) != VP_OK)
+        return source_error(run, "model", q->model, err);
+    if (vp_gpu_resolve(gpu, &run->gpu, err) != VP_OK)
+        return source_error(run, "gpu", gpu, err);
+    return VP_OK;
+}
+
+vp_status vp__real_ready(vp__run *run, vp_error *err) {
+    const vp_request *q = run->req;
+    if (!q->model) {
+        const char *given = vp__first_given(run, workload_keys);
+        return given ? vp__fail(err, VP_EINVAL, "%s needs %s (the model it describes)",
+                                VP__NAME(run, given), VP__NAME(run, "model"))
+                     : VP_OK;
+    }
+    if (q->memory_model && run->spec.mem.kind != VP_MEM_AT_W)
+        return vp__fail(err, VP_EINVAL,
+                        "%s does not apply with %s: the model's own tensors give every stage's "
+                        "bytes",
+                        VP__NAME(run, "memory_model"), VP__NAME(run, "model"));
+    if (resolve(run, err) != VP_OK)
+        return err->status;
+    if (q->layers_per_stage && read_counts(run, q->layers_per_stage, err) != VP_OK)
+        return err->status;
+    apply_workload(run);
+    bool own = run->arch.impl == VP_IMPL_VPIPE;
+    if (!own && q->recompute >= 0) /* Megatron's way: inside B, no R passes (vp_workload) */
+        run->spec.recompute = VP_RECOMPUTE_NONE;
+    run->setup = (vp_price_setup){
+        .arch = &run->arch,
+        .gpu = &run->gpu,
+        .work = &run->work,
+        .split = q->split >= 0 ? (vp_split_goal)q->split
+                 : own         ? VP_SPLIT_EVEN
+                               : VP_SPLIT_TIME,
+        .layers_per_stage = run->layers,
+        .n_layers_per_stage = run->n_layers,
+        .measured = run->have_cost || run->costs.ctx ? &run->spec.costs : NULL,
+    };
+    if (vp_price_check(&run->setup, err) != VP_OK)
+        return err->status;
+    run->real = true;
+    return VP_OK;
+}
+
+char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
+    snprintf(buf, size, "TP %d%s, DP %d%s, seq %d, mbs %d%s, recompute %s", w->tp,
+             w->sp && w->tp > 1 ? " + SP" : "", w->dp, w->zero1 && w->dp > 1 ? " + ZeRO-1" : "",
+             w->seq, w->mbs, w->flash ? ", FlashAttention" : "", vp_recompute_name(w->recompute));
+    return buf;
+}
+
+vp_status vp__price(vp__run *run, const char *what, vp_price_result **r, vp_schedule **owned,
+                    const vp_schedule **s, vp_error *err) {
+    *r = NULL;
+    *owned = NULL;
+    *s = NULL;
+    vp_status rc;
+    if (!run->req->schedule && vp_family_find(what)) {
+        if (!run->spec.p || !run->spec.m)
+            return vp__fail(err, VP_EINVAL, "building '%s' needs %s and %s", what,
+                            VP__NAME(run, "p"), VP__NAME(run, "m"));
+        rc = vp_price_family(&run->setup, what, &run->spec, r, owned, err);
+        *s = *owned;
+        return rc;
+    }
+    rc = vp__obtain(run, what, owned, s, err);
+    if (rc == VP_OK)
+        rc = vp_price_schedule(&run->setup, *s, r, err);
+    return rc;
+}
+
+json_t *vp__price_json(const vp_schedule *s, const vp_price_result *r) {
+    json_t *o = vp__sim_json(s, r->sim, &r->costs);
+    json_t *price = vp__json_take(vp_price_result_json(r));
+    if (!o || !price || json_object_update(o, price)) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(price);
+    return o;
+}
+
+void vp__split_text(vp__buf *out, const vp_price_result *r) {
+    vp__buf_printf(out, "layers per stage:");
+    for (int k = 0; k < r->route_len; k++)
+        vp__buf_printf(out, "%s%d", k ? "," : " ", r->layers_per_stage[k]);
+    vp__buf_printf(out, "\n");
+}
+
+/* One rank's memory row, GiB. */
+static void memory_row(vp__buf *out, const char *label, const vp_rank_memory *m) {
+    vp__buf_printf(out, "%-5s %8.2f %8.2f %9.2f %11.2f %8.2f %9.2f %8.2f %8.2f\n", label,
+                   m->params / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB,
+                   m->buffers / GIB, m->workspace / GIB, m->reserve / GIB, m->total / GIB);
+}
+
+void vp__price_text(vp__buf *out, const vp_price_result *r, const vp_workload *w, bool measured) {
+    char setting[256];
+    vp__buf_printf(out, "%s  %s on %s  p=%d m=%d  %s  (%d GPUs)\n", r->family, r->model, r->gpu,
+                   r->p, r->m, vp__workload_text(w, setting, sizeof setting), r->gpus);
+    vp__buf_printf(out,
+                   "step %.4g s = makespan %.4g s + optimizer %.3g s + exposed DP reduction "
+                   "%.3g s\nMFU %.2f%%   bubble %.2f%%   %.4g samples/s per GPU   %.6g tokens/s\n",
+                   r->step_time_s, r->makespan_s, r->optimizer_s, r->dp_exposed_s, 100 * r->mfu,
+                   100 * r->bubble, r->samples_per_s_per_gpu, r->tokens_per_s);
+    vp__buf_printf(out,
+                   "mean device slice per microbatch: F %.4g ms, B %.4g ms, W %.4g ms, hop "
+                   "%.3g ms%s\n",
+                   r->costs.f, r->costs.b, r->costs.w, r->hop_ms, measured ? " (measured)" : "");
+    vp__split_text(out, r);
+    vp__buf_printf(out, "\nmemory per rank, GiB:\n%-5s %8s %8s %9s %11s %8s %9s %8s %8s\n", "rank",
+                   "params", "grads", "optimizer", "activations", "buffers", "workspace", "reserve",
+                   "total");
+    for (int d = 0; d < r->p; d++) {
+        char label[16];
+        snprintf(label, sizeof label, "%d", d);
+        memory_row(out, label, &r->memory[d]);
+    }
+    vp__buf_printf(out, "\nmax %.2f GiB on rank %d of %.2f GiB: %s\n", r->memory_max_bytes / GIB,
+                   r->memory_max_rank, r->capacity_bytes / GIB, r->fits ? "fits" : "does NOT fit");
+}
