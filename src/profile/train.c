@@ -61,7 +61,7 @@ static vp_recompute recompute_of(const vp_train_request *q) {
 static vp_status read_profile(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
     char *text = NULL;
     size_t len = 0;
-    /* "<path>: <reason>" */
+    /* vp_read_file says "<path>: <reason>" */
     if (vp_read_file(q->cost_file, VP_PROFILE_MAX, &text, &len, err) != VP_OK) {
         char why[sizeof err->message];
         snprintf(why, sizeof why, "%s", err->message);
