@@ -41,7 +41,8 @@ static const cli_opt training_opts[] = {
      .arg = "N",
      .lo = 1,
      .hi = 1 << 20,
-     .help = "pipeline ranks"},
+     .help = "pipeline ranks (default 1; a --schedule-file brings its\n"
+             "own: -p, when given, must match it)"},
     {.name = "schedule",
      .kind = CLI_STRING,
      .offset = TRAIN(schedule),
@@ -67,7 +68,9 @@ static const cli_opt training_opts[] = {
      .arg = "M",
      .lo = 1,
      .hi = 1 << 20,
-     .help = "microbatches per step: the global batch, over every\nreplica"},
+     .help = "microbatches per step: the global batch, over every\n"
+             "replica (default 1; a --schedule-file brings its own:\n"
+             "-m, when given, must be its m times --dp)"},
     {.name = "dp",
      .kind = CLI_INT,
      .offset = TRAIN(po.train.dp),

@@ -19,7 +19,8 @@ void vp_train_request_init(vp_train_request *q) {
     memset(q, 0, sizeof *q);
     vp_pipeline_options_default(&q->po);
     vp_train_options_default(&q->po.train);
-    q->p = 1;
+    q->p = 0;          /* not given: 1, or a schedule file's */
+    q->po.train.m = 0; /* not given: 1, or a schedule file's */
     q->warmup = -1;
     q->weight_decay = q->po.train.adamw.weight_decay;
     q->lr_schedule = q->po.train.schedule == VP_LR_CONSTANT;
@@ -49,8 +50,17 @@ static vp_status say(const vp_train_request *q, bool report, vp_error *err, cons
     return q->say(q->user, line, report && !q->json, err);
 }
 
+/* -p and -m of a run given by flags (1 when not given). */
+static int ranks_of(const vp_train_request *q) {
+    return q->p > 0 ? q->p : 1;
+}
+
+static int batch_of(const vp_train_request *q) {
+    return q->po.train.m > 0 ? q->po.train.m : 1;
+}
+
 static bool is_reference(const vp_train_request *q) {
-    return !q->schedule_file && (q->schedule ? !strcmp(q->schedule, "single") : q->p == 1);
+    return !q->schedule_file && (q->schedule ? !strcmp(q->schedule, "single") : q->p <= 1);
 }
 
 static vp_recompute recompute_of(const vp_train_request *q) {
@@ -115,9 +125,9 @@ static vp_status check_faults(const vp_train_request *q, const vp_train_ready *r
     const char *flag = f->stall ? "--stall-at" : "--fail-at";
     if (is_reference(q))
         return vp__fail(err, VP_EINVAL, "%s injects into a pipelined run (-p 2 or more)", flag);
-    if (!q->schedule_file && f->rank >= q->p * o->dp)
+    if (!q->schedule_file && f->rank >= ranks_of(q) * o->dp)
         return vp__fail(err, VP_EINVAL, "%s %d:%d:%d: rank %d is not one of the %d ranks", flag,
-                        f->rank, f->step, f->op, f->rank, q->p * o->dp);
+                        f->rank, f->step, f->op, f->rank, ranks_of(q) * o->dp);
     if (f->step >= o->steps)
         return vp__fail(err, VP_EINVAL, "%s %d:%d:%d: step %d is past the run's %d steps (0-based)",
                         flag, f->rank, f->step, f->op, f->step, o->steps);
@@ -143,8 +153,8 @@ static vp_status check_faults_on(const vp_faults *f, const vp_schedule *s, int d
 static vp_spec spec_of(const vp_train_request *q) {
     vp_spec spec = vp_spec_make(0, 0);
     if (!q->schedule_file) {
-        spec.p = q->p;
-        spec.m = q->po.train.m / q->po.train.dp;
+        spec.p = ranks_of(q);
+        spec.m = batch_of(q) / q->po.train.dp;
     }
     spec.v = q->chunks;
     spec.max_ops = q->max_ops;
@@ -156,11 +166,11 @@ static vp_spec spec_of(const vp_train_request *q) {
  * ranks need at least p stages, which the layers must fill, and the schedule must stay
  * under the op limit. */
 static vp_status check_shape(const vp_train_request *q, vp_error *err) {
-    int *l0 = vp__calloc((size_t)q->p + 1, sizeof *l0);
+    int *l0 = vp__calloc((size_t)ranks_of(q) + 1, sizeof *l0);
     if (!l0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_spec spec = spec_of(q);
-    vp_status rc = vp_split_layers(q->po.train.model.n_layer, q->p, l0, err);
+    vp_status rc = vp_split_layers(q->po.train.model.n_layer, ranks_of(q), l0, err);
     if (rc == VP_OK)
         rc = vp_spec_check_size(&spec, err);
     free(l0);
@@ -170,7 +180,7 @@ static vp_status check_shape(const vp_train_request *q, vp_error *err) {
 /* --dp and --zero: the replicas split the global batch evenly (a schedule file brings
  * its own m per replica), ZeRO-1 needs replicas of a pipelined run. */
 static vp_status check_replicas(const vp_train_request *q, bool reference, vp_error *err) {
-    int dp = q->po.train.dp, m = q->po.train.m;
+    int dp = q->po.train.dp, m = batch_of(q);
     if (q->po.zero && dp < 2)
         return vp__fail(err, VP_EINVAL,
                         "--zero 1 shards the optimiser across data-parallel "
@@ -195,11 +205,11 @@ static vp_status check_replicas(const vp_train_request *q, bool reference, vp_er
 static vp_status check_pipeline_flags(const vp_train_request *q, bool reference, vp_error *err) {
     if (q->schedule && q->schedule_file)
         return vp__fail(err, VP_EINVAL, "give --schedule or --schedule-file, not both");
-    if (reference && q->p != 1)
+    if (reference && q->p > 1)
         return vp__fail(err, VP_EINVAL, "the single-rank reference runs on -p 1 (got -p %d)", q->p);
     if (reference && (q->trace || q->svg))
         return vp__fail(err, VP_EINVAL, "--trace and --svg draw pipelined runs (give --schedule)");
-    if (q->emulate && (reference || q->p == 1))
+    if (q->emulate && (reference || (!q->schedule_file && q->p <= 1)))
         return vp__fail(err, VP_EINVAL,
                         "--emulate emulates the ranks of a pipelined run: give "
                         "-p 2 or more and a schedule");
@@ -239,6 +249,7 @@ static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_er
     if (rc != VP_OK)
         return rc;
     vp_train_options *o = &r->po.train;
+    o->m = batch_of(q); /* a pipelined run's is its schedule's (prepare_pipelined) */
     o->warmup = q->warmup >= 0 ? q->warmup : o->steps / 10;
     o->schedule = lr_schedule_of[q->lr_schedule];
     o->adamw.weight_decay = (float)q->weight_decay;
@@ -313,7 +324,8 @@ static vp_status auto_schedule(const vp_train_request *q, vp_train_ready *r, vp_
     vp_autoplan_result ap = {0};
     vp_status rc = ensure_profile(q, r, "the planner", err);
     if (rc == VP_OK)
-        rc = vp_autoplan(&r->profile, q->p, r->po.train.m / r->po.train.dp, &budget, &ap, err);
+        rc = vp_autoplan(&r->profile, ranks_of(q), r->po.train.m / r->po.train.dp, &budget, &ap,
+                         err);
     if (rc != VP_OK)
         return rc;
     vp_plan *plan = ap.plan;
@@ -329,6 +341,19 @@ static vp_status auto_schedule(const vp_train_request *q, vp_train_ready *r, vp_
     return rc;
 }
 
+/* A schedule file brings its ranks and microbatches: -p and -m, when given, must be its
+ * (-m, the global batch, over the --dp replicas), as simulate refuses a file of another
+ * shape. */
+static vp_status check_file_shape(const vp_train_request *q, const vp_schedule *s, vp_error *err) {
+    int dp = q->po.train.dp;
+    if ((q->p > 0 && q->p != s->p) || (q->po.train.m > 0 && q->po.train.m != s->m * dp))
+        return vp__fail(err, VP_EVALIDATION,
+                        "%s has p=%d, m=%d (a global batch of %d over --dp %d), not the -p/-m "
+                        "given: leave them out to train the file's",
+                        q->schedule_file, s->p, s->m, s->m * dp, dp);
+    return VP_OK;
+}
+
 /* The schedule of a pipelined run: auto, a file, or a family (1f1b by default). */
 static vp_status pipelined_schedule(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
     if (q->schedule && !strcmp(q->schedule, "auto"))
@@ -337,7 +362,8 @@ static vp_status pipelined_schedule(const vp_train_request *q, vp_train_ready *r
     if (spec.p > 0 && spec.m > 0 && vp_spec_check_size(&spec, err) != VP_OK)
         return err->status;
     const char *what = q->schedule_file ? q->schedule_file : q->schedule ? q->schedule : "1f1b";
-    return vp_request_obtain(what, &spec, &r->schedule, err);
+    vp_status rc = vp_request_obtain(what, &spec, &r->schedule, err);
+    return rc == VP_OK && q->schedule_file ? check_file_shape(q, r->schedule, err) : rc;
 }
 
 /* The layer split of the schedule: --layers-per-stage, or --split's (default even). */
