@@ -96,7 +96,17 @@ static const cli_opt training_opts[] = {
      .arg = "K",
      .lo = 1,
      .hi = BIG,
-     .help = "optimiser steps"},
+     .help = "optimiser steps (default 200; with --resume: the\n"
+             "checkpoint's run's, and more extends that run)"},
+    {.name = "lr-decay-steps",
+     .kind = CLI_INT,
+     .offset = TRAIN(po.train.decay_steps),
+     .arg = "K",
+     .lo = 1,
+     .hi = BIG,
+     .help = "the learning-rate schedule's length: the cosine reaches\n"
+             "--min-lr at step K and stays there (default --steps;\n"
+             "with --resume: the checkpoint's, which may not change)"},
     {.name = "lr",
      .kind = CLI_DOUBLE,
      .offset = TRAIN(po.train.lr),
@@ -117,7 +127,7 @@ static const cli_opt training_opts[] = {
      .arg = "K",
      .lo = 0,
      .hi = BIG,
-     .help = "warm-up steps (default 10% of --steps)"},
+     .help = "warm-up steps (default 10% of --lr-decay-steps)"},
     {.name = "lr-schedule",
      .kind = CLI_ENUM,
      .offset = TRAIN(lr_schedule),
@@ -210,7 +220,9 @@ static const cli_opt durability_opts[] = {
      .arg = "DIR",
      .help = "continue from the checkpoint in DIR, bit-identical to a\n"
              "run never interrupted (give the same model and training\n"
-             "flags; a checkpoint of another run is refused)"},
+             "flags; a checkpoint of another run is refused); a larger\n"
+             "--steps extends a finished run, its learning-rate\n"
+             "schedule kept"},
     {.name = "skip-nonfinite",
      .kind = CLI_FLAG,
      .offset = TRAIN(po.train.skip_nonfinite),

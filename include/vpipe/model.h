@@ -327,8 +327,9 @@ VP_API void vp_stage_adamw(vp_stage *stage, const vp_adamw *opt, int step, float
 
 typedef enum { VP_LR_COSINE, VP_LR_CONSTANT } vp_lr_schedule;
 
-/* Learning rate at step (0-based) of steps: constant, or linear warm-up over warmup
- * steps then cosine decay to min_lr. */
+/* Learning rate at step (0-based) of a schedule of steps steps: constant, or linear warm-up
+ * over warmup steps then cosine decay to min_lr at step steps - 1, and min_lr from step
+ * steps on (a run extended past its schedule stays at the floor). */
 VP_API double vp_lr_at(vp_lr_schedule schedule, int step, int steps, int warmup, double lr,
                        double min_lr);
 

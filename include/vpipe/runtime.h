@@ -85,10 +85,15 @@ typedef struct vp_train_options {
                       of each group of m / dp consecutive microbatches accumulate apart and
                       the groups' sums are added in group order, as dp replicas reduce them
                       (1: one group) */
-    int steps;     /* optimiser steps */
-    double lr;     /* peak learning rate */
-    double min_lr; /* cosine floor */
-    int warmup;    /* warm-up steps (cosine only) */
+    int steps;       /* optimiser steps: the run stops after this many */
+    int decay_steps; /* the learning-rate schedule's length (vp_lr_at): the cosine decays
+                        to min_lr at step decay_steps and stays there after; 0: steps. A
+                        checkpoint records it and a resumed run must keep it, while its
+                        steps may differ: a run extended past its schedule trains on at
+                        min_lr */
+    double lr;       /* peak learning rate */
+    double min_lr;   /* cosine floor */
+    int warmup;      /* warm-up steps (cosine only) */
     vp_lr_schedule schedule;
     vp_adamw adamw;
     double clip;      /* global gradient-norm limit; 0 disables */
@@ -151,9 +156,12 @@ typedef struct vp_train_result {
  * and may not overwrite, is refused). With resume_dir it
  * first restores the checkpoint there (written by a run of any shape: pipelined or not,
  * any dp) and continues from its step and data position, bit-identical to a run never
- * interrupted when the checkpoint's run summed the same groups (dp); a checkpoint of the
- * run's last step is a run already done: VP_OK with steps = resumed_step = the run's
- * steps, the digest of the restored parameters, NaN losses and no step. With
+ * interrupted when the checkpoint's run summed the same groups (dp); the run's steps may
+ * differ from the checkpoint's run's (not its decay_steps): an extended run continues its
+ * schedule, so it equals one uninterrupted run of these options bit for bit. A checkpoint
+ * of the run's last step is a run already done: VP_OK with steps = resumed_step = the run's
+ * steps, the digest of the restored parameters, NaN losses and no step; one past them is
+ * refused (VP_EINVAL). With
  * checkpoint_dir it saves one (the three phases of checkpoint.h) after every
  * checkpoint_every-th step and after the last, never from a non-finite state; old files
  * that cannot be removed after a save are reported in the progress's note. VP_EINVAL for

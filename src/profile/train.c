@@ -19,8 +19,9 @@ void vp_train_request_init(vp_train_request *q) {
     memset(q, 0, sizeof *q);
     vp_pipeline_options_default(&q->po);
     vp_train_options_default(&q->po.train);
-    q->p = 0;          /* not given: 1, or a schedule file's */
-    q->po.train.m = 0; /* not given: 1, or a schedule file's */
+    q->p = 0;              /* not given: 1, or a schedule file's */
+    q->po.train.m = 0;     /* not given: 1, or a schedule file's */
+    q->po.train.steps = 0; /* not given: 200, or a resumed checkpoint's run's */
     q->warmup = -1;
     q->weight_decay = q->po.train.adamw.weight_decay;
     q->lr_schedule = q->po.train.schedule == VP_LR_CONSTANT;
@@ -238,6 +239,35 @@ static vp_status check_pipeline_flags(const vp_train_request *q, bool reference,
     return VP_OK;
 }
 
+/* --steps, --lr-decay-steps and --warmup. A fresh run's defaults: 200 steps, a schedule of
+ * as many, and a tenth of it warming up. A resumed run continues the checkpoint's
+ * trajectory: its schedule, and the steps its run was given (--steps extends or shortens
+ * the run, the schedule kept; past it the rate stays at --min-lr). */
+static vp_status settle_steps(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    vp_train_options *o = &r->po.train;
+    int steps = q->po.train.steps, decay = q->po.train.decay_steps;
+    vp_checkpoint_info there = {0};
+    if (o->resume_dir && (!steps || !decay)) {
+        vp_status rc = vp_checkpoint_inspect(o->resume_dir, &there, NULL, err);
+        if (rc != VP_OK)
+            return rc;
+        steps = steps ? steps : there.run.steps;
+        decay = decay ? decay : there.run.decay_steps;
+    }
+    o->steps = steps ? steps : 200;
+    o->decay_steps = decay ? decay : o->steps;
+    o->warmup = q->warmup >= 0 ? q->warmup : o->decay_steps / 10;
+    if (!there.run.steps || o->steps == there.run.steps || o->steps < there.step)
+        return VP_OK; /* nothing changed, or a run the runtime refuses */
+    return say(q, false, err,
+               "resuming the checkpoint of step %d of a %d-step run in %s to %d steps; the "
+               "learning rate keeps its %d-step schedule%s\n",
+               there.step, there.run.steps, o->resume_dir, o->steps, o->decay_steps,
+               o->steps > o->decay_steps && lr_schedule_of[q->lr_schedule] == VP_LR_COSINE
+                   ? " and stays at --min-lr past it"
+                   : "");
+}
+
 /* Checks that need nothing but the options, cheapest first, and settles the run's. */
 static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
     bool reference = is_reference(q);
@@ -245,12 +275,13 @@ static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_er
     if (rc == VP_OK)
         rc = check_replicas(q, reference, err);
     if (rc == VP_OK)
+        rc = settle_steps(q, r, err);
+    if (rc == VP_OK)
         rc = check_faults(q, r, err);
     if (rc != VP_OK)
         return rc;
     vp_train_options *o = &r->po.train;
     o->m = batch_of(q); /* a pipelined run's is its schedule's (prepare_pipelined) */
-    o->warmup = q->warmup >= 0 ? q->warmup : o->steps / 10;
     o->schedule = lr_schedule_of[q->lr_schedule];
     o->adamw.weight_decay = (float)q->weight_decay;
     r->po.transport = transport_of[q->transport];
