@@ -112,6 +112,8 @@ typedef struct vp_train_request {
     const char *memory;      /* --schedule auto's budget: 0.5, 4u or bytes */
     const char *cost_file;   /* a profile (vp_profile_read_json) */
     const char *trace, *svg; /* the measured step's pictures (probed before step 1) */
+    const char *log, *plot;  /* the training log (vp_train_log_line per step) and its loss
+                                plot (vp_render_loss_svg), probed before step 1 */
     const char *fail_at;     /* "R:S:K": rank R fails before op K of step S (po.train.faults) */
     const char *stall_at;    /* "R:S:K": rank R stalls there instead */
     int p;                   /* pipeline ranks; 0: not given (1, or a schedule file's) */

@@ -126,9 +126,21 @@ typedef struct vp_train_progress {
     double tokens_per_s;
     bool skipped;      /* the step was not finite and skipped (skip_nonfinite) */
     bool checkpointed; /* a checkpoint of this step was saved */
+    int ranks;         /* entries of peak_bytes: the run's ranks (p times dp; 1 unpipelined) */
+    const double *peak_bytes; /* [ranks] each rank's peak bytes so far, the sum of its peaks
+                                 per memory category (as the summary's table); NULL when
+                                 emulated. Valid during the callback only */
     char note[640];    /* when not empty, what went wrong without stopping the run (old
                           checkpoint files that could not be removed) */
 } vp_train_progress;
+
+/* One line of a training log (vpipe train --log) for progress p: a JSON object and a
+ * newline, {"step", "steps", "loss", "val_loss", "lr", "grad_norm", "tokens_per_s",
+ * "step_ms", "peak_bytes": [ranks] or null, "skipped", "checkpointed"}, a number that is
+ * not finite (no validation this step, an emulated run) null, reals to 17 significant
+ * digits. vp_render_loss_svg reads it back. New string in *line (free with free());
+ * VP_ENOMEM. */
+VP_API vp_status vp_train_log_line(const vp_train_progress *p, char **line, vp_error *err);
 
 /* Called after every step; return false to stop early. */
 typedef bool (*vp_train_callback)(const vp_train_progress *progress, void *user);

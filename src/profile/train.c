@@ -297,8 +297,10 @@ static vp_status check_outputs(const vp_train_request *q, vp_error *err) {
     vp_status rc = VP_OK;
     if (q->probe && q->trace)
         rc = q->probe(q->user, q->trace, false, err);
-    if (rc == VP_OK && q->probe && q->svg)
-        rc = q->probe(q->user, q->svg, false, err);
+    const char *files[] = {q->svg, q->log, q->plot};
+    for (int k = 0; k < 3; k++)
+        if (rc == VP_OK && q->probe && files[k])
+            rc = q->probe(q->user, files[k], false, err);
     if (rc == VP_OK && q->probe && q->po.train.checkpoint_dir)
         rc = q->probe(q->user, q->po.train.checkpoint_dir, true, err);
     return rc;
@@ -469,6 +471,70 @@ static vp_status prepare_pipelined(const vp_train_request *q, vp_train_ready *r,
     return VP_OK;
 }
 
+#define MIB (1024.0 * 1024.0)
+
+/* The banner's first line: the model's parameters, the tokens of a step and the data. */
+static vp_status say_model(const vp_train_request *q, const vp_train_ready *r, vp_error *err) {
+    const vp_train_options *o = &r->po.train;
+    const vp_model_config *cfg = &o->model;
+    vp_stage_sizes whole;
+    vp_status rc =
+        vp_stage_sizes_of(cfg, (vp_stage_range){0, cfg->n_layer, true, true}, &whole, err);
+    if (rc != VP_OK)
+        return rc;
+    size_t train = vp_data_train_bytes(r->data), val = vp_data_val_bytes(r->data);
+    return say(q, true, err,
+               "model: %d layers, width %d, %d heads, seq %d: %zu parameters | %lld tokens per "
+               "step (%d microbatches of %d x %d) | data %s: %.2f MiB (training %.2f, "
+               "validation %.2f)\n",
+               cfg->n_layer, cfg->width, cfg->n_head, cfg->seq_len,
+               whole.param_bytes / sizeof(float),
+               (long long)o->m * cfg->microbatch * cfg->seq_len, o->m, cfg->microbatch,
+               cfg->seq_len, r->data_path, (double)(train + val) / MIB, (double)train / MIB,
+               (double)val / MIB);
+}
+
+/* The banner's second line, for a pipelined run: the simulated bubble (with the profiled
+ * pass times when there are some, else F = B = W = 1) and each rank's predicted peak bytes,
+ * all categories (vp_runtime_predict_memory). */
+static vp_status say_forecast(const vp_train_request *q, const vp_train_ready *r,
+                              vp_error *err) {
+    const vp_schedule *s = r->schedule;
+    int P = s->p * r->po.train.dp;
+    double *mem = vp__calloc((size_t)P * VP_MEM_CATEGORIES, sizeof *mem);
+    vp_cost_model *unit = NULL;
+    vp_sim *sim = NULL;
+    vp_costs costs = vp_costs_default();
+    vp_memcfg memcfg = vp_memcfg_default();
+    vp_status rc = mem ? vp_runtime_predict_memory(&r->po, mem, err)
+                       : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK && !r->op_ms)
+        rc = vp_cost_model_new(s, &costs, &memcfg, &unit, err);
+    if (rc == VP_OK)
+        rc = vp_simulate(s, r->op_ms ? r->op_ms : unit, &sim, err);
+    vp__buf line = {0};
+    if (rc == VP_OK) {
+        vp__buf_printf(&line, "predicted: bubble %.1f%% (%s) | peak MiB per rank:",
+                       100.0 * sim->bubble,
+                       r->op_ms ? "the profiled pass times" : "passes of equal time");
+        for (int d = 0; d < P; d++) {
+            double sum = 0.0;
+            for (int c = 0; c < VP_MEM_CATEGORIES; c++)
+                sum += mem[(size_t)d * VP_MEM_CATEGORIES + c];
+            vp__buf_printf(&line, " %.2f", sum / MIB);
+        }
+    }
+    char *text = rc == VP_OK ? vp__buf_take(&line) : NULL;
+    if (rc == VP_OK)
+        rc = text ? say(q, true, err, "%s\n", text) : vp__fail(err, VP_ENOMEM, "out of memory");
+    free(text);
+    vp__buf_free(&line);
+    vp_sim_free(sim);
+    vp_cost_model_free(unit);
+    free(mem);
+    return rc;
+}
+
 vp_status vp_train_prepare(const vp_train_request *q, vp_train_ready *out, vp_error *err) {
     memset(out, 0, sizeof *out);
     out->po = q->po;
@@ -485,6 +551,10 @@ vp_status vp_train_prepare(const vp_train_request *q, vp_train_ready *out, vp_er
         rc = load_data(q, out, err);
     if (rc == VP_OK && !out->reference)
         rc = prepare_pipelined(q, out, err);
+    if (rc == VP_OK)
+        rc = say_model(q, out, err);
+    if (rc == VP_OK && !out->reference)
+        rc = say_forecast(q, out, err);
     if (rc != VP_OK)
         vp_train_ready_release(out);
     return rc;

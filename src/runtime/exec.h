@@ -45,6 +45,7 @@ typedef struct vp__rank {
     double compute_start;            /* when the current op's inputs had arrived (< 0: not yet) */
     double peak, busy, span;         /* training peak bytes; last step's busy time and span */
     double *t_start, *t_end, *t_mem; /* [n] last step's op times */
+    double *peaks;                   /* [P] every rank's peak bytes after a step (summed) */
 } vp__rank;
 
 /* Position of stage st on its route. */

@@ -33,6 +33,13 @@ vp_status vp__checkpoint_acquire(const vp_train_options *o, vp_checkpoint_lock *
                                  err);
 }
 
+double vp__peak_total(const vp_mem *mem) {
+    double sum = 0.0;
+    for (int c = 0; c < VP_MEM_CATEGORIES; c++)
+        sum += (double)vp_mem_peak_of(mem, (vp_mem_category)c);
+    return sum;
+}
+
 int vp__decay_steps(const vp_train_options *o) {
     return o->decay_steps > 0 ? o->decay_steps : o->steps;
 }
