@@ -195,12 +195,15 @@ VP_API void vp_stage_free(vp_stage *stage);
  * - Last stage: targets [B*T] (borrowed, copied); *loss receives the mean cross-entropy
  *   of the microbatch; out must be NULL.
  *   Other stages: *out receives the output [B*T*C], in flight: hand it to the next
- *   stage's forward or free it with vp_stage_buffer_free. */
+ *   stage's forward or free it with vp_stage_buffer_free.
+ * - Last stage, optionally: probs [B*T*vocab] (caller storage) receives the softmax of the
+ *   logits the loss was computed from, row by row (what sampling draws from). */
 typedef struct vp_stage_io {
     float *in;
     const uint8_t *tokens, *targets;
     float **out;
     double *loss;
+    float *probs;
 } vp_stage_io;
 
 /* F for microbatch slot mb with io. VP_EINVAL (io->in still the caller's) if the slot is
