@@ -325,13 +325,13 @@ typedef struct train_run {
 typedef struct progress_ctx {
     FILE *out;
     bool emulated;
-    int write_errno; /* a progress line could not be written to stdout: the run stopped */
-    char note[400];  /* printed before the first step line (what a resume changed) */
+    int write_errno;      /* a progress line could not be written to stdout: the run stopped */
+    char note[400];       /* printed before the first step line (what a resume changed) */
     const char *log_path; /* --log, opened at the first step (under MPI: rank 0's process) */
     FILE *log;
-    int log_errno;  /* the log could not be opened or written: the run stopped */
-    bool keep;      /* the lines are kept for --plot */
-    char *lines;    /* the log's lines so far (keep) */
+    int log_errno; /* the log could not be opened or written: the run stopped */
+    bool keep;     /* the lines are kept for --plot */
+    char *lines;   /* the log's lines so far (keep) */
     size_t len;
     bool lines_failed; /* out of memory keeping them */
 } progress_ctx;
@@ -719,8 +719,8 @@ static int run_reference(const train_run *t, progress_ctx *ctx) {
     return cli_print(
         "done: %d steps | train loss %.4f | val loss %.4f | %.1f ms/step | %.0f tok/s\n"
         "peak activation MiB: %.3f | param digest %016" PRIx64 "\n",
-        r.steps, r.train_loss, r.val_loss, r.step_ms, r.tokens_per_s, (double)r.peak_act_bytes / MIB,
-        r.param_digest);
+        r.steps, r.train_loss, r.val_loss, r.step_ms, r.tokens_per_s,
+        (double)r.peak_act_bytes / MIB, r.param_digest);
 }
 
 static int run_pipelined(train_run *t, progress_ctx *ctx) {

@@ -691,8 +691,8 @@ static vp_status inspect_header(void *ctx, const vp_checkpoint_info *in, vp_erro
     return check_record(x->name, in, x->meta, 0, err);
 }
 
-vp_status vp_checkpoint_inspect(const char *dir, vp_checkpoint_info *info,
-                                vp_checkpoint_meta *meta, vp_error *err) {
+vp_status vp_checkpoint_inspect(const char *dir, vp_checkpoint_info *info, vp_checkpoint_meta *meta,
+                                vp_error *err) {
     vp_checkpoint_meta m;
     char path[PATH_BYTES];
     vp__ckpt_source src;

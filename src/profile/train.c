@@ -488,17 +488,15 @@ static vp_status say_model(const vp_train_request *q, const vp_train_ready *r, v
                "step (%d microbatches of %d x %d) | data %s: %.2f MiB (training %.2f, "
                "validation %.2f)\n",
                cfg->n_layer, cfg->width, cfg->n_head, cfg->seq_len,
-               whole.param_bytes / sizeof(float),
-               (long long)o->m * cfg->microbatch * cfg->seq_len, o->m, cfg->microbatch,
-               cfg->seq_len, r->data_path, (double)(train + val) / MIB, (double)train / MIB,
-               (double)val / MIB);
+               whole.param_bytes / sizeof(float), (long long)o->m * cfg->microbatch * cfg->seq_len,
+               o->m, cfg->microbatch, cfg->seq_len, r->data_path, (double)(train + val) / MIB,
+               (double)train / MIB, (double)val / MIB);
 }
 
 /* The banner's second line, for a pipelined run: the simulated bubble (with the profiled
  * pass times when there are some, else F = B = W = 1) and each rank's predicted peak bytes,
  * all categories (vp_runtime_predict_memory). */
-static vp_status say_forecast(const vp_train_request *q, const vp_train_ready *r,
-                              vp_error *err) {
+static vp_status say_forecast(const vp_train_request *q, const vp_train_ready *r, vp_error *err) {
     const vp_schedule *s = r->schedule;
     int P = s->p * r->po.train.dp;
     double *mem = vp__calloc((size_t)P * VP_MEM_CATEGORIES, sizeof *mem);
@@ -514,8 +512,8 @@ static vp_status say_forecast(const vp_train_request *q, const vp_train_ready *r
         rc = vp_simulate(s, r->op_ms ? r->op_ms : unit, &sim, err);
     vp__buf line = {0};
     if (rc == VP_OK) {
-        vp__buf_printf(&line, "predicted: bubble %.1f%% (%s) | peak MiB per rank:",
-                       100.0 * sim->bubble,
+        vp__buf_printf(&line,
+                       "predicted: bubble %.1f%% (%s) | peak MiB per rank:", 100.0 * sim->bubble,
                        r->op_ms ? "the profiled pass times" : "passes of equal time");
         for (int d = 0; d < P; d++) {
             double sum = 0.0;

@@ -80,11 +80,11 @@ static vp_status read_line(const char *s, size_t len, const char *name, int line
     int last = pts->n ? pts->step[pts->n - 1] : 0;
     vp_status rc = VP_OK;
     if (step < 1 || step > INT_MAX)
-        rc = vp__fail(err, VP_EPARSE, "%s:%d: \"step\" is not a whole number from 1 to %d", name, line,
-                      INT_MAX);
+        rc = vp__fail(err, VP_EPARSE, "%s:%d: \"step\" is not a whole number from 1 to %d", name,
+                      line, INT_MAX);
     else if (step <= last)
-        rc = vp__fail(err, VP_EPARSE, "%s:%d: step %lld after step %d (the steps must grow)",
-                      name, line, (long long)step, last);
+        rc = vp__fail(err, VP_EPARSE, "%s:%d: step %lld after step %d (the steps must grow)", name,
+                      line, (long long)step, last);
     if (rc == VP_OK)
         rc = points_grow(pts, err);
     if (rc == VP_OK)
@@ -191,8 +191,10 @@ static void draw_series(vp__buf *b, const points *pts, const double *v, const sc
             continue;
         bool have = i < pts->n && !isnan(v[i]);
         if (have && !open)
-            vp__buf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" "
-                              "points=\"", ink);
+            vp__buf_printf(b,
+                           "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" "
+                           "points=\"",
+                           ink);
         if (have)
             vp__buf_printf(b, "%.1f,%.1f ", px(sc, pts->step[i]), py(sc, v[i]));
         if (!have && open)

@@ -124,8 +124,7 @@ static vp_status check_options(const vp_sample_options *o, vp_error *err) {
     if (!o->prompt || !o->prompt_len)
         return vp__fail(err, VP_EINVAL, "sample needs a prompt of one byte or more (--prompt)");
     if (o->tokens < 1 || o->tokens > VP_SAMPLE_MAX)
-        return vp__fail(err, VP_EINVAL, "--tokens %d is outside [1, %d]", o->tokens,
-                        VP_SAMPLE_MAX);
+        return vp__fail(err, VP_EINVAL, "--tokens %d is outside [1, %d]", o->tokens, VP_SAMPLE_MAX);
     if (o->p < 1 || !(o->temperature >= 0.0 && o->temperature <= 100.0))
         return vp__fail(err, VP_EINVAL, "-p must be 1 or more and --temperature in [0, 100]");
     return VP_OK;
