@@ -91,7 +91,26 @@ static vp_status search_without_model(const vp__run *run, vp_error *err) {
                     VP__NAME(run, "emit"), VP__NAME(run, "model"));
 }
 
+/* What takes standard output instead of the report: -o -, and --emit megatron's flags.
+ * --json (a form of the report) is refused beside it, never dropped. */
+static vp_status stdout_taken(const vp__run *run, vp_error *err) {
+    const vp_request *q = run->req;
+    bool to_stdout = q->output && !strcmp(q->output, "-");
+    if (to_stdout && q->emit == VP_EMIT_MEGATRON)
+        return vp__fail(err, VP_EINVAL, "%s - and %s megatron both write standard output",
+                        VP__NAME(run, "output"), VP__NAME(run, "emit"));
+    if (q->json && (to_stdout || q->emit == VP_EMIT_MEGATRON))
+        return vp__fail(err, VP_EINVAL, "%s does not apply: %s %s puts %s on standard output",
+                        VP__NAME(run, "json"), VP__NAME(run, to_stdout ? "output" : "emit"),
+                        to_stdout ? "-" : "megatron",
+                        to_stdout ? "the chosen schedule" : "Megatron-LM's flags");
+    return VP_OK;
+}
+
 vp_status vp__plan(vp__run *run, vp_error *err) {
+    vp_status taken = stdout_taken(run, err);
+    if (taken != VP_OK)
+        return taken;
     if (run->req->model)
         return vp__hybrid(run, err);
     vp_status rc = search_without_model(run, err);

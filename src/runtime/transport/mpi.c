@@ -291,6 +291,27 @@ static int speaker(const settle_record *all, int p) {
     return any;
 }
 
+/* True when a process of lower rank also told of a failure of its own (watchdogs that
+ * fire together): that one reports when the outcome cannot be agreed on, not this one. */
+static bool lower_teller(mpi_transport *mt) {
+    MPI_Status st;
+    int got = 0;
+    bool lower = false;
+    if (mt->notice_req != MPI_REQUEST_NULL) {
+        MPI_Test(&mt->notice_req, &got, &st);
+        lower = got && st.MPI_SOURCE < mt->rank;
+    }
+    for (;;) {
+        MPI_Iprobe(MPI_ANY_SOURCE, ABORT_TAG, MPI_COMM_WORLD, &got, &st);
+        if (!got)
+            return lower;
+        notice drop;
+        MPI_Recv(&drop, (int)sizeof drop, MPI_BYTE, st.MPI_SOURCE, ABORT_TAG, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        lower = lower || st.MPI_SOURCE < mt->rank;
+    }
+}
+
 static int mp_settle(vp_transport *t, int with_states, vp_outcome *outcome) {
     mpi_transport *mt = (mpi_transport *)t;
     settle_record *all = vp__calloc((size_t)t->p, sizeof *all), mine = {0};
@@ -311,7 +332,8 @@ static int mp_settle(vp_transport *t, int with_states, vp_outcome *outcome) {
                        &req) != MPI_SUCCESS ||
         !wait_bounded(&req, bound)) {
         /* nobody to agree with: this process reports what it saw if that is its own
-         * failure (a failure it was told of is reported by its teller) */
+         * failure and no lower rank failed on its own too (a failure it was told of is
+         * reported by its teller) */
         control_broken = true;
         *outcome = seen;
         vp__outcome_add_states(outcome, mine.states);
@@ -319,7 +341,7 @@ static int mp_settle(vp_transport *t, int with_states, vp_outcome *outcome) {
             vp__outcome_add_states(outcome, "\n  (a process did not answer within the grace "
                                             "period after the failure: stopped, or gone; its "
                                             "ranks' states are missing)");
-        return seen.status == VP_OK || first;
+        return seen.status == VP_OK || (first && !lower_teller(mt));
     }
     int r = speaker(all, t->p);
     *outcome = (vp_outcome){.status = VP_OK, .rank = -1};
