@@ -294,6 +294,9 @@ static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_er
 
 /* Every file the run will write can be written: checked before step 1. */
 static vp_status check_outputs(const vp_train_request *q, vp_error *err) {
+    if ((q->log && !strcmp(q->log, "-")) || (q->plot && !strcmp(q->plot, "-")))
+        return vp__fail(err, VP_EINVAL,
+                        "--log and --plot need a file: standard output carries the progress");
     vp_status rc = VP_OK;
     if (q->probe && q->trace)
         rc = q->probe(q->user, q->trace, false, err);

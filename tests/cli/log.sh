@@ -75,4 +75,6 @@ expect 3 "nowhere.log" -- "$vp" plot nowhere.log
 expect 2 "plot needs a log" -- "$vp" plot
 expect 3 "cannot write $tmp/no/dir/x.log" -- "$vp" train "${model[@]}" --steps 1 \
     --log "$tmp/no/dir/x.log"
+expect 2 "--log and --plot need a file" -- "$vp" train "${model[@]}" --steps 1 --log -
+expect 2 "--log and --plot need a file" -- "$vp" train "${model[@]}" --steps 1 --plot -
 finish
