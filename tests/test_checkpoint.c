@@ -516,6 +516,83 @@ static void test_extend_finished_run(void **state) {
     vp_data_free(data);
 }
 
+/* vp_sample_run continues a prompt with the trained model: every p gives the same bytes and
+ * digest; greedy decoding picks, for its first byte, the most probable byte of the last
+ * prompt position's softmax as a whole-model stage restored from the checkpoint computes it
+ * in training's forward (microbatch 1, the prompt then zeros); bad options are refused. */
+static void test_sample(void **state) {
+    (void)state;
+    vp_data *data = NULL;
+    assert_int_equal(vp_data_load(TEXT, 0.1, &data, NULL), VP_OK);
+    vp_train_options o = tiny_options(3, 16, 2);
+    o.steps = 4;
+    char *dir = new_dir();
+    o.checkpoint_dir = dir;
+    vp_train_result tr;
+    vp_error err = {0};
+    assert_int_equal(vp_train_run(&o, data, NULL, NULL, &tr, &err), VP_OK);
+    const char prompt[] = "This";
+    vp_sample_options so = {.resume_dir = dir,
+                            .prompt = prompt,
+                            .prompt_len = 4,
+                            .tokens = 12,
+                            .p = 1,
+                            .temperature = 0.8,
+                            .seed = 3};
+    vp_sample_result want, got;
+    assert_int_equal(vp_sample_run(&so, &want, &err), VP_OK);
+    assert_true(want.len == 12 && want.step == 4 && want.model.width == 16);
+    for (so.p = 2; so.p <= 4; so.p++) {
+        assert_int_equal(vp_sample_run(&so, &got, &err), VP_OK);
+        assert_memory_equal(got.text, want.text, 12);
+        assert_true(got.digest == want.digest);
+        free(got.text);
+    }
+    /* greedy: the argmax of the reference forward's last prompt row */
+    so.p = 1;
+    so.temperature = 0;
+    assert_int_equal(vp_sample_run(&so, &got, &err), VP_OK);
+    vp_model_config cfg = o.model;
+    cfg.microbatch = 1;
+    vp_mem *mem = vp_mem_new();
+    vp_stage *st = NULL;
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){0, 3, true, true},
+                                  &(vp_stage_options){.n_slots = 1, .seed = o.seed}, mem, &st,
+                                  &err),
+                     VP_OK);
+    vp_checkpoint_run run = vp__checkpoint_run(&o, data);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &st, 1}, NULL, &err),
+                     VP_OK);
+    uint8_t tokens[8] = {'T', 'h', 'i', 's'}, targets[8] = {0};
+    float probs[8 * 256];
+    double loss;
+    assert_int_equal(
+        vp_stage_forward(
+            st, 0,
+            &(vp_stage_io){.tokens = tokens, .targets = targets, .loss = &loss, .probs = probs},
+            &err),
+        VP_OK);
+    int best = 0;
+    for (int i = 1; i < 256; i++)
+        best = probs[3 * 256 + i] > probs[3 * 256 + best] ? i : best;
+    assert_int_equal((unsigned char)got.text[0], best);
+    free(got.text);
+    vp_stage_free(st);
+    vp_mem_free(mem);
+    so.prompt_len = 0;
+    assert_int_equal(vp_sample_run(&so, &got, &err), VP_EINVAL);
+    so.prompt_len = 4;
+    so.tokens = 0;
+    assert_int_equal(vp_sample_run(&so, &got, &err), VP_EINVAL);
+    so.tokens = 1;
+    so.p = 6; /* 3 layers fill at most 5 stages */
+    assert_int_equal(vp_sample_run(&so, &got, &err), VP_EINVAL);
+    free(want.text);
+    remove_tree(dir);
+    free(dir);
+    vp_data_free(data);
+}
+
 /* A resume with other options or another model is refused, naming what differs. */
 static void test_resume_refuses_other_runs(void **state) {
     (void)state;
@@ -1157,6 +1234,7 @@ int main(void) {
         cmocka_unit_test(test_refuses_incomplete_sets),
         cmocka_unit_test(test_resume_bit_identical),
         cmocka_unit_test(test_extend_finished_run),
+        cmocka_unit_test(test_sample),
         cmocka_unit_test(test_resume_refuses_other_runs),
         cmocka_unit_test(test_refuses_corruption),
         cmocka_unit_test(test_failed_write_keeps_previous),

@@ -310,6 +310,12 @@ VP_API void vp_runtime_mpi_abort(int code);
 VP_API vp_status vp_runtime_split(const vp_schedule *s, const vp_model_config *cfg,
                                   vp_split_goal goal, int *layer_start, vp_error *err);
 
+/* What a run resuming the committed checkpoint in dir continues (vp_checkpoint_inspect,
+ * without restoring it): its step and data position, and its run's trajectory, whose
+ * steps and learning-rate schedule a resumed run keeps unless given others. Errors of
+ * vp_checkpoint_inspect. */
+VP_API vp_status vp_train_resume_point(const char *dir, vp_checkpoint_info *info, vp_error *err);
+
 /* ---- sampling ------------------------------------------------------------------------------ */
 
 /* The most bytes one vp_sample_run generates. */

@@ -248,7 +248,7 @@ static vp_status settle_steps(const vp_train_request *q, vp_train_ready *r, vp_e
     int steps = q->po.train.steps, decay = q->po.train.decay_steps;
     vp_checkpoint_info there = {0};
     if (o->resume_dir && (!steps || !decay)) {
-        vp_status rc = vp_checkpoint_inspect(o->resume_dir, &there, NULL, err);
+        vp_status rc = vp_train_resume_point(o->resume_dir, &there, err);
         if (rc != VP_OK)
             return rc;
         steps = steps ? steps : there.run.steps;

@@ -33,6 +33,10 @@ vp_status vp__checkpoint_acquire(const vp_train_options *o, vp_checkpoint_lock *
                                  err);
 }
 
+vp_status vp_train_resume_point(const char *dir, vp_checkpoint_info *info, vp_error *err) {
+    return vp_checkpoint_inspect(dir, info, NULL, err);
+}
+
 double vp__peak_total(const vp_mem *mem) {
     double sum = 0.0;
     for (int c = 0; c < VP_MEM_CATEGORIES; c++)
