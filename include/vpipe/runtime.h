@@ -102,6 +102,12 @@ typedef struct vp_train_options {
     bool skip_nonfinite;        /* a non-finite loss or gradient norm skips the step (zeroes
                                    the gradients, no optimiser step) instead of failing */
     vp_faults faults;           /* injected faults (none by default) */
+    int vocab_shards;           /* vocabulary parallelism (vpipe/model.h): the token table and
+                                   the head split into this many shards (0: none), their
+                                   parts and softmax statistics combined in shard order;
+                                   a pipeline with it runs a vocabulary-parallel schedule of
+                                   p = vocab_shards devices, one shard each. Not yet with dp
+                                   > 1 or checkpoints */
 } vp_train_options;
 
 /* Sensible defaults for everything (4 layers, width 128, 4 heads, seq 64, microbatch 8,
