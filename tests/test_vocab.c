@@ -5,6 +5,8 @@
 #include <stdlib.h>
 
 #include "test_util.h"
+#include "vpipe/model.h"
+#include "vpipe/price.h"
 
 /* Builds family at (p, m) with vocabulary parallelism on or off; NULL when the family
  * refuses the shape. */
@@ -278,11 +280,94 @@ static void test_costs(void **state) {
     assert_non_null(strstr(err.message, "S, T, E"));
 }
 
+/* Prices family at (p, m) for model on gpu, with or without vocabulary parallelism. */
+static vp_price_result *priced(const char *model, const char *family, int p, int m, int seq,
+                               int vocab, vp_split_goal split) {
+    vp_arch a;
+    vp_gpu g;
+    vp_error err = {0};
+    assert_int_equal(vp_arch_resolve(model, &a, &err), VP_OK);
+    assert_int_equal(vp_gpu_preset("h100-80gb", &g, &err), VP_OK);
+    vp_workload t = vp_workload_default(&a);
+    t.seq = seq;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = split};
+    vp_spec spec = vp_spec_make(p, m);
+    spec.vocab_parallel = vocab;
+    vp_price_result *r = NULL;
+    if (vp_price_family(&su, family, &spec, &r, NULL, &err) != VP_OK)
+        fail_msg("%s %s: %s", model, family, err.message);
+    return r;
+}
+
+static double spread(const vp_price_result *r) {
+    double lo = INFINITY, hi = 0;
+    for (int d = 0; d < r->p; d++) {
+        lo = r->memory[d].total < lo ? r->memory[d].total : lo;
+        hi = r->memory[d].total > hi ? r->memory[d].total : hi;
+    }
+    return hi - lo;
+}
+
+/* Issue 28's pricing acceptance: Llama-3-8B on 8 H100s with V-Half is at least as fast
+ * with vocabulary parallelism and its per-rank memory spread shrinks, under the default
+ * split (time) and the naive even one; vpipe's own model prices a vocabulary-parallel
+ * layout byte for byte as its runtime holds it; a vocabulary smaller than p is refused. */
+static void test_price(void **state) {
+    (void)state;
+    for (int split = VP_SPLIT_TIME; split <= VP_SPLIT_EVEN; split += 2)
+        for (int seq = 2048; seq <= 4096; seq *= 2) {
+            vp_price_result *plain = priced("llama3-8b", "v-half", 8, 32, seq, 0, split);
+            vp_price_result *v = priced("llama3-8b", "v-half", 8, 32, seq, 1, split);
+            printf("llama3-8b v-half p=8 m=32 seq %d split %s: step %.4f -> %.4f s, spread "
+                   "%.2f -> %.2f GiB\n",
+                   seq, split ? "even" : "time", plain->step_time_s, v->step_time_s,
+                   spread(plain) / (1 << 30), spread(v) / (1 << 30));
+            assert_true(v->step_time_s <= plain->step_time_s);
+            assert_true(spread(v) < spread(plain) / 4);
+            vp_price_result_free(plain);
+            vp_price_result_free(v);
+        }
+    /* vpipe's own model: the stages' and shards' bytes as vp_stage_sizes_of says */
+    vp_price_result *own = priced("vpipe:16,128,4,64", "v-half", 4, 8, 64, 1, VP_SPLIT_EVEN);
+    vp_model_config cfg = {16, 128, 4, 64, 1, 256};
+    for (int st = 0; st < own->S; st++) {
+        const vp_price_stage *g = &own->stage[st];
+        vp_stage_range range = {g->l0, g->l1, g->first, g->last, 4, 0};
+        vp_stage_sizes sz;
+        assert_int_equal(vp_stage_sizes_of(&cfg, range, &sz, NULL), VP_OK);
+        assert_true(g->act_bytes == sz.act_bytes && g->keep_bytes == sz.stash_bytes &&
+                    g->params * 4 == sz.param_bytes);
+    }
+    vp_stage_sizes shard;
+    assert_int_equal(vp_stage_sizes_of(&cfg, vp_vocab_range(1, 4), &shard, NULL), VP_OK);
+    vp_price_result_free(own);
+    vp_arch a;
+    vp_gpu g;
+    vp_price_layout *lay = NULL;
+    assert_int_equal(vp_arch_resolve("vpipe:16,128,4,64", &a, NULL), VP_OK);
+    assert_int_equal(vp_gpu_preset("h100-80gb", &g, NULL), VP_OK);
+    vp_workload t = vp_workload_default(&a);
+    t.seq = 64;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+    vp_schedule *s = tu_build("v-half", 4, 8, 0, vp_costs_default());
+    s->vocab_parallel = 1; /* the layout reads the flag of the shape */
+    assert_int_equal(vp_price_layout_new(&su, s, &lay, NULL), VP_OK);
+    TU_NEAR(lay->cm->vocab_act_bytes[1], shard.embed_bytes);
+    TU_NEAR(lay->cm->vocab_act_bytes[4 + 1], shard.output_bytes);
+    vp_price_layout_free(lay);
+    a.vocab = 3; /* fewer entries than devices */
+    vp_error err = {0};
+    assert_int_equal(vp_price_layout_new(&su, s, &lay, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "needs a vocabulary of at least 4 entries"));
+    vp_schedule_free(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_family), cmocka_unit_test(test_collective_times),
         cmocka_unit_test(test_memory),       cmocka_unit_test(test_validator),
         cmocka_unit_test(test_formats),      cmocka_unit_test(test_costs),
+        cmocka_unit_test(test_price),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

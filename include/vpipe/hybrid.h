@@ -79,6 +79,7 @@ typedef struct vp_hybrid_request {
                             while enumerating and between batches, after one batch at least */
     vp_hybrid_progress progress; /* NULL: none */
     void *progress_arg;
+    int vocab_parallel; /* 1: every configuration vocabulary-parallel (schedule.h) */
 } vp_hybrid_request;
 
 /* A request for a model and accelerator with the workload's defaults (vp_workload_default),

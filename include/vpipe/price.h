@@ -321,6 +321,10 @@ typedef struct vp_price_layout {
                               (units: one microbatch of the mean device slice) */
     double *slice_ms;      /* [3p] storage behind costs.dev_* (NULL with measured costs) */
     double unit_bytes;     /* bytes of one unit of cm (the mean device's M_B) */
+    int vocab_parallel;    /* 1: priced with vocabulary parallelism (the shape's): the first
+                              and last stage keep only the positions and the final norm,
+                              every rank holds a p-th of the token table and the head and
+                              runs a p-th of their passes (EF, EB, S, T; costs.e, s, t) */
 } vp_price_layout;
 
 /* Prices the stages of shape (a schedule; its op lists are read only for VP_SPLIT_MEMORY,

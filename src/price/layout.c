@@ -142,17 +142,29 @@ static double io_bytes(const vp_price_setup *su) {
     return (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
 }
 
+/* With vocabulary parallelism (vs non-NULL), the embedding and head parts of pp become what
+ * the first and last stage keep of them: vs's facts, no time (the shards' passes take the
+ * embedding's and the head's). */
+static void vocab_ends(const vp__vocab_split *vs, part_price *pp) {
+    if (!vs)
+        return;
+    pp[VP_PRICE_EMBEDDING] = (part_price){.facts = vs->first};
+    pp[VP_PRICE_HEAD] = (part_price){.facts = vs->last};
+}
+
 /* A schedule with R passes (mode): each stage's R time and what its F keeps until R, from
  * the parts priced under the mode (vpipe's own model, whose runtime recomputes the whole
  * stage from its input: its forward's time, and the input, the tokens on the first stage,
  * with the targets on the last). The stages were filled without recomputation. */
-static void fill_recompute(const vp_price_setup *su, vp_recompute mode, vp_price_layout *lay) {
+static void fill_recompute(const vp_price_setup *su, vp_recompute mode, const vp__vocab_split *vs,
+                           vp_price_layout *lay) {
     vp_workload work = *su->work;
     work.recompute = mode;
     vp_price_setup rsu = *su;
     rsu.work = &work;
     part_price rp[3];
     price_parts(&rsu, rp);
+    vocab_ends(vs, rp);
     double tokens = (double)work.mbs * work.seq; /* vpipe's byte tokens and targets */
     bool own = su->arch->impl == VP_IMPL_VPIPE;
     for (int st = 0; st < lay->S; st++) {
@@ -163,9 +175,10 @@ static void fill_recompute(const vp_price_setup *su, vp_recompute mode, vp_price
             g->r_ms += weight[k] * rp[k].r_ms;
             g->hold_bytes += weight[k] * rp[k].facts.act_bytes;
         }
-        if (own && mode == VP_RECOMPUTE_FULL) {
+        if (own && mode == VP_RECOMPUTE_FULL) { /* with vocabulary parallelism: the input */
             g->r_ms = g->f_ms;
-            g->hold_bytes = (g->first ? tokens : io_bytes(su)) + (g->last ? tokens : 0);
+            g->hold_bytes =
+                vs ? io_bytes(su) : (g->first ? tokens : io_bytes(su)) + (g->last ? tokens : 0);
         }
     }
 }
@@ -237,8 +250,10 @@ static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
     return floats * su->arch->dtype_bytes;
 }
 
-/* Every item of each rank's memory but the activations. */
-static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_price_layout *lay) {
+/* Every item of each rank's memory but the activations (with vocabulary parallelism each
+ * rank's shard's model states too: vocab_params). */
+static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, double vocab_params,
+                         vp_price_layout *lay) {
     const vp_workload *t = su->work;
     vp_workload plain = *t;
     plain.recompute = VP_RECOMPUTE_NONE;
@@ -260,6 +275,9 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_pric
     }
     for (int d = 0; d < s->p; d++) {
         vp_rank_memory *m = &lay->fixed[d];
+        m->params += vocab_params * t->prec.param;
+        m->grads += vocab_params * t->prec.grad;
+        m->optimizer += vocab_params * (t->prec.master + t->prec.moments) / shard;
         m->reserve = t->reserve_bytes;
         m->total = m->params + m->grads + m->optimizer + m->buffers + m->workspace + m->reserve;
     }
@@ -311,6 +329,31 @@ static vp_status build_costs(const vp_price_setup *su, const vp_schedule *s, vp_
     lay->costs.dev_b = dev[1];
     lay->costs.dev_w = dev[2];
     return VP_OK;
+}
+
+/* The times of a vocabulary shard's passes EF, EB, S and T in ms: a p-th of the
+ * embedding's F and of its B + W, of the head's F and of its B + W. */
+static void vocab_ms(const part_price *pp, int p, double ms[4]) {
+    const part_price *e = &pp[VP_PRICE_EMBEDDING], *h = &pp[VP_PRICE_HEAD];
+    ms[0] = e->f_ms / p;
+    ms[1] = (e->b_ms + e->w_ms) / p;
+    ms[2] = h->f_ms / p;
+    ms[3] = (h->b_ms + h->w_ms) / p;
+}
+
+/* The vocabulary shards' passes in the cost model: their times (measured S, T, E when
+ * given, else ms) and their bytes (vs). */
+static void fill_vocab(const vp_price_setup *su, const vp__vocab_split *vs, const double ms[4],
+                       vp_price_layout *lay) {
+    vp_cost_model *cm = lay->cm;
+    for (int d = 0; vs && d < cm->p; d++) {
+        for (int k = 0; k < 4 && !su->measured; k++)
+            cm->vocab[k * cm->p + d] = ms[k];
+        cm->vocab_act_bytes[d] = vs->embed_bytes;
+        cm->vocab_act_bytes[cm->p + d] = vs->output_bytes;
+        cm->vocab_act[d] = vs->embed_bytes / lay->unit_bytes;
+        cm->vocab_act[cm->p + d] = vs->output_bytes / lay->unit_bytes;
+    }
 }
 
 /* The simulator's cost model: measured costs laid out as given (their times become the
@@ -382,6 +425,11 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     if (su->measured && !(su->measured->f >= 0 && su->measured->b >= 0 && su->measured->w >= 0 &&
                           su->measured->c >= 0))
         return vp__fail(err, VP_EINVAL, "measured costs must be >= 0");
+    if (shape->vocab_parallel && su->arch->vocab < shape->p)
+        return vp__fail(err, VP_EINVAL,
+                        "vocabulary parallelism over %d devices needs a vocabulary of at least %d "
+                        "entries (one per device); %s has %d",
+                        shape->p, shape->p, su->arch->name, su->arch->vocab);
     vp_price_layout *lay = vp__calloc(1, sizeof *lay);
     if (lay) {
         lay->layers_per_stage = vp__calloc((size_t)shape->route_len, sizeof(int));
@@ -395,6 +443,7 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     lay->p = shape->p;
     lay->S = shape->S;
     lay->route_len = shape->route_len;
+    lay->vocab_parallel = shape->vocab_parallel;
     /* R passes: the stages priced without recomputation, then each R's part (vp_workload) */
     vp_workload plain = *su->work;
     vp_price_setup psu = *su;
@@ -404,17 +453,31 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     }
     part_price parts[3];
     price_parts(&psu, parts);
+    vp__vocab_split vsplit, *vs = shape->vocab_parallel ? &vsplit : NULL;
+    double vms[4] = {0, 0, 0, 0};
+    if (vs) { /* the shards take the embedding's and the head's vocabulary */
+        vp__vocab_split_of(su->arch, psu.work, shape->p, vs);
+        vocab_ms(parts, shape->p, vms);
+        vocab_ends(vs, parts);
+    }
     rc = choose_split(&psu, shape, parts, lay->layers_per_stage, err);
     if (rc == VP_OK) {
         fill_stages(&psu, shape, parts, lay);
         if (shape->recompute != VP_RECOMPUTE_NONE)
-            fill_recompute(su, shape->recompute, lay);
-        fixed_memory(&psu, shape, lay);
+            fill_recompute(su, shape->recompute, vs, lay);
+        fixed_memory(&psu, shape, vs ? vs->params : 0, lay);
         lay->hop_ms = su->measured ? su->measured->c : mean_hop_ms(su, shape);
         rc = build_costs(su, shape, lay, err);
     }
+    if (rc == VP_OK && vs && !su->measured) { /* what a family is built with */
+        lay->costs.e = (vms[0] + vms[1]) / 2;
+        lay->costs.s = vms[2];
+        lay->costs.t = vms[3];
+    }
     if (rc == VP_OK)
         rc = fill_cost_model(su, shape, lay, err);
+    if (rc == VP_OK)
+        fill_vocab(su, vs, vms, lay);
     if (rc != VP_OK) {
         vp_price_layout_free(lay);
         return rc;
