@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "schedule/replay.h"
 #include "vpipe/schedule.h"
 
 /* Fills stage_device for the placements that have a rule. */
@@ -172,9 +173,7 @@ int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
 
 /* ---- recomputation ---- */
 
-/* A copy of s's shape and placement with empty op lists (family, recompute and vocabulary
- * parallelism too). */
-static vp_status copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err) {
+vp_status vp__schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err) {
     vp_shape shape = {.p = s->p, .S = s->S, .m = s->m, .placement = VP_PLACE_CUSTOM};
     vp_status rc = vp_schedule_new(s->family, shape, out, err);
     if (rc != VP_OK)
@@ -206,7 +205,7 @@ vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_sche
     if ((unsigned)mode > VP_RECOMPUTE_FULL)
         return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)mode);
     vp_schedule *c = NULL;
-    vp_status rc = copy_shape(s, &c, err);
+    vp_status rc = vp__schedule_copy_shape(s, &c, err);
     if (rc != VP_OK)
         return rc;
     c->recompute = mode;

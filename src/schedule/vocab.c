@@ -102,25 +102,6 @@ static void vocab_keys(const vp_schedule *s, const mb_times *t, vkey *keys) {
     qsort(keys, 4 * (size_t)s->m, sizeof *keys, vkey_cmp);
 }
 
-/* A copy of s's shape, placement, routes and recomputation, vocabulary-parallel, with no
- * ops. */
-static vp_status vocab_shape(const vp_schedule *s, vp_schedule **out, vp_error *err) {
-    vp_shape shape = {.p = s->p, .S = s->S, .m = s->m, .placement = VP_PLACE_CUSTOM};
-    vp_status rc = vp_schedule_new(s->family, shape, out, err);
-    if (rc != VP_OK)
-        return rc;
-    vp_schedule *c = *out;
-    c->placement = s->placement;
-    c->route_len = s->route_len;
-    c->recompute = s->recompute;
-    c->vocab_parallel = 1;
-    for (int i = 0; i < s->S; i++)
-        c->stage_device[i] = s->stage_device[i];
-    for (int j = 0; j < s->m; j++)
-        c->mb_first[j] = s->mb_first[j];
-    return vp_schedule_set_chunks(c, err);
-}
-
 /* The longest op of s under fn (1 without fn). */
 static double longest_op(const vp_schedule *s, vp__op_time_fn fn, const void *ctx) {
     double most = 0.0;
@@ -156,8 +137,10 @@ vp_status vp__schedule_vocab(const vp_schedule *s, vp__op_time_fn time_fn, const
     if (rc == VP_OK) {
         find_times(s, start, end, t);
         vocab_keys(s, t, keys);
-        rc = vocab_shape(s, out, err);
+        rc = vp__schedule_copy_shape(s, out, err);
     }
+    if (rc == VP_OK)
+        (*out)->vocab_parallel = 1;
     for (int d = 0; rc == VP_OK && d < s->p; d++)
         if (merge_device(s, d, start[d], keys, *out) != VP_OK)
             rc = vp__fail(err, VP_ENOMEM, "out of memory");
