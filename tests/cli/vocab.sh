@@ -44,5 +44,7 @@ expect 2 "planner does not weigh" -- "$vp" train -p 4 --schedule auto --memory 0
 expect 2 "not supported yet" -- "$vp" train -p 4 --schedule v-half --vocab-parallel --checkpoint "$tmp/ck" $model
 expect 2 "not supported yet" -- "$vp" train -p 2 --schedule 1f1b --vocab-parallel --dp 2 $model
 expect 2 "no vocabulary passes" -- "$vp" schedule 1f1b -p 2 -m 2 --vocab-parallel --format torch-csv
+expect 2 "needs a vocabulary of at least 257 entries" -- "$vp" simulate 1f1b -p 257 -m 1 --model vpipe:257,8,1,8 --vocab-parallel
+expect 2 "--vocab-shards expects an integer in [1, 256]" -- "$vp" train -p 1 --vocab-shards 300 $model
 expect 2 "first and the last stage hold at least one layer" -- "$vp" train -p 2 --schedule 1f1b --vocab-parallel --layers-per-stage 0,8 $model
 finish
