@@ -253,7 +253,7 @@ VP_API vp_status vp_request_obtain(const char *what, const vp_spec *spec, vp_sch
  * header comment, with these keys): "family"; "p", "m", "v"; "costs" (the text of --cost);
  * "memory_model"; "memory_limit" (units, >= 0); "max_ops"; "threads" (the budget
  * planner's); "memory" (the budget); "width", "fit", "color", "title"; "model", "gpu",
- * "seq", "mbs", "tp", "dp", "sp", "zero1", "flash", "recompute", "split",
+ * "seq", "mbs", "tp", "dp", "sp", "zero1", "flash", "recompute", "vocab_parallel", "split",
  * "layers_per_stage" (an array). Unlike vp_request_call, a call reads the options it needs
  * and ignores the others, so one object can serve every call. Each runs the door's own
  * steps, so "recompute" means what it means on the command line. NULL or "" is {}. An

@@ -231,7 +231,8 @@ class Schedule:
 
 def schedule(family: str, p: int, m: int, costs: CostsLike = None,
              memory_model: Optional[str] = None, v: Optional[int] = None,
-             memory_limit: Optional[float] = None, max_ops: Optional[int] = None) -> Schedule:
+             memory_limit: Optional[float] = None, max_ops: Optional[int] = None,
+             vocab_parallel: bool = False) -> Schedule:
     """Builds a family's schedule (`vpipe schedule`).
 
     Args:
@@ -243,10 +244,12 @@ def schedule(family: str, p: int, m: int, costs: CostsLike = None,
         v: chunks per device for "interleaved".
         memory_limit: units, for "zb-1p"/"zb-2p".
         max_ops: refuse a schedule that may hold more ops (default 10^8).
+        vocab_parallel: split the embedding and the output layer by vocabulary over the p
+            devices, with their passes ("EF", "EB", "S", "T") placed into the schedule.
     """
     out = ctypes.c_void_p()
     opts = _options(family=family, p=p, m=m, costs=costs, memory_model=memory_model, v=v,
-                    memory_limit=memory_limit, max_ops=max_ops)
+                    memory_limit=memory_limit, max_ops=max_ops, vocab_parallel=vocab_parallel)
     _lib.check(lambda err: _lib.lib().vp_request_schedule(opts, ctypes.byref(out), err))
     return Schedule(out, costs, memory_model)
 
@@ -360,7 +363,7 @@ def price(family: str, p: int, m: int, model: str, gpu: str, seq: Optional[int] 
           sp: Optional[bool] = None, zero1: Optional[bool] = None,
           flash: Optional[bool] = None, recompute: Optional[str] = None,
           split: Optional[str] = None, layers_per_stage: Optional[List[int]] = None,
-          v: Optional[int] = None) -> PriceResult:
+          v: Optional[int] = None, vocab_parallel: bool = False) -> PriceResult:
     """Prices a family for a real model on a real accelerator: bytes per rank and seconds
     per step. The family is built with the priced per-stage costs.
 
@@ -374,10 +377,12 @@ def price(family: str, p: int, m: int, model: str, gpu: str, seq: Optional[int] 
         recompute: "none", "selective" or "full".
         split: how layers are split over stages, "time", "memory" or "even"; or the
             layers of each stage in layers_per_stage.
+        vocab_parallel: every rank holds a p-th of the vocabulary (token table and head)
+            and runs a p-th of its passes.
 
     Returns a PriceResult: step_time_s, bubble, mfu, tokens_per_s, memory_per_rank
     (a RankMemory of itemised bytes per rank), memory_max_bytes, fits, per_stage, ...
     """
     return _price(None, family=family, p=p, m=m, v=v, model=model, gpu=gpu, seq=seq, mbs=mbs,
                   tp=tp, dp=dp, sp=sp, zero1=zero1, flash=flash, recompute=recompute,
-                  split=split, layers_per_stage=layers_per_stage)
+                  split=split, layers_per_stage=layers_per_stage, vocab_parallel=vocab_parallel)
