@@ -1,15 +1,18 @@
-/* The greedy V search against the V block search on the uneven cost grid of issue 28
- * (tests/uneven_grid.h: 50 cost sets, F, B, W in [1, 4], hop c in [0, F/2], at p in {4, 8,
- * 16} and m in {2p, 4p}). For every case and for v-min and v-half, the memory limit is the
- * peak of the family's §4 block; the benchmark prints the family's bubble and makespan now,
- * the planner's at that memory (a budget in units), and those of the greedy V schedule under
- * the limit alone (vp_vgreedy_run, ranked by span). With --baseline FILE (the same rows of
- * an earlier release, bench/greedy_baseline.txt: the families and the planner before the
- * greedy search, i.e. the V block search alone) each row also gives those.
+/* The greedy V search and the compacted V pattern against the V block search on the uneven
+ * cost grid of issue 28 (tests/uneven_grid.h: 50 cost sets, F, B, W in [1, 4], hop c in
+ * [0, F/2], at p in {4, 8, 16} and m in {2p, 4p}). For every case and for v-min and v-half,
+ * the memory limit is the peak of the family's §4 block; the benchmark prints the family's
+ * bubble and makespan now, the planner's at that memory (a budget in units), those of the
+ * greedy V schedule under the limit alone (vp_vgreedy_run, ranked by span) and those of the
+ * family's compacted pattern alone (vp_vcompact_run of the §4 block: the authors' V-Min and
+ * V-Half construction). With --baseline FILE (the same rows of an earlier release,
+ * bench/greedy_baseline.txt: the families and the planner before the greedy search, i.e.
+ * the V block search alone) each row also gives those.
  *
  *   bench_greedy [--quick] [--baseline FILE]      the rows (tab-separated):
  *     row  P  M  F  B  W  C  WHAT  LIMIT  BUBBLE  MAKESPAN  PEAK  GREEDY_BUBBLE
- *          GREEDY_MAKESPAN  BASE_BUBBLE|-  BASE_MAKESPAN|-
+ *          GREEDY_MAKESPAN  COMPACT_BUBBLE  COMPACT_MAKESPAN  COMPACT_PEAK
+ *          BASE_BUBBLE|-  BASE_MAKESPAN|-
  *   bench_greedy [--quick] --grid                 the cases and limits only:
  *     case  P  M  F  B  W  C  VMIN_LIMIT  VHALF_LIMIT
  *
@@ -98,16 +101,18 @@ static double block_peak(const char *family, const vp_spec *spec) {
     return peak;
 }
 
-/* Prints one row: what's figures (now) against the greedy's and the baseline's. */
+/* Prints one row: what's figures (now) against the greedy's, the compacted pattern's and
+ * the baseline's. */
 static void print_row(const ug_case *x, const char *what, double limit, const vp_vgrid_metrics *now,
-                      const vp_vgrid_metrics *greedy) {
+                      const vp_vgrid_metrics *greedy, const vp_vgrid_metrics *compact) {
     char key[128], b[64] = "-\t-";
     row_key(x, what, key, sizeof key);
     const base_row *br = find_base(key);
     if (br)
         snprintf(b, sizeof b, "%.9f\t%.9g", br->bubble, br->makespan);
-    printf("row\t%s\t%g\t%.9f\t%.9g\t%g\t%.9f\t%.9g\t%s\n", key, limit, now->bubble, now->makespan,
-           now->peak, greedy->bubble, greedy->makespan, b);
+    printf("row\t%s\t%g\t%.9f\t%.9g\t%g\t%.9f\t%.9g\t%.9f\t%.9g\t%g\t%s\n", key, limit, now->bubble,
+           now->makespan, now->peak, greedy->bubble, greedy->makespan, compact->bubble,
+           compact->makespan, compact->peak, b);
 }
 
 /* The rows of family f (v-min or v-half) for case x: the family, then the planner at its
@@ -118,7 +123,9 @@ static int run_family(const ug_case *x, int f) {
     spec.costs = x->costs;
     double limit = block_peak(fam[f], &spec);
     vp_vgreedy_opts opts = {.limit = limit, .rank = VP_VRANK_SPAN};
-    vp_vgrid_metrics g, now;
+    vp_vcompact_opts any = {0};
+    vp_vgrid_metrics g, c, now;
+    vp_vblock vb;
     vp_schedule *s = NULL;
     vp_plan *plan = NULL;
     vp_budget budget = {.kind = VP_BUDGET_UNITS, .value = limit};
@@ -127,15 +134,21 @@ static int run_family(const ug_case *x, int f) {
     vp_schedule_free(s);
     s = NULL;
     if (rc == VP_OK)
+        rc = vp_vblock_preset(fam[f], x->p, &vb, &err);
+    if (rc == VP_OK)
+        rc = vp_vcompact_run(&spec, &vb, &any, &s, &c, &err);
+    vp_schedule_free(s);
+    s = NULL;
+    if (rc == VP_OK)
         rc = vp_family_build(fam[f], &spec, &s, &err);
     if (rc == VP_OK) {
         now = figures_of(s, &spec);
-        print_row(x, fam[f], limit, &now, &g);
+        print_row(x, fam[f], limit, &now, &g, &c);
         rc = vp_plan_run(&spec, &budget, &plan, &err);
     }
     if (rc == VP_OK) {
         now = figures_of(plan->schedule, &spec);
-        print_row(x, plan_at[f], limit, &now, &g);
+        print_row(x, plan_at[f], limit, &now, &g, &c);
     } else {
         fprintf(stderr, "bench_greedy: %s p=%d m=%d: %s\n", fam[f], x->p, x->m, err.message);
     }

@@ -99,7 +99,7 @@ def collect(r, cfg):
 
 
 def md_runtime(d):
-    s = ["### 7.1 vpipe's own model: activation bytes per rank, measured\n",
+    s = ["### 8.1 vpipe's own model: activation bytes per rank, measured\n",
          f"`vpipe train -p P -m 4P {' '.join(d['model'])} --steps 1` on the threads transport, "
          "real compute; the largest rank's peak of activations, measured (= predicted, byte for "
          "byte) and over 1F1B's without vocabulary parallelism (the paper's baseline), beside "
@@ -135,7 +135,7 @@ def md_runtime(d):
 def md_emulated(d):
     if not d["emulated"]:
         return ""
-    s = ["### 7.2 vpipe's own model: step time, emulated\n",
+    s = ["### 8.2 vpipe's own model: step time, emulated\n",
          f"`vpipe train -p P -m 4P {' '.join(d['model'])} --emulate --cost-file profile.json` "
          "(profiled pass times waited out over the real transport; the vocabulary passes wait a "
          "p-th of the profiled embedding and head): the median step after the first, and the "
@@ -161,7 +161,7 @@ def md_emulated(d):
 
 
 def md_priced(d):
-    s = ["### 7.3 Llama-3-8B and Llama-3-70B (128k vocabulary), priced\n",
+    s = ["### 8.3 Llama-3-8B and Llama-3-70B (128k vocabulary), priced\n",
          "`vpipe simulate FAMILY ARGS --split S [--vocab-parallel]`: step time and the largest "
          "and smallest rank's memory (every item: model states, activations, buffers, "
          "reserve), under the default layer split (time: the first and last stages get fewer "
@@ -204,7 +204,7 @@ def md_paper():
              f"{mb:.2f} → {mv:.2f}"] for g, seq, b, v, mb, mv in PAPER_VHALF]
     rows += [[f"1F1B, 8 GPUs", seq, f"{b:.2f} → {v1:.2f} / {v2:.2f}", f"{v1 / b - 1:+.0%}",
               f"{mb:.2f} → {m1:.2f} / {m2:.2f}"] for seq, b, v1, v2, mb, m1, m2 in PAPER_1F1B]
-    return ("### 7.4 The paper's figures (128k vocabulary)\n\n"
+    return ("### 8.4 The paper's figures (128k vocabulary)\n\n"
             "Vocabulary Parallelism (Yeung, Qi, Lin, Wan; MLSys 2025), Tables 5 and 6 as a "
             "secondary source transcribes them (approximate): MFU and peak memory of the naive "
             "baseline against Vocab-1 (and Vocab-2 for 1F1B). Their V-Half runs hold two layers "
@@ -221,7 +221,7 @@ def md_paper():
 
 
 def markdown(d):
-    return "\n".join(["## 7. Vocabulary parallelism\n",
+    return "\n".join(["## 8. Vocabulary parallelism\n",
                       "`--vocab-parallel` splits the input embedding and the output layer by "
                       "vocabulary over every pipeline device, with their passes (EF, EB, S, T) "
                       "in the schedule (README, issue 28).\n",

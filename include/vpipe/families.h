@@ -30,10 +30,16 @@ typedef struct vp_spec {
     vp_recompute recompute; /* build every family's recomputing version (vp_schedule_recompute) */
     int vocab_parallel;     /* 1: build every family's vocabulary-parallel version
                                (vp_vocab_place with the spec's costs) */
+    double time_limit_s;    /* the budget planner (vp_plan_run) stops after this many seconds
+                               with the best found so far and says so (0: no limit) */
 } vp_spec;
 
+/* The budget planner's default time limit (vp_spec_make), in seconds. */
+#define VP_PLAN_TIME_LIMIT_S 60.0
+
 /* p, m with default costs and memory model, v = 0, mem_limit = 0, the default op limit,
- * one thread, no recomputation, no vocabulary parallelism. */
+ * one thread, no recomputation, no vocabulary parallelism, the planner's default time
+ * limit. */
 VP_API vp_spec vp_spec_make(int p, int m);
 
 /* The most ops any family builds for spec: 3 passes per (stage, microbatch), 4 with
@@ -108,6 +114,8 @@ typedef struct vp_vsearch_opts {
     vp_vrank rank;   /* how blocks rank (figures compared to 1e-9 relative) */
     const vp_vgrid_metrics *beat; /* best_only: keep a block only when it ranks before these
                                      figures (a schedule in hand wins ties), or NULL */
+    double deadline_ms;           /* stop between batches once the monotonic clock (ms) passes this,
+                                     with what was found so far (0: never) */
 } vp_vsearch_opts;
 
 /* Result of vp_vsearch_run (caller frees with vp_vsearch_free). */
@@ -115,8 +123,11 @@ typedef struct vp_vsearch {
     vp_vsearch_level *levels; /* [n_levels] the best block per peak level, by increasing
                                  peak; best_only: at most one */
     int n_levels;
-    long tried; /* blocks in the space (vp_vsearch_size) */
-    long built; /* blocks built and measured (the others were ruled out before building) */
+    long tried;    /* blocks in the space (vp_vsearch_size) */
+    long built;    /* blocks built and measured (the others were ruled out before building) */
+    long seen;     /* blocks it went through before it ended (fewer than tried when it settled
+                      or timed out) */
+    int timed_out; /* 1 when opts.deadline_ms stopped it before the end of the space */
 } vp_vsearch;
 
 /* 1 when figures a rank strictly before b under rank, each figure compared to 1e-9
@@ -156,8 +167,9 @@ VP_API void vp_vsearch_free(vp_vsearch *s);
  * memory limit (and an F⁰ only while room for one F¹ remains, so it never deadlocks),
  * backwards or forwards first when both could start, the gaps before a pass filled with
  * pending W. Eight variants (the warm-up's depth, the preference, one more W into a gap it
- * does not fit) are timed and the best kept: the family of schedules the Zero Bubble
- * authors' greedy generators produce. */
+ * does not fit) are timed and the best kept: the kind of schedule the Zero Bubble authors'
+ * automatic schedulers (ZB-1P/2P, ZB-V) produce. Their V-Min and V-Half generators keep a
+ * pattern instead: the compacted V pattern below. */
 
 /* What a greedy search builds. */
 typedef struct vp_vgreedy_opts {
@@ -181,6 +193,39 @@ typedef struct vp_vgreedy_opts {
  * microbatches choose one, timed in full), and one more that records the winner. */
 VP_API vp_status vp_vgreedy_run(const vp_spec *spec, const vp_vgreedy_opts *opts, vp_schedule **out,
                                 vp_vgrid_metrics *metrics, vp_error *err);
+
+/* ---- the compacted V pattern (vcompact.c) ------------------------------------------
+ *
+ * The construction of the Controllable Memory authors' V-Min and V-Half generators: a V
+ * block's pattern repeated every 6 unit slots keeps its stable phase, while the warm-up
+ * and the cool-down are compacted greedily, pass by pass in time order, into the earliest
+ * free slot their dependencies allow that raises no device's memory above the most the
+ * pattern holds; each W goes into the first free slot after its B. Under equal costs per
+ * chunk pass that is the block's own rhythm; under uneven costs the compacted orders often
+ * replay faster than the V slot grid's build of the same block (vp_vblock_build), at no
+ * more memory in the cases measured (the families keep it only when it holds no more). */
+
+/* What a compacted pattern is kept for. */
+typedef struct vp_vcompact_opts {
+    double limit;                 /* return no schedule whose peak (units) exceeds it (0: any) */
+    vp_vrank rank;                /* how it ranks against beat (as vp_vsearch_ranks_before) */
+    const vp_vgrid_metrics *beat; /* return a schedule only when it ranks before these (a
+                                     schedule in hand wins ties), or NULL */
+} vp_vcompact_opts;
+
+/* Builds block vb's compacted pattern for spec (p >= 2, m >= 1; its costs and memory
+ * model, no recomputation) and times it. When its figures are what opts asks for, *out
+ * receives the schedule (named "v-compact", validated; caller frees) and *metrics the
+ * figures vp_simulate gives it under the spec's costs; else *out is NULL (and *metrics
+ * untouched). Deterministic. VP_EINVAL for p < 2, m < 1 or a block that is malformed or
+ * collides (vp_vblock_slots), VP_ENOMEM. Cost: O(p·m) for the pattern, its stable phase
+ * never visited by the compaction, plus per warm-up or cool-down pass a scan of the free
+ * slots before it (in the last compaction each with a replay of the device's memory from
+ * there); the timing stops once it cannot rank before opts->beat, and only a schedule that
+ * does is built and simulated. */
+VP_API vp_status vp_vcompact_run(const vp_spec *spec, const vp_vblock *vb,
+                                 const vp_vcompact_opts *opts, vp_schedule **out,
+                                 vp_vgrid_metrics *metrics, vp_error *err);
 
 /* The fixed block of a named V family at p devices (its memory level; the family itself
  * searches that level under the spec's costs): "v-min", offsets (1,1), phases of F¹, B¹,

@@ -42,10 +42,12 @@ int vp__vblock_cannot_beat(const vp_cost_model *cm, int p, int m, int cap,
 vp_status vp__sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_vgrid_metrics *out,
                           vp_error *err);
 
-/* Lower bounds on the longest span and the makespan (span, makespan set) of any V
- * schedule of p devices and m microbatches under cm whose device 0 holds at most cap chunk
- * activations: the V search's bounds (vsearch.c). */
-vp_vgrid_metrics vp__vschedule_bounds(const vp_cost_model *cm, int p, int m, int cap);
+/* 1 when no V schedule of p devices and m microbatches under cm whose peak is at most limit
+ * units can rank before best (a tie in the first figure lost unless ranking by makespan):
+ * the V search's lower bounds (vsearch.c) at the most chunk activations the limit holds on
+ * device 0. */
+int vp__vlimit_cannot_beat(const vp_cost_model *cm, int p, int m, double limit,
+                           const vp_vgrid_metrics *best, vp_vrank rank);
 
 /* Checks p >= 1 and m >= 1 for family name. */
 vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err);

@@ -1,6 +1,6 @@
 /* The greedy V search (families.h): passes placed one at a time, in time order, on the V
- * placement under a memory limit: the family of schedules the Zero Bubble authors' greedy
- * generators produce, which repeat no building block.
+ * placement under a memory limit: the kind of schedule the Zero Bubble authors' automatic
+ * schedulers produce, which repeat no building block.
  *
  * Device d runs four chains of passes, each in microbatch order: F⁰ (stage d), F¹ (stage
  * 2p-1-d), B¹ (the backward of stage 2p-1-d) and B⁰ (stage d), and the W of every B it has
@@ -459,17 +459,6 @@ static double first_of(const vp_vgrid_metrics *x, vp_vrank rank) {
     return rank == VP_VRANK_SPAN ? x->span : x->makespan;
 }
 
-/* 1 when no V schedule within the limit can rank before beat: the V search's lower bounds
- * (vp__vschedule_bounds) at the most chunk activations the limit holds on device 0. */
-static int hopeless(const greedy *g, const vp_vgrid_metrics *beat) {
-    double act = fmin(g->cm->act[0], g->cm->act[2 * g->p - 1]);
-    if (!(act > 0) || g->limit / act > 4.0 * g->p * g->m)
-        return 0;
-    vp_vgrid_metrics lb = vp__vschedule_bounds(g->cm, g->p, g->m, (int)floor(g->limit / act + EPS));
-    double one = first_of(beat, g->rank), lo = first_of(&lb, g->rank), tol = EPS * (1 + one);
-    return lo > one + tol || (lo >= one - tol && g->rank != VP_VRANK_MAKESPAN);
-}
-
 /* The index of the variant of [first, end) that ranks first (before *best when have_best),
  * or -1. */
 static vp_status best_variant(greedy *g, int first, int end, vp_vgrid_metrics *best, int have_best,
@@ -559,7 +548,8 @@ vp_status vp_vgreedy_run(const vp_spec *spec, const vp_vgreedy_opts *opts, vp_sc
     rc = check_limit(&g, err);
     vp_vgrid_metrics best = opts->beat ? *opts->beat : (vp_vgrid_metrics){0};
     int winner = -1;
-    if (rc == VP_OK && !(opts->beat && hopeless(&g, opts->beat)))
+    if (rc == VP_OK &&
+        !(opts->beat && vp__vlimit_cannot_beat(cm, spec->p, spec->m, g.limit, opts->beat, g.rank)))
         rc = choose(&g, spec, &best, opts->beat != NULL, &winner, err);
     if (rc == VP_ENOMEM)
         rc = vp__fail(err, rc, "out of memory");

@@ -3,10 +3,10 @@
  *
  * The named families are cost-aware: V-Min (offsets 1,1), V-Half (2,1) and V-ZB (4,2)
  * hold their §4 block's memory and take, among the blocks of the V search (vsearch.c:
- * every phase pattern, offset and change point) at that memory and the greedy V search's
- * schedule under the §4 block's peak (vgreedy.c), the one with the smallest bubble (for
- * runs shorter than 2p: makespan) under the spec's costs (the §4 block wins ties); V-ZB
- * also weighs zb-v's schedule.
+ * every phase pattern, offset and change point) at that memory, the §4 block's compacted
+ * pattern (vcompact.c) and the greedy V search's schedule under the §4 block's peak
+ * (vgreedy.c), the one with the smallest bubble (for runs shorter than 2p: makespan) under
+ * the spec's costs (the §4 block wins ties); V-ZB also weighs zb-v's schedule.
  *
  * 1F1B-V keeps B and W together (BW, two slots): forwards advance one slot per device
  * and the full backwards two, with three extra slots every third device so that the
@@ -188,6 +188,24 @@ static vp_status search_level(named *ns, vp_error *err) {
     return rc;
 }
 
+/* The §4 block's compacted pattern (vp_vcompact_run): it becomes the best when it ranks
+ * first without more memory than the block's build; not run when the V search's lower
+ * bound shows no schedule within that memory can. */
+static vp_status weigh_compact(named *ns, vp_error *err) {
+    const vp_spec *spec = ns->spec;
+    if (vp__vlimit_cannot_beat(ns->cm, spec->p, spec->m, ns->peak, &ns->best.m, ns->rank))
+        return VP_OK;
+    vp_vcompact_opts opts = {.limit = ns->peak, .rank = ns->rank, .beat = &ns->best.m};
+    in_hand x = {0};
+    vp_status rc = vp_vcompact_run(spec, &ns->base, &opts, &x.s, &x.m, err);
+    if (rc == VP_OK && x.s && x.m.peak <= ns->peak + 1e-9 &&
+        x.m.peak_bytes <= ns->peak_bytes * (1 + 1e-9) &&
+        vp_vsearch_ranks_before(&x.m, &ns->best.m, ns->rank))
+        take(ns, &x);
+    vp_schedule_free(x.s);
+    return rc;
+}
+
 /* The greedy V search (vp_vgreedy_run) under the §4 block's peak: its schedule becomes the
  * best when it ranks first (the bytes it holds no more than the block's either). */
 static vp_status weigh_greedy(named *ns, vp_error *err) {
@@ -216,14 +234,15 @@ static vp_status take_best(named *ns, const char *family, vp_error *err) {
 }
 
 /* A named V family: among its §4 block (vp_vblock_preset), the §4 offsets with the other
- * phase patterns, (for m >= 2p) the V search's blocks at its memory level and the greedy V
- * search's schedule under the §4 block's peak, the one with the smallest longest span (for
- * runs shorter than 2p microbatches, all fill and drain: makespan) under the spec's costs,
- * with no more memory; earlier candidates win ties. v-zb also weighs zb-v's schedule at
- * its peak when its block has a bubble. So the result is never behind the §4 block (nor,
- * for v-zb, zb-v, nor the greedy at the block's peak) and never needs more memory; when
- * the best so far meets the search's lower bound the level is not searched (nor the
- * greedy run), and shapes beyond SEARCH_CELLS are not searched at all. */
+ * phase patterns, (for m >= 2p) the V search's blocks at its memory level, the §4 block's
+ * compacted pattern and the greedy V search's schedule under the §4 block's peak, the one
+ * with the smallest longest span (for runs shorter than 2p microbatches, all fill and
+ * drain: makespan) under the spec's costs, with no more memory; earlier candidates win
+ * ties. v-zb also weighs zb-v's schedule at its peak when its block has a bubble. So the
+ * result is never behind the §4 block (nor, for v-zb, zb-v, nor the compacted pattern or
+ * the greedy when they fit the block's peak) and never needs more memory; when the best
+ * so far meets the search's lower bound the level is not searched (nor the compacted
+ * pattern or the greedy run), and shapes beyond SEARCH_CELLS are not searched at all. */
 static vp_status build_named(const char *family, const vp_spec *spec, vp_schedule **out,
                              vp_error *err) {
     *out = NULL;
@@ -249,6 +268,8 @@ static vp_status build_named(const char *family, const vp_spec *spec, vp_schedul
         rc = weigh_zbv(spec, ns.cm, ns.rank, &ns, err);
     if (rc == VP_OK && search && long_run)
         rc = search_level(&ns, err);
+    if (rc == VP_OK && search)
+        rc = weigh_compact(&ns, err);
     if (rc == VP_OK && search)
         rc = weigh_greedy(&ns, err);
     if (rc == VP_OK)
