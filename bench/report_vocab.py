@@ -163,8 +163,8 @@ def md_emulated(d):
 def md_priced(d):
     s = ["### 8.3 Llama-3-8B and Llama-3-70B (128k vocabulary), priced\n",
          "`vpipe simulate FAMILY ARGS --split S [--vocab-parallel]`: step time and the largest "
-         "and smallest rank's memory (every item: model states, activations, buffers, "
-         "reserve), under the default layer split (time: the first and last stages get fewer "
+         "and smallest rank's memory (the report's total: every item of memory_per_rank), "
+         "under the default layer split (time: the first and last stages get fewer "
          "layers, the paper's \"redistribution\") and the even one (the paper's naive "
          "baseline).\n"]
     for label, args, split, rows in d["priced"]:
