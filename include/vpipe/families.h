@@ -28,14 +28,16 @@ typedef struct vp_spec {
     int threads;            /* worker threads a search may use (0 or 1: the calling thread only);
                                results never depend on it */
     vp_recompute recompute; /* build every family's recomputing version (vp_schedule_recompute) */
+    vp_offload offload;     /* and its offloading one (vp_schedule_offload under costs and mem;
+                               policy none: no offload) */
 } vp_spec;
 
 /* p, m with default costs and memory model, v = 0, mem_limit = 0, the default op limit,
- * one thread, no recomputation. */
+ * one thread, no recomputation, no offload. */
 VP_API vp_spec vp_spec_make(int p, int m);
 
 /* The most ops any family builds for spec: 3 passes per (stage, microbatch), 4 with
- * recomputation, on at most max(2, v) stages per device. */
+ * recomputation, 2 more with offload, on at most max(2, v) stages per device. */
 VP_API double vp_spec_max_ops(const vp_spec *spec);
 
 /* VP_ELIMIT when vp_spec_max_ops(spec) exceeds the spec's op limit, with the estimate,
@@ -58,7 +60,8 @@ VP_API const vp_family *vp_family_at(int i);
 VP_API const vp_family *vp_family_find(const char *name);
 
 /* Builds family `name` for spec into a new schedule (caller frees); with spec->recompute,
- * its recomputing version (vp_schedule_recompute). VP_EINVAL with a message naming the
+ * its recomputing version (vp_schedule_recompute); with spec->offload, its offloading one
+ * (vp_schedule_offload under spec's costs and memory model). VP_EINVAL with a message naming the
  * constraint when the spec does not fit the family (or the name is unknown), VP_ELIMIT
  * (vp_spec_check_size) before allocating anything when it would be too large; the result
  * always passes vp_schedule_validate. */

@@ -130,11 +130,18 @@ typedef struct vp_gpu {
     double gemm_efficiency;              /* fraction of peak of a large matrix multiply, (0, 1] */
     double gemm_edge;                    /* elements, >= 0 */
     double act_traffic_f, act_traffic_b; /* bytes per saved byte, >= 0 */
+    /* The host link (offload, sim.h): what one GPU's copies to and from host memory reach
+     * each way (0: unknown; a schedule that offloads cannot be priced), and the host memory
+     * it may fill (0: unknown, not checked). */
+    double host_bw;           /* bytes/s */
+    double host_memory_bytes; /* per GPU */
 } vp_gpu;
 
-/* Built-in accelerators: a100-80gb, h100-80gb, h200-141gb (design/models.md §3), with the
- * kernel model calibrated to the Zero Bubble paper's profiled A100 pass times (models.md
- * §6; src/price/readers.c gives the numbers). */
+/* Built-in accelerators: a100-80gb, h100-80gb, h200-141gb (design/models.md §3) and
+ * gh200-96gb (Grace Hopper: the H100's compute behind NVLink-C2C to the Grace CPU's
+ * memory), with the kernel model calibrated to the Zero Bubble paper's profiled A100 pass
+ * times (models.md §6) and the host links of their hosts (PCIe Gen4 x16, PCIe Gen5 x16,
+ * NVLink-C2C); src/price/readers.c gives the numbers. */
 VP_API int vp_gpu_preset_count(void);
 VP_API const char *vp_gpu_preset_name(int i);
 VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
@@ -143,11 +150,12 @@ VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
  * 312, "memory_gib": 80, "hbm_tb_s": 2.039, "intra_node_gb_s": 300, "inter_node_gb_s":
  * 25, "intra_node_latency_us": 3, "inter_node_latency_us": 10, "gpus_per_node": 8,
  * "p2p_gb_s": 47.5, "gemm_efficiency": 0.87, "gemm_edge": 128, "act_traffic_f": 4.1,
- * "act_traffic_b": 2.8} or, for one fraction of peak for every pass, "efficiency": 0.5
- * in place of the four kernel keys. With "base" every other key is optional and
- * overrides the preset ("efficiency" switches to the one fraction); without it all are
- * required ("name" is optional; "p2p_gb_s" defaults to intra_node_gb_s, as files written
- * before it existed mean). VP_EPARSE naming the key. */
+ * "act_traffic_b": 2.8, "host_gb_s": 25, "host_memory_gib": 128} or, for one fraction of
+ * peak for every pass, "efficiency": 0.5 in place of the four kernel keys. With "base"
+ * every other key is optional and overrides the preset ("efficiency" switches to the one
+ * fraction); without it all are required ("name" is optional; "p2p_gb_s" defaults to
+ * intra_node_gb_s, as files written before it existed mean; "host_gb_s" and
+ * "host_memory_gib" to 0, unknown). VP_EPARSE naming the key. */
 VP_API vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err);
 
 /* Preset name, or path of such a JSON file (same rule as vp_arch_resolve). */
@@ -291,6 +299,9 @@ typedef struct vp_price_stage {
                                      has R passes (full: each layer's input, on vpipe's own
                                      model the stage's input and targets; selective: all
                                      but the attention scores); act_bytes otherwise */
+    double off_bytes, copy_ms;    /* offload: what an O moves to host (the schedule's share
+                                     of hold_bytes) and each way's copy over the host link;
+                                     0 when the stage offloads nothing */
 } vp_price_stage;
 
 /* Per-rank memory, bytes. total = the sum of the others. */
@@ -303,6 +314,7 @@ typedef struct vp_rank_memory {
                          vpipe's scratch */
     double reserve;   /* vp_workload.reserve_bytes */
     double total;
+    double host; /* host memory its offloads hold at most (not in total: another pool) */
 } vp_rank_memory;
 
 /* The stages of one schedule shape priced under a setup, before simulation: what a
@@ -351,8 +363,10 @@ VP_API vp_status vp_price_layout_bound(const vp_price_setup *setup, const vp_pri
                                        int m, vp_price_bound *out, vp_error *err);
 
 /* Builds family for spec with the layout's per-device costs and memory model (layout made
- * for the family's shape at spec->p); when the generator refuses unequal devices, with
- * their means (*mean_costs set). Caller frees *out. Errors of vp_family_build. */
+ * for the family's shape at spec->p, offloading as spec does); when the generator refuses
+ * unequal devices, with their means (*mean_costs set); with spec->offload, its O and L
+ * placed with the layout's copy times (vp_schedule_offload_place). Caller frees *out.
+ * Errors of vp_family_build and of the placement. */
 VP_API vp_status vp_price_build(const vp_price_layout *layout, const char *family,
                                 const vp_spec *spec, vp_schedule **out, bool *mean_costs,
                                 vp_error *err);
@@ -385,7 +399,12 @@ typedef struct vp_price_result {
     double memory_max_bytes;
     int memory_max_rank;
     double capacity_bytes;
-    bool fits;       /* memory_max_bytes <= capacity_bytes */
+    bool fits; /* memory_max_bytes <= capacity_bytes, and with offload every rank's
+                  host bytes <= the accelerator's host memory (when known) */
+    /* offload (0 without): the most host memory a rank holds, the host memory per GPU, the
+     * busiest copy engine's share of the makespan, and the time compute waited for copies
+     * (the device that waited most) */
+    double host_max_bytes, host_capacity_bytes, copy_occupancy, offload_stall_s;
     bool mean_costs; /* vp_price_family: the generator could not build with unequal
                         per-device costs and was given their means (priced exactly all
                         the same) */
@@ -425,7 +444,10 @@ VP_API void vp_price_result_free(vp_price_result *r);
  * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
  * workspace, reserve, total}, bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
- * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}). NULL when memory runs out. */
+ * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}); when s offloads, also each rank's
+ * "host" in memory_per_rank, host_max_bytes, host_capacity_bytes, copy_occupancy,
+ * offload_stall_s and per stage "offload" (its share), "off_bytes" and "copy_ms". NULL
+ * when memory runs out. */
 VP_API char *vp_price_result_json(const vp_price_result *r);
 
 #ifdef __cplusplus

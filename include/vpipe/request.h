@@ -26,16 +26,17 @@
  * command (a key is required where the command line requires its flag):
  *   list      json
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
- *             memory_limit, max_ops, recompute, model, gpu, seq, mbs, tp, sp, dp, zero,
- *             flash, reserve, dp_overlap, split, layers_per_stage, json
+ *             memory_limit, max_ops, recompute, offload, offload_policy, model, gpu, seq,
+ *             mbs, tp, sp, dp, zero, flash, reserve, dp_overlap, split, layers_per_stage,
+ *             json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
  *             no_color, title
  *   schedule  simulate's without json (operand: a family), plus output, format
  *   validate  operand, p, m, v, cost, cost_file, memory_model, memory_limit, max_ops
  *   plan      p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, recompute,
- *             memory, json, output, model, gpu, seq, mbs, tp, sp, dp, zero, flash,
- *             reserve, dp_overlap, split, layers_per_stage, gpus, global_batch, pp, top,
+ *             offload, offload_policy, memory, json, output, model, gpu, seq, mbs, tp, sp, dp,
+ * zero, flash, reserve, dp_overlap, split, layers_per_stage, gpus, global_batch, pp, top,
  *             max_chunks, threads, time_limit, emit, operand (emit torchtitan's DIR)
  *   block     operand (a block file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, reorder, output, json, example
@@ -97,12 +98,15 @@ typedef struct vp_request {
     const vp_schedule *schedule; /* a schedule the caller holds, instead of operand[0] */
     /* the schedule: -p, -m, -v (0: not given), --cost, --cost-file, --memory-model,
      * --memory-limit (units; 0: not given), --max-ops (0: the default), --recompute (a
-     * vp_recompute; -1: not given) */
+     * vp_recompute; -1: not given), --offload (shares, vp_offload_parse; plan: also
+     * "auto"), --offload-policy (a vp_offload_policy; -1: not given) */
     int p, m, v;
     const char *cost, *cost_file, *memory_model;
     double memory_limit;
     long max_ops;
     int recompute;
+    const char *offload;
+    int offload_policy;
     /* a real model: --model, --gpu, --seq, --mbs, --tp, --dp (0: not given), --sp, --zero,
      * --flash, --reserve (GiB), --dp-overlap (-1: not given), --split (a vp_split_goal, -1),
      * --layers-per-stage "a,b,..." */

@@ -56,7 +56,9 @@ vp_spec vp_spec_make(int p, int m) {
 
 double vp_spec_max_ops(const vp_spec *spec) {
     double stages = (double)spec->p * (spec->v > 2 ? spec->v : 2);
-    return (spec->recompute != VP_RECOMPUTE_NONE ? 4.0 : 3.0) * stages * (double)spec->m;
+    double passes = (spec->recompute != VP_RECOMPUTE_NONE ? 4.0 : 3.0) +
+                    (spec->offload.policy != VP_OFFLOAD_NONE ? 2.0 : 0.0);
+    return passes * stages * (double)spec->m;
 }
 
 vp_status vp_spec_check_size(const vp_spec *spec, vp_error *err) {
@@ -87,6 +89,14 @@ vp_status vp__recompute_in_place(vp_schedule **s, vp_recompute mode, vp_error *e
     return rc;
 }
 
+vp_status vp__offload_in_place(vp_schedule **s, const vp_spec *spec, vp_error *err) {
+    vp_schedule *o = NULL;
+    vp_status rc = vp_schedule_offload(*s, &spec->costs, &spec->mem, &spec->offload, &o, err);
+    vp_schedule_free(*s);
+    *s = o;
+    return rc;
+}
+
 vp_status vp__spec_cost_model(const vp_spec *spec, vp_shape shape, vp_cost_model **out,
                               vp_error *err) {
     vp_schedule *s = NULL;
@@ -107,6 +117,8 @@ vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **o
         rc = f->build(spec, out, err);
     if (rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE)
         rc = vp__recompute_in_place(out, spec->recompute, err);
+    if (rc == VP_OK && spec->offload.policy != VP_OFFLOAD_NONE)
+        rc = vp__offload_in_place(out, spec, err);
     if (rc != VP_OK)
         return rc;
     rc = vp_schedule_validate(*out, err);

@@ -37,12 +37,15 @@ static vp_plan_candidate *cand_push(cand_list *l) {
     return c;
 }
 
-/* True when a is better than b: smaller makespan, then smaller bubble, then less memory. */
+/* True when a is better than b: smaller makespan, then smaller bubble, then less offload
+ * (less copying), then less memory. */
 static int better(const vp_plan_candidate *a, const vp_plan_candidate *b) {
     if (fabs(a->makespan - b->makespan) > EPS * (1 + b->makespan))
         return a->makespan < b->makespan;
     if (fabs(a->bubble - b->bubble) > EPS)
         return a->bubble < b->bubble;
+    if (fabs(a->offload - b->offload) > EPS)
+        return a->offload < b->offload;
     return a->peak < b->peak - EPS;
 }
 
@@ -68,17 +71,32 @@ static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_cand
     return VP_OK;
 }
 
-/* Builds V block vb for spec, recomputing as the spec asks (caller frees *out). */
+/* Builds V block vb for spec, recomputing and offloading as the spec asks (caller frees
+ * *out). */
 static vp_status build_vblock(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
                               vp_error *err) {
     vp_status rc = vp_vblock_build(vb, spec->p, spec->m, "v-block", out, err);
-    if (rc != VP_OK || spec->recompute == VP_RECOMPUTE_NONE)
-        return rc;
-    vp_schedule *r = NULL;
-    rc = vp_schedule_recompute(*out, spec->recompute, &r, err);
-    vp_schedule_free(*out);
-    *out = r;
+    if (rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE) {
+        vp_schedule *r = NULL;
+        rc = vp_schedule_recompute(*out, spec->recompute, &r, err);
+        vp_schedule_free(*out);
+        *out = r;
+    }
+    if (rc == VP_OK && spec->offload.policy != VP_OFFLOAD_NONE) {
+        vp_schedule *o = NULL;
+        rc = vp_schedule_offload(*out, &spec->costs, &spec->mem, &spec->offload, &o, err);
+        vp_schedule_free(*out);
+        *out = o;
+    }
     return rc;
+}
+
+/* spec with candidate c's own offload, when the planner chose one. */
+static vp_spec spec_of(const vp_spec *spec, const vp_plan_candidate *c) {
+    vp_spec s = *spec;
+    if (c->offload > 0)
+        s.offload = (vp_offload){.policy = c->offload_policy, .share = c->offload};
+    return s;
 }
 
 /* Builds and measures every registered family; families whose constraints the spec does
@@ -138,7 +156,7 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, cand_list *out,
         c->bubble = l->metrics.bubble;
         snprintf(c->family, sizeof c->family, "v-block");
         vp_vblock_format(&c->vblock, spec->p, c->params, sizeof c->params);
-        if (spec->recompute != VP_RECOMPUTE_NONE) {
+        if (spec->recompute != VP_RECOMPUTE_NONE || spec->offload.policy != VP_OFFLOAD_NONE) {
             vp_schedule *s = NULL;
             rc = build_vblock(spec, &c->vblock, &s, err);
             if (rc == VP_OK)
@@ -268,11 +286,86 @@ static vp_status resolve_budget(const vp_spec *spec, const vp_budget *budget, vp
 /* Rebuilds the chosen candidate's schedule. */
 static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_schedule **out,
                          vp_error *err) {
-    return c->is_vblock ? build_vblock(spec, &c->vblock, out, err)
-                        : vp_family_build(c->family, spec, out, err);
+    vp_spec own = spec_of(spec, c);
+    return c->is_vblock ? build_vblock(&own, &c->vblock, out, err)
+                        : vp_family_build(c->family, &own, out, err);
+}
+
+/* Whether candidate c fits the plan's budget. */
+static int fits(const vp_plan *plan, const vp_plan_candidate *c) {
+    double mem = plan->budget_in_bytes ? c->peak_bytes : c->peak;
+    return mem <= plan->budget * (1 + EPS) + EPS;
+}
+
+/* Family `family` offloading share under policy, measured into *c (fits set). */
+static vp_status try_offload(const vp_spec *spec, const vp_plan *plan, const char *family,
+                             vp_offload_policy policy, double share, vp_plan_candidate *c,
+                             vp_error *err) {
+    *c = (vp_plan_candidate){.offload_policy = policy, .offload = share};
+    snprintf(c->family, sizeof c->family, "%s", family);
+    snprintf(c->params, sizeof c->params, "offload %g %s", share, vp_offload_policy_name(policy));
+    vp_spec own = spec_of(spec, c);
+    vp_schedule *s = NULL;
+    vp_status rc = vp_family_build(family, &own, &s, err);
+    if (rc == VP_OK)
+        rc = measure(s, &own, c, err);
+    vp_schedule_free(s);
+    c->fits = rc == VP_OK && fits(plan, c);
+    return rc;
+}
+
+/* The smallest of the shares 1/4, 1/2, 3/4 that fits under policy, given that share 1 does
+ * (*whole), appended to l (share 1 once, under the uniform policy). */
+static vp_status smallest_share(const vp_spec *spec, const vp_plan *plan, cand_list *l,
+                                const vp_plan_candidate *whole, vp_offload_policy policy,
+                                vp_error *err) {
+    vp_plan_candidate best = *whole, half, c;
+    vp_status rc = try_offload(spec, plan, whole->family, policy, 0.5, &half, err);
+    double next = rc == VP_OK && half.fits ? 0.25 : 0.75;
+    if (rc == VP_OK && half.fits)
+        best = half;
+    if (rc == VP_OK)
+        rc = try_offload(spec, plan, whole->family, policy, next, &c, err);
+    if (rc == VP_OK && c.fits)
+        best = c;
+    if (rc != VP_OK || (best.offload >= 1 && policy != VP_OFFLOAD_UNIFORM))
+        return rc; /* the whole activation is the same under either policy */
+    vp_plan_candidate *slot = cand_push(l);
+    if (!slot)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    if (slot)
+        *slot = best;
+    return rc;
+}
+
+/* The offloading lever: each family that misses the budget but is faster than every
+ * schedule that fits, offloading the smallest share that fits under each policy. */
+static vp_status add_offloaded(const vp_spec *spec, const vp_plan *plan, cand_list *l,
+                               vp_error *err) {
+    double best = INFINITY;
+    int n = l->n;
+    for (int i = 0; i < n; i++)
+        if (fits(plan, &l->v[i]) && l->v[i].makespan < best)
+            best = l->v[i].makespan;
+    vp_status rc = VP_OK;
+    for (int i = 0; rc == VP_OK && i < n; i++) {
+        vp_plan_candidate base = l->v[i], whole;
+        if (base.is_vblock || fits(plan, &base) || base.makespan >= best - EPS * (1 + best))
+            continue;
+        rc = try_offload(spec, plan, base.family, VP_OFFLOAD_UNIFORM, 1.0, &whole, err);
+        for (int pol = VP_OFFLOAD_UNIFORM; rc == VP_OK && whole.fits && pol <= VP_OFFLOAD_SELECTIVE;
+             pol++)
+            rc = smallest_share(spec, plan, l, &whole, (vp_offload_policy)pol, err);
+    }
+    return rc;
 }
 
 vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out, vp_error *err) {
+    return vp_plan_run_levers(spec, budget, NULL, out, err);
+}
+
+vp_status vp_plan_run_levers(const vp_spec *spec, const vp_budget *budget,
+                             const vp_plan_levers *levers, vp_plan **out, vp_error *err) {
     *out = NULL;
     if (spec->p < 1 || spec->m < 1)
         return vp__fail(err, VP_EINVAL, "plan needs p >= 1 and m >= 1 (got p=%d, m=%d)", spec->p,
@@ -289,6 +382,8 @@ vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **ou
         rc = resolve_budget(spec, budget, plan, err);
     if (rc == VP_OK)
         rc = add_vblocks(spec, plan, &list, err);
+    if (rc == VP_OK && levers && levers->offload && spec->offload.policy == VP_OFFLOAD_NONE)
+        rc = add_offloaded(spec, plan, &list, err);
     plan->candidates = list.v;
     plan->n_candidates = list.n;
     plan->chosen = -1;
@@ -296,7 +391,7 @@ vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **ou
     for (int i = 0; rc == VP_OK && i < list.n; i++) {
         vp_plan_candidate *c = &list.v[i];
         double mem = plan->budget_in_bytes ? c->peak_bytes : c->peak;
-        c->fits = mem <= plan->budget * (1 + EPS) + EPS;
+        c->fits = fits(plan, c);
         if (c->fits && (plan->chosen < 0 || better(c, &list.v[plan->chosen])))
             plan->chosen = i;
         if (lowest < 0 ||

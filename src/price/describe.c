@@ -120,6 +120,10 @@ char *vp_gpu_json(const vp_gpu *g) {
     set_reals(o, names, values, g->efficiency > 0 ? 8 : 12);
     if (g->efficiency > 0)
         json_object_set_new(o, "efficiency", json_real(g->efficiency));
+    if (g->host_bw > 0)
+        json_object_set_new(o, "host_gb_s", json_real(g->host_bw / 1e9));
+    if (g->host_memory_bytes > 0)
+        json_object_set_new(o, "host_memory_gib", json_real(g->host_memory_bytes / 1073741824.0));
     json_object_set_new(o, "gpus_per_node", json_integer(g->gpus_per_node));
     return dump(o);
 }

@@ -313,6 +313,25 @@ static vp_status build_costs(const vp_price_setup *su, const vp_schedule *s, vp_
     return VP_OK;
 }
 
+/* What each stage's O moves (its share of what F keeps until B) and how long each copy
+ * takes: a measured O and L per unit as given, else the bytes over the host link. */
+static void fill_offload(const vp_price_setup *su, const vp_schedule *s, vp_price_layout *lay) {
+    vp_cost_model *cm = lay->cm;
+    const vp_costs *m = su->measured;
+    for (int st = 0; st < s->S; st++) {
+        vp_price_stage *g = &lay->stage[st];
+        g->off_bytes = s->offload[st] * g->hold_bytes;
+        cm->off_bytes[st] = g->off_bytes;
+        cm->off[st] = g->off_bytes / lay->unit_bytes;
+        g->copy_ms = su->gpu->host_bw > 0 ? 1e3 * g->off_bytes / su->gpu->host_bw : 0;
+        cm->o[st] = m && m->o >= 0 ? m->o * cm->off[st] : g->copy_ms;
+        cm->l[st] =
+            m && (m->l >= 0 || m->o >= 0) ? (m->l >= 0 ? m->l : m->o) * cm->off[st] : g->copy_ms;
+        if (m && m->o >= 0)
+            g->copy_ms = cm->o[st];
+    }
+}
+
 /* The simulator's cost model: measured costs laid out as given (their times become the
  * stages'), or the stages' own times; bytes and units from the stages. */
 static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
@@ -350,6 +369,7 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
         cm->hold[st] = g->hold_bytes / unit;
     }
     cm->c = lay->hop_ms;
+    fill_offload(su, s, lay);
     return VP_OK;
 }
 
@@ -382,6 +402,12 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     if (su->measured && !(su->measured->f >= 0 && su->measured->b >= 0 && su->measured->w >= 0 &&
                           su->measured->c >= 0))
         return vp__fail(err, VP_EINVAL, "measured costs must be >= 0");
+    if (vp_schedule_offloads(shape) && !(su->gpu->host_bw > 0) &&
+        !(su->measured && su->measured->o >= 0))
+        return vp__fail(err, VP_EINVAL,
+                        "%s offloads, but accelerator %s has no host link (host_gb_s) to price "
+                        "its copies with",
+                        shape->family, su->gpu->name);
     vp_price_layout *lay = vp__calloc(1, sizeof *lay);
     if (lay) {
         lay->layers_per_stage = vp__calloc((size_t)shape->route_len, sizeof(int));

@@ -268,17 +268,24 @@ vp_status vp_arch_parse_hf(const char *text, size_t len, const char *name, vp_ar
 #define KERNEL_MODEL                                                                               \
     .gemm_efficiency = 0.87, .gemm_edge = 128, .act_traffic_f = 4.1, .act_traffic_b = 2.8,         \
     .p2p_bw = 47.5e9
-#define GPU(NAME, PEAK, MEMORY, HBM, INTRA, INTER)                                                 \
+/* The host link and host memory (offload): what pinned copies reach each way, about 80%
+ * of the link's rate after encoding (PCIe Gen4 x16 31.5 GB/s: 25; Gen5 x16 63 GB/s: 50),
+ * and NVLink-C2C's 900 GB/s coherent link as 450 each way (not derated: no figure of
+ * ours); host memory per GPU of the usual 8-GPU node (DGX A100 1 TiB, DGX H100 and H200
+ * 2 TiB) or of the superchip (GH200: 480 GB LPDDR5X). */
+#define GPU(NAME, PEAK, MEMORY, HBM, INTRA, INTER, HOST_BW, HOST_MEM)                              \
     {                                                                                              \
         .name = NAME, .peak_flops = PEAK, .memory_bytes = MEMORY, .hbm_bandwidth = HBM,            \
         .intra_bw = INTRA, .inter_bw = INTER, .intra_latency = 3e-6, .inter_latency = 10e-6,       \
-        .gpus_per_node = 8, KERNEL_MODEL                                                           \
+        .gpus_per_node = 8, KERNEL_MODEL, .host_bw = HOST_BW, .host_memory_bytes = HOST_MEM        \
     }
 
 static const vp_gpu gpu_presets[] = {
-    GPU("a100-80gb", 312e12, 80 * GIB, 2.039e12, 300e9, 25e9),
-    GPU("h100-80gb", 989e12, 80 * GIB, 3.35e12, 450e9, 50e9),
-    GPU("h200-141gb", 989e12, 141e9, 4.8e12, 450e9, 50e9),
+    GPU("a100-80gb", 312e12, 80 * GIB, 2.039e12, 300e9, 25e9, 25e9, 128 * GIB),
+    GPU("h100-80gb", 989e12, 80 * GIB, 3.35e12, 450e9, 50e9, 50e9, 256 * GIB),
+    GPU("h200-141gb", 989e12, 141e9, 4.8e12, 450e9, 50e9, 50e9, 256 * GIB),
+    /* the H100's compute and links with 96 GB of HBM3 at 4 TB/s behind NVLink-C2C */
+    GPU("gh200-96gb", 989e12, 96e9, 4.0e12, 450e9, 50e9, 450e9, 480e9),
 };
 
 #define N_GPUS ((int)(sizeof gpu_presets / sizeof gpu_presets[0]))
@@ -299,7 +306,7 @@ vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err) {
         }
     return vp__fail(err, VP_EINVAL,
                     "unknown accelerator '%s' (known: a100-80gb, h100-80gb, "
-                    "h200-141gb, or a JSON file)",
+                    "h200-141gb, gh200-96gb, or a JSON file)",
                     name);
 }
 
@@ -324,13 +331,16 @@ static const gpu_key gpu_keys[] = {
     {"gemm_edge", offsetof(vp_gpu, gemm_edge), 1, 0, 1e9},
     {"act_traffic_f", offsetof(vp_gpu, act_traffic_f), 1, 0, 1e9},
     {"act_traffic_b", offsetof(vp_gpu, act_traffic_b), 1, 0, 1e9},
+    {"host_gb_s", offsetof(vp_gpu, host_bw), 1e9, 0, 1e9},
+    {"host_memory_gib", offsetof(vp_gpu, host_memory_bytes), GIB, 0, 1e9},
 };
 
 /* Keys a file without "base" may leave out: the speed model takes either "efficiency" or
- * the four kernel keys, and "p2p_gb_s" falls back to the link's bandwidth. */
+ * the four kernel keys, "p2p_gb_s" falls back to the link's bandwidth, the host link is
+ * unknown without its keys. */
 static bool optional_key(const char *key) {
     return !strcmp(key, "p2p_gb_s") || !strcmp(key, "efficiency") || !strncmp(key, "gemm_", 5) ||
-           !strncmp(key, "act_traffic_", 12);
+           !strncmp(key, "act_traffic_", 12) || !strncmp(key, "host_", 5);
 }
 
 #define N_GPU_KEYS (sizeof gpu_keys / sizeof gpu_keys[0])

@@ -26,7 +26,8 @@ assert {"gpt2-124m", "llama3-70b", "llama3-405b", "gpt3-175b", "cm-98.5b", "zb-1
 m = {x["name"]: x for x in d["models"]}
 assert abs(m["llama3-70b"]["params"] / 1e9 - 70.55) < 0.01, m["llama3-70b"]["params"]
 assert m["llama3-70b"]["kv_heads"] == 8 and m["llama3-70b"]["ffn_kind"] == "swiglu"
-assert {g["name"] for g in d["gpus"]} == {"a100-80gb", "h100-80gb", "h200-141gb"}
+assert {g["name"] for g in d["gpus"]} == {"a100-80gb", "h100-80gb", "h200-141gb", "gh200-96gb"}
+assert all(g["host_gb_s"] > 0 and g["host_memory_gib"] > 0 for g in d["gpus"])
 PY
 # An accelerator printed by the listing reads back as a --gpu file, to the same answer.
 python3 -c "

@@ -1,0 +1,424 @@
+/* Offload: the shares a schedule offloads and where its O and L ops go (sim.h).
+ *
+ * Placement works device by device on the schedule simulated without any copy (O and L
+ * take no compute time, so those times stay right while no copy is late):
+ *   1. a pair pays when at least two ops and its two copies' time lie between the end of
+ *      its F and the start of its consumer (its R, else its backward); the policy picks
+ *      among those (all; or the longest-lived first up to the share);
+ *   2. reloads are packed as late as they may go: from the last consumer back, each copy
+ *      ends by its consumer's start and before the next reload begins; its L is inserted
+ *      before the last op that starts no later than the copy must;
+ *   3. the copy engine is replayed in issue order (each F's copy at its end, each L's at
+ *      the end of the op before it) and each O is inserted before the first op that starts
+ *      after its copy has ended; a pair whose copy to host would make an op wait is
+ *      dropped (it saves nothing).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/internal.h"
+#include "vpipe/sim.h"
+
+/* ---- names and the option ---- */
+
+static const char *const policy_names[] = {"none", "uniform", "selective"};
+
+const char *vp_offload_policy_name(vp_offload_policy policy) {
+    return (unsigned)policy <= VP_OFFLOAD_SELECTIVE ? policy_names[policy] : "?";
+}
+
+vp_status vp_offload_policy_parse(const char *text, vp_offload_policy *out, vp_error *err) {
+    for (int i = 0; i <= VP_OFFLOAD_SELECTIVE; i++)
+        if (!strcmp(text, policy_names[i])) {
+            *out = (vp_offload_policy)i;
+            return VP_OK;
+        }
+    return vp__fail(err, VP_EINVAL, "unknown offload policy '%s' (none, uniform or selective)",
+                    text);
+}
+
+vp_status vp_offload_parse(const char *text, vp_offload *spec, double **shares, vp_error *err) {
+    *shares = NULL;
+    vp_offload o = {.policy = VP_OFFLOAD_UNIFORM};
+    if (!strcmp(text, "none")) {
+        *spec = (vp_offload){.policy = VP_OFFLOAD_NONE};
+        return VP_OK;
+    }
+    int n = 1;
+    for (const char *c = text; *c; c++)
+        n += *c == ',';
+    double *v = vp__calloc((size_t)n, sizeof *v);
+    if (!v)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    const char *p = text;
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        const char *end = vp__read_number(p, &v[i]);
+        if (!end || (*end && *end != ',') || v[i] > 1) {
+            free(v);
+            return vp__fail_at(err, VP_EPARSE, 1, (int)(p - text) + 1,
+                               "expected a share in [0, 1] (or \"none\"), got '%.*s'",
+                               (int)strcspn(p, ","), p);
+        }
+        any |= v[i] > 0;
+        p = *end ? end + 1 : end;
+    }
+    if (n == 1) {
+        o.share = v[0];
+        free(v);
+    } else {
+        o.shares = *shares = v;
+        o.n = n;
+    }
+    if (!any)
+        o.policy = VP_OFFLOAD_NONE;
+    *spec = o;
+    return VP_OK;
+}
+
+/* The share spec gives stage i (spec checked). */
+static double share_of(const vp_offload *spec, int i) {
+    return spec->shares ? spec->shares[i] : spec->share;
+}
+
+/* ---- step one: the shares ---- */
+
+vp_status vp_schedule_offload_shares(const vp_schedule *s, const vp_offload *spec,
+                                     vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    if ((unsigned)spec->policy > VP_OFFLOAD_SELECTIVE)
+        return vp__fail(err, VP_EINVAL, "unknown offload policy %d", (int)spec->policy);
+    if (spec->shares && spec->n != s->S)
+        return vp__fail(err, VP_EINVAL,
+                        "offload gives %d shares; the schedule has %d stages (give one share, "
+                        "or one per stage)",
+                        spec->n, s->S);
+    for (int i = 0; i < s->S; i++)
+        if (!(share_of(spec, i) >= 0 && share_of(spec, i) <= 1))
+            return vp__fail(err, VP_EINVAL, "offload share %g is outside [0, 1]",
+                            share_of(spec, i));
+    if (!(spec->host_limit >= 0) || isinf(spec->host_limit))
+        return vp__fail(err, VP_EINVAL, "host limit %g is not a finite number >= 0",
+                        spec->host_limit);
+    vp_shape shape = {.p = s->p, .S = s->S, .m = s->m, .placement = VP_PLACE_CUSTOM};
+    vp_schedule *c = NULL;
+    vp_status rc = vp_schedule_new(s->family, shape, &c, err);
+    if (rc != VP_OK)
+        return rc;
+    c->placement = s->placement;
+    c->route_len = s->route_len;
+    c->recompute = s->recompute;
+    c->host_limit = spec->host_limit;
+    memcpy(c->stage_device, s->stage_device, (size_t)s->S * sizeof *s->stage_device);
+    memcpy(c->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof *s->stage_chunk);
+    memcpy(c->mb_first, s->mb_first, (size_t)s->m * sizeof *s->mb_first);
+    for (int i = 0; i < s->S; i++) {
+        double x = spec->policy == VP_OFFLOAD_NONE ? 0.0 : share_of(spec, i);
+        c->offload[i] = spec->policy == VP_OFFLOAD_SELECTIVE && x > 0 ? 1.0 : x;
+    }
+    for (int d = 0; rc == VP_OK && d < s->p; d++)
+        for (int k = 0; rc == VP_OK && k < s->dev[d].n; k++) {
+            const vp_op *op = &s->dev[d].ops[k];
+            if (op->kind != VP_OP_O && op->kind != VP_OP_L)
+                rc = vp_schedule_push(c, d, *op);
+        }
+    if (rc != VP_OK) {
+        vp_schedule_free(c);
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    }
+    *out = c;
+    return VP_OK;
+}
+
+/* ---- step two: the places ---- */
+
+/* One offloaded pair of a device: its stage and microbatch, the positions of its F and
+ * its consumer, and the ops its O and L go before. */
+typedef struct pair {
+    int32_t stage, mb;
+    int kf, kb, ko, kl;
+    double gap; /* consumer start - F end: how long the activation waits */
+} pair;
+
+/* What placement reads: the schedule, its model and simulation, the policy. */
+typedef struct place {
+    const vp_schedule *s;
+    const vp_cost_model *cm;
+    const vp_sim *sim;
+    const vp_offload *spec;
+    int *at; /* [S*m] index of each pair in the device's list, -1 */
+} place;
+
+/* The pairs of device d whose stage offloads, with their F and consumer positions, into
+ * *out (caller frees) and their count into *n. VP_ENOMEM. */
+static vp_status device_pairs(const place *pl, int d, pair **out, int *n, vp_error *err) {
+    const vp_schedule *s = pl->s;
+    const vp_oplist *l = &s->dev[d];
+    pair *ps = vp__calloc((size_t)l->n + 1, sizeof *ps);
+    if (!ps)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    int np = 0;
+    for (int k = 0; k < l->n; k++) {
+        const vp_op *op = &l->ops[k];
+        if ((op->kind == VP_OP_F || op->kind == VP_OP_FB) && s->offload[op->stage] > 0) {
+            pl->at[(size_t)op->stage * (size_t)s->m + (size_t)op->mb] = np;
+            ps[np++] = (pair){.stage = op->stage, .mb = op->mb, .kf = k, .kb = -1};
+        }
+        int32_t st = op->kind == VP_OP_FB ? op->stage2 : op->stage;
+        int32_t mb = op->kind == VP_OP_FB ? op->mb2 : op->mb;
+        if (op->kind == VP_OP_F || op->kind == VP_OP_W || s->offload[st] <= 0)
+            continue;
+        int i = pl->at[(size_t)st * (size_t)s->m + (size_t)mb];
+        if (i >= 0 && ps[i].kb < 0)
+            ps[i].kb = k; /* its R, else its B, BW or F&B's backward: the first to read it */
+    }
+    for (int i = 0; i < np; i++) {
+        pl->at[(size_t)ps[i].stage * (size_t)s->m + (size_t)ps[i].mb] = -1;
+        ps[i].gap = ps[i].kb >= 0 ? pl->sim->start[d][ps[i].kb] - pl->sim->end[d][ps[i].kf] : -1;
+    }
+    *out = ps;
+    *n = np;
+    return VP_OK;
+}
+
+/* Whether pair pr pays: two ops and both copies' time between its F and its consumer. */
+static int pays(const place *pl, const pair *pr) {
+    return pr->kb >= pr->kf + 2 && pr->gap >= pl->cm->o[pr->stage] + pl->cm->l[pr->stage];
+}
+
+static int by_gap_desc(const void *a, const void *b) {
+    const pair *x = a, *y = b;
+    if (x->gap != y->gap)
+        return x->gap < y->gap ? 1 : -1;
+    return x->kf - y->kf;
+}
+
+static int by_kf(const void *a, const void *b) {
+    return ((const pair *)a)->kf - ((const pair *)b)->kf;
+}
+
+static int by_kb_desc(const void *a, const void *b) {
+    return ((const pair *)b)->kb - ((const pair *)a)->kb;
+}
+
+/* Keeps the pairs the policy chooses among the n of ps (those that pay; for the selective
+ * policy, the longest-lived first while the activation offloaded stays within the share
+ * of the device's, or with a share per stage of the stage's) at the front of ps, by F
+ * position, their count into *kept. VP_ENOMEM. */
+static vp_status choose(const place *pl, pair *ps, int n, int *kept, vp_error *err) {
+    const vp_cost_model *cm = pl->cm;
+    *kept = 0;
+    if (pl->spec->policy != VP_OFFLOAD_SELECTIVE) {
+        for (int i = 0; i < n; i++)
+            if (pays(pl, &ps[i]))
+                ps[(*kept)++] = ps[i];
+        return VP_OK;
+    }
+    double total = 0.0, *budget = vp__calloc((size_t)cm->S, sizeof *budget);
+    if (!budget)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        total += cm->hold[ps[i].stage];
+        budget[ps[i].stage] += share_of(pl->spec, ps[i].stage) * cm->hold[ps[i].stage];
+    }
+    double left = pl->spec->share * total;
+    qsort(ps, (size_t)n, sizeof *ps, by_gap_desc);
+    for (int i = 0; i < n; i++) {
+        double *room = pl->spec->shares ? &budget[ps[i].stage] : &left;
+        double need = cm->off[ps[i].stage];
+        if (pays(pl, &ps[i]) && need <= *room * (1 + 1e-12) + 1e-300) {
+            *room -= need;
+            ps[(*kept)++] = ps[i];
+        }
+    }
+    free(budget);
+    qsort(ps, (size_t)*kept, sizeof *ps, by_kf);
+    return VP_OK;
+}
+
+/* Places the L of each of the n pairs of ps (any order) on device d: reloads packed back
+ * to back from the last consumer, each inserted before the last op that lets its copy
+ * start in time (at least two ops after its F). */
+static void place_reloads(const place *pl, int d, pair *ps, int n) {
+    const double *start = pl->sim->start[d], *end = pl->sim->end[d];
+    qsort(ps, (size_t)n, sizeof *ps, by_kb_desc);
+    double next = INFINITY; /* start of the next reload's copy */
+    for (int i = 0; i < n; i++) {
+        pair *pr = &ps[i];
+        double t_end = fmin(start[pr->kb], next), t_start = t_end - pl->cm->l[pr->stage];
+        next = t_start;
+        int kl = pr->kb;
+        while (kl > pr->kf + 2 && end[kl - 1] > t_start)
+            kl--;
+        pr->kl = kl;
+    }
+    qsort(ps, (size_t)n, sizeof *ps, by_kf);
+}
+
+/* A copy on the engine: issued by the op at pos (an F's at its end, an L's just after),
+ * O before L at one position, reloads by consumer. */
+typedef struct copy {
+    int pos, is_l, kb, pair;
+} copy;
+
+static int by_issue(const void *a, const void *b) {
+    const copy *x = a, *y = b;
+    if (x->pos != y->pos)
+        return x->pos - y->pos;
+    if (x->is_l != y->is_l)
+        return x->is_l - y->is_l;
+    return x->kb - y->kb;
+}
+
+/* Replays device d's copy engine for the live pairs of ps (n; live[i] nonzero), placing
+ * each O before the first op after its F that starts once its copy has ended. A pair whose
+ * O finds no such op before its L or whose copy to host would take the host over its
+ * limit is dropped there (its copies never run); one whose reload would end after its
+ * consumer starts is dropped too, and the caller replays again without it. Returns how
+ * many pairs it dropped. cs: scratch for 2n copies. */
+static int replay_copies(const place *pl, int d, pair *ps, int n, char *live, copy *cs) {
+    const vp_schedule *s = pl->s;
+    const double *start = pl->sim->start[d], *end = pl->sim->end[d];
+    double v = s->placement == VP_PLACE_BIDIR ? 1.0 : (double)s->S / (double)s->p;
+    int nc = 0, dropped = 0;
+    for (int i = 0; i < n; i++)
+        if (live[i]) {
+            cs[nc++] = (copy){.pos = ps[i].kf, .is_l = 0, .kb = ps[i].kb, .pair = i};
+            cs[nc++] = (copy){.pos = ps[i].kl - 1, .is_l = 1, .kb = ps[i].kb, .pair = i};
+        }
+    qsort(cs, (size_t)nc, sizeof *cs, by_issue);
+    double free_at = 0.0, host = 0.0;
+    for (int c = 0; c < nc; c++) {
+        pair *pr = &ps[cs[c].pair];
+        if (!live[cs[c].pair]) /* dropped at its O: its reload never happens */
+            continue;
+        double cst = fmax(end[cs[c].pos], free_at);
+        double cend = cst + (cs[c].is_l ? pl->cm->l : pl->cm->o)[pr->stage];
+        double units = s->offload[pr->stage] / v;
+        if (cs[c].is_l) {
+            free_at = cend;
+            host -= units;
+            if (cend > start[pr->kb] + 1e-9 * (1 + fabs(start[pr->kb])))
+                live[cs[c].pair] = 0, dropped++; /* late: the next round goes without it */
+            continue;
+        }
+        pr->ko = pr->kf + 1;
+        while (pr->ko < pr->kl - 1 && start[pr->ko] < cend)
+            pr->ko++;
+        int late = start[pr->ko] < cend - 1e-9 * (1 + fabs(cend));
+        int over = s->host_limit > 0 && host + units > s->host_limit * (1 + 1e-12);
+        if (late || over) { /* dropped before its copy runs */
+            live[cs[c].pair] = 0, dropped++;
+            continue;
+        }
+        free_at = cend;
+        host += units;
+    }
+    return dropped;
+}
+
+/* The O and L of device d into ps[0..*n) (the pairs kept, by F position). VP_ENOMEM. */
+static vp_status place_device(const place *pl, int d, pair **ps, int *n, vp_error *err) {
+    int all = 0;
+    vp_status rc = device_pairs(pl, d, ps, &all, err);
+    if (rc == VP_OK)
+        rc = choose(pl, *ps, all, n, err);
+    if (rc != VP_OK || *n == 0)
+        return rc;
+    char *live = vp__calloc((size_t)*n, 1);
+    copy *cs = vp__calloc(2 * (size_t)*n, sizeof *cs);
+    if (!live || !cs) {
+        free(live);
+        free(cs);
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    }
+    memset(live, 1, (size_t)*n);
+    place_reloads(pl, d, *ps, *n);
+    while (replay_copies(pl, d, *ps, *n, live, cs) > 0)
+        ; /* each round drops a pair or ends */
+    int kept = 0;
+    for (int i = 0; i < *n; i++)
+        if (live[i])
+            (*ps)[kept++] = (*ps)[i];
+    *n = kept;
+    free(live);
+    free(cs);
+    return VP_OK;
+}
+
+/* Device d's list with the O and L of its n pairs ps inserted into out. VP_ENOMEM. */
+static vp_status assemble(const vp_schedule *s, int d, const pair *ps, int n, vp_schedule *out) {
+    vp_status rc = VP_OK;
+    for (int k = 0; rc == VP_OK && k <= s->dev[d].n; k++) {
+        for (int i = 0; rc == VP_OK && i < n; i++)
+            if (ps[i].ko == k)
+                rc = vp_schedule_push_pass(out, d, VP_OP_O, ps[i].stage, ps[i].mb);
+        for (int i = 0; rc == VP_OK && i < n; i++)
+            if (ps[i].kl == k)
+                rc = vp_schedule_push_pass(out, d, VP_OP_L, ps[i].stage, ps[i].mb);
+        if (rc == VP_OK && k < s->dev[d].n)
+            rc = vp_schedule_push(out, d, s->dev[d].ops[k]);
+    }
+    return rc;
+}
+
+vp_status vp_schedule_offload_place(const vp_schedule *s, const vp_cost_model *cm,
+                                    const vp_offload *spec, vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    if (cm->S != s->S)
+        return vp__fail(err, VP_EINVAL, "cost model has %d stages, schedule %d", cm->S, s->S);
+    for (int d = 0; d < s->p; d++)
+        for (int k = 0; k < s->dev[d].n; k++)
+            if (s->dev[d].ops[k].kind == VP_OP_O || s->dev[d].ops[k].kind == VP_OP_L)
+                return vp__fail(err, VP_EINVAL,
+                                "the schedule already offloads (take it through "
+                                "vp_schedule_offload_shares first)");
+    vp_schedule *c = NULL;
+    vp_sim *sim = NULL;
+    vp_status rc = vp_schedule_offload_shares(s, &(vp_offload){.policy = VP_OFFLOAD_NONE}, &c, err);
+    if (rc == VP_OK) {
+        memcpy(c->offload, s->offload, (size_t)s->S * sizeof *s->offload);
+        c->host_limit = s->host_limit;
+        for (int d = 0; d < s->p; d++)
+            c->dev[d].n = 0; /* the lists again, with O and L */
+        rc = vp_simulate(s, cm, &sim, err);
+    }
+    place pl = {.s = s, .cm = cm, .sim = sim, .spec = spec};
+    if (rc == VP_OK && !(pl.at = vp__malloc((size_t)s->S * (size_t)s->m, sizeof *pl.at)))
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == VP_OK && i < (size_t)s->S * (size_t)s->m; i++)
+        pl.at[i] = -1;
+    for (int d = 0; rc == VP_OK && d < s->p; d++) {
+        pair *ps = NULL;
+        int n = 0;
+        if (spec->policy != VP_OFFLOAD_NONE)
+            rc = place_device(&pl, d, &ps, &n, err);
+        if (rc == VP_OK && assemble(s, d, ps, n, c) != VP_OK)
+            rc = vp__fail(err, VP_ENOMEM, "out of memory");
+        free(ps);
+    }
+    free(pl.at);
+    vp_sim_free(sim);
+    if (rc != VP_OK) {
+        vp_schedule_free(c);
+        return rc;
+    }
+    *out = c;
+    return VP_OK;
+}
+
+vp_status vp_schedule_offload(const vp_schedule *s, const vp_costs *costs, const vp_memcfg *mem,
+                              const vp_offload *spec, vp_schedule **out, vp_error *err) {
+    *out = NULL;
+    vp_schedule *shared = NULL;
+    vp_cost_model *cm = NULL;
+    vp_status rc = vp_schedule_offload_shares(s, spec, &shared, err);
+    if (rc == VP_OK)
+        rc = vp_cost_model_new(shared, costs, mem, &cm, err);
+    if (rc == VP_OK)
+        rc = vp_schedule_offload_place(shared, cm, spec, out, err);
+    vp_cost_model_free(cm);
+    vp_schedule_free(shared);
+    return rc;
+}
