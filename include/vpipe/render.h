@@ -70,7 +70,7 @@ VP_API void vp_timeline_free(vp_timeline *tl);
  * or end < start, VP_ENOMEM when memory runs out. */
 VP_API vp_status vp_timeline_add(vp_timeline *tl, int d, vp_slice slice, vp_error *err);
 
-/* Appends a copy to device d's copy lane (kind O or L; callers append in time order).
+/* Adds a copy to device d's copy lane (kind O or L), in its place by start time.
  * Errors as vp_timeline_add, and VP_EINVAL for another kind. */
 VP_API vp_status vp_timeline_add_copy(vp_timeline *tl, int d, vp_slice slice, vp_error *err);
 

@@ -245,7 +245,8 @@ VP_API vp_status vp_request_counts(const char *text, int **counts, int *n, vp_er
 
 /* The schedule `what` names, as the commands find it: a family built from spec (which then
  * needs p and m), or a schedule file read and validated (spec's p and m, when set, must
- * match it), recomputed as spec->recompute says. New schedule in *out (caller frees).
+ * match it), recomputed as spec->recompute says and offloaded as spec->offload does. New
+ * schedule in *out (caller frees).
  * The command line's messages, spelled as flags; the status gives its exit code. */
 VP_API vp_status vp_request_obtain(const char *what, const vp_spec *spec, vp_schedule **out,
                                    vp_error *err);

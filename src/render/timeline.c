@@ -1,6 +1,7 @@
 /* The neutral timeline every renderer reads, and the titles they share. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,8 +50,9 @@ void vp_timeline_free(vp_timeline *tl) {
     free(tl);
 }
 
-/* Appends slice to tracks[d] after checking d and its times. */
-static vp_status add_slice(vp_track *tracks, int d, vp_slice slice, vp_error *err) {
+/* Adds slice to tracks[d] after checking d and its times: at the end, or with sorted in
+ * its place by start time (after the slices that start no later). */
+static vp_status add_slice(vp_track *tracks, int d, vp_slice slice, bool sorted, vp_error *err) {
     if (!(slice.end >= slice.start) || !isfinite(slice.start) || !isfinite(slice.end))
         return vp__fail(err, VP_EINVAL,
                         "timeline: device %d: slice ends (%g) before it starts (%g)", d, slice.end,
@@ -58,14 +60,17 @@ static vp_status add_slice(vp_track *tracks, int d, vp_slice slice, vp_error *er
     vp_track *t = &tracks[d];
     if (vp__grow((void **)&t->slices, &t->cap, t->n + 1, sizeof *t->slices))
         return vp__fail(err, VP_ENOMEM, "timeline: out of memory");
-    t->slices[t->n++] = slice;
+    int at = t->n++;
+    for (; sorted && at > 0 && t->slices[at - 1].start > slice.start; at--)
+        t->slices[at] = t->slices[at - 1];
+    t->slices[at] = slice;
     return VP_OK;
 }
 
 vp_status vp_timeline_add(vp_timeline *tl, int d, vp_slice slice, vp_error *err) {
     if (!tl || d < 0 || d >= tl->p)
         return vp__fail(err, VP_EINVAL, "timeline: no device %d", d);
-    return add_slice(tl->dev, d, slice, err);
+    return add_slice(tl->dev, d, slice, false, err);
 }
 
 vp_status vp_timeline_add_copy(vp_timeline *tl, int d, vp_slice slice, vp_error *err) {
@@ -76,7 +81,7 @@ vp_status vp_timeline_add_copy(vp_timeline *tl, int d, vp_slice slice, vp_error 
                         vp_op_kind_name((vp_op_kind)slice.op.kind));
     if (!tl->copy && !(tl->copy = vp__calloc((size_t)tl->p, sizeof *tl->copy)))
         return vp__fail(err, VP_ENOMEM, "timeline: out of memory");
-    return add_slice(tl->copy, d, slice, err);
+    return add_slice(tl->copy, d, slice, true, err);
 }
 
 vp_status vp_timeline_set_host_peak(vp_timeline *tl, const double *peak, vp_error *err) {
@@ -86,12 +91,7 @@ vp_status vp_timeline_set_host_peak(vp_timeline *tl, const double *peak, vp_erro
     return VP_OK;
 }
 
-static int cmp_slice_start(const void *a, const void *b) {
-    double x = ((const vp_slice *)a)->start, y = ((const vp_slice *)b)->start;
-    return (x > y) - (x < y);
-}
-
-/* Adds the copies of device d of s as simulated by sim, in time order. */
+/* Adds the copies of device d of s as simulated by sim. */
 static vp_status add_copies(vp_timeline *tl, const vp_schedule *s, const vp_sim *sim, int d,
                             vp_error *err) {
     for (int i = 0; i < s->dev[d].n; i++) {
@@ -103,8 +103,6 @@ static vp_status add_copies(vp_timeline *tl, const vp_schedule *s, const vp_sim 
         if (st)
             return st;
     }
-    if (tl->copy && tl->copy[d].n > 1)
-        qsort(tl->copy[d].slices, (size_t)tl->copy[d].n, sizeof(vp_slice), cmp_slice_start);
     return VP_OK;
 }
 

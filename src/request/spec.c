@@ -156,7 +156,8 @@ vp_status vp__obtain(vp__run *run, const char *what, vp_schedule **owned, const 
         *owned = r;
         *s = r;
     }
-    if (rc == VP_OK && run->req->offload && !run->offload_auto) { /* "none" strips O and L */
+    if (rc == VP_OK && (run->req->offload || spec->offload.policy != VP_OFFLOAD_NONE) &&
+        !run->offload_auto) { /* "none" strips O and L */
         vp_schedule *o = NULL;
         rc = vp_schedule_offload(*s, &spec->costs, &spec->mem, &spec->offload, &o, err);
         vp_schedule_free(*owned);
