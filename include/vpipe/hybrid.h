@@ -53,6 +53,10 @@ typedef struct vp_hybrid_config {
     double step_time_s, mfu, bubble; /* bubble: 1 - busy / longest device span */
     double memory_max_bytes;         /* the largest rank's total */
     bool fits;
+    double offload;        /* the share of activations it offloads (uniform policy,
+                              vp_schedule_offload), 0: none */
+    double host_max_bytes; /* with offload: the largest rank's host bytes */
+    double copy_occupancy; /* ... and the busiest copy engine's share of the step */
 } vp_hybrid_config;
 
 /* Called between batches from the calling thread: candidates visited and to visit. */
@@ -70,6 +74,11 @@ typedef struct vp_hybrid_request {
     int global_batch;    /* B, sequences per step */
     int tp, pp, dp, mbs; /* > 0 fixes the degree or size; 0 searches it */
     int recompute;       /* -1 searches; a vp_recompute fixes it */
+    int offload;         /* 1: a configuration whose op order is over the capacity is tried
+                            offloading (the uniform policy at the smallest of the shares
+                            1, 1/2, 3/4, 1/4 found by bisection that fits the device and the
+                            host memory); offload never speeds a schedule up, so it only
+                            makes configurations fit */
     int max_chunks;      /* `interleaved` with 2..max_chunks chunks (0: 4; 1: none) */
     int vblock_max_pp;   /* "v-block" at pipeline degrees up to this (0: 32): finding the
                             levels takes the budget planner seconds at 32, tens at 64 */

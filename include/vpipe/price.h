@@ -371,10 +371,19 @@ VP_API vp_status vp_price_build(const vp_price_layout *layout, const char *famil
                                 const vp_spec *spec, vp_schedule **out, bool *mean_costs,
                                 vp_error *err);
 
+/* Refills layout's offload figures (each stage's off_bytes and copy_ms, its cost model's
+ * off, o and l) for the shares of s (of the layout's shape; its ops are not read), as
+ * vp_price_layout_new does for its shape: then schedules offloading like s price on it.
+ * VP_EINVAL for another shape, or when s offloads on an accelerator without a host link
+ * (and no measured copy times). */
+VP_API vp_status vp_price_layout_offload(vp_price_layout *layout, const vp_price_setup *setup,
+                                         const vp_schedule *s, vp_error *err);
+
 /* Every rank's memory for schedule s (the layout's shape) from its op order alone,
  * without timing it (peaks depend only on the orders): the layout's fixed items plus each
- * device's activation peak, into memory[p] (caller storage); the same figures
- * vp_price_on_layout reports, up to rounding. VP_EINVAL for another shape, VP_ENOMEM. */
+ * device's activation peak, and its host bytes when s offloads, into memory[p] (caller
+ * storage); the same figures vp_price_on_layout reports, up to rounding. VP_EINVAL for
+ * another shape, VP_ENOMEM. */
 VP_API vp_status vp_price_layout_memory(const vp_price_layout *layout, const vp_schedule *s,
                                         vp_rank_memory *memory, vp_error *err);
 

@@ -209,6 +209,12 @@ VP_API vp_status vp_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_c
  * vp_schedule_host_peak's (units) or vp_simulate's. */
 VP_API void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak);
 
+/* The host memory (units of cm, off) each device's offloads hold at most, from the
+ * orders alone, into peak[p] (caller storage; 0 for a schedule that offloads nothing).
+ * cm must be s's (else the library aborts). VP_ENOMEM (peak then all 0). */
+VP_API vp_status vp_memory_host_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak,
+                                      vp_error *err);
+
 /* ---- offload: where O and L go (offload.c) --------------------------------------------
  *
  * A schedule offloads (schedule.h) when its stages have shares and its devices' lists
@@ -261,11 +267,13 @@ VP_API vp_status vp_schedule_offload_shares(const vp_schedule *s, const vp_offlo
 
 /* Step two: s (step one's, no O or L yet) with its O and L ops placed by spec's policy
  * under cm, s's cost model, into a new *out (valid; cm is also its cost model). The pairs
- * that pay are chosen on s simulated under cm. VP_EINVAL (cm not s's, s already holding O
- * or L), the errors of vp_simulate, VP_ENOMEM. */
+ * that pay are chosen on s simulated under cm: sim, when the caller has it (s, or s
+ * without shares, simulated under a model of the same pass times: the shares change no
+ * time of s), else simulated here (sim NULL). VP_EINVAL (cm or sim not s's, s already
+ * holding O or L), the errors of vp_simulate, VP_ENOMEM. */
 VP_API vp_status vp_schedule_offload_place(const vp_schedule *s, const vp_cost_model *cm,
-                                           const vp_offload *spec, vp_schedule **out,
-                                           vp_error *err);
+                                           const vp_sim *sim, const vp_offload *spec,
+                                           vp_schedule **out, vp_error *err);
 
 /* Both steps with the cost model of costs and mem: s offloading as spec says, into a new
  * *out. Errors of both steps and of vp_cost_model_new. */

@@ -5,6 +5,7 @@
  * per peak level within the budget.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +51,8 @@ static int better(const vp_plan_candidate *a, const vp_plan_candidate *b) {
 }
 
 /* Simulates s under spec's costs and memory model into c's metrics. */
-static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_candidate *c,
-                         vp_error *err) {
+static vp_status measure_keep(const vp_schedule *s, const vp_spec *spec, vp_plan_candidate *c,
+                              vp_sim **kept, vp_error *err) {
     vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
     vp_status rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, err);
@@ -67,8 +68,34 @@ static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_cand
             c->peak_bytes = sim->peak_bytes[d];
     c->makespan = sim->makespan;
     c->bubble = sim->bubble;
-    vp_sim_free(sim);
+    if (kept)
+        *kept = sim;
+    else
+        vp_sim_free(sim);
     return VP_OK;
+}
+
+static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_candidate *c,
+                         vp_error *err) {
+    return measure_keep(s, spec, c, NULL, err);
+}
+
+/* Each family's schedule and simulation, kept for the offloading lever when on ([n], by
+ * candidate index). */
+typedef struct family_runs {
+    bool on;
+    vp_schedule **s;
+    vp_sim **sim;
+    int n;
+} family_runs;
+
+static void runs_free(family_runs *k) {
+    for (int i = 0; k->s && i < k->n; i++) {
+        vp_schedule_free(k->s[i]);
+        vp_sim_free(k->sim[i]);
+    }
+    free(k->s);
+    free(k->sim);
 }
 
 /* Builds V block vb for spec, recomputing and offloading as the spec asks (caller frees
@@ -102,8 +129,11 @@ static vp_spec spec_of(const vp_spec *spec, const vp_plan_candidate *c) {
 /* Builds and measures every registered family; families whose constraints the spec does
  * not meet are skipped. */
 static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_peak,
-                              vp_error *err) {
+                              family_runs *keep, vp_error *err) {
     *ref_peak = 0;
+    if (keep->on && (!(keep->s = vp__calloc((size_t)vp_family_count(), sizeof *keep->s)) ||
+                     !(keep->sim = vp__calloc((size_t)vp_family_count(), sizeof *keep->sim))))
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     for (int i = 0; i < vp_family_count(); i++) {
         const vp_family *f = vp_family_at(i);
         vp_schedule *s = NULL;
@@ -114,8 +144,11 @@ static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_p
         if (rc != VP_OK)
             continue;
         vp_plan_candidate *c = cand_push(out);
-        rc = c ? measure(s, spec, c, err) : VP_ENOMEM;
-        vp_schedule_free(s);
+        rc = c ? measure_keep(s, spec, c, keep->on ? &keep->sim[keep->n] : NULL, err) : VP_ENOMEM;
+        if (keep->on && rc == VP_OK)
+            keep->s[keep->n++] = s;
+        else
+            vp_schedule_free(s);
         if (rc != VP_OK)
             return rc == VP_ENOMEM ? vp__fail(err, rc, "out of memory") : rc;
         snprintf(c->family, sizeof c->family, "%s", f->name);
@@ -297,65 +330,135 @@ static int fits(const vp_plan *plan, const vp_plan_candidate *c) {
     return mem <= plan->budget * (1 + EPS) + EPS;
 }
 
-/* Family `family` offloading share under policy, measured into *c (fits set). */
-static vp_status try_offload(const vp_spec *spec, const vp_plan *plan, const char *family,
-                             vp_offload_policy policy, double share, vp_plan_candidate *c,
-                             vp_error *err) {
-    *c = (vp_plan_candidate){.offload_policy = policy, .offload = share};
-    snprintf(c->family, sizeof c->family, "%s", family);
-    snprintf(c->params, sizeof c->params, "offload %g %s", share, vp_offload_policy_name(policy));
-    vp_spec own = spec_of(spec, c);
-    vp_schedule *s = NULL;
-    vp_status rc = vp_family_build(family, &own, &s, err);
+/* What trying shares of one family needs: the family as built and simulated (the shares
+ * change none of its times). */
+typedef struct offload_try {
+    const vp_spec *spec;
+    const vp_plan *plan;
+    const char *family;
+    const vp_schedule *base;
+    const vp_sim *sim;
+} offload_try;
+
+/* Whether base offloading share under policy fits, by its op order alone; with keep, the
+ * schedule into *kept (caller frees) and its cost model into *kept_cm. */
+static vp_status share_fits(const offload_try *o, vp_offload_policy policy, double share, int *ok,
+                            vp_schedule **kept, vp_cost_model **kept_cm, vp_error *err) {
+    vp_offload spec = {.policy = policy, .share = share};
+    vp_schedule *shared = NULL, *placed = NULL;
+    vp_cost_model *cm = NULL;
+    vp_status rc = vp_schedule_offload_shares(o->base, &spec, &shared, err);
     if (rc == VP_OK)
-        rc = measure(s, &own, c, err);
-    vp_schedule_free(s);
-    c->fits = rc == VP_OK && fits(plan, c);
+        rc = vp_cost_model_new(shared, &o->spec->costs, &o->spec->mem, &cm, err);
+    if (rc == VP_OK)
+        rc = vp_schedule_offload_place(shared, cm, o->sim, &spec, &placed, err);
+    double *peak = rc == VP_OK ? vp__calloc((size_t)o->base->p, sizeof *peak) : NULL;
+    if (rc == VP_OK && !peak)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    *ok = 0;
+    if (rc == VP_OK) {
+        vp_memory_peaks(placed, cm, peak);
+        vp_plan_candidate c = {0};
+        for (int d = 0; d < placed->p; d++) {
+            c.peak = fmax(c.peak, peak[d]);
+            c.peak_bytes = fmax(c.peak_bytes, peak[d] * o->spec->mem.unit_bytes);
+        }
+        *ok = fits(o->plan, &c);
+    }
+    free(peak);
+    vp_schedule_free(shared);
+    if (kept && rc == VP_OK) {
+        *kept = placed;
+        *kept_cm = cm;
+    } else {
+        vp_schedule_free(placed);
+        vp_cost_model_free(cm);
+    }
     return rc;
 }
 
-/* The smallest of the shares 1/4, 1/2, 3/4 that fits under policy, given that share 1 does
- * (*whole), appended to l (share 1 once, under the uniform policy). */
-static vp_status smallest_share(const vp_spec *spec, const vp_plan *plan, cand_list *l,
-                                const vp_plan_candidate *whole, vp_offload_policy policy,
-                                vp_error *err) {
-    vp_plan_candidate best = *whole, half, c;
-    vp_status rc = try_offload(spec, plan, whole->family, policy, 0.5, &half, err);
-    double next = rc == VP_OK && half.fits ? 0.25 : 0.75;
-    if (rc == VP_OK && half.fits)
-        best = half;
+/* The smallest share that fits uniformly, given that 1 does (1, or 1/2 then 1/4 or 3/4),
+ * into *best. */
+static vp_status smallest_share(const offload_try *o, double *best, vp_error *err) {
+    int ok = 0;
+    *best = 1.0;
+    vp_status rc = share_fits(o, VP_OFFLOAD_UNIFORM, 0.5, &ok, NULL, NULL, err);
+    if (rc == VP_OK && ok)
+        *best = 0.5;
+    double next = ok ? 0.25 : 0.75;
     if (rc == VP_OK)
-        rc = try_offload(spec, plan, whole->family, policy, next, &c, err);
-    if (rc == VP_OK && c.fits)
-        best = c;
-    if (rc != VP_OK || (best.offload >= 1 && policy != VP_OFFLOAD_UNIFORM))
-        return rc; /* the whole activation is the same under either policy */
-    vp_plan_candidate *slot = cand_push(l);
-    if (!slot)
-        rc = vp__fail(err, VP_ENOMEM, "out of memory");
-    if (slot)
-        *slot = best;
+        rc = share_fits(o, VP_OFFLOAD_UNIFORM, next, &ok, NULL, NULL, err);
+    if (rc == VP_OK && ok)
+        *best = next;
+    return rc;
+}
+
+/* Appends the candidate of o's family offloading share under policy, simulated. */
+static vp_status push_offloaded(const offload_try *o, cand_list *l, vp_offload_policy policy,
+                                double share, vp_error *err) {
+    vp_schedule *s = NULL;
+    vp_cost_model *cm = NULL;
+    vp_sim *sim = NULL;
+    int ok = 0;
+    vp_plan_candidate *c = cand_push(l);
+    vp_status rc = c ? share_fits(o, policy, share, &ok, &s, &cm, err)
+                     : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK)
+        rc = vp_simulate(s, cm, &sim, err);
+    if (rc == VP_OK) {
+        *c = (vp_plan_candidate){.offload_policy = policy, .offload = share};
+        snprintf(c->family, sizeof c->family, "%s", o->family);
+        snprintf(c->params, sizeof c->params, "offload %g %s", share,
+                 vp_offload_policy_name(policy));
+        c->peak = sim->peak_max;
+        for (int d = 0; sim->peak_bytes && d < sim->p; d++)
+            c->peak_bytes = fmax(c->peak_bytes, sim->peak_bytes[d]);
+        c->makespan = sim->makespan;
+        c->bubble = sim->bubble;
+    }
+    vp_sim_free(sim);
+    vp_cost_model_free(cm);
+    vp_schedule_free(s);
+    return rc;
+}
+
+/* The lever for one family: if offloading all that pays fits, the smallest share that
+ * fits uniformly, and the selective policy a quarter below it when that fits too (the
+ * longest-lived whole save more than their share). */
+static vp_status offload_family(const offload_try *o, cand_list *l, vp_error *err) {
+    int ok = 0;
+    double uniform = 1.0, selective = 0;
+    vp_status rc = share_fits(o, VP_OFFLOAD_UNIFORM, 1.0, &ok, NULL, NULL, err);
+    if (rc == VP_OK && ok)
+        rc = smallest_share(o, &uniform, err);
+    if (rc == VP_OK && ok && uniform > 0.25)
+        rc = share_fits(o, VP_OFFLOAD_SELECTIVE, selective = uniform - 0.25, &ok, NULL, NULL, err);
+    if (rc == VP_OK && selective > 0 && ok)
+        rc = push_offloaded(o, l, VP_OFFLOAD_SELECTIVE, selective, err);
+    else if (rc == VP_OK && (ok || selective > 0))
+        rc = push_offloaded(o, l, VP_OFFLOAD_UNIFORM, uniform, err);
     return rc;
 }
 
 /* The offloading lever: each family that misses the budget but is faster than every
  * schedule that fits, offloading the smallest share that fits under each policy. */
 static vp_status add_offloaded(const vp_spec *spec, const vp_plan *plan, cand_list *l,
-                               vp_error *err) {
+                               const family_runs *keep, vp_error *err) {
     double best = INFINITY;
     int n = l->n;
     for (int i = 0; i < n; i++)
         if (fits(plan, &l->v[i]) && l->v[i].makespan < best)
             best = l->v[i].makespan;
     vp_status rc = VP_OK;
-    for (int i = 0; rc == VP_OK && i < n; i++) {
-        vp_plan_candidate base = l->v[i], whole;
-        if (base.is_vblock || fits(plan, &base) || base.makespan >= best - EPS * (1 + best))
+    for (int i = 0; rc == VP_OK && i < keep->n; i++) { /* the families come first in l */
+        const vp_plan_candidate *base = &l->v[i];
+        if (fits(plan, base) || base->makespan >= best - EPS * (1 + best))
             continue;
-        rc = try_offload(spec, plan, base.family, VP_OFFLOAD_UNIFORM, 1.0, &whole, err);
-        for (int pol = VP_OFFLOAD_UNIFORM; rc == VP_OK && whole.fits && pol <= VP_OFFLOAD_SELECTIVE;
-             pol++)
-            rc = smallest_share(spec, plan, l, &whole, (vp_offload_policy)pol, err);
+        char family[32];
+        snprintf(family, sizeof family, "%s", base->family); /* l may grow (realloc) */
+        offload_try o = {
+            .spec = spec, .plan = plan, .family = family, .base = keep->s[i], .sim = keep->sim[i]};
+        rc = offload_family(&o, l, err);
     }
     return rc;
 }
@@ -377,13 +480,16 @@ vp_status vp_plan_run_levers(const vp_spec *spec, const vp_budget *budget,
     if (!plan)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     cand_list list = {0};
-    vp_status rc = add_families(spec, &list, &plan->ref_peak, err);
+    int offload = levers && levers->offload && spec->offload.policy == VP_OFFLOAD_NONE;
+    family_runs keep = {.on = offload};
+    vp_status rc = add_families(spec, &list, &plan->ref_peak, &keep, err);
     if (rc == VP_OK)
         rc = resolve_budget(spec, budget, plan, err);
     if (rc == VP_OK)
         rc = add_vblocks(spec, plan, &list, err);
-    if (rc == VP_OK && levers && levers->offload && spec->offload.policy == VP_OFFLOAD_NONE)
-        rc = add_offloaded(spec, plan, &list, err);
+    if (rc == VP_OK && offload)
+        rc = add_offloaded(spec, plan, &list, &keep, err);
+    runs_free(&keep);
     plan->candidates = list.v;
     plan->n_candidates = list.n;
     plan->chosen = -1;

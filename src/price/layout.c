@@ -313,6 +313,20 @@ static vp_status build_costs(const vp_price_setup *su, const vp_schedule *s, vp_
     return VP_OK;
 }
 
+/* Whether s's copies can be priced: it offloads nothing, or the accelerator has a host
+ * link, or the copies were measured. */
+static bool host_link_ok(const vp_price_setup *su, const vp_schedule *s) {
+    return !vp_schedule_offloads(s) || su->gpu->host_bw > 0 ||
+           (su->measured && su->measured->o >= 0);
+}
+
+static vp_status host_link_error(const vp_price_setup *su, const vp_schedule *s, vp_error *err) {
+    return vp__fail(err, VP_EINVAL,
+                    "%s offloads, but accelerator %s has no host link (host_gb_s) to price its "
+                    "copies with",
+                    s->family, su->gpu->name);
+}
+
 /* What each stage's O moves (its share of what F keeps until B) and how long each copy
  * takes: a measured O and L per unit as given, else the bytes over the host link. */
 static void fill_offload(const vp_price_setup *su, const vp_schedule *s, vp_price_layout *lay) {
@@ -373,6 +387,17 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
     return VP_OK;
 }
 
+vp_status vp_price_layout_offload(vp_price_layout *lay, const vp_price_setup *su,
+                                  const vp_schedule *s, vp_error *err) {
+    if (lay->p != s->p || lay->S != s->S || lay->route_len != s->route_len)
+        return vp__fail(err, VP_EINVAL, "the layout was priced for another shape than %s's",
+                        s->family);
+    if (!host_link_ok(su, s))
+        return host_link_error(su, s, err);
+    fill_offload(su, s, lay);
+    return VP_OK;
+}
+
 void vp_price_layout_free(vp_price_layout *lay) {
     if (!lay)
         return;
@@ -402,12 +427,8 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     if (su->measured && !(su->measured->f >= 0 && su->measured->b >= 0 && su->measured->w >= 0 &&
                           su->measured->c >= 0))
         return vp__fail(err, VP_EINVAL, "measured costs must be >= 0");
-    if (vp_schedule_offloads(shape) && !(su->gpu->host_bw > 0) &&
-        !(su->measured && su->measured->o >= 0))
-        return vp__fail(err, VP_EINVAL,
-                        "%s offloads, but accelerator %s has no host link (host_gb_s) to price "
-                        "its copies with",
-                        shape->family, su->gpu->name);
+    if (!host_link_ok(su, shape))
+        return host_link_error(su, shape, err);
     vp_price_layout *lay = vp__calloc(1, sizeof *lay);
     if (lay) {
         lay->layers_per_stage = vp__calloc((size_t)shape->route_len, sizeof(int));

@@ -193,7 +193,7 @@ static vp_status offload_priced(const vp_price_layout *lay, const vp_offload *sp
     vp_schedule *shared = NULL, *placed = NULL;
     vp_status rc = vp_schedule_offload_shares(*s, spec, &shared, err);
     if (rc == VP_OK)
-        rc = vp_schedule_offload_place(shared, lay->cm, spec, &placed, err);
+        rc = vp_schedule_offload_place(shared, lay->cm, NULL, spec, &placed, err);
     vp_schedule_free(shared);
     vp_schedule_free(*s);
     *s = placed;

@@ -347,27 +347,50 @@ static vp_status place_device(const place *pl, int d, pair **ps, int *n, vp_erro
     return VP_OK;
 }
 
-/* Device d's list with the O and L of its n pairs ps inserted into out. VP_ENOMEM. */
-static vp_status assemble(const vp_schedule *s, int d, const pair *ps, int n, vp_schedule *out) {
+/* Orders pairs by the op their O goes before (then F position), and by the op their L
+ * goes before (then consumer position). */
+static int by_ko(const void *a, const void *b) {
+    const pair *x = a, *y = b;
+    return x->ko != y->ko ? x->ko - y->ko : x->kf - y->kf;
+}
+
+static int by_kl(const void *a, const void *b) {
+    const pair *x = a, *y = b;
+    return x->kl != y->kl ? x->kl - y->kl : x->kb - y->kb;
+}
+
+/* Device d's list with the O and L of its n pairs ps inserted into out: before op k, the
+ * O ops that go there, then the L ops. ps is reordered. VP_ENOMEM. */
+static vp_status assemble(const vp_schedule *s, int d, pair *ps, int n, vp_schedule *out) {
+    pair *ls = n ? vp__malloc((size_t)n, sizeof *ls) : NULL;
+    if (n && !ls)
+        return VP_ENOMEM;
+    if (n)
+        memcpy(ls, ps, (size_t)n * sizeof *ls);
+    qsort(ps, (size_t)n, sizeof *ps, by_ko);
+    qsort(ls, (size_t)n, sizeof *ls, by_kl);
     vp_status rc = VP_OK;
+    int io = 0, il = 0;
     for (int k = 0; rc == VP_OK && k <= s->dev[d].n; k++) {
-        for (int i = 0; rc == VP_OK && i < n; i++)
-            if (ps[i].ko == k)
-                rc = vp_schedule_push_pass(out, d, VP_OP_O, ps[i].stage, ps[i].mb);
-        for (int i = 0; rc == VP_OK && i < n; i++)
-            if (ps[i].kl == k)
-                rc = vp_schedule_push_pass(out, d, VP_OP_L, ps[i].stage, ps[i].mb);
+        for (; rc == VP_OK && io < n && ps[io].ko == k; io++)
+            rc = vp_schedule_push_pass(out, d, VP_OP_O, ps[io].stage, ps[io].mb);
+        for (; rc == VP_OK && il < n && ls[il].kl == k; il++)
+            rc = vp_schedule_push_pass(out, d, VP_OP_L, ls[il].stage, ls[il].mb);
         if (rc == VP_OK && k < s->dev[d].n)
             rc = vp_schedule_push(out, d, s->dev[d].ops[k]);
     }
+    free(ls);
     return rc;
 }
 
 vp_status vp_schedule_offload_place(const vp_schedule *s, const vp_cost_model *cm,
-                                    const vp_offload *spec, vp_schedule **out, vp_error *err) {
+                                    const vp_sim *given, const vp_offload *spec, vp_schedule **out,
+                                    vp_error *err) {
     *out = NULL;
     if (cm->S != s->S)
         return vp__fail(err, VP_EINVAL, "cost model has %d stages, schedule %d", cm->S, s->S);
+    if (given && given->p != s->p)
+        return vp__fail(err, VP_EINVAL, "the simulation given is not the schedule's");
     for (int d = 0; d < s->p; d++)
         for (int k = 0; k < s->dev[d].n; k++)
             if (s->dev[d].ops[k].kind == VP_OP_O || s->dev[d].ops[k].kind == VP_OP_L)
@@ -382,9 +405,10 @@ vp_status vp_schedule_offload_place(const vp_schedule *s, const vp_cost_model *c
         c->host_limit = s->host_limit;
         for (int d = 0; d < s->p; d++)
             c->dev[d].n = 0; /* the lists again, with O and L */
-        rc = vp_simulate(s, cm, &sim, err);
+        if (!given)
+            rc = vp_simulate(s, cm, &sim, err);
     }
-    place pl = {.s = s, .cm = cm, .sim = sim, .spec = spec};
+    place pl = {.s = s, .cm = cm, .sim = given ? given : sim, .spec = spec};
     if (rc == VP_OK && !(pl.at = vp__malloc((size_t)s->S * (size_t)s->m, sizeof *pl.at)))
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
     for (size_t i = 0; rc == VP_OK && i < (size_t)s->S * (size_t)s->m; i++)
@@ -417,7 +441,7 @@ vp_status vp_schedule_offload(const vp_schedule *s, const vp_costs *costs, const
     if (rc == VP_OK)
         rc = vp_cost_model_new(shared, costs, mem, &cm, err);
     if (rc == VP_OK)
-        rc = vp_schedule_offload_place(shared, cm, spec, out, err);
+        rc = vp_schedule_offload_place(shared, cm, NULL, spec, out, err);
     vp_cost_model_free(cm);
     vp_schedule_free(shared);
     return rc;

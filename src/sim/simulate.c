@@ -52,6 +52,17 @@ void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak
         peak[d] = device_peak(s, cm, d, 0, NULL);
 }
 
+vp_status vp_memory_host_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak,
+                               vp_error *err) {
+    VP_ASSERT(cm->S == s->S);
+    uint8_t *offloaded = NULL;
+    vp_status rc = vp__offloaded(s, &offloaded, err);
+    for (int d = 0; d < s->p; d++)
+        peak[d] = rc == VP_OK ? vp__host_peak(s, offloaded, d, cm->off) : 0.0;
+    free(offloaded);
+    return rc;
+}
+
 static double op_time(const void *ctx, const vp_op *op) {
     return vp_cost_model_op_time(ctx, op);
 }
