@@ -173,10 +173,12 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
  * --global-batch-size, --seq-length, --num-layers-per-virtual-pipeline-stage
  * (interleaved), --sequence-parallel, --use-distributed-optimizer, --recompute-granularity
  * (with --recompute-method uniform --recompute-num-layers 1 for full),
- * --attention-backend flash, and --decoder-first/last-pipeline-num-layers when the split
- * gives the ends other counts than the middle; one line, then comment lines ('#') for
- * what the flags cannot say (a middle that is not even). New string in *flags (caller
- * frees). VP_EUNSUPPORTED for other families, VP_ENOMEM. */
+ * --attention-backend flash, --decoder-first/last-pipeline-num-layers when the split
+ * gives the ends other counts than the middle, and with offload
+ * --fine-grained-activation-offloading --offload-modules (the modules of a layer whose
+ * saved bytes come nearest the share); one line, then comment lines ('#') for what the
+ * flags cannot say (a middle that is not even; the share the modules cover). New string
+ * in *flags (caller frees). VP_EUNSUPPORTED for other families, VP_ENOMEM. */
 VP_API vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_priced *priced,
                                     char **flags, vp_error *err);
 
