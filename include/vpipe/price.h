@@ -454,7 +454,7 @@ VP_API void vp_price_result_free(vp_price_result *r);
  * workspace, reserve, total}, bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
  * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}); when s offloads, also each rank's
- * "host" in memory_per_rank, host_max_bytes, host_capacity_bytes, copy_occupancy,
+ * "host" in memory_per_rank, host_max_bytes, host_capacity_bytes, copy_occupancy_max,
  * offload_stall_s and per stage "offload" (its share), "off_bytes" and "copy_ms". NULL
  * when memory runs out. */
 VP_API char *vp_price_result_json(const vp_price_result *r);

@@ -173,6 +173,8 @@ typedef struct vp_sim {
                                         would have without waiting for copies (an offload not
                                         done, a late reload), summed */
     double *host_peak;               /* [p] peak host memory, units */
+    double *offload_share;           /* [p] share of what the device's forwards keep that
+                                        its O ops send to host (units: off over hold) */
     double *host_peak_bytes;         /* [p] in bytes, NULL unless the model has_bytes */
 } vp_sim;
 
@@ -196,7 +198,8 @@ VP_API double vp_sim_longest_span(const vp_sim *sim);
  * "makespan", "longest_span", "bubble", "bubble_makespan", "peak_memory": [p] units,
  * "peak_memory_max", "param_copies"[, "peak_memory_bytes": [p] when the model knew bytes],
  * "busy": [p][, and when s offloads: "offload": [S] shares, "offloaded": [p] pairs
- * offloaded, "copy_busy": [p], "copy_occupancy": [p] (copy_busy / makespan),
+ * offloaded, "offload_share": [p], "copy_busy": [p], "copy_occupancy": [p] (copy_busy /
+ * makespan),
  * "offload_stall": [p], "host_peak_memory": [p] units[, "host_peak_memory_bytes": [p]]]},
  * indented by two spaces, reals to 10 significant digits, ending in a newline. New string
  * in *text (caller frees with free(); NULL on failure). VP_ENOMEM. */

@@ -340,10 +340,18 @@ typedef struct offload_try {
     const vp_sim *sim;
 } offload_try;
 
-/* Whether base offloading share under policy fits, by its op order alone; with keep, the
- * schedule into *kept (caller frees) and its cost model into *kept_cm. */
-static vp_status share_fits(const offload_try *o, vp_offload_policy policy, double share, int *ok,
-                            vp_schedule **kept, vp_cost_model **kept_cm, vp_error *err) {
+/* The smallest share that fits so far: its schedule and cost model (owned). */
+typedef struct share_kept {
+    vp_offload_policy policy;
+    double share; /* 0: none fits yet */
+    vp_schedule *s;
+    vp_cost_model *cm;
+} share_kept;
+
+/* Tries base offloading share under policy; when it fits by its op order, *ok is set and
+ * it replaces what kept holds. */
+static vp_status try_share(const offload_try *o, vp_offload_policy policy, double share, int *ok,
+                           share_kept *kept, vp_error *err) {
     vp_offload spec = {.policy = policy, .share = share};
     vp_schedule *shared = NULL, *placed = NULL;
     vp_cost_model *cm = NULL;
@@ -367,9 +375,10 @@ static vp_status share_fits(const offload_try *o, vp_offload_policy policy, doub
     }
     free(peak);
     vp_schedule_free(shared);
-    if (kept && rc == VP_OK) {
-        *kept = placed;
-        *kept_cm = cm;
+    if (*ok) {
+        vp_schedule_free(kept->s);
+        vp_cost_model_free(kept->cm);
+        *kept = (share_kept){policy, share, placed, cm};
     } else {
         vp_schedule_free(placed);
         vp_cost_model_free(cm);
@@ -377,89 +386,94 @@ static vp_status share_fits(const offload_try *o, vp_offload_policy policy, doub
     return rc;
 }
 
-/* The smallest share that fits uniformly, given that 1 does (1, or 1/2 then 1/4 or 3/4),
- * into *best. */
-static vp_status smallest_share(const offload_try *o, double *best, vp_error *err) {
-    int ok = 0;
-    *best = 1.0;
-    vp_status rc = share_fits(o, VP_OFFLOAD_UNIFORM, 0.5, &ok, NULL, NULL, err);
-    if (rc == VP_OK && ok)
-        *best = 0.5;
-    double next = ok ? 0.25 : 0.75;
-    if (rc == VP_OK)
-        rc = share_fits(o, VP_OFFLOAD_UNIFORM, next, &ok, NULL, NULL, err);
-    if (rc == VP_OK && ok)
-        *best = next;
-    return rc;
-}
-
-/* Appends the candidate of o's family offloading share under policy, simulated. */
-static vp_status push_offloaded(const offload_try *o, cand_list *l, vp_offload_policy policy,
-                                double share, vp_error *err) {
-    vp_schedule *s = NULL;
-    vp_cost_model *cm = NULL;
+/* Appends kept, simulated, as o's family's offloaded candidate. */
+static vp_status push_kept(const offload_try *o, const share_kept *kept, cand_list *l,
+                           vp_error *err) {
     vp_sim *sim = NULL;
-    int ok = 0;
     vp_plan_candidate *c = cand_push(l);
-    vp_status rc = c ? share_fits(o, policy, share, &ok, &s, &cm, err)
-                     : vp__fail(err, VP_ENOMEM, "out of memory");
-    if (rc == VP_OK)
-        rc = vp_simulate(s, cm, &sim, err);
-    if (rc == VP_OK) {
-        *c = (vp_plan_candidate){.offload_policy = policy, .offload = share};
-        snprintf(c->family, sizeof c->family, "%s", o->family);
-        snprintf(c->params, sizeof c->params, "offload %g %s", share,
-                 vp_offload_policy_name(policy));
-        c->peak = sim->peak_max;
-        for (int d = 0; sim->peak_bytes && d < sim->p; d++)
-            c->peak_bytes = fmax(c->peak_bytes, sim->peak_bytes[d]);
-        c->makespan = sim->makespan;
-        c->bubble = sim->bubble;
-    }
+    vp_status rc =
+        c ? vp_simulate(kept->s, kept->cm, &sim, err) : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc != VP_OK)
+        return rc;
+    *c = (vp_plan_candidate){.offload_policy = kept->policy, .offload = kept->share};
+    snprintf(c->family, sizeof c->family, "%s", o->family);
+    snprintf(c->params, sizeof c->params, "offload %g %s", kept->share,
+             vp_offload_policy_name(kept->policy));
+    c->peak = sim->peak_max;
+    for (int d = 0; sim->peak_bytes && d < sim->p; d++)
+        c->peak_bytes = fmax(c->peak_bytes, sim->peak_bytes[d]);
+    c->makespan = sim->makespan;
+    c->bubble = sim->bubble;
     vp_sim_free(sim);
-    vp_cost_model_free(cm);
-    vp_schedule_free(s);
-    return rc;
+    return VP_OK;
 }
 
-/* The lever for one family: if offloading all that pays fits, the smallest share that
- * fits uniformly, and the selective policy a quarter below it when that fits too (the
- * longest-lived whole save more than their share). */
-static vp_status offload_family(const offload_try *o, cand_list *l, vp_error *err) {
+/* The lever for one family: the smallest uniform share that fits (1/2, then 1/4 or 3/4,
+ * then 1), then the selective policy a quarter below it (the longest-lived whole save more
+ * than their share); the smallest that fits joins l, simulated (*makespan: its makespan,
+ * or infinity when none fits). */
+static vp_status offload_family(const offload_try *o, cand_list *l, double *makespan,
+                                vp_error *err) {
+    share_kept kept = {0};
     int ok = 0;
-    double uniform = 1.0, selective = 0;
-    vp_status rc = share_fits(o, VP_OFFLOAD_UNIFORM, 1.0, &ok, NULL, NULL, err);
-    if (rc == VP_OK && ok)
-        rc = smallest_share(o, &uniform, err);
-    if (rc == VP_OK && ok && uniform > 0.25)
-        rc = share_fits(o, VP_OFFLOAD_SELECTIVE, selective = uniform - 0.25, &ok, NULL, NULL, err);
-    if (rc == VP_OK && selective > 0 && ok)
-        rc = push_offloaded(o, l, VP_OFFLOAD_SELECTIVE, selective, err);
-    else if (rc == VP_OK && (ok || selective > 0))
-        rc = push_offloaded(o, l, VP_OFFLOAD_UNIFORM, uniform, err);
+    *makespan = INFINITY;
+    vp_status rc = try_share(o, VP_OFFLOAD_UNIFORM, 0.5, &ok, &kept, err);
+    if (rc == VP_OK)
+        rc = try_share(o, VP_OFFLOAD_UNIFORM, ok ? 0.25 : 0.75, &ok, &kept, err);
+    if (rc == VP_OK && kept.share == 0)
+        rc = try_share(o, VP_OFFLOAD_UNIFORM, 1.0, &ok, &kept, err);
+    if (rc == VP_OK && kept.share > 0.25)
+        rc = try_share(o, VP_OFFLOAD_SELECTIVE, kept.share - 0.25, &ok, &kept, err);
+    if (rc == VP_OK && kept.share > 0) {
+        rc = push_kept(o, &kept, l, err);
+        *makespan = rc == VP_OK ? l->v[l->n - 1].makespan : INFINITY;
+    }
+    vp_schedule_free(kept.s);
+    vp_cost_model_free(kept.cm);
     return rc;
 }
 
-/* The offloading lever: each family that misses the budget but is faster than every
- * schedule that fits, offloading the smallest share that fits under each policy. */
+/* A family's candidate index and makespan, ordered by makespan (then index). */
+typedef struct by_time {
+    double makespan;
+    int i;
+} by_time;
+
+static int by_makespan(const void *a, const void *b) {
+    const by_time *x = a, *y = b;
+    return x->makespan != y->makespan ? (x->makespan < y->makespan ? -1 : 1) : x->i - y->i;
+}
+
+/* The offloading lever: the families that miss the budget, fastest first, while faster
+ * than every schedule that fits (offloaded ones included: offload never speeds one up). */
 static vp_status add_offloaded(const vp_spec *spec, const vp_plan *plan, cand_list *l,
                                const family_runs *keep, vp_error *err) {
     double best = INFINITY;
-    int n = l->n;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < l->n; i++)
         if (fits(plan, &l->v[i]) && l->v[i].makespan < best)
             best = l->v[i].makespan;
+    by_time *order = vp__calloc((size_t)keep->n + 1, sizeof *order);
+    if (!order)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int i = 0; i < keep->n; i++) /* the families come first in l */
+        order[i] = (by_time){l->v[i].makespan, i};
+    qsort(order, (size_t)keep->n, sizeof *order, by_makespan);
     vp_status rc = VP_OK;
-    for (int i = 0; rc == VP_OK && i < keep->n; i++) { /* the families come first in l */
-        const vp_plan_candidate *base = &l->v[i];
-        if (fits(plan, base) || base->makespan >= best - EPS * (1 + best))
+    for (int k = 0; rc == VP_OK && k < keep->n; k++) {
+        int i = order[k].i;
+        if (order[k].makespan >= best - EPS * (1 + best))
+            break; /* and every family after it */
+        if (fits(plan, &l->v[i]))
             continue;
         char family[32];
-        snprintf(family, sizeof family, "%s", base->family); /* l may grow (realloc) */
+        snprintf(family, sizeof family, "%s", l->v[i].family); /* l may grow (realloc) */
         offload_try o = {
             .spec = spec, .plan = plan, .family = family, .base = keep->s[i], .sim = keep->sim[i]};
-        rc = offload_family(&o, l, err);
+        double got;
+        rc = offload_family(&o, l, &got, err);
+        best = fmin(best, got);
     }
+    free(order);
     return rc;
 }
 

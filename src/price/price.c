@@ -334,7 +334,7 @@ char *vp_price_result_json(const vp_price_result *r) {
     if (host) {
         json_object_set_new(o, "host_max_bytes", bytes_json(r->host_max_bytes));
         json_object_set_new(o, "host_capacity_bytes", bytes_json(r->host_capacity_bytes));
-        json_object_set_new(o, "copy_occupancy", json_real(r->copy_occupancy));
+        json_object_set_new(o, "copy_occupancy_max", json_real(r->copy_occupancy));
         json_object_set_new(o, "offload_stall_s", json_real(r->offload_stall_s));
     }
     for (int k = 0; k < r->route_len; k++)

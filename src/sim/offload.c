@@ -14,6 +14,7 @@
  *      dropped (it saves nothing).
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,51 +257,62 @@ static void place_reloads(const place *pl, int d, pair *ps, int n) {
     qsort(ps, (size_t)n, sizeof *ps, by_kf);
 }
 
-/* A copy on the engine: issued by the op at pos (an F's at its end, an L's just after),
- * O before L at one position, reloads by consumer. */
-typedef struct copy {
-    int pos, is_l, kb, pair;
-} copy;
-
-static int by_issue(const void *a, const void *b) {
-    const copy *x = a, *y = b;
-    if (x->pos != y->pos)
-        return x->pos - y->pos;
-    if (x->is_l != y->is_l)
-        return x->is_l - y->is_l;
-    return x->kb - y->kb;
+/* Sorts the n pair indices of order by the op their L is issued after (kl - 1), then by
+ * consumer: insertion, as the order changes little from one round to the next. */
+static void sort_reloads(const pair *ps, int *order, int n) {
+    for (int i = 1; i < n; i++) {
+        int x = order[i], j = i;
+        for (; j > 0; j--) {
+            const pair *a = &ps[order[j - 1]], *b = &ps[x];
+            if (a->kl < b->kl || (a->kl == b->kl && a->kb <= b->kb))
+                break;
+            order[j] = order[j - 1];
+        }
+        order[j] = x;
+    }
 }
 
-/* Replays device d's copy engine for the live pairs of ps (n; live[i] nonzero), placing
- * each O before the first op after its F that starts once its copy has ended. A pair whose
- * O finds no such op before its L or whose copy to host would take the host over its
- * limit is dropped there (its copies never run); one whose reload would end after its
- * consumer starts is dropped too, and the caller replays again without it. Returns how
- * many pairs it dropped. cs: scratch for 2n copies. */
-static int replay_copies(const place *pl, int d, pair *ps, int n, char *live, copy *cs) {
+/* Replays device d's copy engine for the live pairs of ps (n, by F position; live[i]
+ * nonzero) in issue order (an F's copy at its end, an L's just after the op before it;
+ * at one op, the F's first, then the reloads by consumer; lorder: the pairs by reload),
+ * placing each O before the first op after its F that starts once its copy has ended. A
+ * pair whose O finds no such op before its L or whose copy to host would take the host
+ * over its limit is dropped there (its copies never run). A pair whose reload would end
+ * after its consumer starts gets its L issued earlier by as much (at least one op;
+ * dropped when none is left after its O, or with drop_late). Returns how many pairs it
+ * dropped or moved. */
+static int replay_copies(const place *pl, int d, pair *ps, int n, char *live, int *lorder,
+                         bool drop_late) {
     const vp_schedule *s = pl->s;
     const double *start = pl->sim->start[d], *end = pl->sim->end[d];
     double v = s->placement == VP_PLACE_BIDIR ? 1.0 : (double)s->S / (double)s->p;
-    int nc = 0, dropped = 0;
-    for (int i = 0; i < n; i++)
-        if (live[i]) {
-            cs[nc++] = (copy){.pos = ps[i].kf, .is_l = 0, .kb = ps[i].kb, .pair = i};
-            cs[nc++] = (copy){.pos = ps[i].kl - 1, .is_l = 1, .kb = ps[i].kb, .pair = i};
-        }
-    qsort(cs, (size_t)nc, sizeof *cs, by_issue);
+    int changed = 0, io = 0, il = 0;
+    sort_reloads(ps, lorder, n);
     double free_at = 0.0, host = 0.0;
-    for (int c = 0; c < nc; c++) {
-        pair *pr = &ps[cs[c].pair];
-        if (!live[cs[c].pair]) /* dropped at its O: its reload never happens */
+    while (io < n || il < n) {
+        bool is_l = io >= n || (il < n && ps[lorder[il]].kl - 1 < ps[io].kf);
+        int i = is_l ? lorder[il++] : io++;
+        pair *pr = &ps[i];
+        if (!live[i]) /* dropped (at its O: its reload never happens) */
             continue;
-        double cst = fmax(end[cs[c].pos], free_at);
-        double cend = cst + (cs[c].is_l ? pl->cm->l : pl->cm->o)[pr->stage];
+        double cst = fmax(end[is_l ? pr->kl - 1 : pr->kf], free_at);
+        double cend = cst + (is_l ? pl->cm->l : pl->cm->o)[pr->stage];
         double units = s->offload[pr->stage] / v;
-        if (cs[c].is_l) {
+        if (is_l) {
             free_at = cend;
             host -= units;
-            if (cend > start[pr->kb] + 1e-9 * (1 + fabs(start[pr->kb])))
-                live[cs[c].pair] = 0, dropped++; /* late: the next round goes without it */
+            double lateness = cend - start[pr->kb];
+            if (lateness <= 1e-9 * (1 + fabs(start[pr->kb])))
+                continue;
+            changed++;
+            if (drop_late || pr->kl <= pr->ko + 1) {
+                live[i] = 0;
+                continue;
+            }
+            double target = end[pr->kl - 1] - lateness; /* issue that much earlier */
+            do
+                pr->kl--;
+            while (pr->kl > pr->ko + 1 && end[pr->kl - 1] > target);
             continue;
         }
         pr->ko = pr->kf + 1;
@@ -309,13 +321,29 @@ static int replay_copies(const place *pl, int d, pair *ps, int n, char *live, co
         int late = start[pr->ko] < cend - 1e-9 * (1 + fabs(cend));
         int over = s->host_limit > 0 && host + units > s->host_limit * (1 + 1e-12);
         if (late || over) { /* dropped before its copy runs */
-            live[cs[c].pair] = 0, dropped++;
+            live[i] = 0, changed++;
             continue;
         }
         free_at = cend;
         host += units;
     }
-    return dropped;
+    return changed;
+}
+
+/* Keeps the copy engine of device d within 90% of its span: when the copies of the n pairs
+ * of ps (by F position) would take more, only an evenly spaced part of them stays live
+ * (pairs by F order), so no stretch of the run (the warm-up's long-lived pairs) takes the
+ * engine from the rest. */
+static void thin(const place *pl, int d, const pair *ps, int n, char *live) {
+    const vp_oplist *l = &pl->s->dev[d];
+    double need = 0, span = l->n ? pl->sim->end[d][l->n - 1] - pl->sim->start[d][0] : 0;
+    for (int i = 0; i < n; i++)
+        need += pl->cm->o[ps[i].stage] + pl->cm->l[ps[i].stage];
+    if (!(need > 0.9 * span))
+        return;
+    double q = 0.9 * span / need; /* the share of pairs the engine can serve */
+    for (int i = 0; i < n; i++)
+        live[i] = floor((i + 1) * q) > floor(i * q);
 }
 
 /* The O and L of device d into ps[0..*n) (the pairs kept, by F position). VP_ENOMEM. */
@@ -327,23 +355,26 @@ static vp_status place_device(const place *pl, int d, pair **ps, int *n, vp_erro
     if (rc != VP_OK || *n == 0)
         return rc;
     char *live = vp__calloc((size_t)*n, 1);
-    copy *cs = vp__calloc(2 * (size_t)*n, sizeof *cs);
-    if (!live || !cs) {
+    int *lorder = vp__calloc((size_t)*n, sizeof *lorder);
+    if (!live || !lorder) {
         free(live);
-        free(cs);
+        free(lorder);
         return vp__fail(err, VP_ENOMEM, "out of memory");
     }
     memset(live, 1, (size_t)*n);
+    thin(pl, d, *ps, *n, live);
     place_reloads(pl, d, *ps, *n);
-    while (replay_copies(pl, d, *ps, *n, live, cs) > 0)
-        ; /* each round drops a pair or ends */
+    for (int i = 0; i < *n; i++)
+        lorder[i] = i;
+    for (int round = 0; replay_copies(pl, d, *ps, *n, live, lorder, round >= 16) > 0; round++)
+        ; /* each round mends or drops; after 16, late reloads are dropped */
     int kept = 0;
     for (int i = 0; i < *n; i++)
         if (live[i])
             (*ps)[kept++] = (*ps)[i];
     *n = kept;
     free(live);
-    free(cs);
+    free(lorder);
     return VP_OK;
 }
 

@@ -26,6 +26,7 @@ static int offload_report(json_t *o, const vp_schedule *s, const vp_sim *sim) {
             per[d] += s->dev[d].ops[k].kind == VP_OP_O;
     bad |= json_object_set_new(o, "offload", double_array(s->offload, s->S));
     bad |= json_object_set_new(o, "offloaded", double_array(per, p));
+    bad |= json_object_set_new(o, "offload_share", double_array(sim->offload_share, p));
     bad |= json_object_set_new(o, "copy_busy", double_array(sim->copy_busy, p));
     for (int d = 0; d < p; d++)
         per[d] = sim->makespan > 0 ? sim->copy_busy[d] / sim->makespan : 0.0;

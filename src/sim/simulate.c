@@ -20,6 +20,7 @@ void vp_sim_free(vp_sim *sim) {
     free(sim->stall);
     free(sim->host_peak);
     free(sim->host_peak_bytes);
+    free(sim->offload_share);
     free(sim->dev_first);
     free(sim->dev_last);
     free(sim->dev_busy);
@@ -83,11 +84,13 @@ static int alloc_offload(vp_sim *sim, const vp_schedule *s, int bytes) {
     sim->copy_busy = vp__calloc(p, sizeof(double));
     sim->stall = vp__calloc(p, sizeof(double));
     sim->host_peak = vp__calloc(p, sizeof(double));
+    sim->offload_share = vp__calloc(p, sizeof(double));
     if (bytes)
         sim->host_peak_bytes = vp__calloc(p, sizeof(double));
     int ok = alloc_per_op(s, &sim->copy_start);
     ok &= alloc_per_op(s, &sim->copy_end);
-    return ok && sim->copy_busy && sim->stall && sim->host_peak && (!bytes || sim->host_peak_bytes);
+    return ok && sim->copy_busy && sim->stall && sim->host_peak && sim->offload_share &&
+           (!bytes || sim->host_peak_bytes);
 }
 
 static vp_sim *sim_alloc(const vp_schedule *s, int bytes) {
@@ -116,9 +119,26 @@ static vp_sim *sim_alloc(const vp_schedule *s, int bytes) {
     return sim;
 }
 
-/* Fills sim's host peaks (s offloads); VP_ENOMEM. */
+/* Fills sim's offload shares: per device, the units its O ops move over the units its
+ * forwards keep. */
+static void fill_shares(vp_sim *sim, const vp_schedule *s, const vp_cost_model *cm) {
+    for (int d = 0; d < s->p; d++) {
+        double kept = 0, sent = 0;
+        for (int k = 0; k < s->dev[d].n; k++) {
+            const vp_op *op = &s->dev[d].ops[k];
+            if (op->kind == VP_OP_F || op->kind == VP_OP_FB)
+                kept += cm->hold[op->stage];
+            else if (op->kind == VP_OP_O)
+                sent += cm->off[op->stage];
+        }
+        sim->offload_share[d] = kept > 0 ? sent / kept : 0.0;
+    }
+}
+
+/* Fills sim's host peaks and offload shares (s offloads); VP_ENOMEM. */
 static vp_status fill_host(vp_sim *sim, const vp_schedule *s, const vp_cost_model *cm,
                            vp_error *err) {
+    fill_shares(sim, s, cm);
     uint8_t *offloaded = NULL;
     vp_status rc = vp__offloaded(s, &offloaded, err);
     for (int d = 0; offloaded && d < s->p; d++) {
