@@ -1259,6 +1259,7 @@ def main():
     ap.add_argument("--started", type=float, default=time.time(), help="start time (epoch)")
     a = ap.parse_args()
     import report_models  # the real-model sections; it imports this module's helpers
+    import report_offload  # the offload section, likewise
     cfg = config(a.quick)
     r = Runner(a.build, a.data or os.path.join(a.build, "bench-data"))
     grid = collect_grid(r, cfg)
@@ -1269,6 +1270,7 @@ def main():
     kernels = collect_kernels(r, cfg)
     real = report_models.collect(r, cfg)
     hybrid = report_models.collect_hybrid(r, cfg)
+    offload = report_offload.collect(r, cfg)
 
     os.makedirs(a.out, exist_ok=True)
     plot_paper(zb_rows, os.path.join(a.out, "results-paper.svg"))
@@ -1279,7 +1281,8 @@ def main():
     parts = [md_header(machine_info(sp, a.started), cfg), md_schedules(grid, zb_rows, r, cfg),
              "![vpipe vs the Zero Bubble paper](results-paper.svg)\n",
              md_frontier(plans), md_runtime(rt, r.families), md_speed(sp, kernels),
-             report_models.markdown(real, real_svgs), report_models.markdown_hybrid(hybrid)]
+             report_models.markdown(real, real_svgs), report_models.markdown_hybrid(hybrid),
+             report_offload.markdown(offload)]
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(re.sub(r"\n{3,}", "\n\n", "\n".join(parts)))
     log(f"wrote {os.path.join(a.out, 'results.md')} and {4 + len(real_svgs)} SVG plots")

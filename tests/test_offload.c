@@ -5,6 +5,7 @@
 
 #include "test_util.h"
 #include "vpipe/io.h"
+#include "vpipe/model.h"
 #include "vpipe/sim.h"
 
 /* Expects validation to fail with VP_EVALIDATION and a message containing needle. */
@@ -322,12 +323,75 @@ static void test_parse(void **state) {
     vp_schedule_free(s);
 }
 
+/* The stage's four steps: whole tensors, bit for bit, the device's allocator down by the
+ * predicted bytes between release and reserve, the host pool up as much, and passes
+ * refused while the slot is away. */
+static void test_stage(void **state) {
+    (void)state;
+    vp_model_config cfg = {
+        .n_layer = 2, .width = 16, .n_head = 2, .seq_len = 8, .microbatch = 2, .vocab = 256};
+    vp_stage_range range = {0, 2, false, false};
+    vp_mem *dev = vp_mem_new(), *host = vp_mem_new();
+    vp_stage *st = NULL;
+    vp_stage_options opt = {.n_slots = 1, .seed = 7};
+    assert_int_equal(vp_stage_new(&cfg, range, &opt, dev, &st, NULL), VP_OK);
+    size_t n = (size_t)cfg.microbatch * cfg.seq_len * cfg.width;
+    float *in = malloc(n * sizeof *in), *out = NULL, *ref = NULL;
+    for (size_t i = 0; i < n; i++)
+        in[i] = (float)i / (float)n;
+    float *dout = malloc(n * sizeof *dout);
+    memcpy(dout, in, n * sizeof *in);
+    vp_stage_io io = {.in = in, .out = &out};
+    assert_int_equal(vp_stage_forward(st, 0, &io, NULL), VP_OK);
+    size_t before = vp_mem_current(dev), bytes = 0;
+    assert_int_equal(vp_stage_offload_bytes(&cfg, range, 0, 0.5, &bytes, NULL), VP_OK);
+    assert_true(bytes > 0);
+    assert_int_equal(vp_stage_offload_copy(st, 0, 0.5, host, NULL), VP_OK);
+    assert_int_equal(vp_mem_current(host), bytes);
+    assert_int_equal(vp_stage_offload_release(st, 0, NULL), VP_OK);
+    assert_int_equal(vp_mem_current(dev), before - bytes);
+    vp_error err = {0};
+    assert_int_equal(vp_stage_backward_input(st, 0, dout, 1.0f, &ref, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "offloaded"));
+    assert_int_equal(vp_stage_offload_release(st, 0, NULL), VP_EINVAL);
+    assert_int_equal(vp_stage_reload_reserve(st, 0, NULL), VP_OK);
+    assert_int_equal(vp_mem_current(dev), before);
+    assert_int_equal(vp_stage_reload_copy(st, 0, NULL), VP_OK);
+    assert_int_equal(vp_mem_current(host), 0);
+    float *din = NULL;
+    assert_int_equal(vp_stage_backward_input(st, 0, dout, 1.0f, &din, NULL), VP_OK);
+    assert_int_equal(vp_stage_backward_weight(st, 0, NULL), VP_OK);
+    size_t count = 0;
+    float *g = vp_stage_grads(st, &count), *g1 = malloc(count * sizeof *g1);
+    memcpy(g1, g, count * sizeof *g1);
+    /* the same pass without offload gives the same gradients, bit for bit */
+    vp_stage_zero_grad(st);
+    float *in2 = malloc(n * sizeof *in2), *dout2 = malloc(n * sizeof *dout2), *din2 = NULL;
+    for (size_t i = 0; i < n; i++)
+        in2[i] = (float)i / (float)n;
+    memcpy(dout2, in2, n * sizeof *in2);
+    vp_stage_buffer_free(out);
+    io = (vp_stage_io){.in = in2, .out = &out};
+    assert_int_equal(vp_stage_forward(st, 0, &io, NULL), VP_OK);
+    assert_int_equal(vp_stage_backward_input(st, 0, dout2, 1.0f, &din2, NULL), VP_OK);
+    assert_int_equal(vp_stage_backward_weight(st, 0, NULL), VP_OK);
+    assert_memory_equal(g1, vp_stage_grads(st, &count), count * sizeof *g1);
+    assert_memory_equal(din, din2, n * sizeof *din);
+    free(g1);
+    vp_stage_buffer_free(din);
+    vp_stage_buffer_free(din2);
+    vp_stage_buffer_free(out);
+    vp_stage_free(st);
+    vp_mem_free(dev);
+    vp_mem_free(host);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validator), cmocka_unit_test(test_copy_engine),
         cmocka_unit_test(test_families),  cmocka_unit_test(test_selective),
         cmocka_unit_test(test_limits),    cmocka_unit_test(test_formats),
-        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_parse),     cmocka_unit_test(test_stage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,6 +144,11 @@ VP_API vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, i
  * is outside 0..p-1, VP_ENOMEM. */
 VP_API vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err);
 
+/* A copy of s with empty op lists into a new *out (caller frees): its family, shape,
+ * placement, routes, recomputation, offload shares and host limit. VP_ENOMEM; *out is
+ * NULL on failure. */
+VP_API vp_status vp_schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err);
+
 /* Number of chunks (stages) on the busiest device. */
 VP_API int vp_schedule_chunks_per_device(const vp_schedule *s);
 

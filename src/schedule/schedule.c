@@ -230,9 +230,7 @@ vp_status vp_schedule_host_peak(const vp_schedule *s, double *peak, vp_error *er
 
 /* ---- recomputation ---- */
 
-/* A copy of s's shape and placement with empty op lists (family, recompute and offload
- * too). */
-static vp_status copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err) {
+vp_status vp_schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err) {
     vp_shape shape = {.p = s->p, .S = s->S, .m = s->m, .placement = VP_PLACE_CUSTOM};
     vp_status rc = vp_schedule_new(s->family, shape, out, err);
     if (rc != VP_OK)
@@ -265,7 +263,7 @@ vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_sche
     if ((unsigned)mode > VP_RECOMPUTE_FULL)
         return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)mode);
     vp_schedule *c = NULL;
-    vp_status rc = copy_shape(s, &c, err);
+    vp_status rc = vp_schedule_copy_shape(s, &c, err);
     if (rc != VP_OK)
         return rc;
     c->recompute = mode;

@@ -102,18 +102,11 @@ vp_status vp_schedule_offload_shares(const vp_schedule *s, const vp_offload *spe
     if (!(spec->host_limit >= 0) || isinf(spec->host_limit))
         return vp__fail(err, VP_EINVAL, "host limit %g is not a finite number >= 0",
                         spec->host_limit);
-    vp_shape shape = {.p = s->p, .S = s->S, .m = s->m, .placement = VP_PLACE_CUSTOM};
     vp_schedule *c = NULL;
-    vp_status rc = vp_schedule_new(s->family, shape, &c, err);
+    vp_status rc = vp_schedule_copy_shape(s, &c, err);
     if (rc != VP_OK)
         return rc;
-    c->placement = s->placement;
-    c->route_len = s->route_len;
-    c->recompute = s->recompute;
     c->host_limit = spec->host_limit;
-    memcpy(c->stage_device, s->stage_device, (size_t)s->S * sizeof *s->stage_device);
-    memcpy(c->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof *s->stage_chunk);
-    memcpy(c->mb_first, s->mb_first, (size_t)s->m * sizeof *s->mb_first);
     for (int i = 0; i < s->S; i++) {
         double x = spec->policy == VP_OFFLOAD_NONE ? 0.0 : share_of(spec, i);
         c->offload[i] = spec->policy == VP_OFFLOAD_SELECTIVE && x > 0 ? 1.0 : x;
@@ -396,10 +389,11 @@ static vp_status assemble(const vp_schedule *s, int d, pair *ps, int n, vp_sched
     pair *ls = n ? vp__malloc((size_t)n, sizeof *ls) : NULL;
     if (n && !ls)
         return VP_ENOMEM;
-    if (n)
+    if (n) { /* (ps is NULL on a device without pairs) */
         memcpy(ls, ps, (size_t)n * sizeof *ls);
-    qsort(ps, (size_t)n, sizeof *ps, by_ko);
-    qsort(ls, (size_t)n, sizeof *ls, by_kl);
+        qsort(ps, (size_t)n, sizeof *ps, by_ko);
+        qsort(ls, (size_t)n, sizeof *ls, by_kl);
+    }
     vp_status rc = VP_OK;
     int io = 0, il = 0;
     for (int k = 0; rc == VP_OK && k <= s->dev[d].n; k++) {
@@ -430,15 +424,9 @@ vp_status vp_schedule_offload_place(const vp_schedule *s, const vp_cost_model *c
                                 "vp_schedule_offload_shares first)");
     vp_schedule *c = NULL;
     vp_sim *sim = NULL;
-    vp_status rc = vp_schedule_offload_shares(s, &(vp_offload){.policy = VP_OFFLOAD_NONE}, &c, err);
-    if (rc == VP_OK) {
-        memcpy(c->offload, s->offload, (size_t)s->S * sizeof *s->offload);
-        c->host_limit = s->host_limit;
-        for (int d = 0; d < s->p; d++)
-            c->dev[d].n = 0; /* the lists again, with O and L */
-        if (!given)
-            rc = vp_simulate(s, cm, &sim, err);
-    }
+    vp_status rc = vp_schedule_copy_shape(s, &c, err); /* the lists again, with O and L */
+    if (rc == VP_OK && !given)
+        rc = vp_simulate(s, cm, &sim, err);
     place pl = {.s = s, .cm = cm, .sim = given ? given : sim, .spec = spec};
     if (rc == VP_OK && !(pl.at = vp__malloc((size_t)s->S * (size_t)s->m, sizeof *pl.at)))
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
