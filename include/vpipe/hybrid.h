@@ -162,9 +162,10 @@ VP_API char *vp_hybrid_json(const vp_hybrid *h, const vp_hybrid_request *req);
  * the distributed optimizer), tensor_parallel_degree, pipeline_parallel_degree,
  * pipeline_parallel_microbatch_size, pipeline_parallel_schedule (the class the CSV
  * needs), pipeline_parallel_schedule_csv = csv_path, module_fqns_per_model_part (Llama's
- * module names: tok_embeddings, layers.N, norm, output); [activation_checkpoint] mode.
- * New string in *toml (caller frees). VP_EUNSUPPORTED when torchtitan cannot run the
- * schedule's placement (DualPipe's two directions), VP_ENOMEM. */
+ * module names: tok_embeddings, layers.N, norm, output); [activation_checkpoint] mode; a
+ * comment on the offload torchtitan cannot run when priced offloads (its CSV is then the
+ * schedule without O and L). New string in *toml (caller frees). VP_EUNSUPPORTED when torchtitan
+ * cannot run the schedule's placement (DualPipe's two directions), VP_ENOMEM. */
 VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_priced *priced,
                                       const char *csv_path, char **toml, vp_error *err);
 

@@ -81,6 +81,13 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
         pipeline_keys(&b, pr, schedule, csv_path);
     vp__buf_printf(&b, "\n[activation_checkpoint]\nmode = \"%s\"\n",
                    vp_recompute_name(c->recompute));
+    if (c->offload > 0)
+        vp__buf_printf(&b,
+                       "# vpipe priced offloading %g of each stage's saved activations to host;\n"
+                       "# torchtitan's pipeline schedules have no offload action: the CSV is the\n"
+                       "# compute order without O and L, and without offload the ranks need more\n"
+                       "# memory than predicted\n",
+                       c->offload);
     *toml = vp__buf_take(&b);
     return *toml ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
 }

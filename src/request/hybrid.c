@@ -134,9 +134,14 @@ static vp_status emit_torchtitan(vp__run *run, const vp_hybrid *h, const vp_hybr
     snprintf(csv_path, sizeof csv_path, "%s/schedule.csv", dir);
     snprintf(toml_path, sizeof toml_path, "%s/job.toml", dir);
     char *toml = NULL, *csv = NULL;
+    vp_schedule *plain = NULL; /* the CSV has no O or L: the compute order without them */
+    vp_offload none = {.policy = VP_OFFLOAD_NONE};
     vp_status rc = vp_hybrid_torchtitan(q, &h->winner, csv_path, &toml, err);
     if (rc == VP_OK)
-        rc = vp_torch_csv_write(h->winner.schedule, VP_TORCH_CSV_COMPUTE_ONLY, &csv, err);
+        rc = vp_schedule_offload_shares(h->winner.schedule, &none, &plain, err);
+    if (rc == VP_OK)
+        rc = vp_torch_csv_write(plain, VP_TORCH_CSV_COMPUTE_ONLY, &csv, err);
+    vp_schedule_free(plain);
     if (rc == VP_OK) {
         rc = vp__write(run, csv_path, csv, err);
         csv = NULL;
