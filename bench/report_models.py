@@ -64,14 +64,14 @@ def zb_table4(r, models):
     for model in models:
         mbs, (f, b, w, c) = ZB_T6[model]
         base = ["--model", model, "--gpu", "a100-80gb", "-p", "8", "--seq", "1024", "--mbs",
-                str(mbs), "--split", "even", "--reserve", "0"]
+                str(mbs), "--split", "even", "--pp-overlap"]
         for fam, (rates, gb) in ZB_T4[model].items():
             for m, rate in zip(ZB_MS, rates):
                 args = ["simulate", fam, *base, "-m", str(m), "--cost", f"F={f},B={b},W={w},c={c}"]
                 d = r.json(*args)
+                allocated = max(x["allocated"] for x in d["memory_per_rank"])
                 rows.append(dict(model=model, family=fam, m=m, rate=d["samples_per_s_per_gpu"],
-                                 paper_rate=rate, gb=d["memory_max_bytes"] / 1e9, paper_gb=gb,
-                                 cmd=cmd(args)))
+                                 paper_rate=rate, gb=allocated / 1e9, paper_gb=gb, cmd=cmd(args)))
         args = ["simulate", "1f1b", *base, "-m", "24"]
         d = r.json(*args)
         st = d["per_stage"][1]
@@ -84,7 +84,7 @@ def cm_pure_pp(r, quick):
     act = []
     for model, p, mbs in CM_MODELS[-1:] if quick else CM_MODELS:
         base = ["--model", model, "--gpu", "a100-80gb", "-p", str(p), "-m", str(4 * p), "--seq",
-                "1024", "--mbs", str(mbs), "--split", "even"]
+                "1024", "--mbs", str(mbs), "--split", "even", "--pp-overlap"]
         row = dict(model=model, p=p, mbs=mbs, cells=[])
         for fam, rec, lo, hi in CM_ACT:
             args = ["simulate", fam, *base, "--recompute", rec]
@@ -93,7 +93,7 @@ def cm_pure_pp(r, quick):
         row["cmd"] = cmd(["simulate", "FAMILY", *base, "--recompute", "none|full"])
         act.append(row)
     base = ["--model", "cm-38.5b", "--gpu", "a100-80gb", "-p", "32", "-m", "512", "--seq", "1024",
-            "--mbs", "1", "--split", "even"]
+            "--mbs", "1", "--split", "even", "--pp-overlap"]
     mfu = []
     for fam, rec, paper in CM_MFU:
         d = r.json("simulate", fam, *base, "--recompute", rec)
@@ -160,7 +160,10 @@ def collect(r, cfg):
 
 PARTS = (("model states", ("params", "grads", "optimizer"), COLORS[0]),
          ("activations", ("activations",), COLORS[1]),
-         ("buffers, workspace, reserve", ("buffers", "workspace", "reserve"), "#bab0ac"))
+         ("buffers, workspace, logits, gathers", ("buffers", "workspace", "logits", "gathers"),
+          COLORS[2]),
+         ("allocator, context, communication", ("fragmentation", "context", "comm", "reserve"),
+          "#bab0ac"))
 
 
 def plot_ranks(conf, path):
@@ -216,8 +219,10 @@ def md_configs(out, files):
          "Each chart: one bar per pipeline rank, stacked into model states (bf16 weights, "
          "fp32 gradients, fp32 master weights and Adam moments: 18 bytes per parameter), the "
          "schedule's peak of live activations (the simulator's per-rank peak, each stage "
-         "priced with its own tensors), and pipeline buffers, workspace and the 1 GiB "
-         "reserve; the dashed line is the accelerator's capacity. The tables give the "
+         "priced with its own tensors), pipeline buffers, workspace and the head's logits, and "
+         "what the process holds beyond its tensors (the allocator's cached blocks, the CUDA "
+         "context, communication buffers); the dashed line is the accelerator's capacity. "
+         "The tables give the "
          "step time (the simulated makespan with per-stage pass times from the accelerator's "
          "kernel model, plus the optimizer step and the data-parallel reduction) and MFU.\n"]
     for conf, svg in zip(out["configs"], files):
@@ -239,7 +244,9 @@ def md_zb(rows):
     t6 = [x for x in rows if "analytic" in x]
     s = ["### 5.2 The Zero Bubble paper, Tables 4 and 6\n",
          "Samples per second per GPU and peak memory of 1F1B, ZB-1P and ZB-2P on 8 A100s "
-         "(pure PP, sequence 1024, the papers' k·p − 2 layer split, no reserve), with the "
+         "(pure PP, sequence 1024, the papers' k·p − 2 layer split, sends overlapped as the "
+         "paper's runtime overlaps them; peak memory: the largest rank's allocated bytes, "
+         "PyTorch's peak allocation the paper reports), with the "
          "paper's own profiled pass times (Table 6) given as measured costs. The tests hold "
          "every rate within 10% and every peak within 15% (`test_price_time`, "
          "`test_price_memory`). Command for one cell: "
@@ -266,8 +273,10 @@ def md_zb(rows):
              "K/(K+e) of peak (e = gemm_edge = 128, the A100 kernels' tile, not fitted: these "
              "anchors allow 0 to about 190), F's and B's other kernels move act_traffic_f and "
              "act_traffic_b bytes per byte of activation F saves at the HBM bandwidth (W is "
-             "matrix multiplies only), and a pipeline send runs at the measured 47.5 GB/s; "
-             "least squares gives gemm_efficiency 0.87, act_traffic_f 4.1, act_traffic_b 2.8. "
+             "matrix multiplies only), every layer's pass costs 3 us more (the overhead fitted "
+             "to SC21, section 7), and a pipeline send runs at the measured 47.5 GB/s; "
+             "least squares gives gemm_efficiency 0.87, act_traffic_f 4.03, act_traffic_b "
+             "2.77. "
              "Measured costs still win whenever a profile exists. Command: "
              f"`{t6[0]['cmd']}`.\n")
     return "\n".join(s)
@@ -372,11 +381,13 @@ CM_HYBRID = {"1f1b": (49.81, "DP 2, TP 4, PP 5, mbs 2"), "zb-1p": (54.52, ""),
              "v-half": (52.60, ""), "v-min": (48.02, ""), "v-zb": (57.58, ""),
              "1f1b-r": (37.15, "")}
 HYBRID_ARGS = ["--flash", "--sp", "--zero"]
+# The papers' runtime overlaps its pipeline sends (Zero Bubble Table 6 times them apart).
+PAPER_ARGS = HYBRID_ARGS + ["--pp-overlap"]
 # The A100 kernel model refitted to Zero Bubble Table 6 (least squares over its six pass
 # times, as src/price/readers.c describes) at other matrix-multiply edges than the preset's
 # 128: (gemm_edge, gemm_efficiency, act_traffic_f, act_traffic_b). How much the hybrid gain
 # depends on the one parameter those anchors cannot pin down.
-EDGE_REFITS = ((0, 0.80, 4.7, 4.1), (64, 0.83, 4.4, 3.4), (192, 0.90, 3.6, 1.9))
+EDGE_REFITS = ((0, 0.80, 4.69, 4.07), (64, 0.83, 4.38, 3.46), (192, 0.91, 3.64, 2.00))
 HYBRID_CONFIGS = [
     ("paper", "cm-98.5b on 40 A100s, sequence 1024, global batch 160 (the paper's experiment)",
      ["--model", "cm-98.5b", "--gpu", "a100-80gb", "--gpus", "40", "--seq", "1024",
@@ -395,11 +406,11 @@ def collect_hybrid(r, cfg):
     out = dict(runs=[])
     for key, label, args in HYBRID_CONFIGS[:1] if quick else HYBRID_CONFIGS:
         log(f"hybrid search: {label}")
-        full = ["plan", *args, *HYBRID_ARGS]
+        full = ["plan", *args, *(PAPER_ARGS if key == "paper" else HYBRID_ARGS)]
         out["runs"].append(dict(key=key, label=label, cmd=cmd(full),
                                 d=r.json(*full, save=f"hybrid-{key}.json")))
     paper = ["--model", "cm-98.5b", "--gpu", "a100-80gb", "-p", "5", "--seq", "1024", "--tp", "4",
-             "--dp", "2", *HYBRID_ARGS]
+             "--dp", "2", *PAPER_ARGS]
     out["paper_point"] = {}
     for fam in ("1f1b", "v-zb"):
         for mbs in (1, 2):
@@ -409,7 +420,7 @@ def collect_hybrid(r, cfg):
     per = out["runs"][0]["d"]["best_per_family"]
     one, vz = per["1f1b"], best_v_or_zb(per)
     at_one = ["--model", "cm-98.5b", "--gpu", "a100-80gb", "-p", str(one["pp"]), "--seq", "1024",
-              "--tp", str(one["tp"]), "--dp", str(one["dp"]), *HYBRID_ARGS, "-m", str(one["m"]),
+              "--tp", str(one["tp"]), "--dp", str(one["dp"]), *PAPER_ARGS, "-m", str(one["m"]),
               "--mbs", str(one["mbs"])]
     out["swap"] = r.json("simulate", vz["family"], *at_one)
     out["swap_cmd"] = cmd(["simulate", vz["family"], *at_one])
@@ -420,7 +431,7 @@ def collect_hybrid(r, cfg):
             json.dump({"base": "a100-80gb", "gemm_edge": edge, "gemm_efficiency": eff,
                        "act_traffic_f": tf, "act_traffic_b": tb}, f)
         args = [x if x != "a100-80gb" else path for x in HYBRID_CONFIGS[0][2]]
-        per = r.json("plan", *args, *HYBRID_ARGS)["best_per_family"]
+        per = r.json("plan", *args, *PAPER_ARGS)["best_per_family"]
         out["edges"].append(dict(edge=edge, gain=best_v_or_zb(per)["mfu"] / per["1f1b"]["mfu"] - 1,
                                  last=min(per, key=lambda f: per[f]["mfu"])))
     log("bench_hybrid (the search's speed)")
@@ -428,7 +439,21 @@ def collect_hybrid(r, cfg):
                  "bench_hybrid.txt")
     out["speed"] = [line.split("\t") for line in text.splitlines() if line.startswith("hybrid\t")]
     out["machine"] = next(line for line in text.splitlines() if line.startswith("machine:"))
+    out["page"] = collect_page(r, cfg)
     return out
+
+
+def collect_page(r, cfg):
+    """bench_page.mjs's line for the Llama-3-70B plan in the browser page (fields: view to
+    the report s, view to the whole answer s, one search in the page s, natively s, ratio),
+    or None when no page is built."""
+    if not cfg.get("web"):
+        return None
+    log("bench_page (the plan in the browser page, headless Chromium)")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_page.mjs")
+    text = r.run(["node", script, cfg["web"], r.vpipe, "1" if cfg["quick"] else "3"],
+                 "bench_page.txt")
+    return next(line.split("\t") for line in text.splitlines() if line.startswith("page\t"))
 
 
 def best_v_or_zb(per):
@@ -542,7 +567,22 @@ def md_hybrid_speed(out):
             "under 10 s. Pruning decisions use only earlier batches' results, so every count "
             "is the same on one thread or two.\n\n" +
             table(["grid", "threads", "seconds", "candidates", "evaluated", "pruned by bound",
-                   "pruned by memory", "over memory", "refused"], rows))
+                   "pruned by memory", "over memory", "refused"], rows) +
+            md_page_speed(out["page"]))
+
+
+def md_page_speed(page):
+    """bench_page.mjs's measurement as a paragraph (None: that it was not measured)."""
+    if page is None:
+        return ("\nThe browser page was not timed here (`bench/run --web build-web` times the "
+                "page `web/build.sh build-web` built).\n")
+    first, whole, wasm, native, ratio = page[2:7]
+    return (f"\nIn the browser page (`bench/bench_page.mjs`: the playground's cluster view in "
+            f"headless Chromium, median of repeats), the Llama-3-70B plan shows its report "
+            f"{float(first):.1f} s after the request and its whole answer (the text report and "
+            f"Megatron-LM's flags: two more searches, at once) after {float(whole):.1f} s. One "
+            f"search takes {float(wasm):.2f} s in the page's WebAssembly against "
+            f"{float(native):.2f} s natively on one thread ({float(ratio):.2f}x).\n")
 
 
 def markdown_hybrid(out):

@@ -128,7 +128,7 @@ def collect(r, cfg):
 
 
 def md_own(o):
-    lines = [f"### 7.1 vpipe's own model, measured (p = 4, m = 8, {o['steps']} steps, "
+    lines = [f"### 8.1 vpipe's own model, measured (p = 4, m = 8, {o['steps']} steps, "
              f"median of {o['reps']} runs)", "",
              f"`vpipe train --schedule FAMILY -p 4 -m 8 {' '.join(OWN_MODEL)} "
              "--offload SHARE` on the threads transport (one thread per rank and one copy "
@@ -180,7 +180,7 @@ def md_planners(pl):
         params = f" {b['params']}" if b["params"] else ""
         return f"{b['family']}{params}, makespan {b['makespan']:g}"
 
-    lines = ["### 7.5 The planners with the offload lever", "",
+    lines = ["### 8.5 The planners with the offload lever", "",
              f"`vpipe {' '.join(HYBRID)} --offload none|auto` (a 35 GiB budget per GPU: 80 "
              "GiB less a 45 GiB reserve):", "",
              f"- without offload: {cfg(h0)};",
@@ -211,22 +211,22 @@ def headline(out):
 
 
 def markdown(out):
-    parts = ["## 7. Offload: activations to host memory", "",
+    parts = ["## 8. Offload: activations to host memory", "",
              "Offload is vpipe's fourth memory lever (README, *Offload*): O and L passes per "
              "(stage, microbatch) on each device's copy engine, placed only where both copies "
              "hide between the forward and the backward, so the step time does not grow; "
              "what does not hide is not offloaded. The simulator charges no HBM contention "
              "for the copies: on a GPU a copy engine shares memory bandwidth with compute.",
              "", md_own(out["own"]),
-             md_priced("### 7.2 Llama-3-70B on 64 H100s (PCIe Gen5, 50 GB/s to the host)",
+             md_priced("### 8.2 Llama-3-70B on 64 H100s (PCIe Gen5, 50 GB/s to the host)",
                        " ".join(LLAMA), out["llama"])]
     cmd = " ".join(a if not a.endswith(".json") else "pipeoffload.json"
                    for a in out["paper_args"])
     for k, (gpu, rows) in enumerate(out["paper"].items()):
-        parts.append(md_priced(f"### 7.{3 + k} PipeOffload's setting on {gpu} (p = {PAPER_P})",
+        parts.append(md_priced(f"### 8.{3 + k} PipeOffload's setting on {gpu} (p = {PAPER_P})",
                                cmd + f" --gpu {gpu.split(',')[0]}", rows))
     parts.append(md_planners(out["planners"]))
-    lines = ["### 7.6 Against the paper's claims", "",
+    lines = ["### 8.6 Against the paper's claims", "",
              "- *At least half, and potentially all, of the activations can be offloaded with "
              "negligible overhead* (PCIe Gen5 on H100, the paper's model at p = 8):"]
     for fam, slower, sent, saved in headline(out):
@@ -254,7 +254,7 @@ def markdown(out):
               "half of them offloaded the selective way (the longest-lived whole) leaves 3, "
               "the uniform way (half of every pair) 3.5.",
               "- *Combined with the other levers, faster than spending the memory elsewhere* "
-              "(the paper: up to 19% over tensor parallelism): section 7.5."]
+              "(the paper: up to 19% over tensor parallelism): section 8.5."]
     parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
 

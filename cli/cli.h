@@ -26,6 +26,25 @@ int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Prints the library error and returns the exit code of its status. */
 int cli_lib_error(const vp_error *err);
 
+/* ---- the BLAS kernel (blas.c) --------------------------------------------------------- */
+
+/* For the commands that compute (train, profile), first thing in main: when OpenBLAS fell
+ * back to a generic kernel on a CPU with AVX2 or AVX-512 (vp_blas_better_kernel), sets
+ * OPENBLAS_CORETYPE to the kernel the library names and re-executes this program once
+ * (/proc/self/exe, same arguments); if that fails, warns and goes on. Nothing happens
+ * when OPENBLAS_CORETYPE is set (the user's choice, or the re-executed run) or with
+ * VPIPE_BLAS_KERNEL=library. Only a program of vpipe's own calls it, never the libraries:
+ * a process hosting them (Python) is never re-executed. */
+void cli_blas_select(char **argv);
+
+/* Prints "blas: <OpenBLAS's configuration>; kernel K, <who chose it>" and a newline. */
+void cli_blas_describe(FILE *out);
+
+/* The same as {"library", "kernel", "chosen_by": "vpipe" | "OPENBLAS_CORETYPE" |
+ * "library", "library_kernel" (when vpipe replaced it)}; new reference, NULL when out of
+ * memory. */
+json_t *cli_blas_json(void);
+
 /* ---- output ------------------------------------------------------------------------- */
 
 /* The one writer every output goes through: len bytes of text to path ("-" is stdout)
@@ -114,7 +133,7 @@ int cli_request_run(const char *command, vp_request *req);
 
 extern const cli_command cli_cmd_list, cli_cmd_schedule, cli_cmd_simulate, cli_cmd_compare,
     cli_cmd_validate, cli_cmd_train, cli_cmd_profile, cli_cmd_render, cli_cmd_block, cli_cmd_plan,
-    cli_cmd_model;
+    cli_cmd_model, cli_cmd_calibrate;
 
 /* Every subcommand, in the order `vpipe --help` lists them. */
 extern const cli_command *const cli_commands[];

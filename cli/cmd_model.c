@@ -41,8 +41,9 @@ const cli_command cli_cmd_model = {
              "  peak that grows with their sizes, other kernels at the HBM bandwidth), or\n"
              "  efficiency (one fraction of peak for every pass; overrides a base's model).\n"
              "  `vpipe model list --json` prints the presets so.\n",
-    .epilog = "--gpu, --reserve and --dp-overlap price a pipeline (vpipe simulate FAMILY --model\n"
-              "...): show refuses them, and list takes nothing but --json.\n",
+    .epilog = "--gpu, --tp-overlap, --pp-overlap, --reserve and --dp-overlap price a pipeline\n"
+              "(vpipe simulate FAMILY --model ...): show refuses them, and list takes nothing\n"
+              "but --json.\n",
     CLI_USES(uses),
     .operand = "list|show NAME",
     .operand_offset = offsetof(vp_request, operand),

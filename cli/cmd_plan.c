@@ -24,6 +24,14 @@ static const cli_opt plan_opts[] = {
      .arg = "FILE",
      .help = "also write the chosen schedule (with --model: the winner's) as\n"
              "vpipe JSON (-o - writes it to stdout instead of the report)"},
+    {.name = "threads",
+     .kind = CLI_INT,
+     .offset = offsetof(vp_request, threads),
+     .arg = "N",
+     .lo = 1,
+     .hi = 256,
+     .help = "worker threads of either search (default 1); the answer\n"
+             "never depends on it"},
 };
 static const cli_group plan_group = CLI_GROUP("plan", plan_opts);
 
@@ -67,20 +75,23 @@ static const cli_opt hybrid_opts[] = {
      .lo = 1,
      .hi = 64,
      .help = "interleaved with 2..V chunks per device (default 4)"},
-    {.name = "threads",
-     .kind = CLI_INT,
-     .offset = offsetof(vp_request, threads),
-     .arg = "N",
-     .lo = 1,
-     .hi = 256,
-     .help = "worker threads (default 1); the answer never depends on it"},
     {.name = "time-limit",
      .kind = CLI_DOUBLE,
      .offset = offsetof(vp_request, time_limit),
      .arg = "S",
      .lo = 0.001,
      .hi = 1e6,
-     .help = "stop after S seconds with the best found so far (and say so)"},
+     .help = "stop after S seconds with the best found so far (and say\n"
+             "so); without --model the default is 60"},
+    {.name = "margin",
+     .kind = CLI_DOUBLE,
+     .offset = offsetof(vp_request, margin),
+     .arg = "GIB",
+     .lo = 0,
+     .hi = 1e6,
+     .help = "room to leave below each GPU's capacity: a configuration with\n"
+             "less is tight and ranks after those with room (default: the\n"
+             "accelerator's measured memory error; 0: none)"},
     {.name = "emit",
      .kind = CLI_ENUM,
      .offset = offsetof(vp_request, emit),

@@ -147,22 +147,28 @@ static const cli_opt real_opts[] = {
               "distributed optimizer (ZeRO-1): master weights and moments\n"
               "split over --dp"),
     REAL_FLAG("flash", flash, "FlashAttention: no s x s attention matrix kept"),
+    REAL_FLAG("tp-overlap", tp_overlap,
+              "TP collectives pipelined with the linears they feed\n"
+              "(Megatron-LM's --tp-comm-overlap)"),
+    REAL_FLAG("pp-overlap", pp_overlap,
+              "pipeline sends overlapped with compute (default: they block\n"
+              "both ends, as Megatron-LM's 1F1B)"),
     {.name = "reserve",
      .kind = CLI_DOUBLE,
      .offset = AT(reserve),
      .arg = "GIB",
      .lo = 0,
      .hi = 1e6,
-     .help = "per-rank reserve: CUDA context, communicators, allocator\n"
-             "slack (default 1 for 16-bit models, 0 for vpipe's own)"},
+     .help = "per-rank memory to keep free beyond every item priced\n"
+             "(default 0)"},
     {.name = "dp-overlap",
      .kind = CLI_DOUBLE,
      .offset = AT(dp_overlap),
      .arg = "F",
      .lo = 0,
      .hi = 1,
-     .help = "share of the DP gradient reduction hidden behind compute\n"
-             "(default 0)"},
+     .help = "share of the DP reduction hidden behind compute (default:\n"
+             "overlapped bucket by bucket with the backward, as frameworks do)"},
 };
 
 const cli_group cli_real_group = CLI_GROUP("real model", real_opts);

@@ -11,7 +11,8 @@
 # library that both the installed library and vpipe_internal are made of. The public
 # functions are marked VP_API (vpipe/base.h): a shared library exports them and nothing else.
 
-set(VP_SCHEDULE_MODULES base schedule sim block families plan io render price hybrid request)
+set(VP_SCHEDULE_MODULES base schedule sim block families plan io render price hybrid calibrate
+    request)
 set(VP_RUNTIME_MODULES model data checkpoint runtime profile)
 
 # Every folder of src/ must be listed above: a new module is not silently left out.

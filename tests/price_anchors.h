@@ -54,6 +54,15 @@ static const cm_range cm_ranges[5] = {{"v-min", VP_RECOMPUTE_NONE, 14, 19},
                                       {"v-zb", VP_RECOMPUTE_NONE, 35, 56},
                                       {"1f1b", VP_RECOMPUTE_FULL, 0.5, 1.5}};
 
+/* The largest allocated bytes over the ranks of a result (what PyTorch's peak allocation
+ * reports). */
+static inline double most_allocated(const vp_price_result *r) {
+    double most = 0;
+    for (int d = 0; d < r->p; d++)
+        most = r->memory[d].allocated > most ? r->memory[d].allocated : most;
+    return most;
+}
+
 /* The largest activation peak over the ranks of a result. */
 static inline double most_activations(const vp_price_result *r) {
     double most = 0;

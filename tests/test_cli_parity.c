@@ -185,14 +185,14 @@ static char *as_flags(const char *message) {
     return vp__buf_take(&b);
 }
 
-/* text with the search's wall-clock time masked ("; 1.23 s" and "elapsed_s": 1.23 become
- * X), as a new string. */
+/* text with the search's and the calibration's wall-clock time masked ("; 1.23 s",
+ * "iterations, 1.23 s" and "elapsed_s": 1.23 become X), as a new string. */
 static char *mask_elapsed(const char *text) {
-    static const char *const marks[] = {" refused; ", "\"elapsed_s\": "};
+    static const char *const marks[] = {" refused; ", " iterations, ", "\"elapsed_s\": "};
     vp__buf b = {0};
     for (const char *at = text; *at;) {
         const char *hit = NULL, *mark = NULL;
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 3; k++) {
             const char *h = strstr(at, marks[k]);
             if (h && (!hit || h < hit))
                 hit = h, mark = marks[k];

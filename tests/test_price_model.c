@@ -151,7 +151,35 @@ static void test_gpu(void **state) {
     (void)state;
     vp_gpu g, h;
     vp_error err = {0};
-    assert_int_equal(vp_gpu_preset_count(), 4);
+    assert_int_equal(vp_gpu_preset_count(), 10);
+    /* datasheet figures of the presets issue 25's runs need, and every preset read back
+       from the JSON it writes to the same figures */
+    const struct {
+        const char *name;
+        double tflops, memory, hbm;
+        int node;
+    } sheet[] = {{"b200", 2250, 180e9, 8e12, 8},
+                 {"gb200", 2500, 186e9, 8e12, 72},
+                 {"h800-80gb", 989, 80 * 1073741824.0, 3.35e12, 8},
+                 {"mi300x", 1307.4, 192e9, 5.3e12, 8},
+                 {"mi325x", 1307.4, 256e9, 6e12, 8},
+                 {"mi355x", 2500, 288e9, 8e12, 8}};
+    for (size_t i = 0; i < sizeof sheet / sizeof sheet[0]; i++) {
+        assert_int_equal(vp_gpu_preset(sheet[i].name, &g, &err), VP_OK);
+        TU_NEAR(g.peak_flops, sheet[i].tflops * 1e12);
+        TU_NEAR(g.memory_bytes, sheet[i].memory);
+        TU_NEAR(g.hbm_bandwidth, sheet[i].hbm);
+        assert_int_equal(g.gpus_per_node, sheet[i].node);
+    }
+    for (int i = 0; i < vp_gpu_preset_count(); i++) {
+        assert_int_equal(vp_gpu_preset(vp_gpu_preset_name(i), &g, &err), VP_OK);
+        char *text = vp_gpu_json(&g), *again = NULL;
+        assert_int_equal(vp_gpu_parse_json(text, strlen(text), &h, &err), VP_OK);
+        again = vp_gpu_json(&h);
+        assert_string_equal(text, again);
+        free(text);
+        free(again);
+    }
     assert_int_equal(vp_gpu_preset("h100-80gb", &g, &err), VP_OK);
     TU_NEAR(g.peak_flops, 989e12);
     TU_NEAR(g.memory_bytes, 80.0 * (1 << 30));

@@ -70,6 +70,23 @@ static inline vp_costs tu_costs(double f, double b, double w, double c) {
     return k;
 }
 
+/* Spec (p <= 8, m) under the k-th (0 <= k < 5) of five settings that exercise a generator:
+ * uneven costs with a growing hop (k = 0, 1), per-device costs (2), the ZB memory split (3),
+ * zero F and W (4). */
+static inline vp_spec tu_varied_spec(int p, int m, int k) {
+    static double dev_f[8] = {1, 2, 1.5, 1, 3, 1, 2, 1}, dev_b[8] = {2, 1, 2, 2.5, 1, 2, 1, 3};
+    vp_spec spec = vp_spec_make(p, m);
+    assert_true(p <= 8 && k >= 0 && k < 5);
+    spec.costs = k == 4 ? tu_costs(0, 1.5, 0, 0.3) : tu_costs(1 + k, 2, 1.5, 0.1 * k);
+    if (k == 2) {
+        spec.costs.dev_f = dev_f;
+        spec.costs.dev_b = dev_b;
+    }
+    if (k == 3)
+        assert_int_equal(vp_memcfg_parse("zb:0.4", &spec.mem, NULL), VP_OK);
+    return spec;
+}
+
 #define TU_NEAR(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-9 * (1 + fabs((double)(b))))
 
 #endif

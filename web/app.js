@@ -115,6 +115,13 @@ function link(a, text, type, filename) {
   a.removeAttribute('aria-disabled');
 }
 
+/* A link with nothing to download (shown struck through). */
+function unlink(a) {
+  if (a.href.startsWith('blob:')) URL.revokeObjectURL(a.href);
+  a.removeAttribute('href');
+  a.setAttribute('aria-disabled', 'true');
+}
+
 /* ---- the schedule views (modes schedule, plan, load, compare) ------------------------ */
 
 let viewSeq = 0;
@@ -157,9 +164,8 @@ async function runView(mode) {
   section.dataset.state = reply.ok ? 'done' : 'error';
 }
 
-/* Name and value pairs as the rows of the numbers list. */
-function showNumbers(rows) {
-  const numbers = $('#numbers');
+/* Name and value pairs as the rows of a numbers list. */
+function showNumbers(rows, numbers = $('#numbers')) {
   numbers.replaceChildren();
   for (const [k, v] of rows) {
     el('dt', {}, numbers, k);
@@ -187,12 +193,8 @@ function showView(result, ms, mode) {
   link($('#dl-json'), result.json, 'application/json', `${base}.json`);
   link($('#dl-svg'), result.svg, 'image/svg+xml', `${base}.svg`);
   link($('#dl-trace'), result.trace, 'application/json', `${base}.trace.json`);
-  const csv = $('#dl-csv');
-  if (result.csv !== null) link(csv, result.csv, 'text/csv', `${base}.csv`);
-  else {
-    csv.removeAttribute('href');
-    csv.setAttribute('aria-disabled', 'true');
-  }
+  if (result.csv !== null) link($('#dl-csv'), result.csv, 'text/csv', `${base}.csv`);
+  else unlink($('#dl-csv'));
   $('#csv-notes').textContent = result.csv !== null ? result.notes : `No PyTorch CSV: ${result.csvError.message}`;
   $('#sim-json').textContent = result.sim;
 }
@@ -349,8 +351,8 @@ function showPrices(results) {
   $('#price-table').replaceChildren(table);
 }
 
-function showLegend() {
-  const legend = $('#price-legend');
+/* The memory bars' legend into legend. */
+function showLegend(legend) {
   for (const [k, name] of MEMORY_PARTS) {
     const item = el('span', {}, legend);
     el('span', { class: `swatch part-${k}`, 'aria-hidden': 'true' }, item);
@@ -361,10 +363,233 @@ function showLegend() {
   cap.append(`accelerator memory (the bars' scale: it and a fifth more; a rank above is cut)`);
 }
 
+/* ---- the whole configuration (mode cluster) --------------------------------------------- */
+
+/* A Web Worker of the cluster view's own, answering one search at a time. A search takes
+ * seconds and the library cannot be interrupted inside it, so a newer search (or leaving
+ * the view) ends the worker running an older one and the next search starts a fresh
+ * worker: nobody waits behind a search nobody wants, and the other views' worker never
+ * waits behind any. */
+function lane() {
+  let worker = null;
+  let pending = null; // resolves the search in flight
+  const settle = (reply) => {
+    const resolve = pending;
+    pending = null;
+    if (resolve) resolve(reply);
+  };
+  return {
+    /* Starts the worker (it loads the module at once) unless it is there. */
+    warm() {
+      if (worker) return;
+      const started = startWorker();
+      const mine = (f) => (e) => worker === started && f(e); // not an ended worker's
+      started.onmessage = mine((e) => settle(e.data));
+      started.onerror = mine((e) => {
+        started.terminate();
+        worker = null;
+        settle({ ok: false, error: { status: 'internal', message: `The library could not start: ${e.message}` } });
+      });
+      worker = started;
+    },
+    stop() {
+      if (!pending) return;
+      worker.terminate();
+      worker = null;
+      settle({ superseded: true });
+    },
+    ask(args) {
+      this.stop();
+      this.warm();
+      return new Promise((resolve) => {
+        pending = resolve;
+        worker.postMessage({ id: 0, channel: 'cluster', op: 'cluster', args });
+      });
+    },
+  };
+}
+
+/* Two lanes: the JSON report alone first (the report shows after one search), then the text
+ * report and Megatron-LM's flags at once, one in each lane, on two cores. */
+const lanes = [lane(), lane()];
+const CLUSTER_FIXED = [['tp', 'fix_tp'], ['pp', 'fix_pp'], ['dp', 'fix_dp'], ['mbs', 'fix_mbs']];
+const CLUSTER_OUT = ['#cluster-why', '#cluster-winner', '#cluster-numbers', '#cluster-table', '#cluster-text', '#cluster-json'];
+const CLUSTER_LINKS = ['#dl-toml', '#dl-titan-csv', '#dl-winner', '#dl-megatron', '#dl-report', '#dl-report-json'];
+let clusterSeq = 0;
+let clusterLast = null; // the last whole answer: {key, json, text, megatron, firstMs, allMs}
+let clusterTimer = 0;
+
+/* The search's options: `vpipe plan --model`'s JSON keys (no model for a pasted
+ * config.json; the degrees left empty are searched). */
+function clusterOptions() {
+  const options = read('model') === 'config' ? {} : { model: read('model') };
+  Object.assign(options, { gpu: read('gpu'), gpus: +read('gpus'), seq: +read('seq'), global_batch: +read('batch') });
+  for (const [key, name] of CLUSTER_FIXED) if (read(name)) options[key] = +read(name);
+  if (read('fix_recompute')) options.recompute = read('fix_recompute');
+  return Object.assign(options, { flash: read('flash') === '1', sp: read('sp') === '1', zero: read('zero1') === '1' });
+}
+
+/* The command line that answers the same (a pasted config.json as the file config.json). */
+function clusterCommand(options) {
+  const args = ['vpipe', 'plan', ...(options.model ? [] : ['--model', 'config.json'])];
+  for (const [key, value] of Object.entries(options)) {
+    if (value === false) continue;
+    args.push(`--${key.replace(/_/g, '-')}`);
+    if (value !== true) args.push(String(value));
+  }
+  return args.join(' ');
+}
+
+/* "v-block f1=1 ..." or "interleaved v=4" of a configuration, as the text report names it. */
+function configName(c) {
+  if (c.v) return `${c.family} v=${c.v}`;
+  return c.params ? `${c.family} ${c.params}` : c.family;
+}
+
+/* The progress line while part of the answer is searched: what, for how long. */
+function clusterProgress(started, what) {
+  clearInterval(clusterTimer);
+  const box = $('#cluster-progress');
+  const tick = () => {
+    box.replaceChildren(el('span', { class: 'spinner', 'aria-hidden': 'true' }), `${what}: ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  };
+  tick();
+  clusterTimer = setInterval(tick, 1000);
+}
+
+/* Ends the searches in flight and their progress line. */
+function stopCluster() {
+  lanes.forEach((lane) => lane.stop());
+  clearInterval(clusterTimer);
+}
+
+/* The end of request seq: an error (or null) shown, the view's state. */
+function clusterFinish(seq, error) {
+  clearInterval(clusterTimer);
+  if (error) $('#cluster-progress').replaceChildren();
+  showError($('#cluster-error'), error);
+  for (const id of CLUSTER_OUT) $(id).classList.toggle('stale', !!error);
+  const section = $('#cluster');
+  section.dataset.done = seq;
+  section.dataset.state = error ? 'error' : 'done';
+}
+
+async function runCluster() {
+  const section = $('#cluster');
+  const seq = ++clusterSeq;
+  section.dataset.seq = seq;
+  section.dataset.state = 'busy';
+  stopCluster();
+  $('#cluster-title').textContent = 'The whole configuration';
+  for (const id of CLUSTER_OUT) $(id).classList.add('stale');
+  CLUSTER_LINKS.forEach((id) => unlink($(id)));
+  const options = invalidField() || clusterOptions();
+  const custom = read('model') === 'config';
+  if (typeof options === 'string') return clusterFinish(seq, { message: options });
+  if (custom && !read('config').trim()) return clusterFinish(seq, { message: 'Paste a config.json.' });
+  $('#cluster-command').replaceChildren('The command line: ', el('code', {}, null, clusterCommand(options)));
+  const args = { options: JSON.stringify(options), ...(custom ? { config: read('config') } : {}) };
+  const key = JSON.stringify(args);
+  if (clusterLast && clusterLast.key === key) {
+    showCluster(clusterLast.json);
+    return clusterDone(seq, clusterLast, 'memory');
+  }
+  showError($('#cluster-error'), null);
+  const started = performance.now();
+  clusterProgress(started, 'Searching every configuration');
+  lanes[1].warm(); // its module loads while the first search runs
+  const json = await lanes[0].ask({ ...args, what: 'json' });
+  if (json.superseded || seq !== clusterSeq) return;
+  if (!json.ok) return clusterFinish(seq, json.error);
+  showCluster(json.result);
+  const firstMs = performance.now() - started;
+  clusterProgress(started, 'Searching again for the text report and Megatron-LM’s flags');
+  const rest = await Promise.all([lanes[1].ask({ ...args, what: 'text' }), lanes[0].ask({ ...args, what: 'megatron' })]);
+  if (rest.some((r) => r.superseded) || seq !== clusterSeq) return;
+  clusterLast = { key, json: json.result, text: rest[0], megatron: rest[1], firstMs, allMs: performance.now() - started };
+  clusterDone(seq, clusterLast, 'search');
+}
+
+/* The rest of answer (the text report, Megatron-LM's flags: or why Megatron-LM runs none of
+ * its configurations) shown after its JSON, how long it took, and where it came from:
+ * "search", or "memory" when it is the last answer asked again. */
+function clusterDone(seq, answer, from) {
+  const { json, text, megatron } = answer;
+  const report = JSON.parse(json.stdout);
+  const base = `${report.model}-${report.gpus}x${report.gpu}`;
+  if (text.ok) {
+    $('#cluster-text').textContent = text.result.stdout;
+    link($('#dl-report'), text.result.stdout, 'text/plain', `plan-${base}.txt`);
+  }
+  if (megatron.ok) link($('#dl-megatron'), megatron.result.stdout, 'text/plain', `megatron-${base}.txt`);
+  else $('#cluster-notes').textContent += `\nNo Megatron-LM flags: ${megatron.error.message}`;
+  const section = $('#cluster');
+  Object.assign(section.dataset, { from, firstMs: answer.firstMs.toFixed(0), allMs: answer.allMs.toFixed(0) });
+  section.dataset.searchMs = [json.ms, text.result?.ms, megatron.result?.ms].map((ms) => (ms === undefined ? '' : ms.toFixed(0))).join(' ');
+  const s = (ms) => `${(ms / 1000).toFixed(1)} s`;
+  $('#cluster-progress').textContent = `Answered in ${s(answer.allMs)}${from === 'memory' ? ' (shown again: the same request as the last)' : ''}: three searches of the whole configuration in this page (the report with the exports, the text report, Megatron-LM’s flags), the first shown after ${s(answer.firstMs)}.`;
+  clusterFinish(seq, text.ok ? null : text.error);
+}
+
+/* The structured report (the JSON search's): the winner, why, its memory per rank against
+ * the accelerator's capacity, the best of every family, and the downloads it brings. */
+function showCluster(result) {
+  const report = JSON.parse(result.stdout);
+  const best = report.best;
+  for (const id of CLUSTER_OUT) if (id !== '#cluster-text') $(id).classList.remove('stale');
+  $('#cluster-title').textContent = `${report.model} on ${report.gpus} × ${report.gpu}: ${best.family} wins`;
+  $('#cluster-why').textContent = `Why: ${report.reason}`;
+  const capacity = result.capacityBytes;
+  showNumbers([
+    ['Winner', configName(best)],
+    ['Parallelism', `DP ${best.dp} × TP ${best.tp} × PP ${best.pp}, microbatch size ${best.mbs}, ${best.m} microbatches, recompute ${best.recompute}`],
+    ['Step time', `${seconds(best.step_time_s)}, MFU ${percent(best.mfu)}, bubble ${percent(best.bubble)}`],
+    ['Largest rank', `${gib(best.memory_max_bytes, 2)} of ${gib(capacity, 2)}`],
+    ['Searched', `${report.candidates} configurations: ${report.evaluated} evaluated, ${report.pruned} pruned, ${report.refused} refused${report.timed_out ? ' (time limit: the best so far)' : ''}`],
+  ], $('#cluster-numbers'));
+  const bars = { ...best, capacity_bytes: capacity };
+  $('#cluster-bars').replaceChildren();
+  memoryBars(bars, $('#cluster-bars'), { height: 180, bar: 48, width: 420 });
+  $('#cluster-bars-caption').textContent = `The winner's memory per rank (GiB) against the accelerator's ${gib(capacity, 0)} (dashed), on a scale a fifth above it. Hover a rank for its parts.`;
+  $('#cluster-table').replaceChildren(clusterTable(report));
+  $('#cluster-json').textContent = result.stdout;
+  const base = `${report.model}-${report.gpus}x${report.gpu}`;
+  const file = (path) => result.files.find((f) => f.path === path).text;
+  link($('#dl-toml'), file('titan/job.toml'), 'application/toml', 'job.toml');
+  link($('#dl-titan-csv'), file('titan/schedule.csv'), 'text/csv', 'schedule.csv');
+  link($('#dl-winner'), file('winner.json'), 'application/json', `${base}-${best.family}.json`);
+  link($('#dl-report-json'), result.stdout, 'application/json', `plan-${base}.json`);
+  $('#cluster-notes').textContent = 'job.toml finds its schedule at titan/schedule.csv: keep both in a folder titan, as the command line with --emit torchtitan titan writes them.';
+}
+
+/* The best configuration of every family, fastest first, the winner's row marked. */
+function clusterTable(report) {
+  const table = el('table', { class: 'cluster-table' });
+  el('caption', {}, table, 'The best configuration of every family (1f1b-r: 1F1B with full recomputation)');
+  const head = el('tr', {}, el('thead', {}, table));
+  for (const h of ['Family', 'DP', 'TP', 'PP', 'mbs', 'm', 'Recompute', 'Step (s)', 'Slower', 'MFU', 'Bubble', 'Largest rank (GiB)']) el('th', { scope: 'col' }, head, h);
+  const body = el('tbody', {}, table);
+  const best = report.best;
+  const same = (c) => ['family', 'params', 'v', 'dp', 'tp', 'pp', 'mbs', 'recompute'].every((k) => c[k] === best[k]);
+  for (const [group, c] of Object.entries(report.best_per_family)) {
+    const row = el('tr', { 'data-family': group, ...(same(c) ? { class: 'winner' } : {}) }, body);
+    const name = el('th', { scope: 'row' }, row, group);
+    const schedule = configName(c);
+    if (schedule !== group && schedule !== c.family) el('span', { class: 'params' }, name, schedule.slice(c.family.length + 1));
+    const slower = same(c) ? 'winner' : `+${percent(c.step_time_s / best.step_time_s - 1)}`;
+    const cells = [c.dp, c.tp, c.pp, c.mbs, c.m, c.recompute, c.step_time_s.toFixed(2), slower, percent(c.mfu), percent(c.bubble), (c.memory_max_bytes / GIB).toFixed(2)];
+    for (const v of cells) el('td', {}, row, String(v));
+  }
+  return table;
+}
+
 /* ---- start ----------------------------------------------------------------------------- */
 
 function run() {
-  return read('mode') === 'price' ? runPrice() : runView(read('mode'));
+  const mode = read('mode');
+  if (mode !== 'cluster') stopCluster(); // a search nobody looks at
+  if (mode === 'cluster') return runCluster();
+  return mode === 'price' ? runPrice() : runView(mode);
 }
 
 function changed() {
@@ -391,7 +616,8 @@ async function start() {
   fill(form.elements.gpu, info.gpus, DEFAULTS.gpu);
   fill(form.elements.family2, info.families.map((f) => f.name), DEFAULTS.family2);
   defaults = Object.fromEntries(STATE.map((name) => [name, read(name)]));
-  showLegend();
+  showLegend($('#price-legend'));
+  showLegend($('#cluster-legend'));
   hashToState();
   showMode();
   startHover($('#tip'));

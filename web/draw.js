@@ -1,6 +1,6 @@
 /* The playground's own drawings (the library draws the schedules themselves): the planner's
- * frontier, memory over time per device (the library's Chrome trace counters), the
- * pricing's memory bars, and the hover tip every picture on the page shares. Loaded before
+ * frontier, memory over time per device (the library's Chrome trace counters), the memory
+ * bars of the pricing and of the cluster's winner, and the hover tip every picture on the page shares. Loaded before
  * app.js, which calls them. */
 'use strict';
 
@@ -209,24 +209,26 @@ const MEMORY_PARTS = [
   ['grads', 'gradients'],
   ['optimizer', 'optimizer state'],
   ['activations', 'activations'],
-  ['other', 'buffers, workspace, reserve'],
+  ['other', 'the rest: buffers, workspace, logits, gathers, allocator cache, context, communicators, reserve'],
 ];
 const HEADROOM = 1.2; // the bars' scale: the accelerator's capacity and a fifth more
 
 /* One stacked bar per rank (GiB) on the scale of the accelerator: its capacity (the dashed
  * line, at one height in every family's bars) and a fifth more. A family that does not fit
  * cannot squash the others: a rank above the scale is drawn to its top and cut (the break
- * mark), its number in the hover text. */
-function memoryBars(report, parent) {
+ * mark), its number in the hover text. report: memory_per_rank, memory_max_bytes and
+ * capacity_bytes (a pricing report's); size: the bars' height, each bar's width at most,
+ * and their width together at most (px). */
+function memoryBars(report, parent, { height = 72, bar = 14, width = 160 } = {}) {
   const ranks = report.memory_per_rank;
-  const H = 72;
+  const H = height;
   const top = report.capacity_bytes * HEADROOM;
-  const bw = Math.max(3, Math.min(14, 160 / ranks.length));
+  const bw = Math.max(3, Math.min(bar, width / ranks.length));
   const W = ranks.length * (bw + 2) + 2;
   const svg = el('svg:svg', { width: W, height: H, role: 'img', class: 'bars', 'data-top': top }, parent);
   el('svg:title', {}, svg, `Memory per rank, largest ${gib(report.memory_max_bytes)} of ${gib(report.capacity_bytes, 0)}`);
   ranks.forEach((rank, i) => {
-    const parts = { ...rank, other: rank.buffers + rank.workspace + rank.reserve };
+    const parts = { ...rank, other: rank.total - rank.params - rank.grads - rank.optimizer - rank.activations };
     const g = titled('svg:g', { 'data-bytes': rank.total }, svg,
       `rank ${rank.rank}: ${gib(rank.total, 2)} (${MEMORY_PARTS.map(([k, n]) => `${n} ${(parts[k] / GIB).toFixed(2)}`).join(', ')})`);
     let below = 0;

@@ -1,30 +1,35 @@
-// The playground's browser test (ctest label "browser"): Debian's headless Chromium, driven
-// by playwright-core, loads the page built by web/build.sh from a loopback HTTP server and
-// the single file from disk, works its controls as a visitor would, and checks that every
-// picture and report it shows is byte for byte what the native build answers for the same
-// request: the vpipe command line (render --svg, simulate --json, schedule --format,
-// plan --json, validate's message), and for pricing, which the command line does not
-// offer yet, the native library's vp_request_price through the Python package. Also: the
-// hover text of an op, a frontier point and a memory line; two families on one time scale;
-// memory over time equal to the library's trace; the picture fitted to the page; the
-// pricing's bars on the accelerator's scale (a family that does not fit cut, not squashing
-// the others); one error for one bad input; nothing shown before the library is ready; dark
-// mode; the view in the address, labels on every control, no overflow at phone width, no
-// console errors, and the served files' gzipped size (asserted: under 400 KB). Timings
-// (first picture, the warm planner) are printed as a benchmark, never asserted. Writes the
-// README's light and dark screenshots beside the page.
+// The playground's browser test (ctest label "browser"): Debian's headless Chromium, driven by
+// playwright-core, loads the page built by web/build.sh from a loopback HTTP server and the
+// single file from disk, works its controls as a visitor would, and checks that every picture
+// and report it shows is byte for byte what the native build answers for the same request: the
+// vpipe command line (render --svg, simulate --json, schedule --format, plan --json,
+// validate's message), and for pricing, which the command line does not offer yet, the native
+// library's vp_request_price through the Python package. The cluster view (Llama-3-70B on 64
+// H100s) against `vpipe plan --model`: its text and JSON reports (the search's seconds
+// masked), the winner's bars, the table, the why line, and the downloads against --emit
+// torchtitan, --emit megatron and -o; that it shows its search running while the other views
+// still answer, and answers a request asked again from memory. Also: the hover text of an op,
+// a frontier point and a memory line; two families on one time scale; memory over time equal
+// to the library's trace; the picture fitted to the page; the pricing's bars on the
+// accelerator's scale (a family that does not fit cut, not squashing the others); one error
+// for one bad input; nothing shown before the library is ready; dark mode; the view in the
+// address, labels on every control, no overflow at phone width, no console errors, and the
+// served files' gzipped size (asserted: under 400 KB). Timings (first picture, the warm
+// planner, the cluster's plan) are printed as a benchmark, never asserted. Writes the README's
+// light and dark screenshots beside the page.
 // Usage: node web/test.mjs BUILD_WEB VPIPE_CLI LIBVPIPE_SO SOURCE_DIR
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { launch, serve, settled } from './harness.mjs';
 
 const [buildWeb, vpipe, libvpipe, source] = process.argv.slice(2).map((p) => resolve(p));
 const site = join(buildWeb, 'site');
 const scratch = mkdtempSync(join(tmpdir(), 'vpipe-web-'));
 const SIZE_LIMIT = 400 * 1024;
+const GiB = 2 ** 30;
 let passed = 0;
 let failed = 0;
 
@@ -45,13 +50,13 @@ function same(what, got, want) {
 
 /* ---- the native side ---------------------------------------------------------------- */
 
-function cli(args, input) {
-  const r = spawnSync(vpipe, args, { input, encoding: 'utf8', maxBuffer: 1 << 28 });
+function cli(args, input, cwd) {
+  const r = spawnSync(vpipe, args, { input, cwd, encoding: 'utf8', maxBuffer: 1 << 28 });
   return { status: r.status, out: r.stdout, err: r.stderr };
 }
 
-function cliOut(args, input) {
-  const r = cli(args, input);
+function cliOut(args, input, cwd) {
+  const r = cli(args, input, cwd);
   if (r.status !== 0) throw new Error(`vpipe ${args.join(' ')} failed: ${r.err}`);
   return r.out;
 }
@@ -68,7 +73,7 @@ function cliMessage(stderr) {
 function nativePrices(options, families) {
   const program = `
 import ctypes, json, sys
-from vpipe import _lib
+from vpipe import Error, _lib
 options, families = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 reports = []
 for family in families:
@@ -77,7 +82,7 @@ for family in families:
     try:
         _lib.check(lambda err: _lib.lib().vp_request_price(None, text, ctypes.byref(report), None, err))
         reports.append(_lib.take_text(report))
-    except _lib.Error as e:
+    except Error as e:
         reports.append({"error": e.message})
 print(json.dumps(reports))`;
   const env = { ...process.env, VPIPE_LIBRARY: libvpipe, PYTHONPATH: join(source, 'python') };
@@ -88,44 +93,26 @@ print(json.dumps(reports))`;
 
 /* ---- the page ---------------------------------------------------------------------- */
 
-const TYPES = { html: 'text/html', js: 'text/javascript', css: 'text/css', wasm: 'application/wasm' };
-
-function serve(dir) {
-  const server = http.createServer((req, res) => {
-    const name = new URL(req.url, 'http://localhost').pathname.slice(1) || 'index.html';
-    if (!readdirSync(dir).includes(name)) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': TYPES[name.split('.').pop()] }).end(readFileSync(join(dir, name)));
-  });
-  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
-}
-
 const consoleErrors = [];
 
 async function open(browser, url, viewport = { width: 1280, height: 900 }) {
   const page = await browser.newPage({ viewport });
   page.on('console', (m) => m.type() === 'error' && consoleErrors.push(`${url}: ${m.text()}`));
   page.on('pageerror', (e) => consoleErrors.push(`${url}: ${e.message}`));
-  // A picture replaced while it loads has its read aborted by the browser, by design; any
-  // other failed request (a revoked or missing address, a file not served) is an error.
+  // A picture replaced while it loads has its read aborted by the browser, by design, and
+  // so has the module of a cluster worker ended while it loads (a newer search ends the
+  // worker of an older one); any other failed request (a revoked or missing address, a
+  // file not served) is an error.
   page.on('requestfailed', (r) => {
     const why = r.failure()?.errorText ?? '';
-    if (!(r.url().startsWith('blob:') && why === 'net::ERR_ABORTED'))
+    const moduleFile = /\/vpipe\.(js|wasm)$/.test(new URL(r.url()).pathname);
+    if (!((r.url().startsWith('blob:') || moduleFile) && why === 'net::ERR_ABORTED'))
       consoleErrors.push(`${url}: request failed ${r.url()} (${why})`);
   });
   await page.goto(url);
   return page;
 }
 
-/* Waits until section (#view or #price) shows the answer to its latest request. */
-async function settled(page, section = '#view') {
-  await page.waitForFunction((s) => {
-    const el = document.querySelector(s);
-    return el.dataset.state !== 'busy' && el.dataset.seq && el.dataset.done === el.dataset.seq;
-  }, section);
-}
 
 /* What the schedule view shows: its texts, the files behind its links, the ops drawn in its
  * inline pictures and the lines of its memory plots. */
@@ -536,35 +523,17 @@ async function priceScales(page) {
   const setup = { model: 'llama3-70b', gpu: 'h100-80gb', gpus: 64, tp: 8, seq: 4096, batch: 256, recompute: 'none' };
   await priceSetup(page, 'price llama3-70b on 64 x h100-80gb (tp 8, batch 256)', setup);
   const families = familyNames();
-  const rows = await page.$$eval('#price-table tbody tr', (trs) => trs.map((tr) => {
-    const svg = tr.querySelector('svg.bars');
-    const pre = tr.querySelector('pre');
-    if (!svg) return null;
-    return {
-      family: tr.dataset.family,
-      report: JSON.parse(pre.textContent),
-      fits: tr.querySelector('td.yes, td.no').textContent,
-      top: +svg.dataset.top,
-      height: +svg.getAttribute('height'),
-      capacity: +svg.querySelector('.capacity').getAttribute('y1'),
-      ranks: [...svg.querySelectorAll('g[data-bytes]')].map((g) => ({
-        bytes: +g.dataset.bytes,
-        drawn: [...g.querySelectorAll('rect')].reduce((h, r) => h + +r.getAttribute('height'), 0),
-        cut: !!g.querySelector('.break'),
-      })),
-    };
-  }).filter(Boolean));
-  const GiB = 2 ** 30;
+  const priced = await page.$$eval('#price-table tbody tr:has(svg.bars)', (trs) => trs.map((tr) => ({
+    family: tr.dataset.family,
+    report: JSON.parse(tr.querySelector('pre').textContent),
+    fits: tr.querySelector('td.yes, td.no').textContent,
+  })));
+  const bars = await barsIn(page, '#price-table');
+  const rows = priced.map((r, i) => ({ ...r, ...bars[i] }));
   const bad = [];
   for (const r of rows) {
-    const top = r.report.capacity_bytes * 1.2;
-    if (Math.abs(r.top - top) > 1) bad.push(`${r.family}: scale ${r.top} bytes, not 1.2 x capacity`);
+    bad.push(...barsWrong(r.family, r, r.report.capacity_bytes));
     if (Math.abs(r.capacity - rows[0].capacity) > 1e-6) bad.push(`${r.family}: capacity line at ${r.capacity}, not ${rows[0].capacity}`);
-    r.ranks.forEach((k, i) => {
-      const want = (Math.min(k.bytes, top) / top) * r.height;
-      if (Math.abs(k.drawn - want) > 0.01) bad.push(`${r.family} rank ${i}: ${k.drawn.toFixed(2)} px, want ${want.toFixed(2)}`);
-      if (k.cut !== k.bytes > top) bad.push(`${r.family} rank ${i}: cut ${k.cut} at ${(k.bytes / GiB).toFixed(1)} GiB`);
-    });
     const fitsText = r.report.fits ? 'fits' : `does not fit: ${(r.report.memory_max_bytes / GiB).toFixed(1)} GiB`;
     if (r.fits !== fitsText) bad.push(`${r.family}: "${r.fits}", want "${fitsText}"`);
   }
@@ -574,6 +543,37 @@ async function priceScales(page) {
     rows.length === families.length && cut.length > 0 && fitting.length > 0 && !bad.length, bad.slice(0, 8).join('\n     '));
   const tallest = Math.min(...fitting.map((r) => Math.max(...r.ranks.map((k) => k.drawn)) / r.height));
   console.log(`     the fitting families' tallest bars take ${(100 * tallest).toFixed(0)}% or more of their height; ${cut.join(', ')} up to ${(Math.max(...rows.map((r) => r.report.memory_max_bytes)) / GiB).toFixed(0)} GiB`);
+}
+
+/* The memory bars (svg.bars) under selector, in order: each one's scale (bytes at its top),
+ * height, capacity line (y) and ranks (bytes, drawn height, cut or not). */
+function barsIn(page, selector) {
+  return page.$$eval(`${selector} svg.bars`, (svgs) => svgs.map((svg) => ({
+    top: +svg.dataset.top,
+    height: +svg.getAttribute('height'),
+    capacity: +svg.querySelector('.capacity').getAttribute('y1'),
+    ranks: [...svg.querySelectorAll('g[data-bytes]')].map((g) => ({
+      bytes: +g.dataset.bytes,
+      drawn: [...g.querySelectorAll('rect')].reduce((h, r) => h + +r.getAttribute('height'), 0),
+      cut: !!g.querySelector('.break'),
+    })),
+  })));
+}
+
+/* What is wrong with bars b (barsIn's) for an accelerator of capacity bytes: the scale is
+ * it and a fifth more, the capacity line where it belongs, each rank as tall as its bytes
+ * on that scale, a rank above it cut. */
+function barsWrong(label, b, capacity) {
+  const top = capacity * 1.2;
+  const bad = [];
+  if (Math.abs(b.top - top) > 1) bad.push(`${label}: scale ${b.top} bytes, not 1.2 x capacity`);
+  if (Math.abs(b.capacity - b.height * (1 - 1 / 1.2)) > 1e-6) bad.push(`${label}: capacity line at ${b.capacity} of ${b.height} px`);
+  b.ranks.forEach((k, i) => {
+    const want = (Math.min(k.bytes, top) / top) * b.height;
+    if (Math.abs(k.drawn - want) > 0.01) bad.push(`${label} rank ${i}: ${k.drawn.toFixed(2)} px, want ${want.toFixed(2)}`);
+    if (k.cut !== k.bytes > top) bad.push(`${label} rank ${i}: cut ${k.cut} at ${(k.bytes / GiB).toFixed(1)} GiB`);
+  });
+  return bad;
 }
 
 async function comparePrices(page, label, options, families) {
@@ -590,14 +590,179 @@ async function comparePrices(page, label, options, families) {
   });
 }
 
+/* ---- the cluster view ---------------------------------------------------------------- */
+
+/* The README's and bench_hybrid's 70B plan, as the command line's flags. */
+const PLAN_70B = ['--model', 'llama3-70b', '--gpu', 'h100-80gb', '--gpus', '64', '--seq', '8192', '--global-batch', '512', '--flash', '--sp', '--zero'];
+const DOWNLOADS = ['toml', 'titan-csv', 'winner', 'megatron', 'report', 'report-json'];
+
+/* A report with the search's wall-clock seconds masked, as tests/test_cli_parity.c does. */
+function masked(text) {
+  return text && text.replace(/( refused; )[^ ,\n]*/g, '$1X').replace(/("elapsed_s": )[^ ,\n]*/g, '$1X');
+}
+
+/* The search's own seconds in a text report. */
+function searchSeconds(text) {
+  return +(/ refused; ([\d.]+) s\n/.exec(text) || [])[1];
+}
+
+/* What the cluster view shows once it has answered: its texts, the files behind its
+ * links, the best-per-family rows and its timings (ms after the click). */
+async function clusterShown(page) {
+  await settled(page, '#cluster');
+  return page.evaluate(async (links) => {
+    const $ = (s) => document.querySelector(s);
+    const error = $('#cluster-error');
+    const file = async (a) => (a.href.startsWith('blob:') ? { name: a.download, text: await (await fetch(a.href)).text() } : null);
+    return {
+      state: $('#cluster').dataset.state,
+      error: error.hidden ? null : error.textContent,
+      errors: [...document.querySelectorAll('#cluster .error')].filter((e) => e.checkVisibility()).length,
+      title: $('#cluster-title').textContent,
+      why: $('#cluster-why').textContent,
+      command: $('#cluster-command code')?.textContent,
+      text: $('#cluster-text').textContent,
+      json: $('#cluster-json').textContent,
+      files: Object.fromEntries(await Promise.all(links.map(async (k) => [k, await file($(`#dl-${k}`))]))),
+      rows: [...document.querySelectorAll('#cluster-table tbody tr')].map((tr) => ({ group: tr.dataset.family, winner: tr.classList.contains('winner'), cells: [...tr.querySelectorAll('td')].map((td) => td.textContent) })),
+      stale: [...document.querySelectorAll('#cluster .stale')].length,
+      from: $('#cluster').dataset.from,
+      timing: { first: +$('#cluster').dataset.firstMs, all: +$('#cluster').dataset.allMs, search: $('#cluster').dataset.searchMs },
+    };
+  }, DOWNLOADS);
+}
+
+/* Sets the cluster view's fields: model, accelerator, GPUs, sequence, global batch, the
+ * three switches and the fixed degrees (empty: searched), as a visitor does. */
+async function clusterSetup(page, s) {
+  await page.check('[name="mode"][value="cluster"]');
+  await page.selectOption('[name="model"]', s.model);
+  await page.selectOption('[name="gpu"]', s.gpu);
+  await setFields(page, { gpus: s.gpus, seq: s.seq, batch: s.batch, fix_tp: '', fix_pp: '', fix_dp: '', fix_mbs: '' });
+  for (const name of ['flash', 'sp', 'zero1']) await page.setChecked(`[name="${name}"]`, true);
+}
+
+/* The cluster view for Llama-3-70B on 64 H100s (the README's plan): the report equals
+ * `vpipe plan --model` (text and --json, the search's seconds masked), the winner's bars its
+ * bytes per rank on the accelerator's scale, the table and the why line the JSON's, the
+ * downloads the command line's --emit torchtitan, --emit megatron, -o and reports; the
+ * address restores it; one bad input gives one error, the command line's. */
+async function clusterView(page) {
+  await clusterSetup(page, { model: 'llama3-70b', gpu: 'h100-80gb', gpus: 64, seq: 8192, batch: 512 });
+  const got = await clusterShown(page);
+  const label = 'cluster llama3-70b on 64 x h100-80gb';
+  check(`${label}: shown without error`, got.state === 'done' && got.stale === 0, got.error);
+  check(`${label}: the command line it names is the plan's`, got.command === `vpipe plan ${PLAN_70B.join(' ')}`, got.command);
+  const text = cliOut(['plan', ...PLAN_70B]);
+  same(`${label}: report = vpipe plan --model (the search's seconds masked)`, masked(got.text), masked(text));
+  const json = cliOut(['plan', ...PLAN_70B, '--json', '--emit', 'torchtitan', 'titan', '-o', 'winner.json'], undefined, scratch);
+  same(`${label}: JSON report = vpipe plan --model --json (seconds masked)`, masked(got.json), masked(json));
+  const report = JSON.parse(json);
+  check(`${label}: the why line is the report's reason`, got.why === `Why: ${report.reason}` && got.title.endsWith(`${report.best.family} wins`), `${got.why} | ${got.title}`);
+
+  const groups = Object.keys(report.best_per_family);
+  const badRows = groups.map((g, i) => {
+    const c = report.best_per_family[g];
+    const row = got.rows[i];
+    const want = [c.dp, c.tp, c.pp, c.mbs, c.m, c.recompute, c.step_time_s.toFixed(2)].map(String);
+    return row && row.group === g && want.every((v, k) => row.cells[k] === v) && row.winner === (i === 0) ? null : `${g}: ${JSON.stringify(row)}`;
+  }).filter(Boolean);
+  check(`${label}: the table has the best of each of the ${groups.length} families, in the report's order, the winner marked`, got.rows.length === groups.length && !badRows.length, badRows.slice(0, 3).join('\n     '));
+
+  const capacity = JSON.parse(cliOut(['model', 'list', '--json'])).gpus.find((g) => g.name === 'h100-80gb').memory_gib * GiB;
+  const [bars] = await barsIn(page, '#cluster-bars');
+  const ranks = report.best.memory_per_rank;
+  const bad = bars ? barsWrong('winner', bars, capacity) : ['no bars'];
+  check(`${label}: the winner's ${ranks.length} bars are its bytes per rank, on the accelerator's scale (${capacity / GiB} GiB and a fifth)`,
+    bars && bars.ranks.length === ranks.length && ranks.every((r, i) => bars.ranks[i].bytes === r.total) && !bad.length, bad.join('\n     '));
+
+  const files = got.files;
+  same(`${label}: job.toml = --emit torchtitan titan`, files.toml?.text ?? null, readFileSync(join(scratch, 'titan', 'job.toml'), 'utf8'));
+  same(`${label}: schedule.csv = --emit torchtitan titan`, files['titan-csv']?.text ?? null, readFileSync(join(scratch, 'titan', 'schedule.csv'), 'utf8'));
+  same(`${label}: the winner's schedule = plan -o`, files.winner?.text ?? null, readFileSync(join(scratch, 'winner.json'), 'utf8'));
+  same(`${label}: Megatron-LM flags = --emit megatron`, files.megatron?.text ?? null, cliOut(['plan', ...PLAN_70B, '--emit', 'megatron']));
+  same(`${label}: report download = the report`, files.report?.text ?? null, got.text);
+  same(`${label}: JSON report download = the JSON report`, files['report-json']?.text ?? null, got.json);
+  check(`${label}: the downloads are named`, files.toml?.name === 'job.toml' && files['titan-csv']?.name === 'schedule.csv' && DOWNLOADS.every((k) => files[k]?.name), JSON.stringify(Object.values(files).map((f) => f?.name)));
+
+  const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
+  const searches = got.timing.search.split(' ').map((ms) => secs(+ms)).join(', ');
+  bench.push(`cluster view, plan ${PLAN_70B.slice(0, 10).join(' ')}: the report shown ${secs(got.timing.first)} after the click, the whole answer (its text and Megatron-LM's flags, two more searches) ${secs(got.timing.all)} (target 10 s); the page's three searches ${searches} in its workers (the last two at once); natively one search ${searchSeconds(text).toFixed(2)} s (one thread)`);
+
+  // the address holds the view: a new tab on it plans the same, by the same command line
+  const again = await open(page.context().browser(), page.url());
+  await again.waitForFunction(() => document.querySelector('#cluster-command code'), null, { timeout: 0 });
+  check('cluster: the address restores the view (the same command line in a new tab)', (await again.textContent('#cluster-command code')) === got.command && (await again.isChecked('[name="mode"][value="cluster"]')), page.url());
+  await again.close();
+
+  // one bad input, one error: TP 3 does not divide the heads
+  await page.fill('[name="fix_tp"]', '3');
+  const refused = await clusterShown(page);
+  const r = cli(['plan', ...PLAN_70B, '--tp', '3']);
+  check('cluster with TP 3: the command line\'s message, once, the rest marked stale', refused.state === 'error' && r.status !== 0 && refused.error === cliMessage(r.err) && refused.errors === 1 && refused.stale >= 4, `${refused.error} vs ${r.err.trim()} (${refused.errors} errors)`);
+  await page.fill('[name="fix_tp"]', '');
+  const back = await clusterShown(page);
+  check('cluster: back to the searched TP, the last answer shown again from memory, not searched again', back.state === 'done' && back.from === 'memory' && back.text === got.text && back.json === got.json, `${back.state}, from ${back.from}`);
+
+  // a pasted config.json the reader refuses: its message (the door spells the option as
+  // its JSON key, the command line as its flag), once
+  const config = '{"hidden_size": 8192, "num_hidden_layers": 80';
+  await page.selectOption('[name="model"]', 'config');
+  await page.fill('[name="config"]', config);
+  const badShown = await clusterShown(page);
+  const path = join(scratch, 'config.json');
+  writeFileSync(path, config);
+  const native = cli(['plan', ...PLAN_70B.slice(2), '--model', path]);
+  const want = native.status === 0 ? null : cliMessage(native.err).replace(`--model ${path}`, "option 'model' /config.json");
+  check('cluster with a malformed config.json: the reader\'s message, once', want && badShown.state === 'error' && badShown.error === want && badShown.errors === 1, `${badShown.error} vs ${want}`);
+  await page.selectOption('[name="model"]', 'llama3-70b');
+  check('cluster: back to the preset, its answer from memory', (await clusterShown(page)).from === 'memory');
+}
+
+/* The page while a search runs: with the cluster's workers held back (their WebAssembly
+ * not yet arrived), the view says it is searching, and the other views still answer. */
+async function clusterBusy(browser, base) {
+  const page = await browser.newPage();
+  page.on('pageerror', (e) => consoleErrors.push(`cluster busy: ${e.message}`));
+  let release;
+  const held = new Promise((ok) => (release = ok));
+  let asked;
+  const clusterAsked = new Promise((ok) => (asked = ok));
+  let loads = 0;
+  await page.route('**/vpipe.wasm', async (route) => {
+    if (++loads > 1) { // the views' worker loads first; the cluster's lanes wait
+      asked();
+      await held;
+    }
+    await route.continue().catch(() => {}); // a lane ended meanwhile: nothing to continue
+  });
+  await page.goto(`${base}/#mode=cluster`);
+  await clusterAsked;
+  const busy = await page.evaluate(() => ({
+    state: document.querySelector('#cluster').dataset.state,
+    spinner: document.querySelector('#cluster-progress .spinner')?.checkVisibility() ?? false,
+    text: document.querySelector('#cluster-progress').textContent,
+  }));
+  check(`while the cluster searches: a spinner and "${busy.text}"`, busy.state === 'busy' && busy.spinner && busy.text.startsWith('Searching every configuration'), JSON.stringify(busy));
+  await page.check('[name="mode"][value="schedule"]');
+  await settled(page);
+  const pictures = await page.locator('#pictures svg').count();
+  check('while a search waits, the schedule view answers (its own worker)', pictures === 1, `${pictures} pictures`);
+  await page.check('[name="mode"][value="cluster"]');
+  release();
+  const got = await clusterShown(page);
+  check('the search left and asked again answers', got.state === 'done' && got.command.startsWith('vpipe plan --model llama3-8b'), got.error ?? got.command);
+  await page.close();
+}
+
 async function accessibility(browser, url) {
   const page = await open(browser, url, { width: 375, height: 800 });
   await settled(page);
   const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea')].filter((e) => !e.labels.length && !e.getAttribute('aria-label')).map((e) => e.name));
   check('every control has a label', unlabelled.length === 0, unlabelled.join(', '));
-  for (const mode of ['schedule', 'plan', 'compare', 'load', 'price']) {
+  for (const mode of ['schedule', 'plan', 'compare', 'load', 'price', 'cluster']) {
     await page.check(`[name="mode"][value="${mode}"]`);
-    await settled(page, mode === 'price' ? '#price' : '#view');
+    await settled(page, { price: '#price', cluster: '#cluster' }[mode] ?? '#view');
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     check(`phone width (375 px), ${mode}: nothing wider than the screen`, width <= 375, `${width} px`);
   }
@@ -700,19 +865,18 @@ async function singleFile(browser, file) {
   await page.goto(`${base}#mode=plan&p=8&m=32`);
   await page.reload(); // a new document on the address: the plan view it names
   await expectPlan(page, 'single file, from the address', { p: 8, m: 32, F: 1, B: 1, W: 1, c: 0 }, '0.5');
+  // the cluster view's workers start from the embedded source too: its defaults planned
+  await page.goto(`${base}#mode=cluster`);
+  await page.reload();
+  const got = await clusterShown(page);
+  const args = (got.command || '').split(' ').slice(2);
+  check(`single file: the cluster view plans (${got.command})`, got.state === 'done' && args[1] === 'llama3-8b' && masked(got.text) === masked(cliOut(['plan', ...args])), got.error ?? got.command);
   await page.close();
 }
 
 async function main() {
-  const { chromium } = await import('playwright-core').catch(() => {
-    throw new Error('playwright-core is missing: run `npm ci` in web/ (scripts/install-deps does)');
-  });
-  const server = await serve(site);
-  const base = `http://127.0.0.1:${server.address().port}`;
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const { server, base } = await serve(site);
+  const browser = await launch();
   try {
     await loading(browser, `${base}/`);
     const page = await servedPage(browser, base);
@@ -723,7 +887,9 @@ async function main() {
     await loader(page);
     await pricing(page);
     await priceScales(page);
+    await clusterView(page);
     await page.close();
+    await clusterBusy(browser, base);
     await accessibility(browser, `${base}/#mode=plan&p=8&m=32`);
     await screenshots(browser, `${base}/#mode=plan&p=8&m=32`);
     await singleFile(browser, readmeCommands());

@@ -7,9 +7,10 @@
  * result, ms} or {id, ok: false, error: {status, line, column, message}, ms}, or
  * {id, superseded: true} when a newer request of the same channel arrived before this one
  * ran. Ops: hello, view (a schedule built, planned or read, with everything the page shows
- * of it), compare (two families drawn on one time scale) and price (every family priced for
- * a real model). The whole-configuration planner (the cluster view), once the library
- * exports its command API, is one more op here and one more section on the page.
+ * of it), compare (two families drawn on one time scale), price (every family priced for a
+ * real model) and cluster (the whole-configuration planner, `vpipe plan --model`, through
+ * the library's front door vp_request_call). The page runs cluster in a worker of its own:
+ * its search takes seconds and cannot be interrupted but by ending the worker.
  */
 'use strict';
 
@@ -24,6 +25,9 @@ const ERROR_SIZE = 12 + 512; // vp_error: int status, line, column; char message
 const CSV_COMPUTE_ONLY = 1; // VP_TORCH_CSV_COMPUTE_ONLY
 const CONFIG_PATH = '/config.json'; // a pasted Hugging Face config.json, in the module's memory
 const COMPARE_PX = 1600; // compare: the plot width of the longer schedule; the other's is its share
+const TITAN_DIR = 'titan'; // cluster: the directory of the torchtitan export, as in the README
+const WINNER_PATH = 'winner.json'; // cluster: the winner's schedule (plan -o)
+const GIB = 2 ** 30;
 
 /* A failed library call as the page shows it. */
 function failure(rc, err) {
@@ -184,17 +188,29 @@ function compare({ options, families }) {
   }
 }
 
+/* Runs `vpipe command` with options (an object of the command's JSON keys) through the
+ * front door: its reply {stdout, files: [{path, text}], notes, exit} (vpipe/request.h). */
+function call(command, options) {
+  const [reply] = invoke('vp_request_call', command, JSON.stringify(options), OUT);
+  const text = M.UTF8ToString(reply);
+  M._vp_free(reply);
+  return JSON.parse(text);
+}
+
+/* The pasted config.json, when there is one, as the model of options (a new object). */
+function withConfig(options, config) {
+  if (config === undefined) return options;
+  M.FS.writeFile(CONFIG_PATH, config);
+  return { ...options, model: CONFIG_PATH };
+}
+
 /* Each family priced (vp_request_price, the family built with the priced costs): its report
  * or its error. options: the training setup without a family; config: a pasted
  * config.json, used instead of options' model. When no family could be priced and every
  * one failed alike (a bad config.json, an accelerator that cannot hold the model's
  * setup), that one error is the answer, thrown once instead of once per family. */
 function price({ options, families, config }) {
-  const base = JSON.parse(options);
-  if (config !== undefined) {
-    M.FS.writeFile(CONFIG_PATH, config);
-    base.model = CONFIG_PATH;
-  }
+  const base = withConfig(JSON.parse(options), config);
   const priced = families.map((family) => {
     try {
       const [report] = invoke('vp_request_price', NULL, JSON.stringify({ ...base, family }), OUT, NULL);
@@ -209,7 +225,31 @@ function price({ options, families, config }) {
   return priced;
 }
 
-const ops = { hello, view, compare, price };
+/* One answer of the whole-configuration planner for options (plan's JSON keys: model, gpu,
+ * gpus, global_batch, seq, ...; config: a pasted config.json instead of the model), each
+ * a search of its own: "json", the report as JSON with the torchtitan export (TITAN_DIR's
+ * job.toml and schedule.csv) and the winner's schedule (WINNER_PATH) as files, and the
+ * accelerator's capacity in bytes (from `vpipe model list --json`) for the bars; "text",
+ * the report as the command line prints it; "megatron", Megatron-LM's flags. Each with the
+ * search's time in the worker (ms). */
+function cluster({ options, config, what }) {
+  const base = withConfig(JSON.parse(options), config);
+  const extra = {
+    json: { json: true, emit: 'torchtitan', operand: TITAN_DIR, output: WINNER_PATH },
+    text: {},
+    megatron: { emit: 'megatron' },
+  }[what];
+  const start = performance.now();
+  const reply = call('plan', { ...base, ...extra });
+  const result = { ms: performance.now() - start, stdout: reply.stdout, files: reply.files };
+  if (what === 'json') {
+    const gpu = call('model', { operand: 'list', json: true }).stdout;
+    result.capacityBytes = JSON.parse(gpu).gpus.find((g) => g.name === base.gpu).memory_gib * GIB;
+  }
+  return result;
+}
+
+const ops = { hello, view, compare, price, cluster };
 const waiting = new Map(); // channel -> its newest request not yet run
 let draining = false;
 

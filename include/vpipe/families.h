@@ -30,10 +30,15 @@ typedef struct vp_spec {
     vp_recompute recompute; /* build every family's recomputing version (vp_schedule_recompute) */
     vp_offload offload;     /* and its offloading one (vp_schedule_offload under costs and mem;
                                policy none: no offload) */
+    double time_limit_s;    /* the budget planner (vp_plan_run) stops after this many seconds
+                               with the best found so far and says so (0: no limit) */
 } vp_spec;
 
+/* The budget planner's default time limit (vp_spec_make), in seconds. */
+#define VP_PLAN_TIME_LIMIT_S 60.0
+
 /* p, m with default costs and memory model, v = 0, mem_limit = 0, the default op limit,
- * one thread, no recomputation, no offload. */
+ * one thread, no recomputation, no offload, the planner's default time limit. */
 VP_API vp_spec vp_spec_make(int p, int m);
 
 /* The most ops any family builds for spec: 3 passes per (stage, microbatch), 4 with
@@ -101,6 +106,8 @@ typedef struct vp_vsearch_opts {
     vp_vrank rank;   /* how blocks rank (figures compared to 1e-9 relative) */
     const vp_vgrid_metrics *beat; /* best_only: keep a block only when it ranks before these
                                      figures (a schedule in hand wins ties), or NULL */
+    double deadline_ms;           /* stop between batches once the monotonic clock (ms) passes this,
+                                     with what was found so far (0: never) */
 } vp_vsearch_opts;
 
 /* Result of vp_vsearch_run (caller frees with vp_vsearch_free). */
@@ -108,8 +115,11 @@ typedef struct vp_vsearch {
     vp_vsearch_level *levels; /* [n_levels] the best block per peak level, by increasing
                                  peak; best_only: at most one */
     int n_levels;
-    long tried; /* blocks in the space (vp_vsearch_size) */
-    long built; /* blocks built and measured (the others were ruled out before building) */
+    long tried;    /* blocks in the space (vp_vsearch_size) */
+    long built;    /* blocks built and measured (the others were ruled out before building) */
+    long seen;     /* blocks it went through before it ended (fewer than tried when it settled
+                      or timed out) */
+    int timed_out; /* 1 when opts.deadline_ms stopped it before the end of the space */
 } vp_vsearch;
 
 /* 1 when figures a rank strictly before b under rank, each figure compared to 1e-9
@@ -141,6 +151,73 @@ VP_API vp_status vp_vsearch_run(const vp_spec *spec, const vp_vsearch_opts *opts
 
 /* Releases a search result; NULL is a no-op. */
 VP_API void vp_vsearch_free(vp_vsearch *s);
+
+/* ---- the greedy V search (vgreedy.c) ------------------------------------------------
+ *
+ * Schedules no building block expresses: passes placed one at a time in time order on the
+ * V placement, each device admitting a forward only while its activation stays under a
+ * memory limit (and an F⁰ only while room for one F¹ remains, so it never deadlocks),
+ * backwards or forwards first when both could start, the gaps before a pass filled with
+ * pending W. Eight variants (the warm-up's depth, the preference, one more W into a gap it
+ * does not fit) are timed and the best kept: the kind of schedule the Zero Bubble authors'
+ * automatic schedulers (ZB-1P/2P, ZB-V) produce. Their V-Min and V-Half generators keep a
+ * pattern instead: the compacted V pattern below. */
+
+/* What a greedy search builds. */
+typedef struct vp_vgreedy_opts {
+    double limit;                 /* memory limit, units per device, as vp_simulate counts the
+                                     peak (what a pass takes at its start); <= 0: the least
+                                     the search runs under (one microbatch's two chunks) */
+    vp_vrank rank;                /* how variants rank (as vp_vsearch_ranks_before) */
+    const vp_vgrid_metrics *beat; /* return a schedule only when one ranks before these (a
+                                     schedule in hand wins ties), or NULL */
+} vp_vgreedy_opts;
+
+/* Runs the greedy V search for spec (p >= 2, m >= 1; its costs and memory model, no
+ * recomputation) under opts: *out receives the best variant's schedule (named "v-greedy";
+ * caller frees), validated, with its peak at most opts->limit, and *metrics the figures
+ * vp_simulate gives it under the spec's costs; *out is NULL (and *metrics untouched) when
+ * no variant ranks before opts->beat. Deterministic; uses one thread. VP_EINVAL for p < 2,
+ * m < 1, or a limit (> 0) below one microbatch's two chunks on some device (the message
+ * names the least limit); VP_ENOMEM. Cost: none when the V search's lower bound shows no
+ * schedule within the limit can rank before opts->beat; else eight O(p·m·log p) runs, each
+ * stopped once it cannot rank first (above 8192 device-microbatches: eight runs of 2p + 8
+ * microbatches choose one, timed in full), and one more that records the winner. */
+VP_API vp_status vp_vgreedy_run(const vp_spec *spec, const vp_vgreedy_opts *opts, vp_schedule **out,
+                                vp_vgrid_metrics *metrics, vp_error *err);
+
+/* ---- the compacted V pattern (vcompact.c) ------------------------------------------
+ *
+ * The construction of the Controllable Memory authors' V-Min and V-Half generators: a V
+ * block's pattern repeated every 6 unit slots keeps its stable phase, while the warm-up
+ * and the cool-down are compacted greedily, pass by pass in time order, into the earliest
+ * free slot their dependencies allow that raises no device's memory above the most the
+ * pattern holds; each W goes into the first free slot after its B. Under equal costs per
+ * chunk pass that is the block's own rhythm; under uneven costs the compacted orders often
+ * replay faster than the V slot grid's build of the same block (vp_vblock_build), at no
+ * more memory in the cases measured (the families keep it only when it holds no more). */
+
+/* What a compacted pattern is kept for. */
+typedef struct vp_vcompact_opts {
+    double limit;                 /* return no schedule whose peak (units) exceeds it (0: any) */
+    vp_vrank rank;                /* how it ranks against beat (as vp_vsearch_ranks_before) */
+    const vp_vgrid_metrics *beat; /* return a schedule only when it ranks before these (a
+                                     schedule in hand wins ties), or NULL */
+} vp_vcompact_opts;
+
+/* Builds block vb's compacted pattern for spec (p >= 2, m >= 1; its costs and memory
+ * model, no recomputation) and times it. When its figures are what opts asks for, *out
+ * receives the schedule (named "v-compact", validated; caller frees) and *metrics the
+ * figures vp_simulate gives it under the spec's costs; else *out is NULL (and *metrics
+ * untouched). Deterministic. VP_EINVAL for p < 2, m < 1 or a block that is malformed or
+ * collides (vp_vblock_slots), VP_ENOMEM. Cost: O(p·m) for the pattern, its stable phase
+ * never visited by the compaction, plus per warm-up or cool-down pass a scan of the free
+ * slots before it (in the last compaction each with a replay of the device's memory from
+ * there); the timing stops once it cannot rank before opts->beat, and only a schedule that
+ * does is built and simulated. */
+VP_API vp_status vp_vcompact_run(const vp_spec *spec, const vp_vblock *vb,
+                                 const vp_vcompact_opts *opts, vp_schedule **out,
+                                 vp_vgrid_metrics *metrics, vp_error *err);
 
 /* The fixed block of a named V family at p devices (its memory level; the family itself
  * searches that level under the spec's costs): "v-min", offsets (1,1), phases of F¹, B¹,

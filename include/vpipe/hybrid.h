@@ -57,6 +57,8 @@ typedef struct vp_hybrid_config {
                               vp_schedule_offload), 0: none */
     double host_max_bytes; /* with offload: the largest rank's host bytes */
     double copy_occupancy; /* ... and the busiest copy engine's share of the step */
+    double headroom_bytes; /* capacity - memory_max_bytes */
+    bool tight;            /* fits, but with less headroom than the request's margin */
 } vp_hybrid_config;
 
 /* Called between batches from the calling thread: candidates visited and to visit. */
@@ -86,12 +88,21 @@ typedef struct vp_hybrid_request {
     int threads;         /* worker threads (0 or 1: the calling thread only) */
     double time_limit_s; /* stop after this many seconds with the best so far (0: none); checked
                             while enumerating and between batches, after one batch at least */
+    double margin_bytes; /* room a configuration should leave below the capacity: one with
+                            less is tight, ranked after every one that fits with room (0:
+                            none; < 0, the default: vp_hybrid_margin_default) */
     vp_hybrid_progress progress; /* NULL: none */
     void *progress_arg;
 } vp_hybrid_request;
 
+/* The margin a plan keeps on gpu by default: its capacity times the mean memory error
+ * measured on it (vp_gpu.expected; the accuracy report's), or 10% when no peak was
+ * measured on it. */
+VP_API double vp_hybrid_margin_default(const vp_gpu *gpu);
+
 /* A request for a model and accelerator with the workload's defaults (vp_workload_default),
- * every dimension searched, recompute -1, split VP_SPLIT_TIME, the rest zero. */
+ * every dimension searched, recompute -1, split VP_SPLIT_TIME, margin -1 (the default), the
+ * rest zero. */
 VP_API vp_hybrid_request vp_hybrid_request_make(const vp_arch *arch, const vp_gpu *gpu, int gpus,
                                                 int global_batch);
 
@@ -115,10 +126,12 @@ VP_API void vp_hybrid_priced_release(vp_hybrid_priced *priced);
 
 /* Result of vp_hybrid_run. Owned by the caller (vp_hybrid_free). */
 typedef struct vp_hybrid {
-    vp_hybrid_config *top; /* [n_top] the fastest configurations that fit, fastest first */
+    vp_hybrid_config *top; /* [n_top] the fastest configurations that fit, fastest first
+                              (those with room before the tight ones) */
     int n_top;
     vp_hybrid_config *best; /* [n_best] the fastest that fits of every group (family, and
-                               "1f1b-r"), fastest first */
+                               "1f1b-r"), fastest first (room before tight) */
+    double margin_bytes;    /* the margin the search kept */
     int n_best;
     vp_hybrid_priced winner; /* top[0] priced: memory per rank, split, schedule */
     vp_hybrid_config versus; /* 1F1B at the winner's DP, TP, PP, mbs and recomputation,
@@ -147,12 +160,12 @@ VP_API void vp_hybrid_free(vp_hybrid *h);
 
 /* The result as one JSON object (new string, caller frees with free(); NULL when memory
  * runs out): model, gpu, gpus, global_batch, seq; best (the winner's configuration with
- * its memory_per_rank and layers_per_stage); best_per_family (an object keyed by group:
- * family, dp, tp, pp, v, mbs, m, recompute, step_time_s, mfu, bubble, memory_max_bytes,
- * fits, and params for a V block); top (an array of such configurations); versus_1f1b
- * (or null); reason; candidates, evaluated, pruned (every kind), pruned_by_bound,
- * pruned_by_memory, over_memory, refused, timed_out, elapsed_s. Deterministic but for
- * elapsed_s. */
+ * its memory_per_rank, layers_per_stage and expected_error); best_per_family (an object
+ * keyed by group: family, dp, tp, pp, v, mbs, m, recompute, step_time_s, mfu, bubble,
+ * memory_max_bytes, fits, headroom_bytes, tight, and params for a V block); top (an array of such
+ * configurations); versus_1f1b (or null); margin_bytes; expected_error (the accelerator's, with the
+ * winner); reason; candidates, evaluated, pruned (every kind), pruned_by_bound, pruned_by_memory,
+ * over_memory, refused, timed_out, elapsed_s. Deterministic but for elapsed_s. */
 VP_API char *vp_hybrid_json(const vp_hybrid *h, const vp_hybrid_request *req);
 
 /* The parallelism part of a torchtitan TOML job configuration for priced (torchtitan's
@@ -161,11 +174,12 @@ VP_API char *vp_hybrid_json(const vp_hybrid *h, const vp_hybrid_request *req);
  * [parallelism] data_parallel_replicate_degree and data_parallel_shard_degree (shard with
  * the distributed optimizer), tensor_parallel_degree, pipeline_parallel_degree,
  * pipeline_parallel_microbatch_size, pipeline_parallel_schedule (the class the CSV
- * needs), pipeline_parallel_schedule_csv = csv_path, module_fqns_per_model_part (Llama's
+ * needs), pipeline_parallel_schedule_csv = csv_path (a TOML string: quotes, backslashes
+ * and control characters escaped), module_fqns_per_model_part (Llama's
  * module names: tok_embeddings, layers.N, norm, output); [activation_checkpoint] mode; a
  * comment on the offload torchtitan cannot run when priced offloads (its CSV is then the
- * schedule without O and L). New string in *toml (caller frees). VP_EUNSUPPORTED when torchtitan
- * cannot run the schedule's placement (DualPipe's two directions), VP_ENOMEM. */
+ * schedule without O and L). New string in *toml (caller frees). VP_EUNSUPPORTED when
+ * torchtitan cannot run the schedule's placement (DualPipe's two directions), VP_ENOMEM. */
 VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_priced *priced,
                                       const char *csv_path, char **toml, vp_error *err);
 

@@ -1,9 +1,10 @@
 /* The memory-budget planner: the fastest schedule whose peak activation memory fits a
  * budget, and the memory -> makespan frontier.
  *
- * Module `plan` (src/plan/). It weighs every registered family (families.h) and the V
- * block space (the V block search of families.h: 60 phase patterns x δ⁰ in 1..5 x one
- * change point to a smaller δ⁰, δ¹ = 1). Depends on families, block, sim.
+ * Module `plan` (src/plan/). It weighs every registered family (families.h), the V block
+ * space (the V block search of families.h: 60 phase patterns x δ⁰ in 1..5 x one change
+ * point to a smaller δ⁰, δ¹ = 1) and the greedy V search under the budget (families.h).
+ * Depends on families, block, sim.
  */
 #ifndef VPIPE_PLAN_H
 #define VPIPE_PLAN_H
@@ -31,11 +32,12 @@ typedef struct vp_budget {
  * the column of the problem. */
 VP_API vp_status vp_budget_parse(const char *text, vp_budget *out, vp_error *err);
 
-/* One schedule the planner considered: a registered family, or the best V block it found
- * at one peak level. */
+/* One schedule the planner considered: a registered family, the best V block it found at
+ * one peak level, or the greedy V schedule under the budget. */
 typedef struct vp_plan_candidate {
-    char family[32];   /* family name, or "v-block" */
-    char params[96];   /* block parameters (vp_vblock_format) for "v-block", else "" */
+    char family[32];   /* family name, "v-block" or "v-greedy" */
+    char params[96];   /* block parameters (vp_vblock_format) for "v-block", the memory limit
+                          for "v-greedy" ("limit=4u"), else "" */
     double peak;       /* max over devices, units */
     double peak_bytes; /* max over devices, bytes (0 when unit_bytes is unknown) */
     double makespan;   /* simulated, with the spec's costs */
@@ -46,6 +48,7 @@ typedef struct vp_plan_candidate {
     vp_offload_policy offload_policy; /* how it offloads (VP_OFFLOAD_NONE: as the spec says) */
     double offload;                   /* its share when the planner chose to offload, else 0;
                                          params then reads "offload SHARE POLICY" */
+    double limit; /* "v-greedy": its memory limit in units (vp_vgreedy_run), else 0 */
 } vp_plan_candidate;
 
 /* Result of vp_plan_run. Owned by the caller (vp_plan_free). */
@@ -55,30 +58,43 @@ typedef struct vp_plan {
     double budget;                 /* the budget resolved to units, or bytes for a byte budget */
     int budget_in_bytes;           /* 1 when budget and fits compare bytes */
     double ref_peak;               /* 1F1B's peak in units (what a fraction refers to) */
-    vp_plan_candidate *candidates; /* [n_candidates]: families in registry order, then V
-                                      levels by increasing peak */
+    vp_plan_candidate *candidates; /* [n_candidates]: families in registry order, V levels by
+                                      increasing peak, then the greedy V schedule */
     int n_candidates;
     int *frontier; /* [n_frontier] candidate indices: the memory -> makespan
                       Pareto points by increasing peak */
     int n_frontier;
     long blocks_tried, blocks_built; /* V blocks in the space / built and measured */
-    char reason[1024];               /* why the chosen schedule won, a few clauses */
+    long blocks_seen;                /* V blocks gone through (< tried when timed out) */
+    int families;                    /* families built and measured */
+    int timed_out;     /* 1 when spec->time_limit_s ended the search: the best found so far */
+    char reason[1024]; /* why the chosen schedule won, a few clauses (and "time limit
+                          reached" when it did) */
 } vp_plan;
 
-/* Searches every registered family (built from spec) and the V block space for the
- * schedule with the smallest makespan (ties: smaller bubble, then less memory) whose peak
- * fits the budget; fills the candidates (every family that builds, and the fastest V block
- * of each peak level within the budget, ties going to the block first in the search's
- * enumeration), the memory -> makespan frontier and a reason. A fraction refers to 1F1B's
- * peak under spec's memory model; a byte budget needs spec->mem.unit_bytes > 0. V blocks
+/* Searches every registered family (built from spec), the V block space and the greedy V
+ * search (vp_vgreedy_run under the budget) for the schedule with the smallest makespan
+ * (ties: smaller bubble, then less memory) whose peak fits the budget; fills the
+ * candidates (every family that builds, the fastest V block of each peak level within the
+ * budget, ties going to the block first in the search's enumeration, and the greedy V
+ * schedule when it is strictly faster than every other candidate that fits, or, for a
+ * budget below the least it runs under, the greedy under that least limit, which does not
+ * fit), the memory -> makespan frontier and a reason. A fraction refers to 1F1B's peak
+ * under spec's memory model; a byte budget needs spec->mem.unit_bytes > 0. V blocks
  * whose memory is sure to exceed the budget are not built (under release-at-W with
  * m >= 2p, a block's peak is half its repeated block's chunk activations), nor blocks a
  * lower bound on their makespan shows cannot be the fastest of their level. Uses up to
  * spec->threads threads; the answer and blocks_tried / blocks_built do not depend on
- * their number. VP_EINVAL when the budget is malformed, bytes are not known, or no
- * schedule fits (the message names the smallest peak reached and by what); VP_ELIMIT as
- * vp_spec_check_size. Cost: one build and simulation per family and one build and replay
- * (vp_vgrid_measure) per V block built. */
+ * their number. With spec->time_limit_s (vp_spec_make: VP_PLAN_TIME_LIMIT_S), once that
+ * many seconds have passed no more family is built (but 1F1B, which a fraction refers to),
+ * the V search stops between batches and the greedy V search does not start: the answer is
+ * the best found so far, with timed_out set and the reason saying so (only then does the
+ * answer depend on the machine's speed). VP_EINVAL when the budget is malformed, bytes are
+ * not known, or no schedule fits (the message names the smallest peak reached and by what,
+ * and the time limit when it ended the search first); VP_ELIMIT as vp_spec_check_size.
+ * Cost: one build and simulation per family, one build and replay (vp_vgrid_measure) per V
+ * block built, and the greedy V search's runs (none when the V search's lower bound shows
+ * it cannot be faster). */
 VP_API vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out,
                              vp_error *err);
 
@@ -99,9 +115,9 @@ VP_API vp_status vp_plan_run_levers(const vp_spec *spec, const vp_budget *budget
 /* The planner's report as JSON text, what `vpipe plan --json` prints: the chosen
  * schedule's simulation report (vp_sim_json of plan->schedule, simulated under costs), then
  * "budget", "budget_unit" ("units" or "bytes"), "ref_peak_1f1b", "params" (the V block's,
- * or ""), "reason", "blocks_tried", "blocks_built", "frontier" and "candidates" (arrays of
- * {"family", "params", "memory"[, "memory_bytes"], "bubble", "makespan", "fits"[,
- * "offload", "offload_policy" when the planner offloaded it]}). Same
+ * or ""), "reason", "blocks_tried", "blocks_built", "timed_out", "frontier" and
+ * "candidates" (arrays of {"family", "params", "memory"[, "memory_bytes"], "bubble",
+ * "makespan", "fits"[, "offload", "offload_policy" when the planner offloaded it]}). Same
  * format as vp_sim_json. New string in *text (caller frees with free(); NULL on failure).
  * VP_ENOMEM. */
 VP_API vp_status vp_plan_json(const vp_plan *plan, const vp_sim *sim, const vp_costs *costs,

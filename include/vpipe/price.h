@@ -108,6 +108,16 @@ VP_API double vp_arch_params(const vp_arch *arch);
 
 /* ---- the accelerator --------------------------------------------------------------- */
 
+/* How far to trust a figure priced on an accelerator: the errors measured against
+ * published runs (the accuracy report, docs/results.md) or, for a calibrated file, the
+ * leave-one-out errors of the fit. runs 0: none measured. */
+typedef struct vp_expected_error {
+    double step_mean, step_worst;     /* throughput: mean absolute and largest error */
+    double memory_mean, memory_worst; /* largest rank's memory */
+    int runs, memory_runs;            /* how many runs each figure stands on */
+    char basis[96];                   /* where the figures come from */
+} vp_expected_error;
+
 typedef struct vp_gpu {
     char name[64];
     double peak_flops;    /* dense 16-bit FLOP/s */
@@ -121,27 +131,42 @@ typedef struct vp_gpu {
     double p2p_bw; /* bytes/s a pipeline send/receive reaches inside a node */
     /* How fast a pass runs. The kernel model (efficiency 0): every matrix multiply of
      * M x N x K runs at gemm_efficiency x M/(M+e) x N/(N+e) x K/(K+e) of peak, e =
-     * gemm_edge (a small dimension wastes part of its tiles, waves and pipeline fill), and
-     * F's and B's other kernels (norms, activations, dropout, softmax, residuals) move
-     * act_traffic_f and act_traffic_b bytes of memory per byte of activation F saves, at
-     * the HBM bandwidth. With efficiency > 0 every pass runs at that one fraction of peak
-     * instead (the older model; a measured cost file beats both). */
+     * gemm_edge (a small dimension wastes part of its tiles, waves and pipeline fill);
+     * FlashAttention's kernels run the causal half of the attention FLOPs at
+     * attn_efficiency_f (F) and attn_efficiency_b (B) of peak; F's and B's other kernels
+     * (norms, activations, dropout, softmax, residuals) move act_traffic_f and act_traffic_b
+     * bytes of memory per byte of activation F saves, at the HBM bandwidth; and every pass
+     * of a layer costs layer_overhead seconds more, every pass of a pipeline chunk
+     * chunk_overhead (kernel launches, synchronisation, the schedule's own step). With
+     * efficiency > 0 every pass runs at that one fraction of peak instead and nothing else
+     * is added (the older model; a measured cost file beats both). */
     double efficiency;
     double gemm_efficiency;              /* fraction of peak of a large matrix multiply, (0, 1] */
     double gemm_edge;                    /* elements, >= 0 */
     double act_traffic_f, act_traffic_b; /* bytes per saved byte, >= 0 */
+    double attn_efficiency_f, attn_efficiency_b; /* (0, 1] */
+    double layer_overhead, chunk_overhead;       /* seconds, >= 0 */
+    /* Communication and the optimizer: the share of a link's bandwidth collectives and
+     * sends reach, and of HBM's the optimizer's fused kernels reach, (0, 1]. */
+    double comm_efficiency, hbm_efficiency;
+    /* What a process holds beyond its tensors: the CUDA context and library workspaces per
+     * GPU, buffers per communicator it joins, and the caching allocator's cached-but-free
+     * blocks per allocated byte at the peak. */
+    double context_bytes, comm_buffer_bytes, frag_fraction;
     /* The host link (offload, sim.h): what one GPU's copies to and from host memory reach
      * each way (0: unknown; a schedule that offloads cannot be priced), and the host memory
      * it may fill (0: unknown, not checked). */
     double host_bw;           /* bytes/s */
     double host_memory_bytes; /* per GPU */
+    vp_expected_error expected;
 } vp_gpu;
 
-/* Built-in accelerators: a100-80gb, h100-80gb, h200-141gb (design/models.md §3) and
- * gh200-96gb (Grace Hopper: the H100's compute behind NVLink-C2C to the Grace CPU's
- * memory), with the kernel model calibrated to the Zero Bubble paper's profiled A100 pass
- * times (models.md §6) and the host links of their hosts (PCIe Gen4 x16, PCIe Gen5 x16,
- * NVLink-C2C); src/price/readers.c gives the numbers. */
+/* Built-in accelerators (datasheets; design/models.md §3): a100-80gb, h100-80gb,
+ * h200-141gb, h800-80gb, gh200-96gb (Grace Hopper: the H100's compute behind NVLink-C2C to
+ * the Grace CPU's memory), b200, gb200, mi300x, mi325x, mi355x, each with the kernel model
+ * of its class and the host link of its host (PCIe Gen4 or Gen5 x16, NVLink-C2C;
+ * src/price/gpus.c says from which evidence) and the accuracy measured for it
+ * (vp_gpu.expected). */
 VP_API int vp_gpu_preset_count(void);
 VP_API const char *vp_gpu_preset_name(int i);
 VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
@@ -150,16 +175,28 @@ VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
  * 312, "memory_gib": 80, "hbm_tb_s": 2.039, "intra_node_gb_s": 300, "inter_node_gb_s":
  * 25, "intra_node_latency_us": 3, "inter_node_latency_us": 10, "gpus_per_node": 8,
  * "p2p_gb_s": 47.5, "gemm_efficiency": 0.87, "gemm_edge": 128, "act_traffic_f": 4.1,
- * "act_traffic_b": 2.8, "host_gb_s": 25, "host_memory_gib": 128} or, for one fraction of
- * peak for every pass, "efficiency": 0.5 in place of the four kernel keys. With "base"
- * every other key is optional and overrides the preset ("efficiency" switches to the one
- * fraction); without it all are required ("name" is optional; "p2p_gb_s" defaults to
- * intra_node_gb_s, as files written before it existed mean; "host_gb_s" and
- * "host_memory_gib" to 0, unknown). VP_EPARSE naming the key. */
+ * "act_traffic_b": 2.8, "attn_efficiency_f": 0.6, "attn_efficiency_b": 0.5,
+ * "layer_overhead_us": 40, "chunk_overhead_us": 300, "comm_efficiency": 0.8,
+ * "hbm_efficiency": 0.8, "context_gib": 0.6, "comm_buffer_gib": 0.15, "frag_fraction":
+ * 0.05, "host_gb_s": 25, "host_memory_gib": 128, "expected_step_error": 0.05,
+ * "expected_step_worst": 0.1, "expected_memory_error": 0.05, "expected_memory_worst": 0.1,
+ * "expected_runs": 10, "expected_memory_runs": 3, "expected_basis": "..."} or, for one
+ * fraction of peak for every pass, "efficiency": 0.5 in place of the four kernel keys. With
+ * "base" every other key is optional and overrides the preset ("efficiency" switches to the
+ * one fraction); without it the first nine are required ("name" is optional; "p2p_gb_s"
+ * defaults to intra_node_gb_s, the attention efficiencies to gemm_efficiency, the
+ * communication and HBM efficiencies to 1 and the rest to 0, as files written before they
+ * existed mean: "host_gb_s" and "host_memory_gib" 0 is unknown). VP_EPARSE naming the key. */
 VP_API vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err);
 
 /* Preset name, or path of such a JSON file (same rule as vp_arch_resolve). */
 VP_API vp_status vp_gpu_resolve(const char *name_or_path, vp_gpu *out, vp_error *err);
+
+/* How far to trust what is priced on accelerator `gpu` with expected error e, in one
+ * sentence (the mean and worst throughput and memory errors measured, how many runs they
+ * stand on and where they come from; or that none was measured) into buf; returns buf. */
+VP_API const char *vp_price_expected_text(const char *gpu, const vp_expected_error *e, char *buf,
+                                          size_t size);
 
 /* The accelerator as one JSON object in the form vp_gpu_parse_json reads (every key, and
  * "name"); new string (caller frees with free()), NULL when memory runs out. */
@@ -179,6 +216,9 @@ VP_API char *vp_gpu_json(const vp_gpu *gpu);
  *   must then be none or the schedule's mode (VP_EINVAL otherwise), so nothing is counted
  *   twice. vpipe's own model recomputes only this way, as its runtime does (its workload
  *   recompute must be none). */
+
+/* vp_workload.dp_overlap: the data-parallel reduction overlapped as frameworks run it. */
+#define VP_OVERLAP_MODELLED (-1.0)
 
 /* Bytes per parameter of each model state. */
 typedef struct vp_precision {
@@ -201,13 +241,18 @@ typedef struct vp_workload {
     bool flash;             /* FlashAttention: no s x s matrix kept */
     vp_recompute recompute; /* inside B; a schedule with R passes recomputes in them */
     vp_precision prec;
-    double dp_overlap;    /* share of the DP gradient reduction hidden behind compute, [0, 1] */
-    double reserve_bytes; /* per rank: CUDA context, communicator buffers, allocator slack */
+    double dp_overlap;    /* share of the DP reduction hidden behind compute, [0, 1], or
+                             VP_OVERLAP_MODELLED (the default): the frameworks' overlap */
+    bool tp_overlap;      /* TP collectives pipelined with the linears they feed
+                             (Megatron-LM's --tp-comm-overlap) */
+    bool pp_overlap;      /* pipeline sends overlapped with compute; else (the default)
+                             they block both ends, as Megatron-LM's 1F1B does */
+    double reserve_bytes; /* per rank, beyond what vp_rank_memory names (default 0) */
 } vp_workload;
 
 /* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision
- * from the model (16-bit: 2/4/4/8 = 18 bytes per parameter; fp32: 4/4/0/8), no overlap,
- * reserve 1 GiB for Megatron-style models and 0 for vpipe's own. */
+ * from the model (16-bit: 2/4/4/8 = 18 bytes per parameter; fp32: 4/4/0/8), the DP
+ * reduction overlapped as frameworks do (VP_OVERLAP_MODELLED), no reserve. */
 VP_API vp_workload vp_workload_default(const vp_arch *arch);
 
 /* vp_recompute_parse and vp_recompute_name (schedule.h) name the recomputation. */
@@ -304,17 +349,32 @@ typedef struct vp_price_stage {
                                      0 when the stage offloads nothing */
 } vp_price_stage;
 
-/* Per-rank memory, bytes. total = the sum of the others. */
+/* Per-rank memory, bytes, as a process holds it: its tensors (what the allocator hands
+ * out at the peak), the allocator's cached blocks on top of them, and what the process
+ * holds beside the allocator. */
 typedef struct vp_rank_memory {
     double params, grads, optimizer; /* model states of the rank's stages */
     double activations;              /* the schedule's peak of live activations */
-    double buffers;   /* pipeline receive buffers: one activation or gradient per remote
-                         neighbour of each stage */
-    double workspace; /* one layer recomputed at a time (full recompute inside B);
-                         vpipe's scratch */
-    double reserve;   /* vp_workload.reserve_bytes */
-    double total;
-    double host; /* host memory its offloads hold at most (not in total: another pool) */
+    double buffers;       /* pipeline receive buffers: one activation or gradient per remote
+                             neighbour of each stage */
+    double workspace;     /* one layer recomputed at a time (full recompute inside B);
+                             vpipe's scratch */
+    double logits;        /* on the rank with the head: its 16-bit logits while the loss runs
+                             (beside the fp32 softmax F saves) */
+    double gathers;       /* all-gather buffers: with sequence parallelism Megatron-LM gathers
+                             each linear's input into one reused buffer of the whole
+                             sequence; --tp-overlap's communication buffers hold another */
+    double allocated;     /* the sum of the items above */
+    double fragmentation; /* cached-but-free blocks: frag_fraction x allocated */
+    double reserved;      /* allocated + fragmentation */
+    double context;       /* the CUDA context and library workspaces */
+    double comm;          /* communication buffers: comm_buffer_bytes per communicator the
+                             rank joins (TP, DP, each pipeline neighbour, the tied
+                             embedding's pair) */
+    double reserve;       /* vp_workload.reserve_bytes */
+    double total;         /* reserved + context + comm + reserve */
+    double host;          /* host memory its offloads hold at most (not in total: another
+                             pool) */
 } vp_rank_memory;
 
 /* The stages of one schedule shape priced under a setup, before simulation: what a
@@ -325,7 +385,7 @@ typedef struct vp_price_layout {
     int *layers_per_stage; /* [route_len] */
     vp_price_stage *stage; /* [S] */
     double hop_ms;         /* mean pipeline hop between devices */
-    vp_rank_memory *fixed; /* [p] every item but activations (total without them) */
+    vp_rank_memory *fixed; /* [p] every item but activations (totals without them) */
     vp_costs costs;        /* ms per device slice for building a cost-aware family: the
                               measured costs as given, or the stages' times (dev_* owned here) */
     vp_memcfg mem;         /* the ZB split with R = sum M_W / sum M_B, for building */
@@ -333,6 +393,8 @@ typedef struct vp_price_layout {
                               (units: one microbatch of the mean device slice) */
     double *slice_ms;      /* [3p] storage behind costs.dev_* (NULL with measured costs) */
     double unit_bytes;     /* bytes of one unit of cm (the mean device's M_B) */
+    double frag_fraction;  /* the allocator's cached share of allocated bytes (the
+                              accelerator's; 0 for vpipe's own model) */
 } vp_price_layout;
 
 /* Prices the stages of shape (a schedule; its op lists are read only for VP_SPLIT_MEMORY,
@@ -414,12 +476,13 @@ typedef struct vp_price_result {
      * busiest copy engine's share of the makespan, and the time compute waited for copies
      * (the device that waited most) */
     double host_max_bytes, host_capacity_bytes, copy_occupancy, offload_stall_s;
-    bool mean_costs; /* vp_price_family: the generator could not build with unequal
-                        per-device costs and was given their means (priced exactly all
-                        the same) */
-    vp_costs costs;  /* the mean device slice's F, B, W and hop in ms (what a title or the
-                        simulate report shows; no per-device arrays) */
-    vp_sim *sim;     /* the simulation (owned): times in ms, peak_bytes the activations */
+    vp_expected_error expected; /* the accelerator's: how far to trust these figures */
+    bool mean_costs;            /* vp_price_family: the generator could not build with unequal
+                                   per-device costs and was given their means (priced exactly all
+                                   the same) */
+    vp_costs costs; /* the mean device slice's F, B, W and hop in ms (what a title or the
+                       simulate report shows; no per-device arrays) */
+    vp_sim *sim;    /* the simulation (owned): times in ms, peak_bytes the activations */
 } vp_price_result;
 
 /* Prices schedule s (validated) on layout (made by vp_price_layout_new under setup for
@@ -451,12 +514,15 @@ VP_API void vp_price_result_free(vp_price_result *r);
  * gpu, p, m, tp, dp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
  * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
  * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
- * workspace, reserve, total}, bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
+ * workspace, logits, gathers, allocated, fragmentation, reserved, context, comm, reserve,
+ * total},
+ * bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
- * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}); when s offloads, also each rank's
- * "host" in memory_per_rank, host_max_bytes, host_capacity_bytes, copy_occupancy_max,
- * offload_stall_s and per stage "offload" (its share), "off_bytes" and "copy_ms". NULL
- * when memory runs out. */
+ * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}), expected_error ({step_time,
+ * step_time_worst, memory, memory_worst: fractions, null when not measured; runs,
+ * memory_runs, basis}); when s offloads, also each rank's "host" in memory_per_rank,
+ * host_max_bytes, host_capacity_bytes, copy_occupancy_max, offload_stall_s and per stage
+ * "offload" (its share), "off_bytes" and "copy_ms". NULL when memory runs out. */
 VP_API char *vp_price_result_json(const vp_price_result *r);
 
 #ifdef __cplusplus

@@ -9,13 +9,15 @@
  * --model, compare's worker threads) and answers a vp_reply: the bytes of stdout, the files
  * to write, the notes for stderr and the exit code. The library never prints and never
  * writes a file: the caller does, so the answer is the same bytes through every door.
- * Depends on hybrid, plan, price, io, render, families, block, sim, schedule and base.
+ * Depends on calibrate, hybrid, plan, price, io, render, families, block, sim, schedule
+ * and base.
  *
  * Commands: "list", "compare", "simulate", "plan" (a memory budget, or with "model" the
- * whole DP x TP x PP x schedule configuration), "render", "schedule", "validate", "block"
- * and "model" (operand "list", or "show" and a model). The options each takes are the
- * command line's (`vpipe COMMAND --help`); an option a command does not take, or that
- * would be ignored in the request it is part of, is refused with a message naming it.
+ * whole DP x TP x PP x schedule configuration), "render", "schedule", "validate", "block",
+ * "model" (operand "list", or "show" and a model) and "calibrate" (accelerator constants
+ * fitted to measured runs). The options each takes are the command line's (`vpipe
+ * COMMAND --help`); an option a command does not take, or that would be ignored in the
+ * request it is part of, is refused with a message naming it.
  *
  * JSON keys (vp_request_call, vp_request_from_json): the command's long flags with '_' for
  * '-', "-p", "-m", "-v" as "p", "m", "v", "-o" as "output", positional arguments as
@@ -27,22 +29,26 @@
  *   list      json
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, recompute, offload, offload_policy, model, gpu, seq,
- *             mbs, tp, sp, dp, zero, flash, reserve, dp_overlap, split, layers_per_stage,
- *             json
+ *             mbs, tp, sp, dp, zero, flash, tp_overlap, pp_overlap, reserve, dp_overlap,
+ *             split, layers_per_stage, json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
  *             no_color, title
  *   schedule  simulate's without json (operand: a family), plus output, format
  *   validate  operand, p, m, v, cost, cost_file, memory_model, memory_limit, max_ops
  *   plan      p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, recompute,
- *             offload, offload_policy, memory, json, output, model, gpu, seq, mbs, tp, sp, dp,
- * zero, flash, reserve, dp_overlap, split, layers_per_stage, gpus, global_batch, pp, top,
- *             max_chunks, threads, time_limit, emit, operand (emit torchtitan's DIR)
+ *             offload, offload_policy, memory, json, output, model, gpu, seq, mbs, tp, sp,
+ *             dp, zero, flash, tp_overlap, pp_overlap, reserve, dp_overlap, split,
+ *             layers_per_stage, gpus, global_batch, pp, top, max_chunks, threads,
+ *             time_limit, margin, emit, operand (emit torchtitan's DIR)
  *   block     operand (a block file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, reorder, output, json, example
  *   model     operand ("list" | ["show", NAME]), json; show also model (instead of
- *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute (gpu, reserve and
- *             dp_overlap are refused: they price a pipeline)
+ *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute (gpu, tp_overlap,
+ *             pp_overlap, reserve and dp_overlap are refused: they price a pipeline)
+ *   calibrate runs (a RUNS.csv path, required), output (required: the calibrated
+ *             accelerator's file), gpu (the accelerator the fit starts from),
+ *             constants (those to fit, comma-separated), json
  */
 #ifndef VPIPE_REQUEST_H
 #define VPIPE_REQUEST_H
@@ -108,21 +114,25 @@ typedef struct vp_request {
     const char *offload;
     int offload_policy;
     /* a real model: --model, --gpu, --seq, --mbs, --tp, --dp (0: not given), --sp, --zero,
-     * --flash, --reserve (GiB), --dp-overlap (-1: not given), --split (a vp_split_goal, -1),
-     * --layers-per-stage "a,b,..." */
+     * --flash, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1: not given),
+     * --split (a vp_split_goal, -1), --layers-per-stage "a,b,..." */
     const char *model, *gpu;
     int seq, mbs, tp, dp;
-    bool sp, zero, flash;
+    bool sp, zero, flash, tp_overlap, pp_overlap;
     double reserve, dp_overlap;
     int split;
     const char *layers_per_stage;
     /* the whole-configuration search: --gpus, --global-batch, --pp, --top, --max-chunks,
-     * --threads (also compare's; 0: not given), --time-limit (0), --emit (vp_emit) */
+     * --threads (also compare's and the budget planner's; 0: not given), --time-limit (also
+     * the budget planner's; 0: not given), --margin (GiB; -1: not given), --emit (vp_emit) */
     int gpus, global_batch, pp, top, max_chunks, threads;
-    double time_limit;
+    double time_limit, margin;
     int emit;
     /* plan --memory X */
     const char *memory;
+    /* calibrate --runs RUNS.csv (read by the library, as --model's config.json is),
+     * --constants LIST (--gpu: the accelerator the fit starts from) */
+    const char *runs, *constants;
     /* what to answer: --json, -o, schedule --format (vp_format), render's --svg, --trace,
      * --ascii, --width (0: not given), --fit, --color, --no-color, --title; block's
      * --reorder, --example */
@@ -211,9 +221,9 @@ VP_API vp_status vp_request_run(const char *command, const vp_request *req, vp_r
                                 vp_error *err);
 
 /* Runs `command` (a subcommand: "list", "compare", "simulate", "plan", "render",
- * "schedule", "validate", "block", "model", ...) with options, a JSON object whose keys are
- * the command's long flags with '_' for '-' ("cost", "memory_model", "recompute", "model",
- * "gpu", "global_batch", "json", ...; flags true/false; the positional argument(s) as
+ * "schedule", "validate", "block", "model", "calibrate") with options, a JSON object whose
+ * keys are the command's long flags with '_' for '-' ("cost", "memory_model", "recompute",
+ * "model", "gpu", "global_batch", "json", ...; flags true/false; the positional argument(s) as
  * "operand" (a string, or an array for commands taking several); "-p"/"-m"/"-v" as "p",
  * "m", "v") and answers *reply, a new JSON text {"stdout": "...", "files": [{"path": "...",
  * "text": "..."}], "notes": ["..."], "exit": N} (vp_reply_json; free with vp_free).

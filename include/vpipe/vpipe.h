@@ -13,8 +13,10 @@
  *   render.h    terminal, SVG and Chrome-trace pictures                    sim
  *   hybrid.h    the DP x TP x PP x microbatch x schedule x recompute       price, plan, io
  *               planner and its exports
- *   request.h   the one front door: every command as a typed request or   hybrid, block,
- *               JSON, answered with the command line's bytes               render
+ *   calibrate.h measured runs (RUNS.csv): their prices, the accuracy,      price
+ *               and accelerator constants fitted to them
+ *   request.h   the one front door: every command as a typed request or   hybrid, calibrate,
+ *               JSON, answered with the command line's bytes               block, render
  *   model.h     the transformer, its sizes, allocator and optimiser        base
  *   data.h      byte-level text data                                       base
  *   checkpoint.h  durable training state                                   model
@@ -29,6 +31,7 @@
 
 #include "vpipe/base.h"
 #include "vpipe/block.h"
+#include "vpipe/calibrate.h"
 #include "vpipe/checkpoint.h"
 #include "vpipe/data.h"
 #include "vpipe/families.h"

@@ -88,8 +88,11 @@ def test_the_price_result_and_its_parts():
     assert [m.rank for m in result.memory_per_rank] == [0, 1, 2, 3]
     for m in result.memory_per_rank:
         assert isinstance(m, vpipe.RankMemory)
-        assert m.total == sum([m.params, m.grads, m.optimizer, m.activations, m.buffers,
-                               m.workspace, m.reserve])
+        assert m.allocated == pytest.approx(sum([m.params, m.grads, m.optimizer, m.activations,
+                                                 m.buffers, m.workspace, m.logits, m.gathers]),
+                                            abs=8)
+        assert m.reserved == pytest.approx(m.allocated + m.fragmentation, abs=2)
+        assert m.total == pytest.approx(m.reserved + m.context + m.comm + m.reserve, abs=4)
     assert max(m.total for m in result.memory_per_rank) == result.memory_max_bytes
     assert sum(st.layers for st in result.per_stage) == 32 and result.tp == 2
 
@@ -177,12 +180,14 @@ def test_a_plan_shows_its_schedule_and_report():
 def test_a_price_result_shows_its_memory_per_rank():
     result = vpipe.price("1f1b", 4, 8, **PRICE)
     tables = parse_html(result._repr_html_()).findall("table")
-    assert [t.find("caption").text for t in tables] == ["PriceResult", "memory_per_rank",
-                                                        "per_stage"]
-    head = [th.text for th in tables[1].find("tr")]
+    # the simulation's per-device figures first: a price is `simulate --model --json`
+    assert [t.find("caption").text for t in tables] == ["PriceResult", "per device",
+                                                        "memory_per_rank", "per_stage"]
+    head = [th.text for th in tables[2].find("tr")]
     assert head == ["rank", "params", "grads", "optimizer", "activations", "buffers",
-                    "workspace", "reserve", "total"]
-    totals = [int(tr[-1].text) for tr in tables[1].findall("tr")[1:]]
+                    "workspace", "logits", "gathers", "allocated", "fragmentation", "reserved",
+                    "context", "comm", "reserve", "total"]
+    totals = [int(tr[-1].text) for tr in tables[2].findall("tr")[1:]]
     assert totals == [m.total for m in result.memory_per_rank]
 
 
@@ -198,8 +203,7 @@ DEADLOCK = json.dumps({
 
 @pytest.mark.parametrize("call, cls, builtin, status", [
     (lambda: vpipe.schedule("nope", 4, 8), vpipe.InvalidArgument, ValueError, "VP_EINVAL"),
-    (lambda: vpipe.schedule("1f1b", 4, 8, costs="F=1,Q=2"), vpipe.ParseError, ValueError,
-     "VP_EPARSE"),
+    (lambda: vpipe.loads("garbage\n"), vpipe.ParseError, ValueError, "VP_EPARSE"),
     (lambda: vpipe.loads("0F0,0I0,0W0\n1F0\n"), vpipe.ValidationError, ValueError,
      "VP_EVALIDATION"),
     (lambda: vpipe.loads(DEADLOCK), vpipe.DeadlockError, ValueError, "VP_EDEADLOCK"),

@@ -264,7 +264,7 @@ def test_plan_errors_are_the_command_lines():
     assert rc == 2 and e.value.message == err
     with pytest.raises(vpipe.Error) as e:
         vpipe.plan(p=4, m=8, memory="half")
-    assert e.value.message.startswith("option 'memory': column 1:")
+    assert e.value.message.startswith("option 'memory' 'half': column 1:")
 
 
 # ---- request errors ------------------------------------------------------------------------
@@ -273,18 +273,20 @@ def test_plan_errors_are_the_command_lines():
 @pytest.mark.parametrize("call, status, message", [
     (lambda: vpipe.schedule("nope", 4, 8), "VP_EINVAL", "unknown family 'nope' (vpipe list)"),
     (lambda: vpipe.schedule("1f1b", 0, 8), "VP_EINVAL", "option 'p' must be an integer in [1,"),
-    (lambda: vpipe.schedule("1f1b", 4, 8, costs="F=1,Q=2"), "VP_EPARSE",
-     "option 'costs': column 5: unknown cost key 'Q'"),
-    (lambda: vpipe.schedule("1f1b", 4, 8, costs=dict(F=-1)), "VP_EPARSE", "option 'costs':"),
+    # a bad option's text is a bad request (the command line's exit 2), named as the door
+    # names options ('cost', whichever keyword the package was given)
+    (lambda: vpipe.schedule("1f1b", 4, 8, costs="F=1,Q=2"), "VP_EINVAL",
+     "option 'cost' 'F=1,Q=2': column 5: unknown cost key 'Q'"),
+    (lambda: vpipe.schedule("1f1b", 4, 8, costs=dict(F=-1)), "VP_EINVAL", "option 'cost' "),
     (lambda: vpipe.schedule("1f1b", 4, 8, costs=dict(F="x")), "VP_EINVAL",
      "option 'costs': F must be a number"),
-    (lambda: vpipe.schedule("1f1b", 4, 8, memory_model="zb:2"), "VP_EPARSE",
-     "option 'memory_model':"),
+    (lambda: vpipe.schedule("1f1b", 4, 8, memory_model="zb:2"), "VP_EINVAL",
+     "option 'memory_model' 'zb:2':"),
     (lambda: vpipe.schedule("1f1b", 4, 8, max_ops=10), "VP_ELIMIT", ""),
     (lambda: vpipe.schedule("1f1b", 4, 8).ascii(width=5), "VP_EINVAL",
      "option 'width' must be an integer in [20, 100000]"),
     (lambda: vpipe.price("1f1b", 4, 8, model="nope", gpu="h100-80gb"), "VP_EINVAL",
-     "option 'model':"),
+     "option 'model' nope: unknown model 'nope'"),
     (lambda: vpipe.price("1f1b", 4, 8, model="llama2-7b", gpu="h100-80gb", recompute="some"),
      "VP_EINVAL", "option 'recompute': unknown recomputation 'some'"),
     (lambda: vpipe.price("1f1b", 4, 8, model="llama2-7b", gpu="h100-80gb", split="odd"),

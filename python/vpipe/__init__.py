@@ -1,86 +1,75 @@
 """vpipe: pipeline-parallel training schedules with controllable activation memory.
 
-Pure Python over vpipe's shared library (ctypes). A schedule is a value: build one
-(`schedule`), read one (`load`) or let the planner choose one under a memory budget
-(`plan`); then simulate it, draw it, price it for a real model (`price`) and write it as
-vpipe JSON or as PyTorch's pipelining CSV for torchtitan. Every answer is the one the
-`vpipe` command line gives for the same request, byte for byte.
+Pure Python over vpipe's shared library (ctypes). Every command of the `vpipe` command
+line is a call here, answered through the library's front door (vp_request_call) with the
+command line's bytes: build a schedule (`schedule`) or read one (`load`), simulate it,
+draw it, compare every family (`compare`), plan under a memory budget or plan a whole
+DP x TP x PP configuration of a real model (`plan`), price a schedule for a model
+(`price`), look at models (`model`), build from a building block (`block`), and write
+schedules as vpipe JSON or PyTorch's pipelining CSV for torchtitan.
 
     >>> import vpipe
     >>> s = vpipe.schedule("v-half", p=8, m=32, costs=dict(F=1, B=1, W=1, c=0))
     >>> s.simulate().peak_memory_max
     5.0
-    >>> [str(op) for op in s.ops[0][:3]]
-    ['F0.0', 'F0.1', 'F0.2']
+    >>> round(vpipe.simulate("1f1b", p=4, m=8, recompute="full").peak_memory_max, 4)
+    1.0687
+    >>> vpipe.compare(p=4, m=8)["zb-v"].bubble
+    0.0
 
-Reports are dataclasses whose fields are the JSON's keys (SimulationReport, PlanReport,
-PriceResult); they also read like the JSON (report["bubble"], report.to_dict()), and a
-notebook shows a schedule as its picture and a report as a table.
+Options are the command line's flags as keywords: the long flag with '_' for '-'
+(memory_model="zb:0.3", global_batch=64), p, m, v, output for -o, flags as True; any
+keyword is passed on, so an option the library learns needs nothing new here. Reports are
+dataclasses whose fields are the `--json` output's keys (SimulationReport, PriceResult,
+Comparison, PlanReport, ClusterPlan, ModelInfo, BlockReport, ...); they also read like
+the JSON (report["bubble"], report.to_dict()), keep the command line's text (.text) and
+the files the command would write (.files, written only by .reply.write()), and a
+notebook shows them as tables. `call` runs any command and answers its Reply.
 
 Costs are per microbatch of one device's whole slice of layers: F (forward), B (input
 backward), W (weight backward), c (one hop between devices), optionally FB (an overlapped
 F&B) and R (a recomputation); as a dict or as the command line's text "F=2,B=2,W=2,c=0".
 Numbers may be Python's or numpy's. Failures raise a subclass of `vpipe.Error` with the
-library's message, which is also the built-in exception to expect: InvalidArgument,
-ParseError, ValidationError, UnsupportedError and LimitError are ValueErrors, FileError an
-OSError.
+command line's message (each flag spelled as its option: "option 'cost': ...") and exit
+code (`Error.exit_code`), which is also the built-in exception to expect:
+InvalidArgument, ParseError, ValidationError, UnsupportedError and LimitError are
+ValueErrors, FileError an OSError.
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import json
-import os
-import weakref
-from typing import IO, Any, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
-from . import _lib
+from . import _door, _lib
+from ._door import Reply, call
 from ._errors import (DeadlockError, Error, FileError, InvalidArgument, LibraryNotFound,
                       LimitError, OutOfMemory, ParseError, RuntimeFailure, UnsupportedError,
                       ValidationError)
 from ._options import Costs as CostsLike
-from ._options import encode as _options
-from ._results import (Candidate, Costs, Op, PlanReport, PriceResult, RankMemory,
-                       SimulationReport, StageCost)
+from ._results import (Accelerator, BlockReport, Candidate, ClusterPlan, Comparison,
+                       Configuration, Costs, DeviceBound, Families, Family, Lifespan,
+                       ModelCatalog, ModelInfo, ModelPart, ModelParts, Op, PlanReport,
+                       PriceResult, RankMemory, SavedTensor, SimulationReport, StageCost,
+                       StageLifespan, Workload)
+from ._schedule import Schedule, load, loads, simulation
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Candidate",
-    "Costs",
-    "DeadlockError",
-    "Error",
-    "FileError",
-    "InvalidArgument",
-    "LibraryNotFound",
-    "LimitError",
-    "Op",
-    "OutOfMemory",
-    "ParseError",
-    "Plan",
-    "PlanReport",
-    "PriceResult",
-    "RankMemory",
-    "RuntimeFailure",
-    "Schedule",
-    "SimulationReport",
-    "StageCost",
-    "UnsupportedError",
-    "ValidationError",
-    "families",
-    "gpus",
-    "library_path",
-    "library_version",
-    "load",
-    "loads",
-    "models",
-    "plan",
-    "price",
-    "schedule",
+    "Accelerator", "BlockReport", "Candidate", "ClusterPlan", "Comparison", "Configuration",
+    "Costs", "DeadlockError", "DeviceBound", "Error", "Families", "Family", "FileError",
+    "InvalidArgument", "LibraryNotFound", "Lifespan", "LimitError", "ModelCatalog",
+    "ModelInfo", "ModelPart", "ModelParts", "Op", "OutOfMemory", "ParseError", "Plan",
+    "PlanReport", "PriceResult", "RankMemory", "Reply", "RuntimeFailure", "SavedTensor",
+    "Schedule", "SimulationReport", "StageCost", "StageLifespan", "UnsupportedError",
+    "ValidationError", "Workload", "block", "block_example", "call", "compare", "families",
+    "gpus", "library_path", "library_version", "list_families", "load", "loads", "model",
+    "models", "plan", "price", "render", "schedule", "simulate", "validate",
 ]
 
-_CSV_COMPUTE_ONLY, _CSV_COMPUTE_COMMS = 1, 2
+# Where a call that answers a schedule asks the door to put it (-o): a name of its own,
+# taken out of the reply's files again (the door writes nothing; the caller does).
+_CHOSEN = ".vpipe-chosen-schedule.json"
 
 
 def library_version() -> str:
@@ -112,126 +101,48 @@ def gpus() -> list[str]:
     return [lib.vp_gpu_preset_name(i).decode() for i in range(lib.vp_gpu_preset_count())]
 
 
-class Schedule:
-    """A validated schedule held by the library, with the costs and memory model it is
-    simulated and drawn under.
-
-    Attributes:
-        family: the generator's name, or "custom" for a schedule read from a file.
-        p, m, stages: devices, microbatches and stages.
-        placement: "single", "loop", "v", "bidir" or "custom".
-        costs, memory_model: as given (None: F=B=W=1, c=0 and release-at-W).
-    """
-
-    def __init__(self, handle: ctypes.c_void_p, costs: CostsLike = None,
-                 memory_model: Optional[str] = None):
-        self._handle = handle
-        self._free = weakref.finalize(self, _lib.lib().vp_schedule_free, handle)
-        head = ctypes.cast(handle, ctypes.POINTER(_lib._ScheduleHead)).contents
-        self.family: str = head.family.decode()
-        self.p: int = head.p
-        self.m: int = head.m
-        self.stages: int = head.S
-        self.placement: str = _lib.lib().vp_placement_name(head.placement).decode()
-        self.costs = costs
-        self.memory_model = memory_model
-
-    def __repr__(self) -> str:
-        return (f"<vpipe.Schedule {self.family} p={self.p} m={self.m} stages={self.stages} "
-                f"placement={self.placement}>")
-
-    def _opts(self, **extra: Any) -> bytes:
-        return _options(costs=self.costs, memory_model=self.memory_model, **extra)
-
-    def simulate_json(self) -> str:
-        """The simulation report as JSON text: `vpipe simulate --json`'s bytes."""
-        return _lib.text_of(lambda out, err: _lib.lib().vp_request_simulate(
-            self._handle, self._opts(), out, err))
-
-    def simulate(self) -> SimulationReport:
-        """Simulates the schedule: makespan, bubble (1 - busy / longest device span),
-        bubble_makespan, peak_memory per device and its max (units of one microbatch's
-        activation of one device's slice), busy time per device, costs, shape."""
-        return SimulationReport.from_dict(json.loads(self.simulate_json()))
-
-    def to_json(self) -> str:
-        """The schedule as vpipe JSON (`vpipe schedule --format json`), which `loads`
-        reads."""
-        return _lib.text_of(lambda out, err: _lib.lib().vp_json_write(self._handle, out, err))
-
-    @functools.cached_property
-    def _layout(self) -> dict:
-        return json.loads(self.to_json())
-
-    @property
-    def ops(self) -> List[List[Op]]:
-        """Each device's ops in the order it runs them: ops[d][k] is device d's k-th Op
-        (kind, stage, microbatch; an overlapped F&B holds its backward). A new list on
-        each call."""
-        return [[Op.from_json(item) for item in device] for device in self._layout["devices"]]
-
-    @property
-    def stage_device(self) -> List[int]:
-        """The device of each stage: stage_device[stage] (stages from 0)."""
-        return list(self._layout["stage_device"])
-
-    def to_torch_csv(self, comms: bool = False) -> str:
-        """The schedule as PyTorch's pipelining CSV (torchtitan's
-        `pipeline_parallel_schedule_csv`): compute only, or with SEND/RECV when comms.
-        Pair it with `torchtitan_schedule`. Raises Error when PyTorch cannot express it
-        (the bidirectional placement, custom routes)."""
-        fmt = _CSV_COMPUTE_COMMS if comms else _CSV_COMPUTE_ONLY
-        return _lib.text_of(
-            lambda out, err: _lib.lib().vp_torch_csv_write(self._handle, fmt, out, err))
-
-    @property
-    def torchtitan_schedule(self) -> Optional[str]:
-        """torchtitan's `pipeline_parallel_schedule` for this placement
-        ("PipelineScheduleSingle", "PipelineScheduleMulti", "ZBVZeroBubble", "DualPipeV"),
-        or None when none fits."""
-        name = _lib.lib().vp_torch_schedule_name(self._handle)
-        return name.decode() if name else None
-
-    @property
-    def torch_notes(self) -> str:
-        """What to know when exporting to PyTorch: the torchtitan schedule to pair the CSV
-        with, and what PyTorch will not see as vpipe does (one note per line)."""
-        buf = ctypes.create_string_buffer(4096)
-        _lib.lib().vp_torch_csv_notes(self._handle, buf, len(buf))
-        return buf.value.decode()
-
-    def _render(self, fmt: str, **opts: Any) -> str:
-        return _lib.text_of(lambda out, err: _lib.lib().vp_request_render(
-            self._handle, fmt.encode(), self._opts(**opts), out, err))
-
-    def svg(self, width: Optional[int] = None, title: Optional[str] = None) -> str:
-        """The SVG picture (`vpipe render --svg`): one lane per device, memory curves.
-        width: plot width in pixels (default: wide enough for every op's number)."""
-        return self._render("svg", width=width, title=title)
-
-    def ascii(self, width: Optional[int] = None, fit: bool = False, color: bool = False,
-              title: Optional[str] = None) -> str:
-        """The terminal timeline (`vpipe render --ascii`): width columns (default 100),
-        fit squeezes time into one band, color adds ANSI colours."""
-        return self._render("ascii", width=width, fit=fit, color=color, title=title)
-
-    def trace(self) -> str:
-        """The Chrome trace JSON (`vpipe render --trace`) for Perfetto / chrome://tracing."""
-        return self._render("trace")
-
-    def _repr_svg_(self) -> str:
-        """A notebook shows the schedule as its picture."""
-        return self.svg()
-
-    def price(self, model: str, gpu: str, **setup: Any) -> PriceResult:
-        """Prices this schedule for a real model on an accelerator; see `price` for the
-        setup's keywords and the result."""
-        return _price(self._handle, model=model, gpu=gpu, **setup)
+def list_families() -> Families:
+    """`vpipe list`: the schedule families (Family rows: name, summary, needs), by index or
+    by name (list_families()["zb-v"]); .text is the command line's list."""
+    return _answer("list", {}, Families.from_list)
 
 
-def schedule(family: str, p: int, m: int, costs: CostsLike = None,
-             memory_model: Optional[str] = None, v: Optional[int] = None,
-             memory_limit: Optional[float] = None, max_ops: Optional[int] = None) -> Schedule:
+def _answer(command: str, options: Dict[str, Any], build: Callable[[Any], Any]) -> Any:
+    """The record build makes of command's --json answer, keeping the request (.text)."""
+    data, request, reply = _door.report(command, None, options)
+    return build(data)._keep(request, reply)
+
+
+def _with_schedule(command: str, options: Dict[str, Any], build: Callable[[Any], Any],
+                   costs: Callable[[Any], Any] = lambda answer: None) -> Any:
+    """_answer for a command that also writes a schedule (-o): the schedule comes back in
+    the reply as a file (the caller's output, or one of the package's own that the reply
+    then drops) and becomes the answer's `schedule` (None when the answer has none),
+    simulated under costs(answer) (a Costs record) and the request's memory model.
+    InvalidArgument for output="-", which would put the schedule where the report goes."""
+    output = options.get("output")
+    if output == "-":
+        raise InvalidArgument(f"option 'output': '-' would print the schedule instead of the "
+                              f"report; vpipe's {command} answers it as .schedule "
+                              "(.schedule.to_json() is that text)")
+    data, request, reply = _door.report(command, None, options, output=output or _CHOSEN)
+    files = dict(reply.files)
+    text = files.get(output or _CHOSEN)
+    if output is None:
+        files.pop(_CHOSEN, None)
+        reply = Reply(reply.stdout, files, reply.notes, reply.exit)
+    result = build(data)._keep(request, reply)
+    used = costs(result)
+    chosen = loads(text, used.to_dict() if used else None,
+                   options.get("memory_model")) if text is not None else None
+    object.__setattr__(result, "schedule", chosen)
+    return result
+
+
+def schedule(family: str, p: Optional[int] = None, m: Optional[int] = None,
+             costs: CostsLike = None, memory_model: Optional[str] = None,
+             v: Optional[int] = None, memory_limit: Optional[float] = None,
+             max_ops: Optional[int] = None, **options: Any) -> Schedule:
     """Builds a family's schedule (`vpipe schedule`).
 
     Args:
@@ -243,75 +154,62 @@ def schedule(family: str, p: int, m: int, costs: CostsLike = None,
         v: chunks per device for "interleaved".
         memory_limit: units, for "zb-1p"/"zb-2p".
         max_ops: refuse a schedule that may hold more ops (default 10^8).
+        options: schedule's others, e.g. recompute="full" (an R pass before each
+            backward), or model=... (cost-aware families built with the priced costs).
     """
-    out = ctypes.c_void_p()
-    opts = _options(family=family, p=p, m=m, costs=costs, memory_model=memory_model, v=v,
-                    memory_limit=memory_limit, max_ops=max_ops)
-    _lib.check(lambda err: _lib.lib().vp_request_schedule(opts, ctypes.byref(out), err))
-    return Schedule(out, costs, memory_model)
+    if options.get("output") is not None or options.get("format") is not None:
+        raise InvalidArgument("vpipe.schedule answers a Schedule: write it with its to_json(), "
+                              "to_text() or to_torch_csv()")
+    reply = call("schedule", family, p=p, m=m, costs=costs, memory_model=memory_model, v=v,
+                 memory_limit=memory_limit, max_ops=max_ops, **options)
+    return loads(reply.stdout, costs, memory_model)
 
 
-def load(file: Union[str, bytes, "os.PathLike[str]", IO[Any]], costs: CostsLike = None,
-         memory_model: Optional[str] = None) -> Schedule:
-    """Reads and validates a schedule file: vpipe JSON or a PyTorch pipelining CSV,
-    detected by content.
+def simulate(operand: Union[str, Schedule, None] = None, **options: Any) -> SimulationReport:
+    """Simulates a family, a schedule file or a Schedule (`vpipe simulate ... --json`):
+    its SimulationReport, or with model=... its PriceResult; .text is the command line's
+    report. options: simulate's (p, m, v, cost, cost_file, memory_model, memory_limit,
+    max_ops, recompute, and the real model's: model, gpu, seq, mbs, tp, sp, dp, zero,
+    flash, reserve, dp_overlap, split, layers_per_stage).
 
-    file: the file's path (str, bytes or a path object), or an open file, whose read() is
-    the text. Text itself goes to `loads`: a str is always a path here. A file that
-    cannot be read raises FileError (an OSError) with its filename.
+        >>> vpipe.simulate("1f1b", p=4, m=8, recompute="full").peak_memory_max  # 1.0687
     """
-    if hasattr(file, "read"):
-        return loads(file.read(), costs, memory_model)
-    if not isinstance(file, (str, bytes, os.PathLike)):
-        raise InvalidArgument(f"load() takes a path or an open file, not {file!r}")
-    out = ctypes.c_void_p()
-    path = os.fsencode(file)
-    try:
-        _lib.check(lambda err: _lib.lib().vp_schedule_load(path, ctypes.byref(out), err))
-    except FileError as e:
-        e.filename = os.fsdecode(path)
-        raise
-    return Schedule(out, costs, memory_model)
+    if isinstance(operand, Schedule):
+        return operand.simulate(**options)
+    return _answer("simulate", dict(options, operand=operand), simulation)
 
 
-def loads(text: Union[str, bytes], costs: CostsLike = None,
-          memory_model: Optional[str] = None) -> Schedule:
-    """Reads and validates a schedule from its text (str or bytes): vpipe JSON or a PyTorch
-    pipelining CSV, detected by content. ParseError (line and column) for malformed text,
-    ValidationError for a schedule that is not valid."""
-    if isinstance(text, str):
-        data = text.encode()
-    elif isinstance(text, (bytes, bytearray, memoryview)):
-        data = bytes(text)
-    else:
-        raise InvalidArgument(f"loads() takes a str or bytes, not {text!r}")
-    out = ctypes.c_void_p()
-    _lib.check(lambda err: _lib.lib().vp_schedule_parse(data, len(data), ctypes.byref(out),
-                                                        err))
-    return Schedule(out, costs, memory_model)
+def compare(p: Optional[int] = None, m: Optional[int] = None, **options: Any) -> Comparison:
+    """Simulates every family side by side (`vpipe compare --json`): a Comparison, one row
+    per family that builds (its SimulationReport, or with model=... its PriceResult);
+    comparison["v-half"] is one family's; .text is the command line's table. options:
+    compare's (cost, memory_model, recompute, model, gpu, seq, tp, ..., threads, svg=PATH
+    for the gallery, which lands in .files)."""
+    return _answer("compare", dict(options, p=p, m=m), Comparison.from_list)
 
 
-class Plan:
+class Plan(_door.Answer):
     """The planner's answer: the chosen schedule, why, and the memory -> makespan
     frontier it found. A notebook shows the chosen schedule's picture and the report.
 
     Attributes:
         schedule: the chosen Schedule.
-        report: the whole report (`vpipe plan --json`) as a PlanReport; json: as text.
+        report: the whole report (`vpipe plan --json`) as a PlanReport; json: as text;
+            text: the command line's report (the search runs again); files: what the
+            request would write (its output, when it gave one).
         choice: its family, and for a V block its parameters ("v-block f1=... ...").
         reason: why it won.
         frontier: the Pareto points by increasing memory, each a Candidate (family,
             params, memory in units, bubble, makespan, fits).
     """
 
-    def __init__(self, report: str, chosen: Schedule):
-        self.json = report
-        self.report = PlanReport.from_dict(json.loads(report))
-        self.schedule = chosen
-        params = self.report.params
-        self.choice: str = self.report.family + (" " + params if params else "")
-        self.reason: str = self.report.reason
-        self.frontier: List[Candidate] = self.report.frontier
+    def __init__(self, report: PlanReport):
+        self.report = report
+        self.schedule: Optional[Schedule] = None
+        params = report.params
+        self.choice: str = report.family + (" " + params if params else "")
+        self.reason: str = report.reason
+        self.frontier: List[Candidate] = report.frontier
 
     def __repr__(self) -> str:
         return f"<vpipe.Plan {self.choice}: {self.reason}>"
@@ -325,59 +223,109 @@ class Plan:
         return svg + self.report._repr_html_()
 
 
-def plan(p: int, m: int, memory: Union[float, str], costs: CostsLike = None,
+def plan(p: Optional[int] = None, m: Optional[int] = None,
+         memory: Union[float, str, None] = None, costs: CostsLike = None,
          memory_model: Optional[str] = None, v: Optional[int] = None,
-         threads: Optional[int] = None, max_ops: Optional[int] = None) -> Plan:
-    """The fastest schedule whose peak activation memory fits the budget (`vpipe plan`).
+         threads: Optional[int] = None, max_ops: Optional[int] = None,
+         **options: Any) -> Union[Plan, ClusterPlan]:
+    """The planners (`vpipe plan`): with memory, the fastest schedule that fits a budget;
+    with model, the fastest whole configuration of a real model on a cluster.
 
-    memory: a fraction of 1F1B's peak (0.5), or the command line's text: "0.5", "4u"
-        (units), "123456b" (bytes, when the memory model knows them).
-    threads: worker threads for the search (results never depend on it).
-    Raises Error when no schedule fits (the message names the smallest peak reached),
-    InvalidArgument for a budget it cannot read.
+    The budget planner (p, m, memory): memory is a fraction of 1F1B's peak (0.5), or the
+    command line's text: "0.5", "4u" (units), "123456b" (bytes, when the memory model
+    knows them). Answers a Plan (the chosen schedule, its report, reason and frontier).
+    Raises Error when no schedule fits (the message names the smallest peak reached).
+
+    The whole-configuration planner (model=..., gpus=..., global_batch=..., and gpu, seq,
+    flash, sp, zero, tp/dp/pp/mbs/recompute to fix a dimension, top, max_chunks,
+    time_limit, ...): searches every DP x TP x PP, microbatch size, family and
+    recomputation, and answers a ClusterPlan: the winner (best, and its schedule), the top
+    configurations, the best of every family, the reason and the search's counts; its
+    torchtitan() and megatron() give the exports (emit="torchtitan" with operand=DIR puts
+    torchtitan's files in .files as well). Raises Error when nothing fits.
+
+    threads: worker threads for either search (results never depend on it). Both answers
+    keep the command line's text (.text) and the files a given output would write (.files).
     """
-    report, chosen = ctypes.c_void_p(), ctypes.c_void_p()
-    opts = _options(p=p, m=m, memory=memory, costs=costs, memory_model=memory_model, v=v,
-                    threads=threads, max_ops=max_ops)
-    _lib.check(lambda err: _lib.lib().vp_request_plan(opts, ctypes.byref(report),
-                                                      ctypes.byref(chosen), err))
-    text = _lib.take_text(report)
-    return Plan(text, Schedule(chosen, costs, memory_model))
+    opts = dict(options, p=p, m=m, memory=memory, costs=costs, memory_model=memory_model, v=v,
+                threads=threads, max_ops=max_ops)
+    if options.get("model") is not None:
+        if options.get("emit") == "megatron":
+            raise InvalidArgument("option 'emit': megatron would print the flags instead of "
+                                  "the report: a ClusterPlan gives them as megatron()")
+        return _with_schedule("plan", opts, ClusterPlan.from_dict)
+    return _with_schedule("plan", opts, lambda data: Plan(PlanReport.from_dict(data)),
+                          lambda plan: plan.report.costs)
 
 
-def _price(handle: Optional[ctypes.c_void_p], **options: Any) -> PriceResult:
-    """The one place that passes a pricing request to the library (vp_request_price):
-    prices the schedule handle, or with handle None builds options' family."""
-    report = ctypes.c_void_p()
-    opts = _options(**options)
-    _lib.check(lambda err: _lib.lib().vp_request_price(handle, opts, ctypes.byref(report),
-                                                       None, err))
-    return PriceResult.from_dict(json.loads(_lib.take_text(report)))
-
-
-def price(family: str, p: int, m: int, model: str, gpu: str, seq: Optional[int] = None,
-          mbs: Optional[int] = None, tp: Optional[int] = None, dp: Optional[int] = None,
-          sp: Optional[bool] = None, zero1: Optional[bool] = None,
+def price(family: str, p: int, m: int, model: str, gpu: Optional[str] = None,
+          seq: Optional[int] = None, mbs: Optional[int] = None, tp: Optional[int] = None,
+          dp: Optional[int] = None, sp: Optional[bool] = None, zero1: Optional[bool] = None,
           flash: Optional[bool] = None, recompute: Optional[str] = None,
           split: Optional[str] = None, layers_per_stage: Optional[List[int]] = None,
-          v: Optional[int] = None) -> PriceResult:
-    """Prices a family for a real model on a real accelerator: bytes per rank and seconds
-    per step. The family is built with the priced per-stage costs.
+          v: Optional[int] = None, **options: Any) -> PriceResult:
+    """Prices a family for a real model on a real accelerator (`vpipe simulate FAMILY
+    --model ... --json`): bytes per rank and seconds per step. The family is built with
+    the priced per-stage costs.
 
     Args:
-        model: a preset from `models()` (e.g. "llama2-7b") or a Hugging Face config.json
-            (a path).
-        gpu: a preset from `gpus()` (e.g. "h100-80gb") or an accelerator JSON file.
+        model: a preset from `models()` (e.g. "llama2-7b"), a Hugging Face config.json (a
+            path), or "vpipe:L,W,H,S" (vpipe's own GPT).
+        gpu: a preset from `gpus()` (default "h100-80gb") or an accelerator JSON file.
         seq, mbs: tokens per sequence, sequences per microbatch.
-        tp, dp: tensor- and data-parallel degrees; sp: sequence parallelism; zero1:
-            distributed optimizer; flash: FlashAttention.
+        tp, dp: tensor- and data-parallel degrees; sp: sequence parallelism; zero1 (or
+            zero): distributed optimizer; flash: FlashAttention.
         recompute: "none", "selective" or "full".
         split: how layers are split over stages, "time", "memory" or "even"; or the
             layers of each stage in layers_per_stage.
+        options: simulate's others (reserve, dp_overlap, cost for measured ms, ...).
 
-    Returns a PriceResult: step_time_s, bubble, mfu, tokens_per_s, memory_per_rank
-    (a RankMemory of itemised bytes per rank), memory_max_bytes, fits, per_stage, ...
+    Returns a PriceResult: the simulation's fields, then step_time_s, bubble, mfu,
+    tokens_per_s, memory_per_rank (a RankMemory of itemised bytes per rank),
+    memory_max_bytes, fits, per_stage, ...; .text is the command line's report.
     """
-    return _price(None, family=family, p=p, m=m, v=v, model=model, gpu=gpu, seq=seq, mbs=mbs,
-                  tp=tp, dp=dp, sp=sp, zero1=zero1, flash=flash, recompute=recompute,
-                  split=split, layers_per_stage=layers_per_stage)
+    return simulate(family, p=p, m=m, v=v, model=model, gpu=gpu, seq=seq, mbs=mbs, tp=tp,
+                    dp=dp, sp=sp, zero1=zero1, flash=flash, recompute=recompute, split=split,
+                    layers_per_stage=layers_per_stage, **options)
+
+
+def model(*operand: str, **options: Any) -> Union[ModelInfo, ModelCatalog]:
+    """`vpipe model`: model("list") answers a ModelCatalog (the model presets and the
+    accelerator presets); model("show", NAME, seq=..., mbs=..., tp=..., sp=..., flash=...,
+    recompute=...) a ModelInfo (the model's shape, parameters, and each part's bytes and
+    FLOPs per microbatch on one rank). NAME: a preset, a config.json or "vpipe:L,W,H,S".
+    .text is the command line's table."""
+    if operand:
+        options["operand"] = operand[0] if len(operand) == 1 else list(operand)
+    return _answer("model", options, lambda data: (
+        ModelCatalog if "models" in data else ModelInfo).from_dict(data))
+
+
+def render(operand: Union[str, Schedule, None] = None, **options: Any) -> Reply:
+    """`vpipe render`: draws a family, a schedule file or a Schedule. ascii=True (the
+    terminal timeline, the default), svg=PATH or "-", trace=PATH or "-", width, fit,
+    color, title, and the schedule's options. Answers the Reply: stdout what the command
+    line prints, files what it would write (Reply.write writes them)."""
+    return call("render", *([] if operand is None else [operand]), **options)
+
+
+def validate(operand: Union[str, Schedule, None] = None, **options: Any) -> Reply:
+    """`vpipe validate`: checks a schedule file (or a family built for p and m, or a
+    Schedule); the Reply's stdout says what it found. A schedule that is not valid raises
+    ValidationError (or ParseError, FileError) with the command line's message."""
+    return call("validate", *([] if operand is None else [operand]), **options)
+
+
+def block(operand: Optional[str] = None, **options: Any) -> BlockReport:
+    """`vpipe block FILE --json`: builds a schedule from a building block (a vpipe-block
+    file) for m microbatches, simulates it and reports each stage's lifespan and each
+    device's bounds; reorder=True reorders ops to lower the peak. Answers a BlockReport
+    whose schedule is the built vpipe.Schedule; .text is the command line's report."""
+    return _with_schedule("block", dict(options, operand=operand), BlockReport.from_dict,
+                          lambda block: block.simulation.costs)
+
+
+def block_example(**options: Any) -> str:
+    """`vpipe block --example`: a building block to start from, as vpipe-block text (p and
+    cost shape it)."""
+    return call("block", example=True, **options).stdout

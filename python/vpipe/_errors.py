@@ -13,26 +13,44 @@ class Error(Exception):
 
     Attributes:
         message: the library's message (str(error) adds the line and column when known).
+            A request's message is the command line's with each flag spelled as its
+            option: "option 'memory_model': ..." for "--memory-model ...".
         status: the status name, e.g. "VP_EINVAL" (invalid argument) or "VP_EPARSE".
         line, column: 1-based position in the text a reader refused (0 when none).
+        exit_code: the command line's exit code for this failure (2 a bad request, 3 bad
+            input, 1 other failures).
     """
 
     status_name = "VP_EINVAL"  # the status a class stands for (Error itself: any)
 
     def __init__(self, message: str, status: Optional[str] = None, line: int = 0,
-                 column: int = 0):
+                 column: int = 0, exit_code: Optional[int] = None):
         self.message = message
         self.status = status or self.status_name
         self.line = line
         self.column = column
+        self._exit_code = exit_code
         self._text = (f"line {line}, column {column}: " if line > 0 else "") + message
         super().__init__(self._text)
 
     def __str__(self) -> str:
         return self._text
 
+    @property
+    def exit_code(self) -> int:
+        """The command line's exit code for this status (the library's table; 1 when the
+        library cannot be loaded)."""
+        if self._exit_code is None:
+            from . import _lib  # the library holds the table; it imports this module
+
+            try:
+                self._exit_code = _lib.exit_code(self.status)
+            except Error:
+                self._exit_code = 1
+        return self._exit_code
+
     def __reduce__(self):
-        return type(self), (self.message, self.status, self.line, self.column)
+        return type(self), (self.message, self.status, self.line, self.column, self._exit_code)
 
 
 class InvalidArgument(Error, ValueError):
@@ -100,7 +118,8 @@ _BY_STATUS = {cls.status_name: cls for cls in [
     FileError, OutOfMemory, RuntimeFailure]}
 
 
-def error(status: str, message: str, line: int = 0, column: int = 0) -> Error:
+def error(status: str, message: str, line: int = 0, column: int = 0,
+          exit_code: Optional[int] = None) -> Error:
     """The exception for a status name ("VP_EIO", ...): its class, or Error itself for a
     status this package does not know."""
-    return _BY_STATUS.get(status, Error)(message, status, line, column)
+    return _BY_STATUS.get(status, Error)(message, status, line, column, exit_code)

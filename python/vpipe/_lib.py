@@ -1,10 +1,14 @@
 """Finding and calling libvpipe through ctypes: the one place that knows the C API.
 
-Everything the package calls is declared here with its argument and result types. Text
-results are C strings the library allocates; `take_text` copies them and frees them with
-the library's own vp_free (never this process's free(), which an allocator preload such
-as jemalloc may have replaced). A failing call raises the `vpipe.Error` subclass of its
-status with the library's message.
+Everything the package calls is declared here with its argument and result types. Every
+command goes through the front door, vp_request_call_with (vpipe/request.h: the one body
+of vp_request_call, vp_request_call_schedule and vp_profile_request_call); a request with
+"cost_file" also needs libvpipe-runtime, whose reader of `vpipe profile` files
+(vp_profile_cost_reader) `cost_reader` finds and loads on first use. Text results are C
+strings the library allocates; `take_text` copies them and frees them with the library's
+own vp_free (never this process's free(), which an allocator preload such as jemalloc may
+have replaced). A failing call raises the `vpipe.Error` subclass of its status with the
+library's message and the command line's exit code.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ import glob
 import os
 import shutil
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 from ._errors import LibraryNotFound, error
 
 SONAME = "libvpipe.so.0"
+RUNTIME_SONAME = "libvpipe-runtime.so.0"
 
 
 class _CError(ctypes.Structure):
@@ -66,17 +71,13 @@ _SIGNATURES = {
     "vp_version": (_S, []),
     "vp_free": (None, [_P]),
     "vp_status_name": (_S, [_I]),
-    "vp_request_schedule": (_I, [_S, _OUT, _ERR]),
-    "vp_request_simulate": (_I, [_P, _S, _OUT, _ERR]),
-    "vp_request_render": (_I, [_P, _S, _S, _OUT, _ERR]),
-    "vp_request_plan": (_I, [_S, _OUT, _OUT, _ERR]),
-    "vp_request_price": (_I, [_P, _S, _OUT, _OUT, _ERR]),
+    "vp_status_exit_code": (_I, [_I]),
+    # command, schedule (NULL: none), options JSON, cost reader (NULL: none), reply, err
+    "vp_request_call_with": (_I, [_S, _P, _S, _P, _OUT, _ERR]),
     "vp_schedule_parse": (_I, [_S, ctypes.c_size_t, _OUT, _ERR]),
     "vp_schedule_load": (_I, [_S, _OUT, _ERR]),
     "vp_schedule_free": (None, [_P]),
     "vp_placement_name": (_S, [_I]),
-    "vp_json_write": (_I, [_P, _OUT, _ERR]),
-    "vp_torch_csv_write": (_I, [_P, _I, _OUT, _ERR]),
     "vp_torch_schedule_name": (_S, [_P]),
     "vp_torch_csv_notes": (_I, [_P, ctypes.c_char_p, ctypes.c_size_t]),
     "vp_family_count": (_I, []),
@@ -88,43 +89,51 @@ _SIGNATURES = {
 }
 
 
-def _candidates() -> list[str]:
-    """Where to look, in order: $VPIPE_LIBRARY; the library inside the package (a wheel
-    built by the `wheel` target carries one); the loader's soname; beside `vpipe`."""
-    env = os.environ.get("VPIPE_LIBRARY")
-    if env:
-        return [env]
-    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), SONAME)
-    found = [bundled] if os.path.isfile(bundled) else []
-    found.append(SONAME)
+def _candidates(soname: str, env: str, first: List[str]) -> List[str]:
+    """Where to look for soname, in order: $env (alone, when set); the paths in first; the
+    loader's soname; beside `vpipe` (its prefix's lib*/ and lib*/*/)."""
+    if os.environ.get(env):
+        return [os.environ[env]]
+    found = [path for path in first if os.path.isfile(path)]
+    found.append(soname)
     binary = shutil.which("vpipe")
     if binary:
         prefix = os.path.dirname(os.path.dirname(os.path.realpath(binary)))
-        found += sorted(glob.glob(os.path.join(prefix, "lib*", SONAME)))
-        found += sorted(glob.glob(os.path.join(prefix, "lib*", "*", SONAME)))
+        found += sorted(glob.glob(os.path.join(prefix, "lib*", soname)))
+        found += sorted(glob.glob(os.path.join(prefix, "lib*", "*", soname)))
     return found
 
 
-def _open() -> ctypes.CDLL:
+def _first_loadable(paths: List[str]) -> Tuple[Optional[ctypes.CDLL], List[str]]:
+    """The first of paths that loads, and what each one before it said."""
     tried = []
-    for path in _candidates():
+    for path in paths:
         try:
-            lib = ctypes.CDLL(path)
+            return ctypes.CDLL(path), tried
         except OSError as e:
             tried.append(f"{path} ({e})")
-            continue
-        for name, (restype, argtypes) in _SIGNATURES.items():
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = restype, argtypes
-        return lib
-    raise LibraryNotFound(
-        "cannot load libvpipe: set VPIPE_LIBRARY to the path of libvpipe.so, install it where "
-        "the loader finds it, or put the installed vpipe binary on PATH; tried "
-        + "; ".join(tried))
+    return None, tried
+
+
+def _open() -> ctypes.CDLL:
+    """libvpipe: $VPIPE_LIBRARY, the library inside the package (a wheel built by the
+    `wheel` target carries one), the loader's soname, or beside `vpipe`."""
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), SONAME)
+    lib, tried = _first_loadable(_candidates(SONAME, "VPIPE_LIBRARY", [bundled]))
+    if lib is None:
+        raise LibraryNotFound(
+            "cannot load libvpipe: set VPIPE_LIBRARY to the path of libvpipe.so, install it "
+            "where the loader finds it, or put the installed vpipe binary on PATH; tried "
+            + "; ".join(tried))
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
 
 
 _lock = threading.Lock()
 _loaded: Optional[ctypes.CDLL] = None
+_runtime: Optional[ctypes.CDLL] = None
 
 
 def lib() -> ctypes.CDLL:
@@ -135,6 +144,37 @@ def lib() -> ctypes.CDLL:
         if _loaded is None:
             _loaded = _open()
         return _loaded
+
+
+def cost_reader() -> ctypes.c_void_p:
+    """libvpipe-runtime's reader of `vpipe profile` files (vp_profile_cost_reader), for a
+    request with "cost_file". The runtime is looked for as $VPIPE_RUNTIME_LIBRARY (alone,
+    when set), beside the loaded libvpipe, by the loader's soname, then beside `vpipe`;
+    loaded once. Raises UnsupportedError, as the library does for "cost_file" without a
+    reader, saying where it looked."""
+    global _runtime
+    loaded = lib()._name
+    with _lock:
+        if _runtime is None:
+            beside = os.path.join(os.path.dirname(os.path.abspath(loaded)), RUNTIME_SONAME)
+            first = [beside] if os.sep in loaded else []
+            _runtime, tried = _first_loadable(
+                _candidates(RUNTIME_SONAME, "VPIPE_RUNTIME_LIBRARY", first))
+            if _runtime is None:
+                raise error("VP_EUNSUPPORTED",
+                            "option 'cost_file' needs libvpipe-runtime to read the profile, "
+                            "and it could not be loaded: set VPIPE_RUNTIME_LIBRARY to the path "
+                            "of libvpipe-runtime.so, or install it beside libvpipe; tried "
+                            + "; ".join(tried))
+        return ctypes.cast(_runtime.vp_profile_cost_reader, ctypes.c_void_p)
+
+
+def exit_code(status: str) -> int:
+    """The command line's exit code for a status name ("VP_EIO": 3)."""
+    for code in range(0, -64, -1):
+        if lib().vp_status_name(code).decode() == status:
+            return lib().vp_status_exit_code(code)
+    return 1
 
 
 def take_text(ptr: ctypes.c_void_p) -> str:
@@ -152,7 +192,8 @@ def check(call: Callable[[Any], int]) -> None:
     status = call(ctypes.byref(err))
     if status != 0:
         name = lib().vp_status_name(status).decode()
-        raise error(name, err.message.decode("utf-8", "replace"), err.line, err.column)
+        raise error(name, err.message.decode("utf-8", "replace"), err.line, err.column,
+                    lib().vp_status_exit_code(status))
 
 
 def text_of(call: Callable[[Any, Any], int]) -> str:

@@ -64,29 +64,43 @@ def _value(name: str, value: Any) -> Any:
     raise InvalidArgument(f"option '{name}' cannot be {type(value).__name__} {value!r}")
 
 
-def costs_text(costs: Costs) -> Union[str, None]:
+def costs_text(costs: Costs, name: str = "cost") -> Union[str, None]:
     """Costs as the command line's text "F=2.0,B=3.0": a str is passed on as written (the
     library parses it); a mapping's keys must be F, B, W, c, FB or R and its values finite
-    numbers (InvalidArgument otherwise), so nothing but those reaches the text."""
+    numbers (InvalidArgument naming option `name` otherwise), so nothing but those reaches
+    the text."""
     if costs is None or isinstance(costs, str):
         return costs
     if not isinstance(costs, Mapping):
-        raise InvalidArgument(f"option 'costs' must be a dict or a str, not {costs!r}")
+        raise InvalidArgument(f"option '{name}' must be a dict or a str, not {costs!r}")
     parts = []
     for key, value in costs.items():
         if key not in COST_KEYS:
-            raise InvalidArgument(f"option 'costs': unknown cost key {key!r} (known: "
+            raise InvalidArgument(f"option '{name}': unknown cost key {key!r} (known: "
                                   + ", ".join(COST_KEYS) + ")")
-        number = _real(f"option 'costs': {key}", value)
+        number = _real(f"option '{name}': {key}", value)
         parts.append(f"{key}={number!r}")
     return ",".join(parts)
 
 
+# The package's older names of two options (its first calls took them), and the door's.
+ALIASES = {"costs": "cost", "zero1": "zero"}
+
+
 def encode(**options: Any) -> bytes:
-    """The options as a JSON object (bytes); None values are left out. "costs" goes through
-    costs_text; a numeric "memory" (the planner's budget) becomes its text."""
-    if "costs" in options:
-        options["costs"] = costs_text(options["costs"])
+    """The options as the JSON object of vp_request_call (bytes); None values are left out.
+    The older names "costs" and "zero1" become "cost" and "zero"; costs given as a mapping
+    go through costs_text (its messages name the keyword given); a numeric "memory" (the
+    budget planner's) becomes its text. Every other keyword is passed on as it is, for the
+    library to take or refuse."""
+    for old, new in ALIASES.items():
+        if options.get(old) is not None:
+            if options.get(new) is not None:
+                raise InvalidArgument(f"option '{new}' given twice (as {new} and as {old})")
+            options[new] = costs_text(options[old], old) if new == "cost" else options[old]
+        options.pop(old, None)
+    if "cost" in options:
+        options["cost"] = costs_text(options["cost"], "cost")
     memory = options.get("memory")
     if memory is not None and not isinstance(memory, str):
         options["memory"] = repr(_real("option 'memory'", memory))

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+
+from ._door import Answer
 
 _ROWS_SHOWN = 50  # rows of a nested table a notebook shows before "... N more"
 
@@ -20,6 +22,8 @@ def _plain(value: Any) -> Any:
         return value.to_dict()
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     return value
 
 
@@ -51,8 +55,10 @@ class _Record:
     """What every report record shares: construction from parsed JSON, dict-style reading,
     to_dict and the notebook table."""
 
-    # field -> record class of its value (or of each item of its list)
+    # field -> record class of its value (or of each item of its list, or of each value
+    # of its object)
     _nested: ClassVar[Dict[str, type]] = {}
+    _keyed: ClassVar[Tuple[str, ...]] = ()  # those of _nested that are objects of records
     # fields holding one number per device, shown as one table
     _per_device: ClassVar[Tuple[str, ...]] = ()
 
@@ -64,7 +70,9 @@ class _Record:
         values = {}
         for name in names:
             value, kind = data.get(name), cls._nested.get(name)
-            if kind is not None and isinstance(value, list):
+            if kind is not None and name in cls._keyed and isinstance(value, dict):
+                value = {k: kind.from_dict(v) for k, v in value.items()}
+            elif kind is not None and isinstance(value, list):
                 value = [kind.from_dict(item) for item in value]
             elif kind is not None and value is not None:
                 value = kind.from_dict(value)
@@ -134,7 +142,7 @@ class Costs(_Record):
 
 
 @dataclasses.dataclass(frozen=True)
-class SimulationReport(_Record):
+class SimulationReport(_Record, Answer):
     """`vpipe simulate --json`: the schedule's shape, its costs, and what the simulator
     measured. Times are in cost units, memory in units of one microbatch's activations of
     one device's slice (bytes in peak_memory_bytes when the memory model knows them, else
@@ -180,8 +188,9 @@ class Candidate(_Record):
 class PlanReport(SimulationReport):
     """`vpipe plan --json`: the chosen schedule's simulation report, and the budget (in
     budget_unit, "units" or "bytes"), 1F1B's peak it is a fraction of, the choice's params
-    and reason, the V blocks tried and built, the Pareto frontier by increasing memory and
-    every candidate."""
+    and reason, the V blocks tried and built, whether the time limit ended the search
+    (timed_out: the best found so far), the Pareto frontier by increasing memory and every
+    candidate."""
 
     budget: float
     budget_unit: str
@@ -190,6 +199,7 @@ class PlanReport(SimulationReport):
     reason: str
     blocks_tried: int
     blocks_built: int
+    timed_out: bool
     frontier: List[Candidate]
     candidates: List[Candidate]
 
@@ -208,6 +218,13 @@ class RankMemory(_Record):
     activations: int
     buffers: int
     workspace: int
+    logits: int
+    gathers: int
+    allocated: int
+    fragmentation: int
+    reserved: int
+    context: int
+    comm: int
     reserve: int
     total: int
 
@@ -229,11 +246,12 @@ class StageCost(_Record):
 
 
 @dataclasses.dataclass(frozen=True)
-class PriceResult(_Record):
-    """A schedule priced for a model on an accelerator (`vpipe price --json`): the setup,
-    seconds per step and their parts, throughput, bytes per rank, whether the largest fits
-    the accelerator, the layers of each stage and each stage's costs. mean_costs: the
-    family was built with mean per-stage costs (it cannot take them per device)."""
+class PriceResult(SimulationReport):
+    """A schedule priced for a model on an accelerator (`vpipe simulate --model ... --json`):
+    the simulation's fields (times in the priced units), then the setup, seconds per step
+    and their parts, throughput, bytes per rank, whether the largest fits the accelerator,
+    the layers of each stage and each stage's costs. mean_costs: the family was built with
+    mean per-stage costs (it cannot take them per device)."""
 
     family: str
     model: str
@@ -264,8 +282,9 @@ class PriceResult(_Record):
     layers_per_stage: List[int]
     hop_ms: float
     per_stage: List[StageCost]
+    expected_error: Dict[str, Any]
 
-    _nested: ClassVar[Dict[str, type]] = {"memory_per_rank": RankMemory,
+    _nested: ClassVar[Dict[str, type]] = {"costs": Costs, "memory_per_rank": RankMemory,
                                           "per_stage": StageCost}
 
 
@@ -290,3 +309,383 @@ class Op(_Record):
     def __str__(self) -> str:
         text = f"{self.kind}{self.stage}.{self.microbatch}"
         return f"F{self.stage}.{self.microbatch}&{self.backward}" if self.backward else text
+
+
+# ---- answers of other commands ----------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rows(Answer):
+    """A command whose --json answer is a list of records: a sequence of them (by index,
+    or by the name of their family), shown in a notebook as one table of _columns."""
+
+    rows: List[Any]
+
+    _row: ClassVar[type] = _Record
+    _key: ClassVar[str] = "family"  # what row[NAME] matches
+    _columns: ClassVar[Tuple[str, ...]] = ()
+
+    @classmethod
+    def from_list(cls, data: List[Mapping[str, Any]]):
+        return cls([cls._row.from_dict(item) for item in data])
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.rows)
+
+    def __getitem__(self, at: Union[int, slice, str]) -> Any:
+        """A row by position, or the row whose family (name) is at (KeyError if none)."""
+        if isinstance(at, str):
+            for row in self.rows:
+                if row.get(self._key) == at:
+                    return row
+            raise KeyError(at)
+        return self.rows[at]
+
+    def to_list(self) -> List[Dict[str, Any]]:
+        """The parsed JSON again: one dict per row."""
+        return [row.to_dict() for row in self.rows]
+
+    def _heads(self) -> List[str]:
+        return [c for c in self._columns if any(c in row for row in self.rows)]
+
+    def _repr_html_(self) -> str:
+        heads = self._heads()
+        return _table([[row.get(h, "") for h in heads] for row in self.rows], heads,
+                      type(self).__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Family(_Record):
+    """A schedule family (`vpipe list --json`): its name, what it is, what it needs."""
+
+    name: str
+    summary: str
+    needs: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Families(_Rows):
+    """`vpipe list`: the families the library builds (rows of Family), by name too."""
+
+    _row: ClassVar[type] = Family
+    _key: ClassVar[str] = "name"
+    _columns: ClassVar[Tuple[str, ...]] = ("name", "summary", "needs")
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison(_Rows):
+    """`vpipe compare`: one row per family that builds for the request, in `vpipe list`
+    order: its SimulationReport, or with a model its PriceResult (the JSON's fields).
+    comparison["zb-v"] is a family's row; .text is the command line's table; a notebook
+    shows the table's columns."""
+
+    _row: ClassVar[type] = SimulationReport
+    _columns: ClassVar[Tuple[str, ...]] = (
+        "family", "step_time_s", "mfu", "makespan", "bubble", "bubble_makespan",
+        "peak_memory_max", "memory_max_bytes", "fits")
+
+    @classmethod
+    def from_list(cls, data: List[Mapping[str, Any]]):
+        return cls([(PriceResult if "step_time_s" in item else SimulationReport).from_dict(item)
+                    for item in data])
+
+    @property
+    def families(self) -> List[str]:
+        """The families compared, in order."""
+        return [row.family for row in self.rows]
+
+
+@dataclasses.dataclass(frozen=True)
+class Configuration(_Record):
+    """One configuration the whole-configuration planner priced: family (params: a V
+    block's), data-, tensor- and pipeline-parallel degrees, chunks per device (v, 0 when
+    the family has none), microbatch size and count, recomputation, seconds per step, MFU,
+    bubble, the largest rank's bytes, whether every rank fits, the room left below the
+    capacity (headroom_bytes) and whether that is under the plan's margin (tight); the
+    winner also has its bytes per rank, layers per stage and expected error (else None)."""
+
+    family: str
+    params: Optional[str]
+    dp: int
+    tp: int
+    pp: int
+    v: int
+    mbs: int
+    m: int
+    recompute: str
+    step_time_s: float
+    mfu: float
+    bubble: float
+    memory_max_bytes: int
+    fits: bool
+    headroom_bytes: int
+    tight: bool
+    memory_per_rank: Optional[List[RankMemory]]
+    layers_per_stage: Optional[List[int]]
+    expected_error: Optional[Dict[str, Any]]
+
+    _nested: ClassVar[Dict[str, type]] = {"memory_per_rank": RankMemory}
+
+
+_CONFIG_HEAD = ["family", "params", "dp", "tp", "pp", "v", "mbs", "m", "recompute",
+                "step_time_s", "mfu", "bubble", "memory_max_bytes", "fits"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterPlan(_Record, Answer):
+    """`vpipe plan --model ... --json`: the whole DP x TP x PP x schedule configuration
+    of a model on gpus accelerators for a global batch.
+
+    Fields (the JSON's): model, gpu, gpus, global_batch, seq; best (the winner, a
+    Configuration with its memory per rank and layers per stage); best_per_family
+    ({family: Configuration}); top (the fastest that fit, fastest first); versus_1f1b
+    (1F1B at the winner's point, None when it has none); margin_bytes (the room kept below
+    each accelerator's capacity); expected_error (the accelerator's measured accuracy);
+    reason (why the winner wins); the search's counts: candidates, evaluated, pruned
+    (pruned_by_bound, pruned_by_memory), over_memory, refused, timed_out (time_limit cut
+    it) and elapsed_s.
+
+    Also: schedule (the winner as a vpipe.Schedule); torchtitan() and megatron() (the
+    exports, each another search); .text the command line's report (another search).
+    """
+
+    model: str
+    gpu: str
+    gpus: int
+    global_batch: int
+    seq: int
+    best: Configuration
+    best_per_family: Dict[str, Configuration]
+    top: List[Configuration]
+    versus_1f1b: Optional[Configuration]
+    margin_bytes: int
+    expected_error: Dict[str, Any]
+    reason: str
+    candidates: int
+    evaluated: int
+    pruned: int
+    pruned_by_bound: int
+    pruned_by_memory: int
+    over_memory: int
+    refused: int
+    timed_out: bool
+    elapsed_s: float
+
+    _nested: ClassVar[Dict[str, type]] = {"best": Configuration, "best_per_family": Configuration,
+                                          "top": Configuration, "versus_1f1b": Configuration}
+    _keyed: ClassVar[Tuple[str, ...]] = ("best_per_family",)
+
+    def torchtitan(self, directory: Optional[str] = None) -> Dict[str, str]:
+        """torchtitan's files for the winner (`--emit torchtitan DIR`): {"job.toml": the
+        TOML job's parallelism part, "schedule.csv": the schedule}; written into
+        directory when one is given (made if missing), else only returned. The TOML
+        names the CSV as DIR/schedule.csv, DIR the directory (or "torchtitan")."""
+        reply = self._again(emit="torchtitan", operand=directory or "torchtitan")
+        if directory is not None:
+            reply.write()
+        return {path.rsplit("/", 1)[-1]: text for path, text in reply.files.items()}
+
+    def megatron(self) -> str:
+        """Megatron-LM's flags for the best 1F1B or interleaved configuration
+        (`--emit megatron`), with the comments the command line prints."""
+        return self._again(emit="megatron").stdout
+
+    def _repr_html_(self) -> str:
+        """The reason, the search's counts, the top configurations, the best of every
+        family and the winner's memory per rank."""
+        counts = [[k, self[k]] for k in ("model", "gpu", "gpus", "global_batch", "seq",
+                                         "candidates", "evaluated", "pruned", "refused",
+                                         "timed_out") if k in self]
+        per_family = list(self.best_per_family.values())
+        ranks = self.best.memory_per_rank or []
+        return (f"<p>{html.escape(self.reason)}</p>"
+                + _table(counts, ["key", "value"], type(self).__name__)
+                + _table([[c.get(h, "") for h in _CONFIG_HEAD] for c in self.top], _CONFIG_HEAD,
+                         "top")
+                + _table([[c.get(h, "") for h in _CONFIG_HEAD] for c in per_family],
+                         _CONFIG_HEAD, "best_per_family")
+                + (_table([list(r.to_dict().values()) for r in ranks], ranks[0].keys(),
+                          "the winner's memory_per_rank") if ranks else ""))
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload(_Record):
+    """What a model is shown for: tokens per sequence, sequences per microbatch,
+    tensor-parallel degree, sequence parallelism, FlashAttention, recomputation."""
+
+    seq: int
+    mbs: int
+    tp: int
+    sp: bool
+    flash: bool
+    recompute: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SavedTensor(_Record):
+    """A tensor one layer keeps for its backward: its name, bytes, and from which pass
+    until which ("F-B": from F until B, "F-W", "B-W")."""
+
+    name: str
+    bytes: float
+    keep: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelPart(_Record):
+    """One part of a model per microbatch on one rank: parameters, bytes F saves
+    (act_bytes) and B leaves for W (keep_bytes), FLOPs of F, B, W and a recomputation, and
+    the tensors it saves."""
+
+    params: float
+    act_bytes: float
+    keep_bytes: float
+    flops_f: float
+    flops_b: float
+    flops_w: float
+    flops_r: float
+    saved: List[SavedTensor]
+
+    _nested: ClassVar[Dict[str, type]] = {"saved": SavedTensor}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelParts(_Record):
+    """A model's parts: one transformer layer, the embedding and the head."""
+
+    layer: ModelPart
+    embedding: ModelPart
+    head: ModelPart
+
+    _nested: ClassVar[Dict[str, type]] = {"layer": ModelPart, "embedding": ModelPart,
+                                          "head": ModelPart}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelInfo(_Record, Answer):
+    """A model as `vpipe model show NAME --json` shows it: its shape (layers, hidden,
+    heads, kv_heads, ffn, vocab, ...), its parameter count, and for the workload it is
+    shown for (workload) its parts per microbatch on one rank (parts). A row of `vpipe
+    model list` has the shape only (workload and parts None)."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    max_positions: int
+    dtype_bytes: int
+    vocab: int
+    ffn_kind: str
+    norm: str
+    tied: bool
+    bias: bool
+    dropout: bool
+    learned_positions: bool
+    impl: str
+    params: float
+    workload: Optional[Workload]
+    parts: Optional[ModelParts]
+
+    _nested: ClassVar[Dict[str, type]] = {"workload": Workload, "parts": ModelParts}
+
+
+@dataclasses.dataclass(frozen=True)
+class Accelerator(_Record):
+    """An accelerator pricing knows: peak TFLOP/s, memory, HBM, links within and between
+    nodes (GB/s, latency), point-to-point bandwidth, GEMM efficiency, activation traffic,
+    the attention kernels' efficiency, per-layer and per-chunk overheads, communication
+    and HBM efficiency, memory beyond the tensors (context, communicator buffers,
+    fragmentation), the accuracy measured for it (expected_*: 0 and 0 runs when none
+    was), GPUs per node."""
+
+    name: str
+    peak_tflops: float
+    memory_gib: float
+    hbm_tb_s: float
+    intra_node_gb_s: float
+    inter_node_gb_s: float
+    intra_node_latency_us: float
+    inter_node_latency_us: float
+    p2p_gb_s: float
+    gemm_efficiency: float
+    gemm_edge: float
+    act_traffic_f: float
+    act_traffic_b: float
+    attn_efficiency_f: float
+    attn_efficiency_b: float
+    layer_overhead_us: float
+    chunk_overhead_us: float
+    comm_efficiency: float
+    hbm_efficiency: float
+    context_gib: float
+    comm_buffer_gib: float
+    frag_fraction: float
+    expected_step_error: float
+    expected_step_worst: float
+    expected_memory_error: float
+    expected_memory_worst: float
+    gpus_per_node: int
+    expected_runs: int
+    expected_memory_runs: int
+    expected_basis: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelCatalog(_Record, Answer):
+    """`vpipe model list --json`: the model presets (ModelInfo rows, shape only) and the
+    accelerator presets (Accelerator rows)."""
+
+    models: List[ModelInfo]
+    gpus: List[Accelerator]
+
+    _nested: ClassVar[Dict[str, type]] = {"models": ModelInfo, "gpus": Accelerator}
+
+
+@dataclasses.dataclass(frozen=True)
+class StageLifespan(_Record):
+    """A block's stage: its device and how long one microbatch's activation lives."""
+
+    stage: int
+    device: int
+    lifespan: float
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceBound(_Record):
+    """A block's device: the lifespan bound on its peak, its steady-state peak and the
+    simulated peak (units)."""
+
+    device: int
+    bound: float
+    steady: float
+    peak: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Lifespan(_Record):
+    """A block's lifespan report: the interval between microbatches, each stage's lifespan
+    and each device's bounds."""
+
+    interval: float
+    stages: List[StageLifespan]
+    devices: List[DeviceBound]
+
+    _nested: ClassVar[Dict[str, type]] = {"stages": StageLifespan, "devices": DeviceBound}
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockReport(_Record, Answer):
+    """`vpipe block FILE --json`: the schedule built from a building block, simulated
+    (simulation), its lifespan report, and how many ops the reorder moved (reorder_moves,
+    -1 without reorder). Also schedule: the built schedule as a vpipe.Schedule."""
+
+    simulation: SimulationReport
+    lifespan: Lifespan
+    reorder_moves: int
+
+    _nested: ClassVar[Dict[str, type]] = {"simulation": SimulationReport, "lifespan": Lifespan}

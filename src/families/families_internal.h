@@ -41,6 +41,18 @@ vp_status vp__vshape_costs(const vp_spec *spec, vp_cost_model **out, vp_error *e
 int vp__vblock_cannot_beat(const vp_cost_model *cm, int p, int m, int cap,
                            const vp_vgrid_metrics *best, vp_vrank rank);
 
+/* The figures vp_vgrid_measure would give s (any schedule of cm's shape): those of
+ * vp_simulate under cm. vp_simulate's errors. */
+vp_status vp__sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_vgrid_metrics *out,
+                          vp_error *err);
+
+/* 1 when no V schedule of p devices and m microbatches under cm whose peak is at most limit
+ * units can rank before best (a tie in the first figure lost unless ranking by makespan):
+ * the V search's lower bounds (vsearch.c) at the most chunk activations the limit holds on
+ * device 0. */
+int vp__vlimit_cannot_beat(const vp_cost_model *cm, int p, int m, double limit,
+                           const vp_vgrid_metrics *best, vp_vrank rank);
+
 /* Checks p >= 1 and m >= 1 for family name. */
 vp_status vp__check_pm(const char *name, const vp_spec *spec, vp_error *err);
 

@@ -164,6 +164,34 @@ static int cannot_beat(const vp_vgrid_metrics *lb, double peak, const vp_vgrid_m
            (inc->span <= lb->span + EPS * (1 + inc->span) && peak > 0 && !differs(peak, inc->peak));
 }
 
+vp_status vp__sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_vgrid_metrics *out,
+                          vp_error *err) {
+    vp_sim *sim = NULL;
+    vp_status rc = vp_simulate(s, cm, &sim, err);
+    if (rc != VP_OK)
+        return rc;
+    *out = (vp_vgrid_metrics){.makespan = sim->makespan,
+                              .span = vp_sim_longest_span(sim),
+                              .bubble = sim->bubble,
+                              .peak = sim->peak_max,
+                              .complete = 1};
+    for (int d = 0; sim->peak_bytes && d < sim->p; d++)
+        if (sim->peak_bytes[d] > out->peak_bytes)
+            out->peak_bytes = sim->peak_bytes[d];
+    vp_sim_free(sim);
+    return VP_OK;
+}
+
+int vp__vlimit_cannot_beat(const vp_cost_model *cm, int p, int m, double limit,
+                           const vp_vgrid_metrics *best, vp_vrank rank) {
+    double act = fmin(cm->act[0], cm->act[2 * p - 1]);
+    if (!(act > 0) || limit / act > 4.0 * p * m)
+        return 0;
+    bound bd = make_bound(cm, p, m);
+    vp_vgrid_metrics lb = lower_bounds(&bd, (int)floor(limit / act + EPS));
+    return cannot_beat(&lb, 0, best, rank);
+}
+
 int vp__vblock_cannot_beat(const vp_cost_model *cm, int p, int m, int cap,
                            const vp_vgrid_metrics *best, vp_vrank rank) {
     bound bd = make_bound(cm, p, m);
@@ -203,6 +231,7 @@ typedef struct search {
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     int generation, busy, quit;
+    int timed_out; /* opts->deadline_ms passed */
 } search;
 
 /* The kept block at peak (best_only: the overall best), or NULL. */
@@ -360,6 +389,10 @@ static vp_status run_all(search *sr, scratch *sc, int n_threads, vp_error *err) 
     }
     vp_status rc = VP_OK;
     for (sr->first = 0; sr->first < sr->n && rc == VP_OK && !settled(sr); sr->first += BATCH) {
+        if (sr->opts->deadline_ms > 0 && vp__now_ms() > sr->opts->deadline_ms) {
+            sr->timed_out = 1;
+            break;
+        }
         sr->count = sr->n - sr->first < BATCH ? sr->n - sr->first : BATCH;
         run_batch(sr, &sc[0], started);
         rc = merge_batch(sr, err);
@@ -380,6 +413,8 @@ static vp_status finish(search *sr, vp_vsearch **out, vp_error *err) {
         return vp__fail(err, VP_ENOMEM, "out of memory");
     res->tried = sr->n;
     res->built = sr->built;
+    res->seen = sr->first < sr->n ? sr->first : sr->n;
+    res->timed_out = sr->timed_out;
     res->levels = vp__calloc((size_t)sr->n_levels + 1, sizeof *res->levels);
     if (!res->levels) {
         free(res);

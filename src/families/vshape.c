@@ -2,10 +2,11 @@
  * grid of the block module (vp_vgrid, block.h).
  *
  * The named families are cost-aware: V-Min (offsets 1,1), V-Half (2,1) and V-ZB (4,2)
- * hold their §4 block's memory and take the block of the V search (vsearch.c: every
- * phase pattern, offset and change point) at that memory with the smallest bubble (for
- * runs shorter than 2p: makespan) under the spec's costs (the §4 block wins ties); V-ZB
- * also weighs zb-v's schedule.
+ * hold their §4 block's memory and take, among the blocks of the V search (vsearch.c:
+ * every phase pattern, offset and change point) at that memory, the §4 block's compacted
+ * pattern (vcompact.c) and the greedy V search's schedule under the §4 block's peak
+ * (vgreedy.c), the one with the smallest bubble (for runs shorter than 2p: makespan) under
+ * the spec's costs (the §4 block wins ties); V-ZB also weighs zb-v's schedule.
  *
  * 1F1B-V keeps B and W together (BW, two slots): forwards advance one slot per device
  * and the full backwards two, with three extra slots every third device so that the
@@ -77,25 +78,6 @@ typedef struct in_hand {
     vp_vgrid_metrics m;
 } in_hand;
 
-/* The figures vp_vgrid_measure would give s, from a simulation under cm. */
-static vp_status sim_metrics(const vp_schedule *s, const vp_cost_model *cm, vp_vgrid_metrics *out,
-                             vp_error *err) {
-    vp_sim *sim = NULL;
-    vp_status rc = vp_simulate(s, cm, &sim, err);
-    if (rc != VP_OK)
-        return rc;
-    *out = (vp_vgrid_metrics){.makespan = sim->makespan,
-                              .span = vp_sim_longest_span(sim),
-                              .bubble = sim->bubble,
-                              .peak = sim->peak_max,
-                              .complete = 1};
-    for (int d = 0; sim->peak_bytes && d < sim->p; d++)
-        if (sim->peak_bytes[d] > out->peak_bytes)
-            out->peak_bytes = sim->peak_bytes[d];
-    vp_sim_free(sim);
-    return VP_OK;
-}
-
 /* A named family's search: the shape, the ranking, the §4 block and its memory, and the
  * best so far (a schedule in hand, and the V block it comes from unless it is zb-v's). */
 typedef struct named {
@@ -106,6 +88,7 @@ typedef struct named {
     vp_vrank rank;
     vp_vblock base, block;
     int cap, built; /* the §4 block's repeated peak; block still to be built (not in hand) */
+    double peak, peak_bytes; /* the §4 block's schedule's peak: the family's memory */
     in_hand best;
 } named;
 
@@ -119,6 +102,8 @@ static vp_status measure_preset(named *ns, const char *family, vp_error *err) {
         return rc;
     ns->cap = vp_vgrid_peak(ns->grid, (const int(*)[6])ns->slots);
     rc = vp_vgrid_measure(ns->grid, (const int(*)[6])ns->slots, ns->cm, 0, &ns->best.m, err);
+    ns->peak = ns->best.m.peak;
+    ns->peak_bytes = ns->best.m.peak_bytes;
     return rc == VP_OK ? vp_vgrid_schedule(ns->grid, family, &ns->best.s, err) : rc;
 }
 
@@ -155,21 +140,25 @@ static vp_status search_patterns(named *ns, vp_error *err) {
     return VP_OK;
 }
 
+/* Makes x the best so far (x is left without its schedule). */
+static void take(named *ns, in_hand *x) {
+    vp_schedule_free(ns->best.s);
+    ns->best = *x;
+    ns->built = 0;
+    x->s = NULL;
+}
+
 /* zb-v's schedule (v-zb only) when it ranks before the best so far without more memory. */
 static vp_status weigh_zbv(const vp_spec *spec, const vp_cost_model *cm, vp_vrank rank, named *ns,
                            vp_error *err) {
     in_hand z = {0};
     vp_status rc = vp__build_zbv(spec, &z.s, err);
     if (rc == VP_OK)
-        rc = sim_metrics(z.s, cm, &z.m, err);
+        rc = vp__sim_metrics(z.s, cm, &z.m, err);
     if (rc == VP_OK && z.m.peak <= ns->best.m.peak + 1e-9 &&
         z.m.peak_bytes <= ns->best.m.peak_bytes * (1 + 1e-9) &&
-        vp_vsearch_ranks_before(&z.m, &ns->best.m, rank)) {
-        vp_schedule_free(ns->best.s);
-        ns->best = z;
-        ns->built = 0;
-        z.s = NULL;
-    }
+        vp_vsearch_ranks_before(&z.m, &ns->best.m, rank))
+        take(ns, &z);
     vp_schedule_free(z.s);
     return rc;
 }
@@ -199,6 +188,36 @@ static vp_status search_level(named *ns, vp_error *err) {
     return rc;
 }
 
+/* The §4 block's compacted pattern (vp_vcompact_run): it becomes the best when it ranks
+ * first without more memory than the block's build; not run when the V search's lower
+ * bound shows no schedule within that memory can. */
+static vp_status weigh_compact(named *ns, vp_error *err) {
+    const vp_spec *spec = ns->spec;
+    if (vp__vlimit_cannot_beat(ns->cm, spec->p, spec->m, ns->peak, &ns->best.m, ns->rank))
+        return VP_OK;
+    vp_vcompact_opts opts = {.limit = ns->peak, .rank = ns->rank, .beat = &ns->best.m};
+    in_hand x = {0};
+    vp_status rc = vp_vcompact_run(spec, &ns->base, &opts, &x.s, &x.m, err);
+    if (rc == VP_OK && x.s && x.m.peak <= ns->peak + 1e-9 &&
+        x.m.peak_bytes <= ns->peak_bytes * (1 + 1e-9) &&
+        vp_vsearch_ranks_before(&x.m, &ns->best.m, ns->rank))
+        take(ns, &x);
+    vp_schedule_free(x.s);
+    return rc;
+}
+
+/* The greedy V search (vp_vgreedy_run) under the §4 block's peak: its schedule becomes the
+ * best when it ranks first (the bytes it holds no more than the block's either). */
+static vp_status weigh_greedy(named *ns, vp_error *err) {
+    vp_vgreedy_opts opts = {.limit = ns->peak, .rank = ns->rank, .beat = &ns->best.m};
+    in_hand g = {0};
+    vp_status rc = vp_vgreedy_run(ns->spec, &opts, &g.s, &g.m, err);
+    if (rc == VP_OK && g.s && g.m.peak_bytes <= ns->peak_bytes * (1 + 1e-9))
+        take(ns, &g);
+    vp_schedule_free(g.s);
+    return rc;
+}
+
 /* The search's answer as the schedule in hand, named family. */
 static vp_status take_best(named *ns, const char *family, vp_error *err) {
     if (ns->built) {
@@ -215,13 +234,15 @@ static vp_status take_best(named *ns, const char *family, vp_error *err) {
 }
 
 /* A named V family: among its §4 block (vp_vblock_preset), the §4 offsets with the other
- * phase patterns, and (for m >= 2p) the V search's blocks at its memory level, the one
+ * phase patterns, (for m >= 2p) the V search's blocks at its memory level, the §4 block's
+ * compacted pattern and the greedy V search's schedule under the §4 block's peak, the one
  * with the smallest longest span (for runs shorter than 2p microbatches, all fill and
  * drain: makespan) under the spec's costs, with no more memory; earlier candidates win
  * ties. v-zb also weighs zb-v's schedule at its peak when its block has a bubble. So the
- * result is never behind the §4 block (nor, for v-zb, zb-v) and never needs more memory;
- * when the §4 block meets the search's lower bound the level is not searched, and shapes
- * beyond SEARCH_CELLS are not searched at all. */
+ * result is never behind the §4 block (nor, for v-zb, zb-v, nor the compacted pattern or
+ * the greedy when they fit the block's peak) and never needs more memory; when the best
+ * so far meets the search's lower bound the level is not searched (nor the compacted
+ * pattern or the greedy run), and shapes beyond SEARCH_CELLS are not searched at all. */
 static vp_status build_named(const char *family, const vp_spec *spec, vp_schedule **out,
                              vp_error *err) {
     *out = NULL;
@@ -247,6 +268,10 @@ static vp_status build_named(const char *family, const vp_spec *spec, vp_schedul
         rc = weigh_zbv(spec, ns.cm, ns.rank, &ns, err);
     if (rc == VP_OK && search && long_run)
         rc = search_level(&ns, err);
+    if (rc == VP_OK && search)
+        rc = weigh_compact(&ns, err);
+    if (rc == VP_OK && search)
+        rc = weigh_greedy(&ns, err);
     if (rc == VP_OK)
         rc = take_best(&ns, family, err);
     vp_vgrid_free(ns.grid);

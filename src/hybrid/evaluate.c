@@ -13,6 +13,7 @@ vp_status vp__hy_levels_find(int pp, int threads, vp__hy_levels *out, vp_error *
         return VP_OK;
     vp_spec spec = vp_spec_make(pp, pp); /* the frontier's blocks are those of longer runs */
     spec.threads = threads;
+    spec.time_limit_s = 0; /* the whole frontier: the search's own limit governs */
     vp_budget all = {VP_BUDGET_FRACTION, 1e6}; /* every schedule fits: the whole frontier */
     vp_plan *plan = NULL;
     vp_status rc = vp_plan_run(&spec, &all, &plan, err);
@@ -46,6 +47,15 @@ void vp__hy_setup_make(const vp_hybrid_request *req, const vp_hybrid_config *c, 
     out->work.sp = req->work.sp && c->tp > 1;
     out->setup = (vp_price_setup){
         .arch = req->arch, .gpu = req->gpu, .work = &out->work, .split = req->split};
+}
+
+double vp_hybrid_margin_default(const vp_gpu *gpu) {
+    const vp_expected_error *e = &gpu->expected;
+    return gpu->memory_bytes * (e->memory_runs > 0 ? e->memory_mean : 0.10);
+}
+
+double vp__hy_margin(const vp_hybrid_request *req) {
+    return req->margin_bytes < 0 ? vp_hybrid_margin_default(req->gpu) : req->margin_bytes;
 }
 
 void vp__hy_group(vp_hybrid_config *c) {
@@ -224,6 +234,8 @@ vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *
             c->bubble = r->bubble;
             c->memory_max_bytes = r->memory_max_bytes;
             c->fits = r->fits;
+            c->headroom_bytes = r->capacity_bytes - r->memory_max_bytes;
+            c->tight = c->fits && c->headroom_bytes < vp__hy_margin(req);
             c->host_max_bytes = r->host_max_bytes;
             c->copy_occupancy = r->copy_occupancy;
         }

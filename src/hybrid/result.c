@@ -43,6 +43,11 @@ void vp__hy_reason(vp_hybrid *h) {
                      w->family, degrees(w, a, sizeof a), w->m, vp_recompute_name(w->recompute),
                      w->step_time_s, 100 * w->mfu);
     size_t size = sizeof h->reason;
+    if (w->tight && n > 0 && (size_t)n < size)
+        n += snprintf(h->reason + n, size - (size_t)n,
+                      " but tight: %.1f GiB of room, under the %.1f GiB margin (no configuration "
+                      "leaves that much)",
+                      w->headroom_bytes / GIB, h->margin_bytes / GIB);
     if (runner && n > 0 && (size_t)n < size)
         n += snprintf(h->reason + n, size - (size_t)n,
                       "; the runner-up family, %s (%s), takes %.1f%% longer", runner->group,
@@ -79,6 +84,8 @@ static json_t *config_json(const vp_hybrid_config *c) {
     json_object_set_new(o, "memory_max_bytes",
                         json_integer((json_int_t)llround(c->memory_max_bytes)));
     json_object_set_new(o, "fits", json_boolean(c->fits));
+    json_object_set_new(o, "headroom_bytes", json_integer((json_int_t)llround(c->headroom_bytes)));
+    json_object_set_new(o, "tight", json_boolean(c->tight));
     if (c->offload > 0) {
         json_object_set_new(o, "offload", json_real(c->offload));
         json_object_set_new(o, "host_max_bytes",
@@ -101,6 +108,7 @@ static json_t *winner_json(const vp_hybrid *h) {
     }
     json_object_set(o, "memory_per_rank", json_object_get(priced, "memory_per_rank"));
     json_object_set(o, "layers_per_stage", json_object_get(priced, "layers_per_stage"));
+    json_object_set(o, "expected_error", json_object_get(priced, "expected_error"));
     json_decref(priced);
     return o;
 }
@@ -142,6 +150,8 @@ char *vp_hybrid_json(const vp_hybrid *h, const vp_hybrid_request *req) {
     json_object_set_new(o, "top", top);
     json_object_set_new(o, "versus_1f1b",
                         h->versus.family[0] ? config_json(&h->versus) : json_null());
+    json_object_set_new(o, "margin_bytes", json_integer((json_int_t)llround(h->margin_bytes)));
+    json_object_set(o, "expected_error", json_object_get(best, "expected_error"));
     json_object_set_new(o, "reason", json_string(h->reason));
     counts_json(o, h);
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));

@@ -39,6 +39,7 @@ typedef struct search {
     int n_shapes, cap_shapes;
     vp__hy_levels **levels; /* each allocated on its own: pointers to them stay valid */
     int n_levels;
+    double margin; /* bytes (the request's, or the default) */
     double t0;
 } search;
 
@@ -220,7 +221,10 @@ typedef struct standings {
     int n_best;
 } standings;
 
+/* Ranked before: room before tight, then faster, then enumerated first. */
 static bool faster(const cand *a, long ia, const cand *b, long ib) {
+    if (a->c.tight != b->c.tight)
+        return b->c.tight;
     return a->c.step_time_s < b->c.step_time_s || (a->c.step_time_s == b->c.step_time_s && ia < ib);
 }
 
@@ -243,13 +247,23 @@ static void record(search *S, standings *st, long i) {
         st->top[at] = i;
 }
 
-/* Whether x's bound cannot win: at least the K-th best and its group's best. */
+/* Whether x, from its bounds, cannot rank before the configuration r: r has room and x's
+ * step-time bound is at least r's, or x is tight for sure (its memory bound leaves less than
+ * the margin) and r has room, or both are tight and x's bound is at least r's. */
+static bool behind(const search *S, const cand *x, const vp_hybrid_config *r) {
+    bool tight = x->lb_mem > S->req->gpu->memory_bytes - S->margin;
+    if (!r->tight)
+        return tight || x->lb_step >= r->step_time_s;
+    return tight && x->lb_step >= r->step_time_s;
+}
+
+/* Whether x's bound cannot win: behind the K-th best and its group's best. */
 static bool prunable(const search *S, const standings *st, const cand *x) {
-    if (st->n_top < st->k || x->lb_step < S->c[st->top[st->k - 1]].c.step_time_s)
+    if (st->n_top < st->k || !behind(S, x, &S->c[st->top[st->k - 1]].c))
         return false;
     for (int g = 0; g < st->n_best; g++)
         if (!strcmp(S->c[st->best[g]].c.group, x->c.group))
-            return x->lb_step >= S->c[st->best[g]].c.step_time_s;
+            return behind(S, x, &S->c[st->best[g]].c);
     return false;
 }
 
@@ -445,16 +459,20 @@ static vp_status no_fit(search *S, vp_error *err) {
     if (best >= 0)
         describe(&S->c[best].c, what, sizeof what);
     return vp__fail(err, VP_EINVAL,
-                    "no configuration of %s fits %d %s (%.1f GiB each, %.1f GiB of it reserved): "
-                    "the smallest needs %.1f GiB per GPU (%s)",
+                    "no configuration of %s fits %d %s (%.1f GiB each): the smallest needs "
+                    "%.1f GiB per GPU (%s; every item a process holds counted, %.1f GiB of "
+                    "reserve among them)",
                     q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB,
-                    q->work.reserve_bytes / GIB,
-                    best >= 0 ? S->c[best].c.memory_max_bytes / GIB : 0.0, what);
+                    best >= 0 ? S->c[best].c.memory_max_bytes / GIB : 0.0, what,
+                    q->work.reserve_bytes / GIB);
 }
 
-/* Fastest first; equal times by group name (a total order: qsort need not be stable). */
+/* Room before tight, then fastest first; equal times by group name (a total order: qsort
+ * need not be stable). */
 static int by_step(const void *a, const void *b) {
     const vp_hybrid_config *x = a, *y = b;
+    if (x->tight != y->tight)
+        return x->tight ? 1 : -1;
     if (x->step_time_s != y->step_time_s)
         return x->step_time_s < y->step_time_s ? -1 : 1;
     return strcmp(x->group, y->group);
@@ -496,7 +514,8 @@ vp_hybrid_request vp_hybrid_request_make(const vp_arch *arch, const vp_gpu *gpu,
                                .split = VP_SPLIT_TIME,
                                .gpus = gpus,
                                .global_batch = global_batch,
-                               .recompute = -1};
+                               .recompute = -1,
+                               .margin_bytes = -1};
 }
 
 /* The request's own fields, and its model, accelerator and workload as pricing checks
@@ -511,10 +530,10 @@ static vp_status check_request(const vp_hybrid_request *q, vp_error *err) {
     if (q->tp < 0 || q->pp < 0 || q->dp < 0 || q->mbs < 0 || q->recompute < -1 ||
         q->recompute > VP_RECOMPUTE_FULL || q->max_chunks < 0 || q->max_chunks > 64 ||
         q->vblock_max_pp < 0 || q->top < 0 || q->threads < 0 || !(q->time_limit_s >= 0) ||
-        !isfinite(q->time_limit_s))
+        !isfinite(q->time_limit_s) || !isfinite(q->margin_bytes))
         return vp__fail(err, VP_EINVAL,
                         "fixed degrees, top, threads, chunks and the time limit must be >= 0, "
-                        "recompute -1 or a vp_recompute");
+                        "recompute -1 or a vp_recompute, the margin finite");
     vp_workload w = q->work;
     w.tp = w.dp = w.mbs = 1;
     w.recompute = VP_RECOMPUTE_NONE;
@@ -539,7 +558,10 @@ vp_status vp_hybrid_run(const vp_hybrid_request *req, vp_hybrid **out, vp_error 
     vp_status rc = check_request(req, err);
     if (rc != VP_OK)
         return rc;
-    search S = {.req = req, .t0 = vp__now_ms(), .h = vp__calloc(1, sizeof(vp_hybrid))};
+    search S = {.req = req,
+                .t0 = vp__now_ms(),
+                .margin = vp__hy_margin(req),
+                .h = vp__calloc(1, sizeof(vp_hybrid))};
     int k = req->top ? req->top : 10, groups = vp_family_count() + 2;
     standings st = {vp__calloc((size_t)k, sizeof(long)), 0, k,
                     vp__calloc((size_t)groups, sizeof(long)), 0};
@@ -551,8 +573,10 @@ vp_status vp_hybrid_run(const vp_hybrid_request *req, vp_hybrid **out, vp_error 
         rc = visit(&S, &st, err);
     if (rc == VP_OK)
         rc = st.n_top ? finish(&S, &st, err) : no_fit(&S, err);
-    if (S.h)
+    if (S.h) {
         S.h->elapsed_s = (vp__now_ms() - S.t0) / 1e3;
+        S.h->margin_bytes = S.margin;
+    }
     release(&S);
     free(st.top);
     free(st.best);

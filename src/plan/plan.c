@@ -1,8 +1,10 @@
-/* The memory-budget planner: every registered family plus the V block space, the fastest
- * schedule that fits, and the memory -> makespan frontier (plan.h).
+/* The memory-budget planner: every registered family plus the V block space and the
+ * greedy V search, the fastest schedule that fits, and the memory -> makespan frontier
+ * (plan.h).
  *
  * The V space is searched by vp_vsearch_run (families.h), which keeps the fastest block
- * per peak level within the budget.
+ * per peak level within the budget; the greedy V search (vp_vgreedy_run) runs under the
+ * budget and is kept when it is faster than everything else that fits.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -98,24 +100,42 @@ static void runs_free(family_runs *k) {
     free(k->sim);
 }
 
+/* Replaces *s by its recomputing, then offloading version as the spec asks. */
+static vp_status transform_as_spec(const vp_spec *spec, vp_schedule **s, vp_error *err) {
+    vp_status rc = VP_OK;
+    if (spec->recompute != VP_RECOMPUTE_NONE) {
+        vp_schedule *r = NULL;
+        rc = vp_schedule_recompute(*s, spec->recompute, &r, err);
+        vp_schedule_free(*s);
+        *s = r;
+    }
+    if (rc == VP_OK && spec->offload.policy != VP_OFFLOAD_NONE) {
+        vp_schedule *o = NULL;
+        rc = vp_schedule_offload(*s, &spec->costs, &spec->mem, &spec->offload, &o, err);
+        vp_schedule_free(*s);
+        *s = o;
+    }
+    return rc;
+}
+
 /* Builds V block vb for spec, recomputing and offloading as the spec asks (caller frees
  * *out). */
 static vp_status build_vblock(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
                               vp_error *err) {
     vp_status rc = vp_vblock_build(vb, spec->p, spec->m, "v-block", out, err);
-    if (rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE) {
-        vp_schedule *r = NULL;
-        rc = vp_schedule_recompute(*out, spec->recompute, &r, err);
-        vp_schedule_free(*out);
-        *out = r;
-    }
-    if (rc == VP_OK && spec->offload.policy != VP_OFFLOAD_NONE) {
-        vp_schedule *o = NULL;
-        rc = vp_schedule_offload(*out, &spec->costs, &spec->mem, &spec->offload, &o, err);
-        vp_schedule_free(*out);
-        *out = o;
-    }
-    return rc;
+    return rc == VP_OK ? transform_as_spec(spec, out, err) : rc;
+}
+
+/* The planner's deadline on the monotonic clock (0: none). */
+static double deadline_of(const vp_spec *spec, double t0) {
+    return spec->time_limit_s > 0 ? t0 + spec->time_limit_s * 1e3 : 0;
+}
+
+/* Whether the deadline (0: none) has passed; sets plan->timed_out when it has. */
+static bool out_of_time(vp_plan *plan, double deadline) {
+    if (deadline > 0 && vp__now_ms() > deadline)
+        plan->timed_out = 1;
+    return plan->timed_out;
 }
 
 /* spec with candidate c's own offload, when the planner chose one. */
@@ -127,15 +147,19 @@ static vp_spec spec_of(const vp_spec *spec, const vp_plan_candidate *c) {
 }
 
 /* Builds and measures every registered family; families whose constraints the spec does
- * not meet are skipped. */
-static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_peak,
-                              family_runs *keep, vp_error *err) {
+ * not meet are skipped, and, once the deadline passed, every family but 1F1B (what a
+ * fractional budget refers to); with keep->on each family's schedule and simulation are
+ * kept for the offloading lever. */
+static vp_status add_families(const vp_spec *spec, vp_plan *plan, double deadline, cand_list *out,
+                              double *ref_peak, family_runs *keep, vp_error *err) {
     *ref_peak = 0;
     if (keep->on && (!(keep->s = vp__calloc((size_t)vp_family_count(), sizeof *keep->s)) ||
                      !(keep->sim = vp__calloc((size_t)vp_family_count(), sizeof *keep->sim))))
         return vp__fail(err, VP_ENOMEM, "out of memory");
     for (int i = 0; i < vp_family_count(); i++) {
         const vp_family *f = vp_family_at(i);
+        if (strcmp(f->name, "1f1b") != 0 && out_of_time(plan, deadline))
+            continue;
         vp_schedule *s = NULL;
         vp_error ferr = {0};
         vp_status rc = vp_family_build(f->name, spec, &s, &ferr);
@@ -164,12 +188,14 @@ static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_p
  * those of the schedule the plan returns. The budget was checked on the peak without R,
  * which bounds the peak with R from above (R only rebuilds, before its backward, what F
  * dropped), so no block over the budget is kept. */
-static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, cand_list *out, vp_error *err) {
+static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, double deadline, cand_list *out,
+                             vp_error *err) {
     plan->blocks_tried = plan->blocks_built = 0;
     if (spec->p < 2)
         return VP_OK;
     double units = plan->budget_in_bytes ? plan->budget / spec->mem.unit_bytes : plan->budget;
-    vp_vsearch_opts opts = {.max_cap = 2 * spec->p, .max_peak = units * (1 + EPS) + EPS};
+    vp_vsearch_opts opts = {
+        .max_cap = 2 * spec->p, .max_peak = units * (1 + EPS) + EPS, .deadline_ms = deadline};
     vp_vsearch *found = NULL;
     vp_status rc = vp_vsearch_run(spec, &opts, &found, err);
     if (rc != VP_OK)
@@ -199,8 +225,60 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, cand_list *out,
     }
     plan->blocks_tried = found->tried;
     plan->blocks_built = found->built;
+    plan->blocks_seen = found->seen;
+    plan->timed_out |= found->timed_out;
     vp_vsearch_free(found);
     return rc;
+}
+
+/* The greedy V schedule under the budget (vp_vgreedy_run, ranked by makespan alone), into
+ * *kept (recomputing and offloading as the spec asks) and appended to out, when it is strictly faster
+ * than every candidate in out that fits; when the budget is below what it needs, the
+ * greedy under the least limit it runs under instead (a candidate that does not fit, so
+ * that a refusal names the least memory a schedule reaches). As for the V blocks, the
+ * budget bounds the peak with R from above. */
+static vp_status add_greedy(const vp_spec *spec, vp_plan *plan, cand_list *out, vp_schedule **kept,
+                            vp_error *err) {
+    if (spec->p < 2)
+        return VP_OK;
+    double units = plan->budget_in_bytes ? plan->budget / spec->mem.unit_bytes : plan->budget;
+    vp_vgrid_metrics beat = {0}, m;
+    for (int i = 0; i < out->n; i++) {
+        const vp_plan_candidate *c = &out->v[i];
+        double mem = plan->budget_in_bytes ? c->peak_bytes : c->peak;
+        if (mem <= plan->budget * (1 + EPS) + EPS &&
+            (!beat.complete || c->makespan < beat.makespan))
+            beat = (vp_vgrid_metrics){.makespan = c->makespan, .complete = 1};
+    }
+    vp_vgreedy_opts opts = {.limit = units * (1 + EPS) + EPS,
+                            .rank = VP_VRANK_STEP,
+                            .beat = beat.complete ? &beat : NULL};
+    vp_error why = {0};
+    vp_status rc = vp_vgreedy_run(spec, &opts, kept, &m, &why);
+    if (rc == VP_EINVAL) { /* a budget below one microbatch's two chunks */
+        opts = (vp_vgreedy_opts){.rank = VP_VRANK_STEP};
+        rc = vp_vgreedy_run(spec, &opts, kept, &m, &why);
+    }
+    if (rc != VP_OK) {
+        if (err)
+            *err = why;
+        return rc;
+    }
+    if (!*kept)
+        return VP_OK; /* nothing faster */
+    vp_plan_candidate *c = cand_push(out);
+    if (!c)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    *c = (vp_plan_candidate){.peak = m.peak,
+                             .peak_bytes = m.peak_bytes,
+                             .makespan = m.makespan,
+                             .bubble = m.bubble,
+                             .limit = opts.limit > 0 ? opts.limit : m.peak};
+    snprintf(c->family, sizeof c->family, "v-greedy");
+    snprintf(c->params, sizeof c->params, "limit=%gu", c->limit);
+    rc = transform_as_spec(spec, kept, err);
+    bool changed = spec->recompute != VP_RECOMPUTE_NONE || spec->offload.policy != VP_OFFLOAD_NONE;
+    return rc == VP_OK && changed ? measure(*kept, spec, c, err) : rc;
 }
 
 /* Pareto points of memory -> makespan: by increasing peak, each strictly faster than every
@@ -240,10 +318,7 @@ static vp_status make_frontier(vp_plan *plan, vp_error *err) {
 }
 
 static const char *cand_name(const vp_plan_candidate *c, char *buf, size_t size) {
-    if (c->is_vblock)
-        snprintf(buf, size, "v-block %s", c->params);
-    else
-        snprintf(buf, size, "%s", c->family);
+    snprintf(buf, size, "%s%s%s", c->family, c->params[0] ? " " : "", c->params);
     return buf;
 }
 
@@ -283,8 +358,13 @@ static void explain(vp_plan *plan, const vp_spec *spec) {
                       v->peak, 3 * top, f + b + w, v->makespan);
     }
     if (!strcmp(win->family, "dualpipe") && n > 0 && n < (int)sizeof plan->reason)
+        n += snprintf(plan->reason + n, sizeof plan->reason - (size_t)n,
+                      "; note: dualpipe keeps two parameter copies per device");
+    if (plan->timed_out && n > 0 && n < (int)sizeof plan->reason)
         snprintf(plan->reason + n, sizeof plan->reason - (size_t)n,
-                 "; note: dualpipe keeps two parameter copies per device");
+                 "; time limit reached (%g s): the best found so far, after %d families and "
+                 "%ld of %ld V blocks",
+                 spec->time_limit_s, plan->families, plan->blocks_seen, plan->blocks_tried);
 }
 
 /* Resolves the budget against 1F1B's peak; fills plan->budget and budget_in_bytes. */
@@ -316,9 +396,14 @@ static vp_status resolve_budget(const vp_spec *spec, const vp_budget *budget, vp
     return vp__fail(err, VP_EINVAL, "unknown budget kind %d", (int)budget->kind);
 }
 
-/* Rebuilds the chosen candidate's schedule. */
-static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_schedule **out,
-                         vp_error *err) {
+/* Rebuilds the chosen candidate's schedule (the greedy's is the one add_greedy kept). */
+static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_schedule **greedy,
+                         vp_schedule **out, vp_error *err) {
+    if (c->limit > 0) {
+        *out = *greedy;
+        *greedy = NULL;
+        return VP_OK;
+    }
     vp_spec own = spec_of(spec, c);
     return c->is_vblock ? build_vblock(&own, &c->vblock, out, err)
                         : vp_family_build(c->family, &own, out, err);
@@ -477,6 +562,30 @@ static vp_status add_offloaded(const vp_spec *spec, const vp_plan *plan, cand_li
     return rc;
 }
 
+/* Fills list with every candidate: the families, then, while the deadline (0: none) has
+ * not passed, the V blocks, the greedy V search (which the deadline does not stop once it
+ * started) and, with keep->on, the offloading lever. */
+static vp_status search(const vp_spec *spec, const vp_budget *budget, vp_plan *plan,
+                        cand_list *list, family_runs *keep, vp_schedule **greedy, vp_error *err) {
+    double deadline = deadline_of(spec, vp__now_ms());
+    vp_status rc = add_families(spec, plan, deadline, list, &plan->ref_peak, keep, err);
+    plan->families = list->n;
+    if (rc == VP_OK)
+        rc = resolve_budget(spec, budget, plan, err);
+    if (rc != VP_OK)
+        return rc;
+    if (out_of_time(plan, deadline)) {
+        plan->blocks_tried = vp_vsearch_size(spec->p); /* none of them seen */
+        return VP_OK;
+    }
+    rc = add_vblocks(spec, plan, deadline, list, err);
+    if (rc == VP_OK && !out_of_time(plan, deadline))
+        rc = add_greedy(spec, plan, list, greedy, err);
+    if (rc == VP_OK && keep->on && !out_of_time(plan, deadline))
+        rc = add_offloaded(spec, plan, list, keep, err);
+    return rc;
+}
+
 vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out, vp_error *err) {
     return vp_plan_run_levers(spec, budget, NULL, out, err);
 }
@@ -496,13 +605,8 @@ vp_status vp_plan_run_levers(const vp_spec *spec, const vp_budget *budget,
     cand_list list = {0};
     int offload = levers && levers->offload && spec->offload.policy == VP_OFFLOAD_NONE;
     family_runs keep = {.on = offload};
-    vp_status rc = add_families(spec, &list, &plan->ref_peak, &keep, err);
-    if (rc == VP_OK)
-        rc = resolve_budget(spec, budget, plan, err);
-    if (rc == VP_OK)
-        rc = add_vblocks(spec, plan, &list, err);
-    if (rc == VP_OK && offload)
-        rc = add_offloaded(spec, plan, &list, &keep, err);
+    vp_schedule *greedy = NULL;
+    vp_status rc = search(spec, budget, plan, &list, &keep, &greedy, err);
     runs_free(&keep);
     plan->candidates = list.v;
     plan->n_candidates = list.n;
@@ -523,6 +627,15 @@ vp_status vp_plan_run_levers(const vp_spec *spec, const vp_budget *budget,
         if (lowest < 0)
             rc = vp__fail(err, VP_EINVAL, "no schedule family can be built for p=%d, m=%d", spec->p,
                           spec->m);
+        else if (plan->timed_out)
+            rc = vp__fail(err, VP_EINVAL,
+                          "the time limit (%g s) ended the search before a schedule within the "
+                          "budget of %g %s was found (the smallest peak found is %g %s, of %s)",
+                          spec->time_limit_s, plan->budget,
+                          plan->budget_in_bytes ? "bytes" : "units",
+                          plan->budget_in_bytes ? list.v[lowest].peak_bytes : list.v[lowest].peak,
+                          plan->budget_in_bytes ? "bytes" : "units",
+                          cand_name(&list.v[lowest], name, sizeof name));
         else
             rc = vp__fail(err, VP_EINVAL,
                           "memory budget %g %s is below what any schedule reaches: the smallest "
@@ -535,7 +648,8 @@ vp_status vp_plan_run_levers(const vp_spec *spec, const vp_budget *budget,
     if (rc == VP_OK)
         rc = make_frontier(plan, err);
     if (rc == VP_OK)
-        rc = rebuild(spec, &list.v[plan->chosen], &plan->schedule, err);
+        rc = rebuild(spec, &list.v[plan->chosen], &greedy, &plan->schedule, err);
+    vp_schedule_free(greedy);
     if (rc != VP_OK) {
         vp_plan_free(plan);
         return rc;

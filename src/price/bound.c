@@ -37,11 +37,11 @@ static void sum_route(const vp_price_layout *lay, route_sums *r) {
     }
 }
 
-/* The makespan bound in ms: per device, the larger of (its first F cannot start before the
- * forward chain reaches it, then all its passes) and (its first B cannot start before the
- * whole forward chain and the backward chain down to its last stage, then all its B and
- * W). A bidirectional layout (two routes) uses the passes alone. */
-static vp_status makespan_bound(const vp_price_layout *lay, int m, double *out, vp_error *err) {
+/* The makespan bound of each device in ms (dev[p]): the larger of (its first F cannot start before
+ * the forward chain reaches it, then all its passes) and (its first B cannot start before the whole
+ * forward chain and the backward chain down to its last stage, then all its B and W). A
+ * bidirectional layout (two routes) uses the passes alone. */
+static vp_status makespan_bound(const vp_price_layout *lay, int m, double *dev, vp_error *err) {
     int p = lay->p;
     bool one_route = lay->S == lay->route_len;
     double per_stage = (double)m * lay->route_len / lay->S; /* microbatches through a stage */
@@ -58,17 +58,15 @@ static vp_status makespan_bound(const vp_price_layout *lay, int m, double *out, 
     }
     if (one_route)
         sum_route(lay, &r);
-    double best = 0;
     for (int d = 0; d < p; d++) {
         double lb = work[d];
         if (one_route && r.head[d] >= 0) {
             double by_forward = r.head[d] + work[d], by_backward = r.f_all + r.tail_b[d] + bw[d];
             lb = by_forward > by_backward ? by_forward : by_backward;
         }
-        best = lb > best ? lb : best;
+        dev[d] = lb;
     }
     free(work);
-    *out = best;
     return VP_OK;
 }
 
@@ -91,8 +89,10 @@ static double memory_bound(const vp_price_layout *lay) {
                 route += lay->stage[last].act_bytes - lay->stage[last].hold_bytes;
             act = route > act ? route : act;
         }
-        double total = lay->fixed[d].total + act;
-        most = total > most ? total : most;
+        vp_rank_memory m = lay->fixed[d];
+        m.activations = act;
+        vp__memory_close(lay->frag_fraction, &m);
+        most = m.total > most ? m.total : most;
     }
     return most;
 }
@@ -101,15 +101,24 @@ vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout 
                                 vp_price_bound *out, vp_error *err) {
     if (m < 1)
         return vp__fail(err, VP_EINVAL, "a step needs at least one microbatch (got m %d)", m);
-    double makespan_ms = 0, optimizer_s, dp_reduce_s;
-    vp_status rc = makespan_bound(lay, m, &makespan_ms, err);
-    if (rc != VP_OK)
-        return rc;
-    vp__price_overheads(su, lay->fixed, lay->p, &optimizer_s, &dp_reduce_s);
-    out->makespan_s = makespan_ms / 1e3;
-    out->step_time_s = out->makespan_s + optimizer_s + dp_reduce_s * (1 - su->work->dp_overlap);
-    out->memory_max_bytes = memory_bound(lay);
-    return VP_OK;
+    double *dev = vp__calloc((size_t)lay->p, sizeof *dev);
+    if (!dev)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    vp_status rc = makespan_bound(lay, m, dev, err);
+    if (rc == VP_OK) {
+        double makespan = 0;
+        for (int d = 0; d < lay->p; d++) {
+            makespan = dev[d] > makespan ? dev[d] : makespan;
+            dev[d] /= 1e3;
+        }
+        vp__step_tail tail;
+        vp__step_tail_of(su, lay, lay->fixed, dev, &tail);
+        out->makespan_s = makespan / 1e3;
+        out->step_time_s = tail.step_s;
+        out->memory_max_bytes = memory_bound(lay);
+    }
+    free(dev);
+    return rc;
 }
 
 vp_status vp_price_layout_memory(const vp_price_layout *lay, const vp_schedule *s,
@@ -125,7 +134,7 @@ vp_status vp_price_layout_memory(const vp_price_layout *lay, const vp_schedule *
     for (int d = 0; d < s->p; d++) {
         memory[d] = lay->fixed[d];
         memory[d].activations = peak[d] * lay->unit_bytes;
-        memory[d].total += memory[d].activations;
+        vp__memory_close(lay->frag_fraction, &memory[d]);
         memory[d].host = host[d] * lay->unit_bytes;
     }
     free(peak);

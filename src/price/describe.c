@@ -1,4 +1,4 @@
-/* Descriptions as JSON: a model (with its parts under a workload) and an accelerator. */
+/* Descriptions as JSON: a model (with its parts under a workload). */
 #include <jansson.h>
 #include <stdlib.h>
 
@@ -93,37 +93,4 @@ vp_status vp_arch_json(const vp_arch *arch, const vp_workload *work, char **out,
     }
     *out = dump(o);
     return *out ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
-}
-
-char *vp_gpu_json(const vp_gpu *g) {
-    json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(g->name));
-    const char *names[] = {"peak_tflops",
-                           "memory_gib",
-                           "hbm_tb_s",
-                           "intra_node_gb_s",
-                           "inter_node_gb_s",
-                           "intra_node_latency_us",
-                           "inter_node_latency_us",
-                           "p2p_gb_s",
-                           "gemm_efficiency",
-                           "gemm_edge",
-                           "act_traffic_f",
-                           "act_traffic_b"};
-    double values[] = {g->peak_flops / 1e12,    g->memory_bytes / 1073741824.0,
-                       g->hbm_bandwidth / 1e12, g->intra_bw / 1e9,
-                       g->inter_bw / 1e9,       g->intra_latency * 1e6,
-                       g->inter_latency * 1e6,  g->p2p_bw / 1e9,
-                       g->gemm_efficiency,      g->gemm_edge,
-                       g->act_traffic_f,        g->act_traffic_b};
-    /* one fraction of peak replaces the kernel model's four keys */
-    set_reals(o, names, values, g->efficiency > 0 ? 8 : 12);
-    if (g->efficiency > 0)
-        json_object_set_new(o, "efficiency", json_real(g->efficiency));
-    if (g->host_bw > 0)
-        json_object_set_new(o, "host_gb_s", json_real(g->host_bw / 1e9));
-    if (g->host_memory_bytes > 0)
-        json_object_set_new(o, "host_memory_gib", json_real(g->host_memory_bytes / 1073741824.0));
-    json_object_set_new(o, "gpus_per_node", json_integer(g->gpus_per_node));
-    return dump(o);
 }

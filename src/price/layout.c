@@ -7,42 +7,39 @@
 #include "base/internal.h"
 #include "price/price_internal.h"
 
-/* ---- links ------------------------------------------------------------------------ */
+/* ---- tensor parallelism ---------------------------------------------------------------- */
 
-double vp__link_seconds(const vp_gpu *gpu, bool inter_node, double bytes) {
-    return inter_node ? bytes / gpu->inter_bw + gpu->inter_latency
-                      : bytes / gpu->intra_bw + gpu->intra_latency;
-}
-
-double vp__ring_gather_seconds(const vp_gpu *gpu, bool inter_node, int n, double bytes) {
-    return n <= 1 ? 0 : (n - 1) * vp__link_seconds(gpu, inter_node, bytes / n);
-}
-
-bool vp__spans_nodes(const vp_gpu *gpu, long first, long stride, int n) {
-    long last = first + stride * (n - 1);
-    return first / gpu->gpus_per_node != last / gpu->gpus_per_node;
-}
-
-/* Tensor-parallel collectives of one pass of a part, in ms: a layer all-reduces (or
+/* Tensor-parallel collectives of one pass of a part, in seconds: a layer all-reduces (or
  * reduce-scatters and all-gathers, with sequence parallelism: the same volume) its
  * attention and MLP outputs in F and their input gradients in B, and with sequence
  * parallelism its W gathers again the two inputs it reads (QKV's and FC1's, kept split
  * over the sequence, as Megatron does); the head gathers its input (SP) and reduces its
  * input gradient; the embedding reduces its output and, with SP, gathers the gradient
- * its W reads. */
-static double tp_comm_ms(const vp_price_setup *su, vp_price_part part, vp_op_kind pass) {
+ * its W reads. The group is a node's consecutive ranks (comm.c). */
+static double tp_comm_seconds(const vp_price_setup *su, vp_price_part part, vp_op_kind pass) {
     const vp_workload *t = su->work;
     double tensor = (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes;
-    bool inter = vp__spans_nodes(su->gpu, 0, 1, t->tp);
-    double gather = vp__ring_gather_seconds(su->gpu, inter, t->tp, tensor), reduce = 2 * gather;
-    double s = 0;
+    vp__group group = {0, 1, t->tp};
+    double gather = vp__collective_seconds(su->gpu, VP__GATHER, &group, tensor);
+    double reduce =
+        t->sp ? 2 * gather : vp__collective_seconds(su->gpu, VP__ALL_REDUCE, &group, tensor);
     if (part == VP_PRICE_LAYER)
-        s = pass != VP_OP_W ? 2 * reduce : (t->sp ? 2 * gather : 0);
-    else if (part == VP_PRICE_HEAD && pass != VP_OP_W)
-        s = pass == VP_OP_F ? (t->sp ? gather : 0) : (t->sp ? gather : reduce);
-    else if (part == VP_PRICE_EMBEDDING && pass != VP_OP_B)
-        s = pass == VP_OP_F ? (t->sp ? gather : reduce) : (t->sp ? gather : 0);
-    return s * 1e3;
+        return pass != VP_OP_W ? 2 * reduce : (t->sp ? 2 * gather : 0);
+    if (part == VP_PRICE_HEAD && pass != VP_OP_W)
+        return pass == VP_OP_F ? (t->sp ? gather : 0) : (t->sp ? gather : reduce);
+    if (part == VP_PRICE_EMBEDDING && pass != VP_OP_B)
+        return pass == VP_OP_F ? (t->sp ? gather : reduce) : (t->sp ? gather : 0);
+    return 0;
+}
+
+/* What of a pass's TP collectives shows: all of them, or with tp_overlap (Megatron-LM's
+ * --tp-comm-overlap pipelines each collective with the linear it feeds, chunk by chunk
+ * over the tp ranks) the first chunk's, or what the linears cannot cover. */
+static double tp_exposed(const vp_workload *t, double comm, double linear) {
+    if (!t->tp_overlap || t->tp <= 1)
+        return comm;
+    double rest = comm - linear;
+    return rest > comm / t->tp ? rest : comm / t->tp;
 }
 
 /* ---- the parts ---------------------------------------------------------------------- */
@@ -56,17 +53,21 @@ typedef struct part_price {
 } part_price;
 
 static void price_parts(const vp_price_setup *su, part_price *parts) {
+    const vp_workload *t = su->work;
     for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
         part_price *pp = &parts[k];
         vp_price_part part = (vp_price_part)k;
-        vp__part_facts(su->arch, su->work, part, &pp->facts);
-        double sec[4];
-        vp__part_seconds(su, part, sec);
-        bool whole = part == VP_PRICE_LAYER && su->work->recompute == VP_RECOMPUTE_FULL;
-        pp->f_ms = sec[0] * 1e3 + tp_comm_ms(su, part, VP_OP_F);
-        pp->r_ms = sec[3] * 1e3 + (whole ? tp_comm_ms(su, part, VP_OP_F) : 0);
-        pp->b_ms = sec[1] * 1e3 + tp_comm_ms(su, part, VP_OP_B) + pp->r_ms;
-        pp->w_ms = sec[2] * 1e3 + tp_comm_ms(su, part, VP_OP_W);
+        vp__part_facts(su->arch, t, part, &pp->facts);
+        double sec[4], lin[3], comm[3];
+        vp__part_seconds(su, part, sec, lin);
+        const vp_op_kind passes[3] = {VP_OP_F, VP_OP_B, VP_OP_W};
+        for (int i = 0; i < 3; i++)
+            comm[i] = tp_exposed(t, tp_comm_seconds(su, part, passes[i]), lin[i]);
+        bool whole = part == VP_PRICE_LAYER && t->recompute == VP_RECOMPUTE_FULL;
+        pp->f_ms = (sec[0] + comm[0]) * 1e3;
+        pp->r_ms = (sec[3] + (whole ? comm[0] : 0)) * 1e3;
+        pp->b_ms = (sec[1] + comm[1]) * 1e3 + pp->r_ms;
+        pp->w_ms = (sec[2] + comm[2]) * 1e3;
     }
 }
 
@@ -170,6 +171,26 @@ static void fill_recompute(const vp_price_setup *su, vp_recompute mode, vp_price
     }
 }
 
+/* What a stage's passes cost beyond its parts when pipeline sends block both ends
+ * (Megatron-LM's 1F1B; pp_overlap off): each send to a neighbour on another device (F
+ * sends its output on, B its input gradient back), and, with the kernel model,
+ * chunk_overhead per pass: the blocking exchange synchronises the host with the GPU
+ * every chunk, so the framework's own work for the next step (scheduling, launching)
+ * shows instead of running ahead. Overlapped sends hide both. */
+static void add_step_costs(const vp_price_setup *su, const vp_schedule *s, int st,
+                           vp_price_stage *g) {
+    if (su->work->pp_overlap)
+        return;
+    double chunk = su->gpu->efficiency == 0 ? su->gpu->chunk_overhead * 1e3 : 0;
+    g->f_ms += chunk;
+    g->b_ms += chunk;
+    g->w_ms += chunk;
+    if (!g->last && s->stage_device[st + 1] != g->device)
+        g->f_ms += vp__send_seconds(su, g->device, s->stage_device[st + 1]) * 1e3;
+    if (!g->first && s->stage_device[st - 1] != g->device)
+        g->b_ms += vp__send_seconds(su, g->device, s->stage_device[st - 1]) * 1e3;
+}
+
 /* Fills layout->stage from the split: each stage's layers plus its ends. A tied head
  * shares the embedding when its route's first stage sits on the same device. */
 static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const part_price *pp,
@@ -198,30 +219,25 @@ static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const pa
         g->hold_bytes = g->act_bytes;
         if (g->last && su->arch->tied && s->stage_device[st - pos] == g->device)
             g->params -= (double)su->arch->vocab * su->arch->hidden / su->work->tp;
+        add_step_costs(su, s, st, g);
     }
 }
 
-/* Seconds of one pipeline send (a point-to-point transfer): at the accelerator's
- * send/receive bandwidth, or the network's between nodes when that is slower. */
-static double send_seconds(const vp_gpu *g, bool inter_node, double bytes) {
-    double link = inter_node ? g->inter_bw : g->intra_bw;
-    double bw = g->p2p_bw < link ? g->p2p_bw : link;
-    return bytes / bw + (inter_node ? g->inter_latency : g->intra_latency);
-}
-
-/* Mean time of a hop between pipeline neighbours on different devices, in ms: the
- * tensor over the link between their nodes, plus its latency. A schedule's critical
- * path crosses every hop alike, so the mean keeps the path's total. */
+/* Mean time of a hop between pipeline neighbours on different devices, in ms: the send,
+ * or with blocking sends (their time is in the passes) the link's latency. A schedule's
+ * critical path crosses every hop alike, so the mean keeps the path's total. */
 static double mean_hop_ms(const vp_price_setup *su, const vp_schedule *s) {
     long ranks = (long)su->work->tp * su->work->dp; /* global ranks per pipeline rank */
+    const vp_gpu *g = su->gpu;
     double sum = 0;
     int hops = 0;
     for (int st = 0; st + 1 < s->S; st++) {
         int a = s->stage_device[st], b = s->stage_device[st + 1];
         if ((st + 1) % s->route_len == 0 || a == b)
             continue;
-        bool inter = a * ranks / su->gpu->gpus_per_node != b * ranks / su->gpu->gpus_per_node;
-        sum += send_seconds(su->gpu, inter, io_bytes(su));
+        bool inter = vp__crosses_nodes(g, a * ranks, b * ranks);
+        sum += su->work->pp_overlap ? vp__send_seconds(su, a, b)
+                                    : (inter ? g->inter_latency : g->intra_latency);
         hops++;
     }
     return hops ? sum / hops * 1e3 : 0;
@@ -237,14 +253,44 @@ static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
     return floats * su->arch->dtype_bytes;
 }
 
-/* Every item of each rank's memory but the activations. */
+/* Communicators device d joins: its TP and DP groups, one per other device it sends to or
+ * receives from, and the pair that reduces a tied embedding's gradient. */
+static int communicators(const vp_price_setup *su, const vp_schedule *s, int d) {
+    int n = (su->work->tp > 1) + (su->work->dp > 1), seen[8], n_seen = 0;
+    int first = -1, last = -1;
+    for (int st = 0; st < s->S; st++) {
+        int pos = st % s->route_len;
+        first = pos == 0 && first < 0 ? s->stage_device[st] : first;
+        last = pos == s->route_len - 1 ? s->stage_device[st] : last;
+        if (s->stage_device[st] != d)
+            continue;
+        int nb[2] = {pos > 0 ? s->stage_device[st - 1] : d,
+                     pos < s->route_len - 1 ? s->stage_device[st + 1] : d};
+        for (int k = 0; k < 2; k++) {
+            bool known = nb[k] == d;
+            for (int i = 0; i < n_seen && !known; i++)
+                known = seen[i] == nb[k];
+            if (!known && n_seen < 8)
+                seen[n_seen++] = nb[k];
+        }
+    }
+    bool pair = su->arch->tied && first != last && (d == first || d == last);
+    return n + n_seen + pair;
+}
+
+/* Every item of each rank's memory but the activations (vp__memory_close totals them).
+ * vpipe's own model is a CPU process whose tensors are all it measures: no head buffers,
+ * context or communicators. */
 static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_price_layout *lay) {
     const vp_workload *t = su->work;
+    const vp_arch *a = su->arch;
     vp_workload plain = *t;
     plain.recompute = VP_RECOMPUTE_NONE;
     vp_price_facts whole; /* one layer without recomputation: what full recompute rebuilds */
-    vp__part_facts(su->arch, &plain, VP_PRICE_LAYER, &whole);
+    vp__part_facts(a, &plain, VP_PRICE_LAYER, &whole);
     double shard = t->zero1 ? t->dp : 1;
+    bool own = a->impl == VP_IMPL_VPIPE;
+    double logits = own ? 0 : (double)t->mbs * t->seq * a->vocab / t->tp * a->dtype_bytes;
     for (int st = 0; st < s->S; st++) {
         const vp_price_stage *g = &lay->stage[st];
         vp_rank_memory *m = &lay->fixed[g->device];
@@ -253,15 +299,23 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_pric
         m->optimizer += g->params * (t->prec.master + t->prec.moments) / shard;
         m->buffers += io_bytes(su) * ((!g->first && s->stage_device[st - 1] != g->device) +
                                       (!g->last && s->stage_device[st + 1] != g->device));
-        if (su->arch->impl == VP_IMPL_VPIPE)
+        m->logits += g->last ? logits : 0;
+        if (own)
             m->workspace += vpipe_scratch(su, g);
         else if (t->recompute == VP_RECOMPUTE_FULL && g->l1 > g->l0)
             m->workspace = whole.act_bytes;
     }
+    /* the whole sequence's input of a linear, gathered over TP (with --tp-overlap twice:
+       Transformer Engine's communication buffer beside it) */
+    double gathered = (double)t->mbs * t->seq * a->hidden * a->dtype_bytes;
+    double gathers = t->sp && t->tp > 1 && !own ? gathered * (t->tp_overlap ? 2 : 1) : 0;
     for (int d = 0; d < s->p; d++) {
         vp_rank_memory *m = &lay->fixed[d];
+        m->gathers = gathers;
+        m->context = own ? 0 : su->gpu->context_bytes;
+        m->comm = own ? 0 : communicators(su, s, d) * su->gpu->comm_buffer_bytes;
         m->reserve = t->reserve_bytes;
-        m->total = m->params + m->grads + m->optimizer + m->buffers + m->workspace + m->reserve;
+        vp__memory_close(lay->frag_fraction, m);
     }
 }
 
@@ -441,6 +495,7 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     }
     lay->p = shape->p;
     lay->S = shape->S;
+    lay->frag_fraction = su->arch->impl == VP_IMPL_VPIPE ? 0 : su->gpu->frag_fraction;
     lay->route_len = shape->route_len;
     /* R passes: the stages priced without recomputation, then each R's part (vp_workload) */
     vp_workload plain = *su->work;

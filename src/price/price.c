@@ -36,25 +36,17 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
     return NULL;
 }
 
-/* Seconds of rank d's optimizer step, memory-bound: per parameter of its optimizer shard
- * it reads the gradient, reads and writes the fp32 weights (master copy, or the weights
- * themselves) and the moments, and writes the 16-bit copy when there is a master. */
+/* Seconds of rank d's optimizer step, memory-bound, at hbm_efficiency of the HBM
+ * bandwidth: per parameter of its optimizer shard it reads the gradient three times
+ * (unscaling and the overflow check, the gradient norm for clipping, Adam), reads and
+ * writes the fp32 weights (master copy, or the weights themselves) and the moments, and
+ * writes the 16-bit copy when there is a master. */
 static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m) {
     const vp_precision *pr = &su->work->prec;
     double shard = (m->params / pr->param) / (su->work->zero1 ? su->work->dp : 1);
     double weights = pr->master ? pr->master : pr->param;
-    double traffic = pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
-    return shard * traffic / su->gpu->hbm_bandwidth;
-}
-
-/* Seconds of rank d's DP gradient reduction: an all-reduce of its gradients, or with the
- * distributed optimizer a reduce-scatter of them and an all-gather of the updated
- * weights; over the nodes when the DP group (ranks tp apart) spans more than one. */
-static double dp_seconds(const vp_price_setup *su, int d, const vp_rank_memory *m) {
-    const vp_workload *t = su->work;
-    bool inter = vp__spans_nodes(su->gpu, (long)d * t->tp * t->dp, t->tp, t->dp);
-    double grads = vp__ring_gather_seconds(su->gpu, inter, t->dp, m->grads);
-    return t->zero1 ? grads + vp__ring_gather_seconds(su->gpu, inter, t->dp, m->params) : 2 * grads;
+    double traffic = 3.0 * pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
+    return shard * traffic / (su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency);
 }
 
 /* Model FLOPs of one microbatch through the whole model (F + B + W, no recomputation,
@@ -72,14 +64,39 @@ static double model_flops_per_microbatch(const vp_price_setup *su) {
     return total;
 }
 
-void vp__price_overheads(const vp_price_setup *su, const vp_rank_memory *memory, int p,
-                         double *optimizer_s, double *dp_reduce_s) {
-    *optimizer_s = *dp_reduce_s = 0;
-    for (int d = 0; d < p; d++) {
-        double opt = optimizer_seconds(su, &memory[d]), dp = dp_seconds(su, d, &memory[d]);
-        *optimizer_s = opt > *optimizer_s ? opt : *optimizer_s;
-        *dp_reduce_s = dp > *dp_reduce_s ? dp : *dp_reduce_s;
+void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
+                      const vp_rank_memory *memory, const double *dev_end, vp__step_tail *out) {
+    *out = (vp__step_tail){0};
+    double end = 0, after = 0, before = 0, share = 0;
+    for (int d = 0; d < lay->p; d++) {
+        double window_b = 0, window_f = 0; /* one microbatch's passes on d, seconds */
+        for (int st = 0; st < lay->S; st++)
+            if (lay->stage[st].device == d) {
+                window_b += (lay->stage[st].b_ms + lay->stage[st].w_ms) / 1e3;
+                window_f += lay->stage[st].f_ms / 1e3;
+            }
+        vp__dp_cost dp;
+        vp__dp_cost_of(su, d, &memory[d], window_b, window_f, &dp);
+        double opt = optimizer_seconds(su, &memory[d]);
+        out->optimizer_s = opt > out->optimizer_s ? opt : out->optimizer_s;
+        out->dp_reduce_s = dp.reduce_s > out->dp_reduce_s ? dp.reduce_s : out->dp_reduce_s;
+        end = dev_end[d] > end ? dev_end[d] : end;
+        after = dev_end[d] + dp.after_s > after ? dev_end[d] + dp.after_s : after;
+        before = dp.before_s > before ? dp.before_s : before;
+        share = dp.after_s > share ? dp.after_s : share;
     }
+    /* a share hides that share of the slowest reduction, after the whole schedule */
+    bool modelled = su->work->dp_overlap == VP_OVERLAP_MODELLED;
+    out->exposed_s = (modelled ? after - end : share) + before;
+    out->step_s = end + out->optimizer_s + out->exposed_s;
+}
+
+void vp__memory_close(double frag_fraction, vp_rank_memory *m) {
+    m->allocated = m->params + m->grads + m->optimizer + m->activations + m->buffers +
+                   m->workspace + m->logits + m->gathers;
+    m->fragmentation = frag_fraction * m->allocated;
+    m->reserved = m->allocated + m->fragmentation;
+    m->total = m->reserved + m->context + m->comm + m->reserve;
 }
 
 /* The offload figures from the simulation: host bytes per rank (against the host memory
@@ -99,23 +116,31 @@ static void finish_offload(const vp_price_setup *su, const vp_schedule *s, const
 }
 
 /* Step time, rates and the activations of every rank from the simulation. */
-static void finish(const vp_price_setup *su, const vp_schedule *s, const vp_sim *sim,
-                   vp_price_result *r) {
+static vp_status finish(const vp_price_setup *su, const vp_price_layout *lay, const vp_schedule *s,
+                        const vp_sim *sim, vp_price_result *r, vp_error *err) {
     const vp_workload *t = su->work;
     r->makespan_s = sim->makespan / 1e3;
     r->bubble = sim->bubble;
-    vp__price_overheads(su, r->memory, s->p, &r->optimizer_s, &r->dp_reduce_s);
+    double *end = vp__calloc((size_t)s->p, sizeof *end);
+    if (!end)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     for (int d = 0; d < s->p; d++) {
         vp_rank_memory *m = &r->memory[d];
         m->activations = sim->peak_bytes[d];
-        m->total += m->activations;
+        vp__memory_close(lay->frag_fraction, m);
         if (m->total > r->memory_max_bytes) {
             r->memory_max_bytes = m->total;
             r->memory_max_rank = d;
         }
+        end[d] = sim->dev_last[d] / 1e3;
     }
-    r->dp_exposed_s = r->dp_reduce_s * (1 - t->dp_overlap);
-    r->step_time_s = r->makespan_s + r->optimizer_s + r->dp_exposed_s;
+    vp__step_tail tail;
+    vp__step_tail_of(su, lay, r->memory, end, &tail);
+    free(end);
+    r->optimizer_s = tail.optimizer_s;
+    r->dp_reduce_s = tail.dp_reduce_s;
+    r->step_time_s = tail.step_s;
+    r->dp_exposed_s = tail.exposed_s;
     double samples = (double)s->m * t->mbs * t->dp;
     r->model_flops = samples / t->mbs * model_flops_per_microbatch(su);
     r->mfu = r->model_flops / (r->gpus * su->gpu->peak_flops * r->step_time_s);
@@ -124,8 +149,10 @@ static void finish(const vp_price_setup *su, const vp_schedule *s, const vp_sim 
     r->tokens_per_s_per_gpu = r->tokens_per_s / r->gpus;
     r->capacity_bytes = su->gpu->memory_bytes;
     r->fits = r->memory_max_bytes <= r->capacity_bytes;
+    r->expected = su->gpu->expected;
     if (sim->host_peak_bytes)
         finish_offload(su, s, sim, r);
+    return VP_OK;
 }
 
 bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s) {
@@ -169,8 +196,12 @@ vp_status vp_price_on_layout(const vp_price_setup *su, const vp_price_layout *la
     r->hop_ms = lay->hop_ms;
     r->costs = lay->costs;
     r->costs.dev_f = r->costs.dev_b = r->costs.dev_w = NULL;
-    finish(su, s, sim, r);
     r->sim = sim;
+    rc = finish(su, lay, s, sim, r, err);
+    if (rc != VP_OK) {
+        vp_price_result_free(r);
+        return rc;
+    }
     *out = r;
     return VP_OK;
 }
@@ -250,9 +281,11 @@ vp_status vp_price_family(const vp_price_setup *su, const char *family, const vp
 
 /* ---- JSON --------------------------------------------------------------------------- */
 
-/* A byte count as a JSON integer (counts split over TP may have a fraction: rounded). */
+/* A byte count as a JSON integer (counts split over TP may have a fraction: rounded);
+ * past 2^53, where a double no longer holds every integer (an absurdly large model), as
+ * a real (never a count wrapped to a negative one). */
 static json_t *bytes_json(double bytes) {
-    return json_integer((json_int_t)llround(bytes));
+    return bytes < 0x1p53 ? json_integer((json_int_t)llround(bytes)) : json_real(bytes);
 }
 
 /* One rank's memory; with offload (host) its host bytes too. */
@@ -260,10 +293,14 @@ static json_t *memory_json(const vp_rank_memory *m, int rank, bool host) {
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer(rank));
     const char *names[] = {"params",    "grads",   "optimizer", "activations", "buffers",
-                           "workspace", "reserve", "total",     "host"};
+                           "workspace", "logits",  "gathers",   "allocated",   "fragmentation",
+                           "reserved",  "context", "comm",      "reserve",     "total",
+                           "host"};
     double values[] = {m->params,    m->grads,   m->optimizer, m->activations, m->buffers,
-                       m->workspace, m->reserve, m->total,     m->host};
-    for (int i = 0; i < (host ? 9 : 8); i++)
+                       m->workspace, m->logits,  m->gathers,   m->allocated,   m->fragmentation,
+                       m->reserved,  m->context, m->comm,      m->reserve,     m->total,
+                       m->host};
+    for (int i = 0; i < (host ? 16 : 15); i++)
         json_object_set_new(o, names[i], bytes_json(values[i]));
     return o;
 }
@@ -286,6 +323,23 @@ static json_t *stage_json(const vp_price_stage *g, bool host) {
         json_object_set_new(o, "off_bytes", bytes_json(g->off_bytes));
         json_object_set_new(o, "copy_ms", json_real(g->copy_ms));
     }
+    return o;
+}
+
+/* A fraction, or null when no run measured it. */
+static json_t *measured(double value, int runs) {
+    return runs > 0 ? json_real(value) : json_null();
+}
+
+json_t *vp__expected_json(const vp_expected_error *e) {
+    json_t *o = json_object();
+    json_object_set_new(o, "step_time", measured(e->step_mean, e->runs));
+    json_object_set_new(o, "step_time_worst", measured(e->step_worst, e->runs));
+    json_object_set_new(o, "memory", measured(e->memory_mean, e->memory_runs));
+    json_object_set_new(o, "memory_worst", measured(e->memory_worst, e->memory_runs));
+    json_object_set_new(o, "runs", json_integer(e->runs));
+    json_object_set_new(o, "memory_runs", json_integer(e->memory_runs));
+    json_object_set_new(o, "basis", json_string(e->basis));
     return o;
 }
 
@@ -344,6 +398,7 @@ char *vp_price_result_json(const vp_price_result *r) {
     for (int st = 0; st < r->S; st++)
         json_array_append_new(stages, stage_json(&r->stage[st], host));
     json_object_set_new(o, "per_stage", stages);
+    json_object_set_new(o, "expected_error", vp__expected_json(&r->expected));
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     json_decref(o);
     return text;

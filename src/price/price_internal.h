@@ -4,21 +4,55 @@
 
 #include "vpipe/price.h"
 
+/* JSON helpers of the readers (readers.c). vp__json_object loads text as one object
+ * (VP_EPARSE with line and column, naming what); vp__json_number reads a number in [lo, hi]
+ * under the first of names (NULL-terminated) present, vp__json_count a whole number in
+ * [1, hi], vp__json_string a string (NULL when absent): absent and required is VP_EPARSE
+ * "missing key", absent otherwise leaves *out; vp__as_parse_error turns the error a check
+ * filled into a parse error; vp__is_path: text names a file (a '/' or ".json" at the end). */
+struct json_t;
+/* The expected error as a JSON object (price.c; vp_price_result_json's "expected_error"). */
+struct json_t *vp__expected_json(const vp_expected_error *e);
+vp_status vp__json_object(const char *text, size_t len, const char *what, struct json_t **out,
+                          vp_error *err);
+vp_status vp__json_number(struct json_t *obj, const char *const *names, double lo, double hi,
+                          bool required, double *out, vp_error *err);
+vp_status vp__json_count(struct json_t *obj, const char *const *names, int hi, bool required,
+                         int *out, vp_error *err);
+vp_status vp__json_string(struct json_t *obj, const char *const *names, const char **out,
+                          vp_error *err);
+vp_status vp__as_parse_error(vp_error *err);
+bool vp__is_path(const char *text);
+
 /* Parameters of one part on one rank of a tp-way tensor-parallel group. The head part
  * counts its matrix even when tied (the last stage holds a copy). */
 double vp__part_params(const vp_arch *arch, int tp, vp_price_part part);
 
-/* Seconds to move bytes over one link (inside a node or between nodes): bytes over the
- * bandwidth plus one latency. */
-double vp__link_seconds(const vp_gpu *gpu, bool inter_node, double bytes);
+/* Communication (comm.c): a group of n ranks spaced stride apart from rank first, the
+ * seconds of a collective over it (VP__GATHER: a ring all-gather or reduce-scatter of a
+ * tensor of `bytes`; VP__ALL_REDUCE: ring or tree, the faster), whether two ranks sit in
+ * different nodes, and the seconds of one pipeline send of an activation from pipeline
+ * rank `from` to `to` (at the send bandwidth inside a node, the network's across, each TP
+ * rank sending its 1/t; without sequence parallelism the receivers all-gather it). */
+typedef struct vp__group {
+    long first, stride;
+    int n;
+} vp__group;
+typedef enum { VP__GATHER, VP__ALL_REDUCE } vp__collective;
+double vp__collective_seconds(const vp_gpu *gpu, vp__collective kind, const vp__group *g,
+                              double bytes);
+bool vp__crosses_nodes(const vp_gpu *gpu, long a, long b);
+double vp__send_seconds(const vp_price_setup *su, int from, int to);
 
-/* Seconds of a ring all-gather (or reduce-scatter) of a tensor of `bytes` over n ranks:
- * (n-1)/n of it over the link plus n-1 latencies. 0 when n == 1. */
-double vp__ring_gather_seconds(const vp_gpu *gpu, bool inter_node, int n, double bytes);
-
-/* Whether a group of n ranks spaced `stride` apart, starting at rank `first`, spans more
- * than one node. */
-bool vp__spans_nodes(const vp_gpu *gpu, long first, long stride, int n);
+/* The data-parallel reduction of pipeline rank d holding m's model states (comm.c): its
+ * whole time, the part left after the device's last op and the part before the next
+ * step's first op, given the device's backward (window_b) and forward (window_f) of one
+ * microbatch in seconds. */
+typedef struct vp__dp_cost {
+    double reduce_s, after_s, before_s;
+} vp__dp_cost;
+void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, double window_b,
+                    double window_f, vp__dp_cost *out);
 
 /* Facts of a part without checking the setup (vp_price_part checks first). */
 void vp__part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
@@ -26,8 +60,11 @@ void vp__part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part 
 
 /* Seconds one pass of a part computes on one rank under the setup's accelerator (its
  * speed model; collectives aside): sec[0] F, sec[1] B without recomputation, sec[2] W,
- * sec[3] what recomputation adds to B. The setup must pass vp_price_check with a gpu. */
-void vp__part_seconds(const vp_price_setup *su, vp_price_part part, double sec[4]);
+ * sec[3] what recomputation adds to B; linear[0..2] the share of F, B and W that its
+ * linears' matrix multiplies take (what tensor-parallel communication can hide behind).
+ * The setup must pass vp_price_check with a gpu. */
+void vp__part_seconds(const vp_price_setup *su, vp_price_part part, double sec[4],
+                      double linear[3]);
 
 /* Chooses layers per route position (counts[route_len]) for the shape s: every layer
  * goes where the largest load grows least. A stage's position is stage % route_len. */
@@ -48,10 +85,20 @@ vp_status vp__split_check(const int *counts, int n, int route_len, int layers, v
  * VP_ENOMEM. */
 vp_status vp__stage_live_max(const vp_schedule *s, double *live, vp_error *err);
 
-/* The optimizer step and the DP gradient reduction of a step, seconds, from every rank's
- * model states (memory[p]): the slowest rank's of each. */
-void vp__price_overheads(const vp_price_setup *su, const vp_rank_memory *memory, int p,
-                         double *optimizer_s, double *dp_reduce_s);
+/* What a step adds to its schedule (price.c), given when each device's last op ends
+ * (dev_end[p], seconds): the optimizer step (the slowest rank's, memory-bound), the
+ * data-parallel reduction (the slowest rank's whole time), what of it shows (after the
+ * latest device end, and the next step's parameter gather) and the step time: the latest
+ * end, the optimizer and what shows. memory[p] the ranks' model states. */
+typedef struct vp__step_tail {
+    double optimizer_s, dp_reduce_s, exposed_s, step_s;
+} vp__step_tail;
+void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
+                      const vp_rank_memory *memory, const double *dev_end, vp__step_tail *out);
+
+/* Completes m once its activations are set: allocated, fragmentation (frag_fraction of
+ * allocated), reserved and total from the other items (price.c). */
+void vp__memory_close(double frag_fraction, vp_rank_memory *m);
 
 /* Whether s has the shape lay was priced for: devices, stages, route, stage placement and
  * recomputation (its R passes). */

@@ -5,11 +5,18 @@
  * runs at gemm_efficiency x M/(M+e) x N/(N+e) x K/(K+e) of peak, e = gemm_edge: a large
  * one at the kernel's best, a small one losing its partial tiles, its last wave and its
  * pipeline fill; so a larger microbatch (M = tokens) or a wider TP slice (N or K = a
- * width over TP) runs faster. The other kernels of F and B (norms, activations, dropout,
- * softmax, residual adds) are memory-bound: they move act_traffic_f (F) and act_traffic_b
- * (B) bytes per byte of activation F saves, at the HBM bandwidth. W is matrix multiplies
- * only. With vp_gpu.efficiency > 0 every FLOP runs at that fraction of peak and nothing
- * else is added (the older model). Calibration: src/price/readers.c. */
+ * width over TP) runs faster. Attention without FlashAttention is two batched multiplies
+ * per head (QK^T and AV, the whole s x s matrix, masked afterwards); with FlashAttention
+ * its own kernels run: they skip the causal mask's upper half and run the rest at
+ * attn_efficiency_f of peak in F, and in B (which recomputes the scores: 2.5 times F's
+ * FLOPs, as FlashAttention counts them) at attn_efficiency_b. The other kernels of F and B
+ * (norms, activations, dropout, softmax, residual adds) are memory-bound: they move
+ * act_traffic_f (F) and act_traffic_b (B) bytes per byte of activation F saves, at the HBM
+ * bandwidth. W is matrix multiplies only. Every pass of a layer costs layer_overhead more:
+ * its kernels' launches and the synchronisation around them, which small layers cannot
+ * hide (the layer's time, not its FLOPs). With vp_gpu.efficiency > 0 every FLOP runs at
+ * that fraction of peak and nothing else is added (the older model). Calibration:
+ * src/price/gpus.c. */
 #include "price/price_internal.h"
 
 /* Seconds of count multiplies of M x N x K. */
@@ -22,39 +29,58 @@ static double gemm_seconds(const vp_gpu *g, double m, double n, double k, double
     return count * 2 * m * n * k / (g->peak_flops * rate);
 }
 
+/* Seconds of the attention core of one layer in F and in B on one rank. */
+static void attention_seconds(const vp_price_setup *su, double *f, double *b) {
+    const vp_arch *a = su->arch;
+    const vp_workload *t = su->work;
+    const vp_gpu *g = su->gpu;
+    double head = (double)a->hidden / a->heads, heads = (double)a->heads / t->tp * t->mbs;
+    if (t->flash && g->efficiency == 0) {
+        double forward = 4.0 * t->seq * t->seq * head * heads / 2; /* the causal half */
+        *f = forward / (g->peak_flops * g->attn_efficiency_f);
+        *b = 2.5 * forward / (g->peak_flops * g->attn_efficiency_b);
+        return;
+    }
+    *f =
+        gemm_seconds(g, t->seq, t->seq, head, heads) + gemm_seconds(g, t->seq, head, t->seq, heads);
+    *b = 2 * *f;
+}
+
 /* Seconds of one pass's matrix multiplies on one rank (Zero Bubble Table 1's FLOPs, as
  * part_flops counts them): B and W each repeat F's linears once (input and weight
- * gradients, same dimensions), B repeats the attention core twice. *attention gets
- * the attention core's share of F. */
+ * gradients, same dimensions), B runs the attention core's backward. *linear gets the
+ * linears' share (one pass), *attention F's attention core. */
 static void matmul_seconds(const vp_price_setup *su, vp_price_part part, double mm[3],
-                           double *attention) {
+                           double *linear, double *attention) {
     const vp_arch *a = su->arch;
     const vp_workload *t = su->work;
     const vp_gpu *g = su->gpu;
     double T = (double)t->mbs * t->seq, h = a->hidden, tp = t->tp, head = h / a->heads;
     double kv = a->kv_heads * head, f = a->ffn, gates = a->ffn_kind == VP_FFN_SWIGLU ? 2 : 1;
-    *attention = 0;
+    *linear = *attention = 0;
     mm[0] = mm[1] = mm[2] = 0;
     if (part == VP_PRICE_EMBEDDING)
         return;
     if (part == VP_PRICE_HEAD) {
-        mm[0] = mm[1] = mm[2] = gemm_seconds(g, T, a->vocab / tp, h, 1);
+        *linear = gemm_seconds(g, T, a->vocab / tp, h, 1);
+        mm[0] = mm[1] = mm[2] = *linear;
         return;
     }
-    double linear = gemm_seconds(g, T, (h + 2 * kv) / tp, h, 1) + gemm_seconds(g, T, h, h / tp, 1) +
-                    gemm_seconds(g, T, gates * f / tp, h, 1) + gemm_seconds(g, T, h, f / tp, 1);
-    double heads = a->heads / tp * t->mbs; /* one QK^T and one AV per head and sequence */
-    *attention =
-        gemm_seconds(g, t->seq, t->seq, head, heads) + gemm_seconds(g, t->seq, head, t->seq, heads);
-    mm[0] = linear + *attention;
-    mm[1] = linear + 2 * *attention;
-    mm[2] = linear;
+    *linear = gemm_seconds(g, T, (h + 2 * kv) / tp, h, 1) + gemm_seconds(g, T, h, h / tp, 1) +
+              gemm_seconds(g, T, gates * f / tp, h, 1) + gemm_seconds(g, T, h, f / tp, 1);
+    double attention_b;
+    attention_seconds(su, attention, &attention_b);
+    mm[0] = *linear + *attention;
+    mm[1] = *linear + attention_b;
+    mm[2] = *linear;
 }
 
-void vp__part_seconds(const vp_price_setup *su, vp_price_part part, double sec[4]) {
+void vp__part_seconds(const vp_price_setup *su, vp_price_part part, double sec[4],
+                      double linear[3]) {
     const vp_gpu *g = su->gpu;
-    double attention;
-    matmul_seconds(su, part, sec, &attention);
+    double attention, lin;
+    matmul_seconds(su, part, sec, &lin, &attention);
+    linear[0] = linear[1] = linear[2] = lin;
     vp_recompute rc = part == VP_PRICE_LAYER ? su->work->recompute : VP_RECOMPUTE_NONE;
     vp_workload plain = *su->work;
     plain.recompute = VP_RECOMPUTE_NONE;
@@ -63,8 +89,10 @@ void vp__part_seconds(const vp_price_setup *su, vp_price_part part, double sec[4
     vp__part_facts(su->arch, su->work, part, &kept);
     bool kernel = g->efficiency == 0;
     double moved_f = kernel ? g->act_traffic_f * all.act_bytes / g->hbm_bandwidth : 0;
-    sec[0] += moved_f;
-    sec[1] += kernel ? g->act_traffic_b * all.act_bytes / g->hbm_bandwidth : 0;
+    double overhead = kernel && part == VP_PRICE_LAYER ? g->layer_overhead : 0;
+    sec[0] += moved_f + overhead;
+    sec[1] += (kernel ? g->act_traffic_b * all.act_bytes / g->hbm_bandwidth : 0) + overhead;
+    sec[2] += overhead;
     sec[3] = 0;
     if (rc == VP_RECOMPUTE_FULL)
         sec[3] = sec[0];

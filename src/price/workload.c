@@ -12,7 +12,7 @@ vp_workload vp_workload_default(const vp_arch *arch) {
         .tp = 1,
         .dp = 1,
         .prec = {.param = fp32 ? 4 : 2, .grad = 4, .master = fp32 ? 0 : 4, .moments = 8},
-        .reserve_bytes = arch->impl == VP_IMPL_VPIPE ? 0 : (double)(1 << 30),
+        .dp_overlap = VP_OVERLAP_MODELLED,
     };
     return t;
 }
@@ -40,9 +40,10 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
                         "bytes per parameter out of range (param %d, grad %d, "
                         "master %d, moments %d)",
                         p->param, p->grad, p->master, p->moments);
-    if (!(t->dp_overlap >= 0 && t->dp_overlap <= 1) || !(t->reserve_bytes >= 0) ||
-        !isfinite(t->reserve_bytes))
-        return vp__fail(err, VP_EINVAL, "dp_overlap must be in [0, 1] and the reserve >= 0");
+    if (!((t->dp_overlap >= 0 && t->dp_overlap <= 1) || t->dp_overlap == VP_OVERLAP_MODELLED) ||
+        !(t->reserve_bytes >= 0) || !isfinite(t->reserve_bytes))
+        return vp__fail(err, VP_EINVAL,
+                        "dp_overlap must be in [0, 1] (or modelled) and the reserve >= 0");
     if (a->impl == VP_IMPL_VPIPE && (t->tp > 1 || t->flash || t->recompute))
         return vp__fail(err, VP_EINVAL,
                         "vpipe's own model has no tensor parallelism, "
@@ -56,12 +57,17 @@ static vp_status check_speed(const vp_gpu *g, vp_error *err) {
     if (g->efficiency > 0 && g->efficiency <= 1)
         return VP_OK;
     bool kernel = g->efficiency == 0 && g->gemm_efficiency > 0 && g->gemm_efficiency <= 1 &&
-                  g->gemm_edge >= 0 && g->act_traffic_f >= 0 && g->act_traffic_b >= 0 &&
-                  isfinite(g->gemm_edge + g->act_traffic_f + g->act_traffic_b);
+                  g->attn_efficiency_f > 0 && g->attn_efficiency_f <= 1 &&
+                  g->attn_efficiency_b > 0 && g->attn_efficiency_b <= 1 && g->gemm_edge >= 0 &&
+                  g->act_traffic_f >= 0 && g->act_traffic_b >= 0 && g->layer_overhead >= 0 &&
+                  g->chunk_overhead >= 0 &&
+                  isfinite(g->gemm_edge + g->act_traffic_f + g->act_traffic_b + g->layer_overhead +
+                           g->chunk_overhead);
     return kernel ? VP_OK
                   : vp__fail(err, VP_EINVAL,
                              "accelerator %s: efficiency in (0, 1], or 0 with gemm_efficiency "
-                             "in (0, 1] and gemm_edge, act_traffic_f, act_traffic_b >= 0",
+                             "and the attention efficiencies in (0, 1] and gemm_edge, "
+                             "act_traffic_f, act_traffic_b and the overheads >= 0",
                              g->name);
 }
 
@@ -78,6 +84,14 @@ static vp_status check_gpu(const vp_gpu *g, vp_error *err) {
         !isfinite(g->inter_latency) || g->gpus_per_node < 1)
         return vp__fail(err, VP_EINVAL,
                         "accelerator %s: latencies >= 0 and gpus_per_node >= 1 needed", g->name);
+    if (!(g->comm_efficiency > 0 && g->comm_efficiency <= 1) ||
+        !(g->hbm_efficiency > 0 && g->hbm_efficiency <= 1) || !(g->context_bytes >= 0) ||
+        !(g->comm_buffer_bytes >= 0) || !(g->frag_fraction >= 0) ||
+        !isfinite(g->context_bytes + g->comm_buffer_bytes + g->frag_fraction))
+        return vp__fail(err, VP_EINVAL,
+                        "accelerator %s: communication and HBM efficiencies in (0, 1], context, "
+                        "communication buffers and fragmentation >= 0",
+                        g->name);
     return check_speed(g, err);
 }
 

@@ -177,7 +177,7 @@ static vp_status compare_all(const vp__run *run, gathered *g, vp_error *err) {
 
 static void table_head(vp__buf *out, const vp__run *run) {
     const vp_spec *spec = &run->spec;
-    char text[256];
+    char text[512];
     if (!run->real) {
         vp__buf_printf(out, "p=%d m=%d  costs %s\n\n%-12s %10s %9s %10s %8s %8s\n", spec->p,
                        spec->m, vp__costs_text(&spec->costs, text, sizeof text), "family",
@@ -189,6 +189,8 @@ static void table_head(vp__buf *out, const vp__run *run) {
                    vp__workload_text(&run->work, text, sizeof text),
                    spec->p * run->work.tp * run->work.dp, run->gpu.memory_bytes / GIB,
                    run->setup.measured ? "  measured costs" : "");
+    vp__buf_printf(out, "%s\n\n",
+                   vp_price_expected_text(run->gpu.name, &run->gpu.expected, text, sizeof text));
     vp__buf_printf(out, "%-12s %9s %7s %8s %8s  %-4s %s\n", "family", "step s", "MFU", "bubble",
                    "max GiB", "fits", "GiB per rank");
 }

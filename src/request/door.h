@@ -23,6 +23,7 @@ typedef enum {
     VP__PLAN,
     VP__BLOCK,
     VP__MODEL,
+    VP__CALIBRATE,
     VP__COMMANDS
 } vp__command;
 
@@ -108,7 +109,9 @@ typedef struct vp__run {
 void vp__run_release(vp__run *run);
 
 /* Fails naming an option's value: "<name> '<value>': [column N: ]<err's message>" (flags)
- * or "<name>: [column N: ]<message>" (JSON), with status (the parser's unless VP_OK). */
+ * or "<name>: [column N: ]<message>" (JSON), with status; VP_OK: the parser's, a value it
+ * found malformed or out of range (VP_EPARSE, VP_EVALIDATION) being a usage error
+ * (VP_EINVAL) but in the first string API. */
 vp_status vp__value_error(const vp__run *run, const char *key, const char *value, vp_status status,
                           vp_error *err);
 
@@ -166,6 +169,11 @@ json_t *vp__sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *co
 
 /* ---- a real model (real.c) ----------------------------------------------------------------- */
 
+/* The accelerator name (a preset or a JSON file: --gpu) into *gpu. A failure names --gpu
+ * and the value: bad content of a file is bad input (its position), an unknown name a
+ * usage error. */
+vp_status vp__gpu_resolve(const vp__run *run, const char *name, vp_gpu *gpu, vp_error *err);
+
 /* Without --model: refuses the real-model options given. With it: the model, the
  * accelerator (--gpu, default h100-80gb), the workload and the setup, checked; a model
  * other than vpipe's own takes --recompute into its workload and leaves the spec's. */
@@ -199,5 +207,6 @@ vp_status vp__plan(vp__run *run, vp_error *err);
 vp_status vp__hybrid(vp__run *run, vp_error *err);
 vp_status vp__block(vp__run *run, vp_error *err);
 vp_status vp__model(vp__run *run, vp_error *err);
+vp_status vp__calibrate(vp__run *run, vp_error *err);
 
 #endif

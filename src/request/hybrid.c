@@ -66,6 +66,7 @@ static vp_hybrid_request search_request(vp__run *run) {
     q.top = r->top;
     q.threads = r->threads;
     q.time_limit_s = r->time_limit;
+    q.margin_bytes = r->margin >= 0 ? r->margin * GIB : -1;
     q.progress = progress;
     q.progress_arg = run;
     return q;
@@ -83,27 +84,27 @@ static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size
 
 static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c) {
     char fam[160];
-    vp__buf_printf(out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f  %s\n",
-                   label, c->group, c->dp, c->tp, c->pp, c->mbs, c->m,
-                   vp_recompute_name(c->recompute), c->step_time_s, 100 * c->mfu, 100 * c->bubble,
-                   c->memory_max_bytes / GIB, family_text(c, fam, sizeof fam));
+    vp__buf_printf(
+        out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f %6.1f%s  %s\n", label,
+        c->group, c->dp, c->tp, c->pp, c->mbs, c->m, vp_recompute_name(c->recompute),
+        c->step_time_s, 100 * c->mfu, 100 * c->bubble, c->memory_max_bytes / GIB,
+        c->headroom_bytes / GIB, c->tight ? " tight" : "      ", family_text(c, fam, sizeof fam));
 }
 
 static void table_head(vp__buf *out) {
-    vp__buf_printf(out, "%-4s %-14s %3s %3s %3s %4s %5s %-9s %9s %7s %8s %8s  %s\n", "", "family",
-                   "DP", "TP", "PP", "mbs", "m", "recompute", "step s", "MFU", "bubble", "max GiB",
-                   "schedule");
+    vp__buf_printf(out, "%-4s %-14s %3s %3s %3s %4s %5s %-9s %9s %7s %8s %8s %12s  %s\n", "",
+                   "family", "DP", "TP", "PP", "mbs", "m", "recompute", "step s", "MFU", "bubble",
+                   "max GiB", "room GiB", "schedule");
 }
 
 static void search_text(vp__buf *out, const vp_hybrid *h, const vp_hybrid_request *q) {
-    vp__buf_printf(out,
-                   "plan: %s on %d %s (%.1f GiB each, %.1f GiB reserved), sequence %d, global "
-                   "batch %d%s%s%s\n",
-                   q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB,
-                   q->work.reserve_bytes / GIB, q->work.seq, q->global_batch,
-                   q->work.flash ? ", FlashAttention" : "",
-                   q->work.sp ? ", sequence parallelism" : "",
-                   q->work.zero1 ? ", distributed optimizer" : "");
+    vp__buf_printf(
+        out,
+        "plan: %s on %d %s (%.1f GiB each, a margin of %.1f GiB kept), sequence %d, "
+        "global batch %d%s%s%s\n",
+        q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB, h->margin_bytes / GIB,
+        q->work.seq, q->global_batch, q->work.flash ? ", FlashAttention" : "",
+        q->work.sp ? ", sequence parallelism" : "", q->work.zero1 ? ", distributed optimizer" : "");
     vp__buf_printf(out,
                    "%ld configurations: %ld evaluated, %ld pruned (%ld by the step-time bound, "
                    "%ld by the memory bound, %ld over memory when built), %ld refused; %.2f s\n",
@@ -187,7 +188,8 @@ static vp_status emit_megatron(vp__run *run, const vp_hybrid *h, const vp_hybrid
     return rc;
 }
 
-/* The report (text or JSON) on stdout, the winner's schedule to -o. */
+/* The winner's schedule to -o, then the report (text or JSON) on stdout unless -o - or
+ * Megatron-LM's flags took it. */
 static vp_status search_report(vp__run *run, const vp_hybrid *h, const vp_hybrid_request *q,
                                vp_error *err) {
     const char *out = run->req->output;
@@ -199,6 +201,8 @@ static vp_status search_report(vp__run *run, const vp_hybrid *h, const vp_hybrid
         if (rc != VP_OK || !strcmp(out, "-"))
             return rc;
     }
+    if (run->req->emit == VP_EMIT_MEGATRON)
+        return VP_OK;
     if (run->req->json)
         return vp__say_json(run, vp__json_take(vp_hybrid_json(h, q)), err);
     vp__buf b = {0};
@@ -227,7 +231,7 @@ vp_status vp__hybrid(vp__run *run, vp_error *err) {
         rc = emit_torchtitan(run, h, &q, err);
     if (rc == VP_OK && r->emit == VP_EMIT_MEGATRON)
         rc = emit_megatron(run, h, &q, err);
-    if (rc == VP_OK && r->emit != VP_EMIT_MEGATRON) /* megatron's flags take stdout */
+    if (rc == VP_OK)
         rc = search_report(run, h, &q, err);
     vp_hybrid_free(h);
     return rc;

@@ -10,9 +10,10 @@
 #define GIB 1073741824.0
 
 /* Every real-model option but --model, in the order a message names the first given. */
-static const char *const workload_keys[] = {
-    "gpu",     "seq",        "mbs", "tp", "sp", "dp", "zero", "flash", "split", "layers_per_stage",
-    "reserve", "dp_overlap", NULL};
+static const char *const workload_keys[] = {"gpu",        "seq",        "mbs",   "tp",
+                                            "sp",         "dp",         "zero",  "flash",
+                                            "tp_overlap", "pp_overlap", "split", "layers_per_stage",
+                                            "reserve",    "dp_overlap", NULL};
 
 vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
     *n = 1;
@@ -74,6 +75,8 @@ static void apply_workload(vp__run *run) {
     w->sp = q->sp;
     w->zero1 = q->zero;
     w->flash = q->flash;
+    w->tp_overlap = q->tp_overlap;
+    w->pp_overlap = q->pp_overlap;
     /* recomputation as the model's implementation does it: Megatron's inside B (the
      * workload), vpipe's own in the schedule's R passes (the spec) */
     if (q->recompute >= 0 && run->arch.impl != VP_IMPL_VPIPE)
@@ -88,8 +91,12 @@ static vp_status resolve(vp__run *run, vp_error *err) {
     const char *gpu = q->gpu ? q->gpu : "h100-80gb";
     if (vp_arch_resolve(q->model, &run->arch, err) != VP_OK)
         return source_error(run, "model", q->model, err);
-    if (vp_gpu_resolve(gpu, &run->gpu, err) != VP_OK)
-        return source_error(run, "gpu", gpu, err);
+    return vp__gpu_resolve(run, gpu, &run->gpu, err);
+}
+
+vp_status vp__gpu_resolve(const vp__run *run, const char *name, vp_gpu *gpu, vp_error *err) {
+    if (vp_gpu_resolve(name, gpu, err) != VP_OK)
+        return source_error(run, "gpu", name, err);
     return VP_OK;
 }
 
@@ -178,9 +185,13 @@ void vp__split_text(vp__buf *out, const vp_price_result *r) {
 
 /* One rank's memory row, GiB (with offload, its host GiB after the device's). */
 static void memory_row(vp__buf *out, const char *label, const vp_rank_memory *m, bool host) {
-    vp__buf_printf(out, "%-5s %8.2f %8.2f %9.2f %11.2f %8.2f %9.2f %8.2f %8.2f", label,
-                   m->params / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB,
-                   m->buffers / GIB, m->workspace / GIB, m->reserve / GIB, m->total / GIB);
+    vp__buf_printf(out,
+                   "%-5s %8.2f %8.2f %9.2f %11.2f %8.2f %9.2f %7.2f %7.2f %6.2f %8.2f %7.2f %8.2f "
+                   "%8.2f",
+                   label, m->params / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB,
+                   m->buffers / GIB, m->workspace / GIB, m->logits / GIB, m->gathers / GIB,
+                   m->fragmentation / GIB, m->context / GIB, m->comm / GIB, m->reserve / GIB,
+                   m->total / GIB);
     if (host)
         vp__buf_printf(out, " %8.2f", m->host / GIB);
     vp__buf_printf(out, "\n");
@@ -206,15 +217,20 @@ void vp__price_text(vp__buf *out, const vp_price_result *r, const vp_workload *w
                    "%.3g s\nMFU %.2f%%   bubble %.2f%%   %.4g samples/s per GPU   %.6g tokens/s\n",
                    r->step_time_s, r->makespan_s, r->optimizer_s, r->dp_exposed_s, 100 * r->mfu,
                    100 * r->bubble, r->samples_per_s_per_gpu, r->tokens_per_s);
+    char trust[512];
+    vp__buf_printf(out, "%s\n", vp_price_expected_text(r->gpu, &r->expected, trust, sizeof trust));
     vp__buf_printf(out,
                    "mean device slice per microbatch: F %.4g ms, B %.4g ms, W %.4g ms, hop "
                    "%.3g ms%s\n",
                    r->costs.f, r->costs.b, r->costs.w, r->hop_ms, measured ? " (measured)" : "");
     vp__split_text(out, r);
     bool host = r->sim && r->sim->host_peak;
-    vp__buf_printf(out, "\nmemory per rank, GiB:\n%-5s %8s %8s %9s %11s %8s %9s %8s %8s%s\n",
+    vp__buf_printf(out,
+                   "\nmemory per rank, GiB:\n%-5s %8s %8s %9s %11s %8s %9s %7s %7s %6s %8s %7s %8s "
+                   "%8s%s\n",
                    "rank", "params", "grads", "optimizer", "activations", "buffers", "workspace",
-                   "reserve", "total", host ? "     host" : "");
+                   "logits", "gathers", "frag", "context", "comm", "reserve", "total",
+                   host ? "     host" : "");
     for (int d = 0; d < r->p; d++) {
         char label[16];
         snprintf(label, sizeof label, "%d", d);

@@ -8,7 +8,7 @@
 void vp_request_init(vp_request *req, const char *command) {
     memset(req, 0, sizeof *req);
     req->recompute = req->split = req->emit = req->offload_policy = -1;
-    req->reserve = req->dp_overlap = -1;
+    req->reserve = req->dp_overlap = req->margin = -1;
     if (command && !strcmp(command, "schedule"))
         req->output = "-";
 }
@@ -33,9 +33,11 @@ static vp_status check_taken(const vp__run *run, vp_error *err) {
 }
 
 static vp_status (*const commands[VP__COMMANDS])(vp__run *, vp_error *) = {
-    [VP__LIST] = vp__list,     [VP__SIMULATE] = vp__simulate_cmd, [VP__COMPARE] = vp__compare,
-    [VP__RENDER] = vp__render, [VP__SCHEDULE] = vp__schedule,     [VP__VALIDATE] = vp__validate,
-    [VP__PLAN] = vp__plan,     [VP__BLOCK] = vp__block,           [VP__MODEL] = vp__model,
+    [VP__LIST] = vp__list,         [VP__SIMULATE] = vp__simulate_cmd,
+    [VP__COMPARE] = vp__compare,   [VP__RENDER] = vp__render,
+    [VP__SCHEDULE] = vp__schedule, [VP__VALIDATE] = vp__validate,
+    [VP__PLAN] = vp__plan,         [VP__BLOCK] = vp__block,
+    [VP__MODEL] = vp__model,       [VP__CALIBRATE] = vp__calibrate,
 };
 
 /* The command line's message: line and column in it, the status's when empty. */

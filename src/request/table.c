@@ -12,8 +12,9 @@
 
 #include "request/door.h"
 
-static const char *const command_names[VP__COMMANDS] = {
-    "list", "simulate", "compare", "render", "schedule", "validate", "plan", "block", "model"};
+static const char *const command_names[VP__COMMANDS] = {"list",     "simulate", "compare", "render",
+                                                        "schedule", "validate", "plan",    "block",
+                                                        "model",    "calibrate"};
 
 int vp__command_find(const char *name) {
     for (int c = 0; name && c < VP__COMMANDS; c++)
@@ -96,7 +97,7 @@ const vp__option vp__options[] = {
            -1, BUILD & ~ON(VALIDATE) & ~ON(BLOCK)),
     /* a real model */
     TEXT("model", "--model", model, REAL),
-    TEXT("gpu", "--gpu", gpu, REAL),
+    TEXT("gpu", "--gpu", gpu, REAL | ON(CALIBRATE)),
     INT("seq", "--seq", seq, 1, INT_MAX, REAL),
     INT("mbs", "--mbs", mbs, 1, INT_MAX, REAL),
     INT("tp", "--tp", tp, 1, INT_MAX, REAL),
@@ -104,6 +105,8 @@ const vp__option vp__options[] = {
     INT("dp", "--dp", dp, 1, INT_MAX, REAL),
     RENAMED("zero", "--zero", "zero1", VP__FLAG, zero, REAL),
     FLAG("flash", "--flash", flash, REAL),
+    FLAG("tp_overlap", "--tp-overlap", tp_overlap, REAL),
+    FLAG("pp_overlap", "--pp-overlap", pp_overlap, REAL),
     NUMBER("reserve", "--reserve", reserve, 0, 1e6, -1, REAL),
     NUMBER("dp_overlap", "--dp-overlap", dp_overlap, 0, 1, -1, REAL),
     CHOICE("split", "--split", split, splits, "split", -1, REAL & ~ON(MODEL)),
@@ -120,12 +123,16 @@ const vp__option vp__options[] = {
     INT("max_chunks", "--max-chunks", max_chunks, 1, 64, ON(PLAN)),
     INT("threads", "--threads", threads, 1, INT_MAX, ON(PLAN) | ON(COMPARE)),
     NUMBER("time_limit", "--time-limit", time_limit, 0.001, 1e6, 0, ON(PLAN)),
+    NUMBER("margin", "--margin", margin, 0, 1e6, -1, ON(PLAN)),
     CHOICE("emit", "--emit", emit, emits, "export", -1, ON(PLAN)),
     TEXT("memory", "--memory", memory, ON(PLAN)),
+    /* calibration */
+    TEXT("runs", "--runs", runs, ON(CALIBRATE)),
+    TEXT("constants", "--constants", constants, ON(CALIBRATE)),
     /* what to answer */
     FLAG("json", "--json", json,
-         ON(LIST) | ON(SIMULATE) | ON(COMPARE) | ON(PLAN) | ON(BLOCK) | ON(MODEL)),
-    TEXT("output", "-o", output, ON(SCHEDULE) | ON(PLAN) | ON(BLOCK)),
+         ON(LIST) | ON(SIMULATE) | ON(COMPARE) | ON(PLAN) | ON(BLOCK) | ON(MODEL) | ON(CALIBRATE)),
+    TEXT("output", "-o", output, ON(SCHEDULE) | ON(PLAN) | ON(BLOCK) | ON(CALIBRATE)),
     CHOICE("format", "--format", format, formats, "format", 0, ON(SCHEDULE)),
     TEXT("svg", "--svg", svg, ON(COMPARE) | ON(RENDER)),
     TEXT("trace", "--trace", trace, ON(RENDER)),

@@ -106,6 +106,29 @@ predicted = [m["activations"] for m in plan["best"]["memory_per_rank"]]
 assert predicted == train["peak_activation_bytes"], (predicted, train["peak_activation_bytes"])
 PY
 
+# The margin: the default is the accelerator's measured memory error (A100: 5.58% of 80 GiB),
+# a configuration with less room is tight and ranks after those with room; --margin 0 none.
+"$vp" plan --model llama2-7b --gpu a100-80gb --gpus 8 --seq 4096 --global-batch 32 --flash --sp \
+    --json >"$tmp/margin_default.json"
+"$vp" plan --model llama2-7b --gpu a100-80gb --gpus 8 --seq 4096 --global-batch 32 --flash --sp \
+    --margin 60 --top 1000 --json >"$tmp/margin_50.json"
+expect 0 "" -- python3 - "$tmp/margin_default.json" "$tmp/margin_50.json" <<'PY'
+import json, sys
+d, big = (json.load(open(p)) for p in sys.argv[1:])
+assert abs(d["margin_bytes"] - 0.0558 * 80 * 2 ** 30) < 1e6, d["margin_bytes"]
+assert d["expected_error"]["runs"] > 0 and d["best"]["expected_error"]["runs"] > 0
+assert big["margin_bytes"] == 60 * 2 ** 30
+for plan in (d, big):
+    tight = [c["tight"] for c in plan["top"]]
+    assert tight == sorted(tight), tight  # room first
+    for c in plan["top"]:
+        assert c["tight"] == (c["headroom_bytes"] < plan["margin_bytes"]), c
+assert any(c["tight"] for c in big["top"]) and not big["top"][0]["tight"]
+PY
+expect 0 "room GiB" -- "$vp" plan --model llama2-7b --gpu a100-80gb --gpus 8 --seq 4096 \
+    --global-batch 32 --flash --sp --margin 50
+expect 2 "--margin" -- "$vp" plan --model llama2-7b --gpus 8 --global-batch 32 --margin -1
+
 # Bad requests: a clear message and exit 2.
 expect 2 "smallest needs" -- "$vp" plan --model llama3-405b --gpu h100-80gb --gpus 8 --seq 8192 \
     --global-batch 64 --flash --sp

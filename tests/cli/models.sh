@@ -26,7 +26,9 @@ assert {"gpt2-124m", "llama3-70b", "llama3-405b", "gpt3-175b", "cm-98.5b", "zb-1
 m = {x["name"]: x for x in d["models"]}
 assert abs(m["llama3-70b"]["params"] / 1e9 - 70.55) < 0.01, m["llama3-70b"]["params"]
 assert m["llama3-70b"]["kv_heads"] == 8 and m["llama3-70b"]["ffn_kind"] == "swiglu"
-assert {g["name"] for g in d["gpus"]} == {"a100-80gb", "h100-80gb", "h200-141gb", "gh200-96gb"}
+assert {g["name"] for g in d["gpus"]} == {"a100-80gb", "h100-80gb", "h200-141gb", "h800-80gb",
+                                         "gh200-96gb", "b200", "gb200", "mi300x", "mi325x",
+                                         "mi355x"}
 assert all(g["host_gb_s"] > 0 and g["host_memory_gib"] > 0 for g in d["gpus"])
 PY
 # An accelerator printed by the listing reads back as a --gpu file, to the same answer.
@@ -73,9 +75,13 @@ for k in ("step_time_s", "samples_per_s_per_gpu", "tokens_per_s", "mfu", "memory
 assert d["family"] == "v-half" and d["p"] == 8 and d["tp"] == 8 and d["gpus"] == 64
 assert len(d["memory_per_rank"]) == 8 and len(d["layers_per_stage"]) == 16
 assert sum(d["layers_per_stage"]) == 80
-items = ("params", "grads", "optimizer", "activations", "buffers", "workspace", "reserve")
+items = ("params", "grads", "optimizer", "activations", "buffers", "workspace", "logits",
+         "gathers")
+beside = ("fragmentation", "context", "comm", "reserve")
 for m in d["memory_per_rank"]:
-    assert abs(sum(m[k] for k in items) - m["total"]) <= 8, m
+    assert abs(sum(m[k] for k in items) - m["allocated"]) <= 8, m
+    assert abs(m["allocated"] + m["fragmentation"] - m["reserved"]) <= 2, m
+    assert abs(m["allocated"] + sum(m[k] for k in beside) - m["total"]) <= 8, m
     assert m["grads"] == 2 * m["params"] and m["optimizer"] == 6 * m["params"], m
 assert d["memory_max_bytes"] == max(m["total"] for m in d["memory_per_rank"])
 assert d["fits"] == (d["memory_max_bytes"] <= d["capacity_bytes"])
@@ -87,6 +93,15 @@ assert all(abs(a - m["activations"]) <= 1e-9 * a
            for a, m in zip(d["peak_memory_bytes"], d["memory_per_rank"]))
 PY
 expect 0 "memory per rank, GiB:" -- "$vp" simulate v-half -p 8 -m 32 "${l70[@]}"
+# How far to trust it: the accuracy measured on the accelerator, or that none was.
+expect 0 "expected error on h100-80gb: throughput 3.1% on average" -- \
+    "$vp" simulate v-half -p 8 -m 32 "${l70[@]}"
+expect 0 "expected error on b200: not measured" -- "$vp" compare -p 4 -m 8 --model llama3-8b --gpu b200
+expect 0 "" -- python3 -c "
+import json, sys
+e = json.load(open(sys.argv[1]))['expected_error']
+assert e['runs'] == 9 and 0 < e['step_time'] < e['step_time_worst'] < 0.2 and e['memory'] is None, e
+" "$tmp/vhalf.json"
 expect 0 "fits" -- "$vp" simulate v-half -p 8 -m 32 "${l70[@]}"
 expect 0 "does NOT fit" -- "$vp" simulate 1f1b -p 8 -m 32 --model llama3-70b --seq 8192
 

@@ -22,6 +22,14 @@ expect 0 "chosen:" -- "$vp" plan -p 8 -m 32 --memory 0.5
 expect 0 "frontier (memory -> makespan)" -- "$vp" plan -p 8 -m 32 --memory 4u
 expect 0 "why:" -- "$vp" plan -p 8 -m 32 --memory 0.75 --cost F=1,B=2,W=1
 
+# --threads: the V blocks' search on worker threads; the answer never depends on how many.
+for fmt in "" --json; do
+    "$vp" plan -p 8 -m 32 --memory 0.5 $fmt >"$tmp/threads1"
+    expect 0 "" -- "$vp" plan -p 8 -m 32 --memory 0.5 --threads 3 $fmt -o "$tmp/chosen3.json"
+    "$vp" plan -p 8 -m 32 --memory 0.5 --threads 3 $fmt >"$tmp/threads3"
+    expect 0 "" -- cmp "$tmp/threads1" "$tmp/threads3"
+done
+
 # --json: the simulate fields plus frontier and candidates; the answer fits the budget and
 # the acceptance bound holds at p = 8 for every k from V-Min's memory to V-ZB's.
 for k in 8 9 10 11 12 13 14 15 16; do
@@ -65,8 +73,9 @@ assert a["makespan"] == b["makespan"] and a["peak_memory"] == b["peak_memory"]' 
     "$tmp/chosen_report.json" "$tmp/chosen_sim.json"
 expect 0 "\"format\": \"vpipe-schedule\"" -- "$vp" plan -p 4 -m 8 --memory 1 -o -
 
-# Errors: a budget below every schedule names the minimum; bad budgets are usage errors.
-expect 2 "smallest peak is 1.16031 units (1f1b-r)" -- "$vp" plan -p 8 -m 32 --memory 1u
+# Errors: a budget below every schedule names the minimum (the greedy V search holds one
+# microbatch's two chunks, 1 unit); bad budgets are usage errors.
+expect 2 "smallest peak is 1 units (v-greedy limit=1u)" -- "$vp" plan -p 8 -m 32 --memory 0.9u
 expect 2 "smallest peak" -- "$vp" plan -p 8 -m 32 --memory 0.1
 expect 2 "needs the size of one activation unit" -- "$vp" plan -p 8 -m 32 --memory 123456b
 expect 2 "--memory 'half'" -- "$vp" plan -p 8 -m 32 --memory half
@@ -74,4 +83,16 @@ expect 2 "--memory" -- "$vp" plan -p 8 -m 32 --memory 4x
 expect 2 "needs --memory" -- "$vp" plan -p 8 -m 32
 expect 2 "needs -p and -m" -- "$vp" plan --memory 0.5
 expect 2 "plan: unknown option '--frobnicate'" -- "$vp" plan -p 4 -m 8 --memory 1 --frobnicate
+
+# --time-limit (issue 27, item 7; default 60 s): a limit far below the work stops the
+# search with the best found so far and says so; 1F1B is always weighed, so a budget of
+# its memory is answered; one that nothing weighed meets names the limit.
+expect 0 "time limit reached (0.001 s): the best found so far" -- "$vp" plan -p 256 -m 1024 \
+    --memory 1 --time-limit 0.001
+expect 0 '"timed_out": true' -- "$vp" plan -p 256 -m 1024 --memory 1 --time-limit 0.001 --json
+expect 2 "the time limit (0.001 s) ended the search" -- "$vp" plan -p 256 -m 1024 --memory 0.5 \
+    --time-limit 0.001
+expect 0 '"timed_out": false' -- "$vp" plan -p 8 -m 32 --memory 0.5 --json
+"$vp" plan -p 8 -m 32 --memory 0.5 | grep -q "time limit" && bad "a small plan says it timed out"
+"$vp" plan --help | grep -q -- "--time-limit" || bad "plan --help does not document --time-limit"
 finish

@@ -1,7 +1,7 @@
 # Keeps the README true: runs the set-up block's lines after the build (with build/ the
 # directory of the built binary) and checks the figures the README quotes from it, then
 # every `$ ` line of its ```console blocks exactly as written, in that shell's PATH, in a
-# scratch directory, expecting each to exit 0. Open MPI's permissive variables that the
+# scratch directory (with the repository's data/), expecting each to exit 0. Open MPI's permissive variables that the
 # test environment exports are removed, so the MPI line must carry what it needs itself.
 # Usage: readme.sh VPIPE SOURCE_DIR
 vp=$1
@@ -10,6 +10,7 @@ src=$2
 unset OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_rmaps_base_oversubscribe
 readme="$(cd "$src" && pwd)/README.md"
 ln -s "$(cd "$(dirname "$vp")" && pwd)" "$tmp/build"
+ln -s "$(cd "$src" && pwd)/data" "$tmp/data" # the repository's data/, which commands may read
 cd "$tmp" || exit 1
 
 # The set-up block: install and build, then lines that need only the built binary.

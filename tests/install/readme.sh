@@ -66,13 +66,40 @@ text = re.sub(r"\n\s*", " ", sys.stdin.read())
 ran = []
 for code in re.findall(r"`(vpipe\.\w+\([^`]*\))`", text):
     call = ast.parse(code, mode="eval").body
-    if all(isinstance(a, ast.Constant) for a in call.args + [k.value for k in call.keywords]):
+    if all(isinstance(a, ast.Constant) and a.value is not Ellipsis
+           for a in call.args + [k.value for k in call.keywords]):
         eval(code)
         ran.append(code.split("(")[0])
 print(" ".join(ran))
 '
 section=$(awk '$0 == "## Use from Python" {on = 1; next} on && /^## / {exit} on' "$readme")
-expect 0 "vpipe.plan vpipe.price" -- run "$venv/bin/python3" -c "$calls" <<<"$section"
+expect 0 "vpipe.simulate vpipe.compare vpipe.plan vpipe.model vpipe.price" -- \
+    run "$venv/bin/python3" -c "$calls" <<<"$section"
+
+# The section's second example as written, in a scratch folder: it must print the family
+# the installed vpipe's compare ranks fastest and its planner's winner and reason, and
+# write the torchtitan files `vpipe plan --emit torchtitan` writes.
+cluster=$(readme_block "$readme" "Use from Python" python 2)
+[ -n "$cluster" ] || bad "no second python block under ## Use from Python"
+dir=$(mktemp -d "$tmp/cluster.XXXXXX")
+(cd "$dir" && run "$venv/bin/python3" -c "$cluster") >"$tmp/cluster.out" 2>&1 ||
+    { bad "the second Python example failed:"; tail -20 "$tmp/cluster.out"; }
+plan=(plan --model llama3-8b --gpus 16 --global-batch 64)
+"$vp" compare -p 8 -m 32 --model llama3-8b --json >"$tmp/compare.json"
+"$vp" "${plan[@]}" --json >"$tmp/plan.json"
+(cd "$tmp" && "$vp" "${plan[@]}" --emit torchtitan llama3-job >/dev/null 2>&1)
+expect 0 "" -- run python3 -c '
+import json, sys
+out, compare, plan = sys.argv[1:]
+rows, plan = json.load(open(compare)), json.load(open(plan))
+best = plan["best"]
+want = [min(rows, key=lambda row: row["step_time_s"])["family"],
+        " ".join(str(best[k]) for k in ("family", "dp", "tp", "pp")) + " " + plan["reason"]]
+got = open(out).read().splitlines()
+assert got == want, (got, want)' "$tmp/cluster.out" "$tmp/compare.json" "$tmp/plan.json"
+for name in job.toml schedule.csv; do
+    expect 0 "" -- cmp "$dir/llama3-job/$name" "$tmp/llama3-job/$name"
+done
 
 # The wheel's environment: no ~/.local/bin on PATH, no VPIPE_LIBRARY.
 bare() {

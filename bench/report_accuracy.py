@@ -1,0 +1,304 @@
+"""The accuracy section of vpipe's results report (issue 29): every published run of
+data/anchors/ priced with the default presets beside what it measured, the errors per
+source and per accelerator, the runs vpipe cannot express yet, calibration on three of
+Megatron-LM's H100 runs, and the speed of both. report.py calls collect() and markdown();
+python3 standard library only.
+"""
+import csv
+import io
+import json
+import math
+import os
+
+from report import COLORS, SHAPES, Axis, Figure, Panel, log, table
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ANCHORS = os.path.join(ROOT, "data", "anchors")
+FILES = ["sc21.csv", "megatron2024.csv", "zerobubble.csv", "controllable-memory.csv",
+         "others.csv"]
+SOURCES = {
+    "SC21": "Narayanan et al., SC21, Table 1: GPT 1.7B-1T on up to 3072 A100s",
+    "Megatron-2024": "Megatron-LM README, 2024: GPT 1.7B-462B on up to 6144 H100s",
+    "ZB": "Zero Bubble (ICLR 2024), Table 4: 1.5B and 6.2B on 8 A100s",
+    "CM": "Controllable Memory (NeurIPS 2024), via a secondary source: 38.5B and 98.5B on "
+          "A100s",
+}
+# The same report at the start of issue 29 (commit 4987d37, the data and bench_accuracy of
+# this run, the model before): mean and worst absolute throughput error per source, and
+# Zero Bubble's memory.
+BEFORE = {"SC21": (0.104, 0.159), "Megatron-2024": (0.183, 0.316), "ZB": (0.058, 0.109),
+          "CM": (0.290, 0.347)}
+BEFORE_MEMORY = (0.052, 0.128)
+# Calibration demonstration: three of Megatron-LM's H100 runs, fitted from the H100's
+# datasheet with the A100's kernel constants carried over (what vpipe had before).
+THREE = ("m24-7.1b", "m24-70b", "m24-314b")
+
+
+def read_rows(path):
+    """The runs of a RUNS.csv (comment lines dropped) as dicts, and the header."""
+    with open(path) as f:
+        text = "".join(line for line in f if not line.startswith("#"))
+    reader = csv.DictReader(io.StringIO(text))
+    return list(reader), reader.fieldnames
+
+
+def write_rows(path, rows, header, gpu=None):
+    """rows to path, relative model paths made absolute, gpu replaced when given."""
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=header)
+    w.writeheader()
+    for r in rows:
+        r = dict(r)
+        if r["model"].startswith("models/"):
+            r["model"] = os.path.join(ANCHORS, r["model"])
+        if gpu:
+            r["gpu"] = os.path.abspath(gpu)
+        w.writerow(r)
+    with open(path, "w") as f:
+        f.write(out.getvalue())
+
+
+def calibration_demo(r):
+    """vpipe calibrate on THREE from an H100 carrying the A100's kernels; the other six
+    priced with the calibrated file and with that start."""
+    rows, header = read_rows(os.path.join(ANCHORS, "megatron2024.csv"))
+    a100 = json.loads(r.cli("model", "list", "--json"))
+    g = {x["name"]: x for x in a100["gpus"]}
+    start = dict(g["a100-80gb"], name="h100-with-a100-kernels")
+    for key in ("peak_tflops", "memory_gib", "hbm_tb_s", "intra_node_gb_s", "inter_node_gb_s",
+                "p2p_gb_s"):
+        start[key] = g["h100-80gb"][key]
+    paths = {k: os.path.join(r.data, f"calib-{k}") for k in
+             ("start.json", "three.csv", "six.csv", "fitted.json", "six-start.csv",
+              "six-fitted.csv")}
+    with open(paths["start.json"], "w") as f:
+        json.dump(start, f)
+    three = [x for x in rows if x["id"] in THREE]
+    six = [x for x in rows if x["id"] not in THREE]
+    write_rows(paths["three.csv"], three, header)
+    fit = json.loads(r.cli("calibrate", "--runs", paths["three.csv"], "--gpu", paths["start.json"],
+                           "-o", paths["fitted.json"], "--json"))
+    out = {"fit": fit, "rows": []}
+    for tag, gpu in (("start", paths["start.json"]), ("fitted", paths["fitted.json"])):
+        write_rows(paths[f"six-{tag}.csv"], six, header, gpu)
+        d = json.loads(r.run([os.path.join(r.bench, "bench_accuracy"), paths[f"six-{tag}.csv"]]))
+        out[tag] = {x["id"]: x["error"] for x in d["rows"]}
+    return out
+
+
+def collect(r, cfg):
+    quick = cfg["quick"]
+    log("accuracy: every published run of data/anchors/ (bench_accuracy)")
+    files = [os.path.join(ANCHORS, f) for f in FILES]
+    acc = json.loads(r.run([os.path.join(r.bench, "bench_accuracy"), *files], "accuracy.json"))
+    log("accuracy: vpipe calibrate on three H100 runs")
+    demo = calibration_demo(r)
+    log("accuracy: bench_calibrate (20 runs)")
+    text = r.run([os.path.join(r.bench, "bench_calibrate"), "20", "1" if quick else "3",
+                  os.path.join(ANCHORS, "sc21.csv"), os.path.join(ANCHORS, "zerobubble.csv")],
+                 "bench_calibrate.txt")
+    line = next(x for x in text.splitlines() if x.startswith("calibrate\t")).split("\t")
+    machine = next(x for x in text.splitlines() if x.startswith("machine:"))
+    return dict(acc=acc, demo=demo, calibrate=line, machine=machine)
+
+
+# ---------------------------------------------------------------------------------------
+# The plot
+
+
+def plot(acc, path):
+    """Predicted against published tokens/s per GPU, one point per priced run, the
+    diagonal and the +-10% band, one color per source."""
+    rows = [x for x in acc["rows"] if x["priced"]]
+    lo = min(min(x["measured_tokens_per_s_per_gpu"], x["tokens_per_s_per_gpu"]) for x in rows)
+    hi = max(max(x["measured_tokens_per_s_per_gpu"], x["tokens_per_s_per_gpu"]) for x in rows)
+    fig = Figure(620, 600, "vpipe's predicted throughput against published runs")
+    ax = Axis(lo / 1.5, hi * 1.5, True)
+    pan = Panel(fig, (90, 60, 480, 440), ax, ax, "tokens/s per GPU, log scales",
+                "published", "vpipe (default presets)")
+    a, b = ax.lo, ax.hi
+    pan.line([(a, a), (b, b)], "#666", 1.2)
+    pan.line([(a, a * 1.1), (b / 1.1, b)], "#999", 1, "5,4")
+    pan.line([(a * 1.1, a), (b, b / 1.1)], "#999", 1, "5,4")
+    sources = list(dict.fromkeys(x["source"] for x in rows))
+    for k, src in enumerate(sources):
+        for x in rows:
+            if x["source"] == src:
+                pan.mark(x["measured_tokens_per_s_per_gpu"], x["tokens_per_s_per_gpu"],
+                         COLORS[k], SHAPES[k], hollow=not x["tuned"])
+    fig.legend(90, 560, [(s, COLORS[k], SHAPES[k], None) for k, s in enumerate(sources)] +
+               [("+-10%", "#999", None, "5,4")], columns=5, col_width=122)
+    fig.text(90, 585, "filled: a run that set a preset's constant; hollow: held out", size=11)
+    fig.save(path)
+
+
+# ---------------------------------------------------------------------------------------
+# Markdown
+
+
+def signed(x):
+    return f"{100 * x:+.1f}%"
+
+
+def configuration(x):
+    chunks = f" v {x['v']}" if x.get("v") else ""
+    return (f"TP {x['tp']} PP {x['pp']} DP {x['dp']}, gbs {x['gbs']}, {x['family']}{chunks}, "
+            f"mbs {x['chosen_mbs']}, recompute {x['chosen_recompute']}")
+
+
+def md_summary(acc):
+    rows = []
+    for g in acc["sources"]:
+        if not g["priced"]:
+            continue
+        before = BEFORE.get(g["name"])
+        memory = (f"{100 * g['memory_mean']:.1f}% / {100 * g['memory_worst']:.1f}% ({g['memory']})"
+                  if g["memory"] else "")
+        held = (f"{100 * g['held_out_mean']:.1f}% / {100 * g['held_out_worst']:.1f}%"
+                if g["priced"] > g["tuned"] else "none held out")
+        rows.append([SOURCES.get(g["name"], g["name"]), f"{g['priced']} of {g['rows']}",
+                     f"**{100 * g['mean']:.1f}%** / {signed(g['worst_signed'])}",
+                     f"{100 * before[0]:.1f}% / {100 * before[1]:.1f}%" if before else "",
+                     held, f"{g['concordant']} of {g['pairs']}", memory])
+    gpus = [[f"`{g['name']}`", g["priced"], f"**{100 * g['mean']:.1f}%** / "
+             f"{100 * g['worst']:.1f}%",
+             f"{100 * g['memory_mean']:.1f}% / {100 * g['memory_worst']:.1f}% ({g['memory']})"
+             if g["memory"] else "none published"] for g in acc["gpus"]]
+    return ("### 7.1 Summary\n\n" +
+            table(["source", "runs priced", "mean / worst error", "before issue 29",
+                   "held out: mean / worst", "pairs in published order", "memory: mean / worst"],
+                  rows) +
+            "\nPer accelerator (what every `--model` report states as its expected error; "
+            "test_accuracy checks the presets carry these figures):\n\n" +
+            table(["accelerator", "runs", "throughput: mean / worst", "memory: mean / worst"],
+                  gpus) +
+            f"\nEvery row is priced in {acc['elapsed_s']:.2f} s (bench_accuracy; the issue asks "
+            "for under 10 s). The thresholds of issue 29 — SC21 within 6% on average and 12% at "
+            "worst, Megatron-LM's 2024 H100 table within 8% and 15%, published peaks within 10% "
+            "on average, no run that ran predicted not to fit — are `test_accuracy`.\n")
+
+
+def md_rows(acc):
+    s = ["### 7.2 Every run\n",
+         "Published and predicted tokens/s per GPU, error = predicted / published − 1 "
+         "(positive: vpipe is optimistic). Cells the source does not publish (`*` in "
+         "data/anchors/) are the fastest configuration vpipe finds that fits at the "
+         "published TP/PP/DP among Megatron-LM's schedules (the configuration column shows "
+         "its pick). *tuned*: the run set a preset's constant (src/price/gpus.c says which).\n"]
+    for src, title in SOURCES.items():
+        rows = [x for x in acc["rows"] if x["source"] == src and x["priced"]]
+        if not rows:
+            continue
+        body = []
+        for x in rows:
+            mem = (f"{x['measured_memory_gib']:.1f} / {x['memory_gib']:.1f} "
+                   f"({signed(x['memory_error'])})" if "memory_error" in x else "")
+            body.append([f"`{x['id']}`", configuration(x),
+                         f"{x['measured_tokens_per_s_per_gpu']:.5g}",
+                         f"{x['tokens_per_s_per_gpu']:.5g}", signed(x["error"]),
+                         "tuned" if x["tuned"] else "held out", mem])
+        s.append(f"**{title}**\n\n" + table(["run", "configuration priced", "published",
+                                             "vpipe", "error", "", "peak GiB: published / "
+                                             "vpipe"], body))
+    s.append("![predicted against published](results-accuracy.svg)\n")
+    return "\n".join(s)
+
+
+def md_refused(acc):
+    rows = [x for x in acc["rows"] if not x["priced"]]
+    reasons = {}
+    for x in rows:
+        why = x["why"].split(": ", 1)[-1] if x["why"].startswith("column") else x["why"]
+        key = why.replace(" (issue #25)", "")
+        reasons.setdefault(key, []).append(x["id"])
+    body = [[why, len(ids), ", ".join(ids)] for why, ids in sorted(reasons.items())]
+    return ("### 7.3 Not expressible yet\n\n"
+            f"{len(rows)} runs of design/anchors.md section 2 are data in "
+            "`data/anchors/others.csv` with their configuration and citation; vpipe cannot "
+            "price them until issue #25 (MoE and expert parallelism, context parallelism, FSDP "
+            "and FP8). The first reason the reader or the row gives:\n\n" +
+            table(["reason", "runs", "ids"], body))
+
+
+MECHANISMS = """### 7.4 What the model holds, and from which evidence
+
+Each mechanism is a documented part of src/price/ with its own test
+(`test_price_mechanisms`); the constants are per accelerator class, never per run
+(src/price/gpus.c gives every figure's evidence):
+
+- **Communication as frameworks run it** (src/price/comm.c): ranks in Megatron-LM's order
+  (TP innermost, then DP, then PP), so a group's members per node decide its link — NVLink
+  inside a node, min(NVLink, members × NIC) across; ring collectives with latency and
+  bandwidth terms and NCCL's tree for an all-reduce across nodes; pipeline sends of each TP
+  rank's 1/t; the DP reduction overlapped bucket by bucket with the last microbatch's
+  backward (the exposed last bucket, or what the backward cannot cover, per device), the
+  distributed optimizer's gather before the next forward; TP collectives pipelined with the
+  linears (`--tp-overlap`); sends blocking both ends (Megatron-LM's 1F1B) unless overlapped
+  (`--pp-overlap`).
+- **Per-pass costs**: matrix multiplies at an efficiency by shape (gemm_edge: the tile,
+  128 on A100, 256 on H100); FlashAttention's kernels on the causal half at their own
+  rates (FlashAttention-2 on A100, FlashAttention-3/cuDNN on H100); memory-bound kernels
+  at the HBM bandwidth; a fixed cost per layer and pass, and per chunk and pass where
+  blocking sends synchronise the host with the GPU (so many small chunks cost what they
+  cost); the optimizer at the HBM's achieved bandwidth.
+- **Memory a process holds** (`memory_per_rank`): the tensors (`allocated`: model states,
+  activations, pipeline buffers, workspace, the head's 16-bit `logits` while the loss
+  runs, the `gathers` of sequence parallelism and TP overlap), the caching allocator's
+  `fragmentation`, the CUDA `context` and library workspaces, `comm` buffers per
+  communicator, and a user `reserve`; `fits` checks the whole. Megatron-LM reduces and
+  gathers the data-parallel gradients and parameters in place in its contiguous buffers
+  (the gradients and parameters items); the buckets and gathered layers of ZeRO-2/3 and
+  FSDP come with issue #25.
+
+Which runs set which constant: the A100's matrix-multiply and memory-bound constants come
+from the Zero Bubble paper's Table 6 pass times (so every Zero Bubble row is marked
+tuned), its communication efficiency and overheads from four SC21 runs (1.7B, 18B, 145B,
+1T); the H100's matrix-multiply and memory-bound constants and layer overhead from four
+Megatron-LM 2024 runs (1.7B, 16B, 70B, 314B); attention and communication rates from
+published kernel and NCCL figures. The held-out columns above are the other runs. The
+Controllable Memory runs, none of them used, come out 18–26% slower than predicted; they
+are transcribed from a secondary source, and the same authors' Zero Bubble runs are within
+11%, so the gap is stated, not fitted.
+"""
+
+
+def md_calibration(out):
+    demo, fit = out["demo"], out["demo"]["fit"]
+    rows = [[f"`{k}`", signed(demo["start"][k]), signed(v)] for k, v in demo["fitted"].items()]
+    med = sorted(abs(v) for v in demo["fitted"].values())
+    med0 = sorted(abs(v) for v in demo["start"].values())
+    median = (med[2] + med[3]) / 2 if len(med) == 6 else med[len(med) // 2]
+    median0 = (med0[2] + med0[3]) / 2 if len(med0) == 6 else med0[len(med0) // 2]
+    consts = [[c["what"], f"{c['base']:.4g}", f"{c['fitted']:.4g}",
+               "pinned" if c["pinned"] else "not pinned"] for c in fit["constants"] if c["asked"]]
+    line = out["calibrate"]
+    return ("### 7.5 Calibration: `vpipe calibrate`\n\n"
+            "`vpipe calibrate --runs RUNS.csv [--gpu BASE] -o OUT.json` fits these constants "
+            "to your own measured runs and writes an accelerator file for `--gpu`; it prints "
+            "each run's fit and leave-one-out error and which constants the runs could not "
+            "pin down. On three of Megatron-LM's 2024 H100 runs (" + ", ".join(THREE) +
+            "), starting from the H100's datasheet with the A100 preset's constants carried "
+            "over (as vpipe carried the A100's kernel constants to the H100 before issue "
+            "29):\n\n" +
+            table(["constant", "start", "fitted", ""], consts) +
+            "\nThe other six runs, priced with the start and with the calibrated file:\n\n" +
+            table(["run", "start", "calibrated"], rows) +
+            f"\nMedian absolute error {100 * median0:.1f}% before, **{100 * median:.1f}%** "
+            f"after (the issue asks for 10%); leave-one-out on the three: mean "
+            f"{100 * fit['loo_mean']:.1f}%. On runs generated from a known accelerator with "
+            "±0.5% noise, six fitted predict six others within 2% (`test_calibrate`).\n\n"
+            f"Speed: `bench_calibrate` fits {line[1]} runs (SC21 and Zero Bubble) in "
+            f"{float(line[2]):.2f} s ({line[3]} iterations; the issue asks for under 5 s; "
+            f"{out['machine'].removeprefix('machine: ')}).\n")
+
+
+def markdown(out):
+    acc = out["acc"]
+    return "\n".join([
+        "## 7. How far to trust the figures: vpipe against published runs\n",
+        "Every published training run of design/anchors.md and design/models.md that vpipe "
+        "can express is data in `data/anchors/*.csv` (RUNS.csv columns, one citation per "
+        "row) and is priced here with the default presets, as a user would: its model, "
+        "accelerator and configuration, nothing else. Command: `bench_accuracy "
+        "data/anchors/*.csv`.\n",
+        md_summary(acc), md_rows(acc), md_refused(acc), MECHANISMS, md_calibration(out)])

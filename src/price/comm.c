@@ -1,0 +1,116 @@
+/* Communication as frameworks run it.
+ *
+ * Where ranks sit: Megatron-LM's order, tensor-parallel rank innermost, then data-parallel,
+ * then pipeline (rank = (pipeline x DP + data) x TP + tensor), gpus_per_node consecutive
+ * ranks to a node. A group of n ranks spaced `stride` apart has min(n, node / stride)
+ * members in a node (one when the stride fills a node) and spans n / that many nodes.
+ *
+ * A collective over a group (NCCL's algorithms): a ring all-gather or reduce-scatter of a
+ * tensor of S bytes moves (n - 1)/n of S over each rank's link in n - 1 steps of one
+ * latency each; an all-reduce is the two. Inside a node the link is NVLink (intra_bw);
+ * across nodes every member of a node drives its own NIC, so the ring runs at the smaller
+ * of NVLink and members x inter_bw. Across nodes an all-reduce may instead run as NCCL's
+ * tree: 2 S over the same bandwidth with 2 x (log2(nodes) network and members - 1 NVLink)
+ * latencies; the faster of the two is taken. Bandwidths are scaled by comm_efficiency, the
+ * share NCCL reaches.
+ *
+ * The data-parallel reduction (VP_OVERLAP_MODELLED): as Megatron-LM's
+ * --overlap-grad-reduce and PyTorch's DDP run it, gradients are reduced in buckets
+ * (Megatron-LM's size: max(40M, 1M x DP) elements) while the backward of the step's last
+ * microbatch still runs, so what shows after a device's last op is the larger of the last
+ * bucket's reduction and whatever the reduction takes beyond that backward; with the
+ * distributed optimizer the updated parameters are all-gathered (--overlap-param-gather)
+ * under the next step's first forward the same way. A share (dp_overlap in [0, 1]) hides
+ * that share of the whole reduction instead (0: after the backward, Megatron-LM's 2021
+ * `local` DDP). */
+#include <math.h>
+
+#include "base/internal.h"
+#include "price/price_internal.h"
+
+/* Members of g per node and nodes it spans. */
+static void placement(const vp_gpu *gpu, const vp__group *g, int *per_node, int *nodes) {
+    long node = gpu->gpus_per_node;
+    long per = g->stride >= node ? 1 : node / g->stride;
+    per = per < g->n ? per : g->n;
+    per = per < 1 ? 1 : per;
+    *per_node = (int)per;
+    *nodes = (int)((g->n + per - 1) / per);
+}
+
+/* Bandwidth a collective over g reaches, bytes/s. */
+static double group_bw(const vp_gpu *gpu, int per_node, int nodes) {
+    double bw = nodes > 1 ? fmin(gpu->intra_bw, per_node * gpu->inter_bw) : gpu->intra_bw;
+    return bw * gpu->comm_efficiency;
+}
+
+double vp__collective_seconds(const vp_gpu *gpu, vp__collective kind, const vp__group *g,
+                              double bytes) {
+    if (g->n <= 1 || !(bytes > 0))
+        return 0;
+    int per, nodes;
+    placement(gpu, g, &per, &nodes);
+    double bw = group_bw(gpu, per, nodes), n = g->n;
+    double lat = nodes > 1 ? gpu->inter_latency : gpu->intra_latency;
+    double one = (n - 1) / n * bytes / bw + (n - 1) * lat; /* a ring gather or scatter */
+    if (kind == VP__GATHER)
+        return one;
+    if (nodes == 1)
+        return 2 * one;
+    double tree = 2 * bytes / bw +
+                  2 * (ceil(log2(nodes)) * gpu->inter_latency + (per - 1) * gpu->intra_latency);
+    return fmin(2 * one, tree);
+}
+
+bool vp__crosses_nodes(const vp_gpu *gpu, long a, long b) {
+    return a / gpu->gpus_per_node != b / gpu->gpus_per_node;
+}
+
+/* ---- pipeline sends ------------------------------------------------------------------ */
+
+double vp__send_seconds(const vp_price_setup *su, int from, int to) {
+    const vp_workload *t = su->work;
+    const vp_gpu *g = su->gpu;
+    long ranks = (long)t->tp * t->dp; /* global ranks per pipeline rank */
+    bool inter = vp__crosses_nodes(g, from * ranks, to * ranks);
+    double tensor = (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes;
+    /* every tensor-parallel rank sends its 1/t: split over the sequence with sequence
+       parallelism, else Megatron-LM's scatter-gather (the receivers all-gather it back) */
+    double wire = tensor / t->tp;
+    double bw = inter ? fmin(g->p2p_bw, g->inter_bw * g->comm_efficiency) : g->p2p_bw;
+    double s = wire / bw + (inter ? g->inter_latency : g->intra_latency);
+    if (t->tp > 1 && !t->sp)
+        s += vp__collective_seconds(g, VP__GATHER, &(vp__group){0, 1, t->tp}, tensor);
+    return s;
+}
+
+/* ---- the data-parallel reduction ----------------------------------------------------------- */
+
+/* Megatron-LM's gradient bucket, elements. */
+static double bucket_elements(int dp) {
+    return fmax(40e6, 1e6 * dp);
+}
+
+void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, double window_b,
+                    double window_f, vp__dp_cost *out) {
+    const vp_workload *t = su->work;
+    const vp_gpu *g = su->gpu;
+    *out = (vp__dp_cost){0};
+    if (t->dp <= 1)
+        return;
+    vp__group grp = {(long)d * t->tp * t->dp, t->tp, t->dp};
+    double params = m->params / t->prec.param, bucket = fmin(bucket_elements(t->dp), params);
+    vp__collective kind = t->zero1 ? VP__GATHER : VP__ALL_REDUCE; /* reduce-scatter or not */
+    double grads = vp__collective_seconds(g, kind, &grp, m->grads);
+    double last = vp__collective_seconds(g, kind, &grp, bucket * t->prec.grad);
+    double gather = t->zero1 ? vp__collective_seconds(g, VP__GATHER, &grp, m->params) : 0;
+    double first =
+        t->zero1 ? vp__collective_seconds(g, VP__GATHER, &grp, bucket * t->prec.param) : 0;
+    out->reduce_s = grads + gather;
+    if (t->dp_overlap != VP_OVERLAP_MODELLED) {
+        out->after_s = out->reduce_s * (1 - t->dp_overlap);
+        return;
+    }
+    out->after_s = fmax(last, grads - window_b);
+    out->before_s = t->zero1 ? fmax(first, gather - window_f) : 0;
+}

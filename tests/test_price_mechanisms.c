@@ -1,0 +1,220 @@
+/* The mechanisms real runs show, each on its own: collectives priced by where the group's
+ * ranks sit (ring or tree, latency and bandwidth), the data-parallel reduction overlapped
+ * bucket by bucket with the last backward, tensor-parallel communication pipelined with
+ * the linears, blocking pipeline sends, the per-layer and per-chunk overheads, and the
+ * memory a process holds beyond its tensors. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "price/price_internal.h"
+#include "price_util.h"
+
+#define GIB 1073741824.0
+
+/* A collective over a group that fills nodes runs at min(NVLink, members x NIC); with one
+ * member per node at the NIC's rate; inside a node at NVLink's; latencies per ring step;
+ * across many nodes a small all-reduce takes the tree (log2 nodes network latencies). */
+static void test_collectives_by_placement(void **state) {
+    (void)state;
+    vp_gpu g = tp_gpu("a100-80gb");
+    double S = 1e9, eff = g.comm_efficiency;
+    vp__group dp8 = {0, 1, 32}, dp1 = {0, 8, 32}, node = {0, 1, 8};
+    double ring8 = 31.0 / 32 * S / (fmin(g.intra_bw, 8 * g.inter_bw) * eff) + 31 * g.inter_latency;
+    double ring1 = 31.0 / 32 * S / (g.inter_bw * eff) + 31 * g.inter_latency;
+    double inside = 7.0 / 8 * S / (g.intra_bw * eff) + 7 * g.intra_latency;
+    TU_NEAR(vp__collective_seconds(&g, VP__GATHER, &dp8, S), ring8);
+    TU_NEAR(vp__collective_seconds(&g, VP__GATHER, &dp1, S), ring1);
+    TU_NEAR(vp__collective_seconds(&g, VP__GATHER, &node, S), inside);
+    TU_NEAR(vp__collective_seconds(&g, VP__ALL_REDUCE, &node, S), 2 * inside);
+    assert_true(vp__collective_seconds(&g, VP__ALL_REDUCE, &dp1, S) == 2 * ring1); /* ring */
+    vp__group wide = {0, 8, 1024};
+    double small = 1e4, tree = 2 * small / (g.inter_bw * eff) + 2 * 10 * g.inter_latency;
+    TU_NEAR(vp__collective_seconds(&g, VP__ALL_REDUCE, &wide, small), tree); /* tree */
+    assert_true(vp__collective_seconds(&g, VP__GATHER, &(vp__group){0, 1, 1}, S) == 0);
+}
+
+/* The DP reduction: hidden behind the last backward but for its last bucket when the
+ * window is long enough, the rest exposed when not; the distributed optimizer's gather
+ * goes before the next step's first forward; a share hides that share of all of it. */
+static void test_dp_overlap(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-8b");
+    vp_gpu g = tp_gpu("h100-80gb");
+    vp_workload t = vp_workload_default(&a);
+    t.dp = 64;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t};
+    vp_rank_memory m = {.params = 16e9, .grads = 32e9}; /* 8B parameters */
+    vp__group grp = {0, 1, 64};
+    double all = vp__collective_seconds(&g, VP__ALL_REDUCE, &grp, m.grads);
+    double bucket = vp__collective_seconds(&g, VP__ALL_REDUCE, &grp, 64e6 * 4);
+    vp__dp_cost c;
+    vp__dp_cost_of(&su, 0, &m, 100, 100, &c); /* a long backward hides all but a bucket */
+    TU_NEAR(c.reduce_s, all);
+    TU_NEAR(c.after_s, bucket);
+    assert_true(c.before_s == 0);
+    vp__dp_cost_of(&su, 0, &m, 0.01, 0.01, &c); /* a short one leaves the rest exposed */
+    TU_NEAR(c.after_s, all - 0.01);
+    t.zero1 = true;
+    vp__dp_cost_of(&su, 0, &m, 0.01, 0.01, &c);
+    double rs = vp__collective_seconds(&g, VP__GATHER, &grp, m.grads);
+    double ag = vp__collective_seconds(&g, VP__GATHER, &grp, m.params);
+    TU_NEAR(c.reduce_s, rs + ag);
+    TU_NEAR(c.after_s, rs - 0.01);
+    TU_NEAR(c.before_s, ag - 0.01);
+    t.dp_overlap = 0.25;
+    vp__dp_cost_of(&su, 0, &m, 100, 100, &c);
+    TU_NEAR(c.after_s, 0.75 * (rs + ag));
+    t.dp = 1;
+    vp__dp_cost_of(&su, 0, &m, 0, 0, &c);
+    assert_true(c.reduce_s == 0 && c.after_s == 0);
+}
+
+/* In a pipeline the last stage's reduction hides behind the flush of the earlier ones:
+ * with the modelled overlap the step is no longer than the makespan plus what the first
+ * device leaves exposed, and shorter than with no overlap at all. */
+static void test_dp_overlap_in_pipeline(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-8b");
+    vp_gpu g = tp_gpu("a100-80gb");
+    vp_workload t = vp_workload_default(&a);
+    t.seq = 4096;
+    t.dp = 16;
+    t.tp = 2;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+    vp_price_result *modelled = tp_price(&su, "1f1b", 4, 8);
+    t.dp_overlap = 0;
+    vp_price_result *none = tp_price(&su, "1f1b", 4, 8);
+    assert_true(modelled->step_time_s < none->step_time_s);
+    TU_NEAR(none->step_time_s, none->makespan_s + none->optimizer_s + none->dp_reduce_s);
+    assert_true(modelled->dp_exposed_s >= 0 && modelled->dp_exposed_s < modelled->dp_reduce_s);
+    vp_price_result_free(modelled);
+    vp_price_result_free(none);
+}
+
+/* Blocking sends are in the passes (F sends its output on, B its input gradient back) and
+ * the hop is the link's latency; overlapped sends leave the passes and become the hop.
+ * The per-chunk overhead shows only with blocking sends; the per-layer overhead is in
+ * every pass of every layer. */
+static void test_sends_and_overheads(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-8b");
+    vp_gpu g = tp_gpu("a100-80gb");
+    vp_workload t = vp_workload_default(&a);
+    t.seq = 2048;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+    vp_price_result *block = tp_price(&su, "1f1b", 4, 8);
+    t.pp_overlap = true;
+    vp_price_result *over = tp_price(&su, "1f1b", 4, 8);
+    g.layer_overhead += 1e-3;
+    vp_price_result *slow = tp_price(&su, "1f1b", 4, 8);
+    double send = vp__send_seconds(&su, 1, 2) * 1e3, chunk = g.chunk_overhead * 1e3;
+    const vp_price_stage *b = &block->stage[1], *o = &over->stage[1], *s = &slow->stage[1];
+    TU_NEAR(b->f_ms, o->f_ms + send + chunk);
+    TU_NEAR(b->b_ms, o->b_ms + vp__send_seconds(&su, 1, 0) * 1e3 + chunk);
+    TU_NEAR(b->w_ms, o->w_ms + chunk);
+    TU_NEAR(block->hop_ms, g.intra_latency * 1e3);
+    TU_NEAR(over->hop_ms, send);
+    int n = s->l1 - s->l0; /* one more ms per layer and pass */
+    TU_NEAR(s->f_ms, o->f_ms + n);
+    TU_NEAR(s->b_ms, o->b_ms + n);
+    TU_NEAR(s->w_ms, o->w_ms + n);
+    vp_price_result_free(block);
+    vp_price_result_free(over);
+    vp_price_result_free(slow);
+}
+
+/* --tp-comm-overlap: what shows of a pass's TP collectives is the first of tp chunks, or
+ * what the linears cannot cover; never more than without it. */
+static void test_tp_overlap(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-70b");
+    vp_gpu g = tp_gpu("h100-80gb");
+    vp_workload t = vp_workload_default(&a);
+    t.seq = 4096;
+    t.tp = 8;
+    t.sp = t.pp_overlap = true;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+    vp_price_result *plain = tp_price(&su, "1f1b", 4, 8);
+    t.tp_overlap = true;
+    vp_price_result *over = tp_price(&su, "1f1b", 4, 8);
+    double tensor = 4096.0 * a.hidden * 2;
+    double gather = vp__collective_seconds(&g, VP__GATHER, &(vp__group){0, 1, 8}, tensor) * 1e3;
+    int n = plain->stage[1].l1 - plain->stage[1].l0;
+    /* per layer, F runs two gathers and two scatters: 4 gathers' time, of which a layer's
+       linears (longer than the collectives here) hide all but an eighth */
+    TU_NEAR(plain->stage[1].f_ms - over->stage[1].f_ms, n * 4 * gather * 7 / 8);
+    assert_true(over->step_time_s < plain->step_time_s);
+    vp_price_result_free(plain);
+    vp_price_result_free(over);
+}
+
+/* What a process holds beyond the model's tensors: the head's 16-bit logits on the rank
+ * with the head, the all-gather buffers of sequence parallelism (and TP overlap), the
+ * allocator's cached blocks as a share of the allocated bytes, the context, and a
+ * communicator's buffers per group the rank joins; `fits` checks the whole process. */
+static void test_process_memory(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-8b");
+    vp_gpu g = tp_gpu("h100-80gb");
+    vp_workload t = vp_workload_default(&a);
+    t.seq = 8192;
+    t.mbs = 2;
+    t.tp = 2;
+    t.dp = 4;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+    vp_price_result *r = tp_price(&su, "1f1b", 4, 8);
+    for (int d = 0; d < 4; d++) {
+        const vp_rank_memory *m = &r->memory[d];
+        double logits = d == 3 ? 2.0 * 8192 * 2 * a.vocab / 2 : 0;
+        int groups = 2 + (d == 0 || d == 3 ? 1 : 2); /* TP, DP, pipeline neighbours */
+        TU_NEAR(m->logits, logits);
+        TU_NEAR(m->gathers, 0); /* TP without sequence parallelism reduces in place */
+        TU_NEAR(m->context, g.context_bytes);
+        TU_NEAR(m->comm, groups * g.comm_buffer_bytes);
+        TU_NEAR(m->fragmentation, g.frag_fraction * m->allocated);
+        TU_NEAR(m->total, m->reserved + m->context + m->comm + m->reserve);
+    }
+    assert_true(r->fits == (r->memory_max_bytes <= g.memory_bytes));
+    vp_price_result_free(r);
+    t.sp = true; /* gathers each linear's input into one buffer of the whole sequence */
+    r = tp_price(&su, "1f1b", 4, 8);
+    TU_NEAR(r->memory[1].gathers, 8192.0 * 2 * a.hidden * 2);
+    vp_price_result_free(r);
+    t.tp_overlap = true; /* and Transformer Engine's communication buffer beside it */
+    r = tp_price(&su, "1f1b", 4, 8);
+    TU_NEAR(r->memory[1].gathers, 2 * 8192.0 * 2 * a.hidden * 2);
+    vp_price_result_free(r);
+}
+
+/* The optimizer step at the HBM's achieved bandwidth: per parameter of the shard, three
+ * reads of the gradient, the fp32 weights and moments read and written, the 16-bit copy
+ * written. */
+static void test_optimizer(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-8b");
+    vp_gpu g = tp_gpu("a100-80gb");
+    vp_workload t = vp_workload_default(&a);
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+    vp_price_result *r = tp_price(&su, "1f1b", 2, 4);
+    double most = 0;
+    for (int d = 0; d < 2; d++) {
+        double params = r->memory[d].params / 2;
+        double s = params * (3 * 4 + 2 * (4 + 8) + 2) / (g.hbm_bandwidth * g.hbm_efficiency);
+        most = s > most ? s : most;
+    }
+    TU_NEAR(r->optimizer_s, most);
+    vp_price_result_free(r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_collectives_by_placement),
+        cmocka_unit_test(test_dp_overlap),
+        cmocka_unit_test(test_dp_overlap_in_pipeline),
+        cmocka_unit_test(test_sends_and_overheads),
+        cmocka_unit_test(test_tp_overlap),
+        cmocka_unit_test(test_process_memory),
+        cmocka_unit_test(test_optimizer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
