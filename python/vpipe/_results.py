@@ -291,8 +291,9 @@ class PriceResult(SimulationReport):
 @dataclasses.dataclass(frozen=True)
 class Op(_Record):
     """One op of a schedule: kind "F", "B", "W", "BW" (B and W fused), "R" (a
-    recomputation) or "F&B" (a forward overlapped with a backward, given in backward), the
-    stage it runs and its microbatch, both from 0."""
+    recomputation), "O" and "L" (an activation's copy to host memory and back, on the
+    device's copy engine) or "F&B" (a forward overlapped with a backward, given in
+    backward), the stage it runs and its microbatch, both from 0."""
 
     kind: str
     stage: int
