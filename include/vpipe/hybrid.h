@@ -76,9 +76,10 @@ typedef struct vp_hybrid_request {
     int global_batch;    /* B, sequences per step */
     int tp, pp, dp, mbs; /* > 0 fixes the degree or size; 0 searches it */
     int recompute;       /* -1 searches; a vp_recompute fixes it */
-    int offload;         /* 1: a configuration whose op order is over the capacity is tried
-                            offloading (the uniform policy at the smallest of the shares
-                            1, 1/2, 3/4, 1/4 found by bisection that fits the device and the
+    int offload;         /* 1: a configuration whose op order leaves less than the margin
+                            below the capacity is tried offloading (the uniform policy at
+                            the smallest of the shares 1, 1/2, 3/4, 1/4 found by bisection
+                            that leaves the margin, or else that fits, on the device and the
                             host memory); offload never speeds a schedule up, so it only
                             makes configurations fit */
     int max_chunks;      /* `interleaved` with 2..max_chunks chunks (0: 4; 1: none) */

@@ -122,12 +122,13 @@ static vp__hy_verdict choose_vblock(const vp_hybrid_request *req, const vp_price
     return VP__HY_PRICED;
 }
 
-/* Whether op-order memory mem of config c fits the device and (when known) the host. */
+/* Whether op-order memory mem of config c fits the device with room bytes left and (when
+ * known) the host. */
 static bool fits_in(const vp_hybrid_request *req, const vp_hybrid_config *c,
-                    const vp_rank_memory *mem) {
+                    const vp_rank_memory *mem, double room) {
     double host = req->gpu->host_memory_bytes;
     for (int d = 0; d < c->pp; d++)
-        if (mem[d].total > req->gpu->memory_bytes || (host > 0 && mem[d].host > host))
+        if (mem[d].total > req->gpu->memory_bytes - room || (host > 0 && mem[d].host > host))
             return false;
     return true;
 }
@@ -151,12 +152,12 @@ static vp_status offload_at(const vp_price_setup *su, vp_price_layout *lay, cons
     return rc;
 }
 
-/* The offloading lever for *s, over the capacity: the smallest share that fits (1, then
- * 1/2, then 1/4 or 3/4), or config's own share when set. Replaces *s and mem when one
- * fits (c->offload set); else leaves lay without offload. */
+/* The offloading lever for *s, over the capacity less room: the smallest share that fits
+ * (1, then 1/2, then 1/4 or 3/4), or config's own share when set. Replaces *s and mem when
+ * one fits (c->offload set); else leaves lay without offload. */
 static vp_status offload_lever(const vp_hybrid_request *req, const vp_price_setup *su,
                                vp_price_layout *lay, vp_hybrid_config *c, vp_schedule **s,
-                               vp_rank_memory *mem, vp_error *err) {
+                               vp_rank_memory *mem, double room, vp_error *err) {
     double tried[3] = {c->offload > 0 ? c->offload : 1.0, 0.5, 0}, best = 0;
     int n = c->offload > 0 ? 1 : 2;
     vp_rank_memory *m = vp__calloc((size_t)c->pp, sizeof *m);
@@ -166,7 +167,7 @@ static vp_status offload_lever(const vp_hybrid_request *req, const vp_price_setu
     for (int i = 0; rc == VP_OK && i < n; i++) {
         vp_schedule *o = NULL;
         rc = offload_at(su, lay, *s, sim, tried[i], &o, m, err);
-        bool ok = rc == VP_OK && fits_in(req, c, m);
+        bool ok = rc == VP_OK && fits_in(req, c, m, room);
         if (ok || c->offload > 0) {
             best = tried[i];
             vp_schedule_free(*s);
@@ -188,7 +189,7 @@ static vp_status offload_lever(const vp_hybrid_request *req, const vp_price_setu
 }
 
 /* Builds config's schedule on lay into *s and its op-order memory into mem (offloading,
- * when req lets it, to fit). */
+ * when req lets it, to leave the margin, or else to fit). */
 static vp__hy_verdict build(const vp_hybrid_request *req, const vp_price_setup *su,
                             vp_price_layout *lay, const vp__hy_levels *levels, vp_hybrid_config *c,
                             vp_schedule **s, vp_rank_memory *mem, vp_error *err) {
@@ -200,12 +201,15 @@ static vp__hy_verdict build(const vp_hybrid_request *req, const vp_price_setup *
     vp_status rc = vp_price_build(lay, c->family, &spec, s, &mean, err);
     if (rc == VP_OK)
         rc = vp_price_layout_memory(lay, *s, mem, err);
-    if (rc == VP_OK && (c->offload > 0 || (req->offload && !fits_in(req, c, mem))))
-        rc = offload_lever(req, su, lay, c, s, mem, err);
+    double margin = vp__hy_margin(req);
+    if (rc == VP_OK && (c->offload > 0 || (req->offload && !fits_in(req, c, mem, margin))))
+        rc = offload_lever(req, su, lay, c, s, mem, margin, err);
+    if (rc == VP_OK && req->offload && c->offload <= 0 && margin > 0 && !fits_in(req, c, mem, 0))
+        rc = offload_lever(req, su, lay, c, s, mem, 0, err);
     if (rc != VP_OK)
         return rc == VP_ENOMEM ? VP__HY_FAILED : VP__HY_REFUSED;
     c->memory_max_bytes = largest(mem, c->pp);
-    return fits_in(req, c, mem) ? VP__HY_PRICED : VP__HY_OVER;
+    return fits_in(req, c, mem, 0) ? VP__HY_PRICED : VP__HY_OVER;
 }
 
 vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *shape,

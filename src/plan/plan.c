@@ -232,11 +232,11 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, double deadline
 }
 
 /* The greedy V schedule under the budget (vp_vgreedy_run, ranked by makespan alone), into
- * *kept (recomputing and offloading as the spec asks) and appended to out, when it is strictly faster
- * than every candidate in out that fits; when the budget is below what it needs, the
- * greedy under the least limit it runs under instead (a candidate that does not fit, so
- * that a refusal names the least memory a schedule reaches). As for the V blocks, the
- * budget bounds the peak with R from above. */
+ * *kept (recomputing and offloading as the spec asks) and appended to out, when it is strictly
+ * faster than every candidate in out that fits; when the budget is below what it needs, the greedy
+ * under the least limit it runs under instead (a candidate that does not fit, so that a refusal
+ * names the least memory a schedule reaches). As for the V blocks, the budget bounds the peak with
+ * R from above. */
 static vp_status add_greedy(const vp_spec *spec, vp_plan *plan, cand_list *out, vp_schedule **kept,
                             vp_error *err) {
     if (spec->p < 2)

@@ -292,14 +292,14 @@ static json_t *bytes_json(double bytes) {
 static json_t *memory_json(const vp_rank_memory *m, int rank, bool host) {
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer(rank));
-    const char *names[] = {"params",    "grads",   "optimizer", "activations", "buffers",
-                           "workspace", "logits",  "gathers",   "allocated",   "fragmentation",
-                           "reserved",  "context", "comm",      "reserve",     "total",
-                           "host"};
-    double values[] = {m->params,    m->grads,   m->optimizer, m->activations, m->buffers,
-                       m->workspace, m->logits,  m->gathers,   m->allocated,   m->fragmentation,
-                       m->reserved,  m->context, m->comm,      m->reserve,     m->total,
-                       m->host};
+    const char *names[] = {"params",    "grads",         "optimizer", "activations",
+                           "buffers",   "workspace",     "logits",    "gathers",
+                           "allocated", "fragmentation", "reserved",  "context",
+                           "comm",      "reserve",       "total",     "host"};
+    double values[] = {m->params,    m->grads,         m->optimizer, m->activations,
+                       m->buffers,   m->workspace,     m->logits,    m->gathers,
+                       m->allocated, m->fragmentation, m->reserved,  m->context,
+                       m->comm,      m->reserve,       m->total,     m->host};
     for (int i = 0; i < (host ? 16 : 15); i++)
         json_object_set_new(o, names[i], bytes_json(values[i]));
     return o;
