@@ -181,8 +181,10 @@ def md_planners(pl):
         return f"{b['family']}{params}, makespan {b['makespan']:g}"
 
     lines = ["### 8.5 The planners with the offload lever", "",
-             f"`vpipe {' '.join(HYBRID)} --offload none|auto` (a 35 GiB budget per GPU: 80 "
-             "GiB less a 45 GiB reserve):", "",
+             f"`vpipe {' '.join(HYBRID)} --offload none|auto` (80 GiB per GPU less a 45 GiB "
+             f"reserve, and the plan keeps its default margin of "
+             f"{pl['hybrid', 'none'].get('margin_bytes', 0) / GIB:.1f} GiB below that: a "
+             "configuration with less room ranks after every one with room):", "",
              f"- without offload: {cfg(h0)};",
              f"- with `--offload auto`: {cfg(h1)}, the busiest copy engine "
              f"{100 * h1.get('copy_occupancy', 0):.0f}% of the step, "
