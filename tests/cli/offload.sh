@@ -68,12 +68,20 @@ expect 2 "no host link" -- "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --gpu
 
 # training: the same bits with and without offload, device and host bytes as predicted
 run="-p 4 -m 8 --steps 2 --layers 8 --width 32 --heads 2 --seq 16 --microbatch 2 --data /usr/share/common-licenses/GPL-3 --json"
+# the largest rank's activation bytes, measured and predicted
+acts='" ".join(str(max(r["activations"] for r in d[k])) for k in ("memory_per_rank", "predicted_memory_per_rank"))'
 for family in 1f1b v-half; do
-    plain=$("$vp" train --schedule $family $run 2>/dev/null | field 'd["param_digest"]')
+    base=$("$vp" train --schedule $family $run 2>/dev/null)
+    plain=$(echo "$base" | field 'd["param_digest"]')
     for off in 1 0.5; do
         out=$("$vp" train --schedule $family --offload $off $run 2>/dev/null)
         [ -n "$plain" ] && [ "$(echo "$out" | field 'd["param_digest"]')" = "$plain" ] ||
             bad "$family --offload $off: digest differs from $plain"
+        read -r m0 p0 <<<"$(echo "$base" | field "$acts")"
+        read -r m1 p1 <<<"$(echo "$out" | field "$acts")"
+        # the activation peak drops, by the predicted amount
+        python3 -c "import sys; m0, p0, m1, p1 = map(float, sys.argv[1:]); sys.exit(not (m1 < m0 and m0 - m1 == p0 - p1))" "$m0" "$p0" "$m1" "$p1" ||
+            bad "$family --offload $off: activation peak $m0 -> $m1, predicted $p0 -> $p1"
         [ "$(echo "$out" | field 'd["memory_per_rank"] == d["predicted_memory_per_rank"]')" = True ] ||
             bad "$family --offload $off: measured bytes differ from predicted"
         [ "$(echo "$out" | field 'd["memory_per_rank"][0]["host"] > 0')" = True ] ||
