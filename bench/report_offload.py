@@ -29,6 +29,7 @@ LLAMA = ["--model", "llama3-70b", "--gpu", "h100-80gb", "-p", "8", "-m", "32", "
 # 3p - 2 layers, microbatch 1, a global batch of 2p, FlashAttention, 16-bit; its A100
 # experiments assumed 15 GB/s to the host (the authors, issue 66 of that repository).
 PAPER_P = 8
+SECTION = 8  # the section of docs/results.md (after the accuracy report)
 
 
 def paper_config(path, p):
@@ -128,7 +129,7 @@ def collect(r, cfg):
 
 
 def md_own(o):
-    lines = [f"### 8.1 vpipe's own model, measured (p = 4, m = 8, {o['steps']} steps, "
+    lines = [f"### {SECTION}.1 vpipe's own model, measured (p = 4, m = 8, {o['steps']} steps, "
              f"median of {o['reps']} runs)", "",
              f"`vpipe train --schedule FAMILY -p 4 -m 8 {' '.join(OWN_MODEL)} "
              "--offload SHARE` on the threads transport (one thread per rank and one copy "
@@ -172,6 +173,7 @@ def md_planners(pl):
 
     def cfg(c):
         off = f", offloading {c['offload']:g}" if c.get("offload") else ""
+        off += f", recomputation {c['recompute']}" if c.get("recompute", "none") != "none" else ""
         chunks = f" v={c['v']}" if c.get("v") else ""
         return (f"{c['family']}{chunks} at DP {c['dp']}, TP {c['tp']}, PP {c['pp']}, mbs "
                 f"{c['mbs']}{off}: {c['step_time_s']:.4g} s a step, MFU {100 * c['mfu']:.1f}%")
@@ -180,7 +182,7 @@ def md_planners(pl):
         params = f" {b['params']}" if b["params"] else ""
         return f"{b['family']}{params}, makespan {b['makespan']:g}"
 
-    lines = ["### 8.5 The planners with the offload lever", "",
+    lines = [f"### {SECTION}.5 The planners with the offload lever", "",
              f"`vpipe {' '.join(HYBRID)} --offload none|auto` (80 GiB per GPU less a 45 GiB "
              f"reserve, and the plan keeps its default margin of "
              f"{pl['hybrid', 'none'].get('margin_bytes', 0) / GIB:.1f} GiB below that: a "
@@ -190,9 +192,17 @@ def md_planners(pl):
              f"{100 * h1.get('copy_occupancy', 0):.0f}% of the step, "
              f"{h1.get('host_max_bytes', 0) / GIB:.1f} GiB on the host: "
              f"{100 * (1 - h1['step_time_s'] / h0['step_time_s']):.1f}% faster."]
+    plain, offl = (pl["hybrid", k].get("best_per_family") or {} for k in ("none", "auto"))
+    if "1f1b" not in plain:
+        how = sorted({b["recompute"] for b in plain.values()})
+        lines.append("- 1F1B without recomputation fits at no configuration under this budget "
+                     f"(without offload every family that fits recomputes: {', '.join(how)})"
+                     + (f"; with the lever it fits offloading {offl['1f1b']['offload']:g}: "
+                        f"{offl['1f1b']['step_time_s']:.4g} s a step" if "1f1b" in offl else "")
+                     + ".")
     if v:
-        lines.append(f"- 1F1B at the first one's degrees needs {v['memory_max_bytes'] / GIB:.1f} GiB "
-                     f"({'fits' if v['fits'] else 'over the budget'}).")
+        lines.append(f"- 1F1B at the first one's degrees (recomputation {v['recompute']}) needs "
+                     f"{v['memory_max_bytes'] / GIB:.1f} GiB and takes {v['step_time_s']:.4g} s.")
     lines += ["", f"`vpipe {' '.join(BUDGET)} --offload none|auto`: without offload "
               f"{chosen(b0)}; with it {chosen(b1)} "
               f"({100 * (1 - b1['makespan'] / b0['makespan']):.1f}% faster)."]
@@ -213,22 +223,22 @@ def headline(out):
 
 
 def markdown(out):
-    parts = ["## 8. Offload: activations to host memory", "",
+    parts = [f"## {SECTION}. Offload: activations to host memory", "",
              "Offload is vpipe's fourth memory lever (README, *Offload*): O and L passes per "
              "(stage, microbatch) on each device's copy engine, placed only where both copies "
              "hide between the forward and the backward, so the step time does not grow; "
              "what does not hide is not offloaded. The simulator charges no HBM contention "
              "for the copies: on a GPU a copy engine shares memory bandwidth with compute.",
              "", md_own(out["own"]),
-             md_priced("### 8.2 Llama-3-70B on 64 H100s (PCIe Gen5, 50 GB/s to the host)",
+             md_priced(f"### {SECTION}.2 Llama-3-70B on 64 H100s (PCIe Gen5, 50 GB/s to the host)",
                        " ".join(LLAMA), out["llama"])]
     cmd = " ".join(a if not a.endswith(".json") else "pipeoffload.json"
                    for a in out["paper_args"])
     for k, (gpu, rows) in enumerate(out["paper"].items()):
-        parts.append(md_priced(f"### 8.{3 + k} PipeOffload's setting on {gpu} (p = {PAPER_P})",
+        parts.append(md_priced(f"### {SECTION}.{3 + k} PipeOffload's setting on {gpu} (p = {PAPER_P})",
                                cmd + f" --gpu {gpu.split(',')[0]}", rows))
     parts.append(md_planners(out["planners"]))
-    lines = ["### 8.6 Against the paper's claims", "",
+    lines = [f"### {SECTION}.6 Against the paper's claims", "",
              "- *At least half, and potentially all, of the activations can be offloaded with "
              "negligible overhead* (PCIe Gen5 on H100, the paper's model at p = 8):"]
     for fam, slower, sent, saved in headline(out):
@@ -236,15 +246,25 @@ def markdown(out):
                      f"the busiest device's activations sent to host, {saved:.1f} GiB less on "
                      f"its largest rank.")
     g = out["paper_stage"]
+
+    def row(gpu, share):
+        return next(x for x in out["paper"][gpu] if x["family"] == "1f1b" and x["share"] == share)
+    full_a100, full_h100, base_h100 = (row("a100-80gb, 15 GB/s", 1), row("h100-80gb", 1),
+                                       row("h100-80gb", 0))
     work = g["f_ms"] + g["b_ms"] + g["w_ms"]
     lines += [f"  Half hides; all does not: a whole stage's activation ({g['layers']} layers, "
               f"{g['act_bytes'] / GIB:.2f} GiB) takes {g['copy_ms']:.0f} ms each way at 50 GB/s "
               f"against a {g['f_ms']:.0f} ms forward and {work:.0f} ms of F + B + W per "
               "microbatch, so a copy engine that must move every activation out and back runs "
-              f"at about {100 * 2 * g['copy_ms'] / work:.0f}% of the compute time. vpipe never lets a copy make compute wait (a "
-              "pair whose copies would not hide is not offloaded), so a share above what hides "
-              "sends less than asked and saves little or nothing (the warm-up fills the device "
-              "faster than the engine drains it). The paper's own estimate of the offload's "
+              f"at about {100 * 2 * g['copy_ms'] / work:.0f}% of the compute time. vpipe never "
+              "lets a copy make compute wait (a pair whose copies would not hide is not "
+              "offloaded), so a share above what hides either sends less than asked "
+              f"({full_a100['family']} on the A100 at 15 GB/s sends "
+              f"{100 * full_a100['sent']:.0f}% at share 1) or sends it too late to lower the "
+              f"peak ({full_h100['family']} on the H100 sends {100 * full_h100['sent']:.0f}% at "
+              f"share 1 and its largest rank holds {full_h100['dev']:.1f} GiB, "
+              f"{base_h100['dev']:.1f} without: the warm-up fills the device faster than the "
+              "engine drains it). The paper's own estimate of the offload's "
               "time relative to the forward, 10 / (3 (6h + s)) x B_c / B_o (its authors' "
               "`--auto-offload-time`), is 1.0 at B_c = 500 TFLOP/s and B_o = 50 GB/s for "
               "h = 4096, s = 8192: the same regime. The gap to the paper's measured overheads "
@@ -256,7 +276,7 @@ def markdown(out):
               "half of them offloaded the selective way (the longest-lived whole) leaves 3, "
               "the uniform way (half of every pair) 3.5.",
               "- *Combined with the other levers, faster than spending the memory elsewhere* "
-              "(the paper: up to 19% over tensor parallelism): section 8.5."]
+              f"(the paper: up to 19% over tensor parallelism): section {SECTION}.5."]
     parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
 
