@@ -330,7 +330,7 @@ static void test_stage(void **state) {
     (void)state;
     vp_model_config cfg = {
         .n_layer = 2, .width = 16, .n_head = 2, .seq_len = 8, .microbatch = 2, .vocab = 256};
-    vp_stage_range range = {0, 2, false, false};
+    vp_stage_range range = {.l0 = 0, .l1 = 2};
     vp_mem *dev = vp_mem_new(), *host = vp_mem_new();
     vp_stage *st = NULL;
     vp_stage_options opt = {.n_slots = 1, .seed = 7};

@@ -31,6 +31,23 @@
  * So device memory changes only at ops of its list, and host memory (taken when the copy
  * to host starts, given back when the copy from host ends) only in the order copies are
  * issued: both peaks depend on the orders alone, as without offload.
+ * Vocabulary parallelism (vocab_parallel). The input embedding's token table and the output
+ * layer (head and softmax cross-entropy) are split by vocabulary into p shards, shard d on
+ * device d; a route's first stage keeps the rest of the embedding (positions), its last
+ * stage the final norm. Each (shard, microbatch) has four passes, the op's `stage` naming
+ * the shard:
+ *   EF  the embedding's forward: the shard's rows of the microbatch's tokens; the shards'
+ *       parts add up to the input of the route's first stage;
+ *   EB  the embedding's backward: the shard's token-table gradient, from the input gradient
+ *       of the route's first stage;
+ *   S   the output layer's forward: the shard's logits of the last stage's output and their
+ *       softmax statistics (maximum, sum of exponentials, target logit);
+ *   T   the output layer's backward: the softmax from every shard's statistics (and the
+ *       loss), the shard's part of the last stage's output gradient (the parts add up) and
+ *       the shard's head gradient.
+ * F of a route's first stage waits for EF of every shard, S for F of the route's last
+ * stage, T for S of every shard (the statistics' all-reduce), B (or BW) of the last stage
+ * for T of every shard (the gradient's sum), EB for the backward of the first stage.
  */
 #ifndef VPIPE_SCHEDULE_H
 #define VPIPE_SCHEDULE_H
@@ -50,11 +67,20 @@ typedef enum {
     VP_OP_BW = 3, /* full backward: B then W */
     VP_OP_FB = 4, /* overlapped F of (stage, mb) with the backward of (stage2, mb2) */
     VP_OP_R = 5,  /* recomputation: the forward again, rebuilding what F dropped */
-    VP_OP_O = 6,  /* offload: the offloaded bytes leave the device (after their copy) */
-    VP_OP_L = 7   /* reload: the offloaded bytes come back (their copy starts here) */
+    VP_OP_EF = 6, /* vocabulary parallelism: the embedding's forward on shard `stage` */
+    VP_OP_EB = 7, /* ... the embedding's backward on shard `stage` */
+    VP_OP_S = 8,  /* ... the output layer's forward and softmax statistics on shard `stage` */
+    VP_OP_T = 9,  /* ... the output layer's backward on shard `stage` */
+    VP_OP_O = 10, /* offload: the offloaded bytes leave the device (after their copy) */
+    VP_OP_L = 11  /* reload: the offloaded bytes come back (their copy starts here) */
 } vp_op_kind;
 
-#define VP_OP_KIND_COUNT 8
+#define VP_OP_KIND_COUNT 12
+
+/* Whether kind is one of the vocabulary passes (EF, EB, S, T), whose `stage` is a shard. */
+static inline int vp_op_kind_is_vocab(int kind) {
+    return kind >= VP_OP_EF && kind <= VP_OP_T;
+}
 
 /* What the R passes of a schedule rebuild (and so what F keeps until R). */
 typedef enum {
@@ -100,6 +126,7 @@ typedef struct vp_schedule {
     int route_len;   /* stages one microbatch passes through (S except DualPipe) */
     vp_placement_kind placement;
     vp_recompute recompute; /* what its R ops rebuild (VP_RECOMPUTE_NONE: it has none) */
+    int vocab_parallel;     /* 1: the vocabulary is split over the p devices (EF, EB, S, T) */
     double *offload;        /* [S] share in [0, 1] of what a stage's F keeps that its O sends
                                to host (0: the stage offloads nothing; every entry 0 for a
                                schedule without offload) */
@@ -135,8 +162,7 @@ VP_API void vp_schedule_free(vp_schedule *s);
  * failure. */
 VP_API vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
 
-/* Convenience: appends a single pass (kind F, B, W, BW, R, O or L; else the library
- * aborts). */
+/* Convenience: appends a single pass (any kind but F&B; else the library aborts). */
 VP_API vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
 
 /* Recomputes stage_chunk from stage_device (chunk = rank of the stage, by stage index,
@@ -145,8 +171,8 @@ VP_API vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, i
 VP_API vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err);
 
 /* A copy of s with empty op lists into a new *out (caller frees): its family, shape,
- * placement, routes, recomputation, offload shares and host limit. VP_ENOMEM; *out is
- * NULL on failure. */
+ * placement, routes, recomputation, vocabulary parallelism, offload shares and host
+ * limit. VP_ENOMEM; *out is NULL on failure. */
 VP_API vp_status vp_schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err);
 
 /* Number of chunks (stages) on the busiest device. */
@@ -156,7 +182,8 @@ VP_API int vp_schedule_chunks_per_device(const vp_schedule *s);
 VP_API long vp_schedule_op_count(const vp_schedule *s);
 
 /* True when the two schedules have the same shape, placement, routes, recomputation,
- * offload shares, host limit and op lists (the family name is not compared). */
+ * vocabulary parallelism, offload shares, host limit and op lists (the family name is not
+ * compared). */
 VP_API int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b);
 
 /* Last stage of microbatch mb's route (where its loss is computed). */
@@ -180,8 +207,8 @@ VP_API int vp_schedule_offloads(const vp_schedule *s);
  * them). VP_ENOMEM (peak then holds 0 for every device). */
 VP_API vp_status vp_schedule_host_peak(const vp_schedule *s, double *peak, vp_error *err);
 
-/* Names: "F", "B", "W", "BW", "F&B", "R", "O", "L"; placement "single", "loop", "v", "bidir",
- * "custom". Static strings. */
+/* Names: "F", "B", "W", "BW", "F&B", "R", "EF", "EB", "S", "T", "O", "L"; placement "single",
+ * "loop", "v", "bidir", "custom". Static strings. */
 VP_API const char *vp_op_kind_name(vp_op_kind kind);
 VP_API const char *vp_placement_name(vp_placement_kind placement);
 
@@ -197,22 +224,24 @@ VP_API char *vp_op_format(const vp_op *op, char *buf, int size);
 /* Checks the schedule: shape and placement are consistent; each (stage, microbatch) on
  * its route has exactly F plus either BW or B and W, plus one R when the schedule
  * recomputes (none otherwise), plus at most one O and then exactly one L when its stage
- * offloads (none otherwise); no pass is outside its route; every op sits on its stage's
- * device; on each device the order respects dependencies (R after F; B/BW after F and
- * after R; W after B; O after F and before R and the backward: an offload of what is
- * already freed is refused; L after O and before R and the backward: a reload after its
- * backward is refused); every offload share is in [0, 1] and, with a host limit, no
- * device's host memory passes it (vp_schedule_host_peak); and replaying all devices
- * together terminates (no cross-device deadlock).
+ * offloads (none otherwise); with vocabulary parallelism each (shard, microbatch) has
+ * exactly one EF, EB, S and T on the shard's device (none otherwise); no pass is outside
+ * its route; every op sits on its stage's device; on each device the order respects
+ * dependencies (R after F; B/BW after F and after R; W after B; T after S; O after F and
+ * before R and the backward: an offload of what is already freed is refused; L after O
+ * and before R and the backward: a reload after its backward is refused); every offload
+ * share is in [0, 1] and, with a host limit, no device's host memory passes it
+ * (vp_schedule_host_peak); and replaying all devices together terminates (no
+ * cross-device deadlock).
  * Returns VP_OK or VP_EVALIDATION / VP_EDEADLOCK with a message naming the device, the
  * position in its list and the op. */
 VP_API vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
 
 /* The recomputing version of s under mode into a new *out (caller frees): a copy of s
- * (family name and offload included) with an R of (stage, mb) right before every backward
- * (B, BW or the backward half of an F&B), and out->recompute = mode. mode
- * VP_RECOMPUTE_NONE gives s without any R. R ops s already has are dropped first, so the
- * transform is idempotent. The result is valid whenever s is (R waits only for an
+ * (family name, vocabulary passes and offload included) with an R of (stage, mb) right
+ * before every backward (B, BW or the backward half of an F&B), and out->recompute = mode.
+ * mode VP_RECOMPUTE_NONE gives s without any R. R ops s already has are dropped first, so
+ * the transform is idempotent. The result is valid whenever s is (R waits only for an
  * earlier op of its own device). VP_EINVAL for an unknown mode, VP_ENOMEM. */
 VP_API vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_schedule **out,
                                        vp_error *err);

@@ -122,6 +122,12 @@ static const char *unexportable(const vp_schedule *s) {
                "backward by activation checkpointing. Export the schedule without "
                "recomputation and set torchtitan's activation_checkpoint.mode to \"full\" or "
                "\"selective\"";
+    if (s->vocab_parallel)
+        return "PyTorch's schedule actions have no vocabulary passes (EF, EB, S, T): its "
+               "pipelining keeps the embedding on the first stage and the output layer on the "
+               "last. Export the schedule without vocabulary parallelism (build it without "
+               "--vocab-parallel): the same transformer passes in the same order, the "
+               "vocabulary unsplit";
     if (vp_schedule_offloads(s))
         return "PyTorch's schedule actions have no activation offload or reload (O, L): "
                "export the schedule without offload (its compute order is the same without O "

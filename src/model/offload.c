@@ -35,10 +35,12 @@ static const size_t slot_fields[S_FIELDS] = {
     offsetof(vp__slot, xf),    offsetof(vp__slot, lnf),    offsetof(vp__slot, meanf),
     offsetof(vp__slot, rstdf), offsetof(vp__slot, probs),  offsetof(vp__slot, partf)};
 
-/* What a stage of nl layers (first, last) holds in slot state `state` (after F, after a
- * selective drop, after a full drop), into out (capacity nl * BLOCK_FIELDS + S_FIELDS);
- * returns the count. */
-static int held_list(vp__dims d, int vocab, int nl, bool first, bool last, int state, held *out) {
+/* What a stage of nl layers (first, last; split: vocabulary parallelism, which keeps the
+ * tokens, targets and head on the vocabulary stages) holds in slot state `state` (after F,
+ * after a selective drop, after a full drop), into out (capacity nl * BLOCK_FIELDS +
+ * S_FIELDS); returns the count. */
+static int held_list(vp__dims d, int vocab, int nl, bool first, bool last, bool split, int state,
+                     held *out) {
     vp__block_bytes z = vp__block_bytes_of(d);
     size_t f = sizeof(float), N = (size_t)d.B * (size_t)d.T, C = (size_t)d.C;
     const size_t block_sizes[BLOCK_FIELDS] = {z.nc, z.nc, z.n, z.n, z.qkv, z.probs, z.nc,
@@ -50,14 +52,16 @@ static int held_list(vp__dims d, int vocab, int nl, bool first, bool last, int s
                 out[n++] = (held){l, k, block_sizes[k]};
     if (state == VP__SLOT_INPUT_ONLY && !first)
         out[n++] = (held){-1, S_INPUT, f * N * C};
-    if (first)
+    if (first && !split)
         out[n++] = (held){-1, S_TOKENS, N};
     if (last) {
-        out[n++] = (held){-1, S_TARGETS, N};
+        if (!split)
+            out[n++] = (held){-1, S_TARGETS, N};
         const size_t sizes[] = {f * N * C, f * N * C, f * N, f * N, f * N * (size_t)vocab,
                                 f * 2 * C};
         for (int k = S_XF; state != VP__SLOT_INPUT_ONLY && k <= S_PARTF; k++)
-            out[n++] = (held){-1, k, sizes[k - S_XF]};
+            if (!split || (k != S_LNF && k != S_PROBS)) /* the shards' S holds those */
+                out[n++] = (held){-1, k, sizes[k - S_XF]};
     }
     return n;
 }
@@ -94,7 +98,8 @@ vp_status vp_stage_offload_bytes(const vp_model_config *cfg, vp_stage_range rang
     if (!list)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp__dims d = {cfg->microbatch, cfg->seq_len, cfg->width, cfg->n_head, false};
-    int n = held_list(d, cfg->vocab, nl, range.first, range.last, state_of_drop(drop), list);
+    int n = held_list(d, cfg->vocab, nl, range.first, range.last, range.vocab_shards > 0,
+                      state_of_drop(drop), list);
     int k = take_count(list, n, share);
     *bytes = 0;
     for (int i = 0; i < k; i++)
@@ -137,8 +142,9 @@ vp_status vp_stage_offload_copy(vp_stage *s, int mb, double share, vp_mem *host,
         return vp__fail(err, VP_EINVAL, "offload: a share in [0, 1] and a host pool");
     vp__slot *sl = &s->slots[mb];
     held *list = vp__calloc((size_t)s->n_local * BLOCK_FIELDS + S_FIELDS, sizeof *list);
-    int n =
-        list ? held_list(s->d, s->cfg.vocab, s->n_local, s->first, s->last, sl->state, list) : 0;
+    int n = list ? held_list(s->d, s->cfg.vocab, s->n_local, s->first, s->last, s->vocab_shards > 0,
+                             sl->state, list)
+                 : 0;
     int k = take_count(list, n, share);
     sl->off = list ? vp__calloc((size_t)k + 1, sizeof *sl->off) : NULL;
     sl->host = host;

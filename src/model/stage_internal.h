@@ -43,6 +43,11 @@ typedef struct vp__slot {
     int n_off;             /* offloaded tensors, off[0..n_off) (malloc'd; NULL when none) */
     vp__off *off;
     vp_mem *host; /* the host pool their copies are in */
+    /* a vocabulary stage: tokens (above) from EF until EB; from S until T: */
+    float *vh;         /* [N,C] the last stage's output */
+    float *vlogits;    /* [N,Vk] the shard's logits, their gradient in T */
+    float *vstats;     /* [VP_VOCAB_STATS * N] the shard's softmax statistics */
+    uint8_t *vtargets; /* [N] */
 } vp__slot;
 
 /* Byte sizes of one block's buffers for dims d. */
@@ -65,6 +70,9 @@ struct vp_stage {
     vp_model_config cfg;
     int l0, l1, n_local;
     bool first, last;
+    int vocab_shards; /* vocabulary parallelism (vp_stage_range) */
+    int vocab_shard;  /* 1 + the shard of a vocabulary stage, else 0 */
+    int v0, v1;       /* a vocabulary stage's rows */
     vp__dims d;
     vp_stage_sizes sizes;
     float *params, *grads;  /* [n_params] each */

@@ -100,30 +100,20 @@ static void runs_free(family_runs *k) {
     free(k->sim);
 }
 
-/* Replaces *s by its recomputing, then offloading version as the spec asks. */
-static vp_status transform_as_spec(const vp_spec *spec, vp_schedule **s, vp_error *err) {
-    vp_status rc = VP_OK;
-    if (spec->recompute != VP_RECOMPUTE_NONE) {
-        vp_schedule *r = NULL;
-        rc = vp_schedule_recompute(*s, spec->recompute, &r, err);
-        vp_schedule_free(*s);
-        *s = r;
-    }
-    if (rc == VP_OK && spec->offload.policy != VP_OFFLOAD_NONE) {
-        vp_schedule *o = NULL;
-        rc = vp_schedule_offload(*s, &spec->costs, &spec->mem, &spec->offload, &o, err);
-        vp_schedule_free(*s);
-        *s = o;
-    }
-    return rc;
+/* Whether the spec asks for more than a block or the greedy builds (recomputation,
+ * vocabulary parallelism, offload: vp_spec_finish), so that their figures are measured
+ * again. */
+static int finished(const vp_spec *spec) {
+    return spec->recompute != VP_RECOMPUTE_NONE || spec->vocab_parallel ||
+           spec->offload.policy != VP_OFFLOAD_NONE;
 }
 
-/* Builds V block vb for spec, recomputing and offloading as the spec asks (caller frees
- * *out). */
+/* Builds V block vb for spec, recomputing, with the vocabulary's passes and offloading as
+ * the spec asks (caller frees *out). */
 static vp_status build_vblock(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
                               vp_error *err) {
     vp_status rc = vp_vblock_build(vb, spec->p, spec->m, "v-block", out, err);
-    return rc == VP_OK ? transform_as_spec(spec, out, err) : rc;
+    return rc == VP_OK ? vp_spec_finish(spec, out, err) : rc;
 }
 
 /* The planner's deadline on the monotonic clock (0: none). */
@@ -184,7 +174,8 @@ static vp_status add_families(const vp_spec *spec, vp_plan *plan, double deadlin
 
 /* The best V block per peak level within the budget (vp_vsearch_run), appended to out by
  * increasing peak. The search builds blocks without recomputation; with spec->recompute
- * each level's block is then built recomputing and measured again, so its figures are
+ * each level's block is then built recomputing (and with vocabulary parallelism, its
+ * passes placed) and measured again, so its figures are
  * those of the schedule the plan returns. The budget was checked on the peak without R,
  * which bounds the peak with R from above (R only rebuilds, before its backward, what F
  * dropped), so no block over the budget is kept. */
@@ -215,7 +206,7 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, double deadline
         c->bubble = l->metrics.bubble;
         snprintf(c->family, sizeof c->family, "v-block");
         vp_vblock_format(&c->vblock, spec->p, c->params, sizeof c->params);
-        if (spec->recompute != VP_RECOMPUTE_NONE || spec->offload.policy != VP_OFFLOAD_NONE) {
+        if (finished(spec)) {
             vp_schedule *s = NULL;
             rc = build_vblock(spec, &c->vblock, &s, err);
             if (rc == VP_OK)
@@ -232,11 +223,11 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, double deadline
 }
 
 /* The greedy V schedule under the budget (vp_vgreedy_run, ranked by makespan alone), into
- * *kept (recomputing and offloading as the spec asks) and appended to out, when it is strictly
- * faster than every candidate in out that fits; when the budget is below what it needs, the greedy
- * under the least limit it runs under instead (a candidate that does not fit, so that a refusal
- * names the least memory a schedule reaches). As for the V blocks, the budget bounds the peak with
- * R from above. */
+ * *kept (recomputing, vocabulary-parallel and offloading as the spec asks) and appended to
+ * out, when it is strictly faster than every candidate in out that fits; when the budget is
+ * below what it needs, the greedy under the least limit it runs under instead (a candidate
+ * that does not fit, so that a refusal names the least memory a schedule reaches). As for
+ * the V blocks, the budget bounds the peak with R from above. */
 static vp_status add_greedy(const vp_spec *spec, vp_plan *plan, cand_list *out, vp_schedule **kept,
                             vp_error *err) {
     if (spec->p < 2)
@@ -276,9 +267,8 @@ static vp_status add_greedy(const vp_spec *spec, vp_plan *plan, cand_list *out, 
                              .limit = opts.limit > 0 ? opts.limit : m.peak};
     snprintf(c->family, sizeof c->family, "v-greedy");
     snprintf(c->params, sizeof c->params, "limit=%gu", c->limit);
-    rc = transform_as_spec(spec, kept, err);
-    bool changed = spec->recompute != VP_RECOMPUTE_NONE || spec->offload.policy != VP_OFFLOAD_NONE;
-    return rc == VP_OK && changed ? measure(*kept, spec, c, err) : rc;
+    rc = vp_spec_finish(spec, kept, err);
+    return rc == VP_OK && finished(spec) ? measure(*kept, spec, c, err) : rc;
 }
 
 /* Pareto points of memory -> makespan: by increasing peak, each strictly faster than every

@@ -172,6 +172,7 @@ static vp_spec spec_of(const vp_train_request *q, const vp_offload *o) {
     spec.max_ops = q->max_ops;
     spec.recompute = recompute_of(q);
     spec.offload = *o;
+    spec.vocab_parallel = q->vocab_parallel;
     return spec;
 }
 
@@ -212,6 +213,27 @@ static vp_status check_replicas(const vp_train_request *q, bool reference, vp_er
                         "--dp %d does not divide -m %d: each replica takes m/D microbatches of "
                         "the global batch",
                         dp, m);
+    return VP_OK;
+}
+
+/* --vocab-parallel and --vocab-shards: the pipeline's shards are its ranks, the
+ * reference's as many as asked; the planner does not place vocabulary passes yet. */
+static vp_status check_vocab_flags(const vp_train_request *q, bool reference, vp_error *err) {
+    int shards = q->po.train.vocab_shards;
+    if (q->vocab_parallel && q->schedule && !strcmp(q->schedule, "auto"))
+        return vp__fail(err, VP_EINVAL,
+                        "--vocab-parallel with --schedule auto: the planner does not weigh "
+                        "vocabulary parallelism yet (name a schedule)");
+    if (shards && !reference && !q->vocab_parallel)
+        return vp__fail(err, VP_EINVAL,
+                        "--vocab-shards %d splits the single-rank reference's vocabulary; a "
+                        "pipeline splits it over its ranks with --vocab-parallel",
+                        shards);
+    if (shards && q->vocab_parallel && !q->schedule_file && shards != q->p)
+        return vp__fail(err, VP_EINVAL,
+                        "--vocab-parallel puts one vocabulary shard on each of the -p %d ranks, "
+                        "not --vocab-shards %d",
+                        q->p, shards);
     return VP_OK;
 }
 
@@ -258,7 +280,7 @@ static vp_status check_pipeline_flags(const vp_train_request *q, bool reference,
     double *shares = NULL;
     vp_status rc = offload_of(q, &o, &shares, err);
     free(shares);
-    return rc;
+    return rc == VP_OK ? check_vocab_flags(q, reference, err) : rc;
 }
 
 /* Checks that need nothing but the options, cheapest first, and settles the run's. */
@@ -278,6 +300,8 @@ static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_er
     r->po.transport = transport_of[q->transport];
     r->transport = transport_names[q->transport];
     r->reference = reference;
+    if (reference && q->vocab_parallel && !o->vocab_shards)
+        o->vocab_shards = 1; /* one rank, one shard */
     if ((rc = vp_model_config_check(&o->model, err)) != VP_OK)
         return rc;
     return reference || q->schedule_file ? VP_OK : check_shape(q, err);
@@ -445,6 +469,7 @@ static vp_status prepare_pipelined(const vp_train_request *q, vp_train_ready *r,
     if (rc != VP_OK)
         return rc;
     r->po.train.m = r->schedule->m * r->po.train.dp; /* the global batch */
+    r->po.train.vocab_shards = r->schedule->vocab_parallel ? r->schedule->p : 0;
     r->po.schedule = r->schedule;
     r->po.op_ms = r->op_ms;
     r->po.emulate = q->emulate;

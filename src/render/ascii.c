@@ -20,7 +20,7 @@ typedef struct cell {
 /* Writes kind + microbatch ("F3", "bw3" for an odd chunk) into buf; returns its length. */
 static int pass_label(const vp_timeline *tl, int kind, int stage, int mb, char *buf, int size) {
     int n = snprintf(buf, (size_t)size, "%s%d", vp_op_kind_name((vp_op_kind)kind), mb);
-    if (vp__render_chunk(tl, stage) % 2)
+    if (vp__render_chunk(tl, kind, stage) % 2)
         for (int i = 0; buf[i]; i++)
             buf[i] = (char)tolower((unsigned char)buf[i]);
     return n < size ? n : size - 1;
@@ -100,7 +100,8 @@ static void paint_row(const vp_timeline *tl, const vp_track *t, double t0, doubl
         if (b > cols)
             b = cols;
         int len = op_label(tl, &sl->op, label, LABEL_MAX);
-        signed char attr = (signed char)(sl->op.kind * 2 + vp__render_chunk(tl, sl->op.stage) % 2);
+        signed char attr =
+            (signed char)(sl->op.kind * 2 + vp__render_chunk(tl, sl->op.kind, sl->op.stage) % 2);
         for (int c = a; c < b; c++)
             row[c] = (cell){c - a < len ? label[c - a] : ' ', attr};
     }
@@ -110,9 +111,11 @@ static void paint_row(const vp_timeline *tl, const vp_track *t, double t0, doubl
  * bright variant for odd ones; dim for idle. */
 static const char *sgr(int attr) {
     static const char *const even[VP_OP_KIND_COUNT] = {"97;44", "97;42", "30;43", "97;45",
-                                                       "30;46", "97;41", "30;46", "97;43"};
+                                                       "30;46", "97;41", "30;47", "30;47",
+                                                       "97;40", "97;40", "30;46", "97;43"};
     static const char *const odd[VP_OP_KIND_COUNT] = {"30;104", "30;102", "30;103", "30;105",
-                                                      "30;106", "30;101", "30;106", "30;103"};
+                                                      "30;106", "30;101", "30;107", "30;107",
+                                                      "97;100", "97;100", "30;106", "30;103"};
     if (attr < 0)
         return "2";
     return attr % 2 ? odd[attr / 2] : even[attr / 2];
@@ -187,6 +190,10 @@ static void legend(const vp_timeline *tl, const vp_timeline_stats *st, double k,
                                                        "BW full backward",
                                                        "F7+B3 overlapped pair",
                                                        "R recompute",
+                                                       "EF embedding forward (vocabulary shard)",
+                                                       "EB embedding backward (vocabulary shard)",
+                                                       "S output forward (vocabulary shard)",
+                                                       "T output backward (vocabulary shard)",
                                                        "O offload (row cD: device D's copy engine)",
                                                        "L reload"};
     int present[VP_OP_KIND_COUNT] = {0};

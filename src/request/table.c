@@ -95,6 +95,7 @@ const vp__option vp__options[] = {
     TEXT("offload", "--offload", offload, BUILD & ~ON(VALIDATE) & ~ON(BLOCK)),
     CHOICE("offload_policy", "--offload-policy", offload_policy, offload_policies, "offload policy",
            -1, BUILD & ~ON(VALIDATE) & ~ON(BLOCK)),
+    FLAG("vocab_parallel", "--vocab-parallel", vocab_parallel, BUILD & ~ON(BLOCK)),
     /* a real model */
     TEXT("model", "--model", model, REAL),
     TEXT("gpu", "--gpu", gpu, REAL | ON(CALIBRATE)),

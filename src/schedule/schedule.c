@@ -8,6 +8,7 @@
 #include "base/internal.h"
 #include "schedule/replay.h"
 #include "schedule/placement.h"
+#include "schedule/replay.h"
 #include "vpipe/schedule.h"
 
 /* Fills stage_device for the placements that have a rule (placement.h). */
@@ -84,7 +85,7 @@ vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op) {
 }
 
 vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb) {
-    VP_ASSERT(kind < VP_OP_KIND_COUNT && kind != VP_OP_FB);
+    VP_ASSERT((unsigned)kind < VP_OP_KIND_COUNT && kind != VP_OP_FB);
     vp_op op = {.kind = (uint8_t)kind, .stage = stage, .mb = mb};
     return vp_schedule_push(s, d, op);
 }
@@ -133,7 +134,7 @@ static int ops_equal(const vp_op *a, const vp_op *b) {
 int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
     if (a->p != b->p || a->S != b->S || a->m != b->m || a->route_len != b->route_len ||
         a->placement != b->placement || a->recompute != b->recompute ||
-        a->host_limit != b->host_limit)
+        a->host_limit != b->host_limit || a->vocab_parallel != b->vocab_parallel)
         return 0;
     for (int i = 0; i < a->S; i++)
         if (a->offload[i] != b->offload[i])
@@ -214,6 +215,7 @@ vp_status vp_schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_err
     c->route_len = s->route_len;
     c->recompute = s->recompute;
     c->host_limit = s->host_limit;
+    c->vocab_parallel = s->vocab_parallel;
     memcpy(c->offload, s->offload, (size_t)s->S * sizeof *s->offload);
     memcpy(c->stage_device, s->stage_device, (size_t)s->S * sizeof *s->stage_device);
     memcpy(c->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof *s->stage_chunk);
@@ -275,8 +277,8 @@ const char *vp_recompute_name(vp_recompute r) {
     return (unsigned)r <= VP_RECOMPUTE_FULL ? recompute_names[r] : "?";
 }
 
-static const char *const op_kind_names[VP_OP_KIND_COUNT] = {"F",   "B", "W", "BW",
-                                                            "F&B", "R", "O", "L"};
+static const char *const op_kind_names[VP_OP_KIND_COUNT] = {"F",  "B",  "W", "BW", "F&B", "R",
+                                                            "EF", "EB", "S", "T",  "O",   "L"};
 static const char *const placement_names[VP_PLACE_CUSTOM + 1] = {"single", "loop", "v", "bidir",
                                                                  "custom"};
 

@@ -161,7 +161,8 @@ static vp_status device_pairs(const place *pl, int d, pair **out, int *n, vp_err
         }
         int32_t st = op->kind == VP_OP_FB ? op->stage2 : op->stage;
         int32_t mb = op->kind == VP_OP_FB ? op->mb2 : op->mb;
-        if (op->kind == VP_OP_F || op->kind == VP_OP_W || s->offload[st] <= 0)
+        if (op->kind == VP_OP_F || op->kind == VP_OP_W || vp_op_kind_is_vocab(op->kind) ||
+            s->offload[st] <= 0)
             continue;
         int i = pl->at[(size_t)st * (size_t)s->m + (size_t)mb];
         if (i >= 0 && ps[i].kb < 0)

@@ -88,6 +88,14 @@ for family in 1f1b v-half; do
             bad "$family --offload $off: nothing on rank 0's host"
     done
 done
+# with vocabulary parallelism (the shards' passes beside O and L): the same bits, bytes as
+# predicted (a vocabulary-parallel last stage keeps no logits or targets to offload)
+plain=$("$vp" train --schedule 1f1b --vocab-parallel $run 2>/dev/null | field 'd["param_digest"]')
+out=$("$vp" train --schedule 1f1b --vocab-parallel --offload 1 $run 2>/dev/null)
+[ -n "$plain" ] && [ "$(echo "$out" | field 'd["param_digest"]')" = "$plain" ] ||
+    bad "1f1b --vocab-parallel --offload 1: digest differs from $plain"
+[ "$(echo "$out" | field 'd["memory_per_rank"] == d["predicted_memory_per_rank"] and max(r["host"] for r in d["memory_per_rank"]) > 0')" = True ] ||
+    bad "1f1b --vocab-parallel --offload 1: bytes not as predicted, or nothing on the host"
 expect 2 "single-rank reference" -- "$vp" train -p 1 --steps 1 --offload 1
 for cmd in schedule simulate compare render plan train; do
     n=$("$vp" $cmd --help | grep -c -- '^  --offload ')
