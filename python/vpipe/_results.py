@@ -603,8 +603,8 @@ class Accelerator(_Record):
     nodes (GB/s, latency), point-to-point bandwidth, GEMM efficiency, activation traffic,
     the attention kernels' efficiency, per-layer and per-chunk overheads, communication
     and HBM efficiency, memory beyond the tensors (context, communicator buffers,
-    fragmentation), the accuracy measured for it (expected_*: 0 and 0 runs when none
-    was), GPUs per node."""
+    fragmentation), the host link and host memory per GPU (offload; 0: unknown), the
+    accuracy measured for it (expected_*: 0 and 0 runs when none was), GPUs per node."""
 
     name: str
     peak_tflops: float
@@ -628,6 +628,8 @@ class Accelerator(_Record):
     context_gib: float
     comm_buffer_gib: float
     frag_fraction: float
+    host_gb_s: float
+    host_memory_gib: float
     expected_step_error: float
     expected_step_worst: float
     expected_memory_error: float
