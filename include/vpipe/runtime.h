@@ -142,9 +142,9 @@ typedef struct vp_train_progress {
     bool skipped;      /* the step was not finite and skipped (skip_nonfinite) */
     bool checkpointed; /* a checkpoint of this step was saved */
     int ranks;         /* entries of peak_bytes: the run's ranks (p times dp; 1 unpipelined) */
-    const double *peak_bytes; /* [ranks] each rank's peak bytes so far, the sum of its peaks
-                                 per memory category (as the summary's table); NULL when
-                                 emulated. Valid during the callback only */
+    const double *peak_bytes; /* [ranks] each rank's peak device bytes so far, the sum of its
+                                 peaks per memory category but host (as the summary's
+                                 table); NULL when emulated. Valid during the callback only */
     char note[640];           /* when not empty, what went wrong without stopping the run (old
                                  checkpoint files that could not be removed) */
 } vp_train_progress;

@@ -405,8 +405,10 @@ static const char *describe(const vp_hybrid_config *c, char *buf, size_t size) {
     char chunks[32] = "";
     if (c->v)
         snprintf(chunks, sizeof chunks, " with %d chunks", c->v);
-    snprintf(buf, size, "%s%s, DP %d, TP %d, PP %d, mbs %d, recompute %s", c->family, chunks, c->dp,
-             c->tp, c->pp, c->mbs, vp_recompute_name(c->recompute));
+    int n = snprintf(buf, size, "%s%s, DP %d, TP %d, PP %d, mbs %d, recompute %s", c->family,
+                     chunks, c->dp, c->tp, c->pp, c->mbs, vp_recompute_name(c->recompute));
+    if (c->offload > 0 && n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ", offload %g", c->offload);
     return buf;
 }
 

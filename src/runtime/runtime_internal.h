@@ -9,7 +9,8 @@
 /* The trajectory of a run on data (NULL: none) as a checkpoint records it. */
 vp_checkpoint_run vp__checkpoint_run(const vp_train_options *o, const vp_data *data);
 
-/* The sum of mem's peaks per category: what a progress line reports as a rank's peak. */
+/* The sum of mem's peaks per device category (all but VP_MEM_HOST): what a progress line
+ * reports as a rank's peak. */
 double vp__peak_total(const vp_mem *mem);
 
 /* The learning-rate schedule's length: o->decay_steps, or o->steps when 0. */

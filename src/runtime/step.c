@@ -40,7 +40,8 @@ vp_status vp_train_resume_point(const char *dir, vp_checkpoint_info *info, vp_er
 double vp__peak_total(const vp_mem *mem) {
     double sum = 0.0;
     for (int c = 0; c < VP_MEM_CATEGORIES; c++)
-        sum += (double)vp_mem_peak_of(mem, (vp_mem_category)c);
+        if (c != VP_MEM_HOST) /* another pool */
+            sum += (double)vp_mem_peak_of(mem, (vp_mem_category)c);
     return sum;
 }
 

@@ -28,7 +28,7 @@ for l in lines:
 close = lambda a, b: abs(a - b) <= 1e-9 * abs(b)  # the summary's reals have 10 digits
 assert close(lines[-1]["loss"], run["train_loss"]) and close(lines[-1]["val_loss"], run["val_loss"])
 for d, m in enumerate(run["memory_per_rank"]):
-    total = sum(v for k, v in m.items() if k != "rank")
+    total = sum(v for k, v in m.items() if k not in ("rank", "host"))
     assert lines[-1]["peak_bytes"][d] == total, (d, lines[-1]["peak_bytes"], total)
 PY
 expect 0 "" -- "$vp" plot run.log -o again.svg
@@ -52,7 +52,7 @@ f = re.search(r"predicted: bubble ([0-9.]+)% \(passes of equal time\) \| peak Mi
 assert f and f[1] == "20.0", f and f.groups()
 run = json.load(open(sys.argv[2]))
 for d, m in enumerate(run["predicted_memory_per_rank"]):
-    total = sum(v for k, v in m.items() if k != "rank")
+    total = sum(v for k, v in m.items() if k not in ("rank", "host"))
     assert f[2 + d] == "%.2f" % (total / 2**20), (f.groups(), total)
 PY
 expect 0 "bubble 20.00%" -- "$vp" simulate 1f1b -p 2 -m 4
