@@ -134,7 +134,7 @@ int cli_request_run(const char *command, vp_request *req);
 
 extern const cli_command cli_cmd_list, cli_cmd_schedule, cli_cmd_simulate, cli_cmd_compare,
     cli_cmd_validate, cli_cmd_train, cli_cmd_profile, cli_cmd_render, cli_cmd_block, cli_cmd_plan,
-    cli_cmd_model, cli_cmd_calibrate;
+    cli_cmd_model, cli_cmd_calibrate, cli_cmd_plot, cli_cmd_sample;
 
 /* Every subcommand, in the order `vpipe --help` lists them. */
 extern const cli_command *const cli_commands[];

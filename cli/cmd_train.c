@@ -16,6 +16,7 @@
 
 #define BIG (1 << 30)
 #define TRAIN(field) offsetof(vp_train_request, field)
+#define MIB (1024.0 * 1024.0)
 
 /* The split group's two options sit alike here and in vp_request. */
 _Static_assert(TRAIN(layers_per_stage) - TRAIN(split) ==
@@ -41,7 +42,8 @@ static const cli_opt training_opts[] = {
      .arg = "N",
      .lo = 1,
      .hi = 1 << 20,
-     .help = "pipeline ranks"},
+     .help = "pipeline ranks (default 1; a --schedule-file brings its\n"
+             "own: -p, when given, must match it)"},
     {.name = "schedule",
      .kind = CLI_STRING,
      .offset = TRAIN(schedule),
@@ -67,7 +69,9 @@ static const cli_opt training_opts[] = {
      .arg = "M",
      .lo = 1,
      .hi = 1 << 20,
-     .help = "microbatches per step: the global batch, over every\nreplica"},
+     .help = "microbatches per step: the global batch, over every\n"
+             "replica (default 1; a --schedule-file brings its own:\n"
+             "-m, when given, must be its m times --dp)"},
     {.name = "dp",
      .kind = CLI_INT,
      .offset = TRAIN(po.train.dp),
@@ -103,7 +107,17 @@ static const cli_opt training_opts[] = {
      .arg = "K",
      .lo = 1,
      .hi = BIG,
-     .help = "optimiser steps"},
+     .help = "optimiser steps (default 200; with --resume: the\n"
+             "checkpoint's run's, and more extends that run)"},
+    {.name = "lr-decay-steps",
+     .kind = CLI_INT,
+     .offset = TRAIN(po.train.decay_steps),
+     .arg = "K",
+     .lo = 1,
+     .hi = BIG,
+     .help = "the learning-rate schedule's length: the cosine reaches\n"
+             "--min-lr at step K and stays there (default --steps;\n"
+             "with --resume: the checkpoint's, which may not change)"},
     {.name = "lr",
      .kind = CLI_DOUBLE,
      .offset = TRAIN(po.train.lr),
@@ -124,7 +138,7 @@ static const cli_opt training_opts[] = {
      .arg = "K",
      .lo = 0,
      .hi = BIG,
-     .help = "warm-up steps (default 10% of --steps)"},
+     .help = "warm-up steps (default 10% of --lr-decay-steps)"},
     {.name = "lr-schedule",
      .kind = CLI_ENUM,
      .offset = TRAIN(lr_schedule),
@@ -217,7 +231,9 @@ static const cli_opt durability_opts[] = {
      .arg = "DIR",
      .help = "continue from the checkpoint in DIR, bit-identical to a\n"
              "run never interrupted (give the same model and training\n"
-             "flags; a checkpoint of another run is refused)"},
+             "flags; a checkpoint of another run is refused); a larger\n"
+             "--steps extends a finished run, its learning-rate\n"
+             "schedule kept"},
     {.name = "skip-nonfinite",
      .kind = CLI_FLAG,
      .offset = TRAIN(po.train.skip_nonfinite),
@@ -231,6 +247,18 @@ static const cli_opt output_opts[] = {
      .kind = CLI_FLAG,
      .offset = TRAIN(json),
      .help = "summary as one JSON object on stdout (progress to stderr)"},
+    {.name = "log",
+     .kind = CLI_STRING,
+     .offset = TRAIN(log),
+     .arg = "FILE",
+     .help = "one JSON line per step: step, loss, val_loss, lr,\n"
+             "grad_norm, tokens_per_s, step_ms, peak_bytes per rank"},
+    {.name = "plot",
+     .kind = CLI_STRING,
+     .offset = TRAIN(plot),
+     .arg = "FILE",
+     .help = "loss and validation loss against steps as an SVG\n"
+             "(vpipe plot draws one from a --log)"},
     {.name = "trace",
      .kind = CLI_STRING,
      .offset = TRAIN(trace),
@@ -307,9 +335,50 @@ typedef struct train_run {
 typedef struct progress_ctx {
     FILE *out;
     bool emulated;
-    int write_errno; /* a progress line could not be written to stdout: the run stopped */
-    char note[400];  /* printed before the first step line (what a resume changed) */
+    int write_errno;      /* a progress line could not be written to stdout: the run stopped */
+    char note[400];       /* printed before the first step line (what a resume changed) */
+    const char *log_path; /* --log, opened at the first step (under MPI: rank 0's process) */
+    FILE *log;
+    int log_errno; /* the log could not be opened or written: the run stopped */
+    bool keep;     /* the lines are kept for --plot */
+    char *lines;   /* the log's lines so far (keep) */
+    size_t len;
+    bool lines_failed; /* out of memory keeping them */
 } progress_ctx;
+
+/* Appends line to the kept lines. */
+static void keep_line(progress_ctx *ctx, const char *line) {
+    size_t n = strlen(line);
+    char *grown = ctx->lines_failed ? NULL : realloc(ctx->lines, ctx->len + n + 1);
+    if (!grown) {
+        ctx->lines_failed = true;
+        return;
+    }
+    memcpy(grown + ctx->len, line, n + 1);
+    ctx->lines = grown;
+    ctx->len += n;
+}
+
+/* The step's line of the log (written to --log and kept for --plot); false when the log
+ * cannot be written. */
+static bool log_step(const vp_train_progress *p, progress_ctx *ctx) {
+    if (!ctx->log_path && !ctx->keep)
+        return true;
+    char *line = NULL;
+    if (vp_train_log_line(p, &line, NULL) != VP_OK) {
+        ctx->log_errno = ENOMEM;
+        return false;
+    }
+    if (ctx->keep)
+        keep_line(ctx, line);
+    errno = 0;
+    if (ctx->log_path && !ctx->log && !(ctx->log = fopen(ctx->log_path, "w")))
+        ctx->log_errno = errno ? errno : EIO;
+    else if (ctx->log && (fputs(line, ctx->log) == EOF || fflush(ctx->log) != 0))
+        ctx->log_errno = errno ? errno : EIO;
+    free(line);
+    return !ctx->log_errno;
+}
 
 static bool on_step(const vp_train_progress *p, void *user) {
     progress_ctx *ctx = user;
@@ -337,13 +406,19 @@ static bool on_step(const vp_train_progress *p, void *user) {
         ctx->write_errno = errno ? errno : EIO;
         return false;
     }
+    if (!log_step(p, ctx))
+        return false;
     if (p->step < p->steps)
         cli_progress("train: step %d/%d running...", p->step + 1, p->steps);
     return true;
 }
 
-/* The exit code of a run whose progress could not be written, else rc. */
+/* The exit code of a run whose progress or log could not be written, else rc. */
 static int progress_failed(const progress_ctx *ctx, int rc) {
+    if (ctx->log_errno)
+        return cli_error(VP_EXIT_INPUT, "cannot write %s: %s",
+                         ctx->log_path ? ctx->log_path : "the loss plot's log",
+                         strerror(ctx->log_errno));
     if (!ctx->write_errno)
         return rc;
     return cli_error(VP_EXIT_INPUT, "cannot write standard output: %s", strerror(ctx->write_errno));
@@ -505,20 +580,21 @@ static void print_summary(FILE *out, const train_run *t, const vp_pipeline_resul
                 "(%+.1f%%)\n",
                 real ? "" : "emulated (every op waited its profiled time) | ", r->step_ms,
                 pr->predicted_step_ms, 100.0 * (r->step_ms / pr->predicted_step_ms - 1.0));
-    fprintf(out, "rank  peak activation bytes  predicted  measured bubble\n");
+    fprintf(out, "rank  peak activation MiB  predicted  measured bubble\n");
     for (int d = 0; d < pr->p; d++)
-        fprintf(out, "%4d %22s %10.0f %15.1f%%\n", d,
-                number_or_na(real, "%.0f", (double)pr->peak_act_bytes[d], pk, sizeof pk),
-                pr->predicted_peak_bytes[d], 100.0 * pr->bubble_measured[d]);
-    fprintf(out, "peak bytes per rank, measured / predicted:\nrank");
+        fprintf(out, "%4d %20s %10.3f %15.1f%%\n", d,
+                number_or_na(real, "%.3f", (double)pr->peak_act_bytes[d] / MIB, pk, sizeof pk),
+                pr->predicted_peak_bytes[d] / MIB, 100.0 * pr->bubble_measured[d]);
+    fprintf(out, "peak MiB per rank, measured / predicted (--json: bytes):\nrank");
     for (int c = 0; c < VP_MEM_CATEGORIES; c++)
-        fprintf(out, " %23s", vp_mem_category_name((vp_mem_category)c));
+        fprintf(out, " %19s", vp_mem_category_name((vp_mem_category)c));
     for (int d = 0; d < pr->p; d++) {
         fprintf(out, "\n%4d", d);
         for (int c = 0; c < VP_MEM_CATEGORIES; c++) {
             int i = d * VP_MEM_CATEGORIES + c;
-            fprintf(out, " %11s/%11.0f", number_or_na(real, "%.0f", pr->memory[i], pk, sizeof pk),
-                    pr->predicted_memory[i]);
+            fprintf(out, " %9s/%9.3f",
+                    number_or_na(real, "%.3f", pr->memory[i] / MIB, pk, sizeof pk),
+                    pr->predicted_memory[i] / MIB);
         }
     }
     fputc('\n', out);
@@ -575,6 +651,26 @@ static int write_timelines(const train_run *t, vp_pipeline_result *pr) {
     return rc;
 }
 
+/* Closes the log and, when draw, draws --plot from its lines. Returns rc, or the exit code
+ * of what failed here. */
+static int finish_log(const train_run *t, progress_ctx *ctx, bool draw, int rc) {
+    if (ctx->log && fclose(ctx->log) != 0 && !rc)
+        rc = cli_error(VP_EXIT_INPUT, "cannot write %s: %s", ctx->log_path, strerror(errno));
+    ctx->log = NULL;
+    if (!rc && draw && t->q->plot && ctx->lines_failed)
+        rc = cli_error(VP_EXIT_FAILURE, "out of memory");
+    if (!rc && draw && t->q->plot) {
+        vp_error err = {0};
+        char *svg = NULL;
+        vp_status st = vp_render_loss_svg(ctx->lines, ctx->len,
+                                          t->q->log ? t->q->log : "vpipe train", &svg, &err);
+        rc = write_rendered(st, &err, svg, t->q->plot);
+    }
+    free(ctx->lines);
+    ctx->lines = NULL;
+    return rc;
+}
+
 /* ---- running ------------------------------------------------------------------------------ */
 
 /* The preparation's lines: the report's on stdout (checked), statuses on stderr. */
@@ -616,8 +712,11 @@ static int run_reference(const train_run *t, progress_ctx *ctx) {
     cli_progress_clear();
     if (st != VP_OK)
         return progress_failed(ctx, cli_lib_error(&err));
-    if (ctx->write_errno)
+    if (ctx->write_errno || ctx->log_errno)
         return progress_failed(ctx, 0);
+    int rc = finish_log(t, ctx, true, 0);
+    if (rc)
+        return rc;
     if (r.resumed_step)
         fprintf(ctx->out, "resumed from step %d of %s\n", r.resumed_step, o->resume_dir);
     if (r.skipped_steps)
@@ -630,9 +729,9 @@ static int run_reference(const train_run *t, progress_ctx *ctx) {
     cli_blas_describe(ctx->out);
     return cli_print(
         "done: %d steps | train loss %.4f | val loss %.4f | %.1f ms/step | %.0f tok/s\n"
-        "peak activation bytes: %zu | param digest %016" PRIx64 "\n",
-        r.steps, r.train_loss, r.val_loss, r.step_ms, r.tokens_per_s, r.peak_act_bytes,
-        r.param_digest);
+        "peak activation MiB: %.3f | param digest %016" PRIx64 "\n",
+        r.steps, r.train_loss, r.val_loss, r.step_ms, r.tokens_per_s,
+        (double)r.peak_act_bytes / MIB, r.param_digest);
 }
 
 static int run_pipelined(train_run *t, progress_ctx *ctx) {
@@ -651,6 +750,8 @@ static int run_pipelined(train_run *t, progress_ctx *ctx) {
     int rc = progress_failed(ctx, 0);
     if (!rc && pr.rank == 0) /* under MPI, rank 0 reports */
         rc = write_timelines(t, &pr);
+    if (!rc)
+        rc = finish_log(t, ctx, pr.rank == 0, 0);
     if (!rc && pr.rank == 0)
         rc = report_pipelined(t, &pr);
     vp_pipeline_result_release(&pr);
@@ -665,8 +766,12 @@ static int run(void *args) {
     vp_error err = {0};
     if (vp_train_prepare(q, &t.r, &err) != VP_OK)
         return cli_lib_error(&err);
-    progress_ctx ctx = {.out = q->json ? stderr : stdout, .emulated = q->emulate};
+    progress_ctx ctx = {.out = q->json ? stderr : stdout,
+                        .emulated = q->emulate,
+                        .log_path = q->log,
+                        .keep = q->plot != NULL};
     int rc = t.r.reference ? run_reference(&t, &ctx) : run_pipelined(&t, &ctx);
+    rc = finish_log(&t, &ctx, false, rc); /* what a failed run left open */
     vp_train_ready_release(&t.r);
     return rc;
 }

@@ -436,6 +436,164 @@ static void test_resume_bit_identical(void **state) {
     vp_data_free(data);
 }
 
+/* Runs o (from a fresh start, or resuming o->resume_dir) recording its steps in *t; its
+ * result in *r. */
+static void run_traced(const vp_train_options *o, const vp_data *data, trace *t,
+                       vp_train_result *r) {
+    vp_error err = {0};
+    if (vp_train_run(o, data, record, t, r, &err) != VP_OK)
+        fail_msg("run of %d steps: %s", o->steps, err.message);
+}
+
+/* A finished run extended (resumed with more steps, its learning-rate schedule kept) equals
+ * bit for bit one run of the longer length with that schedule (decay_steps, past which the
+ * cosine stays at min_lr): every later step's loss, norm and rate, and the parameters. With a
+ * constant rate that is simply the longer run; with the cosine it is not the longer run
+ * whose schedule spans every step (that run's first steps took other rates). A resumed run
+ * cannot stop before its checkpoint's step, and inspecting a checkpoint tells its run's
+ * steps and schedule (a file of an earlier vpipe, which recorded no steps: its schedule's). */
+static void test_extend_finished_run(void **state) {
+    (void)state;
+    vp_data *data = NULL;
+    assert_int_equal(vp_data_load(TEXT, 0.1, &data, NULL), VP_OK);
+    const vp_lr_schedule schedules[] = {VP_LR_COSINE, VP_LR_CONSTANT};
+    for (int k = 0; k < 2; k++) {
+        vp_train_options o = tiny_options(2, 16, 2);
+        o.steps = 6;
+        o.schedule = schedules[k];
+        o.lr = 3e-3;
+        char *dir = new_dir();
+        o.checkpoint_dir = dir;
+        trace first = {0}, longer = {0}, plain = {0}, extended = {0};
+        vp_train_result r1, rl, rp, re;
+        run_traced(&o, data, &first, &r1);
+        vp_checkpoint_info info;
+        vp_checkpoint_meta meta;
+        vp_error err = {0};
+        assert_int_equal(vp_checkpoint_inspect(dir, &info, &meta, &err), VP_OK);
+        assert_true(info.step == 6 && info.run.steps == 6 && info.run.decay_steps == 6);
+        assert_true(meta.step == 6 && info.run.seed == o.seed && info.run.m == o.m);
+        vp_train_options lo = o; /* one run of 12 steps on the first run's schedule */
+        lo.checkpoint_dir = NULL;
+        lo.steps = 12;
+        lo.decay_steps = 6;
+        run_traced(&lo, data, &longer, &rl);
+        lo.decay_steps = 0; /* one run of 12 steps on a schedule of 12 */
+        run_traced(&lo, data, &plain, &rp);
+        o.resume_dir = dir;
+        o.steps = 12;
+        o.decay_steps = 6;
+        run_traced(&o, data, &extended, &re);
+        assert_int_equal(re.resumed_step, 6);
+        for (int s = 7; s <= 12; s++) {
+            assert_memory_equal(&extended.loss[s], &longer.loss[s], sizeof(double));
+            assert_memory_equal(&extended.norm[s], &longer.norm[s], sizeof(double));
+            assert_memory_equal(&extended.lr[s], &longer.lr[s], sizeof(double));
+            assert_true(extended.lr[s] == (k == 0 ? o.min_lr : o.lr));
+        }
+        assert_true(re.param_digest == rl.param_digest);
+        assert_true((re.param_digest == rp.param_digest) == (schedules[k] == VP_LR_CONSTANT));
+        assert_int_equal(vp_checkpoint_inspect(dir, &info, NULL, &err), VP_OK);
+        assert_true(info.step == 12 && info.run.steps == 12 && info.run.decay_steps == 6);
+        /* another schedule is another trajectory; stopping before the checkpoint is refused */
+        o.decay_steps = 12;
+        assert_int_equal(vp_train_run(&o, data, NULL, NULL, &re, &err), VP_EINVAL);
+        assert_non_null(strstr(err.message, "lr decay steps"));
+        o.decay_steps = 6;
+        o.steps = 10;
+        assert_int_equal(vp_train_run(&o, data, NULL, NULL, &re, &err), VP_EINVAL);
+        assert_non_null(strstr(err.message, "holds step 12, past the 10 steps of the run"));
+        /* an earlier vpipe's part file records no steps: its run's were its schedule's */
+        size_t size;
+        uint8_t *b = (uint8_t *)slurp(dir, "part-0.step-12.ckpt", &size);
+        memset(b + 140, 0, 4);
+        reseal(b, size);
+        assert_int_equal(vp_checkpoint_parse(b, size, "old.ckpt", &info, &err), VP_OK);
+        assert_true(info.run.steps == 6 && info.run.decay_steps == 6);
+        free(b);
+        remove_tree(dir);
+        free(dir);
+    }
+    vp_data_free(data);
+}
+
+/* vp_sample_run continues a prompt with the trained model: every p gives the same bytes and
+ * digest; greedy decoding picks, for its first byte, the most probable byte of the last
+ * prompt position's softmax as a whole-model stage restored from the checkpoint computes it
+ * in training's forward (microbatch 1, the prompt then zeros); bad options are refused. */
+static void test_sample(void **state) {
+    (void)state;
+    vp_data *data = NULL;
+    assert_int_equal(vp_data_load(TEXT, 0.1, &data, NULL), VP_OK);
+    vp_train_options o = tiny_options(3, 16, 2);
+    o.steps = 4;
+    char *dir = new_dir();
+    o.checkpoint_dir = dir;
+    vp_train_result tr;
+    vp_error err = {0};
+    assert_int_equal(vp_train_run(&o, data, NULL, NULL, &tr, &err), VP_OK);
+    const char prompt[] = "This";
+    vp_sample_options so = {.resume_dir = dir,
+                            .prompt = prompt,
+                            .prompt_len = 4,
+                            .tokens = 12,
+                            .p = 1,
+                            .temperature = 0.8,
+                            .seed = 3};
+    vp_sample_result want, got;
+    assert_int_equal(vp_sample_run(&so, &want, &err), VP_OK);
+    assert_true(want.len == 12 && want.step == 4 && want.model.width == 16);
+    for (so.p = 2; so.p <= 4; so.p++) {
+        assert_int_equal(vp_sample_run(&so, &got, &err), VP_OK);
+        assert_memory_equal(got.text, want.text, 12);
+        assert_true(got.digest == want.digest);
+        free(got.text);
+    }
+    /* greedy: the argmax of the reference forward's last prompt row */
+    so.p = 1;
+    so.temperature = 0;
+    assert_int_equal(vp_sample_run(&so, &got, &err), VP_OK);
+    vp_model_config cfg = o.model;
+    cfg.microbatch = 1;
+    vp_mem *mem = vp_mem_new();
+    vp_stage *st = NULL;
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){.l1 = 3, .first = true, .last = true},
+                                  &(vp_stage_options){.n_slots = 1, .seed = o.seed}, mem, &st,
+                                  &err),
+                     VP_OK);
+    vp_checkpoint_run run = vp__checkpoint_run(&o, data);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &st, 1}, NULL, &err),
+                     VP_OK);
+    uint8_t tokens[8] = {'T', 'h', 'i', 's'}, targets[8] = {0};
+    float probs[8 * 256];
+    double loss;
+    assert_int_equal(
+        vp_stage_forward(
+            st, 0,
+            &(vp_stage_io){.tokens = tokens, .targets = targets, .loss = &loss, .probs = probs},
+            &err),
+        VP_OK);
+    int best = 0;
+    for (int i = 1; i < 256; i++)
+        best = probs[3 * 256 + i] > probs[3 * 256 + best] ? i : best;
+    assert_int_equal((unsigned char)got.text[0], best);
+    free(got.text);
+    vp_stage_free(st);
+    vp_mem_free(mem);
+    so.prompt_len = 0;
+    assert_int_equal(vp_sample_run(&so, &got, &err), VP_EINVAL);
+    so.prompt_len = 4;
+    so.tokens = 0;
+    assert_int_equal(vp_sample_run(&so, &got, &err), VP_EINVAL);
+    so.tokens = 1;
+    so.p = 6; /* 3 layers fill at most 5 stages */
+    assert_int_equal(vp_sample_run(&so, &got, &err), VP_EINVAL);
+    free(want.text);
+    remove_tree(dir);
+    free(dir);
+    vp_data_free(data);
+}
+
 /* A resume with other options or another model is refused, naming what differs. */
 static void test_resume_refuses_other_runs(void **state) {
     (void)state;
@@ -1076,6 +1234,8 @@ int main(void) {
         cmocka_unit_test(test_round_trip_between_shapes),
         cmocka_unit_test(test_refuses_incomplete_sets),
         cmocka_unit_test(test_resume_bit_identical),
+        cmocka_unit_test(test_extend_finished_run),
+        cmocka_unit_test(test_sample),
         cmocka_unit_test(test_resume_refuses_other_runs),
         cmocka_unit_test(test_refuses_corruption),
         cmocka_unit_test(test_failed_write_keeps_previous),

@@ -567,6 +567,11 @@ static void test_lr_schedule(void **state) {
     assert_true(fabs(vp_lr_at(VP_LR_COSINE, 99, 100, 10, 1.0, 0.1) - 0.1) < 1e-12);
     double mid = vp_lr_at(VP_LR_COSINE, 55, 101, 10, 1.0, 0.0);
     assert_true(fabs(mid - 0.5) < 1e-12);
+    /* past the schedule (a run extended beyond it): the floor, never back up the cosine */
+    assert_true(vp_lr_at(VP_LR_COSINE, 100, 100, 10, 1.0, 0.1) == 0.1);
+    assert_true(vp_lr_at(VP_LR_COSINE, 150, 100, 10, 1.0, 0.1) == 0.1);
+    assert_true(vp_lr_at(VP_LR_COSINE, 5, 3, 0, 1.0, 0.1) == 0.1);
+    assert_true(vp_lr_at(VP_LR_CONSTANT, 150, 100, 10, 1.0, 0.1) == 1.0);
 }
 
 int main(void) {

@@ -42,11 +42,14 @@
  *         72    u64 seed: weights and data order. The seed is the only random state: data
  *                   windows are a pure function of (seed, batch index) and nothing else
  *                   draws random numbers, so there is no other RNG state to save.
- *         80    i32 m (microbatches per step: the global batch), steps, warmup, lr
- *                   schedule (0 cosine, 1 constant)
+ *         80    i32 m (microbatches per step: the global batch), lr decay steps (the
+ *                   learning-rate schedule's length, vp_lr_at's steps: the run's steps
+ *                   unless set apart), warmup, lr schedule (0 cosine, 1 constant)
  *         96    f64 lr, min_lr, clip
  *        120    f32 beta1, beta2, eps, weight decay
- *        136    i32 slice count n, i32 reserved (0)
+ *        136    i32 slice count n, i32 steps: the run's (where it was going, not compared:
+ *                   a resumed run may extend it); 0 in files of vpipes before it was
+ *                   recorded, whose runs' steps were their lr decay steps
  *        144    u64 data bytes, u64 data digest: the training data (vp_data_digest)
  *        160    n slices: u64 offset o, u64 count c (elements [o, o + c) of the whole
  *               model's arrays); then f32 parameters[c], AdamW first moments m[c], second
@@ -60,9 +63,10 @@
  * problem: a file that is not regular, magic, version, length (truncated or trailing
  * bytes; a part larger than any of the run's model is refused before it is read),
  * checksum (streamed: a part is never held in memory whole), the slices' own
- * consistency, that the model, optimiser and schedule options, seed and data match the
- * run being resumed (the shape may differ), and that the parts' slices tile the whole
- * model exactly. Statuses: VP_EIO (missing or unreadable), VP_EPARSE (not a checkpoint,
+ * consistency, that the model, optimiser and learning-rate schedule, seed and data match
+ * the run being resumed (the shape and the steps to run may differ, but the checkpoint's
+ * step must not be past the run's steps), and that the parts' slices tile the whole model
+ * exactly. Statuses: VP_EIO (missing or unreadable), VP_EPARSE (not a checkpoint,
  * unsupported version, truncated, corrupt, slices missing or twice), VP_EINVAL (a
  * different run's checkpoint).
  */
@@ -78,19 +82,22 @@
 #define VP_CHECKPOINT_VERSION 3
 
 /* What identifies a training trajectory: a checkpoint resumes only a run with the same
- * model, global batch, optimiser and schedule options, seed and data (the runtime fills
- * it from its options and data). */
+ * model, global batch, optimiser and learning-rate schedule, seed and data (the runtime
+ * fills it from its options and data), whatever its steps. */
 typedef struct vp_checkpoint_run {
     vp_model_config model;
-    int m;      /* microbatches per step, over every replica: the global batch */
-    int steps;  /* optimiser steps of the whole run */
-    int warmup; /* learning-rate warm-up steps */
+    int m;           /* microbatches per step, over every replica: the global batch */
+    int decay_steps; /* the learning-rate schedule's length (vp_lr_at's steps) */
+    int warmup;      /* learning-rate warm-up steps */
     vp_lr_schedule schedule;
     double lr, min_lr, clip;
     vp_adamw adamw;
     uint64_t seed;        /* weights and data order */
     uint64_t data_bytes;  /* the training data: its length (vp_data_bytes) ... */
     uint64_t data_digest; /* ... and its digest (vp_data_digest) */
+    int steps;            /* the run's steps, where it goes: not compared, but a run does not
+                             resume a checkpoint past them; read from a file that does not
+                             record them: decay_steps */
 } vp_checkpoint_run;
 
 /* The shape of the run that wrote a checkpoint: what a resumed run may change. */
@@ -195,6 +202,14 @@ VP_API vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *ru
  * malformed. */
 VP_API vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_error *err);
 
+/* What the committed checkpoint of dir is, without restoring it: its commit record into
+ * *meta (optional) and the header of its first part file into *info (the trajectory, step
+ * and data position), that file checked as vp_checkpoint_load checks a part (a regular
+ * file, its frame, checksum, fields and slices, and that it is the part the record names),
+ * but against no run. Errors as vp_checkpoint_load's. */
+VP_API vp_status vp_checkpoint_inspect(const char *dir, vp_checkpoint_info *info,
+                                       vp_checkpoint_meta *meta, vp_error *err);
+
 /* Restores the stages of this reader's part from the committed checkpoint of dir, of
  * any shape: reads meta.json and every part file it names (each a regular file no
  * larger than a part of the run's model can be, streamed), checks them (see the top of
@@ -208,8 +223,9 @@ VP_API vp_status vp_checkpoint_load(const char *dir, const vp_checkpoint_run *ru
 
 /* ---- the readers (bytes in memory; name is used in messages) ---------------------------- */
 
-/* Checks a part file's bytes (magic, version, length, checksum, slices within the model)
- * and fills *info. VP_EPARSE with the problem otherwise. */
+/* Checks a part file's bytes (magic, version, length, no larger than a part of the model
+ * its header names, checksum, slices within the model) and fills *info (the reader
+ * vp_checkpoint_inspect applies to a file). VP_EPARSE with the problem otherwise. */
 VP_API vp_status vp_checkpoint_parse(const void *bytes, size_t size, const char *name,
                                      vp_checkpoint_info *info, vp_error *err);
 

@@ -245,12 +245,15 @@ VP_API void vp_stage_free(vp_stage *stage);
  * - Last stage: targets [B*T] (borrowed, copied); *loss receives the mean cross-entropy
  *   of the microbatch; out must be NULL.
  *   Other stages: *out receives the output [B*T*C], in flight: hand it to the next
- *   stage's forward or free it with vp_stage_buffer_free. */
+ *   stage's forward or free it with vp_stage_buffer_free.
+ * - Last stage, optionally: probs [B*T*vocab] (caller storage) receives the softmax of the
+ *   logits the loss was computed from, row by row (what sampling draws from). */
 typedef struct vp_stage_io {
     float *in;
     const uint8_t *tokens, *targets;
     float **out;
     double *loss;
+    float *probs;
 } vp_stage_io;
 
 /* F for microbatch slot mb with io. VP_EINVAL (io->in still the caller's) if the slot is
@@ -456,8 +459,9 @@ VP_API void vp_stage_adamw(vp_stage *stage, const vp_adamw *opt, int step, float
 
 typedef enum { VP_LR_COSINE, VP_LR_CONSTANT } vp_lr_schedule;
 
-/* Learning rate at step (0-based) of steps: constant, or linear warm-up over warmup
- * steps then cosine decay to min_lr. */
+/* Learning rate at step (0-based) of a schedule of steps steps: constant, or linear warm-up
+ * over warmup steps then cosine decay to min_lr at step steps - 1, and min_lr from step
+ * steps on (a run extended past its schedule stays at the floor). */
 VP_API double vp_lr_at(vp_lr_schedule schedule, int step, int steps, int warmup, double lr,
                        double min_lr);
 

@@ -105,7 +105,8 @@ VP_API vp_status vp_autoplan(const vp_profile *pr, int p, int m, const vp_budget
  * given. Strings are borrowed. */
 typedef struct vp_train_request {
     vp_pipeline_options po; /* the model, optimiser, steps, data order, durability, faults,
-                               dp, zero, watchdog as given (settled by vp_train_prepare) */
+                               dp, zero, watchdog as given (settled by vp_train_prepare);
+                               train.m 0: not given (1, or a schedule file's) */
     const char *schedule;   /* a family, "single" (the reference) or "auto" (the planner's
                                choice under memory); NULL: 1f1b when p > 1 */
     const char *schedule_file;
@@ -113,9 +114,11 @@ typedef struct vp_train_request {
     const char *memory;      /* --schedule auto's budget: 0.5, 4u or bytes */
     const char *cost_file;   /* a profile (vp_profile_read_json) */
     const char *trace, *svg; /* the measured step's pictures (probed before step 1) */
+    const char *log, *plot;  /* the training log (vp_train_log_line per step) and its loss
+                                plot (vp_render_loss_svg), probed before step 1 */
     const char *fail_at;     /* "R:S:K": rank R fails before op K of step S (po.train.faults) */
     const char *stall_at;    /* "R:S:K": rank R stalls there instead */
-    int p;                   /* pipeline ranks (1) */
+    int p;                   /* pipeline ranks; 0: not given (1, or a schedule file's) */
     int chunks;              /* -v (0: the family's default) */
     int warmup;              /* -1: 10% of the steps */
     int lr_schedule;         /* 0 cosine, 1 constant */
@@ -140,8 +143,8 @@ typedef struct vp_train_request {
     vp_status (*probe)(void *user, const char *path, bool dir, vp_error *err);
 } vp_train_request;
 
-/* Defaults: vp_pipeline_options_default with vp_train_options_default, p 1, nothing else
- * given. */
+/* Defaults: vp_pipeline_options_default with vp_train_options_default, nothing given (p
+ * and train.m 0). */
 VP_API void vp_train_request_init(vp_train_request *q);
 
 /* What a run needs, prepared. The pointers of po point into this struct. */
@@ -164,7 +167,8 @@ typedef struct vp_train_ready {
  * the options alone (flags that conflict, the replicas dividing the batch, faults inside the run,
  * the model, and for a run given by flags its shape: the layers filling the stages, the op limit);
  * the outputs (q->probe); the profile's model; the data; then for a pipelined run its schedule
- * (--schedule auto: the planner from the profile, measured when none was given; a file; a family),
+ * (--schedule auto: the planner from the profile, measured when none was given; a file, whose p
+ * and m the given -p and -m must match (VP_EVALIDATION otherwise); a family),
  * the faults against it, the layer split (said as a report line), and the profile an emulation
  * needs. Fills *out (release with vp_train_ready_release; empty on failure). Errors with the
  * command line's messages (VP_EINVAL for options, VP_EIO/VP_EPARSE for files, the readers' and

@@ -127,6 +127,20 @@ VP_API vp_status vp_render_svg_gallery(const vp_timeline *const *tls, int n,
  * counter. Times are scaled by tl->trace_us. */
 VP_API vp_status vp_render_trace(const vp_timeline *tl, char **out, vp_error *err);
 
+/* The loss plot of a training log (vpipe train --log; text of size bytes, name its file for
+ * messages and the title): one JSON object per line (blank lines skipped) with "step", a
+ * whole number greater than the line before's, and "loss" and "val_loss", numbers, null
+ * or absent (other keys ignored), so logs of a run and of its extension concatenate. Draws
+ * loss (a line) and validation loss (dots) against steps as an SVG page. VP_EPARSE naming
+ * the line and the problem (not an object, a step missing or not growing, a loss not a
+ * number, no loss at all), VP_ENOMEM. */
+VP_API vp_status vp_render_loss_svg(const char *text, size_t size, const char *name, char **out,
+                                    vp_error *err);
+
+/* vp_render_loss_svg of the file at path ("-": standard input), read with vp_read_file
+ * (VP_READ_MAX). Its errors and vp_read_file's. */
+VP_API vp_status vp_render_loss_file(const char *path, char **out, vp_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -89,15 +89,20 @@ typedef struct vp_faults {
 
 typedef struct vp_train_options {
     vp_model_config model;
-    int m;         /* microbatches per step (gradient accumulation): the global batch */
-    int dp;        /* reduction groups (data-parallel replicas), dividing m: the gradients
-                      of each group of m / dp consecutive microbatches accumulate apart and
-                      the groups' sums are added in group order, as dp replicas reduce them
-                      (1: one group) */
-    int steps;     /* optimiser steps */
-    double lr;     /* peak learning rate */
-    double min_lr; /* cosine floor */
-    int warmup;    /* warm-up steps (cosine only) */
+    int m;           /* microbatches per step (gradient accumulation): the global batch */
+    int dp;          /* reduction groups (data-parallel replicas), dividing m: the gradients
+                        of each group of m / dp consecutive microbatches accumulate apart and
+                        the groups' sums are added in group order, as dp replicas reduce them
+                        (1: one group) */
+    int steps;       /* optimiser steps: the run stops after this many */
+    int decay_steps; /* the learning-rate schedule's length (vp_lr_at): the cosine decays
+                        to min_lr at step decay_steps and stays there after; 0: steps. A
+                        checkpoint records it and a resumed run must keep it, while its
+                        steps may differ: a run extended past its schedule trains on at
+                        min_lr */
+    double lr;       /* peak learning rate */
+    double min_lr;   /* cosine floor */
+    int warmup;      /* warm-up steps (cosine only) */
     vp_lr_schedule schedule;
     vp_adamw adamw;
     double clip;      /* global gradient-norm limit; 0 disables */
@@ -136,9 +141,21 @@ typedef struct vp_train_progress {
     double tokens_per_s;
     bool skipped;      /* the step was not finite and skipped (skip_nonfinite) */
     bool checkpointed; /* a checkpoint of this step was saved */
-    char note[640];    /* when not empty, what went wrong without stopping the run (old
-                          checkpoint files that could not be removed) */
+    int ranks;         /* entries of peak_bytes: the run's ranks (p times dp; 1 unpipelined) */
+    const double *peak_bytes; /* [ranks] each rank's peak device bytes so far, the sum of its
+                                 peaks per memory category but host (as the summary's
+                                 table); NULL when emulated. Valid during the callback only */
+    char note[640];           /* when not empty, what went wrong without stopping the run (old
+                                 checkpoint files that could not be removed) */
 } vp_train_progress;
+
+/* One line of a training log (vpipe train --log) for progress p: a JSON object and a
+ * newline, {"step", "steps", "loss", "val_loss", "lr", "grad_norm", "tokens_per_s",
+ * "step_ms", "peak_bytes": [ranks] or null, "skipped", "checkpointed"}, a number that is
+ * not finite (no validation this step, an emulated run) null, reals to 17 significant
+ * digits. vp_render_loss_svg reads it back. New string in *line (free with free());
+ * VP_ENOMEM. */
+VP_API vp_status vp_train_log_line(const vp_train_progress *p, char **line, vp_error *err);
 
 /* Called after every step; return false to stop early. */
 typedef bool (*vp_train_callback)(const vp_train_progress *progress, void *user);
@@ -166,9 +183,12 @@ typedef struct vp_train_result {
  * and may not overwrite, is refused). With resume_dir it
  * first restores the checkpoint there (written by a run of any shape: pipelined or not,
  * any dp) and continues from its step and data position, bit-identical to a run never
- * interrupted when the checkpoint's run summed the same groups (dp); a checkpoint of the
- * run's last step is a run already done: VP_OK with steps = resumed_step = the run's
- * steps, the digest of the restored parameters, NaN losses and no step. With
+ * interrupted when the checkpoint's run summed the same groups (dp); the run's steps may
+ * differ from the checkpoint's run's (not its decay_steps): an extended run continues its
+ * schedule, so it equals one uninterrupted run of these options bit for bit. A checkpoint
+ * of the run's last step is a run already done: VP_OK with steps = resumed_step = the run's
+ * steps, the digest of the restored parameters, NaN losses and no step; one past them is
+ * refused (VP_EINVAL). With
  * checkpoint_dir it saves one (the three phases of checkpoint.h) after every
  * checkpoint_every-th step and after the last, never from a non-finite state; old files
  * that cannot be removed after a save are reported in the progress's note. VP_EINVAL for
@@ -304,6 +324,47 @@ VP_API void vp_runtime_mpi_abort(int code);
  * time (FLOPs). VP_EINVAL when the model does not fill s's stages, VP_ENOMEM. */
 VP_API vp_status vp_runtime_split(const vp_schedule *s, const vp_model_config *cfg,
                                   vp_split_goal goal, int *layer_start, vp_error *err);
+
+/* What a run resuming the committed checkpoint in dir continues (vp_checkpoint_inspect,
+ * without restoring it): its step and data position, and its run's trajectory, whose
+ * steps and learning-rate schedule a resumed run keeps unless given others. Errors of
+ * vp_checkpoint_inspect. */
+VP_API vp_status vp_train_resume_point(const char *dir, vp_checkpoint_info *info, vp_error *err);
+
+/* ---- sampling ------------------------------------------------------------------------------ */
+
+/* The most bytes one vp_sample_run generates. */
+#define VP_SAMPLE_MAX (1 << 20)
+
+/* What vpipe sample asks. */
+typedef struct vp_sample_options {
+    const char *resume_dir; /* the checkpoint (of any run's shape) */
+    const char *prompt;     /* prompt_len bytes (one or more) the text continues */
+    size_t prompt_len;
+    int tokens;         /* bytes to generate: [1, VP_SAMPLE_MAX] */
+    int p;              /* the model split into p stages as a p-rank pipeline's route
+                           (vp_split_layers), run one after another: 1 whole */
+    double temperature; /* 0: the most probable byte; else drawn by probabilities raised to
+                           1 / temperature, in [0, 100] */
+    uint64_t seed;      /* the draws: byte k's uniform number is a function of (seed, k) */
+} vp_sample_options;
+
+typedef struct vp_sample_result {
+    char *text;            /* the generated bytes, NUL-terminated (may hold NULs: len) */
+    size_t len;            /* tokens */
+    int step;              /* the checkpoint's step */
+    vp_model_config model; /* the checkpoint's model */
+    uint64_t digest;       /* FNV-1a 64 of every probability row drawn from: equal for every p */
+} vp_sample_result;
+
+/* Continues the prompt with o->tokens bytes from the committed checkpoint in o->resume_dir:
+ * for each byte, the training forward pass (vp_stage_forward, one row of the checkpoint's
+ * model, microbatch 1) over the last seq_len bytes of the text, through the p stages in
+ * order, and a draw from the softmax at its last position. The split changes nothing:
+ * every p gives the same bits. Fills *r (free r->text with free()). VP_EINVAL for options
+ * outside their ranges or a model that cannot be split in p, the checkpoint's errors
+ * (vp_checkpoint_inspect, vp_checkpoint_load), VP_ENOMEM. */
+VP_API vp_status vp_sample_run(const vp_sample_options *o, vp_sample_result *r, vp_error *err);
 
 /* ---- measuring ---------------------------------------------------------------------------- */
 

@@ -425,7 +425,9 @@ static vp_status compare_options(const vp_checkpoint_run *a, const vp_checkpoint
         {"microbatch", x->microbatch, y->microbatch},
         {"vocab", x->vocab, y->vocab},
         {"microbatches per step (the global batch, m)", a->m, b->m},
-        {"steps", a->steps, b->steps},
+        {"lr decay steps (the learning-rate schedule's length, which a resumed run keeps; "
+         "--steps alone extends a run)",
+         a->decay_steps, b->decay_steps},
         {"warmup", a->warmup, b->warmup},
         {"lr schedule (0 cosine, 1 constant)", a->schedule, b->schedule},
         {"lr", a->lr, b->lr},
@@ -525,19 +527,32 @@ static vp_status loader_init(loader *ld, const vp_checkpoint_run *run,
     return st;
 }
 
-/* The header of the part being read: the part its commit record names (when there is
- * one), of the run being resumed. */
-static vp_status loader_header(void *ctx, const vp_checkpoint_info *in, vp_error *err) {
-    loader *ld = ctx;
-    const vp_checkpoint_meta *e = ld->expect;
-    if (e && (in->step != e->step || in->data_pos != e->data_pos || in->part != ld->k ||
+/* The header in of file name is part k of the commit record e (NULL: there is none). */
+static vp_status check_record(const char *name, const vp_checkpoint_info *in,
+                              const vp_checkpoint_meta *e, int k, vp_error *err) {
+    if (e && (in->step != e->step || in->data_pos != e->data_pos || in->part != k ||
               in->n_parts != e->n_parts))
         return vp__fail(err, VP_EPARSE,
                         "checkpoint %s holds part %d of %d at step %d (data position %llu), "
                         "its " VP__CKPT_META " says part %d of %d at step %d (data position %llu)",
-                        ld->name, in->part, in->n_parts, in->step, (unsigned long long)in->data_pos,
-                        ld->k, e->n_parts, e->step, (unsigned long long)e->data_pos);
-    return compare_options(&in->run, ld->run, ld->name, err);
+                        name, in->part, in->n_parts, in->step, (unsigned long long)in->data_pos, k,
+                        e->n_parts, e->step, (unsigned long long)e->data_pos);
+    return VP_OK;
+}
+
+/* The header of the part being read: the part its commit record names (when there is
+ * one), of the run being resumed. */
+static vp_status loader_header(void *ctx, const vp_checkpoint_info *in, vp_error *err) {
+    loader *ld = ctx;
+    vp_status st = check_record(ld->name, in, ld->expect, ld->k, err);
+    if (st == VP_OK)
+        st = compare_options(&in->run, ld->run, ld->name, err);
+    if (st == VP_OK && in->step > ld->run->steps)
+        st = vp__fail(err, VP_EINVAL,
+                      "checkpoint %s holds step %d, past the %d steps of the run resuming it: "
+                      "give it %d steps or more",
+                      ld->name, in->step, ld->run->steps, in->step);
+    return st;
 }
 
 static vp_status loader_slice(void *ctx, size_t at, size_t n, vp_error *err) {
@@ -635,11 +650,11 @@ vp_status vp_checkpoint_restore(const void *bytes, size_t size, const char *name
     return st;
 }
 
-/* Reads part k of the commit record m in dir into the loader, streaming the file: a
- * regular file (never a FIFO or a device) no larger than a part of the run's model. */
-static vp_status load_part(loader *ld, const char *dir, const vp_checkpoint_meta *m, int k,
-                           vp_error *err) {
-    char name[64], path[PATH_BYTES];
+/* Opens part k of the commit record m in dir, a regular file (never a FIFO or a device),
+ * as src (its name in path[PATH_BYTES]; close src->fd). */
+static vp_status open_part(const char *dir, const vp_checkpoint_meta *m, int k, char *path,
+                           vp__ckpt_source *src, vp_error *err) {
+    char name[64];
     vp__ckpt_part_name(name, sizeof name, k, m->step);
     vp_status st = join(path, dir, name, err);
     if (st != VP_OK)
@@ -649,9 +664,55 @@ static vp_status load_part(loader *ld, const char *dir, const vp_checkpoint_meta
     vp_error why = {0};
     if (vp__open_regular(path, SIZE_MAX, &fd, &size, &why) != VP_OK)
         return vp__fail(err, why.status, "checkpoint: %s", why.message);
-    const vp__ckpt_source src = {path, NULL, fd, size};
+    *src = (vp__ckpt_source){path, NULL, fd, size};
+    return VP_OK;
+}
+
+/* Reads part k of the commit record m in dir into the loader, streaming the file: no
+ * larger than a part of the run's model. */
+static vp_status load_part(loader *ld, const char *dir, const vp_checkpoint_meta *m, int k,
+                           vp_error *err) {
+    char path[PATH_BYTES];
+    vp__ckpt_source src;
+    vp_status st = open_part(dir, m, k, path, &src, err);
+    if (st != VP_OK)
+        return st;
     st = loader_add(ld, &src, m, k, err);
-    close(fd);
+    close(src.fd);
+    return st;
+}
+
+/* vp_checkpoint_inspect's reader: the first part's header against its commit record. */
+typedef struct inspection {
+    const char *name;
+    const vp_checkpoint_meta *meta;
+} inspection;
+
+static vp_status inspect_header(void *ctx, const vp_checkpoint_info *in, vp_error *err) {
+    const inspection *x = ctx;
+    return check_record(x->name, in, x->meta, 0, err);
+}
+
+vp_status vp_checkpoint_inspect(const char *dir, vp_checkpoint_info *info, vp_checkpoint_meta *meta,
+                                vp_error *err) {
+    vp_checkpoint_meta m;
+    char path[PATH_BYTES];
+    vp__ckpt_source src;
+    vp_status st = vp_checkpoint_latest(dir, &m, err);
+    if (st == VP_OK)
+        st = open_part(dir, &m, 0, path, &src, err);
+    if (st != VP_OK)
+        return st;
+    inspection x = {path, &m};
+    const vp__ckpt_sink sink = {&x, inspect_header, NULL, NULL};
+    vp_checkpoint_info in;
+    st = vp__ckpt_read(&src, VP__CKPT_OWN_LIMIT, &sink, &in, err);
+    close(src.fd);
+    if (st == VP_OK) {
+        *info = in;
+        if (meta)
+            *meta = m;
+    }
     return st;
 }
 

@@ -52,8 +52,13 @@ typedef struct vp__ckpt_sink {
     void (*floats)(void *ctx, int a, size_t at, size_t n, const uint8_t *bytes);
 } vp__ckpt_sink;
 
+/* The limit of vp__ckpt_read that is the largest part of the model the file's own header
+ * names (for a reader of no run). */
+#define VP__CKPT_OWN_LIMIT UINT64_MAX
+
 /* Reads and checks a part file, in this order: magic, version, its length against the
- * length its header announces, against limit (0: none) and against the header alone,
+ * length its header announces, against limit (0: none; VP__CKPT_OWN_LIMIT: its own model's,
+ * a header naming no valid model refused then) and against the header alone,
  * then the checksum of every byte (streamed, in constant memory), then the header's
  * fields and every slice, passed to sink (NULL: checks only). Fills *info (optional).
  * VP_EPARSE with the file's name and the problem; VP_EIO when the file cannot be read;

@@ -112,7 +112,7 @@ void vp__ckpt_encode_header(uint8_t *h, const vp_checkpoint_info *in, uint64_t t
     le64(h + AT_STEP, (uint64_t)in->step);
     le64(h + AT_DATA_POS, in->data_pos);
     le64(h + AT_SEED, o->seed);
-    const int ints[4] = {o->m, o->steps, o->warmup, (int)o->schedule};
+    const int ints[4] = {o->m, o->decay_steps, o->warmup, (int)o->schedule};
     for (int i = 0; i < 4; i++)
         le32(h + AT_M + 4 * i, (uint32_t)ints[i]);
     lef64(h + AT_LR, o->lr);
@@ -122,6 +122,7 @@ void vp__ckpt_encode_header(uint8_t *h, const vp_checkpoint_info *in, uint64_t t
     for (int i = 0; i < 4; i++)
         lef32(h + AT_ADAMW + 4 * i, adamw[i]);
     le32(h + AT_SLICES, (uint32_t)in->n_slices);
+    le32(h + AT_SLICES + 4, (uint32_t)o->steps);
     le64(h + AT_DATA, o->data_bytes);
     le64(h + AT_DATA + 8, o->data_digest);
 }
@@ -141,7 +142,7 @@ static void decode_header(const uint8_t *h, vp_checkpoint_info *out) {
     o->seed = rd64(h + AT_SEED);
     out->data_pos = rd64(h + AT_DATA_POS);
     o->m = rdi32(h + AT_M);
-    o->steps = rdi32(h + AT_M + 4);
+    o->decay_steps = rdi32(h + AT_M + 4);
     o->warmup = rdi32(h + AT_M + 8);
     o->schedule = rdi32(h + AT_M + 12) == 1 ? VP_LR_CONSTANT : VP_LR_COSINE;
     o->lr = rdf64(h + AT_LR);
@@ -150,6 +151,9 @@ static void decode_header(const uint8_t *h, vp_checkpoint_info *out) {
     o->adamw = (vp_adamw){rdf32(h + AT_ADAMW), rdf32(h + AT_ADAMW + 4), rdf32(h + AT_ADAMW + 8),
                           rdf32(h + AT_ADAMW + 12)};
     out->n_slices = rdi32(h + AT_SLICES);
+    o->steps = rdi32(h + AT_SLICES + 4);
+    if (o->steps == 0) /* not recorded (an earlier vpipe): the lr decay steps were the run's */
+        o->steps = o->decay_steps;
     o->data_bytes = rd64(h + AT_DATA);
     o->data_digest = rd64(h + AT_DATA + 8);
 }
@@ -191,8 +195,8 @@ static vp_status check_header(const uint8_t *h, const vp_checkpoint_info *in, co
     if (in->step < 0 || in->n_slices < 0)
         return vp__fail(err, VP_EPARSE, "checkpoint %s: bad step %d or slice count %d", name,
                         in->step, in->n_slices);
-    if (o->m < 1 || o->steps < 1 || o->warmup < 0 || !isfinite(o->lr) || !isfinite(o->min_lr) ||
-        !isfinite(o->clip))
+    if (o->m < 1 || o->decay_steps < 1 || o->steps < 1 || o->warmup < 0 || !isfinite(o->lr) ||
+        !isfinite(o->min_lr) || !isfinite(o->clip))
         return vp__fail(err, VP_EPARSE, "checkpoint %s: bad training options", name);
     if (schedule != 0 && schedule != 1)
         return vp__fail(err, VP_EPARSE, "checkpoint %s: unknown learning-rate schedule %d", name,
@@ -278,6 +282,23 @@ static vp_status check_frame(const vp__ckpt_source *s, const uint8_t *h, uint64_
                         "checkpoint %s: %llu bytes, more than any checkpoint of the run's model "
                         "holds (%llu)",
                         name, (unsigned long long)size, (unsigned long long)limit);
+    return VP_OK;
+}
+
+/* A file of the size its header h announces is no larger than any part of the model the
+ * header names (before its checksum is read: a reader of no run's model). */
+static vp_status check_own_size(const vp__ckpt_source *s, const uint8_t *h, vp_error *err) {
+    vp_checkpoint_info in;
+    vp_error why = {0};
+    decode_header(h, &in);
+    if (vp_model_config_check(&in.run.model, &why) != VP_OK)
+        return vp__fail(err, VP_EPARSE, "checkpoint %s: bad model: %s", s->name, why.message);
+    uint64_t limit = vp__ckpt_max_bytes(&in.run.model);
+    if (s->size > limit)
+        return vp__fail(err, VP_EPARSE,
+                        "checkpoint %s: %llu bytes, more than any checkpoint of the run's model "
+                        "holds (%llu)",
+                        s->name, (unsigned long long)s->size, (unsigned long long)limit);
     return VP_OK;
 }
 
@@ -372,9 +393,12 @@ vp_status vp__ckpt_read(const vp__ckpt_source *src, uint64_t limit, const vp__ck
     size_t head = src->size < VP__CKPT_HEADER ? (size_t)src->size : VP__CKPT_HEADER;
     bool too_large = false;
     vp_status rc = src_read(src, 0, h, head, err);
+    bool own = limit == VP__CKPT_OWN_LIMIT;
     if (rc == VP_OK)
-        rc = check_frame(src, h, limit, &too_large, err);
+        rc = check_frame(src, h, own ? 0 : limit, &too_large, err);
     vp_checkpoint_info in;
+    if (rc == VP_OK && own) /* the frame held: a whole header */
+        rc = check_own_size(src, h, err);
     if (too_large && sink && sink->header) {
         /* too large for the run's model: when the header names another run, say that */
         decode_header(h, &in);
@@ -401,5 +425,5 @@ vp_status vp__ckpt_read(const vp__ckpt_source *src, uint64_t limit, const vp__ck
 vp_status vp_checkpoint_parse(const void *bytes, size_t size, const char *name,
                               vp_checkpoint_info *info, vp_error *err) {
     const vp__ckpt_source src = {name, size ? bytes : (const uint8_t *)"", -1, size};
-    return vp__ckpt_read(&src, 0, NULL, info, err);
+    return vp__ckpt_read(&src, VP__CKPT_OWN_LIMIT, NULL, info, err);
 }

@@ -31,6 +31,8 @@ double vp_lr_at(vp_lr_schedule schedule, int step, int steps, int warmup, double
         return lr;
     if (step < warmup)
         return lr * (step + 1) / warmup;
+    if (step >= steps)
+        return min_lr; /* past the decay: its floor */
     if (steps <= warmup + 1)
         return lr;
     double progress = (double)(step - warmup) / (steps - warmup - 1);

@@ -591,6 +591,8 @@ vp_status vp_stage_forward(vp_stage *s, int mb, const vp_stage_io *io, vp_error 
     }
     if (!heads)
         *out = final;
+    else if (io->probs)
+        memcpy(io->probs, sl->probs, f * N * V);
     return VP_OK;
 }
 

@@ -19,7 +19,9 @@ void vp_train_request_init(vp_train_request *q) {
     memset(q, 0, sizeof *q);
     vp_pipeline_options_default(&q->po);
     vp_train_options_default(&q->po.train);
-    q->p = 1;
+    q->p = 0;              /* not given: 1, or a schedule file's */
+    q->po.train.m = 0;     /* not given: 1, or a schedule file's */
+    q->po.train.steps = 0; /* not given: 200, or a resumed checkpoint's run's */
     q->warmup = -1;
     q->weight_decay = q->po.train.adamw.weight_decay;
     q->lr_schedule = q->po.train.schedule == VP_LR_CONSTANT;
@@ -49,8 +51,17 @@ static vp_status say(const vp_train_request *q, bool report, vp_error *err, cons
     return q->say(q->user, line, report && !q->json, err);
 }
 
+/* -p and -m of a run given by flags (1 when not given). */
+static int ranks_of(const vp_train_request *q) {
+    return q->p > 0 ? q->p : 1;
+}
+
+static int batch_of(const vp_train_request *q) {
+    return q->po.train.m > 0 ? q->po.train.m : 1;
+}
+
 static bool is_reference(const vp_train_request *q) {
-    return !q->schedule_file && (q->schedule ? !strcmp(q->schedule, "single") : q->p == 1);
+    return !q->schedule_file && (q->schedule ? !strcmp(q->schedule, "single") : q->p <= 1);
 }
 
 static vp_recompute recompute_of(const vp_train_request *q) {
@@ -115,9 +126,9 @@ static vp_status check_faults(const vp_train_request *q, const vp_train_ready *r
     const char *flag = f->stall ? "--stall-at" : "--fail-at";
     if (is_reference(q))
         return vp__fail(err, VP_EINVAL, "%s injects into a pipelined run (-p 2 or more)", flag);
-    if (!q->schedule_file && f->rank >= q->p * o->dp)
+    if (!q->schedule_file && f->rank >= ranks_of(q) * o->dp)
         return vp__fail(err, VP_EINVAL, "%s %d:%d:%d: rank %d is not one of the %d ranks", flag,
-                        f->rank, f->step, f->op, f->rank, q->p * o->dp);
+                        f->rank, f->step, f->op, f->rank, ranks_of(q) * o->dp);
     if (f->step >= o->steps)
         return vp__fail(err, VP_EINVAL, "%s %d:%d:%d: step %d is past the run's %d steps (0-based)",
                         flag, f->rank, f->step, f->op, f->step, o->steps);
@@ -165,8 +176,8 @@ static vp_status offload_of(const vp_train_request *q, vp_offload *o, double **s
 static vp_spec spec_of(const vp_train_request *q, const vp_offload *o) {
     vp_spec spec = vp_spec_make(0, 0);
     if (!q->schedule_file) {
-        spec.p = q->p;
-        spec.m = q->po.train.m / q->po.train.dp;
+        spec.p = ranks_of(q);
+        spec.m = batch_of(q) / q->po.train.dp;
     }
     spec.v = q->chunks;
     spec.max_ops = q->max_ops;
@@ -180,12 +191,12 @@ static vp_spec spec_of(const vp_train_request *q, const vp_offload *o) {
  * ranks need at least p stages, which the layers must fill, and the schedule must stay
  * under the op limit. */
 static vp_status check_shape(const vp_train_request *q, vp_error *err) {
-    int *l0 = vp__calloc((size_t)q->p + 1, sizeof *l0);
+    int *l0 = vp__calloc((size_t)ranks_of(q) + 1, sizeof *l0);
     if (!l0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_offload o = {.policy = q->offload ? VP_OFFLOAD_UNIFORM : VP_OFFLOAD_NONE};
     vp_spec spec = spec_of(q, &o); /* the op count of any offload */
-    vp_status rc = vp_split_layers(q->po.train.model.n_layer, q->p, l0, err);
+    vp_status rc = vp_split_layers(q->po.train.model.n_layer, ranks_of(q), l0, err);
     if (rc == VP_OK)
         rc = vp_spec_check_size(&spec, err);
     free(l0);
@@ -195,7 +206,7 @@ static vp_status check_shape(const vp_train_request *q, vp_error *err) {
 /* --dp and --zero: the replicas split the global batch evenly (a schedule file brings
  * its own m per replica), ZeRO-1 needs replicas of a pipelined run. */
 static vp_status check_replicas(const vp_train_request *q, bool reference, vp_error *err) {
-    int dp = q->po.train.dp, m = q->po.train.m;
+    int dp = q->po.train.dp, m = batch_of(q);
     if (q->po.zero && dp < 2)
         return vp__fail(err, VP_EINVAL,
                         "--zero 1 shards the optimiser across data-parallel "
@@ -241,11 +252,11 @@ static vp_status check_vocab_flags(const vp_train_request *q, bool reference, vp
 static vp_status check_pipeline_flags(const vp_train_request *q, bool reference, vp_error *err) {
     if (q->schedule && q->schedule_file)
         return vp__fail(err, VP_EINVAL, "give --schedule or --schedule-file, not both");
-    if (reference && q->p != 1)
+    if (reference && q->p > 1)
         return vp__fail(err, VP_EINVAL, "the single-rank reference runs on -p 1 (got -p %d)", q->p);
     if (reference && (q->trace || q->svg))
         return vp__fail(err, VP_EINVAL, "--trace and --svg draw pipelined runs (give --schedule)");
-    if (q->emulate && (reference || q->p == 1))
+    if (q->emulate && (reference || (!q->schedule_file && q->p <= 1)))
         return vp__fail(err, VP_EINVAL,
                         "--emulate emulates the ranks of a pipelined run: give "
                         "-p 2 or more and a schedule");
@@ -283,6 +294,35 @@ static vp_status check_pipeline_flags(const vp_train_request *q, bool reference,
     return rc == VP_OK ? check_vocab_flags(q, reference, err) : rc;
 }
 
+/* --steps, --lr-decay-steps and --warmup. A fresh run's defaults: 200 steps, a schedule of
+ * as many, and a tenth of it warming up. A resumed run continues the checkpoint's
+ * trajectory: its schedule, and the steps its run was given (--steps extends or shortens
+ * the run, the schedule kept; past it the rate stays at --min-lr). */
+static vp_status settle_steps(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
+    vp_train_options *o = &r->po.train;
+    int steps = q->po.train.steps, decay = q->po.train.decay_steps;
+    vp_checkpoint_info there = {0};
+    if (o->resume_dir && (!steps || !decay)) {
+        vp_status rc = vp_train_resume_point(o->resume_dir, &there, err);
+        if (rc != VP_OK)
+            return rc;
+        steps = steps ? steps : there.run.steps;
+        decay = decay ? decay : there.run.decay_steps;
+    }
+    o->steps = steps ? steps : 200;
+    o->decay_steps = decay ? decay : o->steps;
+    o->warmup = q->warmup >= 0 ? q->warmup : o->decay_steps / 10;
+    if (!there.run.steps || o->steps == there.run.steps || o->steps < there.step)
+        return VP_OK; /* nothing changed, or a run the runtime refuses */
+    return say(q, false, err,
+               "resuming the checkpoint of step %d of a %d-step run in %s to %d steps; the "
+               "learning rate keeps its %d-step schedule%s\n",
+               there.step, there.run.steps, o->resume_dir, o->steps, o->decay_steps,
+               o->steps > o->decay_steps && lr_schedule_of[q->lr_schedule] == VP_LR_COSINE
+                   ? " and stays at --min-lr past it"
+                   : "");
+}
+
 /* Checks that need nothing but the options, cheapest first, and settles the run's. */
 static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
     bool reference = is_reference(q);
@@ -290,11 +330,13 @@ static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_er
     if (rc == VP_OK)
         rc = check_replicas(q, reference, err);
     if (rc == VP_OK)
+        rc = settle_steps(q, r, err);
+    if (rc == VP_OK)
         rc = check_faults(q, r, err);
     if (rc != VP_OK)
         return rc;
     vp_train_options *o = &r->po.train;
-    o->warmup = q->warmup >= 0 ? q->warmup : o->steps / 10;
+    o->m = batch_of(q); /* a pipelined run's is its schedule's (prepare_pipelined) */
     o->schedule = lr_schedule_of[q->lr_schedule];
     o->adamw.weight_decay = (float)q->weight_decay;
     r->po.transport = transport_of[q->transport];
@@ -309,11 +351,16 @@ static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_er
 
 /* Every file the run will write can be written: checked before step 1. */
 static vp_status check_outputs(const vp_train_request *q, vp_error *err) {
+    if ((q->log && !strcmp(q->log, "-")) || (q->plot && !strcmp(q->plot, "-")))
+        return vp__fail(err, VP_EINVAL,
+                        "--log and --plot need a file: standard output carries the progress");
     vp_status rc = VP_OK;
     if (q->probe && q->trace)
         rc = q->probe(q->user, q->trace, false, err);
-    if (rc == VP_OK && q->probe && q->svg)
-        rc = q->probe(q->user, q->svg, false, err);
+    const char *files[] = {q->svg, q->log, q->plot};
+    for (int k = 0; k < 3; k++)
+        if (rc == VP_OK && q->probe && files[k])
+            rc = q->probe(q->user, files[k], false, err);
     if (rc == VP_OK && q->probe && q->po.train.checkpoint_dir)
         rc = q->probe(q->user, q->po.train.checkpoint_dir, true, err);
     return rc;
@@ -370,7 +417,8 @@ static vp_status auto_schedule(const vp_train_request *q, vp_train_ready *r, vp_
     vp_autoplan_result ap = {0};
     vp_status rc = ensure_profile(q, r, "the planner", err);
     if (rc == VP_OK)
-        rc = vp_autoplan(&r->profile, q->p, r->po.train.m / r->po.train.dp, &budget, &ap, err);
+        rc = vp_autoplan(&r->profile, ranks_of(q), r->po.train.m / r->po.train.dp, &budget, &ap,
+                         err);
     if (rc != VP_OK)
         return rc;
     vp_plan *plan = ap.plan;
@@ -384,6 +432,19 @@ static vp_status auto_schedule(const vp_train_request *q, vp_train_ready *r, vp_
     plan->schedule = NULL;
     vp_plan_free(plan);
     return rc;
+}
+
+/* A schedule file brings its ranks and microbatches: -p and -m, when given, must be its
+ * (-m, the global batch, over the --dp replicas), as simulate refuses a file of another
+ * shape. */
+static vp_status check_file_shape(const vp_train_request *q, const vp_schedule *s, vp_error *err) {
+    int dp = q->po.train.dp;
+    if ((q->p > 0 && q->p != s->p) || (q->po.train.m > 0 && q->po.train.m != s->m * dp))
+        return vp__fail(err, VP_EVALIDATION,
+                        "%s has p=%d, m=%d (a global batch of %d over --dp %d), not the -p/-m "
+                        "given: leave them out to train the file's",
+                        q->schedule_file, s->p, s->m, s->m * dp, dp);
+    return VP_OK;
 }
 
 /* The schedule of a pipelined run: auto, a file, or a family (1f1b by default). */
@@ -400,7 +461,7 @@ static vp_status pipelined_schedule(const vp_train_request *q, vp_train_ready *r
     if (rc == VP_OK)
         rc = vp_request_obtain(what, &spec, &r->schedule, err);
     free(shares);
-    return rc;
+    return rc == VP_OK && q->schedule_file ? check_file_shape(q, r->schedule, err) : rc;
 }
 
 /* The layer split of the schedule: --layers-per-stage, or --split's (default even). */
@@ -476,6 +537,68 @@ static vp_status prepare_pipelined(const vp_train_request *q, vp_train_ready *r,
     return VP_OK;
 }
 
+#define MIB (1024.0 * 1024.0)
+
+/* The banner's first line: the model's parameters, the tokens of a step and the data. */
+static vp_status say_model(const vp_train_request *q, const vp_train_ready *r, vp_error *err) {
+    const vp_train_options *o = &r->po.train;
+    const vp_model_config *cfg = &o->model;
+    vp_stage_sizes whole;
+    vp_status rc = vp_stage_sizes_of(
+        cfg, (vp_stage_range){.l1 = cfg->n_layer, .first = true, .last = true}, &whole, err);
+    if (rc != VP_OK)
+        return rc;
+    size_t train = vp_data_train_bytes(r->data), val = vp_data_val_bytes(r->data);
+    return say(q, true, err,
+               "model: %d layers, width %d, %d heads, seq %d: %zu parameters | %lld tokens per "
+               "step (%d microbatches of %d x %d) | data %s: %.2f MiB (training %.2f, "
+               "validation %.2f)\n",
+               cfg->n_layer, cfg->width, cfg->n_head, cfg->seq_len,
+               whole.param_bytes / sizeof(float), (long long)o->m * cfg->microbatch * cfg->seq_len,
+               o->m, cfg->microbatch, cfg->seq_len, r->data_path, (double)(train + val) / MIB,
+               (double)train / MIB, (double)val / MIB);
+}
+
+/* The banner's second line, for a pipelined run: the simulated bubble (with the profiled
+ * pass times when there are some, else F = B = W = 1) and each rank's predicted peak device
+ * bytes, every category but host (vp_runtime_predict_memory). */
+static vp_status say_forecast(const vp_train_request *q, const vp_train_ready *r, vp_error *err) {
+    const vp_schedule *s = r->schedule;
+    int P = s->p * r->po.train.dp;
+    double *mem = vp__calloc((size_t)P * VP_MEM_CATEGORIES, sizeof *mem);
+    vp_cost_model *unit = NULL;
+    vp_sim *sim = NULL;
+    vp_costs costs = vp_costs_default();
+    vp_memcfg memcfg = vp_memcfg_default();
+    vp_status rc = mem ? vp_runtime_predict_memory(&r->po, mem, err)
+                       : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK && !r->op_ms)
+        rc = vp_cost_model_new(s, &costs, &memcfg, &unit, err);
+    if (rc == VP_OK)
+        rc = vp_simulate(s, r->op_ms ? r->op_ms : unit, &sim, err);
+    vp__buf line = {0};
+    if (rc == VP_OK) {
+        vp__buf_printf(&line,
+                       "predicted: bubble %.1f%% (%s) | peak MiB per rank:", 100.0 * sim->bubble,
+                       r->op_ms ? "the profiled pass times" : "passes of equal time");
+        for (int d = 0; d < P; d++) {
+            double sum = 0.0;
+            for (int c = 0; c < VP_MEM_CATEGORIES; c++)
+                sum += c == VP_MEM_HOST ? 0.0 : mem[(size_t)d * VP_MEM_CATEGORIES + c];
+            vp__buf_printf(&line, " %.2f", sum / MIB);
+        }
+    }
+    char *text = rc == VP_OK ? vp__buf_take(&line) : NULL;
+    if (rc == VP_OK)
+        rc = text ? say(q, true, err, "%s\n", text) : vp__fail(err, VP_ENOMEM, "out of memory");
+    free(text);
+    vp__buf_free(&line);
+    vp_sim_free(sim);
+    vp_cost_model_free(unit);
+    free(mem);
+    return rc;
+}
+
 vp_status vp_train_prepare(const vp_train_request *q, vp_train_ready *out, vp_error *err) {
     memset(out, 0, sizeof *out);
     out->po = q->po;
@@ -492,6 +615,10 @@ vp_status vp_train_prepare(const vp_train_request *q, vp_train_ready *out, vp_er
         rc = load_data(q, out, err);
     if (rc == VP_OK && !out->reference)
         rc = prepare_pipelined(q, out, err);
+    if (rc == VP_OK)
+        rc = say_model(q, out, err);
+    if (rc == VP_OK && !out->reference)
+        rc = say_forecast(q, out, err);
     if (rc != VP_OK)
         vp_train_ready_release(out);
     return rc;

@@ -16,6 +16,9 @@ static inline void vp__render_putc(vp__buf *out, char c) {
     vp__buf_add(out, &c, 1);
 }
 
+/* Appends s as XML text (&, <, > and " escaped, control characters dropped). */
+void vp__render_xml(vp__buf *out, const char *s);
+
 /* Ends a renderer whose drawing into b returned rc: on VP_OK hands b's text to *out (a new
  * string; VP_ENOMEM when an append failed), otherwise releases b and returns rc with *out
  * NULL. */

@@ -46,7 +46,7 @@ typedef struct layout {
     int gallery;
 } layout;
 
-static void xml_text(vp__buf *out, const char *s) {
+void vp__render_xml(vp__buf *out, const char *s) {
     for (; *s; s++) {
         if (*s == '&')
             vp__render_puts(out, "&amp;");
@@ -294,11 +294,11 @@ static void draw_panel(vp__buf *out, const vp_timeline *tl, const layout *L, dou
             "<text class=\"vp-ink\" x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#1f2933\">"
             "<tspan font-weight=\"bold\">",
             MARGIN_L, y + 15);
-        xml_text(out, tl->family);
+        vp__render_xml(out, tl->family);
         if (st.chunks > 1)
             vp__buf_printf(out, " (v=%d)", st.chunks);
         vp__render_puts(out, "</tspan><tspan class=\"vp-muted\" fill=\"#52606d\" dx=\"12\">");
-        xml_text(out, vp__render_numbers(tl, &st, " \xc2\xb7 ", nums, sizeof nums));
+        vp__render_xml(out, vp__render_numbers(tl, &st, " \xc2\xb7 ", nums, sizeof nums));
         vp__render_puts(out, "</tspan></text>\n");
         y += PANEL_HEAD;
     }
@@ -432,7 +432,7 @@ static void draw_legend(vp__buf *out, const vp_timeline *const *tls, int n, cons
         if (it == LEG_MEMORY)
             vp__buf_printf(out, "memory (%s)", tls[0]->mem_unit);
         else
-            xml_text(out, legend_text(it));
+            vp__render_xml(out, legend_text(it));
         vp__render_puts(out, "</text>\n");
     }
     vp__render_puts(out, "</g>\n");
@@ -507,14 +507,14 @@ static vp_status draw_page(vp__buf *out, const vp_timeline *const *tls, int n,
         "<text class=\"vp-ink\" x=\"%.1f\" y=\"30\" font-size=\"19\" font-weight=\"bold\" "
         "fill=\"#1f2933\">",
         MARGIN_L);
-    xml_text(out, head);
+    vp__render_xml(out, head);
     vp__buf_printf(out,
                    "</text>\n<text class=\"vp-muted\" x=\"%.1f\" y=\"52\" font-size=\"13\" "
                    "fill=\"#52606d\">",
                    MARGIN_L);
-    xml_text(out, line2);
+    vp__render_xml(out, line2);
     if (L.gallery)
-        xml_text(out, "  (one time scale and one memory scale; dashed line: makespan)");
+        vp__render_xml(out, "  (one time scale and one memory scale; dashed line: makespan)");
     vp__render_puts(out, "</text>\n");
     draw_legend(out, tls, n, &L, 78);
 

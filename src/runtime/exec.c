@@ -756,6 +756,19 @@ static vp_status step_ops(vp__rank *c, int step, double *losses, vp_train_progre
     return rc;
 }
 
+/* Every rank's peak bytes so far into p (on every rank; none when emulated). */
+static vp_status share_peaks(vp__rank *c, vp_train_progress *p, vp_error *err) {
+    vp__run *r = c->r;
+    if (r->emu)
+        return VP_OK;
+    memset(c->peaks, 0, (size_t)r->P * sizeof *c->peaks);
+    c->peaks[c->rank] = vp__peak_total(r->mem[c->rank]);
+    vp_status rc = r->t->vt->sum(r->t, c->rank, c->peaks, r->P, err);
+    p->ranks = r->P;
+    p->peak_bytes = c->peaks;
+    return rc;
+}
+
 /* One step and what follows it: evaluation and checkpoint when due, the callback on rank
  * 0 (*stop when it asks every rank to stop; the model is then evaluated if it was not). */
 static vp_status train_step(vp__rank *c, int step, double *losses, vp_train_progress *p, int *stop,
@@ -769,6 +782,8 @@ static vp_status train_step(vp__rank *c, int step, double *losses, vp_train_prog
     p->checkpointed = rc == VP_OK && vp__step_checkpoints(o, step + 1);
     if (p->checkpointed)
         rc = checkpoint(c, step + 1, p, err);
+    if (rc == VP_OK)
+        rc = share_peaks(c, p, err);
     double want_stop = 0.0;
     if (rc == VP_OK && c->rank == 0 && r->callback)
         want_stop = r->callback(p, r->user) ? 0.0 : 1.0;
@@ -930,10 +945,11 @@ static vp_status rank_alloc(vp__rank *c, double **losses, vp_error *err) {
     c->t_start = vp__calloc(n, sizeof(double));
     c->t_end = vp__calloc(n, sizeof(double));
     c->t_mem = vp__calloc(n, sizeof(double));
+    c->peaks = vp__calloc((size_t)c->r->P, sizeof(double));
     c->t_copy0 = vp__calloc(n, sizeof(double));
     c->t_copy1 = vp__calloc(n, sizeof(double));
     if (!*losses || !c->batch.tokens || !c->batch.targets || !c->t_start || !c->t_end ||
-        !c->t_mem || !c->t_copy0 || !c->t_copy1)
+        !c->t_mem || !c->peaks || !c->t_copy0 || !c->t_copy1)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     return c->r->offloaded ? vp__copier_new(c, &c->copier, err) : VP_OK;
 }
@@ -946,6 +962,7 @@ static void rank_free(vp__rank *c, double *losses) {
     free(c->t_start);
     free(c->t_end);
     free(c->t_mem);
+    free(c->peaks);
     free(c->t_copy0);
     free(c->t_copy1);
 }

@@ -55,6 +55,7 @@ typedef struct vp__rank {
     int counting;                    /* 1 while training ops run: tensors in flight are counted */
     double peak, busy, span;         /* training peak bytes; last step's busy time and span */
     double *t_start, *t_end, *t_mem; /* [n] last step's op times */
+    double *peaks;                   /* [P] every rank's peak bytes after a step (summed) */
     double *t_copy0, *t_copy1;       /* [n] for O and L ops, last step's copy times */
     vp__copier *copier;              /* the rank's copy engine (schedules that offload) */
 } vp__rank;

@@ -9,6 +9,13 @@
 /* The trajectory of a run on data (NULL: none) as a checkpoint records it. */
 vp_checkpoint_run vp__checkpoint_run(const vp_train_options *o, const vp_data *data);
 
+/* The sum of mem's peaks per device category (all but VP_MEM_HOST): what a progress line
+ * reports as a rank's peak. */
+double vp__peak_total(const vp_mem *mem);
+
+/* The learning-rate schedule's length: o->decay_steps, or o->steps when 0. */
+int vp__decay_steps(const vp_train_options *o);
+
 /* Takes o->checkpoint_dir for the run (vp_checkpoint_acquire; a checkpoint there that
  * the run does not resume from is refused unless o->overwrite_checkpoint); *lock is NULL
  * when the run saves none. */

@@ -10,6 +10,7 @@
 vp_checkpoint_run vp__checkpoint_run(const vp_train_options *o, const vp_data *data) {
     return (vp_checkpoint_run){.model = o->model,
                                .m = o->m,
+                               .decay_steps = vp__decay_steps(o),
                                .steps = o->steps,
                                .warmup = o->warmup,
                                .schedule = o->schedule,
@@ -30,6 +31,22 @@ vp_status vp__checkpoint_acquire(const vp_train_options *o, vp_checkpoint_lock *
         return VP_OK;
     return vp_checkpoint_acquire(o->checkpoint_dir, o->resume_dir, o->overwrite_checkpoint, lock,
                                  err);
+}
+
+vp_status vp_train_resume_point(const char *dir, vp_checkpoint_info *info, vp_error *err) {
+    return vp_checkpoint_inspect(dir, info, NULL, err);
+}
+
+double vp__peak_total(const vp_mem *mem) {
+    double sum = 0.0;
+    for (int c = 0; c < VP_MEM_CATEGORIES; c++)
+        if (c != VP_MEM_HOST) /* another pool */
+            sum += (double)vp_mem_peak_of(mem, (vp_mem_category)c);
+    return sum;
+}
+
+int vp__decay_steps(const vp_train_options *o) {
+    return o->decay_steps > 0 ? o->decay_steps : o->steps;
 }
 
 void vp__checkpoint_prune(const vp_train_options *o, int step, vp_train_progress *p) {
@@ -58,7 +75,8 @@ vp_status vp__train_check(const vp_train_options *o, const vp_data *data, vp_err
                         "vocabulary parallelism with data-parallel replicas (dp %d) is not "
                         "supported yet",
                         o->dp);
-    if (o->m < 1 || o->steps < 1 || o->eval_batches < 1 || o->eval_every < 0 || o->warmup < 0)
+    if (o->m < 1 || o->steps < 1 || o->decay_steps < 0 || o->eval_batches < 1 ||
+        o->eval_every < 0 || o->warmup < 0)
         return vp__fail(err, VP_EINVAL,
                         "microbatches, steps and evaluation batches must be positive");
     if (o->dp < 1 || o->m % o->dp != 0)
@@ -92,7 +110,7 @@ bool vp__step_poisoned(const vp_train_options *o, int step) {
 
 vp_status vp__step_decide(const vp_train_options *o, int step, vp_train_progress *p, float *scale,
                           vp_error *err) {
-    p->lr = vp_lr_at(o->schedule, step, o->steps, o->warmup, o->lr, o->min_lr);
+    p->lr = vp_lr_at(o->schedule, step, vp__decay_steps(o), o->warmup, o->lr, o->min_lr);
     *scale = 1.0f;
     if (!isfinite(p->loss) || !isfinite(p->grad_norm)) {
         if (!o->skip_nonfinite)

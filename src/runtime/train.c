@@ -259,7 +259,11 @@ static vp_status run_step(reference *ref, int step, vp_train_callback callback, 
         if (!st)
             vp__checkpoint_prune(o, meta.step, p);
     }
+    double peak = vp__peak_total(ref->mem);
+    p->ranks = 1;
+    p->peak_bytes = &peak;
     *stop = !st && callback && !callback(p, user);
+    p->peak_bytes = NULL;
     if (!st && *stop && !eval)
         st = evaluate(ref, &p->val_loss, err);
     return st;

@@ -84,7 +84,7 @@ expect 3 "no checkpoint in" -- "$vpipe" train "${model[@]}" --resume "$tmp/nowhe
 expect 2 "seed is 1 there, 7 here" -- "$vpipe" train "${model[@]}" --seed 7 --resume "$tmp/good"
 expect 2 "width is 64 there, 32 here" -- "$vpipe" train "${base[@]}" --steps "$N" --width 32 \
     --resume "$tmp/good"
-expect 2 "another run: steps" -- "$vpipe" train "${base[@]}" --width 64 --steps 400 \
+expect 2 "another run: lr decay steps" -- "$vpipe" train "${base[@]}" --width 64 --lr-decay-steps 400 \
     --resume "$tmp/good"
 
 # 4. a write that fails (the part file's name is taken by a directory) keeps the previous

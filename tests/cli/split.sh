@@ -12,7 +12,7 @@ expect 0 "split (memory): layers per stage 0 1 1 2 2 3 3 4" -- "$vp" train $run 
 expect 0 "split (even): layers per stage 2 2 2 2 2 2 2 2" -- "$vp" train $run
 expect 0 "split (--layers-per-stage): layers per stage 1 1 3 3 2 2 2 2" -- \
     "$vp" train $run --layers-per-stage 1,1,3,3,2,2,2,2
-expect 0 "peak bytes per rank, measured / predicted" -- "$vp" train $run --split time
+expect 0 "peak MiB per rank, measured / predicted" -- "$vp" train $run --split time
 
 # the JSON: every rank, every category, measured = predicted, with the split and recomputation
 "$vp" train $run --split memory --recompute full --json >"$tmp/run.json" 2>"$tmp/err"

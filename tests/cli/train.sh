@@ -42,6 +42,30 @@ expect 2 --data "$text" --schedule 1f1b --schedule-file x.json
 expect 2 --data "$text" -p 1 --svg "$tmp/x.svg"
 expect 3 --data "$text" --schedule-file /nonexistent/plan.json
 
+# a schedule file brings its p and m: -p and -m that differ are refused, as simulate
+# refuses them (issue 27 item 3), and the matching ones (-m over --dp) train it
+"$vpipe" schedule v-half -p 4 -m 8 -o "$tmp/vh.json"
+small=(--data "$text" --layers 8 --width 32 --heads 2 --seq 16 --microbatch 2 --steps 1
+    --eval-batches 1)
+for shape in "-p 2 -m 4" "-p 2" "-m 4" "-m 8 --dp 2"; do
+    # shellcheck disable=SC2086
+    expect 3 --schedule-file "$tmp/vh.json" $shape "${small[@]}"
+    grep -q "vh.json has p=4, m=8 .*not the -p/-m given" "$tmp/err" || {
+        echo "FAIL: --schedule-file with $shape: $(cat "$tmp/err")" >&2
+        fail=1
+    }
+done
+for shape in "" "-p 4 -m 8" "-m 16 --dp 2"; do
+    # shellcheck disable=SC2086
+    "$vpipe" train --schedule-file "$tmp/vh.json" $shape "${small[@]}" --json >"$tmp/f.json" \
+        2>"$tmp/err" && python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+assert d["schedule"] == "v-half" and d["p"] == 4 * d["dp"] and d["m"] == 8 * d["dp"], d' \
+        "$tmp/f.json" || {
+        echo "FAIL: --schedule-file with '$shape' does not train the file: $(cat "$tmp/err")" >&2
+        fail=1
+    }
+done
+
 "$vpipe" train --help | grep -q 'usage: vpipe train' || {
     echo "FAIL: --help" >&2
     fail=1
