@@ -435,6 +435,26 @@ static void test_block_json_writer(void **state) {
     vp_block_free(b);
 }
 
+/* A block file's passes are F, B, W or BW: every other kind (overlapped, recomputation,
+ * vocabulary, offload) is refused by name, never priced (a vocabulary kind's time is per
+ * device: a stage beyond p read past the cost model before this check). */
+static void test_block_json_refuses_other_kinds(void **state) {
+    (void)state;
+    const char *kinds[] = {"FB", "R", "EF", "EB", "S", "T", "O", "L"};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"format\": \"vpipe-block\", \"p\": 2, \"placement\": \"v\", "
+                 "\"passes\": [[\"F\", 0, 0], [\"%s\", 3, 9]]}",
+                 kinds[i]);
+        vp_block *b = NULL;
+        vp_error err = {0};
+        assert_int_equal(vp_block_read_json(text, strlen(text), NULL, NULL, &b, &err), VP_EPARSE);
+        assert_null(b);
+        assert_non_null(strstr(err.message, "kind must be"));
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_rejects_incomplete_blocks),
@@ -449,6 +469,7 @@ int main(void) {
         cmocka_unit_test(test_reorder_terminates_with_few_moves),
         cmocka_unit_test(test_reorder_is_scale_invariant),
         cmocka_unit_test(test_block_json_writer),
+        cmocka_unit_test(test_block_json_refuses_other_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

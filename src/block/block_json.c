@@ -61,7 +61,7 @@ static vp_status read_pass(json_t *row, vp_block *b, size_t x, vp_error *err) {
     vp_op_kind kind = VP_OP_FB; /* not a block pass */
     if (json_is_string(k))
         vp_op_kind_parse(json_string_value(k), &kind);
-    if (kind == VP_OP_FB || kind == VP_OP_R)
+    if (kind != VP_OP_F && kind != VP_OP_B && kind != VP_OP_W && kind != VP_OP_BW)
         return bad(err, path, "kind must be \"F\", \"B\", \"W\" or \"BW\"");
     if (!json_is_integer(st) || json_integer_value(st) < 0 || json_integer_value(st) >= b->S) {
         char what[80];
