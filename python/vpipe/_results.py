@@ -511,15 +511,20 @@ class ClusterPlan(_Record, Answer):
 
 @dataclasses.dataclass(frozen=True)
 class Workload(_Record):
-    """What a model is shown for: tokens per sequence, sequences per microbatch,
-    tensor-parallel degree, sequence parallelism, FlashAttention, recomputation."""
+    """What a model is shown for: tokens per sequence, sequences per microbatch, the
+    tensor-, context-, expert- and expert-tensor-parallel degrees, sequence parallelism,
+    FlashAttention, recomputation and the FP8 recipe."""
 
     seq: int
     mbs: int
     tp: int
+    cp: int
+    ep: int
+    etp: int
     sp: bool
     flash: bool
     recompute: str
+    fp8: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -565,8 +570,9 @@ class ModelParts(_Record):
 @dataclasses.dataclass(frozen=True)
 class ModelInfo(_Record, Answer):
     """A model as `vpipe model show NAME --json` shows it: its shape (layers, hidden,
-    heads, kv_heads, ffn, vocab, ...), its parameter count, and for the workload it is
-    shown for (workload) its parts per microbatch on one rank (parts). A row of `vpipe
+    heads, kv_heads, ffn, vocab, ...; head_dim, mla, window and moe when it has them), its
+    parameter count, and for the workload it is shown for (workload) its parts per
+    microbatch on one rank (parts; layer_kinds when its layers differ). A row of `vpipe
     model list` has the shape only (workload and parts None)."""
 
     name: str
@@ -588,8 +594,14 @@ class ModelInfo(_Record, Answer):
     params: float
     workload: Optional[Workload]
     parts: Optional[ModelParts]
+    head_dim: Optional[int] = None  # when not hidden / heads
+    mla: Optional[Dict[str, int]] = None  # latent attention: q_lora, kv_lora, qk_nope, ...
+    window: Optional[Dict[str, int]] = None  # sliding window: tokens, period, layers
+    moe: Optional[Dict[str, Any]] = None  # experts, top_k, expert_ffn, ..., active_params
+    layer_kinds: Optional[List[ModelPart]] = None  # each kind of layer, with mlp, attention
 
-    _nested: ClassVar[Dict[str, type]] = {"workload": Workload, "parts": ModelParts}
+    _nested: ClassVar[Dict[str, type]] = {"workload": Workload, "parts": ModelParts,
+                                          "layer_kinds": ModelPart}
 
 
 @dataclasses.dataclass(frozen=True)

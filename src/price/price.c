@@ -50,16 +50,21 @@ static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *
 }
 
 /* Model FLOPs of one microbatch through the whole model (F + B + W, no recomputation,
- * no tensor parallelism). */
+ * no parallelism; a mixture of experts' active FLOPs, no capacity padding). */
 static double model_flops_per_microbatch(const vp_price_setup *su) {
     vp_workload plain = *su->work;
-    plain.tp = 1;
+    plain.tp = plain.cp = plain.ep = plain.etp = 1;
     plain.recompute = VP_RECOMPUTE_NONE;
-    double total = 0;
-    for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
+    vp_arch a = *su->arch;
+    a.capacity = 0;
+    double weight[VP__PIECES], total = 0;
+    vp__piece_weights(&a, 0, a.layers, true, true, weight);
+    for (int k = 0; k < VP__PIECES; k++) {
         vp_price_facts f;
-        vp__part_facts(su->arch, &plain, (vp_price_part)k, &f);
-        total += (k == VP_PRICE_LAYER ? su->arch->layers : 1) * (f.flops_f + f.flops_b + f.flops_w);
+        if (!weight[k])
+            continue;
+        vp__piece_facts(&a, &plain, vp__piece_part(k), vp__piece_kind(k), &f);
+        total += weight[k] * (f.flops_f + f.flops_b + f.flops_w);
     }
     return total;
 }

@@ -13,17 +13,35 @@ vp_workload vp_workload_default(const vp_arch *arch) {
         .dp = 1,
         .prec = {.param = fp32 ? 4 : 2, .grad = 4, .master = fp32 ? 0 : 4, .moments = 8},
         .dp_overlap = VP_OVERLAP_MODELLED,
+        .cp = 1,
+        .ep = 1,
+        .etp = 1,
     };
     return t;
 }
 
+const char *vp_cp_comm_name(vp_cp_comm c) {
+    static const char *const names[] = {"p2p", "allgather"};
+    return (unsigned)c < 2 ? names[c] : NULL;
+}
+
+const char *vp_fp8_name(vp_fp8 f) {
+    static const char *const names[] = {"off", "tensorwise", "blockwise", "mxfp8"};
+    return (unsigned)f < 4 ? names[f] : NULL;
+}
+
 static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error *err) {
-    if (t->seq < 1 || t->mbs < 1 || t->tp < 1 || t->dp < 1 || t->mbs > (1 << 20) ||
-        t->tp > (1 << 20) || t->dp > (1 << 20))
+    const int big = 1 << 20;
+    if (t->seq < 1 || t->mbs < 1 || t->tp < 1 || t->dp < 1 || t->cp < 1 || t->ep < 1 ||
+        t->etp < 1 || t->mbs > big || t->tp > big || t->dp > big || t->cp > big || t->ep > big ||
+        t->etp > big)
         return vp__fail(err, VP_EINVAL,
-                        "sequence, microbatch size, TP and DP degrees must be positive "
-                        "(got seq %d, mbs %d, tp %d, dp %d)",
-                        t->seq, t->mbs, t->tp, t->dp);
+                        "sequence, microbatch size and the TP, DP, CP, EP and ETP degrees must "
+                        "be positive (got seq %d, mbs %d, tp %d, dp %d, cp %d, ep %d, etp %d)",
+                        t->seq, t->mbs, t->tp, t->dp, t->cp, t->ep, t->etp);
+    if ((unsigned)t->cp_comm > VP_CP_ALLGATHER || (unsigned)t->fp8 > VP_FP8_MXFP8)
+        return vp__fail(err, VP_EINVAL, "unknown CP exchange %d or FP8 recipe %d", (int)t->cp_comm,
+                        (int)t->fp8);
     if ((unsigned)t->recompute > VP_RECOMPUTE_FULL)
         return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)t->recompute);
     if (t->seq > a->max_positions)
