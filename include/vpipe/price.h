@@ -398,7 +398,9 @@ typedef struct vp_price_stage {
     double params;                /* parameters held */
     double expert_params;         /* of them, the routed experts' */
     double act_bytes, keep_bytes; /* M_B and M_W of the stage */
-    double f_ms, b_ms, w_ms;      /* pass times (BW = B + W, F&B = F + B) */
+    double f_ms, b_ms, w_ms;      /* pass times (BW = B + W; an F&B pair: vp_price_layout) */
+    double a2a_f_ms, a2a_b_ms;    /* of f_ms and b_ms, the expert-parallel all-to-alls (and
+                                     the expert-tensor-parallel gathers) */
     double r_ms;                  /* recomputation: included in b_ms, or the R pass's time
                                      when the schedule recomputes in R passes */
     double hold_bytes;            /* of act_bytes, what F keeps until R when the schedule

@@ -28,7 +28,7 @@
  * command (a key is required where the command line requires its flag):
  *   list      json
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
- *             memory_limit, max_ops, recompute, model, gpu, seq, mbs, tp, sp, dp, zero,
+ *             memory_limit, max_ops, recompute, model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero,
  *             flash, tp_overlap, pp_overlap, reserve, dp_overlap, split,
  *             layers_per_stage, json
  *   compare   the same without operand, plus svg, threads
@@ -37,7 +37,7 @@
  *   schedule  simulate's without json (operand: a family), plus output, format
  *   validate  operand, p, m, v, cost, cost_file, memory_model, memory_limit, max_ops
  *   plan      p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, recompute,
- *             memory, json, output, model, gpu, seq, mbs, tp, sp, dp, zero, flash,
+ *             memory, json, output, model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash,
  *             tp_overlap, pp_overlap, reserve, dp_overlap, split, layers_per_stage, gpus,
  *             global_batch, pp, top, max_chunks, threads, time_limit, margin, emit,
  *             operand (emit torchtitan's DIR)
@@ -110,11 +110,11 @@ typedef struct vp_request {
     double memory_limit;
     long max_ops;
     int recompute;
-    /* a real model: --model, --gpu, --seq, --mbs, --tp, --dp (0: not given), --sp, --zero,
-     * --flash, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1: not given),
-     * --split (a vp_split_goal, -1), --layers-per-stage "a,b,..." */
+    /* a real model: --model, --gpu, --seq, --mbs, --tp, --dp, --ep, --etp (0: not given),
+     * --sp, --zero, --flash, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1:
+     * not given), --split (a vp_split_goal, -1), --layers-per-stage "a,b,..." */
     const char *model, *gpu;
-    int seq, mbs, tp, dp;
+    int seq, mbs, tp, dp, ep, etp;
     bool sp, zero, flash, tp_overlap, pp_overlap;
     double reserve, dp_overlap;
     int split;

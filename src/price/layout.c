@@ -7,22 +7,33 @@
 #include "base/internal.h"
 #include "price/price_internal.h"
 
-/* Bytes of model states per parameter held: weights, gradients, master weights and
- * moments (the last two split over DP with the distributed optimizer). */
-static double state_bytes_per_param(const vp_workload *t) {
+/* Over how many ranks the optimizer states are split: DP with the distributed optimizer,
+ * a routed expert's over expert-DP; else 1. */
+static double optimizer_shard(const vp_workload *t, bool expert) {
+    return t->zero1 ? (expert ? vp__expert_dp(t) : (double)t->dp) : 1.0;
+}
+
+/* Bytes of master weights and moments of params parameters. */
+static double optimizer_bytes(const vp_workload *t, double params, bool expert) {
+    return params * (t->prec.master + t->prec.moments) / optimizer_shard(t, expert);
+}
+
+/* Bytes of model states per parameter held: weights, gradients and optimizer states. */
+static double state_bytes_per_param(const vp_workload *t, bool expert) {
     return t->prec.param + t->prec.grad +
-           (t->prec.master + t->prec.moments) / (t->zero1 ? (double)t->dp : 1.0);
+           (t->prec.master + t->prec.moments) / optimizer_shard(t, expert);
 }
 
 /* ---- the split ---------------------------------------------------------------------- */
 
 /* What a piece weighs in the split: its pass times, or its model states and the
  * activations of `alive` microbatches. */
-static double piece_load(const vp_price_setup *su, const vp__piece_price *p, double state,
-                         double alive) {
+static double piece_load(const vp_price_setup *su, const vp__piece_price *p, double alive) {
     if (su->split == VP_SPLIT_TIME)
         return p->f_ms + p->b_ms + p->w_ms;
-    return p->facts.params * state + p->facts.act_bytes * alive;
+    double experts = p->expert_params;
+    return (p->facts.params - experts) * state_bytes_per_param(su->work, false) +
+           experts * state_bytes_per_param(su->work, true) + p->facts.act_bytes * alive;
 }
 
 /* Loads the split balances under the setup's goal, per route position. A layer weighs the
@@ -36,7 +47,6 @@ static vp_status split_loads(const vp_price_setup *su, const vp_schedule *s,
     if (!live)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = su->split == VP_SPLIT_MEMORY ? vp__stage_live_max(s, live, err) : VP_OK;
-    double state = state_bytes_per_param(su->work);
     vp__kind_counts(su->arch, 0, su->arch->layers, counts);
     for (int k = 0; k < R && rc == VP_OK; k++) {
         double alive = 0; /* most microbatches alive on a stage at this position */
@@ -49,9 +59,9 @@ static vp_status split_loads(const vp_price_setup *su, const vp_schedule *s,
             continue;
         layer[k] = 0;
         for (int kind = 0; kind < VP__KINDS; kind++)
-            layer[k] += counts[kind] * piece_load(su, &pp[kind], state, alive) / su->arch->layers;
-        ends[k] = (first ? piece_load(su, &pp[VP__PIECE_EMBEDDING], state, alive) : 0) +
-                  (last ? piece_load(su, &pp[VP__PIECE_HEAD], state, alive) : 0);
+            layer[k] += counts[kind] * piece_load(su, &pp[kind], alive) / su->arch->layers;
+        ends[k] = (first ? piece_load(su, &pp[VP__PIECE_EMBEDDING], alive) : 0) +
+                  (last ? piece_load(su, &pp[VP__PIECE_HEAD], alive) : 0);
     }
     free(live);
     return rc;
@@ -159,6 +169,8 @@ static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const vp
             g->act_bytes += weight[k] * pp[k].facts.act_bytes;
             g->keep_bytes += weight[k] * pp[k].facts.keep_bytes;
             g->f_ms += weight[k] * pp[k].f_ms;
+            g->a2a_f_ms += weight[k] * pp[k].a2a_f_ms;
+            g->a2a_b_ms += weight[k] * pp[k].a2a_b_ms;
             g->b_ms += weight[k] * pp[k].b_ms;
             g->w_ms += weight[k] * pp[k].w_ms;
             g->r_ms += weight[k] * pp[k].r_ms;
@@ -203,7 +215,10 @@ static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
 /* Communicators device d joins: its TP and DP groups, one per other device it sends to or
  * receives from, and the pair that reduces a tied embedding's gradient. */
 static int communicators(const vp_price_setup *su, const vp_schedule *s, int d) {
-    int n = (su->work->tp > 1) + (su->work->dp > 1), seen[8], n_seen = 0;
+    const vp_workload *t = su->work;
+    int n = (t->tp > 1) + (t->dp > 1), seen[8], n_seen = 0;
+    if (su->arch->experts > 0) /* the expert layers' EP, ETP and expert-DP groups */
+        n += (t->ep > 1) + (t->etp > 1) + (vp__expert_dp(t) > 1);
     int first = -1, last = -1;
     for (int st = 0; st < s->S; st++) {
         int pos = st % s->route_len;
@@ -249,7 +264,6 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_pric
     vp_workload plain = *t;
     plain.recompute = VP_RECOMPUTE_NONE;
     double whole = largest_layer(a, &plain); /* what full recompute rebuilds at once */
-    double shard = t->zero1 ? t->dp : 1;
     bool own = a->impl == VP_IMPL_VPIPE;
     double logits = own ? 0 : vp__tokens(t) * a->vocab / t->tp * a->dtype_bytes;
     for (int st = 0; st < s->S; st++) {
@@ -257,7 +271,8 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_pric
         vp_rank_memory *m = &lay->fixed[g->device];
         m->params += g->params * t->prec.param;
         m->grads += g->params * t->prec.grad;
-        m->optimizer += g->params * (t->prec.master + t->prec.moments) / shard;
+        m->optimizer += optimizer_bytes(t, g->params - g->expert_params, false) +
+                        optimizer_bytes(t, g->expert_params, true);
         m->buffers += io_bytes(su) * ((!g->first && s->stage_device[st - 1] != g->device) +
                                       (!g->last && s->stage_device[st + 1] != g->device));
         m->logits += g->last ? logits : 0;

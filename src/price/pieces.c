@@ -44,6 +44,25 @@ static double tp_exposed(const vp_workload *t, double comm, double linear) {
     return rest > comm / t->tp ? rest : comm / t->tp;
 }
 
+/* ---- expert parallelism ------------------------------------------------------------------ */
+
+/* The expert-parallel exchange of one pass of a mixture-of-experts layer, in seconds: F
+ * dispatches each of the rank's tokens to its top_k experts and combines their outputs
+ * back (two all-to-alls of its expert token-rows over the EP group: the expert layers'
+ * ranks are ETP innermost, then EP, so the group is ep ranks etp apart), and with etp > 1
+ * all-gathers each expert's tokens over its ETP ranks and reduce-scatters their outputs;
+ * B sends the gradients the same ways; W exchanges nothing. */
+static double ep_comm_seconds(const vp_price_setup *su, unsigned kind, vp_op_kind pass) {
+    const vp_workload *t = su->work;
+    if (!(kind & VP__MOE) || pass == VP_OP_W)
+        return 0;
+    double rows = vp__expert_rows(su->arch, t);
+    double bytes = rows * su->arch->hidden * su->arch->dtype_bytes;
+    vp__group ep = {0, t->etp, t->ep}, etp = {0, 1, t->etp};
+    return 2 * vp__alltoall_seconds(su->gpu, &ep, bytes) +
+           2 * vp__collective_seconds(su->gpu, VP__GATHER, &etp, bytes * t->etp);
+}
+
 /* ---- the pieces ------------------------------------------------------------------------ */
 
 static void price_piece(const vp_price_setup *su, vp_price_part part, unsigned kind,
@@ -57,10 +76,14 @@ static void price_piece(const vp_price_setup *su, vp_price_part part, unsigned k
     for (int i = 0; i < 3; i++)
         comm[i] = tp_exposed(t, tp_comm_seconds(su, part, kind, passes[i]), lin[i]);
     bool whole = part == VP_PRICE_LAYER && t->recompute == VP_RECOMPUTE_FULL;
-    pp->f_ms = (sec[0] + comm[0]) * 1e3;
-    pp->r_ms = (sec[3] + (whole ? comm[0] : 0)) * 1e3;
-    pp->b_ms = (sec[1] + comm[1]) * 1e3 + pp->r_ms;
+    pp->a2a_f_ms = ep_comm_seconds(su, kind, VP_OP_F) * 1e3;
+    pp->a2a_b_ms = ep_comm_seconds(su, kind, VP_OP_B) * 1e3;
+    pp->f_ms = (sec[0] + comm[0]) * 1e3 + pp->a2a_f_ms;
+    pp->r_ms = (sec[3] + (whole ? comm[0] : 0)) * 1e3 + (whole ? pp->a2a_f_ms : 0);
+    pp->b_ms = (sec[1] + comm[1]) * 1e3 + pp->a2a_b_ms + pp->r_ms;
     pp->w_ms = (sec[2] + comm[2]) * 1e3;
+    if (whole) /* the recomputed forward's exchange is B's too */
+        pp->a2a_b_ms += pp->a2a_f_ms;
 }
 
 vp_price_part vp__piece_part(int piece) {

@@ -41,9 +41,11 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
  * (unscaling and the overflow check, the gradient norm for clipping, Adam), reads and
  * writes the fp32 weights (master copy, or the weights themselves) and the moments, and
  * writes the 16-bit copy when there is a master. */
-static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m) {
-    const vp_precision *pr = &su->work->prec;
-    double shard = (m->params / pr->param) / (su->work->zero1 ? su->work->dp : 1);
+static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m, double experts) {
+    const vp_workload *t = su->work;
+    const vp_precision *pr = &t->prec;
+    double shard = (m->params / pr->param - experts) / (t->zero1 ? t->dp : 1) +
+                   experts / (t->zero1 && experts > 0 ? vp__expert_dp(t) : 1);
     double weights = pr->master ? pr->master : pr->param;
     double traffic = 3.0 * pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
     return shard * traffic / (su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency);
@@ -75,14 +77,16 @@ void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
     double end = 0, after = 0, before = 0, share = 0;
     for (int d = 0; d < lay->p; d++) {
         double window_b = 0, window_f = 0; /* one microbatch's passes on d, seconds */
+        double experts = 0;                /* the routed experts' parameters on d */
         for (int st = 0; st < lay->S; st++)
             if (lay->stage[st].device == d) {
                 window_b += (lay->stage[st].b_ms + lay->stage[st].w_ms) / 1e3;
                 window_f += lay->stage[st].f_ms / 1e3;
+                experts += lay->stage[st].expert_params;
             }
         vp__dp_cost dp;
-        vp__dp_cost_of(su, d, &memory[d], window_b, window_f, &dp);
-        double opt = optimizer_seconds(su, &memory[d]);
+        vp__dp_cost_of(su, d, &memory[d], experts, window_b, window_f, &dp);
+        double opt = optimizer_seconds(su, &memory[d], experts);
         out->optimizer_s = opt > out->optimizer_s ? opt : out->optimizer_s;
         out->dp_reduce_s = dp.reduce_s > out->dp_reduce_s ? dp.reduce_s : out->dp_reduce_s;
         end = dev_end[d] > end ? dev_end[d] : end;

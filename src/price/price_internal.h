@@ -63,6 +63,9 @@ double vp__tokens(const vp_workload *t);
 double vp__keys(const vp_arch *a, const vp_workload *t, unsigned kind);
 double vp__capacity(const vp_arch *a);
 double vp__expert_rows(const vp_arch *a, const vp_workload *t);
+/* The expert-data-parallel degree: TP x CP x DP / (EP x ETP) (workload.c; the setup
+ * checked). */
+int vp__expert_dp(const vp_workload *t);
 double vp__attention_flops(const vp_arch *a, const vp_workload *t, unsigned kind);
 /* The matrix multiplies of one forward pass of a piece (part, and kind for a layer) on one
  * rank into g[VP__MAX_GEMMS]; returns how many kinds there are. B and W each repeat every
@@ -90,17 +93,21 @@ typedef enum { VP__GATHER, VP__ALL_REDUCE } vp__collective;
 double vp__collective_seconds(const vp_gpu *gpu, vp__collective kind, const vp__group *g,
                               double bytes);
 bool vp__crosses_nodes(const vp_gpu *gpu, long a, long b);
+/* Seconds of an all-to-all over g in which each rank sends bytes in all (1/n to each
+ * member, itself included). */
+double vp__alltoall_seconds(const vp_gpu *gpu, const vp__group *g, double bytes);
 double vp__send_seconds(const vp_price_setup *su, int from, int to);
 
-/* The data-parallel reduction of pipeline rank d holding m's model states (comm.c): its
+/* The data-parallel reduction of pipeline rank d holding m's model states, experts of its
+ * parameters the routed experts' (reduced over expert-DP, the rest over DP) (comm.c): its
  * whole time, the part left after the device's last op and the part before the next
  * step's first op, given the device's backward (window_b) and forward (window_f) of one
  * microbatch in seconds. */
 typedef struct vp__dp_cost {
     double reduce_s, after_s, before_s;
 } vp__dp_cost;
-void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, double window_b,
-                    double window_f, vp__dp_cost *out);
+void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, double experts,
+                    double window_b, double window_f, vp__dp_cost *out);
 
 /* Facts of a piece without checking the setup (vp_price_part_facts checks first). */
 void vp__piece_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
@@ -131,6 +138,7 @@ typedef struct vp__piece_price {
     vp_price_facts facts;
     double expert_params;
     double f_ms, b_ms, w_ms, r_ms;
+    double a2a_f_ms, a2a_b_ms; /* of f_ms and b_ms, the expert-parallel exchange */
 } vp__piece_price;
 
 /* The part and the kind of layer a piece is. */
