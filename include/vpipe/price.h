@@ -500,6 +500,7 @@ typedef struct vp_price_result {
     char family[32];
     char model[64], gpu[64];
     int p, S, m, route_len, tp, dp, gpus;
+    int ep, etp; /* expert parallelism (1, 1 for a dense model) */
     int seq, mbs;
     int *layers_per_stage; /* [route_len] */
     vp_price_stage *stage; /* [S], times as simulated */
@@ -553,16 +554,16 @@ VP_API vp_status vp_price_family(const vp_price_setup *setup, const char *family
 VP_API void vp_price_result_free(vp_price_result *r);
 
 /* The result as one JSON object (new string, caller frees with free()): family, model,
- * gpu, p, m, tp, dp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
+ * gpu, p, m, tp, dp, ep, etp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
  * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
  * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
  * workspace, logits, gathers, allocated, fragmentation, reserved, context, comm, reserve,
  * total},
  * bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
- * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}), expected_error ({step_time,
- * step_time_worst, memory, memory_worst: fractions, null when not measured; runs,
- * memory_runs, basis}). NULL when memory runs out. */
+ * expert_params, act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms, a2a_f_ms, a2a_b_ms}),
+ * expected_error ({step_time, step_time_worst, memory, memory_worst: fractions, null when not
+ * measured; runs, memory_runs, basis}). NULL when memory runs out. */
 VP_API char *vp_price_result_json(const vp_price_result *r);
 
 #ifdef __cplusplus

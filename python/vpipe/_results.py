@@ -229,18 +229,23 @@ class RankMemory(_Record):
 
 @dataclasses.dataclass(frozen=True)
 class StageCost(_Record):
-    """One stage priced: its layers and device, parameter and activation bytes (act_bytes
-    per microbatch, keep_bytes kept through recomputation), and pass times in ms."""
+    """One stage priced: its layers and device, parameters (expert_params of them the
+    routed experts'), activation bytes (act_bytes per microbatch, keep_bytes kept through
+    recomputation), and pass times in ms (a2a_f_ms and a2a_b_ms: of f_ms and b_ms, the
+    expert-parallel all-to-alls)."""
 
     layers: int
     device: int
     params: int
+    expert_params: int
     act_bytes: int
     keep_bytes: int
     f_ms: float
     b_ms: float
     w_ms: float
     r_ms: float
+    a2a_f_ms: float
+    a2a_b_ms: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -258,6 +263,8 @@ class PriceResult(SimulationReport):
     m: int
     tp: int
     dp: int
+    ep: int
+    etp: int
     gpus: int
     seq: int
     mbs: int
@@ -399,7 +406,8 @@ class Comparison(_Rows):
 @dataclasses.dataclass(frozen=True)
 class Configuration(_Record):
     """One configuration the whole-configuration planner priced: family (params: a V
-    block's), data-, tensor- and pipeline-parallel degrees, chunks per device (v, 0 when
+    block's), data-, tensor-, pipeline-, expert- and expert-tensor-parallel degrees (ep,
+    etp: 1 for a dense model), chunks per device (v, 0 when
     the family has none), microbatch size and count, recomputation, seconds per step, MFU,
     bubble, the largest rank's bytes, whether every rank fits, the room left below the
     capacity (headroom_bytes) and whether that is under the plan's margin (tight); the
@@ -410,6 +418,8 @@ class Configuration(_Record):
     dp: int
     tp: int
     pp: int
+    ep: int
+    etp: int
     v: int
     mbs: int
     m: int

@@ -180,6 +180,8 @@ vp_status vp_price_on_layout(const vp_price_setup *su, const vp_price_layout *la
     r->route_len = s->route_len;
     r->tp = su->work->tp;
     r->dp = su->work->dp;
+    r->ep = su->work->ep;
+    r->etp = su->work->etp;
     r->gpus = s->p * r->tp * r->dp;
     r->seq = su->work->seq;
     r->mbs = su->work->mbs;
@@ -277,12 +279,15 @@ static json_t *stage_json(const vp_price_stage *g) {
     json_object_set_new(o, "layers", json_integer(g->l1 - g->l0));
     json_object_set_new(o, "device", json_integer(g->device));
     json_object_set_new(o, "params", bytes_json(g->params));
+    json_object_set_new(o, "expert_params", bytes_json(g->expert_params));
     json_object_set_new(o, "act_bytes", bytes_json(g->act_bytes));
     json_object_set_new(o, "keep_bytes", bytes_json(g->keep_bytes));
     json_object_set_new(o, "f_ms", json_real(g->f_ms));
     json_object_set_new(o, "b_ms", json_real(g->b_ms));
     json_object_set_new(o, "w_ms", json_real(g->w_ms));
     json_object_set_new(o, "r_ms", json_real(g->r_ms));
+    json_object_set_new(o, "a2a_f_ms", json_real(g->a2a_f_ms));
+    json_object_set_new(o, "a2a_b_ms", json_real(g->a2a_b_ms));
     return o;
 }
 
@@ -308,9 +313,9 @@ static void scalars_json(json_t *o, const vp_price_result *r) {
     json_object_set_new(o, "family", json_string(r->family));
     json_object_set_new(o, "model", json_string(r->model));
     json_object_set_new(o, "gpu", json_string(r->gpu));
-    const char *ints[] = {"p", "m", "tp", "dp", "gpus", "seq", "mbs"};
-    int ivals[] = {r->p, r->m, r->tp, r->dp, r->gpus, r->seq, r->mbs};
-    for (int i = 0; i < 7; i++)
+    const char *ints[] = {"p", "m", "tp", "dp", "ep", "etp", "gpus", "seq", "mbs"};
+    int ivals[] = {r->p, r->m, r->tp, r->dp, r->ep, r->etp, r->gpus, r->seq, r->mbs};
+    for (int i = 0; i < 9; i++)
         json_object_set_new(o, ints[i], json_integer(ivals[i]));
     const char *reals[] = {"step_time_s",  "makespan_s",
                            "optimizer_s",  "dp_reduce_s",
