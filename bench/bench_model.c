@@ -1,12 +1,16 @@
 /* Model throughput: GFLOP/s of one transformer layer's F, B and W and of a whole
  * training step, beside plain cblas_sgemm on a layer-sized shape in the same run.
  * usage: bench_model [width heads seq microbatch layers]   (768 12 256 4 4)
- * Counts the FLOPs the kernels execute (attention over full T x T score matrices). */
+ * Counts the FLOPs the kernels execute (attention over full T x T score matrices). Runs
+ * on the BLAS kernel `vpipe train` would (cli_blas_select: a generic fallback replaced,
+ * OPENBLAS_CORETYPE and VPIPE_BLAS_KERNEL=library respected) and prints it, and the
+ * digest of the parameters after the steps (equal digests: the same bits). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "model/kernels.h"
 #include "vpipe/model.h"
 
@@ -38,6 +42,7 @@ static void die(const char *what, const vp_error *err) {
 }
 
 int main(int argc, char **argv) {
+    cli_blas_select(argv); /* may start again on a better kernel */
     vp_model_config cfg = {
         .n_layer = 4, .width = 768, .n_head = 12, .seq_len = 256, .microbatch = 4, .vocab = 256};
     if (argc == 6) {
@@ -57,6 +62,7 @@ int main(int argc, char **argv) {
     printf("machine: %s | OpenBLAS core %s (OPENBLAS_CORETYPE=%s) | 1 thread\n", cpu,
            vp_blas_corename(), env ? env : "unset");
     double C = cfg.width, T = cfg.seq_len, N = (double)cfg.microbatch * cfg.seq_len;
+    cli_blas_describe(stdout);
     printf("model: width %d, heads %d, seq %d, microbatch %d, layers %d\n\n", cfg.width, cfg.n_head,
            cfg.seq_len, cfg.microbatch, cfg.n_layer);
 
@@ -155,7 +161,8 @@ int main(int argc, char **argv) {
     double step_gf = step_flops / ts / 1e9;
     printf("%-28s %8.1f GFLOP/s   %7.1f ms   = %.0f%% of sgemm, %.0f tokens/s\n", "training step",
            step_gf, ts * 1e3, 100 * step_gf / sgemm_gf, N / ts);
-    printf("\npeak activation bytes: %zu\n", vp_mem_peak(mem));
+    printf("\npeak activation bytes: %zu | param digest %016llx\n", vp_mem_peak(mem),
+           (unsigned long long)vp_stage_digest(st, VP_DIGEST_INIT));
     free(tok);
     free(tgt);
     vp_stage_free(st);

@@ -26,6 +26,25 @@ int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Prints the library error and returns the exit code of its status. */
 int cli_lib_error(const vp_error *err);
 
+/* ---- the BLAS kernel (blas.c) --------------------------------------------------------- */
+
+/* For the commands that compute (train, profile), first thing in main: when OpenBLAS fell
+ * back to a generic kernel on a CPU with AVX2 or AVX-512 (vp_blas_better_kernel), sets
+ * OPENBLAS_CORETYPE to the kernel the library names and re-executes this program once
+ * (/proc/self/exe, same arguments); if that fails, warns and goes on. Nothing happens
+ * when OPENBLAS_CORETYPE is set (the user's choice, or the re-executed run) or with
+ * VPIPE_BLAS_KERNEL=library. Only a program of vpipe's own calls it, never the libraries:
+ * a process hosting them (Python) is never re-executed. */
+void cli_blas_select(char **argv);
+
+/* Prints "blas: <OpenBLAS's configuration>; kernel K, <who chose it>" and a newline. */
+void cli_blas_describe(FILE *out);
+
+/* The same as {"library", "kernel", "chosen_by": "vpipe" | "OPENBLAS_CORETYPE" |
+ * "library", "library_kernel" (when vpipe replaced it)}; new reference, NULL when out of
+ * memory. */
+json_t *cli_blas_json(void);
+
 /* ---- output ------------------------------------------------------------------------- */
 
 /* The one writer every output goes through: len bytes of text to path ("-" is stdout)

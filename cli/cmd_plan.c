@@ -81,7 +81,8 @@ static const cli_opt hybrid_opts[] = {
      .arg = "S",
      .lo = 0.001,
      .hi = 1e6,
-     .help = "stop after S seconds with the best found so far (and say so)"},
+     .help = "stop after S seconds with the best found so far (and say\n"
+             "so); without --model the default is 60"},
     {.name = "margin",
      .kind = CLI_DOUBLE,
      .offset = offsetof(vp_request, margin),

@@ -53,6 +53,7 @@ static int run(void *args) {
     for (int k = 0; k < VP_PART_COUNT; k++)
         fprintf(stderr, "%-14s %9.3f %8.3f %8.3f\n", names[k], pr.f[k], pr.b[k], pr.w[k]);
     fprintf(stderr, "hop between ranks: %.4f ms\n", pr.c);
+    cli_blas_describe(stderr);
     char *text = vp_profile_write_json(&pr);
     rc = text ? cli_write_line(a->out, text) : cli_error(VP_EXIT_FAILURE, "out of memory");
     free(text);

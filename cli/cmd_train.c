@@ -186,7 +186,14 @@ static const cli_opt durability_opts[] = {
      .arg = "DIR",
      .help = "save checkpoints in DIR after the last step (and see\n"
              "--checkpoint-every); written atomically, a new one\n"
-             "replaces the previous only once complete"},
+             "replaces the previous only once complete. The run holds\n"
+             "DIR: a second run on it is refused"},
+    {.name = "overwrite",
+     .kind = CLI_FLAG,
+     .offset = TRAIN(po.train.overwrite_checkpoint),
+     .help = "with --checkpoint DIR: replace the checkpoint DIR holds\n"
+             "(refused otherwise, unless --resume DIR continues it); it\n"
+             "stays until the run's first checkpoint is complete"},
     {.name = "checkpoint-every",
      .kind = CLI_INT,
      .offset = TRAIN(po.train.checkpoint_every),
@@ -297,6 +304,8 @@ typedef struct progress_ctx {
 static bool on_step(const vp_train_progress *p, void *user) {
     progress_ctx *ctx = user;
     cli_progress_clear();
+    if (p->note[0])
+        fprintf(stderr, "vpipe: warning: %s\n", p->note);
     if (ctx->note[0])
         fprintf(ctx->out, "%s\n", ctx->note);
     ctx->note[0] = '\0';
@@ -441,6 +450,7 @@ static int print_json(const train_run *t, const vp_schedule *s, const vp_train_r
     json_object_set_new(root, "dp", json_integer(o->dp));
     json_object_set_new(root, "zero", json_integer(t->r.po.zero));
     json_object_set_new(root, "skipped_steps", json_integer(r->skipped_steps));
+    json_object_set_new(root, "blas", cli_blas_json());
     if (pr)
         pipeline_json(root, s, pr);
     int rc = cli_write_json("-", root);
@@ -501,6 +511,7 @@ static void print_summary(FILE *out, const train_run *t, const vp_pipeline_resul
         }
     }
     fputc('\n', out);
+    cli_blas_describe(out);
 }
 
 /* The summary of a pipelined run: JSON, or text on stdout. */
@@ -605,6 +616,7 @@ static int run_reference(const train_run *t, progress_ctx *ctx) {
     int done = finished_summary(t, &r);
     if (done >= 0)
         return done;
+    cli_blas_describe(ctx->out);
     return cli_print(
         "done: %d steps | train loss %.4f | val loss %.4f | %.1f ms/step | %.0f tok/s\n"
         "peak activation bytes: %zu | param digest %016" PRIx64 "\n",

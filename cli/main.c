@@ -30,6 +30,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "--version")) {
         return cli_print("vpipe %s\n", VP_VERSION_STRING);
     }
+    if (!strcmp(argv[1], "train") || !strcmp(argv[1], "profile"))
+        cli_blas_select(argv); /* the commands that multiply matrices: may start again */
     for (size_t i = 0; i < cli_command_count; i++)
         if (!strcmp(argv[1], cli_commands[i]->name))
             return cli_run(cli_commands[i], argc - 1, argv + 1);

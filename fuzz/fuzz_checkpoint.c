@@ -4,10 +4,11 @@
  * length field and checksum made right, which takes it past the integrity checks to the
  * header and stage-record checks. The same bytes go to the meta.json parser.
  *
- * The corpus (fuzz/corpus/checkpoint/) holds part files of this model (one slice: the
- * whole model; two slices, of the stages [0, 1) and [1, 1)), damaged copies of them, and
+ * The corpus (fuzz/corpus/checkpoint/) holds part files of this model in format version 3
+ * (one slice: the whole model; two slices, of the stages [0, 1) and [1, 1)), damaged
+ * copies of them (another run's data among them), files of versions 1, 2 and 4, and
  * commit records; the part files were written by vp_checkpoint_save and
- * vp_checkpoint_write_part with tiny_options() below. */
+ * vp_checkpoint_write_part with tiny_options() below (no data: its length and digest 0). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@ static vp_checkpoint_run tiny_options(void) {
     vp_train_options_default(&o);
     o.model = (vp_model_config){
         .n_layer = 1, .width = 4, .n_head = 1, .seq_len = 2, .microbatch = 1, .vocab = 4};
-    return vp__checkpoint_run(&o);
+    return vp__checkpoint_run(&o, NULL);
 }
 
 static void try_restore(const uint8_t *bytes, size_t size, const vp_checkpoint_run *o,
@@ -59,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
     }
     try_restore(data, size, &o, stage);
-    if (size >= 152) {
+    if (size >= 168) { /* header and checksum */
         uint8_t *fixed = malloc(size);
         if (!fixed)
             return 0;

@@ -1,7 +1,8 @@
 /* Fuzz target for the data reader (vp_data_parse: plain text, or a Bible Retrieval
  * System file of LZW windows). Any bytes are either refused with a message or become a
  * corpus whose two parts add up to the decoded text; its windows are then drawn for a
- * few sequence lengths and must be shifted copies (targets = tokens moved by one).
+ * few sequence lengths and must be shifted copies (targets = tokens moved by one), and
+ * its digest (vp_data_digest) is a function of the text and its split.
  *
  * The corpus (fuzz/corpus/data/) holds plain texts, a one-window Bible data file cut from
  * /usr/lib/bible.data (bible-kjv-text), and damaged copies of it. */
@@ -41,6 +42,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort(); /* the validation part is the last quarter */
     if (!(size >= 4 && memcmp(data, "EC02", 4) == 0) && train + val != size)
         abort(); /* plain text is taken as it is */
+    /* the digest identifies the text and its split: the same bytes digest alike, and the
+     * plain text split otherwise (another training part) digests otherwise */
+    vp_data *again = NULL, *split = NULL;
+    if (vp_data_parse(data, size, "fuzz.data", 0.25, &again, &err) != VP_OK ||
+        vp_data_digest(again) != vp_data_digest(d) ||
+        vp_data_parse(data, size, "fuzz.data", 0.5, &split, &err) != VP_OK ||
+        (vp_data_train_bytes(split) != train && vp_data_digest(split) == vp_data_digest(d)))
+        abort();
+    vp_data_free(again);
+    vp_data_free(split);
     const int lengths[] = {1, 2, 16, 64};
     for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
         check_windows(d, false, lengths[i]);

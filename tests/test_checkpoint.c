@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -189,12 +191,22 @@ static char *saved_checkpoint(const vp_train_options *o, vp_mem *mem, uint8_t **
     vp_stage *s;
     make_stages(o, l0, 1, o->seed, 0.25f, mem, &s);
     vp_error err = {0};
-    vp_checkpoint_run run = vp__checkpoint_run(o);
+    vp_checkpoint_run run = vp__checkpoint_run(o, NULL);
     vp_checkpoint_meta meta = meta_at(3, 6);
     if (vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &meta, &err) != VP_OK)
         fail_msg("save: %s", err.message);
     vp_stage_free(s);
     *bytes = (uint8_t *)slurp(dir, "part-0.step-3.ckpt", size);
+    return dir;
+}
+
+/* saved_checkpoint of o's model (two layers), and a reader's stage of it, with other
+ * weights, in *s. */
+static char *saved_with_reader(const vp_train_options *o, vp_mem *mem, uint8_t **bytes,
+                               size_t *size, vp_stage **s) {
+    char *dir = saved_checkpoint(o, mem, bytes, size);
+    int l0[2] = {0, 2};
+    make_stages(o, l0, 1, 5, 0.0f, mem, s);
     return dir;
 }
 
@@ -259,7 +271,7 @@ static void test_round_trip_between_shapes(void **state) {
     int n_shapes = (int)(sizeof shapes / sizeof shapes[0]), trips = 0;
     for (size_t mo = 0; mo < sizeof models / sizeof models[0]; mo++) {
         vp_train_options o = tiny_options(models[mo][0], models[mo][1], models[mo][2]);
-        vp_checkpoint_run run = vp__checkpoint_run(&o);
+        vp_checkpoint_run run = vp__checkpoint_run(&o, NULL);
         for (int w = 0; w < n_shapes; w++)
             for (int r = 0; r < n_shapes; r++) {
                 vp_mem *mem = vp_mem_new();
@@ -302,7 +314,7 @@ static void test_round_trip_between_shapes(void **state) {
 static void test_refuses_incomplete_sets(void **state) {
     (void)state;
     vp_train_options o = tiny_options(3, 16, 2);
-    vp_checkpoint_run run = vp__checkpoint_run(&o);
+    vp_checkpoint_run run = vp__checkpoint_run(&o, NULL);
     vp_mem *mem = vp_mem_new();
     vp_stage *src[3], *dst[1];
     shape three = {3, 1, 1}, one = {1, 1, 1};
@@ -478,9 +490,21 @@ static void test_resume_refuses_other_runs(void **state) {
         if (!strstr(err.message, cases[c].what) || !strstr(err.message, "another run"))
             fail_msg("changing %s: %s", cases[c].what, err.message);
     }
+    /* the same options on other data: another run (the README's promise) */
+    vp_data *elsewhere = NULL;
+    assert_int_equal(vp_data_load("/usr/share/common-licenses/Apache-2.0", 0.1, &elsewhere, NULL),
+                     VP_OK);
+    assert_int_equal(vp_train_run(&o, elsewhere, NULL, NULL, &r, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "trained on other data"));
+    vp_data_free(elsewhere);
+    /* the same bytes split otherwise: other training text, another run too */
+    assert_int_equal(vp_data_load(TEXT, 0.2, &elsewhere, NULL), VP_OK);
+    assert_int_equal(vp_train_run(&o, elsewhere, NULL, NULL, &r, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "trained on other data"));
+    vp_data_free(elsewhere);
     /* another split of the same run loads (the shape may change): both halves of the
      * model, read by two parts, are the one stage that was saved */
-    vp_checkpoint_run run = vp__checkpoint_run(&o);
+    vp_checkpoint_run run = vp__checkpoint_run(&o, data);
     vp_mem *mem = vp_mem_new();
     int l0[3] = {0, 1, 2}, all[2] = {0, 2};
     vp_stage *s[2], *one;
@@ -518,14 +542,12 @@ static void test_resume_refuses_other_runs(void **state) {
 static void test_refuses_corruption(void **state) {
     (void)state;
     vp_train_options o = tiny_options(2, 8, 2);
-    vp_checkpoint_run run = vp__checkpoint_run(&o);
+    vp_checkpoint_run run = vp__checkpoint_run(&o, NULL);
     vp_mem *mem = vp_mem_new();
     uint8_t *good;
     size_t size;
-    char *dir = saved_checkpoint(&o, mem, &good, &size);
-    int l0[2] = {0, 2};
     vp_stage *s;
-    make_stages(&o, l0, 1, 5, 0.0f, mem, &s);
+    char *dir = saved_with_reader(&o, mem, &good, &size, &s);
     uint64_t before = digest(&s, 1);
     uint8_t *b = malloc(size);
     vp_error err = {0};
@@ -540,9 +562,9 @@ static void test_refuses_corruption(void **state) {
     uint64_t restored = digest(&s, 1);
     assert_true(restored != before);
     vp_stage_free(s);
-    make_stages(&o, l0, 1, 5, 0.0f, mem, &s);
+    make_stages(&o, (int[]){0, 2}, 1, 5, 0.0f, mem, &s);
 
-    const size_t cuts[] = {0, 1, 7, 8, 100, 151, 152, 200, size / 2, size - 9, size - 8, size - 1};
+    const size_t cuts[] = {0, 1, 7, 8, 100, 167, 168, 200, size / 2, size - 9, size - 8, size - 1};
     for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
         assert_int_equal(vp_checkpoint_restore(good, cuts[c], "cut.ckpt", &run,
                                                &(vp_checkpoint_part){0, 1, &s, 1}, &err),
@@ -582,21 +604,24 @@ static void test_refuses_corruption(void **state) {
         vp_status want;
         const char *says;
     } edits[] = {
-        {8, 3, VP_EPARSE, "unsupported version 3"},
+        {8, 4, VP_EPARSE, "unsupported version 4"},
         {8, 1, VP_EPARSE, "older vpipe"},
+        {8, 2, VP_EPARSE, "does not record the training data"},
         {24, 0, VP_EPARSE, "bad model"}, /* layers 0 */
         {52, 0, VP_EPARSE, "bad part"},  /* parts 0 */
         {48, 3, VP_EPARSE, "bad part"},  /* part 3 of 1 */
         {92, 7, VP_EPARSE, "learning-rate schedule"},
         {136, 2, VP_EPARSE, "runs past the end"}, /* two slices announced */
         {136, 0, VP_EPARSE, "unexpected bytes"},  /* no slice, yet bytes follow */
-        {144, 1, VP_EPARSE, "outside the model"}, /* offset 1: past the model's end */
-        {152, 5, VP_EPARSE, "unexpected bytes"},  /* a shorter slice */
-        {152, 0, VP_EPARSE, "slice 0 holds"},     /* an empty slice */
+        {160, 1, VP_EPARSE, "outside the model"}, /* offset 1: past the model's end */
+        {168, 5, VP_EPARSE, "unexpected bytes"},  /* a shorter slice */
+        {168, 0, VP_EPARSE, "slice 0 holds"},     /* an empty slice */
         {28, 16, VP_EINVAL, "width"},             /* another width: another run */
         {72, 9, VP_EINVAL, "seed"},
         {84, 13, VP_EINVAL, "steps"},
-        {160, 0x7fc00000, VP_EPARSE, "parameter 0 is not finite"}, /* a NaN weight */
+        {144, 9, VP_EINVAL, "trained on other data"},              /* the data's length */
+        {152, 9, VP_EINVAL, "trained on other data"},              /* the data's digest */
+        {176, 0x7fc00000, VP_EPARSE, "parameter 0 is not finite"}, /* a NaN weight */
     };
     for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
         memcpy(b, good, size);
@@ -627,20 +652,20 @@ static void test_refuses_corruption(void **state) {
                      VP_EPARSE);
     assert_non_null(strstr(err.message, "part-0.step-3.ckpt: checksum mismatch"));
     spill(dir, "part-0.step-3.ckpt", good, size);
-#define META_V2 "{\"format\": \"vpipe-checkpoint\", \"version\": 2, "
+#define META_V3 "{\"format\": \"vpipe-checkpoint\", \"version\": 3, "
 #define SHAPE "\"shape\": {\"p\": 1, \"dp\": 1, \"zero\": 0, \"schedule\": \"s\", "
     const char *metas[] = {"",
                            "{",
                            "[]",
                            "{\"format\": \"x\"}",
-                           "{\"format\": \"vpipe-checkpoint\", \"version\": 3}",
+                           "{\"format\": \"vpipe-checkpoint\", \"version\": 4}",
                            "{\"format\": \"vpipe-checkpoint\", \"version\": 1, \"step\": 3}",
-                           META_V2 "\"step\": -1}",
-                           META_V2 "\"step\": 3, \"data_position\": 6, \"parts\": 0}",
-                           META_V2 "\"step\": 3, \"data_position\": 6, \"parts\": 1}",
-                           META_V2 "\"step\": 3, \"data_position\": 6, \"parts\": 1, " SHAPE
+                           META_V3 "\"step\": -1}",
+                           META_V3 "\"step\": 3, \"data_position\": 6, \"parts\": 0}",
+                           META_V3 "\"step\": 3, \"data_position\": 6, \"parts\": 1}",
+                           META_V3 "\"step\": 3, \"data_position\": 6, \"parts\": 1, " SHAPE
                                    "\"transport\": 5}}",
-                           META_V2 "\"step\": 3, \"data_position\": 6, \"parts\": 1, " SHAPE
+                           META_V3 "\"step\": 3, \"data_position\": 6, \"parts\": 1, " SHAPE
                                    "\"transport\": \"a-very-long-transport-name\"}}"};
     for (size_t k = 0; k < sizeof metas / sizeof metas[0]; k++) {
         spill(dir, "meta.json", metas[k], strlen(metas[k]));
@@ -652,13 +677,13 @@ static void test_refuses_corruption(void **state) {
             assert_non_null(strstr(err.message, "older vpipe"));
     }
     const char *later =
-        META_V2 "\"step\": 3, \"data_position\": 8, \"parts\": 1, " SHAPE "\"transport\": \"t\"}}";
+        META_V3 "\"step\": 3, \"data_position\": 8, \"parts\": 1, " SHAPE "\"transport\": \"t\"}}";
     spill(dir, "meta.json", later, strlen(later));
     assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
                      VP_EPARSE);
     assert_non_null(strstr(err.message, "says part 0 of 1 at step 3 (data position 8)"));
     const char *missing =
-        META_V2 "\"step\": 4, \"data_position\": 8, \"parts\": 1, " SHAPE "\"transport\": \"t\"}}";
+        META_V3 "\"step\": 4, \"data_position\": 8, \"parts\": 1, " SHAPE "\"transport\": \"t\"}}";
     spill(dir, "meta.json", missing, strlen(missing));
     assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
                      VP_EIO);
@@ -681,13 +706,13 @@ static void test_refuses_corruption(void **state) {
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* A write that fails (the temporary name is taken by a directory; the directory cannot
- * be created) is an error, leaves no file behind, and the previous checkpoint still
- * loads. */
+/* A write that fails (the part file's name is taken by a directory; the commit record
+ * cannot be written past a file size limit; the directory cannot be created) is an error,
+ * leaves no file behind, and the previous checkpoint still loads. */
 static void test_failed_write_keeps_previous(void **state) {
     (void)state;
     vp_train_options o = tiny_options(1, 8, 2);
-    vp_checkpoint_run run = vp__checkpoint_run(&o);
+    vp_checkpoint_run run = vp__checkpoint_run(&o, NULL);
     vp_mem *mem = vp_mem_new();
     uint8_t *good;
     size_t size, len;
@@ -697,24 +722,34 @@ static void test_failed_write_keeps_previous(void **state) {
     vp_stage *s;
     make_stages(&o, l0, 1, 8, 0.75f, mem, &s);
     char blocker[4096];
-    path_of(blocker, dir, "part-0.step-4.ckpt.tmp");
+    path_of(blocker, dir, "part-0.step-4.ckpt");
     assert_int_equal(mkdir(blocker, 0777), 0);
     vp_error err = {0};
     vp_checkpoint_meta at4 = meta_at(4, 8), at5 = meta_at(5, 10);
+    int before = entries(dir);
     assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &at4, &err),
                      VP_EIO);
     assert_non_null(strstr(err.message, "part-0.step-4.ckpt"));
-    assert_false(exists(dir, "part-0.step-4.ckpt"));
+    struct stat st;
+    assert_true(stat(blocker, &st) == 0 && S_ISDIR(st.st_mode)); /* not replaced */
+    assert_int_equal(entries(dir), before);                      /* no temporary file left */
     char *meta_after = slurp(dir, "meta.json", &len);
     assert_string_equal(meta_before, meta_after);
     free(meta_after);
-    /* the commit record's temporary name taken: the part file exists but is not committed */
+    /* the commit record cannot be written: the part file exists but is not committed */
     rmdir(blocker);
-    path_of(blocker, dir, "meta.json.tmp");
-    assert_int_equal(mkdir(blocker, 0777), 0);
-    assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &at4, &err),
-                     VP_EIO);
+    assert_int_equal(
+        vp_checkpoint_write_part(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, 4, 8, &err), VP_OK);
+    struct rlimit was;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+    signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &(struct rlimit){16, was.rlim_max}), 0);
+    vp_status committed = vp_checkpoint_commit(dir, &at4, &err);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+    signal(SIGXFSZ, SIG_DFL);
+    assert_int_equal(committed, VP_EIO);
     assert_non_null(strstr(err.message, "meta.json"));
+    assert_non_null(strstr(err.message, "File too large"));
     meta_after = slurp(dir, "meta.json", &len);
     assert_string_equal(meta_before, meta_after);
     free(meta_after);
@@ -724,7 +759,6 @@ static void test_failed_write_keeps_previous(void **state) {
     assert_int_equal(
         vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &back, 1}, &meta, &err), VP_OK);
     assert_int_equal(meta.step, 3);
-    rmdir(blocker);
     /* the next good save commits step 4 and prunes both older files */
     assert_int_equal(vp_checkpoint_save(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, &at4, &err),
                      VP_OK);
@@ -753,7 +787,7 @@ static void test_failed_write_keeps_previous(void **state) {
 static void test_refuses_nonfinite_state(void **state) {
     (void)state;
     vp_train_options o = tiny_options(1, 8, 2);
-    vp_checkpoint_run run = vp__checkpoint_run(&o);
+    vp_checkpoint_run run = vp__checkpoint_run(&o, NULL);
     vp_mem *mem = vp_mem_new();
     int l0[2] = {0, 1};
     vp_stage *s;
@@ -784,25 +818,181 @@ static void test_refuses_nonfinite_state(void **state) {
 }
 
 /* Pruning removes the part files of other steps (of any part, so of any earlier shape),
- * uncommitted and temporary ones, and nothing else. */
+ * uncommitted and temporary ones (of part files and of the commit record, as this vpipe
+ * and older ones name them), and nothing else. */
 static void test_prune(void **state) {
     (void)state;
     char *dir = new_dir();
-    const char *names[] = {"part-0.step-1.ckpt",     "part-0.step-7.ckpt", "part-0.step-9.ckpt",
-                           "part-0.step-3.ckpt.tmp", "part-1.step-1.ckpt", "part-10.step-1.ckpt",
-                           "part-0.step-x.ckpt",     "notes.txt",          "part-5.step-7.ckpt",
-                           "part-2.step-7.ckpt.tmp", "rank-0.step-1.ckpt", "part-0.step-7.ckptx"};
+    const char *names[] = {"part-0.step-1.ckpt",
+                           "part-0.step-7.ckpt",
+                           "part-0.step-9.ckpt",
+                           "part-0.step-3.ckpt.tmp",
+                           "part-1.step-1.ckpt",
+                           "part-10.step-1.ckpt",
+                           "part-0.step-x.ckpt",
+                           "notes.txt",
+                           "part-5.step-7.ckpt",
+                           "part-2.step-7.ckpt.tmp",
+                           "rank-0.step-1.ckpt",
+                           "part-0.step-7.ckptx",
+                           "part-0.step-7.ckpt.tmp.12.3",
+                           "meta.json.tmp.12.4",
+                           ".vpipe-lock",
+                           "meta.json",
+                           "part-0.step-7.ckpt.tmpx"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         spill(dir, names[i], "x", 1);
     vp_error err = {0};
     assert_int_equal(vp_checkpoint_prune(dir, 7, &err), VP_OK);
-    const bool kept[] = {false, true, false, false, false, false,
-                         true,  true, true,  false, true,  true};
+    const bool kept[] = {false, true, false, false, false, false, true, true, true,
+                         false, true, true,  false, false, true,  true, true};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (exists(dir, names[i]) != kept[i])
             fail_msg("%s: %s", names[i], kept[i] ? "removed" : "kept");
     remove_tree(dir);
     assert_int_equal(vp_checkpoint_prune(dir, 7, &err), VP_EIO);
+    free(dir);
+}
+
+/* ---- holding a directory ----------------------------------------------------------------- */
+
+/* A callback that, after step 1, starts a second run on the first run's directory (the
+ * first holds it all the while): the second must be refused. */
+typedef struct second_run {
+    const vp_data *data;
+    vp_train_options o;
+    vp_status status;
+    vp_error err;
+} second_run;
+
+static bool start_second(const vp_train_progress *p, void *user) {
+    second_run *sr = user;
+    vp_train_result r;
+    if (p->step == 1)
+        sr->status = vp_train_run(&sr->o, sr->data, NULL, NULL, &r, &sr->err);
+    return true;
+}
+
+/* One run holds its directory: a second run on it is refused, naming the holder, and
+ * changes nothing there, while the first finishes with its checkpoint intact; a fresh
+ * run never replaces a checkpoint it does not resume from, unless told to. */
+static void test_holds_directory(void **state) {
+    (void)state;
+    vp_data *data = NULL;
+    assert_int_equal(vp_data_load(TEXT, 0.1, &data, NULL), VP_OK);
+    vp_train_options o = tiny_options(2, 16, 2);
+    o.steps = 4;
+    char *dir = new_dir(), pid[32];
+    snprintf(pid, sizeof pid, "pid %ld on ", (long)getpid());
+    o.checkpoint_dir = dir;
+    o.checkpoint_every = 1;
+    second_run sr = {.data = data, .o = o};
+    sr.o.steps = 3;
+    vp_train_result r;
+    vp_error err = {0};
+    assert_int_equal(vp_train_run(&o, data, start_second, &sr, &r, &err), VP_OK);
+    assert_int_equal(sr.status, VP_EIO);
+    assert_non_null(strstr(sr.err.message, "is in use by "));
+    assert_non_null(strstr(sr.err.message, pid));
+    vp_checkpoint_meta meta;
+    assert_int_equal(vp_checkpoint_latest(dir, &meta, &err), VP_OK);
+    assert_int_equal(meta.step, 4); /* the first run's, whole: it resumes to its end */
+    o.resume_dir = dir;
+    vp_train_result again;
+    assert_int_equal(vp_train_run(&o, data, NULL, NULL, &again, &err), VP_OK);
+    assert_int_equal(again.resumed_step, 4);
+    assert_true(again.param_digest == r.param_digest);
+    /* a fresh run on a directory holding a checkpoint: refused, nothing changes */
+    int before = entries(dir);
+    o.resume_dir = NULL;
+    assert_int_equal(vp_train_run(&o, data, NULL, NULL, &again, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "already holds a checkpoint (step 4)"));
+    assert_int_equal(entries(dir), before);
+    assert_int_equal(vp_checkpoint_latest(dir, &meta, &err), VP_OK);
+    assert_int_equal(meta.step, 4);
+    /* resuming from the same directory spelt otherwise, or replacing on purpose: taken */
+    char spelt[4096];
+    snprintf(spelt, sizeof spelt, "%s/.", dir);
+    vp_checkpoint_lock *lock = NULL, *second = NULL;
+    assert_int_equal(vp_checkpoint_acquire(dir, spelt, false, &lock, &err), VP_OK);
+    assert_int_equal(vp_checkpoint_acquire(spelt, NULL, true, &second, &err), VP_EIO);
+    assert_null(second);
+    vp_checkpoint_release(lock);
+    assert_int_equal(vp_checkpoint_acquire(dir, "/tmp", false, &lock, &err), VP_EINVAL);
+    assert_int_equal(vp_checkpoint_acquire(dir, NULL, true, &lock, &err), VP_OK);
+    vp_checkpoint_release(lock);
+    o.overwrite_checkpoint = true;
+    o.checkpoint_every = 0;
+    o.steps = 2;
+    assert_int_equal(vp_train_run(&o, data, NULL, NULL, &again, &err), VP_OK);
+    assert_int_equal(vp_checkpoint_latest(dir, &meta, &err), VP_OK);
+    assert_int_equal(meta.step, 2);
+    remove_tree(dir);
+    free(dir);
+    vp_data_free(data);
+}
+
+/* A part file that is not a regular file, or far larger than a part of the run's model
+ * can be (a sparse 3 GiB file), is refused before it is read; so is an oversized commit
+ * record. */
+static void test_refuses_oversized_files(void **state) {
+    (void)state;
+    vp_train_options o = tiny_options(2, 8, 2);
+    vp_checkpoint_run run = vp__checkpoint_run(&o, NULL);
+    vp_mem *mem = vp_mem_new();
+    uint8_t *good;
+    size_t size;
+    vp_stage *s;
+    char *dir = saved_with_reader(&o, mem, &good, &size, &s);
+    char part[4096];
+    path_of(part, dir, "part-0.step-3.ckpt");
+    vp_error err = {0};
+    const off_t big = (off_t)3 << 30;
+    /* grown to 3 GiB (sparse): its header still announces the old length */
+    assert_int_equal(truncate(part, big), 0);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
+                     VP_EPARSE);
+    assert_non_null(strstr(err.message, "its header announces"));
+    /* ... and announcing 3 GiB too: more than any part of this model */
+    uint8_t total[8];
+    for (int i = 0; i < 8; i++)
+        total[i] = (uint8_t)((uint64_t)big >> (8 * i));
+    FILE *f = fopen(part, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 16, SEEK_SET), 0);
+    assert_int_equal(fwrite(total, 1, 8, f), 8);
+    fclose(f);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
+                     VP_EPARSE);
+    assert_non_null(strstr(err.message, "more than any checkpoint of the run's model holds"));
+    /* a FIFO without a writer: refused at once */
+    unlink(part);
+    assert_int_equal(mkfifo(part, 0600), 0);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
+                     VP_EIO);
+    assert_non_null(strstr(err.message, "not a regular file"));
+    /* a commit record padded past 4 MiB */
+    unlink(part);
+    spill(dir, "part-0.step-3.ckpt", good, size);
+    size_t pad = (size_t)5 << 20;
+    char *meta = malloc(pad);
+    size_t len;
+    char *text = slurp(dir, "meta.json", &len);
+    memset(meta, ' ', pad);
+    memcpy(meta, text, len);
+    spill(dir, "meta.json", meta, pad);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
+                     VP_EIO);
+    assert_non_null(strstr(err.message, "is larger than"));
+    spill(dir, "meta.json", text, len);
+    assert_int_equal(vp_checkpoint_load(dir, &run, &(vp_checkpoint_part){0, 1, &s, 1}, NULL, &err),
+                     VP_OK);
+    free(text);
+    free(meta);
+    vp_stage_free(s);
+    free(good);
+    vp_mem_free(mem);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -890,6 +1080,8 @@ int main(void) {
         cmocka_unit_test(test_failed_write_keeps_previous),
         cmocka_unit_test(test_refuses_nonfinite_state),
         cmocka_unit_test(test_prune),
+        cmocka_unit_test(test_holds_directory),
+        cmocka_unit_test(test_refuses_oversized_files),
         cmocka_unit_test(test_nonfinite_guard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

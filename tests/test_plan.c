@@ -298,6 +298,45 @@ static void test_budget_prunes(void **state) {
     vp_plan_free(half);
 }
 
+/* A time limit stops the search with the best found so far and says so: 1F1B is built
+ * whatever the limit (a fraction refers to it), and no V block is gone through once the
+ * limit passed; without a limit, or within a generous one, the answer is the full one.
+ * (The limits are far from the work's duration: 1 ns, none, an hour.) */
+static void test_time_limit(void **state) {
+    (void)state;
+    vp_spec spec = vp_spec_make(16, 64);
+    assert_true(spec.time_limit_s == VP_PLAN_TIME_LIMIT_S);
+    vp_budget b = {VP_BUDGET_FRACTION, 1.0};
+    vp_plan *cut = NULL, *full = NULL, *hour = NULL;
+    vp_error err = {0};
+    spec.time_limit_s = 1e-9;
+    assert_int_equal(vp_plan_run(&spec, &b, &cut, &err), VP_OK);
+    assert_int_equal(cut->timed_out, 1);
+    assert_non_null(strstr(cut->reason, "time limit reached"));
+    assert_string_equal(cut->candidates[cut->chosen].family, "1f1b");
+    assert_true(cut->ref_peak > 0);
+    assert_true(cut->blocks_seen == 0 && cut->blocks_tried == vp_vsearch_size(16));
+    spec.time_limit_s = 0;
+    assert_int_equal(vp_plan_run(&spec, &b, &full, &err), VP_OK);
+    spec.time_limit_s = 3600;
+    assert_int_equal(vp_plan_run(&spec, &b, &hour, &err), VP_OK);
+    assert_int_equal(full->timed_out, 0);
+    assert_null(strstr(full->reason, "time limit"));
+    assert_int_equal(full->blocks_seen, full->blocks_tried);
+    assert_true(full->candidates[full->chosen].makespan < cut->candidates[cut->chosen].makespan);
+    assert_string_equal(full->reason, hour->reason);
+    assert_int_equal(full->n_candidates, hour->n_candidates);
+    /* a limit that leaves nothing within the budget says so */
+    spec.time_limit_s = 1e-9;
+    vp_plan *none = NULL;
+    b.value = 0.5;
+    assert_int_equal(vp_plan_run(&spec, &b, &none, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "time limit"));
+    vp_plan_free(cut);
+    vp_plan_free(full);
+    vp_plan_free(hour);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_budget_parse),
@@ -311,6 +350,7 @@ int main(void) {
         cmocka_unit_test(test_threads_same_answer),
         cmocka_unit_test(test_vsearch_space),
         cmocka_unit_test(test_budget_prunes),
+        cmocka_unit_test(test_time_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -133,6 +133,25 @@ static void test_placements(void **state) {
     assert_null(s);
 }
 
+/* A placement is a promise about the stage map: an interleaved (loop) schedule declared
+ * V, or a single one declared loop with short routes, fails validation naming the stage,
+ * so no exporter gives advice for a placement the schedule does not have. */
+static void test_declared_placement(void **state) {
+    (void)state;
+    vp_schedule *s = tu_build("interleaved", 4, 8, 2, vp_costs_default());
+    assert_int_equal(vp_schedule_validate(s, NULL), VP_OK);
+    s->placement = VP_PLACE_V; /* S = 2p fits V, but stage 4 is on device 0, not 3 */
+    expect_invalid(s, VP_EVALIDATION, "placement \"v\" puts stage 4 on device 3",
+                   "the stage map on device 0");
+    s->placement = VP_PLACE_BIDIR;
+    expect_invalid(s, VP_EVALIDATION, "placement \"bidir\" has routes of 4 stages", NULL);
+    s->placement = VP_PLACE_SINGLE;
+    expect_invalid(s, VP_EVALIDATION, "placement \"single\" needs S = p", NULL);
+    s->placement = VP_PLACE_CUSTOM; /* a map of its own is fine */
+    assert_int_equal(vp_schedule_validate(s, NULL), VP_OK);
+    vp_schedule_free(s);
+}
+
 /* Every constructor reports the real status with err == NULL (no guessing VP_ENOMEM) and
  * leaves *out NULL. */
 static void test_constructor_errors(void **state) {
@@ -319,6 +338,7 @@ int main(void) {
         cmocka_unit_test(test_cross_device_cycle),
         cmocka_unit_test(test_out_of_range_and_routes),
         cmocka_unit_test(test_placements),
+        cmocka_unit_test(test_declared_placement),
         cmocka_unit_test(test_constructor_errors),
         cmocka_unit_test(test_programmer_errors),
         cmocka_unit_test(test_overlapped_pair),

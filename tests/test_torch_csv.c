@@ -398,6 +398,11 @@ static void test_accepts(void **state) {
     assert_int_equal(s->placement, VP_PLACE_SINGLE);
     assert_int_equal(s->dev[0].n, 4);
     vp_schedule_free(s);
+    /* blank lines after the last rank (an editor's trailing newline) are not idle ranks */
+    s = read_ok("0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n\n\r\n , ,\n", NULL);
+    assert_int_equal(s->p, 2);
+    assert_int_equal(s->placement, VP_PLACE_SINGLE);
+    vp_schedule_free(s);
     /* a compute_comms file as PyTorch dumps it, with FSDP actions and no final newline */
     s = read_ok("0UNSHARD,0F0,0SEND_F0,0RECV_B0,0B0,0REDUCE_GRAD,0RESHARD\n"
                 "1UNSHARD,1RECV_F0,1F0,1B0,1SEND_B0,1REDUCE_GRAD,1RESHARD",
@@ -450,7 +455,10 @@ static void test_rejects(void **state) {
         {"0F0,0F1,0B0,0B1,1F0,1B0\n", {0}, VP_EVALIDATION, 0, 0, "stage 1 has 1 forward"},
         {"0F0,0B0\n0F1\n", {0}, VP_EVALIDATION, 2, 1, "also on rank 0"},
         {"0F0,0B0\n", {VP_TORCH_CSV_AUTO, 2, 0}, VP_EVALIDATION, 2, 1, "expected one per rank"},
-        {"0F0,0B0\n\n\n", {VP_TORCH_CSV_AUTO, 1, 0}, VP_EVALIDATION, 2, 1, "3 rows"},
+        {"0F0,0B0\n", {VP_TORCH_CSV_AUTO, 3, 0}, VP_EVALIDATION, 2, 1, "1 rows"},
+        /* a rank without actions (an empty line before another rank's) */
+        {"0F0,0B0\n\n1F0,1B0\n", {0}, VP_EVALIDATION, 2, 1, "rank 1 has no action"},
+        {"0F0,0B0\n , ,\n1F0,1B0\n", {0}, VP_EVALIDATION, 2, 1, "rank 1 has no action"},
         {"0F0,0F1,0B0,0B1\n", {VP_TORCH_CSV_AUTO, 0, 1}, VP_EVALIDATION, 1, 5, "(m = 1)"},
         /* compute_only vs compute_comms */
         {"0F0,0SEND_F0,0B0\n1F0,1B0\n",

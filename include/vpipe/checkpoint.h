@@ -13,23 +13,26 @@
  *                            of the whole model's arrays (a pipeline writes one part per
  *                            rank: the stages it holds, or their ZeRO-1 shards; a rank
  *                            whose state another rank already writes writes an empty part);
- *   meta.json                the commit record: {"format": "vpipe-checkpoint", "version": 2,
+ *   meta.json                the commit record: {"format": "vpipe-checkpoint", "version": 3,
  *                            "step": s, "data_position": d, "parts": n, "files": [...],
  *                            "shape": {"p", "dp", "zero", "schedule", "transport"}}, the
  *                            shape of the run that wrote it (for messages only).
- * A checkpoint exists once meta.json names it. Saving one step is three phases:
+ * A checkpoint exists once meta.json names it. A run holds its directory for as long as
+ * it saves there (vp_checkpoint_acquire: a lock, DIR/.vpipe-lock): a second run on the
+ * same directory is refused, and a run never replaces a checkpoint it did not resume
+ * from unless told to. Saving one step is three phases:
  *   1. every part is written (vp_checkpoint_write_part),
  *   2. after all of them succeeded, one writer commits (vp_checkpoint_commit),
  *   3. after the commit, that writer removes the superseded files (vp_checkpoint_prune).
- * Each file is written to <name>.tmp, fsync'ed, renamed over <name>, and the directory
- * fsync'ed (base's atomic writer), so a crash at any moment leaves the previous committed
- * checkpoint intact and loadable; files of an uncommitted step are ignored and pruned
- * later. One run writes to a directory at a time. Under MPI the directory must be shared
+ * Each file is written to a temporary file of its own (<name>.tmp.<pid>.<n>), fsync'ed,
+ * renamed over <name>, and the directory fsync'ed (base's atomic writer), so a crash at
+ * any moment leaves the previous committed checkpoint intact and loadable; files of an
+ * uncommitted step are ignored and pruned later. Under MPI the directory must be shared
  * by the ranks.
  *
- * Part file, version 2, every number little-endian:
+ * Part file, version 3, every number little-endian:
  *   offset 0    "VPIPECKP" magic (8 bytes)
- *          8    u32 version (2)
+ *          8    u32 version (3)
  *         12    u32 reserved (0)
  *         16    u64 total file bytes, checksum included
  *         24    i32 layers, width, heads, seq, microbatch, vocab   (the model)
@@ -44,34 +47,39 @@
  *         96    f64 lr, min_lr, clip
  *        120    f32 beta1, beta2, eps, weight decay
  *        136    i32 slice count n, i32 reserved (0)
- *        144    n slices: u64 offset o, u64 count c (elements [o, o + c) of the whole
+ *        144    u64 data bytes, u64 data digest: the training data (vp_data_digest)
+ *        160    n slices: u64 offset o, u64 count c (elements [o, o + c) of the whole
  *               model's arrays); then f32 parameters[c], AdamW first moments m[c], second
  *               moments v[c]
  *   end - 8     u64 FNV-1a 64 (vp_digest from VP_DIGEST_INIT) of every byte before it.
- * Gradients are not saved: every step starts by zeroing them. Version 1 (per-rank stage
- * records of an older vpipe) is refused with a message saying so.
+ * Gradients are not saved: every step starts by zeroing them. Versions 1 and 2 (of older
+ * vpipes: per-rank stage records; no record of the data) are refused with a message
+ * saying so.
  *
  * Loading checks every part of the set, and refuses with the file's name and the
- * problem: magic, version, length (truncated or trailing bytes), checksum, the slices'
- * own consistency, that the model, optimiser and schedule options and seed match the run
- * being resumed (the shape may differ), and that the parts' slices tile the whole model
- * exactly. Statuses: VP_EIO (missing or unreadable), VP_EPARSE (not a checkpoint,
+ * problem: a file that is not regular, magic, version, length (truncated or trailing
+ * bytes; a part larger than any of the run's model is refused before it is read),
+ * checksum (streamed: a part is never held in memory whole), the slices' own
+ * consistency, that the model, optimiser and schedule options, seed and data match the
+ * run being resumed (the shape may differ), and that the parts' slices tile the whole
+ * model exactly. Statuses: VP_EIO (missing or unreadable), VP_EPARSE (not a checkpoint,
  * unsupported version, truncated, corrupt, slices missing or twice), VP_EINVAL (a
  * different run's checkpoint).
  */
 #ifndef VPIPE_CHECKPOINT_H
 #define VPIPE_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "vpipe/model.h"
 
-#define VP_CHECKPOINT_VERSION 2
+#define VP_CHECKPOINT_VERSION 3
 
 /* What identifies a training trajectory: a checkpoint resumes only a run with the same
- * model, global batch, optimiser and schedule options and seed (the runtime fills it from
- * its options). */
+ * model, global batch, optimiser and schedule options, seed and data (the runtime fills
+ * it from its options and data). */
 typedef struct vp_checkpoint_run {
     vp_model_config model;
     int m;      /* microbatches per step, over every replica: the global batch */
@@ -80,7 +88,9 @@ typedef struct vp_checkpoint_run {
     vp_lr_schedule schedule;
     double lr, min_lr, clip;
     vp_adamw adamw;
-    uint64_t seed; /* weights and data order */
+    uint64_t seed;        /* weights and data order */
+    uint64_t data_bytes;  /* the training data: its length (vp_data_bytes) ... */
+    uint64_t data_digest; /* ... and its digest (vp_data_digest) */
 } vp_checkpoint_run;
 
 /* The shape of the run that wrote a checkpoint: what a resumed run may change. */
@@ -124,10 +134,29 @@ typedef struct vp_checkpoint_part {
 
 /* ---- saving ------------------------------------------------------------------------- */
 
-/* Before a run: creates dir (one level) when missing and checks that a file can be
- * written in it (a probe file, removed again), so that a run fails before its first
+/* Creates dir (one level) when missing and checks that a file can be written in it (a
+ * probe file of a name of its own, removed again), so that a run fails before its first
  * step rather than at its first checkpoint. VP_EIO with the directory and the reason. */
 VP_API vp_status vp_checkpoint_prepare(const char *dir, vp_error *err);
+
+/* A checkpoint directory held by a run (vp_checkpoint_acquire). */
+typedef struct vp_checkpoint_lock vp_checkpoint_lock;
+
+/* Before a run that saves checkpoints in dir: creates dir (one level) when missing and
+ * takes it for the run: an exclusive lock (flock) on DIR/.vpipe-lock, a file that
+ * records the holder ("pid N on HOST") and that vp_checkpoint_release removes (the lock
+ * also ends with the process, the file then stays); then vp_checkpoint_prepare. Refuses a directory
+ * another run holds (VP_EIO: "... is in use by pid N on HOST ..."), and one that already holds a
+ * committed checkpoint (VP_EINVAL, naming its step) unless the run resumes from that
+ * very directory (resume_dir, NULL for none, is dir) or replace is set (the run's first
+ * save then supersedes it; until then it stays). Nothing in dir changes when it is
+ * refused. *out (release it with vp_checkpoint_release) on success. Under MPI one
+ * process holds the directory for the job. */
+VP_API vp_status vp_checkpoint_acquire(const char *dir, const char *resume_dir, bool replace,
+                                       vp_checkpoint_lock **out, vp_error *err);
+
+/* Releases a directory; NULL is a no-op. */
+VP_API void vp_checkpoint_release(vp_checkpoint_lock *lock);
 
 /* Phase 1: writes DIR/part-<part>.step-<step>.ckpt atomically with the slices of this
  * part's stages, the trajectory run, step (optimiser steps completed) and data_pos (next
@@ -148,7 +177,9 @@ VP_API vp_status vp_checkpoint_commit(const char *dir, const vp_checkpoint_meta 
 
 /* Phase 3: removes the part files of steps other than step (superseded or never
  * committed, of any shape) and leftover temporary files. Call once, after the commit of
- * step is done. VP_EIO when the directory cannot be read or a file cannot be removed. */
+ * step is done, by the run that holds the directory. VP_EIO when the directory cannot be
+ * read or a file cannot be removed (the checkpoint of step is whole all the same: a
+ * training run reports it and goes on). */
 VP_API vp_status vp_checkpoint_prune(const char *dir, int step, vp_error *err);
 
 /* The three phases for a run that holds every stage in one part: part is 0 of 1 and
@@ -159,16 +190,18 @@ VP_API vp_status vp_checkpoint_save(const char *dir, const vp_checkpoint_run *ru
 
 /* ---- loading ------------------------------------------------------------------------ */
 
-/* Reads DIR/meta.json. VP_EIO when there is none (no checkpoint) or it cannot be read,
- * VP_EPARSE when it is malformed. */
+/* Reads DIR/meta.json (a regular file of at most 4 MiB: the record of 65536 parts).
+ * VP_EIO when there is none (no checkpoint) or it cannot be read, VP_EPARSE when it is
+ * malformed. */
 VP_API vp_status vp_checkpoint_latest(const char *dir, vp_checkpoint_meta *meta, vp_error *err);
 
 /* Restores the stages of this reader's part from the committed checkpoint of dir, of
- * any shape: reads meta.json and every part file it names (each a regular file, of any
- * size), checks them (see the top of this header) against the run and the commit record,
- * then copies into each stage its parameters and the AdamW moments it holds, and zeroes
- * its gradients. *meta (optional) receives the step, data position and the shape of the
- * run that wrote it. On any error the stages are left untouched. */
+ * any shape: reads meta.json and every part file it names (each a regular file no
+ * larger than a part of the run's model can be, streamed), checks them (see the top of
+ * this header) against the run and the commit record, then copies into each stage its
+ * parameters and the AdamW moments it holds, and zeroes its gradients. *meta (optional)
+ * receives the step, data position and the shape of the run that wrote it. On any error
+ * the stages are left untouched. */
 VP_API vp_status vp_checkpoint_load(const char *dir, const vp_checkpoint_run *run,
                                     const vp_checkpoint_part *part, vp_checkpoint_meta *meta,
                                     vp_error *err);
@@ -187,8 +220,8 @@ VP_API vp_status vp_checkpoint_restore(const void *bytes, size_t size, const cha
                                        const vp_checkpoint_run *run, const vp_checkpoint_part *part,
                                        vp_error *err);
 
-/* Parses the text of a meta.json. VP_EPARSE with the problem (a version 1 record is
- * refused as an older vpipe's). */
+/* Parses the text of a meta.json (at most 4 MiB). VP_EPARSE with the problem (a record
+ * of an older version is refused as an older vpipe's). */
 VP_API vp_status vp_checkpoint_meta_parse(const char *text, size_t len, const char *name,
                                           vp_checkpoint_meta *meta, vp_error *err);
 

@@ -44,6 +44,11 @@ VP_API void vp_data_free(vp_data *data);
 VP_API size_t vp_data_train_bytes(const vp_data *data);
 VP_API size_t vp_data_val_bytes(const vp_data *data);
 
+/* What identifies the corpus a checkpoint was trained on: FNV-1a 64 of its (decoded)
+ * bytes, then of the training part's length (8 bytes, little-endian), computed once when
+ * it is loaded. */
+VP_API uint64_t vp_data_digest(const vp_data *data);
+
 /* rows windows of seq_len tokens in caller storage: tokens and targets [rows*seq_len]. */
 typedef struct vp_batch {
     int rows, seq_len;

@@ -28,10 +28,15 @@ typedef struct vp_spec {
     int threads;            /* worker threads a search may use (0 or 1: the calling thread only);
                                results never depend on it */
     vp_recompute recompute; /* build every family's recomputing version (vp_schedule_recompute) */
+    double time_limit_s;    /* the budget planner (vp_plan_run) stops after this many seconds
+                               with the best found so far and says so (0: no limit) */
 } vp_spec;
 
+/* The budget planner's default time limit (vp_spec_make), in seconds. */
+#define VP_PLAN_TIME_LIMIT_S 60.0
+
 /* p, m with default costs and memory model, v = 0, mem_limit = 0, the default op limit,
- * one thread, no recomputation. */
+ * one thread, no recomputation, the planner's default time limit. */
 VP_API vp_spec vp_spec_make(int p, int m);
 
 /* The most ops any family builds for spec: 3 passes per (stage, microbatch), 4 with
@@ -98,6 +103,8 @@ typedef struct vp_vsearch_opts {
     vp_vrank rank;   /* how blocks rank (figures compared to 1e-9 relative) */
     const vp_vgrid_metrics *beat; /* best_only: keep a block only when it ranks before these
                                      figures (a schedule in hand wins ties), or NULL */
+    double deadline_ms;           /* stop between batches once the monotonic clock (ms) passes this,
+                                     with what was found so far (0: never) */
 } vp_vsearch_opts;
 
 /* Result of vp_vsearch_run (caller frees with vp_vsearch_free). */
@@ -105,8 +112,11 @@ typedef struct vp_vsearch {
     vp_vsearch_level *levels; /* [n_levels] the best block per peak level, by increasing
                                  peak; best_only: at most one */
     int n_levels;
-    long tried; /* blocks in the space (vp_vsearch_size) */
-    long built; /* blocks built and measured (the others were ruled out before building) */
+    long tried;    /* blocks in the space (vp_vsearch_size) */
+    long built;    /* blocks built and measured (the others were ruled out before building) */
+    long seen;     /* blocks it went through before it ended (fewer than tried when it settled
+                      or timed out) */
+    int timed_out; /* 1 when opts.deadline_ms stopped it before the end of the space */
 } vp_vsearch;
 
 /* 1 when figures a rank strictly before b under rank, each figure compared to 1e-9

@@ -170,7 +170,8 @@ VP_API char *vp_hybrid_json(const vp_hybrid *h, const vp_hybrid_request *req);
  * [parallelism] data_parallel_replicate_degree and data_parallel_shard_degree (shard with
  * the distributed optimizer), tensor_parallel_degree, pipeline_parallel_degree,
  * pipeline_parallel_microbatch_size, pipeline_parallel_schedule (the class the CSV
- * needs), pipeline_parallel_schedule_csv = csv_path, module_fqns_per_model_part (Llama's
+ * needs), pipeline_parallel_schedule_csv = csv_path (a TOML string: quotes, backslashes
+ * and control characters escaped), module_fqns_per_model_part (Llama's
  * module names: tok_embeddings, layers.N, norm, output); [activation_checkpoint] mode.
  * New string in *toml (caller frees). VP_EUNSUPPORTED when torchtitan cannot run the
  * schedule's placement (DualPipe's two directions), VP_ENOMEM. */

@@ -341,6 +341,21 @@ VP_API void vp_blas_set_threads(int n);
 /* OpenBLAS's kernel name ("Haswell", "SkylakeX", ...); static. */
 VP_API const char *vp_blas_corename(void);
 
+/* OpenBLAS's build configuration ("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Cooperlake
+ * MAX_THREADS=64"); static. */
+VP_API const char *vp_blas_config(void);
+
+/* The OpenBLAS core type this CPU should run instead of kernel (the library's own
+ * choice, vp_blas_corename), or NULL when that choice stands. Only a generic fallback
+ * is replaced: a kernel older than AVX2 (Prescott, Core2, Nehalem, Sandybridge, ...,
+ * what OpenBLAS 0.3.21 picks on a CPU it does not know, e.g. Sapphire Rapids) on a CPU
+ * that has, with the operating system's support, AVX-512 F, CD, BW, DQ and VL
+ * ("Cooperlake" with AVX512-BF16, else "SkylakeX") or AVX2 and FMA ("Haswell"): never a
+ * kernel the CPU lacks. OpenBLAS fixes its kernel when it loads, so a program applies the
+ * answer by setting OPENBLAS_CORETYPE before OpenBLAS is loaded (the vpipe command
+ * re-executes itself; the library never does). Static string. */
+VP_API const char *vp_blas_better_kernel(const char *kernel);
+
 #ifdef __cplusplus
 }
 #endif

@@ -62,7 +62,11 @@ typedef struct vp_plan {
                       Pareto points by increasing peak */
     int n_frontier;
     long blocks_tried, blocks_built; /* V blocks in the space / built and measured */
-    char reason[1024];               /* why the chosen schedule won, a few clauses */
+    long blocks_seen;                /* V blocks gone through (< tried when timed out) */
+    int families;                    /* families built and measured */
+    int timed_out;     /* 1 when spec->time_limit_s ended the search: the best found so far */
+    char reason[1024]; /* why the chosen schedule won, a few clauses (and "time limit
+                          reached" when it did) */
 } vp_plan;
 
 /* Searches every registered family (built from spec), the V block space and the greedy V
@@ -78,18 +82,24 @@ typedef struct vp_plan {
  * m >= 2p, a block's peak is half its repeated block's chunk activations), nor blocks a
  * lower bound on their makespan shows cannot be the fastest of their level. Uses up to
  * spec->threads threads; the answer and blocks_tried / blocks_built do not depend on
- * their number. VP_EINVAL when the budget is malformed, bytes are not known, or no
- * schedule fits (the message names the smallest peak reached and by what); VP_ELIMIT as
- * vp_spec_check_size. Cost: one build and simulation per family, one build and replay
- * (vp_vgrid_measure) per V block built, and the greedy V search's runs (none when the V
- * search's lower bound shows it cannot be faster). */
+ * their number. With spec->time_limit_s (vp_spec_make: VP_PLAN_TIME_LIMIT_S), once that
+ * many seconds have passed no more family is built (but 1F1B, which a fraction refers to),
+ * the V search stops between batches and the greedy V search does not start: the answer is
+ * the best found so far, with timed_out set and the reason saying so (only then does the
+ * answer depend on the machine's speed). VP_EINVAL when the budget is malformed, bytes are
+ * not known, or no schedule fits (the message names the smallest peak reached and by what,
+ * and the time limit when it ended the search first); VP_ELIMIT as vp_spec_check_size.
+ * Cost: one build and simulation per family, one build and replay (vp_vgrid_measure) per V
+ * block built, and the greedy V search's runs (none when the V search's lower bound shows
+ * it cannot be faster). */
 VP_API vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out,
                              vp_error *err);
 
 /* The planner's report as JSON text, what `vpipe plan --json` prints: the chosen
  * schedule's simulation report (vp_sim_json of plan->schedule, simulated under costs), then
  * "budget", "budget_unit" ("units" or "bytes"), "ref_peak_1f1b", "params" (the V block's,
- * or ""), "reason", "blocks_tried", "blocks_built", "frontier" and "candidates" (arrays of
+ * or ""), "reason", "blocks_tried", "blocks_built", "timed_out", "frontier" and
+ * "candidates" (arrays of
  * {"family", "params", "memory"[, "memory_bytes"], "bubble", "makespan", "fits"}). Same
  * format as vp_sim_json. New string in *text (caller frees with free(); NULL on failure).
  * VP_ENOMEM. */

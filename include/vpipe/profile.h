@@ -43,7 +43,9 @@ VP_API vp_status vp_profile_measure(const vp_model_config *cfg, int reps, vp_pro
  *    "ms": {"embed": {"F": .., "B": .., "W": ..}, "layer": {..}, "head": {..}}, "c_ms": ..}
  * Write returns a new string (caller frees) or NULL (also for a non-finite time); its
  * numbers carry 17 significant digits, so reading it back gives the same bits. Read
- * checks every field (VP_EPARSE with line/column or the field's name). */
+ * checks every field (VP_EPARSE with line/column or the field's name; an integer out of
+ * range is refused, never truncated) and refuses a text over VP_PROFILE_MAX bytes. */
+#define VP_PROFILE_MAX ((size_t)1 << 20)
 VP_API char *vp_profile_write_json(const vp_profile *pr);
 VP_API vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp_error *err);
 
@@ -66,8 +68,9 @@ VP_API vp_status vp_profile_unit_bytes(const vp_profile *pr, int p, double *byte
 VP_API vp_status vp_profile_slice_costs(const vp_profile *pr, int p, double *dev, vp_costs *costs,
                                         vp_error *err);
 
-/* A profile file (vp_read_file, vp_profile_read_json) as the measured costs of a request:
- * the reader of --cost-file (vp_request.read_costs). Errors of the two readers. */
+/* A profile file (vp_read_file of at most VP_PROFILE_MAX bytes, vp_profile_read_json) as the
+ * measured costs of a request: the reader of --cost-file (vp_request.read_costs). Errors of
+ * the two readers. */
 VP_API vp_status vp_profile_cost_reader(const char *path, vp_cost_source *out, vp_error *err);
 
 /* vp_request_call that also reads "cost_file" (vp_profile_cost_reader). */

@@ -120,8 +120,8 @@ typedef struct vp_request {
     int split;
     const char *layers_per_stage;
     /* the whole-configuration search: --gpus, --global-batch, --pp, --top, --max-chunks,
-     * --threads (also compare's; 0: not given), --time-limit (0), --margin (GiB; -1: not
-     * given), --emit (vp_emit) */
+     * --threads (also compare's and the budget planner's; 0: not given), --time-limit (also
+     * the budget planner's; 0: not given), --margin (GiB; -1: not given), --emit (vp_emit) */
     int gpus, global_batch, pp, top, max_chunks, threads;
     double time_limit, margin;
     int emit;

@@ -99,6 +99,8 @@ typedef struct vp_train_options {
     const char *checkpoint_dir; /* save checkpoints here (NULL: never) */
     int checkpoint_every;       /* every K steps and after the last (0: only after the last) */
     const char *resume_dir;     /* continue from the checkpoint here (NULL: start fresh) */
+    bool overwrite_checkpoint;  /* the run may replace a checkpoint checkpoint_dir holds that
+                                   it does not resume from (default: refused) */
     bool skip_nonfinite;        /* a non-finite loss or gradient norm skips the step (zeroes
                                    the gradients, no optimiser step) instead of failing */
     vp_faults faults;           /* injected faults (none by default) */
@@ -119,6 +121,8 @@ typedef struct vp_train_progress {
     double tokens_per_s;
     bool skipped;      /* the step was not finite and skipped (skip_nonfinite) */
     bool checkpointed; /* a checkpoint of this step was saved */
+    char note[640];    /* when not empty, what went wrong without stopping the run (old
+                          checkpoint files that could not be removed) */
 } vp_train_progress;
 
 /* Called after every step; return false to stop early. */
@@ -141,17 +145,22 @@ typedef struct vp_train_result {
  * then the global-norm clip and AdamW. This order and its sums are the reference that pipelined
  * runs reproduce bit for bit. Sets OpenBLAS to one thread (vp_blas_set_threads(1), a
  * process-wide setting it leaves so). Everything that can be checked before the first
- * step is: the options, the data's length, and with checkpoint_dir that the directory
- * exists (it is created) and takes a file (vp_checkpoint_prepare). With resume_dir it
+ * step is: the options, the data's length, and with checkpoint_dir that the run can hold
+ * the directory for itself (vp_checkpoint_acquire: created, probed, locked until the run
+ * returns; another run's directory, or a checkpoint there the run does not resume from
+ * and may not overwrite, is refused). With resume_dir it
  * first restores the checkpoint there (written by a run of any shape: pipelined or not,
  * any dp) and continues from its step and data position, bit-identical to a run never
  * interrupted when the checkpoint's run summed the same groups (dp); a checkpoint of the
  * run's last step is a run already done: VP_OK with steps = resumed_step = the run's
  * steps, the digest of the restored parameters, NaN losses and no step. With
- * checkpoint_dir it saves one (vp_checkpoint_save) after every checkpoint_every-th step
- * and after the last, never from a non-finite state. VP_EINVAL for bad options (a fault
- * at a rank included: there is one rank) or a checkpoint of another run, VP_EIO when the
- * data is shorter than a window or a checkpoint cannot be read or written, VP_EPARSE for
+ * checkpoint_dir it saves one (the three phases of checkpoint.h) after every
+ * checkpoint_every-th step and after the last, never from a non-finite state; old files
+ * that cannot be removed after a save are reported in the progress's note. VP_EINVAL for
+ * bad options (a fault at a rank included: there is one rank), a checkpoint of another
+ * run (other options or data) or one it may not overwrite, VP_EIO when the data is
+ * shorter than a window, a checkpoint cannot be read or written or its directory is in
+ * use by another run, VP_EPARSE for
  * a corrupt checkpoint, VP_ERUNTIME when the loss or gradient norm is not finite (unless
  * skip_nonfinite). */
 VP_API vp_status vp_train_run(const vp_train_options *opts, const vp_data *data,
@@ -241,7 +250,8 @@ VP_API vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_con
  * replicas: dp dividing train.m into the schedule's m, zero only with dp > 1, no
  * emulated replicas; the data's length; the faults against the schedule: a rank
  * < p * dp, a step of the run, an op of that rank's list; vp_pipeline_plan_check; the
- * checkpoint directory, created and probed). train.resume_dir may hold a checkpoint of
+ * checkpoint directory, created and probed, and held by the process of rank 0 as
+ * vp_train_run holds it). train.resume_dir may hold a checkpoint of
  * any shape (vpipe/checkpoint.h): the run continues bit for bit when that run summed the
  * same groups (dp). A checkpoint of the run's last step is a run already done, as for
  * vp_train_run (the digest of the restored parameters, NaN losses). callback runs on
@@ -262,9 +272,10 @@ VP_API vp_status vp_pipeline_svg(const vp_schedule *s, vp_pipeline_result *pr,
                                  const vp_model_config *model, char **svg, vp_error *err);
 
 /* Under MPI, stops every process of the job with exit code `code` (for the command line
- * after a failed run): it first waits (at most 10 s) until every process has called it,
- * so that the process reporting the failure has printed it. Without MPI, or before MPI
- * was initialised, does nothing. */
+ * after a failed run): it first waits until every process has called it, so that the
+ * process reporting the failure has printed it: at most 10 s, or 1 s once a process did
+ * not answer when the outcome was agreed (a stopped or dead process never comes). Without
+ * MPI, or before MPI was initialised, does nothing. */
 VP_API void vp_runtime_mpi_abort(int code);
 
 /* ---- the layer split ------------------------------------------------------------------------ */

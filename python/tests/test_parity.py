@@ -152,9 +152,13 @@ def pythonic(command, options):
                                {}, [], 0)
         return as_reply(result, want_json)
     assert command == "plan", command
-    if opts.get("emit") == "megatron":
+    megatron = opts.get("emit") == "megatron"
+    if want_json + to_stdout + megatron > 1:  # refused: two answers for one stdout
+        return vpipe.plan(operand=operand, **dict(opts, json=want_json or None))
+    if megatron:
         del opts["emit"]
-        return vpipe.Reply(vpipe.plan(**opts).megatron(), {}, [], 0)
+        plan = vpipe.plan(**opts)  # the flags on stdout, the winner to -o FILE
+        return vpipe.Reply(plan.megatron(), plan.files, [], 0)
     result = vpipe.plan(operand=operand, **opts)  # -o - prints the schedule instead
     return vpipe.Reply(result.schedule.to_json(), {}, [], 0) if to_stdout else as_reply(
         result, want_json)

@@ -188,8 +188,9 @@ class Candidate(_Record):
 class PlanReport(SimulationReport):
     """`vpipe plan --json`: the chosen schedule's simulation report, and the budget (in
     budget_unit, "units" or "bytes"), 1F1B's peak it is a fraction of, the choice's params
-    and reason, the V blocks tried and built, the Pareto frontier by increasing memory and
-    every candidate."""
+    and reason, the V blocks tried and built, whether the time limit ended the search
+    (timed_out: the best found so far), the Pareto frontier by increasing memory and every
+    candidate."""
 
     budget: float
     budget_unit: str
@@ -198,6 +199,7 @@ class PlanReport(SimulationReport):
     reason: str
     blocks_tried: int
     blocks_built: int
+    timed_out: bool
     frontier: List[Candidate]
     candidates: List[Candidate]
 

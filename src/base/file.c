@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,14 +12,15 @@
 
 #include "base/internal.h"
 
-/* Reads at most max bytes of f; one byte more means the input is too long. */
-static vp_status read_capped(FILE *f, const char *path, size_t max, char **text, size_t *len,
-                             vp_error *err) {
+/* Reads at most max bytes of f, starting with room for hint bytes; one byte more means
+ * the input is too long. */
+static vp_status read_capped(FILE *f, const char *path, size_t max, size_t hint, char **text,
+                             size_t *len, vp_error *err) {
     size_t cap = 0, n = 0;
     char *buf = NULL;
     for (;;) {
         if (n + 1 >= cap) {
-            size_t want = cap ? 2 * cap : 65536;
+            size_t want = cap ? 2 * cap : hint + 2 > 65536 ? hint + 2 : 65536;
             if (want > max + 2)
                 want = max + 2;
             char *grown = want > cap ? realloc(buf, want) : NULL;
@@ -48,28 +51,53 @@ static vp_status read_capped(FILE *f, const char *path, size_t max, char **text,
     return VP_OK;
 }
 
+vp_status vp__open_regular(const char *path, size_t max, int *fd, size_t *size, vp_error *err) {
+    *fd = -1;
+    *size = 0;
+    /* O_NONBLOCK: opening a FIFO without a writer, or a device, must not wait */
+    int f = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (f < 0)
+        return vp__fail(err, VP_EIO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    vp_status rc = VP_OK;
+    if (fstat(f, &st) != 0)
+        rc = vp__fail(err, VP_EIO, "%s: %s", path, strerror(errno));
+    else if (S_ISDIR(st.st_mode))
+        rc = vp__fail(err, VP_EIO, "%s: is a directory", path);
+    else if (!S_ISREG(st.st_mode))
+        rc =
+            vp__fail(err, VP_EIO, "%s: is not a regular file (a FIFO, a device or a socket)", path);
+    else if ((unsigned long long)st.st_size > (unsigned long long)max)
+        rc = vp__fail(err, VP_EIO, "%s: is larger than %zu bytes", path, max);
+    else if (fcntl(f, F_SETFL, fcntl(f, F_GETFL) & ~O_NONBLOCK) != 0)
+        rc = vp__fail(err, VP_EIO, "%s: %s", path, strerror(errno));
+    if (rc != VP_OK) {
+        close(f);
+        return rc;
+    }
+    *fd = f;
+    *size = (size_t)st.st_size;
+    return VP_OK;
+}
+
 vp_status vp_read_file(const char *path, size_t max, char **text, size_t *len, vp_error *err) {
     *text = NULL;
     *len = 0;
     if (!max)
         max = VP_READ_MAX;
     if (!strcmp(path, "-"))
-        return read_capped(stdin, "standard input", max, text, len, err);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return vp__fail(err, VP_EIO, "%s: %s", path, strerror(errno));
-    struct stat st;
-    vp_status rc = VP_OK;
-    if (fstat(fileno(f), &st) != 0)
-        rc = vp__fail(err, VP_EIO, "%s: %s", path, strerror(errno));
-    else if (S_ISDIR(st.st_mode))
-        rc = vp__fail(err, VP_EIO, "%s: is a directory", path);
-    else if (!S_ISREG(st.st_mode))
-        rc = vp__fail(err, VP_EIO, "%s: is not a regular file", path);
-    else if ((unsigned long long)st.st_size > (unsigned long long)max)
-        rc = vp__fail(err, VP_EIO, "%s: is larger than %zu bytes", path, max);
-    if (rc == VP_OK)
-        rc = read_capped(f, path, max, text, len, err);
+        return read_capped(stdin, "standard input", max, 0, text, len, err);
+    int fd;
+    size_t size;
+    vp_status rc = vp__open_regular(path, max, &fd, &size, err);
+    if (rc != VP_OK)
+        return rc;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return vp__fail(err, VP_ENOMEM, "%s: out of memory reading it", path);
+    }
+    rc = read_capped(f, path, max, size, text, len, err);
     fclose(f);
     return rc;
 }
@@ -106,24 +134,35 @@ struct vp__atomic {
     int errnum; /* the first failure (0: none) */
 };
 
-vp_status vp__atomic_open(const char *path, const char *tmp_path, vp__atomic **out, vp_error *err) {
+/* Temporary files of this process are told apart by a counter (threads write at once). */
+static atomic_uint tmp_counter;
+
+vp_status vp__atomic_open(const char *path, vp__atomic **out, vp_error *err) {
     *out = NULL;
-    size_t n = strlen(path) + 32;
+    size_t n = strlen(path) + 48;
     vp__atomic *a = vp__calloc(1, sizeof *a);
-    char *tmp = tmp_path ? strdup(tmp_path) : malloc(n);
-    char *copy = strdup(path);
-    if (!a || !tmp || !copy) {
-        free(a);
-        free(tmp);
-        free(copy);
-        return vp__fail(err, VP_ENOMEM, "%s: out of memory", path);
+    char *tmp = malloc(n), *copy = strdup(path);
+    int fd = -1, e = ENOMEM;
+    for (int tries = 0; a && tmp && copy && fd < 0 && tries < 100; tries++) {
+        snprintf(tmp, n, "%s" VP__TMP_MARK "%ld.%u", path, (long)getpid(),
+                 atomic_fetch_add(&tmp_counter, 1));
+        /* a name of its own (O_EXCL), 0666 less the umask as any new file; a symbolic
+         * link in the way is refused */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        e = fd < 0 ? errno : 0;
+        if (fd < 0 && e != EEXIST)
+            break;
     }
-    if (!tmp_path)
-        snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    /* 0666 less the umask, as any new file; a symbolic link in the way is refused */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
-    if (fd < 0) {
-        vp_status rc = vp__fail(err, VP_EIO, "%s: %s", path, strerror(errno));
+    struct stat st; /* a file replaced keeps its permissions */
+    if (fd >= 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+        fchmod(fd, st.st_mode & 07777) != 0)
+        e = errno;
+    if (fd < 0 || e) {
+        vp_status rc = vp__fail(err, e == ENOMEM ? VP_ENOMEM : VP_EIO, "%s: %s", path, strerror(e));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
         free(a);
         free(tmp);
         free(copy);
@@ -200,6 +239,37 @@ static vp_status write_in_place(const char *path, const void *bytes, size_t len,
     return failed ? vp__fail(err, VP_EIO, "%s: %s", path, strerror(saved)) : VP_OK;
 }
 
+/* The file a path names once every symbolic link on it is followed (the path itself when it
+ * is none; a link to nowhere gives the path it points to), in a new string; NULL when out
+ * of memory or more than 40 links deep (ELOOP). */
+static char *follow_links(const char *path) {
+    char *p = strdup(path);
+    for (int hops = 0; p && hops < 40; hops++) {
+        struct stat st;
+        if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode))
+            return p;
+        char target[PATH_MAX];
+        ssize_t n = readlink(p, target, sizeof target - 1);
+        if (n < 0)
+            return p;
+        target[n] = '\0';
+        char *dir = strdup(p), *next = NULL;
+        size_t size = strlen(p) + (size_t)n + 2;
+        if (dir && (next = malloc(size)) != NULL) {
+            if (target[0] == '/')
+                snprintf(next, size, "%s", target);
+            else
+                snprintf(next, size, "%s/%s", dirname(dir), target);
+        }
+        free(dir);
+        free(p);
+        p = next;
+    }
+    errno = p ? ELOOP : ENOMEM;
+    free(p);
+    return NULL;
+}
+
 vp_status vp_write_file(const char *path, const void *bytes, size_t len, vp_error *err) {
     if (!strcmp(path, "-"))
         return write_stdout(bytes, len, err);
@@ -208,10 +278,16 @@ vp_status vp_write_file(const char *path, const void *bytes, size_t len, vp_erro
         return vp__fail(err, VP_EIO, "%s: is a directory", path);
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return write_in_place(path, bytes, len, err);
+    /* a symbolic link stays one: the file it points to is replaced */
+    char *real = follow_links(path);
+    if (!real)
+        return vp__fail(err, errno == ENOMEM ? VP_ENOMEM : VP_EIO, "%s: %s", path, strerror(errno));
     vp__atomic *a = NULL;
-    vp_status rc = vp__atomic_open(path, NULL, &a, err);
-    if (rc != VP_OK)
-        return rc;
-    vp__atomic_write(a, bytes, len);
-    return vp__atomic_commit(a, err);
+    vp_status rc = vp__atomic_open(real, &a, err);
+    if (rc == VP_OK) {
+        vp__atomic_write(a, bytes, len);
+        rc = vp__atomic_commit(a, err);
+    }
+    free(real);
+    return rc;
 }

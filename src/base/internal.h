@@ -3,6 +3,7 @@
 #ifndef VPIPE_BASE_INTERNAL_H
 #define VPIPE_BASE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,16 @@ vp_status vp__fail(vp_error *err, vp_status status, const char *fmt, ...) VP_PRI
 vp_status vp__fail_at(vp_error *err, vp_status status, int line, int column, const char *fmt, ...)
     VP_PRINTF(5, 6);
 
+/* Messages never carry terminal controls: a control character of text (but newline and
+ * tab) is written as \xNN, a C1 control (UTF-8 U+0080..U+009F) as \u00NN. vp__fail and
+ * vp__fail_at escape their messages so. Writes at most size bytes, NUL included, whole
+ * characters and escapes only; returns the length written. */
+size_t vp__text_escape(char *dst, size_t size, const char *src);
+
+/* Whether text holds a control character (C0 including newline and tab, DEL, or C1): a
+ * reader refuses such a name, which would reach a terminal. */
+bool vp__text_has_control(const char *text);
+
 /* A growable string (text output of every writer). A failed allocation is sticky: later
  * appends do nothing and vp__buf_take returns NULL, so writers check once at the end. */
 typedef struct vp__buf {
@@ -48,17 +59,24 @@ char *vp__buf_take(vp__buf *b);
 void vp__buf_free(vp__buf *b);
 
 /* Writing a file atomically (file.c; vp_write_file and the checkpoints are built on
- * it). vp__atomic_open creates (or truncates) the temporary file tmp_path, which must be
- * in path's directory (NULL: "<path>.tmp.<pid>"); vp__atomic_write appends to it,
+ * it). vp__atomic_open creates a temporary file of its own beside path, named
+ * "<path>" VP__TMP_MARK "<pid>.<n>" (never one another writer uses, and with the
+ * permissions of a file at path it will replace); vp__atomic_write appends to it,
  * keeping the first failure (later writes do nothing); vp__atomic_commit then fsyncs,
  * closes and renames it over path and fsyncs the directory, or, after any failure,
  * removes it and returns VP_EIO with the path and the reason; vp__atomic_abort removes
  * it. Commit and abort free the writer. path is untouched until the rename. */
+#define VP__TMP_MARK ".tmp."
 typedef struct vp__atomic vp__atomic;
-vp_status vp__atomic_open(const char *path, const char *tmp_path, vp__atomic **out, vp_error *err);
+vp_status vp__atomic_open(const char *path, vp__atomic **out, vp_error *err);
 void vp__atomic_write(vp__atomic *a, const void *bytes, size_t n);
 vp_status vp__atomic_commit(vp__atomic *a, vp_error *err);
 void vp__atomic_abort(vp__atomic *a);
+
+/* Opens path for reading without blocking (a FIFO without a writer, a device) and
+ * refuses, before reading anything, what is not a regular file or is larger than max
+ * bytes: VP_EIO naming the path and the reason. *fd (close it) and *size on success. */
+vp_status vp__open_regular(const char *path, size_t max, int *fd, size_t *size, vp_error *err);
 
 /* calloc that treats n*size overflow as failure. */
 void *vp__calloc(size_t n, size_t size);
@@ -69,6 +87,10 @@ void *vp__malloc(size_t n, size_t size);
 /* Grows *buf (element size elem) so that it holds at least need elements; *cap tracks
  * the capacity. Returns 0 on success, -1 when memory runs out (buffer left unchanged). */
 int vp__grow(void **buf, int *cap, int need, size_t elem);
+
+/* FNV-1a 64 over n bytes, continuing from hash (0xcbf29ce484222325 to start): the
+ * digest of checkpoints, parameters (vp_digest) and data (vp_data_digest). */
+uint64_t vp__fnv1a(const void *bytes, size_t n, uint64_t hash);
 
 /* Monotonic clock in milliseconds (for durations only). */
 double vp__now_ms(void);

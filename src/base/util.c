@@ -1,4 +1,5 @@
-/* Freeing what the library returned, checked allocation, growth, the clock and a median. */
+/* Freeing what the library returned, checked allocation, growth, a digest, the clock and a
+ * median. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -19,6 +20,15 @@ void *vp__malloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size)
         return NULL;
     return malloc(n && size ? n * size : 1);
+}
+
+uint64_t vp__fnv1a(const void *bytes, size_t n, uint64_t hash) {
+    const unsigned char *p = bytes;
+    for (size_t i = 0; i < n; i++) {
+        hash ^= p[i];
+        hash *= 0x100000001b3ULL;
+    }
+    return hash;
 }
 
 double vp__now_ms(void) {

@@ -75,7 +75,8 @@ static vp_status read_pass(json_t *row, vp_block *b, size_t x, vp_error *err) {
     int mb = 0;
     if (n >= 4) {
         json_t *v = json_array_get(row, 3);
-        if (!json_is_integer(v) || llabs(json_integer_value(v)) > VP__BLOCK_MAX_MB_OFFSET)
+        if (!json_is_integer(v) || json_integer_value(v) > VP__BLOCK_MAX_MB_OFFSET ||
+            json_integer_value(v) < -VP__BLOCK_MAX_MB_OFFSET) /* llabs(LLONG_MIN) overflows */
             return bad(err, path, "mb (4th element) must be an integer offset within +-1000000");
         mb = (int)json_integer_value(v);
     }

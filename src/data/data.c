@@ -13,6 +13,7 @@
 struct vp_data {
     uint8_t *bytes;
     size_t n, n_train; /* bytes [0, n_train) train, [n_train, n) validation */
+    uint64_t digest;   /* vp_data_digest */
 };
 
 const char *vp_data_default_path(void) {
@@ -204,6 +205,10 @@ static vp_status from_bytes(uint8_t *buf, size_t n, const char *name, double val
     d->bytes = buf;
     d->n = n;
     d->n_train = n - (size_t)((double)n * val_fraction);
+    uint8_t split[8];
+    for (int i = 0; i < 8; i++)
+        split[i] = (uint8_t)((uint64_t)d->n_train >> (8 * i));
+    d->digest = vp__fnv1a(split, sizeof split, vp__fnv1a(buf, n, 0xcbf29ce484222325ULL));
     *out = d;
     return VP_OK;
 }
@@ -255,6 +260,10 @@ size_t vp_data_train_bytes(const vp_data *data) {
 
 size_t vp_data_val_bytes(const vp_data *data) {
     return data->n - data->n_train;
+}
+
+uint64_t vp_data_digest(const vp_data *data) {
+    return data->digest;
 }
 
 vp_status vp_data_batch(const vp_data *data, bool validation, uint64_t seed, uint64_t index,

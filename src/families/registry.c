@@ -50,7 +50,11 @@ const vp_family *vp_family_find(const char *name) {
 }
 
 vp_spec vp_spec_make(int p, int m) {
-    vp_spec spec = {.p = p, .m = m, .costs = vp_costs_default(), .mem = vp_memcfg_default()};
+    vp_spec spec = {.p = p,
+                    .m = m,
+                    .costs = vp_costs_default(),
+                    .mem = vp_memcfg_default(),
+                    .time_limit_s = VP_PLAN_TIME_LIMIT_S};
     return spec;
 }
 

@@ -231,6 +231,7 @@ typedef struct search {
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     int generation, busy, quit;
+    int timed_out; /* opts->deadline_ms passed */
 } search;
 
 /* The kept block at peak (best_only: the overall best), or NULL. */
@@ -388,6 +389,10 @@ static vp_status run_all(search *sr, scratch *sc, int n_threads, vp_error *err) 
     }
     vp_status rc = VP_OK;
     for (sr->first = 0; sr->first < sr->n && rc == VP_OK && !settled(sr); sr->first += BATCH) {
+        if (sr->opts->deadline_ms > 0 && vp__now_ms() > sr->opts->deadline_ms) {
+            sr->timed_out = 1;
+            break;
+        }
         sr->count = sr->n - sr->first < BATCH ? sr->n - sr->first : BATCH;
         run_batch(sr, &sc[0], started);
         rc = merge_batch(sr, err);
@@ -408,6 +413,8 @@ static vp_status finish(search *sr, vp_vsearch **out, vp_error *err) {
         return vp__fail(err, VP_ENOMEM, "out of memory");
     res->tried = sr->n;
     res->built = sr->built;
+    res->seen = sr->first < sr->n ? sr->first : sr->n;
+    res->timed_out = sr->timed_out;
     res->levels = vp__calloc((size_t)sr->n_levels + 1, sizeof *res->levels);
     if (!res->levels) {
         free(res);

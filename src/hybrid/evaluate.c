@@ -13,6 +13,7 @@ vp_status vp__hy_levels_find(int pp, int threads, vp__hy_levels *out, vp_error *
         return VP_OK;
     vp_spec spec = vp_spec_make(pp, pp); /* the frontier's blocks are those of longer runs */
     spec.threads = threads;
+    spec.time_limit_s = 0; /* the whole frontier: the search's own limit governs */
     vp_budget all = {VP_BUDGET_FRACTION, 1e6}; /* every schedule fits: the whole frontier */
     vp_plan *plan = NULL;
     vp_status rc = vp_plan_run(&spec, &all, &plan, err);

@@ -25,13 +25,30 @@ static void stage_modules(vp__buf *b, const vp_price_result *r, int k, int layer
     vp__buf_printf(b, "],\n");
 }
 
+/* text as a TOML basic string: quotes, backslashes and control characters (but tab)
+ * escaped, the rest (UTF-8 included) as it is. */
+static void toml_string(vp__buf *b, const char *text) {
+    vp__buf_add(b, "\"", 1);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            vp__buf_printf(b, "\\%c", *c);
+        else if ((*c < 0x20 && *c != '\t') || *c == 0x7f)
+            vp__buf_printf(b, "\\u%04x", *c);
+        else
+            vp__buf_add(b, (const char *)c, 1);
+    }
+    vp__buf_add(b, "\"", 1);
+}
+
 /* The [parallelism] keys of the pipeline: schedule class, CSV, and the modules of every
  * stage of the route. */
 static void pipeline_keys(vp__buf *b, const vp_hybrid_priced *pr, const char *schedule,
                           const char *csv_path) {
     const vp_price_result *r = pr->result;
     vp__buf_printf(b, "pipeline_parallel_schedule = \"%s\"\n", schedule);
-    vp__buf_printf(b, "pipeline_parallel_schedule_csv = \"%s\"\n", csv_path);
+    vp__buf_printf(b, "pipeline_parallel_schedule_csv = ");
+    toml_string(b, csv_path);
+    vp__buf_printf(b, "\n");
     vp__buf_printf(b, "# layers per stage, as vpipe priced them:");
     for (int k = 0; k < r->route_len; k++)
         vp__buf_printf(b, "%s%d", k ? "," : " ", r->layers_per_stage[k]);
@@ -51,10 +68,6 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
                         "torchtitan cannot run %s's placement (%s): every microbatch must pass "
                         "every stage",
                         c->family, vp_placement_name(pr->schedule->placement));
-    if (strchr(csv_path, '"') || strchr(csv_path, '\\') || strchr(csv_path, '\n'))
-        return vp__fail(err, VP_EINVAL,
-                        "the CSV path must not hold quotes, backslashes or "
-                        "newlines (it goes into a TOML string)");
     vp__buf b = {0};
     vp__buf_printf(&b,
                    "# vpipe plan: %s%s%s for %s on %d %s, DP %d x TP %d x PP %d, mbs %d, m %d,"

@@ -201,7 +201,9 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
         return vp__fail(err, VP_EPARSE, "field \"family\" must be a string");
     vp_schedule *s = NULL;
     vp_shape shape = {.p = p, .S = S, .m = m, .placement = VP_PLACE_CUSTOM};
-    rc = vp_schedule_new(fam ? json_string_value(fam) : "custom", shape, &s, err);
+    char family[sizeof s->family]; /* printed in every report: no terminal control */
+    vp__text_escape(family, sizeof family, fam ? json_string_value(fam) : "custom");
+    rc = vp_schedule_new(family, shape, &s, err);
     if (rc != VP_OK)
         return rc;
     s->placement = placement;

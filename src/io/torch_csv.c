@@ -380,43 +380,67 @@ static vp_status parse_cell(lexer *lx, cellrec *c) {
     return VP_OK;
 }
 
+/* The cells of a file: its actions only (an empty cell is an idle slot, kept as the
+ * position of the first one), so that a file of empty cells takes no memory. */
 typedef struct parsed {
     cellrec *cells;
     int n, cap;
-    int rows;
+    int rows;      /* ranks: lines up to the last one holding an action */
+    cellrec blank; /* the first empty cell (blank.n = -1: none) */
 } parsed;
 
-/* Splits the text into rows (lines; a final newline ends the last row) and cells. */
+/* Parses the cells of the line at lx->p (up to its newline or the end) into ps as row
+ * `row`; *actions receives whether it holds one. */
+static vp_status parse_line(lexer *lx, parsed *ps, int row, bool *actions) {
+    *actions = false;
+    for (;;) {
+        cellrec c = {.row = row};
+        vp_status st = parse_cell(lx, &c);
+        if (st)
+            return st;
+        if (c.n == 0 && ps->blank.n < 0)
+            ps->blank = c;
+        if (c.n > 0) {
+            if (vp__grow((void **)&ps->cells, &ps->cap, ps->n + 1, sizeof *ps->cells))
+                return vp__fail(lx->err, VP_ENOMEM, "torch csv: out of memory");
+            ps->cells[ps->n++] = c;
+            *actions = true;
+        }
+        if (lx->p >= lx->end || *lx->p == '\n')
+            return VP_OK;
+        lx->p++; /* the comma */
+    }
+}
+
+/* Splits the text into rows (lines; a final newline ends the last row) and cells. Lines
+ * after the last action are not ranks (a trailing blank line adds no idle rank); a rank
+ * without any action before it is refused. */
 static vp_status parse_text(const char *text, size_t len, vp_error *err, parsed *ps) {
     lexer lx = {text + len, text, text, 1, err};
     memset(ps, 0, sizeof *ps);
+    ps->blank.n = -1;
     if (len == 0)
         return vp__fail_at(err, VP_EPARSE, 1, 1, "torch csv: empty file (one row per rank)");
-    for (;;) {
-        /* a line holding nothing at all is a rank without actions, as for Python's csv */
-        int empty_line = lx.p >= lx.end || *lx.p == '\n';
-        while (!empty_line) {
-            if (vp__grow((void **)&ps->cells, &ps->cap, ps->n + 1, sizeof *ps->cells))
-                return vp__fail(err, VP_ENOMEM, "torch csv: out of memory");
-            cellrec *c = &ps->cells[ps->n];
-            c->row = ps->rows;
-            vp_status st = parse_cell(&lx, c);
-            if (st)
-                return st;
-            ps->n++;
-            if (lx.p >= lx.end || *lx.p == '\n')
-                break;
-            lx.p++; /* the comma */
-        }
-        ps->rows++;
-        if (lx.p >= lx.end)
+    int idle_row = -1, idle_line = 0;
+    for (int row = 0;; row++) {
+        bool actions = false;
+        vp_status st = parse_line(&lx, ps, row, &actions);
+        if (st)
+            return st;
+        if (actions)
+            ps->rows = row + 1;
+        else if (idle_row < 0)
+            idle_row = row, idle_line = lx.line;
+        if (lx.p >= lx.end || ++lx.p >= lx.end) /* the newline; a final one ends the file */
             break;
-        lx.p++; /* the newline */
         lx.line++;
         lx.line_start = lx.p;
-        if (lx.p >= lx.end)
-            break; /* a final newline ends the file */
     }
+    if (idle_row >= 0 && idle_row < ps->rows)
+        return vp__fail_at(err, VP_EVALIDATION, idle_line, 1,
+                           "torch csv: rank %d has no action (an empty line): every rank of a "
+                           "pipeline schedule runs a stage",
+                           idle_row);
     return VP_OK;
 }
 
@@ -679,7 +703,7 @@ static vp_status build(const checker *ck, vp_schedule **out, vp_error *err) {
     static const uint8_t vp_kind[4] = {VP_OP_F, VP_OP_B, VP_OP_W, VP_OP_BW};
     for (int i = 0; i < ps->n && !st; i++) {
         const cellrec *c = &ps->cells[i];
-        if (c->n == 0 || !is_compute(c->a[0].type))
+        if (!is_compute(c->a[0].type))
             continue;
         vp_op op = {vp_kind[c->a[0].type], 0, c->a[0].stage, c->a[0].mb, 0, 0};
         if (c->n == 2) {
@@ -704,12 +728,11 @@ static vp_status build(const checker *ck, vp_schedule **out, vp_error *err) {
 /* The format rules: no communication in compute_only, no blanks in compute_comms. */
 static vp_status check_format(checker *ck, const vp_torch_csv_opts *o) {
     const parsed *ps = ck->ps;
-    const cellrec *comm = NULL, *blank = NULL;
-    for (int i = 0; i < ps->n; i++) {
+    const cellrec *comm = NULL;
+    const cellrec *blank = ps->blank.n == 0 && ps->blank.row < ps->rows ? &ps->blank : NULL;
+    for (int i = 0; i < ps->n && !comm; i++) {
         const cellrec *c = &ps->cells[i];
-        if (c->n == 0 && !blank)
-            blank = c;
-        if (c->n == 1 && !is_compute(c->a[0].type) && !comm)
+        if (c->n == 1 && !is_compute(c->a[0].type))
             comm = c;
     }
     if (comm && o->format == VP_TORCH_CSV_COMPUTE_ONLY)

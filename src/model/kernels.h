@@ -152,4 +152,25 @@ void vp__block_backward_input(vp__block_act *a, float *dout, const vp__block_par
 /* W: g += this microbatch's weight gradients */
 void vp__block_backward_weight(vp__block_params *g, const vp__block_act *a, vp__dims d);
 
+/* ---- the BLAS kernel (blas.c) ---- */
+
+/* CPU features the choice of a BLAS kernel looks at (vp__cpu_features). */
+enum {
+    VP__CPU_AVX2 = 1 << 0,
+    VP__CPU_FMA = 1 << 1,
+    VP__CPU_AVX512F = 1 << 2,
+    VP__CPU_AVX512CD = 1 << 3,
+    VP__CPU_AVX512BW = 1 << 4,
+    VP__CPU_AVX512DQ = 1 << 5,
+    VP__CPU_AVX512VL = 1 << 6,
+    VP__CPU_AVX512BF16 = 1 << 7
+};
+
+/* The features of the CPU this runs on, as the operating system enables them (0 off
+ * x86). */
+unsigned vp__cpu_features(void);
+
+/* vp_blas_better_kernel for a CPU with the features cpu (VP__CPU_* bits). */
+const char *vp__blas_choose(const char *kernel, unsigned cpu);
+
 #endif

@@ -29,11 +29,3 @@ void vp__sgemm_naive(bool ta, bool tb, int M, int N, int K, float alpha, const f
         }
     }
 }
-
-void vp_blas_set_threads(int n) {
-    openblas_set_num_threads(n);
-}
-
-const char *vp_blas_corename(void) {
-    return openblas_get_corename();
-}

@@ -652,12 +652,7 @@ vp_stage_state vp_stage_state_of(vp_stage *s) {
 }
 
 uint64_t vp_digest(const void *bytes, size_t n, uint64_t hash) {
-    const unsigned char *p = bytes;
-    for (size_t i = 0; i < n; i++) {
-        hash ^= p[i];
-        hash *= 0x100000001b3ULL;
-    }
-    return hash;
+    return vp__fnv1a(bytes, n, hash);
 }
 
 uint64_t vp_stage_digest(const vp_stage *s, uint64_t hash) {

@@ -88,13 +88,28 @@ static vp_status build_vblock(const vp_spec *spec, const vp_vblock *vb, vp_sched
     return rc == VP_OK ? recompute_as_spec(spec, out, err) : rc;
 }
 
+/* The planner's deadline on the monotonic clock (0: none). */
+static double deadline_of(const vp_spec *spec, double t0) {
+    return spec->time_limit_s > 0 ? t0 + spec->time_limit_s * 1e3 : 0;
+}
+
+/* Whether the deadline (0: none) has passed; sets plan->timed_out when it has. */
+static bool out_of_time(vp_plan *plan, double deadline) {
+    if (deadline > 0 && vp__now_ms() > deadline)
+        plan->timed_out = 1;
+    return plan->timed_out;
+}
+
 /* Builds and measures every registered family; families whose constraints the spec does
- * not meet are skipped. */
-static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_peak,
-                              vp_error *err) {
+ * not meet are skipped, and, once the deadline passed, every family but 1F1B (what a
+ * fractional budget refers to). */
+static vp_status add_families(const vp_spec *spec, vp_plan *plan, double deadline, cand_list *out,
+                              double *ref_peak, vp_error *err) {
     *ref_peak = 0;
     for (int i = 0; i < vp_family_count(); i++) {
         const vp_family *f = vp_family_at(i);
+        if (strcmp(f->name, "1f1b") != 0 && out_of_time(plan, deadline))
+            continue;
         vp_schedule *s = NULL;
         vp_error ferr = {0};
         vp_status rc = vp_family_build(f->name, spec, &s, &ferr);
@@ -120,12 +135,14 @@ static vp_status add_families(const vp_spec *spec, cand_list *out, double *ref_p
  * those of the schedule the plan returns. The budget was checked on the peak without R,
  * which bounds the peak with R from above (R only rebuilds, before its backward, what F
  * dropped), so no block over the budget is kept. */
-static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, cand_list *out, vp_error *err) {
+static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, double deadline, cand_list *out,
+                             vp_error *err) {
     plan->blocks_tried = plan->blocks_built = 0;
     if (spec->p < 2)
         return VP_OK;
     double units = plan->budget_in_bytes ? plan->budget / spec->mem.unit_bytes : plan->budget;
-    vp_vsearch_opts opts = {.max_cap = 2 * spec->p, .max_peak = units * (1 + EPS) + EPS};
+    vp_vsearch_opts opts = {
+        .max_cap = 2 * spec->p, .max_peak = units * (1 + EPS) + EPS, .deadline_ms = deadline};
     vp_vsearch *found = NULL;
     vp_status rc = vp_vsearch_run(spec, &opts, &found, err);
     if (rc != VP_OK)
@@ -155,6 +172,8 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, cand_list *out,
     }
     plan->blocks_tried = found->tried;
     plan->blocks_built = found->built;
+    plan->blocks_seen = found->seen;
+    plan->timed_out |= found->timed_out;
     vp_vsearch_free(found);
     return rc;
 }
@@ -285,8 +304,13 @@ static void explain(vp_plan *plan, const vp_spec *spec) {
                       v->peak, 3 * top, f + b + w, v->makespan);
     }
     if (!strcmp(win->family, "dualpipe") && n > 0 && n < (int)sizeof plan->reason)
+        n += snprintf(plan->reason + n, sizeof plan->reason - (size_t)n,
+                      "; note: dualpipe keeps two parameter copies per device");
+    if (plan->timed_out && n > 0 && n < (int)sizeof plan->reason)
         snprintf(plan->reason + n, sizeof plan->reason - (size_t)n,
-                 "; note: dualpipe keeps two parameter copies per device");
+                 "; time limit reached (%g s): the best found so far, after %d families and "
+                 "%ld of %ld V blocks",
+                 spec->time_limit_s, plan->families, plan->blocks_seen, plan->blocks_tried);
 }
 
 /* Resolves the budget against 1F1B's peak; fills plan->budget and budget_in_bytes. */
@@ -330,6 +354,28 @@ static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_sch
                         : vp_family_build(c->family, spec, out, err);
 }
 
+/* Fills list with every candidate: the families, then, while the deadline (0: none) has
+ * not passed, the V blocks and the greedy V search (which the deadline does not stop once
+ * it started). */
+static vp_status search(const vp_spec *spec, const vp_budget *budget, vp_plan *plan,
+                        cand_list *list, vp_schedule **greedy, vp_error *err) {
+    double deadline = deadline_of(spec, vp__now_ms());
+    vp_status rc = add_families(spec, plan, deadline, list, &plan->ref_peak, err);
+    plan->families = list->n;
+    if (rc == VP_OK)
+        rc = resolve_budget(spec, budget, plan, err);
+    if (rc != VP_OK)
+        return rc;
+    if (out_of_time(plan, deadline)) {
+        plan->blocks_tried = vp_vsearch_size(spec->p); /* none of them seen */
+        return VP_OK;
+    }
+    rc = add_vblocks(spec, plan, deadline, list, err);
+    if (rc == VP_OK && !out_of_time(plan, deadline))
+        rc = add_greedy(spec, plan, list, greedy, err);
+    return rc;
+}
+
 vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out, vp_error *err) {
     *out = NULL;
     if (spec->p < 1 || spec->m < 1)
@@ -343,13 +389,7 @@ vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **ou
         return vp__fail(err, VP_ENOMEM, "out of memory");
     cand_list list = {0};
     vp_schedule *greedy = NULL;
-    vp_status rc = add_families(spec, &list, &plan->ref_peak, err);
-    if (rc == VP_OK)
-        rc = resolve_budget(spec, budget, plan, err);
-    if (rc == VP_OK)
-        rc = add_vblocks(spec, plan, &list, err);
-    if (rc == VP_OK)
-        rc = add_greedy(spec, plan, &list, &greedy, err);
+    vp_status rc = search(spec, budget, plan, &list, &greedy, err);
     plan->candidates = list.v;
     plan->n_candidates = list.n;
     plan->chosen = -1;
@@ -369,6 +409,15 @@ vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **ou
         if (lowest < 0)
             rc = vp__fail(err, VP_EINVAL, "no schedule family can be built for p=%d, m=%d", spec->p,
                           spec->m);
+        else if (plan->timed_out)
+            rc = vp__fail(err, VP_EINVAL,
+                          "the time limit (%g s) ended the search before a schedule within the "
+                          "budget of %g %s was found (the smallest peak found is %g %s, of %s)",
+                          spec->time_limit_s, plan->budget,
+                          plan->budget_in_bytes ? "bytes" : "units",
+                          plan->budget_in_bytes ? list.v[lowest].peak_bytes : list.v[lowest].peak,
+                          plan->budget_in_bytes ? "bytes" : "units",
+                          cand_name(&list.v[lowest], name, sizeof name));
         else
             rc = vp__fail(err, VP_EINVAL,
                           "memory budget %g %s is below what any schedule reaches: the smallest "

@@ -46,6 +46,7 @@ vp_status vp_plan_json(const vp_plan *plan, const vp_sim *sim, const vp_costs *c
     bad |= json_object_set_new(o, "reason", json_string(plan->reason));
     bad |= json_object_set_new(o, "blocks_tried", json_integer(plan->blocks_tried));
     bad |= json_object_set_new(o, "blocks_built", json_integer(plan->blocks_built));
+    bad |= json_object_set_new(o, "timed_out", json_boolean(plan->timed_out));
     bad |=
         json_object_set_new(o, "frontier", candidates_json(plan, plan->frontier, plan->n_frontier));
     bad |= json_object_set_new(o, "candidates", candidates_json(plan, NULL, plan->n_candidates));

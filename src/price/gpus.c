@@ -280,7 +280,7 @@ vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error 
     if (rc == VP_OK)
         rc = vp__json_string(root, KEYS("name"), &name, err);
     if (rc == VP_OK && name)
-        snprintf(g.name, sizeof g.name, "%s", name);
+        vp__text_escape(g.name, sizeof g.name, name); /* printed: no terminal control */
     if (rc == VP_OK)
         rc = read_gpu_keys(root, !base, &g, err);
     if (rc == VP_OK && !base)

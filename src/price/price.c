@@ -255,9 +255,11 @@ vp_status vp_price_family(const vp_price_setup *su, const char *family, const vp
 
 /* ---- JSON --------------------------------------------------------------------------- */
 
-/* A byte count as a JSON integer (counts split over TP may have a fraction: rounded). */
+/* A byte count as a JSON integer (counts split over TP may have a fraction: rounded);
+ * past 2^53, where a double no longer holds every integer (an absurdly large model), as
+ * a real (never a count wrapped to a negative one). */
 static json_t *bytes_json(double bytes) {
-    return json_integer((json_int_t)llround(bytes));
+    return bytes < 0x1p53 ? json_integer((json_int_t)llround(bytes)) : json_real(bytes);
 }
 
 static json_t *memory_json(const vp_rank_memory *m, int rank) {

@@ -399,7 +399,8 @@ static void read_name(json_t *root, const char *fallback, vp_arch *a) {
     const char *name = NULL;
     json_t *v = first_of(root, KEYS("_name_or_path", "model_type"), &name);
     name = v && json_is_string(v) && json_string_length(v) ? json_string_value(v) : fallback;
-    snprintf(a->name, sizeof a->name, "%s", name ? name : "config.json");
+    /* printed in every report: no terminal control gets through */
+    vp__text_escape(a->name, sizeof a->name, name ? name : "config.json");
 }
 
 vp_status vp_arch_parse_hf(const char *text, size_t len, const char *name, vp_arch *out,

@@ -1,6 +1,7 @@
 /* Profiling: measured costs of the model's parts, their file format, and the cost models
  * and per-slice costs made from them; and costs read off a measured timeline. */
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -125,7 +126,36 @@ static vp_status get_ms(json_t *obj, const char *key, const char *where, double 
     return VP_OK;
 }
 
+/* An integer at key of obj within [lo, hi] (never truncated to fit an int). */
+static vp_status get_int(json_t *obj, const char *key, const char *where, int lo, int hi, int *out,
+                         vp_error *err) {
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return vp__fail(err, VP_EPARSE, "%s%s must be an integer in [%d, %d]", where, key, lo, hi);
+    *out = (int)json_integer_value(v);
+    return VP_OK;
+}
+
+/* The "model" object of a profile, checked as a model. */
+static vp_status read_model(json_t *root, vp_model_config *m, vp_error *err) {
+    json_t *o = json_object_get(root, "model");
+    if (!json_is_object(o))
+        return vp__fail(err, VP_EPARSE, "profile: \"model\" must be an object");
+    const char *keys[6] = {"layers", "width", "heads", "seq", "microbatch", "vocab"};
+    int *fields[6] = {&m->n_layer, &m->width, &m->n_head, &m->seq_len, &m->microbatch, &m->vocab};
+    vp_status rc = VP_OK;
+    for (int i = 0; rc == VP_OK && i < 6; i++)
+        rc = get_int(o, keys[i], "model.", 1, INT_MAX, fields[i], err);
+    vp_error why = {0};
+    if (rc == VP_OK && vp_model_config_check(m, &why) != VP_OK)
+        rc = vp__fail(err, VP_EPARSE, "profile model: %s", why.message);
+    return rc;
+}
+
 vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp_error *err) {
+    if (len > VP_PROFILE_MAX)
+        return vp__fail(err, VP_EPARSE, "a profile is at most %zu bytes (this one: %zu)",
+                        VP_PROFILE_MAX, len);
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
@@ -133,21 +163,18 @@ vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp
                            jerr.column > 0 ? jerr.column : 1, "%s", jerr.text);
     vp_profile pr = {0};
     int version = 0;
-    json_t *ms = NULL;
-    vp_model_config *m = &pr.model;
-    json_error_t perr;
     vp_status rc = VP_OK;
     json_t *format = json_object_get(root, "format");
     if (!json_is_string(format) || strcmp(json_string_value(format), "vpipe-profile"))
         rc = vp__fail(err, VP_EPARSE, "not a vpipe profile (field \"format\")");
-    else if (json_unpack_ex(root, &perr, 0, "{s:i,s:{s:i,s:i,s:i,s:i,s:i,s:i},s:o}", "version",
-                            &version, "model", "layers", &m->n_layer, "width", &m->width, "heads",
-                            &m->n_head, "seq", &m->seq_len, "microbatch", &m->microbatch, "vocab",
-                            &m->vocab, "ms", &ms) != 0)
-        rc = vp__fail(err, VP_EPARSE, "vpipe profile: %s", perr.text);
+    else if (get_int(root, "version", "profile: ", 0, INT_MAX, &version, err) != VP_OK)
+        rc = VP_EPARSE;
     else if (version != 1)
         rc = vp__fail(err, VP_EPARSE, "unsupported profile version %d (this vpipe reads 1)",
                       version);
+    json_t *ms = json_object_get(root, "ms");
+    if (rc == VP_OK && !json_is_object(ms))
+        rc = vp__fail(err, VP_EPARSE, "profile: \"ms\" must be an object");
     for (int k = 0; rc == VP_OK && k < VP_PART_COUNT; k++) {
         json_t *part = json_object_get(ms, part_names[k]);
         char where[32];
@@ -160,8 +187,8 @@ vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp
     }
     if (rc == VP_OK)
         rc = get_ms(root, "c_ms", "profile", &pr.c, err);
-    if (rc == VP_OK && vp_model_config_check(m, err) != VP_OK)
-        rc = vp__fail(err, VP_EPARSE, "profile model: %s", err ? err->message : "invalid");
+    if (rc == VP_OK)
+        rc = read_model(root, &pr.model, err);
     json_decref(root);
     if (rc == VP_OK)
         *out = pr;

@@ -19,7 +19,7 @@ vp_status vp_profile_cost_reader(const char *path, vp_cost_source *out, vp_error
     char *text = NULL;
     size_t len = 0;
     *out = (vp_cost_source){0};
-    vp_status rc = vp_read_file(path, 0, &text, &len, err);
+    vp_status rc = vp_read_file(path, VP_PROFILE_MAX, &text, &len, err);
     if (rc != VP_OK)
         return rc;
     vp_profile *pr = malloc(sizeof *pr);

@@ -61,7 +61,8 @@ static vp_recompute recompute_of(const vp_train_request *q) {
 static vp_status read_profile(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
     char *text = NULL;
     size_t len = 0;
-    if (vp_read_file(q->cost_file, 0, &text, &len, err) != VP_OK) { /* "<path>: <reason>" */
+    /* vp_read_file says "<path>: <reason>" */
+    if (vp_read_file(q->cost_file, VP_PROFILE_MAX, &text, &len, err) != VP_OK) {
         char why[sizeof err->message];
         snprintf(why, sizeof why, "%s", err->message);
         return vp__fail(err, err->status, "--cost-file %s", why);
@@ -208,6 +209,8 @@ static vp_status check_pipeline_flags(const vp_train_request *q, bool reference,
                         "checkpoint or resume");
     if (q->po.train.checkpoint_every && !q->po.train.checkpoint_dir)
         return vp__fail(err, VP_EINVAL, "--checkpoint-every needs --checkpoint DIR");
+    if (q->po.train.overwrite_checkpoint && !q->po.train.checkpoint_dir)
+        return vp__fail(err, VP_EINVAL, "--overwrite needs --checkpoint DIR");
     if (recompute_of(q) && reference)
         return vp__fail(err, VP_EINVAL,
                         "--recompute recomputes in a schedule: give --schedule "

@@ -139,7 +139,9 @@ typedef struct built {
 static vp_status build(const vp__run *run, const vp_block *b, int m, built *out, vp_error *err) {
     vp_cost_model *cm = NULL;
     vp_status rc = vp_block_repeat(b, m, "block", &out->s, err);
-    if (rc == VP_OK && vp_schedule_validate(out->s, err) != VP_OK) {
+    if (rc == VP_OK && (rc = vp_schedule_validate(out->s, err)) != VP_OK) {
+        if (rc == VP_ENOMEM)
+            return rc; /* not the block's fault */
         char why[sizeof err->message];
         snprintf(why, sizeof why, "%s", err->message);
         return vp__fail(err, VP_EVALIDATION, "the block's timing breaks a dependency: %s", why);

@@ -107,7 +107,9 @@ typedef struct vp__run {
 void vp__run_release(vp__run *run);
 
 /* Fails naming an option's value: "<name> '<value>': [column N: ]<err's message>" (flags)
- * or "<name>: [column N: ]<message>" (JSON), with status (the parser's unless VP_OK). */
+ * or "<name>: [column N: ]<message>" (JSON), with status; VP_OK: the parser's, a value it
+ * found malformed or out of range (VP_EPARSE, VP_EVALIDATION) being a usage error
+ * (VP_EINVAL) but in the first string API. */
 vp_status vp__value_error(const vp__run *run, const char *key, const char *value, vp_status status,
                           vp_error *err);
 

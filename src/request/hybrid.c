@@ -181,7 +181,8 @@ static vp_status emit_megatron(vp__run *run, const vp_hybrid *h, const vp_hybrid
     return rc;
 }
 
-/* The report (text or JSON) on stdout, the winner's schedule to -o. */
+/* The winner's schedule to -o, then the report (text or JSON) on stdout unless -o - or
+ * Megatron-LM's flags took it. */
 static vp_status search_report(vp__run *run, const vp_hybrid *h, const vp_hybrid_request *q,
                                vp_error *err) {
     const char *out = run->req->output;
@@ -193,6 +194,8 @@ static vp_status search_report(vp__run *run, const vp_hybrid *h, const vp_hybrid
         if (rc != VP_OK || !strcmp(out, "-"))
             return rc;
     }
+    if (run->req->emit == VP_EMIT_MEGATRON)
+        return VP_OK;
     if (run->req->json)
         return vp__say_json(run, vp__json_take(vp_hybrid_json(h, q)), err);
     vp__buf b = {0};
@@ -221,7 +224,7 @@ vp_status vp__hybrid(vp__run *run, vp_error *err) {
         rc = emit_torchtitan(run, h, &q, err);
     if (rc == VP_OK && r->emit == VP_EMIT_MEGATRON)
         rc = emit_megatron(run, h, &q, err);
-    if (rc == VP_OK && r->emit != VP_EMIT_MEGATRON) /* megatron's flags take stdout */
+    if (rc == VP_OK)
         rc = search_report(run, h, &q, err);
     vp_hybrid_free(h);
     return rc;

@@ -65,6 +65,8 @@ static vp_status plan_run(vp__run *run, vp_plan **out, vp_error *err) {
         return vp__value_error(run, "memory", q->memory, VP_OK, err);
     vp_status rc = vp__spec_ready(run, err);
     run->spec.threads = q->threads; /* the V blocks' search; the answer never depends on it */
+    if (q->time_limit > 0)
+        run->spec.time_limit_s = q->time_limit; /* else vp_spec_make's default */
     if (rc == VP_OK && q->output)
         rc = vp__probe(run, q->output, false, err);
     if (rc != VP_OK)
@@ -76,20 +78,39 @@ static vp_status plan_run(vp__run *run, vp_plan **out, vp_error *err) {
     return rc;
 }
 
-/* The search's options, which need --model (--threads serves both searches). */
+/* The search's options, which need --model (--threads and --time-limit serve both
+ * searches). */
 static vp_status search_without_model(const vp__run *run, vp_error *err) {
-    static const char *const search[] = {
-        "gpus",       "global_batch", "pp",   "top",     "max_chunks",
-        "time_limit", "margin",       "emit", "operand", NULL};
+    static const char *const search[] = {"gpus",   "global_batch", "pp",      "top", "max_chunks",
+                                         "margin", "emit",         "operand", NULL};
     if (!vp__first_given(run, search))
         return VP_OK;
-    return vp__fail(err, VP_EINVAL, "%s, %s, %s, %s, %s, %s, %s and %s search with %s",
+    return vp__fail(err, VP_EINVAL, "%s, %s, %s, %s, %s, %s and %s search with %s",
                     VP__NAME(run, "gpus"), VP__NAME(run, "global_batch"), VP__NAME(run, "pp"),
-                    VP__NAME(run, "top"), VP__NAME(run, "max_chunks"), VP__NAME(run, "time_limit"),
-                    VP__NAME(run, "margin"), VP__NAME(run, "emit"), VP__NAME(run, "model"));
+                    VP__NAME(run, "top"), VP__NAME(run, "max_chunks"), VP__NAME(run, "margin"),
+                    VP__NAME(run, "emit"), VP__NAME(run, "model"));
+}
+
+/* What takes standard output instead of the report: -o -, and --emit megatron's flags.
+ * --json (a form of the report) is refused beside it, never dropped. */
+static vp_status stdout_taken(const vp__run *run, vp_error *err) {
+    const vp_request *q = run->req;
+    bool to_stdout = q->output && !strcmp(q->output, "-");
+    if (to_stdout && q->emit == VP_EMIT_MEGATRON)
+        return vp__fail(err, VP_EINVAL, "%s - and %s megatron both write standard output",
+                        VP__NAME(run, "output"), VP__NAME(run, "emit"));
+    if (q->json && (to_stdout || q->emit == VP_EMIT_MEGATRON))
+        return vp__fail(err, VP_EINVAL, "%s does not apply: %s %s puts %s on standard output",
+                        VP__NAME(run, "json"), VP__NAME(run, to_stdout ? "output" : "emit"),
+                        to_stdout ? "-" : "megatron",
+                        to_stdout ? "the chosen schedule" : "Megatron-LM's flags");
+    return VP_OK;
 }
 
 vp_status vp__plan(vp__run *run, vp_error *err) {
+    vp_status taken = stdout_taken(run, err);
+    if (taken != VP_OK)
+        return taken;
     if (run->req->model)
         return vp__hybrid(run, err);
     vp_status rc = search_without_model(run, err);

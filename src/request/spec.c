@@ -15,9 +15,10 @@ vp_status vp__value_error(const vp__run *run, const char *key, const char *value
     snprintf(why, sizeof why, "%s", err->message);
     if (err->column > 0)
         snprintf(column, sizeof column, "column %d: ", err->column);
-    if (status == VP_OK) /* a malformed value is a usage error, as on the command line */
-        status =
-            err->status == VP_EPARSE && run->spelling != VP__SPELL_OLD ? VP_EINVAL : err->status;
+    /* a malformed or out-of-range value is a usage error, as on the command line */
+    bool refused = err->status == VP_EPARSE || err->status == VP_EVALIDATION;
+    if (status == VP_OK)
+        status = refused && run->spelling != VP__SPELL_OLD ? VP_EINVAL : err->status;
     if (run->spelling == VP__SPELL_OLD)
         return vp__fail(err, status, "%s: %s%s", VP__NAME(run, key), column, why);
     return vp__fail(err, status, "%s '%s': %s%s", VP__NAME(run, key), value, column, why);

@@ -388,8 +388,9 @@ static vp_checkpoint_shape run_shape(const vp__run *r) {
 }
 
 /* Saves the state after `step` completed steps: every rank writes its part, then rank 0
- * commits the set and prunes older files (see checkpoint.h). */
-static vp_status checkpoint(vp__rank *c, int step, vp_error *err) {
+ * commits the set and prunes older files (see checkpoint.h; a failed prune goes to p's
+ * note). */
+static vp_status checkpoint(vp__rank *c, int step, vp_train_progress *p, vp_error *err) {
     vp__run *r = c->r;
     const vp_train_options *o = &r->o->train;
     vp_stage **mine = vp__calloc((size_t)r->s->S, sizeof *mine);
@@ -399,7 +400,7 @@ static vp_status checkpoint(vp__rank *c, int step, vp_error *err) {
                                .data_pos = (uint64_t)step * (uint64_t)o->m,
                                .n_parts = r->P,
                                .shape = run_shape(r)};
-    vp_checkpoint_run traj = vp__checkpoint_run(o);
+    vp_checkpoint_run traj = vp__checkpoint_run(o, r->data);
     const vp_checkpoint_part part = {c->rank, r->P, mine, rank_stages(c, true, mine)};
     vp_status rc =
         vp_checkpoint_write_part(o->checkpoint_dir, &traj, &part, step, meta.data_pos, err);
@@ -408,7 +409,7 @@ static vp_status checkpoint(vp__rank *c, int step, vp_error *err) {
     if (rc == VP_OK && c->rank == 0)
         rc = vp_checkpoint_commit(o->checkpoint_dir, &meta, err);
     if (rc == VP_OK && c->rank == 0)
-        rc = vp_checkpoint_prune(o->checkpoint_dir, step, err);
+        vp__checkpoint_prune(o, step, p);
     if (rc == VP_OK)
         rc = r->t->vt->barrier(r->t, c->rank, err);
     free(mine);
@@ -424,7 +425,7 @@ static vp_status resume(vp__rank *c, int *step, vp_error *err) {
     if (!mine)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_checkpoint_meta meta = {0};
-    vp_checkpoint_run traj = vp__checkpoint_run(o);
+    vp_checkpoint_run traj = vp__checkpoint_run(o, r->data);
     const vp_checkpoint_part part = {c->rank, r->P, mine, rank_stages(c, false, mine)};
     vp_status rc = vp_checkpoint_load(o->resume_dir, &traj, &part, &meta, err);
     free(mine);
@@ -469,7 +470,7 @@ static vp_status train_step(vp__rank *c, int step, double *losses, vp_train_prog
         rc = evaluate(c, &p->val_loss, err);
     p->checkpointed = rc == VP_OK && vp__step_checkpoints(o, step + 1);
     if (p->checkpointed)
-        rc = checkpoint(c, step + 1, err);
+        rc = checkpoint(c, step + 1, p, err);
     double want_stop = 0.0;
     if (rc == VP_OK && c->rank == 0 && r->callback)
         want_stop = r->callback(p, r->user) ? 0.0 : 1.0;

@@ -27,6 +27,7 @@ typedef struct vp__run {
     int **reduce_at;          /* [p][n_d] the stage whose last weight gradient of a step op k
                                  of device d completes, or -1 (vp__dp_plan) */
     const vp_cost_model *emu; /* emulation: per-stage pass times (ms) to wait; NULL computes */
+    vp_checkpoint_lock *lock; /* the checkpoint directory, held by the process of rank 0 */
     /* Gathered at the end (on the process of rank 0 for times and digest). */
     double *peak, *busy, *span;         /* [P] */
     double *memory;                     /* [P * VP_MEM_CATEGORIES] peak bytes per category */

@@ -105,8 +105,10 @@ static vp_status check_replicas(const vp_pipeline_options *o, vp_error *err) {
 }
 
 /* Everything a run needs that can be checked before its first step, cheapest first; the
- * checkpoint directory is created (and probed) last. */
-static vp_status check_run(const vp_pipeline_options *o, const vp_data *data, vp_error *err) {
+ * checkpoint directory is created (and probed) last, and held by the process of rank 0. */
+static vp_status check_run(vp__run *r, vp_error *err) {
+    const vp_pipeline_options *o = r->o;
+    const vp_data *data = r->data;
     const vp_schedule *s = o->schedule;
     vp_status rc = check_replicas(o, err);
     if (rc != VP_OK)
@@ -128,8 +130,10 @@ static vp_status check_run(const vp_pipeline_options *o, const vp_data *data, vp
         rc = vp_transport_mpi_fits(s->S, s->m, o->train.dp, err);
     if (rc == VP_OK)
         rc = vp_pipeline_plan_check(s, &o->train.model, o->layer_start, NULL, err);
-    if (rc == VP_OK && o->train.checkpoint_dir)
+    if (rc == VP_OK && o->train.checkpoint_dir && r->rank_lo != 0)
         rc = vp_checkpoint_prepare(o->train.checkpoint_dir, err);
+    if (rc == VP_OK && r->rank_lo == 0)
+        rc = vp__checkpoint_acquire(&o->train, &r->lock, err);
     return rc;
 }
 
@@ -382,7 +386,7 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
         result->report = o->transport != VP_TRANSPORT_MPI || r.rank_lo == 0;
         return vp__fail(err, rc, "%s", e.message);
     }
-    rc = check_run(o, data, &e);
+    rc = check_run(&r, &e);
     vp_outcome out = outcome_of(rc, r.rank_lo, &e);
     result->report = r.t->vt->settle(r.t, 0, &out); /* one process may see what others do not */
     if (out.status == VP_OK) {
@@ -404,6 +408,7 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
         *result = who;
     }
     run_free(&r);
+    vp_checkpoint_release(r.lock);
     r.t->vt->free(r.t);
     return rc;
 }

@@ -6,8 +6,18 @@
 #include "base/internal.h"
 #include "vpipe/runtime.h"
 
-/* The trajectory of a run as a checkpoint records it. */
-vp_checkpoint_run vp__checkpoint_run(const vp_train_options *o);
+/* The trajectory of a run on data (NULL: none) as a checkpoint records it. */
+vp_checkpoint_run vp__checkpoint_run(const vp_train_options *o, const vp_data *data);
+
+/* Takes o->checkpoint_dir for the run (vp_checkpoint_acquire; a checkpoint there that
+ * the run does not resume from is refused unless o->overwrite_checkpoint); *lock is NULL
+ * when the run saves none. */
+vp_status vp__checkpoint_acquire(const vp_train_options *o, vp_checkpoint_lock **lock,
+                                 vp_error *err);
+
+/* Phase 3 after the commit of `step` (vp_checkpoint_prune): old files that cannot be
+ * removed leave the new checkpoint whole, so the failure goes to p->note, not the run. */
+void vp__checkpoint_prune(const vp_train_options *o, int step, vp_train_progress *p);
 
 /* Checks the options both loops take, and that data (when given) holds a window of
  * seq_len + 1 bytes in each part. VP_EINVAL naming the option, VP_EIO for short data. */

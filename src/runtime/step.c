@@ -3,10 +3,11 @@
  * when to evaluate and to checkpoint, and how a step adds to the result. The numerics
  * stay in each loop: the single-rank loop is the reference the pipeline reproduces. */
 #include <math.h>
+#include <stdio.h>
 
 #include "runtime/runtime_internal.h"
 
-vp_checkpoint_run vp__checkpoint_run(const vp_train_options *o) {
+vp_checkpoint_run vp__checkpoint_run(const vp_train_options *o, const vp_data *data) {
     return (vp_checkpoint_run){.model = o->model,
                                .m = o->m,
                                .steps = o->steps,
@@ -16,7 +17,25 @@ vp_checkpoint_run vp__checkpoint_run(const vp_train_options *o) {
                                .min_lr = o->min_lr,
                                .clip = o->clip,
                                .adamw = o->adamw,
-                               .seed = o->seed};
+                               .seed = o->seed,
+                               .data_bytes =
+                                   data ? vp_data_train_bytes(data) + vp_data_val_bytes(data) : 0,
+                               .data_digest = data ? vp_data_digest(data) : 0};
+}
+
+vp_status vp__checkpoint_acquire(const vp_train_options *o, vp_checkpoint_lock **lock,
+                                 vp_error *err) {
+    *lock = NULL;
+    if (!o->checkpoint_dir)
+        return VP_OK;
+    return vp_checkpoint_acquire(o->checkpoint_dir, o->resume_dir, o->overwrite_checkpoint, lock,
+                                 err);
+}
+
+void vp__checkpoint_prune(const vp_train_options *o, int step, vp_train_progress *p) {
+    vp_error why = {0};
+    if (vp_checkpoint_prune(o->checkpoint_dir, step, &why) != VP_OK)
+        snprintf(p->note, sizeof p->note, "checkpoint of step %d saved, but %s", step, why.message);
 }
 
 vp_status vp__train_check(const vp_train_options *o, const vp_data *data, vp_error *err) {

@@ -35,6 +35,7 @@ typedef struct reference {
     vp_stage *stage;
     vp_batch batch; /* one microbatch */
     float *group_sum;
+    vp_checkpoint_lock *lock; /* of o->checkpoint_dir, held for the run */
 } reference;
 
 /* Mean validation loss over eval_batches fixed windows (forward only, slot 0). */
@@ -132,14 +133,19 @@ static vp_status run_step(reference *ref, int step, vp_train_callback callback, 
         st = evaluate(ref, &p->val_loss, err);
     p->checkpointed = !st && vp__step_checkpoints(o, step + 1);
     if (p->checkpointed) {
-        vp_checkpoint_run run = vp__checkpoint_run(o);
+        vp_checkpoint_run run = vp__checkpoint_run(o, ref->data);
         vp_checkpoint_part whole = {0, 1, &ref->stage, 1};
         vp_checkpoint_meta meta = {
             .step = step + 1,
             .data_pos = (uint64_t)(step + 1) * (uint64_t)o->m,
             .n_parts = 1,
             .shape = {.p = 1, .dp = o->dp, .schedule = "single", .transport = "threads"}};
-        st = vp_checkpoint_save(o->checkpoint_dir, &run, &whole, &meta, err);
+        st = vp_checkpoint_write_part(o->checkpoint_dir, &run, &whole, meta.step, meta.data_pos,
+                                      err);
+        if (!st)
+            st = vp_checkpoint_commit(o->checkpoint_dir, &meta, err);
+        if (!st)
+            vp__checkpoint_prune(o, meta.step, p);
     }
     *stop = !st && callback && !callback(p, user);
     if (!st && *stop && !eval)
@@ -159,8 +165,8 @@ static vp_status set_up(reference *ref, int *from, vp_error *err) {
                       o->faults.rank);
     if (!st)
         st = vp__train_check(o, ref->data, err);
-    if (!st && o->checkpoint_dir)
-        st = vp_checkpoint_prepare(o->checkpoint_dir, err);
+    if (!st)
+        st = vp__checkpoint_acquire(o, &ref->lock, err);
     if (st)
         return st;
     size_t N = (size_t)o->model.microbatch * (size_t)o->model.seq_len;
@@ -175,7 +181,7 @@ static vp_status set_up(reference *ref, int *from, vp_error *err) {
         !(ref->group_sum = vp__malloc(vp_stage_state_of(ref->stage).n, sizeof *ref->group_sum)))
         st = vp__fail(err, VP_ENOMEM, "out of memory");
     vp_checkpoint_meta meta = {0};
-    vp_checkpoint_run run = vp__checkpoint_run(o);
+    vp_checkpoint_run run = vp__checkpoint_run(o, ref->data);
     if (!st && o->resume_dir)
         st = vp_checkpoint_load(o->resume_dir, &run, &(vp_checkpoint_part){0, 1, &ref->stage, 1},
                                 &meta, err);
@@ -206,6 +212,7 @@ vp_status vp_train_run(const vp_train_options *o, const vp_data *data, vp_train_
     }
     vp_stage_free(ref.stage);
     vp_mem_free(ref.mem);
+    vp_checkpoint_release(ref.lock);
     free(ref.group_sum);
     free(ref.batch.tokens);
     free(ref.batch.targets);

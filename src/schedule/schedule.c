@@ -5,46 +5,20 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "schedule/placement.h"
 #include "vpipe/schedule.h"
 
-/* Fills stage_device for the placements that have a rule. */
+/* Fills stage_device for the placements that have a rule (placement.h). */
 static vp_status place_stages(vp_schedule *s, vp_error *err) {
     int p = s->p, S = s->S;
-    switch (s->placement) {
-    case VP_PLACE_SINGLE:
-        if (S != p)
-            return vp__fail(err, VP_EINVAL, "single placement needs S = p (S=%d, p=%d)", S, p);
-        for (int i = 0; i < S; i++)
-            s->stage_device[i] = i;
-        return VP_OK;
-    case VP_PLACE_LOOP:
-        if (S % p != 0)
-            return vp__fail(err, VP_EINVAL, "loop placement needs S a multiple of p (S=%d, p=%d)",
-                            S, p);
-        for (int i = 0; i < S; i++)
-            s->stage_device[i] = i % p;
-        return VP_OK;
-    case VP_PLACE_V:
-        if (S != 2 * p)
-            return vp__fail(err, VP_EINVAL, "V placement needs S = 2p (S=%d, p=%d)", S, p);
-        for (int i = 0; i < p; i++) {
-            s->stage_device[i] = i;
-            s->stage_device[2 * p - 1 - i] = i;
-        }
-        return VP_OK;
-    case VP_PLACE_BIDIR:
-        if (S != 2 * p)
-            return vp__fail(err, VP_EINVAL, "bidirectional placement needs S = 2p (S=%d, p=%d)", S,
-                            p);
-        for (int r = 0; r < p; r++) {
-            s->stage_device[r] = r;
-            s->stage_device[p + r] = p - 1 - r;
-        }
-        return VP_OK;
-    case VP_PLACE_CUSTOM:
-        return VP_OK;
-    }
-    return vp__fail(err, VP_EINVAL, "unknown placement %d", (int)s->placement);
+    if ((unsigned)s->placement > VP_PLACE_CUSTOM)
+        return vp__fail(err, VP_EINVAL, "unknown placement %d", (int)s->placement);
+    if (vp__placement_stages(s->placement, p, S) != S)
+        return vp__fail(err, VP_EINVAL, "%s placement needs S %s (S=%d, p=%d)",
+                        vp_placement_name(s->placement), vp__placement_rule(s->placement), S, p);
+    for (int i = 0; s->placement != VP_PLACE_CUSTOM && i < S; i++)
+        s->stage_device[i] = vp__placement_device(s->placement, p, i);
+    return VP_OK;
 }
 
 vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out, vp_error *err) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/internal.h"
+#include "schedule/placement.h"
 #include "schedule/replay.h"
 #include "vpipe/schedule.h"
 
@@ -13,6 +14,34 @@
 typedef struct {
     uint8_t f, b, w, bw, r;
 } pass_count;
+
+/* A placement other than custom is a promise about the stage map (what exporters and
+ * the runtime rely on): its S, its routes and every stage's device. */
+static vp_status check_placement(const vp_schedule *s, vp_error *err) {
+    vp_placement_kind pl = s->placement;
+    const char *name = vp_placement_name(pl);
+    if ((unsigned)pl > VP_PLACE_CUSTOM)
+        return vp__fail(err, VP_EVALIDATION, "unknown placement %d", (int)pl);
+    if (pl == VP_PLACE_CUSTOM)
+        return VP_OK;
+    if (vp__placement_stages(pl, s->p, s->S) != s->S)
+        return vp__fail(err, VP_EVALIDATION, "placement \"%s\" needs S %s (S=%d, p=%d)", name,
+                        vp__placement_rule(pl), s->S, s->p);
+    int route = pl == VP_PLACE_BIDIR ? s->p : s->S;
+    if (s->route_len != route)
+        return vp__fail(err, VP_EVALIDATION,
+                        "placement \"%s\" has routes of %d stages, the schedule says %d", name,
+                        route, s->route_len);
+    for (int st = 0; st < s->S; st++) {
+        int d = vp__placement_device(pl, s->p, st);
+        if (s->stage_device[st] != d)
+            return vp__fail(err, VP_EVALIDATION,
+                            "placement \"%s\" puts stage %d on device %d, the stage map on "
+                            "device %d (declare \"custom\" for a map of its own)",
+                            name, st, d, s->stage_device[st]);
+    }
+    return VP_OK;
+}
 
 static vp_status check_shape(const vp_schedule *s, vp_error *err) {
     if (s->p < 1 || s->S < 1 || s->m < 1)
@@ -30,7 +59,7 @@ static vp_status check_shape(const vp_schedule *s, vp_error *err) {
                             "microbatch %d's route starts at stage %d and does not fit in %d "
                             "stages",
                             j, s->mb_first[j], s->S);
-    return VP_OK;
+    return check_placement(s, err);
 }
 
 /* An op's place in the schedule, for messages. */

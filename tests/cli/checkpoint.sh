@@ -87,15 +87,17 @@ expect 2 "width is 64 there, 32 here" -- "$vpipe" train "${base[@]}" --steps "$N
 expect 2 "another run: steps" -- "$vpipe" train "${base[@]}" --width 64 --steps 400 \
     --resume "$tmp/good"
 
-# 4. a write that fails keeps the previous checkpoint, which still loads
+# 4. a write that fails (the part file's name is taken by a directory) keeps the previous
+# checkpoint, which still loads
 cp -r "$tmp/good" "$tmp/blocked"
 next=$((S + K))
-mkdir "$tmp/blocked/part-0.step-$next.ckpt.tmp"
+mkdir "$tmp/blocked/part-0.step-$next.ckpt"
 expect 3 "cannot write checkpoint" -- "$vpipe" train "${model[@]}" --resume "$tmp/blocked" \
     --checkpoint "$tmp/blocked" --checkpoint-every "$K"
 cmp -s "$tmp/good/meta.json" "$tmp/blocked/meta.json" || bad "a failed write changed meta.json"
-[ -e "$tmp/blocked/part-0.step-$next.ckpt" ] && bad "a failed write left part-0.step-$next.ckpt"
-rmdir "$tmp/blocked/part-0.step-$next.ckpt.tmp"
+[ -d "$tmp/blocked/part-0.step-$next.ckpt" ] || bad "a failed write replaced part-0.step-$next.ckpt"
+ls "$tmp/blocked" | grep -q tmp && bad "a failed write left a temporary file: $(ls "$tmp/blocked")"
+rmdir "$tmp/blocked/part-0.step-$next.ckpt"
 "$vpipe" train "${model[@]}" --resume "$tmp/blocked" --json >"$tmp/blocked.json" 2>/dev/null ||
     bad "the checkpoint kept after a failed write does not load"
 [ "$(json_field "$tmp/blocked.json" param_digest)" = "$(json_field "$tmp/full.json" param_digest)" ] ||

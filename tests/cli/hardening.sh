@@ -175,10 +175,11 @@ expect 0 "costs F=1 B=2 W=1 c=0 FB=2.5" -- "$vp" simulate 1f1b -p 2 -m 2 --cost 
 expect 0 "costs F=1 B=2 W=1 c=0 FB=2.5" -- "$vp" compare -p 2 -m 4 --cost B=2,FB=2.5
 expect 0 "costs F=1 B=2 W=1 c=0 FB=2.5" -- "$vp" plan -p 2 -m 4 --memory 1 --cost B=2,FB=2.5
 expect 0 '"FB": 2.5' -- "$vp" simulate 1f1b -p 2 -m 2 --cost B=2,FB=2.5 --json
-# costs each finite whose sums are not: exit 3 rather than a makespan of inf
-expect 3 "overflow the simulated times" -- \
+# costs whose sums could not be finite: refused as any bad --cost value (exit 2) rather
+# than a makespan of inf
+expect 2 "overflow the simulated times" -- \
     "$vp" simulate 1f1b -p 8 -m 32 --cost F=1e307,B=1e307,W=1e307
-expect 3 "overflow the simulated times" -- "$vp" compare -p 8 -m 32 --cost F=1e307,B=1e307,W=1e307
+expect 2 "overflow the simulated times" -- "$vp" compare -p 8 -m 32 --cost F=1e307,B=1e307,W=1e307
 
 # messages: the path once, a directory's reason
 once() { # once NEEDLE -- command: the command fails naming NEEDLE exactly once

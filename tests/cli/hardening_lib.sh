@@ -12,10 +12,11 @@ text=/usr/share/common-licenses/GPL-3
 model=(--layers 2 --width 32 --heads 2 --seq 16 --microbatch 2)
 
 # --cost: a key given twice is refused (not the last one silently taken); costs whose
-# results cannot be finite are bad input (exit 3), for simulate and for plan
+# results cannot be finite are refused as every other bad --cost value is (exit 2, issue
+# 27 item 8), for simulate and for plan
 expect 2 "--cost 'F=1,F=2'" -- "$vp" simulate 1f1b -p 4 -m 8 --cost F=1,F=2
-expect 3 "" -- "$vp" simulate 1f1b -p 4 -m 8 --cost F=1e308
-expect 3 "" -- "$vp" plan -p 4 -m 8 --memory 0.5 --cost F=1e308
+expect 2 "over 1e+12" -- "$vp" simulate 1f1b -p 4 -m 8 --cost F=1e308
+expect 2 "over 1e+12" -- "$vp" plan -p 4 -m 8 --memory 0.5 --cost F=1e308
 # a tiny cost is accepted
 expect 0 "makespan" -- "$vp" simulate 1f1b -p 4 -m 8 --cost F=1e-320
 

@@ -83,4 +83,16 @@ expect 2 "--memory" -- "$vp" plan -p 8 -m 32 --memory 4x
 expect 2 "needs --memory" -- "$vp" plan -p 8 -m 32
 expect 2 "needs -p and -m" -- "$vp" plan --memory 0.5
 expect 2 "plan: unknown option '--frobnicate'" -- "$vp" plan -p 4 -m 8 --memory 1 --frobnicate
+
+# --time-limit (issue 27, item 7; default 60 s): a limit far below the work stops the
+# search with the best found so far and says so; 1F1B is always weighed, so a budget of
+# its memory is answered; one that nothing weighed meets names the limit.
+expect 0 "time limit reached (0.001 s): the best found so far" -- "$vp" plan -p 256 -m 1024 \
+    --memory 1 --time-limit 0.001
+expect 0 '"timed_out": true' -- "$vp" plan -p 256 -m 1024 --memory 1 --time-limit 0.001 --json
+expect 2 "the time limit (0.001 s) ended the search" -- "$vp" plan -p 256 -m 1024 --memory 0.5 \
+    --time-limit 0.001
+expect 0 '"timed_out": false' -- "$vp" plan -p 8 -m 32 --memory 0.5 --json
+"$vp" plan -p 8 -m 32 --memory 0.5 | grep -q "time limit" && bad "a small plan says it timed out"
+"$vp" plan --help | grep -q -- "--time-limit" || bad "plan --help does not document --time-limit"
 finish

@@ -59,6 +59,15 @@ typedef struct notice {
  * vp_runtime_mpi_abort. A duplicate of MPI_COMM_WORLD, made once per process. */
 static MPI_Comm control = MPI_COMM_NULL;
 
+/* Set once a process did not answer on the control communicator (stopped or gone): no
+ * later collective there can complete. */
+static bool control_broken;
+
+/* How long a process that saw the run fail waits for the others' outcomes: they learn of
+ * the failure at the end of the op they are in, and a process that does not answer by
+ * then is stopped or gone (a run that ended well waits up to the watchdog limit). */
+#define SETTLE_GRACE_S 1.0
+
 typedef struct pending_send {
     MPI_Request req;
     float *buf;
@@ -116,9 +125,10 @@ static vp_status aborted(vp_transport *t, vp_error *err) {
 }
 
 /* Polls req until it completes, an abort arrives, or the watchdog limit passes (then
- * this rank aborts the run, naming what it waited for). */
+ * this rank aborts the run, naming what it waited for). A receive left waiting is
+ * cancelled; a collective cannot be (MPI forbids it: the job is ending anyway). */
 static vp_status wait_for(mpi_transport *mt, MPI_Request *req, MPI_Status *st, const char *what,
-                          vp_error *err) {
+                          bool collective, vp_error *err) {
     vp_transport *t = &mt->base;
     double deadline = vp__now_ms() + t->watchdog_s * 1e3;
     struct timespec nap = {0, 20000};
@@ -139,8 +149,10 @@ static vp_status wait_for(mpi_transport *mt, MPI_Request *req, MPI_Status *st, c
         }
         nanosleep(&nap, NULL);
     }
-    MPI_Cancel(req);
-    MPI_Request_free(req);
+    if (!collective) {
+        MPI_Cancel(req);
+        MPI_Request_free(req);
+    }
     return aborted(t, err);
 }
 
@@ -181,7 +193,7 @@ static vp_status mp_recv(vp_transport *t, int rank, vp_msg_key key, size_t n, fl
     MPI_Status st;
     MPI_Irecv(b, (int)n, MPI_FLOAT, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &req);
     vp_transport_set_wait(t, rank, 1, key);
-    rc = wait_for(mt, &req, &st, what, err);
+    rc = wait_for(mt, &req, &st, what, false, err);
     sweep_sends(mt);
     if (rc != VP_OK) {
         free(b);
@@ -204,7 +216,7 @@ static vp_status mp_barrier(vp_transport *t, int rank, vp_error *err) {
     (void)rank;
     MPI_Request req;
     MPI_Ibarrier(MPI_COMM_WORLD, &req);
-    return wait_for(mt, &req, MPI_STATUS_IGNORE, "the other ranks at a barrier", err);
+    return wait_for(mt, &req, MPI_STATUS_IGNORE, "the other ranks at a barrier", true, err);
 }
 
 static vp_status mp_sum(vp_transport *t, int rank, double *v, int n, vp_error *err) {
@@ -215,14 +227,15 @@ static vp_status mp_sum(vp_transport *t, int rank, double *v, int n, vp_error *e
         return vp__fail(err, VP_ENOMEM, "out of memory");
     MPI_Request req;
     MPI_Iallgather(v, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD, &req);
-    vp_status rc = wait_for(mt, &req, MPI_STATUS_IGNORE, "the other ranks' sums", err);
-    if (rc == VP_OK)
-        for (int i = 0; i < n; i++) {
-            double total = 0.0; /* in rank order, the same bits on every rank */
-            for (int r = 0; r < t->p; r++)
-                total += all[(size_t)r * (size_t)n + (size_t)i];
-            v[i] = total;
-        }
+    vp_status rc = wait_for(mt, &req, MPI_STATUS_IGNORE, "the other ranks' sums", true, err);
+    if (rc != VP_OK)
+        return rc; /* all stays: the collective may still write it while the job ends */
+    for (int i = 0; i < n; i++) {
+        double total = 0.0; /* in rank order, the same bits on every rank */
+        for (int r = 0; r < t->p; r++)
+            total += all[(size_t)r * (size_t)n + (size_t)i];
+        v[i] = total;
+    }
     free(all);
     return rc;
 }
@@ -278,6 +291,27 @@ static int speaker(const settle_record *all, int p) {
     return any;
 }
 
+/* True when a process of lower rank also told of a failure of its own (watchdogs that
+ * fire together): that one reports when the outcome cannot be agreed on, not this one. */
+static bool lower_teller(mpi_transport *mt) {
+    MPI_Status st;
+    int got = 0;
+    bool lower = false;
+    if (mt->notice_req != MPI_REQUEST_NULL) {
+        MPI_Test(&mt->notice_req, &got, &st);
+        lower = got && st.MPI_SOURCE < mt->rank;
+    }
+    for (;;) {
+        MPI_Iprobe(MPI_ANY_SOURCE, ABORT_TAG, MPI_COMM_WORLD, &got, &st);
+        if (!got)
+            return lower;
+        notice drop;
+        MPI_Recv(&drop, (int)sizeof drop, MPI_BYTE, st.MPI_SOURCE, ABORT_TAG, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        lower = lower || st.MPI_SOURCE < mt->rank;
+    }
+}
+
 static int mp_settle(vp_transport *t, int with_states, vp_outcome *outcome) {
     mpi_transport *mt = (mpi_transport *)t;
     settle_record *all = vp__calloc((size_t)t->p, sizeof *all), mine = {0};
@@ -291,14 +325,23 @@ static int mp_settle(vp_transport *t, int with_states, vp_outcome *outcome) {
     if (with_states)
         vp__transport_report(t, mine.states, sizeof mine.states);
     MPI_Request req;
+    double bound =
+        seen.status == VP_OK || t->watchdog_s < SETTLE_GRACE_S ? t->watchdog_s : SETTLE_GRACE_S;
     if (!all ||
         MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, control,
                        &req) != MPI_SUCCESS ||
-        !wait_bounded(&req, t->watchdog_s)) {
-        *outcome = seen; /* nobody to agree with: this process reports what it saw */
+        !wait_bounded(&req, bound)) {
+        /* nobody to agree with: this process reports what it saw if that is its own
+         * failure and no lower rank failed on its own too (a failure it was told of is
+         * reported by its teller) */
+        control_broken = true;
+        *outcome = seen;
         vp__outcome_add_states(outcome, mine.states);
-        free(all);
-        return 1;
+        if (seen.status != VP_OK)
+            vp__outcome_add_states(outcome, "\n  (a process did not answer within the grace "
+                                            "period after the failure: stopped, or gone; its "
+                                            "ranks' states are missing)");
+        return seen.status == VP_OK || (first && !lower_teller(mt));
     }
     int r = speaker(all, t->p);
     *outcome = (vp_outcome){.status = VP_OK, .rank = -1};
@@ -381,7 +424,7 @@ void vp_runtime_mpi_abort(int code) {
     if (control != MPI_COMM_NULL) { /* the process that reports has printed when it comes */
         MPI_Request req;
         MPI_Ibarrier(control, &req);
-        wait_bounded(&req, 10.0);
+        wait_bounded(&req, control_broken ? SETTLE_GRACE_S : 10.0);
     }
     MPI_Abort(MPI_COMM_WORLD, code);
 }

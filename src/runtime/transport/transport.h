@@ -68,7 +68,9 @@ typedef struct vp_transport_vtbl {
      * the failure of the lowest rank among those that failed before learning of another
      * failure, and with states, every rank's state appended (vp__transport_report lines
      * the message does not hold yet). Returns 1 when this process is the one to report
-     * it (the process of that rank), 0 otherwise. */
+     * it (the process of that rank), 0 otherwise. Under MPI a process waits for the others
+     * up to the watchdog limit, or 1 s when it saw a failure; past that it keeps what it
+     * saw, says that a process did not answer, and reports it if the failure was its own. */
     int (*settle)(vp_transport *t, int with_states, vp_outcome *outcome);
     void (*free)(vp_transport *t);
 } vp_transport_vtbl;

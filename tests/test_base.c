@@ -1,0 +1,168 @@
+/* The floor of the house: reading files without blocking and within their caps, writing
+ * them atomically without breaking symbolic links or loosening permissions, and error
+ * messages that never carry terminal controls (nor overlap their own arguments). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "base/internal.h"
+
+static char *new_dir(void) {
+    char *d = strdup("/tmp/vp_base_XXXXXX");
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+static void remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+static char *text_of(const char *path) {
+    char *text = NULL;
+    size_t len;
+    vp_error err = {0};
+    if (vp_read_file(path, 0, &text, &len, &err) != VP_OK)
+        fail_msg("%s", err.message);
+    return text;
+}
+
+/* A FIFO without a writer and a device are refused at once, before any read; a file over
+ * its cap is refused before it is read; a regular file reads whole. */
+static void test_read_refuses_streams(void **state) {
+    (void)state;
+    char *dir = new_dir(), fifo[4096], file[4096];
+    snprintf(fifo, sizeof fifo, "%s/f.fifo", dir);
+    snprintf(file, sizeof file, "%s/f.txt", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    char *text = NULL;
+    size_t len = 0;
+    vp_error err = {0};
+    const char *streams[] = {fifo, "/dev/zero", "/dev/null"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(vp_read_file(streams[i], 0, &text, &len, &err), VP_EIO);
+        assert_non_null(strstr(err.message, "is not a regular file"));
+        assert_null(text);
+    }
+    assert_int_equal(vp_read_file(dir, 0, &text, &len, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "is a directory"));
+    assert_int_equal(vp_write_file(file, "0123456789", 10, &err), VP_OK);
+    assert_int_equal(vp_read_file(file, 9, &text, &len, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "is larger than 9 bytes"));
+    assert_int_equal(vp_read_file(file, 10, &text, &len, &err), VP_OK);
+    assert_int_equal(len, 10);
+    assert_string_equal(text, "0123456789");
+    free(text);
+    remove_dir(dir);
+    free(dir);
+}
+
+/* Writing onto a symbolic link replaces the file it points to and keeps the link; a
+ * file replaced keeps its permissions; no temporary file is left; two writers' temporary
+ * files never collide. */
+static void test_write_keeps_links_and_modes(void **state) {
+    (void)state;
+    char *dir = new_dir(), target[4096], link[4096], chain[4096], secret[4096];
+    snprintf(target, sizeof target, "%s/target.json", dir);
+    snprintf(link, sizeof link, "%s/link.json", dir);
+    snprintf(chain, sizeof chain, "%s/chain.json", dir);
+    snprintf(secret, sizeof secret, "%s/secret.json", dir);
+    vp_error err = {0};
+    assert_int_equal(vp_write_file(target, "old\n", 4, &err), VP_OK);
+    assert_int_equal(symlink("target.json", link), 0); /* relative, as ln -s makes them */
+    assert_int_equal(symlink(link, chain), 0);         /* a link to a link */
+    assert_int_equal(vp_write_file(chain, "new\n", 4, &err), VP_OK);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(lstat(chain, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    char *text = text_of(target);
+    assert_string_equal(text, "new\n");
+    free(text);
+    /* a dangling link: the file it names is created */
+    unlink(target);
+    assert_int_equal(vp_write_file(link, "made\n", 5, &err), VP_OK);
+    text = text_of(target);
+    assert_string_equal(text, "made\n");
+    free(text);
+    /* 0600 stays 0600 (whatever the umask) */
+    assert_int_equal(vp_write_file(secret, "a", 1, &err), VP_OK);
+    assert_int_equal(chmod(secret, 0600), 0);
+    mode_t old = umask(022);
+    assert_int_equal(vp_write_file(secret, "b", 1, &err), VP_OK);
+    umask(old);
+    assert_int_equal(stat(secret, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    /* nothing but the four names */
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(n, 4);
+    /* two writers at once get two temporary files */
+    vp__atomic *a = NULL, *b = NULL;
+    assert_int_equal(vp__atomic_open(target, &a, &err), VP_OK);
+    assert_int_equal(vp__atomic_open(target, &b, &err), VP_OK);
+    vp__atomic_write(a, "from a", 6);
+    vp__atomic_write(b, "from b", 6);
+    assert_int_equal(vp__atomic_commit(a, &err), VP_OK);
+    text = text_of(target);
+    assert_string_equal(text, "from a");
+    free(text);
+    assert_int_equal(vp__atomic_commit(b, &err), VP_OK);
+    text = text_of(target);
+    assert_string_equal(text, "from b");
+    free(text);
+    remove_dir(dir);
+    free(dir);
+}
+
+/* Messages escape terminal controls (C0 but newline and tab, DEL, C1) and may quote
+ * their own previous message. */
+static void test_messages(void **state) {
+    (void)state;
+    vp_error err = {0};
+    vp__fail(&err, VP_EPARSE, "family '%s'",
+             "\x1b[31mred\x7f\xc2\x9b"
+             "2J\ttab\nline\xc3\xa9");
+    assert_string_equal(err.message, "family '\\x1b[31mred\\x7f\\u009b2J\ttab\nline\xc3\xa9'");
+    vp__fail(&err, VP_EPARSE, "outer: %s", err.message);
+    assert_string_equal(err.message,
+                        "outer: family '\\x1b[31mred\\x7f\\u009b2J\ttab\nline\xc3\xa9'");
+    char small[5];
+    assert_int_equal(vp__text_escape(small, sizeof small, "ab\x1b"), 2); /* whole escapes */
+    assert_string_equal(small, "ab");
+    assert_true(vp__text_has_control("a\x1b"));
+    assert_true(vp__text_has_control("a\n"));
+    assert_true(vp__text_has_control("\xc2\x85"));
+    assert_false(vp__text_has_control("v-half \xc3\xa9t\xc3\xa9"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_read_refuses_streams),
+        cmocka_unit_test(test_write_keeps_links_and_modes),
+        cmocka_unit_test(test_messages),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
