@@ -28,6 +28,25 @@ static void test_alltoall_by_placement(void **state) {
     assert_true(vp__alltoall_seconds(&g, &(vp__group){0, 1, 1}, B) == 0);
 }
 
+/* Qwen3-30B-A3B on H100s at sequence 4096 with FlashAttention, DP 16, the layers split
+ * evenly. */
+typedef struct qwen {
+    vp_arch a;
+    vp_gpu g;
+    vp_workload t;
+    vp_price_setup su;
+} qwen;
+
+static void qwen_setup(qwen *q) {
+    q->a = tp_preset("qwen3-30b-a3b");
+    q->g = tp_gpu("h100-80gb");
+    q->t = vp_workload_default(&q->a);
+    q->t.seq = 4096;
+    q->t.flash = true;
+    q->t.dp = 16;
+    q->su = (vp_price_setup){.arch = &q->a, .gpu = &q->g, .work = &q->t, .split = VP_SPLIT_EVEN};
+}
+
 static vp_price_layout *layout(const vp_price_setup *su, int p) {
     vp_schedule *s = NULL;
     vp_spec spec = vp_spec_make(p, 2 * p);
@@ -47,13 +66,10 @@ static vp_price_layout *layout(const vp_price_setup *su, int p) {
  * its ETP ranks and scattered back. */
 static void test_layer_exchange(void **state) {
     (void)state;
-    vp_arch a = tp_preset("qwen3-30b-a3b");
-    vp_gpu g = tp_gpu("h100-80gb");
-    vp_workload t = vp_workload_default(&a);
-    t.seq = 4096;
-    t.flash = true;
-    t.dp = 16;
-    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t};
+    qwen q;
+    qwen_setup(&q);
+    vp_arch a = q.a;
+    vp_gpu g = q.g;
     double bytes = 4096.0 * a.top_k * a.hidden * a.dtype_bytes, eff = g.comm_efficiency;
     struct {
         int ep, etp;
@@ -70,18 +86,18 @@ static void test_layer_exchange(void **state) {
          bytes * 2 / 2 / (g.intra_bw * eff) + g.intra_latency},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        t.ep = cases[i].ep;
-        t.etp = cases[i].etp;
-        t.recompute = VP_RECOMPUTE_NONE;
-        vp_price_layout *lay = layout(&su, 2);
+        q.t.ep = cases[i].ep;
+        q.t.etp = cases[i].etp;
+        q.t.recompute = VP_RECOMPUTE_NONE;
+        vp_price_layout *lay = layout(&q.su, 2);
         const vp_price_stage *st = &lay->stage[0];
         double layer_ms = 2 * (cases[i].one + cases[i].gather) * 1e3, n = st->l1 - st->l0;
         TU_NEAR(st->a2a_f_ms, n * layer_ms);
         TU_NEAR(st->a2a_b_ms, n * layer_ms);
         assert_true(st->f_ms > st->a2a_f_ms);
         vp_price_layout_free(lay);
-        t.recompute = VP_RECOMPUTE_FULL; /* B runs the forward's exchange again */
-        lay = layout(&su, 2);
+        q.t.recompute = VP_RECOMPUTE_FULL; /* B runs the forward's exchange again */
+        lay = layout(&q.su, 2);
         TU_NEAR(lay->stage[0].a2a_b_ms, 2 * (lay->stage[0].l1 - lay->stage[0].l0) * layer_ms);
         vp_price_layout_free(lay);
     }
@@ -92,34 +108,30 @@ static void test_layer_exchange(void **state) {
  * expert-DP = TP x DP / (EP x ETP); gradients whole. */
 static void test_memory_split(void **state) {
     (void)state;
-    vp_arch a = tp_preset("qwen3-30b-a3b");
-    vp_gpu g = tp_gpu("h100-80gb");
-    vp_workload t = vp_workload_default(&a);
-    t.seq = 4096;
-    t.flash = true;
-    t.dp = 16;
-    t.zero1 = true;
-    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+    qwen q;
+    qwen_setup(&q);
+    vp_arch a = q.a;
+    q.t.zero1 = true;
     double per_expert = 3.0 * a.hidden * a.expert_ffn; /* SwiGLU: gate, up, down */
     int eps[] = {1, 8, 16, 4}, etps[] = {1, 1, 1, 2}, edp[] = {16, 2, 1, 2};
-    double state_bytes = t.prec.master + t.prec.moments, dense_params = 0;
+    double state_bytes = q.t.prec.master + q.t.prec.moments, dense_params = 0;
     for (int i = 0; i < 4; i++) {
-        t.ep = eps[i];
-        t.etp = etps[i];
-        assert_int_equal(vp__expert_dp(&t), edp[i]);
-        vp_price_layout *lay = layout(&su, 2);
+        q.t.ep = eps[i];
+        q.t.etp = etps[i];
+        assert_int_equal(vp__expert_dp(&q.t), edp[i]);
+        vp_price_layout *lay = layout(&q.su, 2);
         for (int st = 0; st < lay->S; st++) {
             const vp_price_stage *s = &lay->stage[st];
             double n = s->l1 - s->l0;
-            TU_NEAR(s->expert_params, n * a.experts / t.ep * per_expert / t.etp);
+            TU_NEAR(s->expert_params, n * a.experts / q.t.ep * per_expert / q.t.etp);
             if (i == 0 && st == 0)
                 dense_params = s->params - s->expert_params;
             if (st == 0) /* what is not an expert does not change with EP */
                 TU_NEAR(s->params - s->expert_params, dense_params);
             const vp_rank_memory *m = &lay->fixed[s->device];
-            TU_NEAR(m->optimizer, (s->params - s->expert_params) * state_bytes / t.dp +
+            TU_NEAR(m->optimizer, (s->params - s->expert_params) * state_bytes / q.t.dp +
                                       s->expert_params * state_bytes / edp[i]);
-            TU_NEAR(m->grads, s->params * t.prec.grad);
+            TU_NEAR(m->grads, s->params * q.t.prec.grad);
         }
         vp_price_layout_free(lay);
     }

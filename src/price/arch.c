@@ -36,6 +36,17 @@
         .shared_experts = s, .dense_layers = dense_                                                \
     }
 
+/* GPT-OSS: n layers with e experts (4 per token, 2880 wide like the residual), biases, a
+ * 128-token window on every other layer. */
+#define GPT_OSS(n, l, e)                                                                           \
+    {                                                                                              \
+        .name = n, .layers = l, .hidden = 2880, .heads = 64, .kv_heads = 8, .head_dim = 64,        \
+        .ffn = 2880, .vocab = 201088, .max_positions = 131072, .ffn_kind = VP_FFN_SWIGLU,          \
+        .norm = VP_NORM_RMS, .bias = true, .dtype_bytes = 2, .impl = VP_IMPL_MEGATRON,             \
+        .window = 128, .window_period = 2, .window_layers = 1, .experts = e, .top_k = 4,           \
+        .expert_ffn = 2880                                                                         \
+    }
+
 /* design/models.md §2 and design/anchors.md §1 (each from the config files cited there).
  * The papers' models are Megatron GPTs: GPT-2 vocabulary, 4h MLP and tied embeddings
  * (their published sizes count the table once); their position tables are taken as long
@@ -102,46 +113,8 @@ static const vp_arch presets[] = {
      .dense_layers = 3},
     MOE("qwen3-30b-a3b", 48, 2048, 32, 4, 128, 6144, 151936, 40960, 128, 8, 768, 0, 0),
     MOE("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 12288, 151936, 40960, 128, 8, 1536, 0, 0),
-    {.name = "gpt-oss-120b",
-     .layers = 36,
-     .hidden = 2880,
-     .heads = 64,
-     .kv_heads = 8,
-     .head_dim = 64,
-     .ffn = 2880,
-     .vocab = 201088,
-     .max_positions = 131072,
-     .ffn_kind = VP_FFN_SWIGLU,
-     .norm = VP_NORM_RMS,
-     .bias = true,
-     .dtype_bytes = 2,
-     .impl = VP_IMPL_MEGATRON,
-     .window = 128,
-     .window_period = 2,
-     .window_layers = 1,
-     .experts = 128,
-     .top_k = 4,
-     .expert_ffn = 2880},
-    {.name = "gpt-oss-20b",
-     .layers = 24,
-     .hidden = 2880,
-     .heads = 64,
-     .kv_heads = 8,
-     .head_dim = 64,
-     .ffn = 2880,
-     .vocab = 201088,
-     .max_positions = 131072,
-     .ffn_kind = VP_FFN_SWIGLU,
-     .norm = VP_NORM_RMS,
-     .bias = true,
-     .dtype_bytes = 2,
-     .impl = VP_IMPL_MEGATRON,
-     .window = 128,
-     .window_period = 2,
-     .window_layers = 1,
-     .experts = 32,
-     .top_k = 4,
-     .expert_ffn = 2880},
+    GPT_OSS("gpt-oss-120b", 36, 128),
+    GPT_OSS("gpt-oss-20b", 24, 32),
     MOE("mixtral-8x7b", 32, 4096, 32, 8, 0, 14336, 32000, 32768, 8, 2, 14336, 0, 0),
     MOE("mixtral-8x22b", 56, 6144, 48, 8, 0, 16384, 32768, 65536, 8, 2, 16384, 0, 0),
 };
