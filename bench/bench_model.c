@@ -88,11 +88,11 @@ int main(int argc, char **argv) {
     /* one layer: a middle stage [1, 2) */
     vp_mem *mem = vp_mem_new();
     vp_stage *st = NULL;
-    if (vp_stage_new(&cfg, (vp_stage_range){1, 2, false, false},
+    if (vp_stage_new(&cfg, (vp_stage_range){1, 2, false, false, 0, 0},
                      &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err))
         die("stage", &err);
     vp_stage_sizes sz;
-    vp_stage_sizes_of(&cfg, (vp_stage_range){1, 2, false, false}, &sz, &err);
+    vp_stage_sizes_of(&cfg, (vp_stage_range){1, 2, false, false, 0, 0}, &sz, &err);
     double flops_f = 24 * N * C * C + 4 * N * T * C, flops_b = 24 * N * C * C + 8 * N * T * C,
            flops_w = 24 * N * C * C;
     double tf = 0, tb = 0, tw = 0;
@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
            (tf + tb + tw) * 1e3, 100 * layer_gf / sgemm_gf);
 
     /* a whole training step: all layers, embeddings, head, loss, AdamW */
-    if (vp_stage_new(&cfg, (vp_stage_range){0, cfg.n_layer, true, true},
+    if (vp_stage_new(&cfg, (vp_stage_range){0, cfg.n_layer, true, true, 0, 0},
                      &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err))
         die("stage", &err);
     uint8_t *tok = malloc((size_t)n), *tgt = malloc((size_t)n);

@@ -118,6 +118,7 @@ void cli_progress_line(void *user, const char *line);
  * the real model; the layer split. Each group's options write into vp_request (the
  * recompute and split groups at their first field's offset, so train's request can place
  * them too). */
+extern const cli_group cli_vocab_group;
 extern const cli_group cli_spec_group, cli_limit_group, cli_recompute_group, cli_real_group,
     cli_split_group;
 

@@ -79,6 +79,16 @@ static const cli_opt training_opts[] = {
              "step and the replicas' gradients are added in replica\n"
              "order. With -p 1 and no schedule: the reference summing\n"
              "D groups of M/D microbatches in the same order"},
+    {.name = "vocab-shards",
+     .kind = CLI_INT,
+     .offset = TRAIN(po.train.vocab_shards),
+     .arg = "K",
+     .lo = 1,
+     .hi = 256,
+     .help = "the single-rank reference's vocabulary in K shards whose\n"
+             "softmax statistics and gradients add up in shard order, as\n"
+             "a pipeline of K ranks with --vocab-parallel adds them (the\n"
+             "same bits)"},
     {.name = "zero",
      .kind = CLI_INT,
      .offset = TRAIN(po.zero),
@@ -449,6 +459,7 @@ static int print_json(const train_run *t, const vp_schedule *s, const vp_train_r
     json_object_set_new(root, "resumed_step", json_integer(r->resumed_step));
     json_object_set_new(root, "dp", json_integer(o->dp));
     json_object_set_new(root, "zero", json_integer(t->r.po.zero));
+    json_object_set_new(root, "vocab_shards", json_integer(o->vocab_shards));
     json_object_set_new(root, "skipped_steps", json_integer(r->skipped_steps));
     json_object_set_new(root, "blas", cli_blas_json());
     if (pr)
@@ -668,6 +679,7 @@ static const cli_use uses[] = {
     {&output_group, 0},
     {&cli_limit_group, TRAIN(max_ops)},
     {&cli_recompute_group, TRAIN(recompute)},
+    {&cli_vocab_group, TRAIN(vocab_parallel)},
     {&cli_split_group, TRAIN(split)},
     {&testing_group, 0},
 };

@@ -6,6 +6,7 @@
 static const cli_use uses[] = {
     {&cli_spec_group, 0},
     {&cli_limit_group, offsetof(vp_request, max_ops)},
+    {&cli_vocab_group, offsetof(vp_request, vocab_parallel)},
 };
 
 const cli_command cli_cmd_validate = {

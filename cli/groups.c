@@ -88,6 +88,18 @@ static const cli_opt recompute_opts[] = {
 
 const cli_group cli_recompute_group = CLI_GROUP("recomputation", recompute_opts);
 
+static const cli_opt vocab_opts[] = {
+    {.name = "vocab-parallel",
+     .kind = CLI_FLAG,
+     .help = "vocabulary parallelism: the input embedding and the output\n"
+             "layer split by vocabulary over every device, with their\n"
+             "passes (EF, EB, S, T) placed into the schedule; with\n"
+             "--model each rank holds 1/p of the vocabulary's bytes\n"
+             "and time; a schedule file must already have the passes"},
+};
+
+const cli_group cli_vocab_group = CLI_GROUP("vocabulary", vocab_opts);
+
 #define REAL_INT(name_, field, hi_, help_)                                                         \
     {                                                                                              \
         .name = name_, .kind = CLI_INT, .offset = AT(field), .arg = "N", .lo = 1, .hi = hi_,       \

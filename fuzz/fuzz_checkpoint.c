@@ -55,8 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         o = tiny_options();
         mem = vp_mem_new();
         vp_stage_options opt = {.n_slots = 1, .seed = o.seed};
-        if (!mem || vp_stage_new(&o.model, (vp_stage_range){0, 1, true, true}, &opt, mem, &stage,
-                                 NULL) != VP_OK)
+        if (!mem || vp_stage_new(&o.model, (vp_stage_range){0, 1, true, true, 0, 0}, &opt, mem,
+                                 &stage, NULL) != VP_OK)
             abort();
     }
     try_restore(data, size, &o, stage);

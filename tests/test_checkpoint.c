@@ -113,8 +113,8 @@ static void make_shards(const vp_train_options *o, const int *l0, int n, uint64_
         vp_error err = {0};
         vp_stage_options opt = {.n_slots = 1, .seed = seed, .shard = shard, .shards = shards};
         vp_status st =
-            vp_stage_new(&o->model, (vp_stage_range){l0[k], l0[k + 1], k == 0, k == n - 1}, &opt,
-                         mem, &out[k], &err);
+            vp_stage_new(&o->model, (vp_stage_range){l0[k], l0[k + 1], k == 0, k == n - 1, 0, 0},
+                         &opt, mem, &out[k], &err);
         if (st != VP_OK)
             fail_msg("stage [%d, %d): %s", l0[k], l0[k + 1], err.message);
         if (salt != 0.0f) { /* moments from made-up gradients, then shifted weights */
@@ -158,7 +158,8 @@ static vp_checkpoint_meta meta_at(int step, uint64_t pos) {
 static float *whole(const vp_model_config *cfg, vp_stage *const *s, int n, int a) {
     vp_stage_sizes all;
     assert_int_equal(
-        vp_stage_sizes_of(cfg, (vp_stage_range){0, cfg->n_layer, true, true}, &all, NULL), VP_OK);
+        vp_stage_sizes_of(cfg, (vp_stage_range){0, cfg->n_layer, true, true, 0, 0}, &all, NULL),
+        VP_OK);
     size_t N = all.param_bytes / sizeof(float);
     float *out = malloc(N * sizeof *out);
     for (size_t i = 0; i < N; i++)
@@ -252,7 +253,7 @@ static void write_shape(const char *dir, const vp_checkpoint_run *run, shape sh,
 static void assert_same(const vp_model_config *cfg, vp_stage **a_st, int na, int a, vp_stage **b_st,
                         int nb, int b) {
     vp_stage_sizes all;
-    vp_stage_sizes_of(cfg, (vp_stage_range){0, cfg->n_layer, true, true}, &all, NULL);
+    vp_stage_sizes_of(cfg, (vp_stage_range){0, cfg->n_layer, true, true, 0, 0}, &all, NULL);
     float *x = whole(cfg, a_st, na, a), *y = whole(cfg, b_st, nb, b);
     for (size_t i = 0; i < all.param_bytes / sizeof(float); i++)
         assert_false(isnan(x[i])); /* the stages give every element */

@@ -432,7 +432,7 @@ static double stage_J(void *pv) {
 static void check_stage(int l0, int l1, bool first, bool last) {
     vp_mem *mem = vp_mem_new();
     vp_stage *st = NULL;
-    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){l0, l1, first, last},
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){l0, l1, first, last, 0, 0},
                                   &(vp_stage_options){.n_slots = 1, .seed = 7}, mem, &st, NULL),
                      VP_OK);
     size_t np, ng;
@@ -549,7 +549,7 @@ static void test_stage_naive_matmul(void **state) {
         vp_mem *mem = vp_mem_new();
         vp_stage *st = NULL;
         assert_int_equal(
-            vp_stage_new(&cfg, (vp_stage_range){0, L, true, true},
+            vp_stage_new(&cfg, (vp_stage_range){0, L, true, true, 0, 0},
                          &(vp_stage_options){.n_slots = 1, .seed = 3, .naive_matmul = naive}, mem,
                          &st, NULL),
             VP_OK);

@@ -36,7 +36,7 @@ static void chain_new(chain *p, int n, const int *bounds) {
     p->mem = vp_mem_new();
     for (int s = 0; s < n; s++) {
         assert_int_equal(
-            vp_stage_new(&cfg, (vp_stage_range){bounds[s], bounds[s + 1], s == 0, s == n - 1},
+            vp_stage_new(&cfg, (vp_stage_range){bounds[s], bounds[s + 1], s == 0, s == n - 1, 0, 0},
                          &(vp_stage_options){.n_slots = M, .seed = 11}, p->mem, &p->st[s], NULL),
             VP_OK);
     }
@@ -305,7 +305,7 @@ static void check_sizes_with(const vp_model_config *c, vp_stage_range r) {
  * several configurations and every kind of stage. */
 static void check_sizes(const vp_model_config *c, int l0, int l1, bool first, bool last) {
     for (recompute = 0; recompute <= 2; recompute++)
-        check_sizes_with(c, (vp_stage_range){l0, l1, first, last});
+        check_sizes_with(c, (vp_stage_range){l0, l1, first, last, 0, 0});
     recompute = 0;
 }
 static void test_sizes_match_allocator(void **state) {
@@ -327,10 +327,12 @@ static void test_sizes_match_allocator(void **state) {
     }
     /* the sizes are additive over a split: layers, then the ends */
     vp_stage_sizes all, a, b;
-    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 4, true, true}, &all, NULL),
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 4, true, true, 0, 0}, &all, NULL),
                      VP_OK);
-    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 2, true, false}, &a, NULL), VP_OK);
-    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){2, 4, false, true}, &b, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 2, true, false, 0, 0}, &a, NULL),
+                     VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){2, 4, false, true, 0, 0}, &b, NULL),
+                     VP_OK);
     assert_int_equal(all.act_bytes, a.act_bytes + b.act_bytes);
     assert_int_equal(all.stash_bytes, a.stash_bytes + b.stash_bytes);
     assert_int_equal(all.param_bytes, a.param_bytes + b.param_bytes);
@@ -342,7 +344,8 @@ static void test_shared_allocator_peak(void **state) {
     (void)state;
     const int one[2] = {0, 4}, three[4] = {0, 1, 3, 4};
     vp_stage_sizes sz;
-    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 4, true, true}, &sz, NULL), VP_OK);
+    assert_int_equal(vp_stage_sizes_of(&cfg, (vp_stage_range){0, 4, true, true, 0, 0}, &sz, NULL),
+                     VP_OK);
     size_t peaks[2];
     for (int k = 0; k < 2; k++) {
         chain p;
@@ -370,20 +373,20 @@ static void test_misuse(void **state) {
     assert_int_equal(vp_model_config_check(&bad, &err), VP_EINVAL);
     vp_mem *mem = vp_mem_new();
     vp_stage *st = NULL;
-    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 5, false, true},
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 5, false, true, 0, 0},
                                   &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
                      VP_EINVAL);
-    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 2, false, false},
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 2, false, false, 0, 0},
                                   &(vp_stage_options){.n_slots = 0, .seed = 1}, mem, &st, &err),
                      VP_EINVAL);
-    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){2, 2, false, false},
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){2, 2, false, false, 0, 0},
                                   &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
                      VP_EINVAL);
-    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 4, true, true},
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){1, 4, true, true, 0, 0},
                                   &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
                      VP_EINVAL);
     assert_null(st);
-    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){0, 4, true, true},
+    assert_int_equal(vp_stage_new(&cfg, (vp_stage_range){0, 4, true, true, 0, 0},
                                   &(vp_stage_options){.n_slots = 2, .seed = 1}, mem, &st, &err),
                      VP_OK);
     uint8_t tok[32] = {0};
@@ -414,7 +417,7 @@ static void test_misuse(void **state) {
     assert_int_equal(vp_mem_current(mem), 0);
     vp_model_config small = cfg;
     small.vocab = 5;
-    assert_int_equal(vp_stage_new(&small, (vp_stage_range){0, 4, true, true},
+    assert_int_equal(vp_stage_new(&small, (vp_stage_range){0, 4, true, true, 0, 0},
                                   &(vp_stage_options){.n_slots = 1, .seed = 1}, mem, &st, &err),
                      VP_OK);
     tok[3] = 7;
@@ -449,8 +452,8 @@ static void test_config_sizes_cannot_overflow(void **state) {
     assert_non_null(strstr(err.message, "2147483647 layers"));
     big.n_layer = 1000;
     vp_stage_sizes sz;
-    assert_int_equal(vp_stage_sizes_of(&big, (vp_stage_range){0, 1000, true, true}, &sz, &err),
-                     VP_OK);
+    assert_int_equal(
+        vp_stage_sizes_of(&big, (vp_stage_range){0, 1000, true, true, 0, 0}, &sz, &err), VP_OK);
     size_t C = 8192, per_layer = 12 * C * C + 13 * C;
     assert_true(sz.param_bytes == 4 * (1000 * per_layer + 256 * C + 64 * C + 2 * C + 256 * C));
 }

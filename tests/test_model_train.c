@@ -46,8 +46,8 @@ static void test_training_lowers_loss(void **state) {
     assert_true(fabs(first - log(256.0)) < 0.3); /* starts near uniform */
     assert_true(r.val_loss < (is_quick ? 3.7 : 3.0));
     vp_stage_sizes sz;
-    assert_int_equal(vp_stage_sizes_of(&o.model, (vp_stage_range){0, 4, true, true}, &sz, NULL),
-                     VP_OK);
+    assert_int_equal(
+        vp_stage_sizes_of(&o.model, (vp_stage_range){0, 4, true, true, 0, 0}, &sz, NULL), VP_OK);
     assert_int_equal(r.peak_act_bytes, sz.act_bytes); /* one microbatch at a time */
     vp_data_free(data);
 }

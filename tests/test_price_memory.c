@@ -160,7 +160,8 @@ static void check_vpipe_layout(const vp_model_config *cfg, int R, vp_placement_k
         assert_int_equal(st->l1, l0[k + 1]);
         vp_stage_sizes sz;
         assert_int_equal(
-            vp_stage_sizes_of(cfg, (vp_stage_range){st->l0, st->l1, k == 0, k == S - 1}, &sz, NULL),
+            vp_stage_sizes_of(cfg, (vp_stage_range){st->l0, st->l1, k == 0, k == S - 1, 0, 0}, &sz,
+                              NULL),
             VP_OK);
         if (st->act_bytes != sz.act_bytes || st->keep_bytes != sz.stash_bytes ||
             st->params * 4 != sz.param_bytes)
@@ -228,7 +229,7 @@ static void own_model_init(own_model *m) {
 
 static vp_stage_sizes own_stage(const own_model *m, int d) {
     vp_stage_sizes sz;
-    vp_stage_range range = {m->l0[d], m->l0[d + 1], d == 0, d == 3};
+    vp_stage_range range = {m->l0[d], m->l0[d + 1], d == 0, d == 3, 0, 0};
     assert_int_equal(vp_stage_sizes_of(&m->cfg, range, &sz, NULL), VP_OK);
     return sz;
 }

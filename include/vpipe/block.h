@@ -180,7 +180,8 @@ VP_API vp_status vp_block_times(const vp_block *b, const vp_schedule *s, double 
  * schedule's total work; peaks up to 1e-12 relative rounding). Every move starts the
  * moved pass strictly earlier, and a W moves earlier only into a gap, delaying nothing:
  * the start times decrease in a well-founded order, so it terminates (reorder.c states
- * the measure). Passes only (VP_EUNSUPPORTED for F&B ops; VP_EINVAL for non-finite or
+ * the measure). Passes only (VP_EUNSUPPORTED for F&B ops and vocabulary-parallel
+ * schedules: place their passes after reordering; VP_EINVAL for non-finite or
  * negative costs). *moved (optional) receives the number of moves. Cost: per round one
  * replay and O(ops) per device, plus O(ops of its device) per move. */
 VP_API vp_status vp_block_reorder(vp_schedule *s, const vp_cost_model *cm, int *moved,

@@ -89,6 +89,7 @@ typedef struct vp_hybrid_request {
                             none; < 0, the default: vp_hybrid_margin_default) */
     vp_hybrid_progress progress; /* NULL: none */
     void *progress_arg;
+    int vocab_parallel; /* 1: every configuration vocabulary-parallel (schedule.h) */
 } vp_hybrid_request;
 
 /* The margin a plan keeps on gpu by default: its capacity times the mean memory error

@@ -7,10 +7,12 @@
  *    "p": 4, "stages": 4, "microbatches": 8, "route_len": 4,
  *    "placement": "single", "stage_device": [0,1,2,3],
  *    "recompute": "full"            (only when the schedule recomputes: full or selective)
+ *    "vocab_parallel": true         (only with vocabulary parallelism)
  *    "mb_first": [0,...]            (only when some microbatch starts elsewhere than 0)
  *    "devices": [[["F",0,0], ["BW",0,0], ...], ...]}
- * An op is [kind, stage, microbatch] (kind F, B, W, BW or R); an overlapped pair is
- * ["F&B", s, j, bkind, s2, j2] with bkind "B" or "BW".
+ * An op is [kind, stage, microbatch] (kind F, B, W, BW or R, or a vocabulary pass EF, EB,
+ * S or T with its shard in place of the stage); an overlapped pair is ["F&B", s, j, bkind,
+ * s2, j2] with bkind "B" or "BW".
  */
 #ifndef VPIPE_IO_H
 #define VPIPE_IO_H
@@ -76,7 +78,9 @@ typedef enum {
  * the op that produces it, and REDUCE_GRAD after each stage's last backward, as PyTorch's
  * own lowering does. VP_EUNSUPPORTED (message says why) when s cannot be expressed: the
  * bidirectional placement or any route other than stages 0..S-1 (PyTorch runs every
- * microbatch through every stage), or a schedule that recomputes. PyTorch's actions have
+ * microbatch through every stage), a vocabulary-parallel schedule (PyTorch's actions have
+ * no vocabulary passes: export the schedule built without them), or a schedule that
+ * recomputes. PyTorch's actions have
  * no recomputation (torchtitan recomputes inside the backward by activation
  * checkpointing), so R is refused rather than dropped: the equivalent is the schedule
  * without recomputation (vp_schedule_recompute with VP_RECOMPUTE_NONE) exported, with

@@ -36,6 +36,21 @@
  * handed from one stage to the next (F output, B input gradient) is no stage's
  * activation while in flight. The stage also charges, once, its parameters, gradients,
  * AdamW moments and B's scratch (work_bytes) to their own categories of the allocator.
+ *
+ * Vocabulary parallelism (vp_stage_range.vocab_shards = K > 0). The token table and the
+ * head are split by vocabulary into K shards (rows vp_vocab_rows), each held by a
+ * vocabulary stage (vp_vocab_range) with four passes of its own: EF (vp_vocab_embed: the
+ * shard's rows of the tokens), EB (vp_vocab_embed_backward: the shard's token-table
+ * gradient), S (vp_vocab_output: the shard's logits of the last stage's output and their
+ * softmax statistics) and T (vp_vocab_output_backward: with every shard's statistics
+ * combined by vp_vocab_combine, the softmax, the shard's part of the output gradient and
+ * its head gradient). The first stage then adds the position embedding to the shards'
+ * parts added up in shard order (vp_vocab_add), and returns its input gradient for the
+ * EBs; the last stage ends at the final norm, whose output h goes to every S, and starts
+ * its backward from the T parts added up in shard order. Every sum of the shards runs in
+ * shard order, so a single rank holding the K shards gives the same bits as K ranks. A
+ * vocabulary stage holds per microbatch its tokens from EF until EB (embed_bytes) and h,
+ * its logits, statistics and targets from S until T (output_bytes).
  */
 #ifndef VPIPE_MODEL_H
 #define VPIPE_MODEL_H
@@ -72,26 +87,48 @@ VP_API vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err
 /* A stage's share of the model: layers [l0, l1), plus the token and position embeddings
  * when first, plus the final norm, head and loss when last. Valid when 0 <= l0 <= l1 <=
  * n_layer, the first stage starts at 0, the last ends at n_layer, and only a first or
- * last stage is empty. */
+ * last stage is empty. With vocab_shards = K > 0 (vocabulary parallelism) a first stage
+ * holds only the position embedding and a last only the final norm, both at least one
+ * layer; a vocabulary stage (vocab_shard = k + 1, l0 = l1 = 0, neither first nor last)
+ * holds shard k's rows of the token table and of the head. */
 typedef struct vp_stage_range {
     int l0, l1;
     bool first, last;
+    int vocab_shards; /* 0: no vocabulary parallelism; K: the vocabulary split in K shards */
+    int vocab_shard;  /* 0: a stage of layers; k + 1: the vocabulary stage of shard k */
 } vp_stage_range;
 
+/* The range of the vocabulary stage of shard k of shards (0 <= k < shards). */
+static inline vp_stage_range vp_vocab_range(int k, int shards) {
+    vp_stage_range r = {0, 0, false, false, shards, k + 1};
+    return r;
+}
+
+/* Rows [*v0, *v1) of a vocabulary of vocab entries that shard k of shards holds: equal
+ * shares, vocab * k / shards to vocab * (k + 1) / shards. */
+static inline void vp_vocab_rows(int vocab, int k, int shards, int *v0, int *v1) {
+    *v0 = (int)((long long)vocab * k / shards);
+    *v1 = (int)((long long)vocab * (k + 1) / shards);
+}
+
 typedef struct vp_stage_sizes {
-    size_t param_bytes; /* parameters; gradients and each AdamW moment take as much again */
-    size_t act_bytes;   /* charged per microbatch from F until B */
-    size_t stash_bytes; /* charged per microbatch from B until W */
-    size_t io_bytes;    /* one activation or gradient tensor between stages (B*T*C floats) */
-    size_t work_bytes;  /* per-stage scratch for B, allocated once */
-    size_t input_bytes; /* of act_bytes, what a full recomputation keeps from F until R: the
-                           input (tokens on a first stage) and a last stage's targets */
-    size_t core_bytes;  /* of act_bytes, what a selective recomputation drops from F until R:
-                           the attention probabilities of every layer */
+    size_t param_bytes;  /* parameters; gradients and each AdamW moment take as much again */
+    size_t act_bytes;    /* charged per microbatch from F until B */
+    size_t stash_bytes;  /* charged per microbatch from B until W */
+    size_t io_bytes;     /* one activation or gradient tensor between stages (B*T*C floats) */
+    size_t work_bytes;   /* per-stage scratch for B, allocated once */
+    size_t input_bytes;  /* of act_bytes, what a full recomputation keeps from F until R: the
+                            input (tokens on a first stage) and a last stage's targets */
+    size_t core_bytes;   /* of act_bytes, what a selective recomputation drops from F until R:
+                            the attention probabilities of every layer */
+    size_t embed_bytes;  /* a vocabulary stage: per microbatch from EF until EB (the tokens) */
+    size_t output_bytes; /* a vocabulary stage: per microbatch from S until T (the last
+                            stage's output, the shard's logits, statistics and targets) */
 } vp_stage_sizes;
 
 /* Sizes of the stage holding range of model cfg. Pure: allocates nothing. VP_EINVAL for
- * a bad config or range. */
+ * a bad config or range (with vocab_shards: more shards than the vocabulary has entries,
+ * a first or last stage without layers, a vocabulary stage with layers). */
 VP_API vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range range,
                                    vp_stage_sizes *out, vp_error *err);
 
@@ -236,6 +273,49 @@ VP_API void vp_stage_discard(vp_stage *stage, int mb);
 /* Frees an in-flight buffer from forward or backward_input (NULL is fine). */
 VP_API void vp_stage_buffer_free(float *buf);
 
+/* ---- vocabulary stages (vocabulary parallelism) -------------------------------------- */
+
+/* EF of a vocabulary stage for slot mb: *out receives [B*T*C] (in flight) with each token's
+ * row of the token table when the token is one of the shard's, 0 otherwise; the tokens
+ * (borrowed, each < vocab) are kept until EB. VP_EINVAL (not a vocabulary stage, slot busy,
+ * a token outside the vocabulary), VP_ENOMEM. */
+VP_API vp_status vp_vocab_embed(vp_stage *stage, int mb, const uint8_t *tokens, float **out,
+                                vp_error *err);
+
+/* EB for slot mb (after its EF): the shard's rows of the token-table gradient += the rows
+ * of dout [B*T*C] (the first stage's input gradient, borrowed) of its tokens, in token
+ * order; the tokens are released. VP_EINVAL when the slot has not run EF. */
+VP_API vp_status vp_vocab_embed_backward(vp_stage *stage, int mb, const float *dout, vp_error *err);
+
+/* Floats of one shard's softmax statistics of a microbatch: per token its logits' maximum,
+ * the sum of exp(logit - maximum), and the target's logit (0 when the target is another
+ * shard's). */
+#define VP_VOCAB_STATS 3
+
+/* S for slot mb: h [B*T*C] (the last stage's output, taken over) times the shard's head
+ * rows gives its logits, kept with h and a copy of targets [B*T] until T; their statistics
+ * go to stats[VP_VOCAB_STATS * B*T] (caller storage). VP_EINVAL (h still the caller's),
+ * VP_ENOMEM (h freed, slot left as it was). */
+VP_API vp_status vp_vocab_output(vp_stage *stage, int mb, float *h, const uint8_t *targets,
+                                 float *stats, vp_error *err);
+
+/* Combines the statistics of the shards stats[0..shards) (each of n tokens, in shard
+ * order) into the softmax's maximum, sum of exponentials and target logit per token
+ * (combined[VP_VOCAB_STATS * n]), and returns the mean cross-entropy of the n tokens. Pure:
+ * the same bits wherever it runs. */
+VP_API double vp_vocab_combine(const float *const *stats, int shards, int n, float *combined);
+
+/* T for slot mb (after its S), with the combined statistics: the shard's softmax minus the
+ * one-hot target, times loss_scale / (B*T), is its logits' gradient; *dx receives its
+ * part of the last stage's output gradient [B*T*C] (in flight) and the shard's head
+ * gradient += its share; the slot's S part is released. VP_EINVAL when the slot has not
+ * run S, VP_ENOMEM (slot unchanged). */
+VP_API vp_status vp_vocab_output_backward(vp_stage *stage, int mb, const float *combined,
+                                          float loss_scale, float **dx, vp_error *err);
+
+/* acc[0..n) := part (first) or acc + part: the shards' parts added in shard order. */
+VP_API void vp_vocab_add(float *acc, const float *part, size_t n, bool first);
+
 /* Sets every gradient to zero. */
 VP_API void vp_stage_zero_grad(vp_stage *stage);
 
@@ -257,12 +337,19 @@ typedef struct vp_shard {
 
 /* Where the stage holding range of model cfg starts in the whole model's flat arrays
  * (those of a stage holding every layer): the stages of any split tile them in route
- * order. VP_EINVAL for a bad config or range. */
+ * order. VP_EINVAL for a bad config or range, VP_EUNSUPPORTED for a vocabulary stage
+ * (its rows of the token table and of the head are two slices). */
 VP_API vp_status vp_stage_offset_of(const vp_model_config *cfg, vp_stage_range range,
                                     size_t *offset, vp_error *err);
 
 /* Blocks of the whole model cfg (0 for a config vp_model_config_check refuses). */
 VP_API int vp_norm_block_count(const vp_model_config *cfg);
+
+/* The same with the vocabulary split into vocab_shards shards (0: none, as
+ * vp_norm_block_count), whose blocks come first in the model's block order: each shard's
+ * token-table rows, then its head rows, shard after shard; then the position embedding,
+ * the layers and the final norm. */
+VP_API int vp_norm_blocks(const vp_model_config *cfg, int vocab_shards);
 
 /* Shard k of n (0 <= k < n) of the stage holding range of model cfg: the stage's blocks
  * cut into n contiguous runs, each cut at the block boundary nearest to an even share of

@@ -420,7 +420,8 @@ typedef struct vp_rank_memory {
     double workspace;     /* one layer recomputed at a time (full recompute inside B);
                              vpipe's scratch */
     double logits;        /* on the rank with the head: its 16-bit logits while the loss runs
-                             (beside the fp32 softmax F saves) */
+                             (beside the fp32 softmax F saves); with vocabulary parallelism
+                             every rank, its shard's */
     double gathers;       /* all-gather buffers: with sequence parallelism Megatron-LM gathers
                              each linear's input into one reused buffer of the whole
                              sequence; --tp-overlap's communication buffers hold another */
@@ -451,6 +452,10 @@ typedef struct vp_price_layout {
                               (units: one microbatch of the mean device slice) */
     double *slice_ms;      /* [3p] storage behind costs.dev_* (NULL with measured costs) */
     double unit_bytes;     /* bytes of one unit of cm (the mean device's M_B) */
+    int vocab_parallel;    /* 1: priced with vocabulary parallelism (the shape's): the first
+                              and last stage keep only the positions and the final norm,
+                              every rank holds a p-th of the token table and the head and
+                              runs a p-th of their passes (EF, EB, S, T; costs.e, s, t) */
     double frag_fraction;  /* the allocator's cached share of allocated bytes (the
                               accelerator's; 0 for vpipe's own model) */
 } vp_price_layout;

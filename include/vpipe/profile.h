@@ -52,8 +52,10 @@ VP_API vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *
 /* Fills cm (a model of schedule s) from the profile: per-stage F, B, W times (R as F: a
  * selective recomputation takes less) for the layer split layer_start ([route_len + 1],
  * NULL: vp_split_layers's), c, and per-stage bytes from the size functions
- * (vp_runtime_model_bytes; cm->has_bytes set). VP_EINVAL when the layers do not split
- * over s. */
+ * (vp_runtime_model_bytes; cm->has_bytes set); with vocabulary parallelism the embedding's
+ * and the head's times go to the p shards' passes, a p-th each (EF: the embedding's F; EB:
+ * its B + W; S: the head's F; T: its B + W). VP_EINVAL when the layers do not split over
+ * s. */
 VP_API vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s,
                                        const int *layer_start, vp_cost_model *cm, vp_error *err);
 
@@ -123,6 +125,8 @@ typedef struct vp_train_request {
     int split;                    /* a vp_split_goal; -1: not given (even) */
     const char *layers_per_stage; /* "3,4,4,3" (placed after split as in vp_request) */
     int recompute;                /* a vp_recompute; -1: not given */
+    bool vocab_parallel;          /* --vocab-parallel: one vocabulary shard per rank (the
+                                     reference's shards: --vocab-shards, po.train.vocab_shards) */
     bool json, emulate;
     /* How the caller is served. */
     void *user;

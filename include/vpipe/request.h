@@ -28,15 +28,18 @@
  * command (a key is required where the command line requires its flag):
  *   list      json
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
- *             memory_limit, max_ops, recompute, model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero,
- *             flash, tp_overlap, pp_overlap, reserve, dp_overlap, split,
+ *             memory_limit, max_ops, recompute, vocab_parallel, model, gpu, seq, mbs, tp,
+ *             sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve, dp_overlap,
+ *             split,
  *             layers_per_stage, json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
  *             no_color, title
  *   schedule  simulate's without json (operand: a family), plus output, format
- *   validate  operand, p, m, v, cost, cost_file, memory_model, memory_limit, max_ops
+ *   validate  operand, p, m, v, cost, cost_file, memory_model, memory_limit, max_ops,
+ *             vocab_parallel
  *   plan      p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, recompute,
+ *             vocab_parallel,
  *             memory, json, output, model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash,
  *             tp_overlap, pp_overlap, reserve, dp_overlap, split, layers_per_stage, gpus,
  *             global_batch, pp, top, max_chunks, threads, time_limit, margin, emit,
@@ -104,12 +107,13 @@ typedef struct vp_request {
     const vp_schedule *schedule; /* a schedule the caller holds, instead of operand[0] */
     /* the schedule: -p, -m, -v (0: not given), --cost, --cost-file, --memory-model,
      * --memory-limit (units; 0: not given), --max-ops (0: the default), --recompute (a
-     * vp_recompute; -1: not given) */
+     * vp_recompute; -1: not given), --vocab-parallel */
     int p, m, v;
     const char *cost, *cost_file, *memory_model;
     double memory_limit;
     long max_ops;
     int recompute;
+    bool vocab_parallel; /* --vocab-parallel: the vocabulary split over the devices */
     /* a real model: --model, --gpu, --seq, --mbs, --tp, --dp, --ep, --etp (0: not given),
      * --sp, --zero, --flash, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1:
      * not given), --split (a vp_split_goal, -1), --layers-per-stage "a,b,..." */
@@ -263,7 +267,7 @@ VP_API vp_status vp_request_obtain(const char *what, const vp_spec *spec, vp_sch
  * header comment, with these keys): "family"; "p", "m", "v"; "costs" (the text of --cost);
  * "memory_model"; "memory_limit" (units, >= 0); "max_ops"; "threads" (the budget
  * planner's); "memory" (the budget); "width", "fit", "color", "title"; "model", "gpu",
- * "seq", "mbs", "tp", "dp", "sp", "zero1", "flash", "recompute", "split",
+ * "seq", "mbs", "tp", "dp", "sp", "zero1", "flash", "recompute", "vocab_parallel", "split",
  * "layers_per_stage" (an array). Unlike vp_request_call, a call reads the options it needs
  * and ignores the others, so one object can serve every call. Each runs the door's own
  * steps, so "recompute" means what it means on the command line. NULL or "" is {}. An

@@ -29,6 +29,15 @@
  * `vp_train_run` give bit-identical losses and parameters whenever every stage runs its
  * weight-gradient passes in microbatch order (vp_pipeline_plan_check tells).
  *
+ * Vocabulary parallelism (a schedule with vocab_parallel and train.vocab_shards = its p):
+ * rank d also holds the vocabulary stage of shard d (vpipe/model.h) and runs its EF, EB, S
+ * and T. A route's first stage adds the shards' embedding parts, every T every shard's
+ * softmax statistics (so every rank computes the same loss) and the last stage the shards'
+ * output-gradient parts, each in shard order: the same bits as vp_train_run with
+ * vocab_shards = p. The parts, the last stage's output for every S and the first stage's
+ * input gradient for every EB count in flight as the stages' tensors do (the statistics,
+ * three floats a token, do not). The gradient norm adds the shards' blocks first.
+ *
  * Data parallelism (train.dp = D > 1): D replicas of the pipeline, p * D ranks; rank
  * r * p + d is device d of replica r. A step's global batch is train.m microbatches;
  * replica r takes microbatches r * m / D .. (r + 1) * m / D - 1 of the step (the data
@@ -104,6 +113,12 @@ typedef struct vp_train_options {
     bool skip_nonfinite;        /* a non-finite loss or gradient norm skips the step (zeroes
                                    the gradients, no optimiser step) instead of failing */
     vp_faults faults;           /* injected faults (none by default) */
+    int vocab_shards;           /* vocabulary parallelism (vpipe/model.h): the token table and
+                                   the head split into this many shards (0: none), their
+                                   parts and softmax statistics combined in shard order;
+                                   a pipeline with it runs a vocabulary-parallel schedule of
+                                   p = vocab_shards devices, one shard each. Not yet with dp
+                                   > 1 or checkpoints */
 } vp_train_options;
 
 /* Sensible defaults for everything (4 layers, width 128, 4 heads, seq 64, microbatch 8,

@@ -18,6 +18,24 @@
  * drops part of what it saved: everything but the stage's input (full), or the attention
  * core's saved tensors (selective). The R of the same (stage, microbatch), on the stage's
  * device after its F and before its backward, runs the forward again to rebuild them.
+ *
+ * Vocabulary parallelism (vocab_parallel). The input embedding's token table and the output
+ * layer (head and softmax cross-entropy) are split by vocabulary into p shards, shard d on
+ * device d; a route's first stage keeps the rest of the embedding (positions), its last
+ * stage the final norm. Each (shard, microbatch) has four passes, the op's `stage` naming
+ * the shard:
+ *   EF  the embedding's forward: the shard's rows of the microbatch's tokens; the shards'
+ *       parts add up to the input of the route's first stage;
+ *   EB  the embedding's backward: the shard's token-table gradient, from the input gradient
+ *       of the route's first stage;
+ *   S   the output layer's forward: the shard's logits of the last stage's output and their
+ *       softmax statistics (maximum, sum of exponentials, target logit);
+ *   T   the output layer's backward: the softmax from every shard's statistics (and the
+ *       loss), the shard's part of the last stage's output gradient (the parts add up) and
+ *       the shard's head gradient.
+ * F of a route's first stage waits for EF of every shard, S for F of the route's last
+ * stage, T for S of every shard (the statistics' all-reduce), B (or BW) of the last stage
+ * for T of every shard (the gradient's sum), EB for the backward of the first stage.
  */
 #ifndef VPIPE_SCHEDULE_H
 #define VPIPE_SCHEDULE_H
@@ -36,10 +54,19 @@ typedef enum {
     VP_OP_W = 2,  /* backward for the weights */
     VP_OP_BW = 3, /* full backward: B then W */
     VP_OP_FB = 4, /* overlapped F of (stage, mb) with the backward of (stage2, mb2) */
-    VP_OP_R = 5   /* recomputation: the forward again, rebuilding what F dropped */
+    VP_OP_R = 5,  /* recomputation: the forward again, rebuilding what F dropped */
+    VP_OP_EF = 6, /* vocabulary parallelism: the embedding's forward on shard `stage` */
+    VP_OP_EB = 7, /* ... the embedding's backward on shard `stage` */
+    VP_OP_S = 8,  /* ... the output layer's forward and softmax statistics on shard `stage` */
+    VP_OP_T = 9   /* ... the output layer's backward on shard `stage` */
 } vp_op_kind;
 
-#define VP_OP_KIND_COUNT 6
+#define VP_OP_KIND_COUNT 10
+
+/* Whether kind is one of the vocabulary passes (EF, EB, S, T), whose `stage` is a shard. */
+static inline int vp_op_kind_is_vocab(int kind) {
+    return kind >= VP_OP_EF && kind <= VP_OP_T;
+}
 
 /* What the R passes of a schedule rebuild (and so what F keeps until R). */
 typedef enum {
@@ -85,6 +112,7 @@ typedef struct vp_schedule {
     int route_len;   /* stages one microbatch passes through (S except DualPipe) */
     vp_placement_kind placement;
     vp_recompute recompute; /* what its R ops rebuild (VP_RECOMPUTE_NONE: it has none) */
+    int vocab_parallel;     /* 1: the vocabulary is split over the p devices (EF, EB, S, T) */
     int32_t *stage_device;  /* [S] device of each stage */
     int32_t *stage_chunk;   /* [S] rank of the stage among its device's stages */
     int32_t *mb_first;      /* [m] first stage of each microbatch's route */
@@ -115,7 +143,7 @@ VP_API void vp_schedule_free(vp_schedule *s);
  * failure. */
 VP_API vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op);
 
-/* Convenience: appends a single pass (kind F, B, W, BW or R; else the library aborts). */
+/* Convenience: appends a single pass (any kind but F&B; else the library aborts). */
 VP_API vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb);
 
 /* Recomputes stage_chunk from stage_device (chunk = rank of the stage, by stage index,
@@ -129,8 +157,8 @@ VP_API int vp_schedule_chunks_per_device(const vp_schedule *s);
 /* Total number of ops over all devices. */
 VP_API long vp_schedule_op_count(const vp_schedule *s);
 
-/* True when the two schedules have the same shape, placement, routes, recomputation and
- * op lists (the family name is not compared). */
+/* True when the two schedules have the same shape, placement, routes, recomputation,
+ * vocabulary parallelism and op lists (the family name is not compared). */
 VP_API int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b);
 
 /* Last stage of microbatch mb's route (where its loss is computed). */
@@ -142,8 +170,8 @@ static inline int vp_schedule_last_stage(const vp_schedule *s, int mb) {
  * both model copies on every device and sums their gradients), 1 otherwise. */
 VP_API int vp_schedule_param_copies(const vp_schedule *s);
 
-/* Names: "F", "B", "W", "BW", "F&B", "R"; placement "single", "loop", "v", "bidir",
- * "custom". Static strings. */
+/* Names: "F", "B", "W", "BW", "F&B", "R", "EF", "EB", "S", "T"; placement "single", "loop", "v",
+ * "bidir", "custom". Static strings. */
 VP_API const char *vp_op_kind_name(vp_op_kind kind);
 VP_API const char *vp_placement_name(vp_placement_kind placement);
 
@@ -158,20 +186,21 @@ VP_API char *vp_op_format(const vp_op *op, char *buf, int size);
 
 /* Checks the schedule: shape and placement are consistent; each (stage, microbatch) on
  * its route has exactly F plus either BW or B and W, plus one R when the schedule
- * recomputes (none otherwise); no pass is outside its route; every op sits on its stage's
- * device; on each device the order respects dependencies (R after F; B/BW after F and
- * after R; W after B); and replaying all devices together terminates (no cross-device
- * deadlock).
+ * recomputes (none otherwise); with vocabulary parallelism each (shard, microbatch) has
+ * exactly one EF, EB, S and T on the shard's device (none otherwise); no pass is outside
+ * its route; every op sits on its stage's device; on each device the order respects
+ * dependencies (R after F; B/BW after F and after R; W after B; T after S); and replaying
+ * all devices together terminates (no cross-device deadlock).
  * Returns VP_OK or VP_EVALIDATION / VP_EDEADLOCK with a message naming the device, the
  * position in its list and the op. */
 VP_API vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
 
 /* The recomputing version of s under mode into a new *out (caller frees): a copy of s
- * (family name included) with an R of (stage, mb) right before every backward (B, BW or
- * the backward half of an F&B), and out->recompute = mode. mode
- * VP_RECOMPUTE_NONE gives s without any R. R ops s already has are dropped first, so the
- * transform is idempotent. The result is valid whenever s is (R waits only for an
- * earlier op of its own device). VP_EINVAL for an unknown mode, VP_ENOMEM. */
+ * (family name and vocabulary passes included) with an R of (stage, mb) right before every backward
+ * (B, BW or the backward half of an F&B), and out->recompute = mode. mode VP_RECOMPUTE_NONE gives s
+ * without any R. R ops s already has are dropped first, so the transform is idempotent. The result
+ * is valid whenever s is (R waits only for an earlier op of its own device). VP_EINVAL for an
+ * unknown mode, VP_ENOMEM. */
 VP_API vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_schedule **out,
                                        vp_error *err);
 

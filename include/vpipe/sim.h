@@ -35,17 +35,21 @@ extern "C" {
 /* Costs per device slice and microbatch. dev_f/dev_b/dev_w, when non-NULL, hold one value
  * per device and override f/b/w (heterogeneous stages). fb < 0 means an overlapped F&B
  * costs the sum of its halves; r < 0 means a recomputation R costs the forward's time
- * (a full recomputation; a selective one rebuilds less and may be given its own r). */
+ * (a full recomputation; a selective one rebuilds less and may be given its own r). With
+ * vocabulary parallelism (schedule.h) each shard's passes cost s (S), t (T) and e (EF, and
+ * EB again): the unit model's layers have no vocabulary, so they cost nothing unless
+ * given. */
 typedef struct vp_costs {
     double f, b, w, c, fb, r;
     const double *dev_f, *dev_b, *dev_w;
+    double s, t, e;
 } vp_costs;
 
-/* F=B=W=1, c=0, F&B = F+B, R = F. */
+/* F=B=W=1, c=0, F&B = F+B, R = F, S=T=E=0. */
 VP_API vp_costs vp_costs_default(void);
 
-/* Parses "F=2,B=2,W=2,c=0.5,FB=3,R=2" (any subset, any order, each key at most once, keys
- * case-insensitive) on top of *costs. Values are plain decimal numbers in
+/* Parses "F=2,B=2,W=2,c=0.5,FB=3,R=2,S=0.5,T=1,E=0.1" (any subset, any order, each key at
+ * most once, keys case-insensitive) on top of *costs. Values are plain decimal numbers in
  * [0, VP_COST_MAX] (subnormal ones such as 1e-320 included; no sign, hex, inf or nan).
  * VP_EPARSE with the column of a malformed key or value, VP_EVALIDATION with the column of
  * a value over VP_COST_MAX (its results could not be finite); *costs unchanged on error. */
@@ -98,6 +102,13 @@ typedef struct vp_cost_model {
     int bw_holds_keep;      /* 1: a BW runs the whole stage's B, then its W, holding keep in
                                between (vpipe's runtime); 0 (vp_cost_model_new): one layer's
                                backward at a time, keep never held whole */
+    /* Vocabulary parallelism: one shard per device (allocated whatever the schedule). */
+    int p;                   /* devices, and shards */
+    double *vocab;           /* [4p] time of EF, EB, S and T of shard d at [k * p + d], k in
+                                that order */
+    double *vocab_act;       /* [2p] units shard d holds from EF until EB ([d]) and from S
+                                until T ([p + d]) */
+    double *vocab_act_bytes; /* [2p] the same in bytes (0 until known) */
 } vp_cost_model;
 
 /* Lays costs and the memory model out per stage of schedule s into a new *out (chunk
@@ -115,7 +126,8 @@ VP_API vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs,
 /* Releases a cost model; NULL is a no-op. */
 VP_API void vp_cost_model_free(vp_cost_model *cm);
 
-/* Duration of one pass of stage under the model: kind F, B, W, R, or BW (= B + W). */
+/* Duration of one pass of stage under the model: kind F, B, W, R, or BW (= B + W), or of a
+ * vocabulary pass (EF, EB, S, T) of shard `stage`. */
 VP_API double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage);
 
 /* Duration of op under the model (an F&B pair: fb, or the sum of its halves). */
@@ -126,7 +138,8 @@ VP_API double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
  * have them: has_bytes, else the library aborts): F takes act (and a recomputing stage's
  * F releases act - hold); R takes act - hold; B releases act - keep (takes keep - act when
  * B keeps more than F took, e.g. a stage that only embeds: the gradient it receives), W
- * keep, BW act (with bw_holds_keep, first taking keep - act when that is positive). */
+ * keep, BW act (with bw_holds_keep, first taking keep - act when that is positive). A
+ * vocabulary pass of shard `stage`: EF and S take vocab_act, EB and T release it. */
 VP_API void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes,
                                       double *up, double *down);
 
@@ -152,6 +165,19 @@ typedef struct vp_sim {
     double **mem_after;     /* [p][n_d] memory (units) after each op */
 } vp_sim;
 
+/* The vocabulary-parallel version of s (a valid schedule without vocabulary passes) into
+ * a new *out (caller frees): s's ops in their order, with EF, EB, S and T of every shard
+ * and microbatch placed by a replay of s under cm's times (cm must be s's: its vocabulary
+ * times weigh the passes): EF just before the device of the route's first stage needs
+ * the embedding, S when the last stage's F ends, T halfway to that stage's backward (so
+ * the statistics' all-reduce and the gradient's sum each have half of that gap to hide
+ * behind other passes), EB when the first stage's backward ends. Every device keeps s's
+ * order, so it holds what it held in s plus the vocabulary passes' own; the result passes
+ * vp_schedule_validate. VP_EINVAL when s already has vocabulary passes or cm is not s's,
+ * VP_ENOMEM. */
+VP_API vp_status vp_vocab_place(const vp_schedule *s, const vp_cost_model *cm, vp_schedule **out,
+                                vp_error *err);
+
 /* Replays the schedule eagerly: each device runs its ops in order, each op as soon as
  * the device is free and its dependencies have finished (plus c for a hop between
  * devices). Fills a new vp_sim. VP_EDEADLOCK (naming each blocked device's op and what
@@ -168,7 +194,8 @@ VP_API double vp_sim_longest_span(const vp_sim *sim);
 
 /* The report of a simulation of s under costs as JSON text, what `vpipe simulate --json`
  * prints: {"family", "p", "m", "stages", "placement", "recompute" (none, selective or
- * full), "costs": {"F", "B", "W", "c"[, "FB"][, "R"]},
+ * full)[, "vocab_parallel": true], "costs": {"F", "B", "W", "c"[, "FB"][, "R"][, "S", "T",
+ * "E" with vocabulary parallelism]},
  * "makespan", "longest_span", "bubble", "bubble_makespan", "peak_memory": [p] units,
  * "peak_memory_max", "param_copies"[, "peak_memory_bytes": [p] when the model knew bytes],
  * "busy": [p]}, indented by two spaces, reals to 10 significant digits, ending in a

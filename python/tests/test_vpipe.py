@@ -330,3 +330,22 @@ def test_price_setup_reaches_the_library():
     assert even["layers_per_stage"] == [8, 8, 8, 8]
     given = vpipe.price("1f1b", 4, 8, layers_per_stage=[5, 9, 9, 9], **base)
     assert given["layers_per_stage"] == [5, 9, 9, 9]
+
+
+@needs_cli
+def test_vocabulary_parallelism_agrees_with_the_command_line():
+    flags = ["v-half", "-p", 4, "-m", 8, "--cost", "S=0.5,T=0.5,E=0.1", "--vocab-parallel"]
+    s = vpipe.schedule("v-half", 4, 8, costs=dict(S=0.5, T=0.5, E=0.1), vocab_parallel=True)
+    assert s.to_json() == cli_out("schedule", *flags)
+    assert s.simulate_json() == cli_out("simulate", *flags, "--json")
+    assert s.simulate()["vocab_parallel"] is True
+    kinds = {op.kind for ops in s.ops for op in ops}
+    assert {"EF", "EB", "S", "T"} <= kinds
+    assert all(op.stage == d for d, ops in enumerate(s.ops) for op in ops
+               if op.kind in ("EF", "EB", "S", "T"))
+    plain = vpipe.price("v-half", 8, 32, model="llama3-8b", gpu="h100-80gb", seq=2048)
+    vocab = vpipe.price("v-half", 8, 32, model="llama3-8b", gpu="h100-80gb", seq=2048,
+                        vocab_parallel=True)
+    spread = lambda r: (max(m.total for m in r.memory_per_rank) -
+                        min(m.total for m in r.memory_per_rank))
+    assert vocab.step_time_s <= plain.step_time_s and spread(vocab) < spread(plain) / 4

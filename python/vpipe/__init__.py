@@ -155,7 +155,9 @@ def schedule(family: str, p: Optional[int] = None, m: Optional[int] = None,
         memory_limit: units, for "zb-1p"/"zb-2p".
         max_ops: refuse a schedule that may hold more ops (default 10^8).
         options: schedule's others, e.g. recompute="full" (an R pass before each
-            backward), or model=... (cost-aware families built with the priced costs).
+            backward), model=... (cost-aware families built with the priced costs), or
+            vocab_parallel=True (the embedding and the output layer split by vocabulary
+            over the p devices, their passes "EF", "EB", "S", "T" placed into the schedule).
     """
     if options.get("output") is not None or options.get("format") is not None:
         raise InvalidArgument("vpipe.schedule answers a Schedule: write it with its to_json(), "
@@ -279,7 +281,9 @@ def price(family: str, p: int, m: int, model: str, gpu: Optional[str] = None,
         split: how layers are split over stages, "time", "memory" or "even"; or the
             layers of each stage in layers_per_stage.
         options: simulate's others (ep and etp for a mixture of experts' expert and
-            expert-tensor parallelism, reserve, dp_overlap, cost for measured ms, ...).
+            expert-tensor parallelism, reserve, dp_overlap, cost for measured ms,
+            vocab_parallel=True: every rank holds a p-th of the vocabulary, token table and
+            head, and runs a p-th of its passes, ...).
 
     Returns a PriceResult: the simulation's fields, then step_time_s, bubble, mfu,
     tokens_per_s, memory_per_rank (a RankMemory of itemised bytes per rank),

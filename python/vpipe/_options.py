@@ -22,7 +22,7 @@ from ._errors import InvalidArgument
 
 Costs = Union[Mapping[str, Any], str, None]
 
-COST_KEYS = ("F", "B", "W", "c", "FB", "R")
+COST_KEYS = ("F", "B", "W", "c", "FB", "R", "S", "T", "E")
 
 
 def _is_bool(value: Any) -> bool:

@@ -298,8 +298,10 @@ class PriceResult(SimulationReport):
 @dataclasses.dataclass(frozen=True)
 class Op(_Record):
     """One op of a schedule: kind "F", "B", "W", "BW" (B and W fused), "R" (a
-    recomputation) or "F&B" (a forward overlapped with a backward, given in backward), the
-    stage it runs and its microbatch, both from 0."""
+    recomputation), "F&B" (a forward overlapped with a backward, given in backward), or a
+    vocabulary pass "EF", "EB", "S", "T" (vocabulary parallelism: `stage` is then the
+    vocabulary shard, which runs on the device of that number), the stage it runs and its
+    microbatch, both from 0."""
 
     kind: str
     stage: int

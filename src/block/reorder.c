@@ -74,7 +74,7 @@ typedef struct ctx {
     const vp_cost_model *cm;
     double scale, hop;     /* ticks per time unit; the hop c in ticks */
     double **start, **end; /* [p][n_d] bounds in ticks, parallel to the orders */
-    where *at;             /* [S*m*VP__PASS_KINDS] position of the op completing each pass */
+    where *at;             /* [S*m*vp__pass_kinds] position of the op completing each pass */
     int metrics;           /* 1 (units) or 2 (units and bytes) */
     size_t nmax;           /* most ops on one device (>= 1) */
     double *peak0;         /* [metrics][p] device peaks before reordering */
@@ -333,6 +333,10 @@ vp_status vp_block_reorder(vp_schedule *s, const vp_cost_model *cm, int *moved, 
         *moved = 0;
     if (cm->S != s->S)
         return vp__fail(err, VP_EINVAL, "cost model has %d stages, schedule %d", cm->S, s->S);
+    if (s->vocab_parallel)
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "reorder handles a block's passes, not vocabulary passes (place them "
+                        "after reordering)");
     size_t nmax = 1;
     double total = 0; /* bounds every replayed time */
     for (int d = 0; d < s->p; d++) {
@@ -359,7 +363,7 @@ vp_status vp_block_reorder(vp_schedule *s, const vp_cost_model *cm, int *moved, 
     size_t pm = (size_t)c.metrics * (size_t)s->p, lv = (size_t)c.metrics * nmax;
     c.start = alloc_times(s);
     c.end = alloc_times(s);
-    c.at = vp__calloc(cells * VP__PASS_KINDS, sizeof *c.at);
+    c.at = vp__calloc(cells * (size_t)vp__pass_kinds(s), sizeof *c.at);
     c.peak0 = vp__calloc(pm, sizeof *c.peak0);
     c.cap = vp__calloc(pm, sizeof *c.cap);
     c.lvl = vp__calloc(lv, sizeof *c.lvl);

@@ -501,7 +501,9 @@ static vp_status loader_init(loader *ld, const vp_checkpoint_run *run,
     if (st != VP_OK)
         return st;
     vp_stage_sizes all;
-    vp_stage_sizes_of(&run->model, (vp_stage_range){0, run->model.n_layer, true, true}, &all, NULL);
+    vp_stage_sizes_of(&run->model,
+                      (vp_stage_range){.l1 = run->model.n_layer, .first = true, .last = true}, &all,
+                      NULL);
     ld->elements = all.param_bytes / sizeof(float);
     ld->t = vp__calloc((size_t)ld->n, sizeof *ld->t);
     if (!ld->t)

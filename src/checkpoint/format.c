@@ -157,7 +157,8 @@ static void decode_header(const uint8_t *h, vp_checkpoint_info *out) {
 /* The whole model's element count (cfg checked). */
 static size_t model_elements(const vp_model_config *cfg) {
     vp_stage_sizes sz;
-    vp_stage_sizes_of(cfg, (vp_stage_range){0, cfg->n_layer, true, true}, &sz, NULL);
+    vp_stage_sizes_of(cfg, (vp_stage_range){.l1 = cfg->n_layer, .first = true, .last = true}, &sz,
+                      NULL);
     return sz.param_bytes / sizeof(float);
 }
 

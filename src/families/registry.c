@@ -60,7 +60,9 @@ vp_spec vp_spec_make(int p, int m) {
 
 double vp_spec_max_ops(const vp_spec *spec) {
     double stages = (double)spec->p * (spec->v > 2 ? spec->v : 2);
-    return (spec->recompute != VP_RECOMPUTE_NONE ? 4.0 : 3.0) * stages * (double)spec->m;
+    return ((spec->recompute != VP_RECOMPUTE_NONE ? 4.0 : 3.0) * stages +
+            (spec->vocab_parallel ? 4.0 * spec->p : 0.0)) *
+           (double)spec->m;
 }
 
 vp_status vp_spec_check_size(const vp_spec *spec, vp_error *err) {
@@ -101,6 +103,32 @@ vp_status vp__spec_cost_model(const vp_spec *spec, vp_shape shape, vp_cost_model
     return rc;
 }
 
+/* Replaces *s by its vocabulary-parallel version under the spec's costs. */
+static vp_status vocab_in_place(vp_schedule **s, const vp_spec *spec, vp_error *err) {
+    vp_cost_model *cm = NULL;
+    vp_schedule *v = NULL;
+    vp_status rc = vp_cost_model_new(*s, &spec->costs, &spec->mem, &cm, err);
+    if (rc == VP_OK)
+        rc = vp_vocab_place(*s, cm, &v, err);
+    vp_cost_model_free(cm);
+    vp_schedule_free(*s);
+    *s = v;
+    return rc;
+}
+
+vp_status vp_spec_finish(const vp_spec *spec, vp_schedule **s, vp_error *err) {
+    vp_status rc = VP_OK;
+    if (spec->recompute != VP_RECOMPUTE_NONE)
+        rc = vp__recompute_in_place(s, spec->recompute, err);
+    if (rc == VP_OK && spec->vocab_parallel)
+        rc = vocab_in_place(s, spec, err);
+    if (rc != VP_OK) {
+        vp_schedule_free(*s);
+        *s = NULL;
+    }
+    return rc;
+}
+
 vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out, vp_error *err) {
     *out = NULL;
     const vp_family *f = vp_family_find(name);
@@ -109,10 +137,13 @@ vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **o
     vp_status rc = vp_spec_check_size(spec, err);
     if (rc == VP_OK)
         rc = f->build(spec, out, err);
-    if (rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE)
-        rc = vp__recompute_in_place(out, spec->recompute, err);
-    if (rc != VP_OK)
+    if (rc == VP_OK)
+        rc = vp_spec_finish(spec, out, err);
+    if (rc != VP_OK) {
+        vp_schedule_free(*out);
+        *out = NULL;
         return rc;
+    }
     rc = vp_schedule_validate(*out, err);
     if (rc != VP_OK) {
         vp_schedule_free(*out);

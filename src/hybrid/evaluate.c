@@ -79,7 +79,12 @@ static double try_vblock(const vp_vblock *vb, const vp_price_layout *lay, const 
                          vp_error *err) {
     vp_schedule_free(*s);
     *s = NULL;
+    vp_spec spec = vp_spec_make(c->pp, c->m); /* its vocabulary passes, as the layout's */
+    spec.costs = lay->costs;
+    spec.vocab_parallel = lay->vocab_parallel;
     vp_status rc = vp_vblock_build(vb, c->pp, c->m, "v-block", s, err);
+    if (rc == VP_OK)
+        rc = vp_spec_finish(&spec, s, err);
     if (rc == VP_OK)
         rc = vp_price_layout_memory(lay, *s, mem, err);
     if (rc == VP_OK)
@@ -132,6 +137,7 @@ static vp__hy_verdict build(const vp_hybrid_request *req, const vp_price_layout 
         return choose_vblock(req, lay, levels, c, s, mem, err);
     vp_spec spec = vp_spec_make(c->pp, c->m);
     spec.v = c->v;
+    spec.vocab_parallel = req->vocab_parallel;
     bool mean;
     vp_status rc = vp_price_build(lay, c->family, &spec, s, &mean, err);
     if (rc == VP_OK)
@@ -202,12 +208,14 @@ vp_status vp_hybrid_price(const vp_hybrid_request *req, const vp_hybrid_config *
                         c.family, c.pp, c.m);
     vp_spec spec = vp_spec_make(c.pp, c.m);
     spec.v = c.v;
+    spec.vocab_parallel = req->vocab_parallel;
     vp_schedule *shape = NULL;
     vp_status rc =
         vblock ? vp_schedule_new("v-block", (vp_shape){c.pp, 2 * c.pp, 1, VP_PLACE_V}, &shape, err)
                : vp_family_build(c.family, &spec, &shape, err);
     if (rc != VP_OK)
         return rc;
+    shape->vocab_parallel = req->vocab_parallel;
     vp_error why = {0};
     vp__hy_verdict v = vp__hy_evaluate(req, shape, NULL, &c, out, &why);
     vp_schedule_free(shape);

@@ -63,6 +63,9 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
     *toml = NULL;
     const vp_hybrid_config *c = &pr->config;
     const char *schedule = vp_torch_schedule_name(pr->schedule);
+    if (pr->schedule->vocab_parallel)
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "torchtitan has no vocabulary parallelism: plan without it to export");
     if (c->pp > 1 && (!schedule || pr->schedule->route_len != pr->schedule->S))
         return vp__fail(err, VP_EUNSUPPORTED,
                         "torchtitan cannot run %s's placement (%s): every microbatch must pass "
@@ -140,6 +143,10 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
     if (strcmp(c->family, "1f1b") && strcmp(c->family, "interleaved"))
         return vp__fail(err, VP_EUNSUPPORTED, "Megatron-LM runs 1F1B and interleaved 1F1B, not %s",
                         c->family);
+    if (pr->schedule->vocab_parallel)
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "Megatron-LM has no vocabulary parallelism over the pipeline: plan "
+                        "without it to export");
     vp__buf b = {0}, notes = {0};
     vp__buf_printf(&b,
                    "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "

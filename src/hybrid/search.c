@@ -63,6 +63,7 @@ static vp_status shape_of(search *S, int f, int pp, int v, int *out, vp_error *e
     *sh = (shape){f, pp, v, NULL};
     vp_spec spec = vp_spec_make(pp, 2 * pp);
     spec.v = v;
+    spec.vocab_parallel = S->req->vocab_parallel;
     int vblock_max = S->req->vblock_max_pp ? S->req->vblock_max_pp : 32;
     vp_status rc = f == VP__HY_VBLOCK
                        ? (pp < 2 || pp > vblock_max
@@ -72,6 +73,8 @@ static vp_status shape_of(search *S, int f, int pp, int v, int *out, vp_error *e
                        : vp_family_build(family_name(f), &spec, &sh->s, NULL);
     if (rc == VP_ENOMEM)
         return vp__fail(err, VP_ENOMEM, "out of memory");
+    if (sh->s && f == VP__HY_VBLOCK) /* the block's shape: its passes come with its build */
+        sh->s->vocab_parallel = S->req->vocab_parallel;
     if (sh->s && sh->s->recompute != VP_RECOMPUTE_NONE) { /* 1f1b-r: the recompute dimension's */
         vp_schedule_free(sh->s);                          /* 1F1B, not searched twice */
         sh->s = NULL;

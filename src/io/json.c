@@ -59,6 +59,8 @@ vp_status vp_json_write(const vp_schedule *s, char **text, vp_error *err) {
     write_int_array(&b, s->stage_device, s->S);
     if (s->recompute != VP_RECOMPUTE_NONE)
         vp__buf_printf(&b, ",\n \"recompute\": \"%s\"", vp_recompute_name(s->recompute));
+    if (s->vocab_parallel)
+        vp__buf_printf(&b, ",\n \"vocab_parallel\": true");
     if (!routes_default(s)) {
         vp__buf_printf(&b, ",\n \"mb_first\": ");
         write_int_array(&b, s->mb_first, s->m);
@@ -111,7 +113,7 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
     json_t *k = json_array_get(row, 0);
     vp_op_kind kind;
     if (!json_is_string(k) || vp_op_kind_parse(json_string_value(k), &kind) != VP_OK)
-        return bad(err, path, "unknown op kind (F, B, W, BW, F&B or R)");
+        return bad(err, path, "unknown op kind (F, B, W, BW, F&B, R, EF, EB, S or T)");
     size_t want = kind == VP_OP_FB ? 6 : 3;
     if (json_array_size(row) != want)
         return bad(err, path,
@@ -122,11 +124,13 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
     int32_t val[4] = {0};
     for (size_t i = 0; i < (want == 6 ? 4u : 2u); i++) {
         json_t *v = json_array_get(row, (size_t)idx[i]);
-        long long lim = (i % 2 == 0) ? s->S : s->m;
+        int shard = i == 0 && vp_op_kind_is_vocab(kind);
+        long long lim = shard ? s->p : (i % 2 == 0) ? s->S : s->m;
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= lim)
             return bad(err, path,
-                       i % 2 == 0 ? "stage must be an integer in [0, stages)"
-                                  : "microbatch must be an integer in [0, microbatches)");
+                       shard        ? "a vocabulary shard must be an integer in [0, p)"
+                       : i % 2 == 0 ? "stage must be an integer in [0, stages)"
+                                    : "microbatch must be an integer in [0, microbatches)");
         val[i] = (int32_t)json_integer_value(v);
     }
     memset(op, 0, sizeof *op);
@@ -145,6 +149,15 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
         op->mb2 = val[3];
     }
     return VP_OK;
+}
+
+/* The optional field "vocab_parallel" into *out (0 when absent). */
+static vp_status parse_vocab(json_t *root, int *out, vp_error *err) {
+    json_t *v = json_object_get(root, "vocab_parallel");
+    *out = v && json_is_true(v);
+    if (!v || json_is_boolean(v))
+        return VP_OK;
+    return vp__fail(err, VP_EPARSE, "field \"vocab_parallel\" must be true or false");
 }
 
 /* The optional field "recompute" into *out (none when absent). */
@@ -172,7 +185,7 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
     json_t *fmt = json_object_get(root, "format");
     if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "vpipe-schedule"))
         return vp__fail(err, VP_EPARSE, "field \"format\" must be \"vpipe-schedule\"");
-    int version = 0, p = 0, S = 0, m = 0, route_len = 0;
+    int version = 0, p = 0, S = 0, m = 0, route_len = 0, vocab = 0;
     vp_placement_kind placement = VP_PLACE_CUSTOM;
     vp_recompute recompute = VP_RECOMPUTE_NONE;
     vp_status rc = get_int(root, "version", 1, 1000, &version, err);
@@ -191,6 +204,8 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
         rc = parse_placement(root, &placement, err);
     if (rc == VP_OK)
         rc = parse_recompute(root, &recompute, err);
+    if (rc == VP_OK)
+        rc = parse_vocab(root, &vocab, err);
     if (rc != VP_OK)
         return rc;
     if ((long long)S * m > 10LL * VP_JSON_MAX_DIM)
@@ -209,6 +224,7 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
     s->placement = placement;
     s->route_len = route_len;
     s->recompute = recompute;
+    s->vocab_parallel = vocab;
     rc = read_int_array(json_object_get(root, "stage_device"), "stage_device", S, 0, p - 1,
                         s->stage_device, err);
     json_t *routes = json_object_get(root, "mb_first");

@@ -122,6 +122,12 @@ static const char *unexportable(const vp_schedule *s) {
                "backward by activation checkpointing. Export the schedule without "
                "recomputation and set torchtitan's activation_checkpoint.mode to \"full\" or "
                "\"selective\"";
+    if (s->vocab_parallel)
+        return "PyTorch's schedule actions have no vocabulary passes (EF, EB, S, T): its "
+               "pipelining keeps the embedding on the first stage and the output layer on the "
+               "last. Export the schedule without vocabulary parallelism (build it without "
+               "--vocab-parallel): the same transformer passes in the same order, the "
+               "vocabulary unsplit";
     for (int j = 0; j < s->m; j++)
         if (s->mb_first[j] != 0)
             return "microbatches that start elsewhere than stage 0 have no PyTorch CSV form";

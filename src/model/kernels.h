@@ -78,7 +78,9 @@ void vp__attention_backward(float *qkv, const float *dout, const float *probs, f
 /* out[B,T,C] from tokens[B,T], wte[V,C], wpe[T,C] */
 void vp__embedding_forward(float *out, const uint8_t *tokens, const float *wte, const float *wpe,
                            int B, int T, int C);
-/* W: dwte[tok] += dout[b,t]; dwpe[t] += dout[b,t], in (b, t) order */
+/* out[b,t] := out[b,t] + wpe[t] (the vocabulary shards' token embeddings, added up) */
+void vp__embedding_add_positions(float *out, const float *wpe, int B, int T, int C);
+/* W: dwte[tok] += dout[b,t]; dwpe[t] += dout[b,t], in (b, t) order (dwte NULL: dwpe only) */
 void vp__embedding_backward_weight(float *dwte, float *dwpe, const float *dout,
                                    const uint8_t *tokens, int B, int T, int C);
 

@@ -193,13 +193,29 @@ void vp__embedding_forward(float *out, const uint8_t *tokens, const float *wte, 
     }
 }
 
-/* d/d(wte), d/d(wpe) of out[b,t] = wte[tok[b,t]] + wpe[t] */
+void vp__embedding_add_positions(float *out, const float *wpe, int B, int T, int C) {
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            float *o = out + ((long)b * T + t) * C;
+            const float *p = wpe + (long)t * C;
+            for (int i = 0; i < C; i++)
+                o[i] = o[i] + p[i];
+        }
+}
+
+/* d/d(wte), d/d(wpe) of out[b,t] = wte[tok[b,t]] + wpe[t] (dwte NULL: d/d(wpe) only) */
 void vp__embedding_backward_weight(float *dwte, float *dwpe, const float *dout,
                                    const uint8_t *tokens, int B, int T, int C) {
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {
             const float *d = dout + ((long)b * T + t) * C;
-            float *e = dwte + (long)tokens[b * T + t] * C, *p = dwpe + (long)t * C;
+            float *p = dwpe + (long)t * C;
+            if (!dwte) {
+                for (int i = 0; i < C; i++)
+                    p[i] += d[i];
+                continue;
+            }
+            float *e = dwte + (long)tokens[b * T + t] * C;
             for (int i = 0; i < C; i++) {
                 e[i] += d[i];
                 p[i] += d[i];

@@ -26,7 +26,7 @@ vp_status vp_split_layers(int n_layer, int route_len, int *l0, vp_error *err) {
 }
 
 vp_stage_range vp_split_range(const int *l0, int k, int route_len) {
-    return (vp_stage_range){l0[k], l0[k + 1], k == 0, k == route_len - 1};
+    return (vp_stage_range){l0[k], l0[k + 1], k == 0, k == route_len - 1, 0, 0};
 }
 
 vp_status vp_split_check(int n_layer, int route_len, const int *l0, vp_error *err) {

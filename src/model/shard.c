@@ -4,27 +4,52 @@
 #include "model/stage_internal.h"
 
 /* The units of a stage: the embeddings (first), its layers, the final norm with the head
- * (last), with their sizes in floats. */
+ * (last), with their sizes in floats. With vocabulary parallelism the first stage's
+ * embedding is the position table and the last's unit the final norm; a vocabulary
+ * stage's two units are its rows of the token table and of the head. */
 typedef struct units {
     size_t emb, layer, head; /* floats of each kind of unit */
     int count;
     vp_stage_range range;
 } units;
 
+/* Rows of shard k of the vocabulary under range r's parallelism. */
+static size_t shard_rows(const vp_model_config *cfg, vp_stage_range r, int k) {
+    int v0, v1;
+    vp_vocab_rows(cfg->vocab, k, r.vocab_shards, &v0, &v1);
+    return (size_t)(v1 - v0);
+}
+
 static units units_of(const vp_model_config *cfg, vp_stage_range r) {
     size_t C = (size_t)cfg->width, V = (size_t)cfg->vocab, T = (size_t)cfg->seq_len;
-    return (units){V * C + T * C, (size_t)vp__block_param_count(cfg->width), 2 * C + V * C,
-                   r.first + (r.l1 - r.l0) + r.last, r};
+    size_t layer = (size_t)vp__block_param_count(cfg->width);
+    if (r.vocab_shard) {
+        size_t rows = shard_rows(cfg, r, r.vocab_shard - 1) * C;
+        return (units){rows, 0, rows, 2, r};
+    }
+    int n = r.first + (r.l1 - r.l0) + r.last;
+    if (r.vocab_shards)
+        return (units){T * C, layer, 2 * C, n, r};
+    return (units){V * C + T * C, layer, 2 * C + V * C, n, r};
 }
 
 static size_t unit_size(const units *u, int k) {
-    if (u->range.first && k == 0)
+    if ((u->range.first || u->range.vocab_shard) && k == 0)
         return u->emb;
-    return u->range.last && k == u->count - 1 ? u->head : u->layer;
+    return (u->range.last || u->range.vocab_shard) && k == u->count - 1 ? u->head : u->layer;
 }
 
 static int blocks_in(size_t floats) {
     return (int)((floats + VP_NORM_BLOCK - 1) / VP_NORM_BLOCK);
+}
+
+/* Blocks of the vocabulary shards before shard k (all of them for k = shards): each one's
+ * token-table rows, then its head rows. */
+static int shard_blocks_before(const vp_model_config *cfg, vp_stage_range r, int k) {
+    int b = 0;
+    for (int j = 0; j < k; j++)
+        b += 2 * blocks_in(shard_rows(cfg, r, j) * (size_t)cfg->width);
+    return b;
 }
 
 /* Calls visit(ctx, b, start, end) for every block of the stage, b counted from 0 in the
@@ -41,27 +66,48 @@ static void each_block(const units *u, bool (*visit)(void *, int, size_t, size_t
     }
 }
 
-/* The stage's first block in the model's block order. */
-static int first_block(const units *u) {
-    return u->range.first ? 0 : blocks_in(u->emb) + u->range.l0 * blocks_in(u->layer);
+/* The stage's first block in the model's block order (vpipe/model.h: with vocabulary
+ * parallelism the shards' blocks first). */
+static int first_block(const vp_model_config *cfg, const units *u) {
+    vp_stage_range r = u->range;
+    if (r.vocab_shard)
+        return shard_blocks_before(cfg, r, r.vocab_shard - 1);
+    int shards = r.vocab_shards ? shard_blocks_before(cfg, r, r.vocab_shards) : 0;
+    size_t emb = (size_t)cfg->seq_len * (size_t)cfg->width; /* of every stage after the first */
+    if (!r.vocab_shards)
+        emb += (size_t)cfg->vocab * (size_t)cfg->width;
+    return shards + (r.first ? 0 : blocks_in(emb) + r.l0 * blocks_in(u->layer));
 }
 
 vp_status vp_stage_offset_of(const vp_model_config *cfg, vp_stage_range range, size_t *offset,
                              vp_error *err) {
     vp_stage_sizes sz;
     vp_status st = vp_stage_sizes_of(cfg, range, &sz, err);
+    if (st == VP_OK && range.vocab_shard)
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "a vocabulary shard's rows of the token table and of the head are two "
+                        "slices of the model's arrays, not one");
     if (st == VP_OK) {
-        units u = units_of(cfg, range);
-        *offset = range.first ? 0 : u.emb + (size_t)range.l0 * u.layer;
+        size_t C = (size_t)cfg->width, table = (size_t)cfg->vocab * C;
+        size_t emb = table + (size_t)cfg->seq_len * C;
+        size_t layer = (size_t)vp__block_param_count(cfg->width);
+        *offset = range.first ? (range.vocab_shards ? table : 0) : emb + (size_t)range.l0 * layer;
     }
     return st;
 }
 
-int vp_norm_block_count(const vp_model_config *cfg) {
-    if (vp_model_config_check(cfg, NULL) != VP_OK)
+int vp_norm_blocks(const vp_model_config *cfg, int vocab_shards) {
+    vp_stage_range whole = {0, cfg ? cfg->n_layer : 0, true, true, vocab_shards, 0};
+    vp_stage_sizes sz;
+    if (!cfg || vp_stage_sizes_of(cfg, whole, &sz, NULL) != VP_OK)
         return 0;
-    units u = units_of(cfg, (vp_stage_range){0, cfg->n_layer, true, true});
-    return blocks_in(u.emb) + cfg->n_layer * blocks_in(u.layer) + blocks_in(u.head);
+    units u = units_of(cfg, whole);
+    return first_block(cfg, &u) + blocks_in(u.emb) + cfg->n_layer * blocks_in(u.layer) +
+           blocks_in(u.head);
+}
+
+int vp_norm_block_count(const vp_model_config *cfg) {
+    return vp_norm_blocks(cfg, 0);
 }
 
 /* Finding the cut of a shard: the block boundary nearest to target (the lower of two as
@@ -114,7 +160,7 @@ vp_status vp_shard_of(const vp_model_config *cfg, vp_stage_range range, int k, i
     size_t hi_target =
         total / (size_t)n * (size_t)(k + 1) + total % (size_t)n * (size_t)(k + 1) / (size_t)n;
     cut lo = cut_at(&u, total, blocks, lo_target), hi = cut_at(&u, total, blocks, hi_target);
-    int b0 = first_block(&u);
+    int b0 = first_block(cfg, &u);
     *out = (vp_shard){lo.at, hi.at, b0 + lo.block, b0 + hi.block};
     return VP_OK;
 }
@@ -149,12 +195,13 @@ static bool sum_block(void *ctx, int b, size_t start, size_t end) {
 }
 
 static units stage_units(const vp_stage *s) {
-    return units_of(&s->cfg, (vp_stage_range){s->l0, s->l1, s->first, s->last});
+    return units_of(&s->cfg, (vp_stage_range){s->l0, s->l1, s->first, s->last, s->vocab_shards,
+                                              s->vocab_shard});
 }
 
 void vp_stage_grad_sumsq_blocks(const vp_stage *s, vp_shard sh, double *out) {
     units u = stage_units(s);
-    block_sums bs = {s, &sh, first_block(&u), out, 0.0};
+    block_sums bs = {s, &sh, first_block(&s->cfg, &u), out, 0.0};
     each_block(&u, sum_block, &bs);
 }
 

@@ -59,14 +59,38 @@ vp_status vp_model_config_check(const vp_model_config *cfg, vp_error *err) {
     return VP_OK;
 }
 
+/* The vocabulary parallelism of range r: shards fitting the vocabulary, a vocabulary stage
+ * without layers, first and last stages with layers. */
+static vp_status check_vocab_range(const vp_model_config *cfg, vp_stage_range r, vp_error *err) {
+    if (r.vocab_shards < 0 || r.vocab_shard < 0 || (r.vocab_shard && !r.vocab_shards) ||
+        r.vocab_shard > r.vocab_shards)
+        return vp__fail(err, VP_EINVAL, "vocabulary shard %d of %d does not exist",
+                        r.vocab_shard - 1, r.vocab_shards);
+    if (r.vocab_shards > cfg->vocab)
+        return vp__fail(err, VP_EINVAL,
+                        "vocabulary parallelism over %d shards needs a vocabulary of at least %d "
+                        "entries (one per shard); the model has %d",
+                        r.vocab_shards, r.vocab_shards, cfg->vocab);
+    if (r.vocab_shard && (r.l0 || r.l1 || r.first || r.last))
+        return vp__fail(err, VP_EINVAL, "a vocabulary stage holds no layers");
+    if (r.vocab_shards && !r.vocab_shard && (r.first || r.last) && r.l0 == r.l1)
+        return vp__fail(err, VP_EINVAL,
+                        "with vocabulary parallelism the first and the last stage hold at least "
+                        "one layer (the %s stage has none)",
+                        r.first ? "first" : "last");
+    return VP_OK;
+}
+
 static vp_status check_range(const vp_model_config *cfg, vp_stage_range r, vp_error *err) {
     vp_status st = vp_model_config_check(cfg, err);
+    if (st == VP_OK)
+        st = check_vocab_range(cfg, r, err);
     if (st)
         return st;
     if (r.l0 < 0 || r.l1 < r.l0 || r.l1 > cfg->n_layer)
         return vp__fail(err, VP_EINVAL, "layer range [%d, %d) is not within [0, %d)", r.l0, r.l1,
                         cfg->n_layer);
-    if (r.l0 == r.l1 && !r.first && !r.last)
+    if (r.l0 == r.l1 && !r.first && !r.last && !r.vocab_shard)
         return vp__fail(err, VP_EINVAL, "a middle stage needs at least one layer");
     if (r.first && r.l0 != 0)
         return vp__fail(err, VP_EINVAL, "the first stage must start at layer 0");
@@ -88,20 +112,41 @@ vp_status vp_stage_sizes_of(const vp_model_config *cfg, vp_stage_range range, vp
     size_t block_act = f * (N * (16 * C + 4) + B * NH * T * T + 4 * C);
     size_t block_stash = f * (N * 16 * C + 4 * C);
     vp_stage_sizes s = {0};
+    s.io_bytes = f * N * C;
+    if (range.vocab_shard) { /* rows of the token table and the head; h, logits, stats, targets */
+        int v0, v1;
+        vp_vocab_rows(cfg->vocab, range.vocab_shard - 1, range.vocab_shards, &v0, &v1);
+        size_t Vk = (size_t)(v1 - v0);
+        s.param_bytes = f * 2 * Vk * C;
+        s.embed_bytes = N;
+        s.output_bytes = f * (N * C + N * Vk + VP_VOCAB_STATS * N) + N;
+        *out = s;
+        return VP_OK;
+    }
+    bool vocab = range.vocab_shards > 0;
     s.param_bytes = f * nl * (size_t)vp__block_param_count(cfg->width);
     s.act_bytes = nl * block_act;
     s.stash_bytes = nl * block_stash;
-    s.io_bytes = f * N * C;
-    s.input_bytes = range.first ? N : s.io_bytes; /* tokens, or the activation */
+    s.input_bytes = range.first && !vocab ? N : s.io_bytes; /* tokens, or the activation */
     s.core_bytes = nl * f * B * NH * T * T;
     vp__dims d = {cfg->microbatch, cfg->seq_len, cfg->width, cfg->n_head, false};
     size_t work = nl ? (size_t)vp__block_work_floats(d) : 0;
-    if (range.first) { /* token and position tables; tokens, and dout for W */
+    if (range.first && vocab) { /* position table; dout for W */
+        s.param_bytes += f * T * C;
+        s.stash_bytes += f * N * C;
+    }
+    if (range.last && vocab) { /* final norm; xf stats sums; sums */
+        s.param_bytes += f * 2 * C;
+        s.act_bytes += f * (N * (C + 2) + 2 * C);
+        s.stash_bytes += f * 2 * C;
+    }
+    if (range.first && !vocab) { /* token and position tables; tokens, and dout for W */
         s.param_bytes += f * (V * C + T * C);
         s.act_bytes += N;
         s.stash_bytes += N + f * N * C;
     }
-    if (range.last) { /* final norm and head; xf lnf stats probs sums targets; lnf dlogits sums */
+    if (range.last && !vocab) { /* final norm and head; xf lnf stats probs sums targets; lnf
+                                   dlogits sums */
         s.param_bytes += f * (2 * C + V * C);
         s.act_bytes += f * (N * (2 * C + 2 + V) + 2 * C) + N;
         s.stash_bytes += f * (N * (C + V) + 2 * C);
@@ -159,12 +204,42 @@ static bool alloc_arrays(vp_stage *s) {
     return ok;
 }
 
+/* Adds a tensor of rows [v0, v1) of a V x C table and fills it with those rows of the
+ * stream keyed by (a, b), as the whole table's tensor has them; false when out of memory. */
+static bool init_rows(vp_stage *s, float std, uint64_t seed, uint64_t a, uint64_t b) {
+    long C = s->cfg.width, V = s->cfg.vocab;
+    float *whole = vp__malloc((size_t)(V * C), sizeof *whole);
+    if (!whole)
+        return false;
+    uint64_t state = vp__rng_key(seed, a, b);
+    vp__rng_normal(&state, whole, V * C, std);
+    add_tensor(s, (s->v1 - s->v0) * C, true);
+    memcpy(s->params + s->tensors[s->n_tensors - 1].offset, whole + s->v0 * C,
+           (size_t)((s->v1 - s->v0) * C) * sizeof *whole);
+    free(whole);
+    return true;
+}
+
 /* Lays out and initialises the parameters: tensor streams keyed by (layer + 1, index);
- * 0 and L + 1 are the embeddings and the head. */
-static void init_params(vp_stage *s, uint64_t seed) {
+ * 0 and L + 1 are the embeddings and the head, whose rows a vocabulary stage holds.
+ * false when out of memory. */
+static bool init_params(vp_stage *s, uint64_t seed) {
     int C = s->cfg.width, V = s->cfg.vocab, T = s->cfg.seq_len, L = s->cfg.n_layer;
     float std = 0.02f, residual_std = 0.02f / sqrtf(2.0f * (float)L);
-    if (s->first) {
+    if (s->vocab_shard) { /* the token table's rows, then the head's */
+        bool ok = init_rows(s, std, seed, 0, 0) && init_rows(s, std, seed, (uint64_t)(L + 1), 2);
+        s->wte = s->params;
+        s->dwte = s->grads;
+        s->headw = s->params + (long)(s->v1 - s->v0) * C;
+        s->dheadw = s->grads + (long)(s->v1 - s->v0) * C;
+        return ok;
+    }
+    if (s->first && s->vocab_shards) {
+        init_tensor(s, (long)T * C, true, VP__INIT_NORMAL, std, seed, 0, 1);
+        s->wpe = s->params;
+        s->dwpe = s->grads;
+    }
+    if (s->first && !s->vocab_shards) {
         init_tensor(s, (long)V * C, true, VP__INIT_NORMAL, std, seed, 0, 0);
         init_tensor(s, (long)T * C, true, VP__INIT_NORMAL, std, seed, 0, 1);
         s->wte = s->params;
@@ -189,14 +264,18 @@ static void init_params(vp_stage *s, uint64_t seed) {
         int t0 = s->n_tensors;
         init_tensor(s, C, false, VP__INIT_ONES, 0.0f, seed, (uint64_t)(L + 1), 0);
         init_tensor(s, C, false, VP__INIT_ZEROS, 0.0f, seed, (uint64_t)(L + 1), 1);
-        init_tensor(s, (long)V * C, true, VP__INIT_NORMAL, std, seed, (uint64_t)(L + 1), 2);
+        if (!s->vocab_shards)
+            init_tensor(s, (long)V * C, true, VP__INIT_NORMAL, std, seed, (uint64_t)(L + 1), 2);
         s->lnfw = s->params + s->tensors[t0].offset;
         s->lnfb = s->params + s->tensors[t0 + 1].offset;
-        s->headw = s->params + s->tensors[t0 + 2].offset;
         s->dlnfw = s->grads + s->tensors[t0].offset;
         s->dlnfb = s->grads + s->tensors[t0 + 1].offset;
-        s->dheadw = s->grads + s->tensors[t0 + 2].offset;
+        if (!s->vocab_shards) {
+            s->headw = s->params + s->tensors[t0 + 2].offset;
+            s->dheadw = s->grads + s->tensors[t0 + 2].offset;
+        }
     }
+    return true;
 }
 
 /* Charges (or uncharges) the stage's parameters, gradients, AdamW moments (of the
@@ -241,17 +320,20 @@ vp_status vp_stage_new(const vp_model_config *cfg, vp_stage_range range,
     s->n_local = range.l1 - range.l0;
     s->first = range.first;
     s->last = range.last;
+    s->vocab_shards = range.vocab_shards;
+    s->vocab_shard = range.vocab_shard;
+    if (range.vocab_shard)
+        vp_vocab_rows(cfg->vocab, range.vocab_shard - 1, range.vocab_shards, &s->v0, &s->v1);
     s->d = (vp__dims){cfg->microbatch, cfg->seq_len, cfg->width, cfg->n_head, opt->naive_matmul};
     s->sizes = sizes;
     s->mem = mem;
     s->n_slots = opt->n_slots;
     s->n_params = (long)(sizes.param_bytes / sizeof(float));
     s->held = held;
-    if (!alloc_arrays(s)) {
+    if (!alloc_arrays(s) || !init_params(s, opt->seed)) {
         vp_stage_free(s);
         return vp__fail(err, VP_ENOMEM, "out of memory for a stage's parameters");
     }
-    init_params(s, opt->seed);
     charge_states(s, true);
     *out = s;
     return VP_OK;
@@ -348,6 +430,10 @@ void vp_stage_discard(vp_stage *s, int mb) {
     DROP(s, sl->rstdf, f * N);
     DROP(s, sl->probs, f * N * (size_t)s->cfg.vocab);
     DROP(s, sl->partf, f * 2 * C);
+    DROP(s, sl->vh, f * N * C);
+    DROP(s, sl->vlogits, f * N * (size_t)(s->v1 - s->v0));
+    DROP(s, sl->vstats, f * VP_VOCAB_STATS * N);
+    DROP(s, sl->vtargets, N);
     sl->state = VP__SLOT_EMPTY;
 }
 
@@ -405,10 +491,24 @@ static float *embed(vp_stage *s, vp__slot *sl, bool *ok) {
     return cur;
 }
 
+/* The final norm of a last stage under vocabulary parallelism: *out receives its output
+ * (in flight, for every shard's S); false when out of memory. */
+static bool final_norm_out(vp_stage *s, vp__slot *sl, float **out) {
+    size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
+    bool ok = true;
+    sl->meanf = take(s, f * N, &ok);
+    sl->rstdf = take(s, f * N, &ok);
+    sl->partf = take(s, f * 2 * C, &ok);
+    *out = ok ? vp_mem_alloc_uncharged(s->mem, f * N * C) : NULL;
+    if (*out)
+        vp__layernorm_forward(*out, sl->meanf, sl->rstdf, sl->xf, s->lnfw, s->lnfb, (int)N, (int)C);
+    return *out != NULL;
+}
+
 /* The layers from cur (their input), then on a last stage the final norm, head and loss
- * into *loss (the targets already in the slot); else *out receives the output, in flight.
- * Every buffer taken belongs to a field of the slot (or is *out); false when out of
- * memory. */
+ * into *loss (the targets already in the slot), or with vocabulary parallelism the final
+ * norm into *out; else *out receives the output, in flight. Every buffer taken belongs to
+ * a field of the slot (or is *out); false when out of memory. */
 static bool forward_body(vp_stage *s, vp__slot *sl, float *cur, float **out, double *loss) {
     size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
     size_t V = (size_t)s->cfg.vocab;
@@ -426,6 +526,8 @@ static bool forward_body(vp_stage *s, vp__slot *sl, float *cur, float **out, dou
         return ok;
     }
     sl->xf = cur;
+    if (s->vocab_shards)
+        return ok && final_norm_out(s, sl, out);
     sl->lnf = take(s, f * N * C, &ok);
     sl->meanf = take(s, f * N, &ok);
     sl->rstdf = take(s, f * N, &ok);
@@ -447,13 +549,16 @@ vp_status vp_stage_forward(vp_stage *s, int mb, const vp_stage_io *io, vp_error 
     float *in = io->in, **out = io->out;
     const uint8_t *tokens = io->tokens, *targets = io->targets;
     double *loss = io->loss;
-    if (s->first ? (!tokens || in) : !in)
+    bool embeds = s->first && !s->vocab_shards, heads = s->last && !s->vocab_shards;
+    if (s->vocab_shard)
+        return vp__fail(err, VP_EINVAL, "forward: a vocabulary stage runs EF and S");
+    if (embeds ? (!tokens || in) : !in)
         return vp__fail(err, VP_EINVAL, "forward: %s",
-                        s->first ? "the first stage takes tokens" : "no input activation");
-    if (s->last ? (!targets || !loss || out) : !out)
+                        embeds ? "the first stage takes tokens" : "no input activation");
+    if (heads ? (!targets || !loss || out) : !out)
         return vp__fail(err, VP_EINVAL, "forward: %s",
-                        s->last ? "the last stage takes targets and returns the loss"
-                                : "no output pointer");
+                        heads ? "the last stage takes targets and returns the loss"
+                              : "no output pointer");
     vp__slot *sl = &s->slots[mb];
     size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
     size_t V = (size_t)s->cfg.vocab;
@@ -464,26 +569,28 @@ vp_status vp_stage_forward(vp_stage *s, int mb, const vp_stage_io *io, vp_error 
     bool ok = true;
     float *cur = in;
     sl->state = VP__SLOT_ACT;
-    if (s->first) {
+    if (embeds) {
         sl->tokens = take(s, N, &ok);
         if (ok)
             memcpy(sl->tokens, tokens, N);
     } else {
         vp_mem_charge(s->mem, f * N * C);
     }
-    if (s->last) {
+    if (heads) {
         sl->targets = take(s, N, &ok);
         if (ok)
             memcpy(sl->targets, targets, N);
     }
-    if (s->first)
+    if (embeds)
         cur = embed(s, sl, &ok);
+    else if (s->first) /* the shards' token embeddings, plus the positions */
+        vp__embedding_add_positions(cur, s->wpe, s->d.B, s->d.T, s->d.C);
     float *final = NULL; /* made only once nothing else can fail */
     if (!ok || !forward_body(s, sl, cur, &final, loss)) {
         vp_stage_discard(s, mb);
         return vp__fail(err, VP_ENOMEM, "forward: out of memory for activations");
     }
-    if (!s->last)
+    if (!heads)
         *out = final;
     return VP_OK;
 }
@@ -502,7 +609,8 @@ vp_status vp_stage_drop(vp_stage *s, int mb, bool full, vp_error *err) {
         sl->state = VP__SLOT_NO_CORE;
         return VP_OK;
     }
-    float **input = s->first ? NULL : s->n_local ? &sl->blocks[0].x : &sl->xf;
+    bool embeds = s->first && !s->vocab_shards;
+    float **input = embeds ? NULL : s->n_local ? &sl->blocks[0].x : &sl->xf;
     uint8_t *tokens = sl->tokens, *targets = sl->targets;
     float *kept = input ? *input : NULL;
     if (input)
@@ -537,11 +645,10 @@ vp_status vp_stage_recompute(vp_stage *s, int mb, vp_error *err) {
         float *cur = sl->input, *out = NULL;
         double loss; /* the forward's again; not used */
         sl->input = NULL;
-        if (s->first)
+        if (s->first && !s->vocab_shards)
             cur = embed(s, sl, &ok);
         ok = ok && forward_body(s, sl, cur, &out, &loss);
-        if (!s->last)
-            vp_stage_buffer_free(out); /* the next stage has had it from F */
+        vp_stage_buffer_free(out); /* the next stage (or the shards) had it from F */
     }
     sl->state = VP__SLOT_ACT;
     if (!ok) {
@@ -558,18 +665,27 @@ vp_status vp_stage_backward_input(vp_stage *s, int mb, float *dout, float loss_s
     vp_status st = slot_check(s, mb, VP__SLOT_ACT, "backward_input", err);
     if (st)
         return st;
-    if (s->last ? dout != NULL : !dout)
+    bool embeds = s->first && !s->vocab_shards, heads = s->last && !s->vocab_shards;
+    if (heads ? dout != NULL : !dout)
         return vp__fail(err, VP_EINVAL, "backward_input: %s",
-                        s->last ? "the last stage starts from the loss (dout must be NULL)"
-                                : "no output gradient");
-    if (s->first ? din != NULL : !din)
+                        heads ? "the last stage starts from the loss (dout must be NULL)"
+                              : "no output gradient");
+    if (embeds ? din != NULL : !din)
         return vp__fail(err, VP_EINVAL, "backward_input: %s",
-                        s->first ? "the first stage has no input gradient" : "no din pointer");
+                        embeds ? "the first stage has no input gradient" : "no din pointer");
     vp__slot *sl = &s->slots[mb];
     size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
     int n = (int)N, c = (int)C, v = s->cfg.vocab;
-    float *grad = dout;
-    if (s->last) {
+    float *grad = dout, *copy = NULL; /* a first stage's input gradient for the shards' EB */
+    if (s->first && !embeds && !(copy = vp_mem_alloc_uncharged(s->mem, f * N * C)))
+        return vp__fail(err, VP_ENOMEM, "backward_input: out of memory");
+    if (s->last && !heads) { /* the shards' T parts added up: the final norm's output gradient */
+        vp__layernorm_backward_input(sl->xf, sl->partf, NULL, dout, sl->xf, sl->meanf, sl->rstdf,
+                                     s->lnfw, n, c);
+        vp_stage_buffer_free(dout);
+        grad = sl->xf;
+        sl->xf = NULL;
+    } else if (s->last) {
         /* loss = mean_n -log softmax(lnf @ headw^T)[target]; dlogits into probs */
         vp__crossentropy_backward(sl->probs, sl->targets, loss_scale / (float)N, n, v);
         vp__linear_backward_input(s->work, sl->probs, s->headw, n, c, v, s->d.naive);
@@ -598,6 +714,10 @@ vp_status vp_stage_backward_input(vp_stage *s, int mb, float *dout, float loss_s
         vp_mem_uncharge(s->mem, f * N * C);
         *din = grad;
     }
+    if (copy) {
+        memcpy(copy, grad, f * N * C);
+        *din = copy;
+    }
     if (!s->last)
         vp_mem_charge(s->mem, f * N * C);
     sl->state = VP__SLOT_STASH;
@@ -613,13 +733,14 @@ vp_status vp_stage_backward_weight(vp_stage *s, int mb, vp_error *err) {
     vp__slot *sl = &s->slots[mb];
     for (int l = 0; l < s->n_local; l++)
         vp__block_backward_weight(&s->bg[l], &sl->blocks[l], s->d);
-    if (s->last) {
+    if (s->last && !s->vocab_shards) {
         int n = s->d.B * s->d.T;
         vp__linear_backward_weight(s->dheadw, NULL, sl->probs, sl->lnf, n, s->d.C, s->cfg.vocab,
                                    s->d.naive);
-        vp__layernorm_backward_weight(s->dlnfw, s->dlnfb, sl->partf, s->d.C);
     }
-    if (s->first)
+    if (s->last)
+        vp__layernorm_backward_weight(s->dlnfw, s->dlnfb, sl->partf, s->d.C);
+    if (s->first) /* with vocabulary parallelism the positions only (dwte NULL) */
         vp__embedding_backward_weight(s->dwte, s->dwpe, sl->emb_dout, sl->tokens, s->d.B, s->d.T,
                                       s->d.C);
     vp_stage_discard(s, mb);
@@ -643,12 +764,13 @@ float *vp_stage_grads(vp_stage *s, size_t *count) {
 }
 
 vp_stage_state vp_stage_state_of(vp_stage *s) {
-    return (vp_stage_state){.range = {s->l0, s->l1, s->first, s->last},
-                            .n = (size_t)s->n_params,
-                            .params = s->params,
-                            .held = s->held,
-                            .adam_m = s->adam_m,
-                            .adam_v = s->adam_v};
+    return (vp_stage_state){
+        .range = {s->l0, s->l1, s->first, s->last, s->vocab_shards, s->vocab_shard},
+        .n = (size_t)s->n_params,
+        .params = s->params,
+        .held = s->held,
+        .adam_m = s->adam_m,
+        .adam_v = s->adam_v};
 }
 
 uint64_t vp_digest(const void *bytes, size_t n, uint64_t hash) {

@@ -27,12 +27,20 @@ typedef struct vp__slot {
     float *meanf, *rstdf;  /* last: [N] */
     float *probs;          /* last: [N,V] probabilities, dlogits after B */
     float *partf;          /* last: [2C] final-norm weight-gradient sums */
+    /* a vocabulary stage: tokens (above) from EF until EB; from S until T: */
+    float *vh;         /* [N,C] the last stage's output */
+    float *vlogits;    /* [N,Vk] the shard's logits, their gradient in T */
+    float *vstats;     /* [VP_VOCAB_STATS * N] the shard's softmax statistics */
+    uint8_t *vtargets; /* [N] */
 } vp__slot;
 
 struct vp_stage {
     vp_model_config cfg;
     int l0, l1, n_local;
     bool first, last;
+    int vocab_shards; /* vocabulary parallelism (vp_stage_range) */
+    int vocab_shard;  /* 1 + the shard of a vocabulary stage, else 0 */
+    int v0, v1;       /* a vocabulary stage's rows */
     vp__dims d;
     vp_stage_sizes sizes;
     float *params, *grads;  /* [n_params] each */

@@ -70,22 +70,18 @@ static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_cand
     return VP_OK;
 }
 
-/* Replaces *s by its recomputing version when the spec asks for one. */
-static vp_status recompute_as_spec(const vp_spec *spec, vp_schedule **s, vp_error *err) {
-    if (spec->recompute == VP_RECOMPUTE_NONE)
-        return VP_OK;
-    vp_schedule *r = NULL;
-    vp_status rc = vp_schedule_recompute(*s, spec->recompute, &r, err);
-    vp_schedule_free(*s);
-    *s = r;
-    return rc;
+/* Whether the spec asks for more than a block or the greedy builds (recomputation,
+ * vocabulary parallelism: vp_spec_finish), so that their figures are measured again. */
+static int finished(const vp_spec *spec) {
+    return spec->recompute != VP_RECOMPUTE_NONE || spec->vocab_parallel;
 }
 
-/* Builds V block vb for spec, recomputing as the spec asks (caller frees *out). */
+/* Builds V block vb for spec, recomputing and with the vocabulary's passes as the spec
+ * asks (caller frees *out). */
 static vp_status build_vblock(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
                               vp_error *err) {
     vp_status rc = vp_vblock_build(vb, spec->p, spec->m, "v-block", out, err);
-    return rc == VP_OK ? recompute_as_spec(spec, out, err) : rc;
+    return rc == VP_OK ? vp_spec_finish(spec, out, err) : rc;
 }
 
 /* The planner's deadline on the monotonic clock (0: none). */
@@ -131,7 +127,8 @@ static vp_status add_families(const vp_spec *spec, vp_plan *plan, double deadlin
 
 /* The best V block per peak level within the budget (vp_vsearch_run), appended to out by
  * increasing peak. The search builds blocks without recomputation; with spec->recompute
- * each level's block is then built recomputing and measured again, so its figures are
+ * each level's block is then built recomputing (and with vocabulary parallelism, its
+ * passes placed) and measured again, so its figures are
  * those of the schedule the plan returns. The budget was checked on the peak without R,
  * which bounds the peak with R from above (R only rebuilds, before its backward, what F
  * dropped), so no block over the budget is kept. */
@@ -162,7 +159,7 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, double deadline
         c->bubble = l->metrics.bubble;
         snprintf(c->family, sizeof c->family, "v-block");
         vp_vblock_format(&c->vblock, spec->p, c->params, sizeof c->params);
-        if (spec->recompute != VP_RECOMPUTE_NONE) {
+        if (finished(spec)) {
             vp_schedule *s = NULL;
             rc = build_vblock(spec, &c->vblock, &s, err);
             if (rc == VP_OK)
@@ -179,11 +176,11 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, double deadline
 }
 
 /* The greedy V schedule under the budget (vp_vgreedy_run, ranked by makespan alone), into
- * *kept (recomputing as the spec asks) and appended to out, when it is strictly faster
- * than every candidate in out that fits; when the budget is below what it needs, the
- * greedy under the least limit it runs under instead (a candidate that does not fit, so
- * that a refusal names the least memory a schedule reaches). As for the V blocks, the
- * budget bounds the peak with R from above. */
+ * *kept (recomputing and vocabulary-parallel as the spec asks) and appended to out, when it is
+ * strictly faster than every candidate in out that fits; when the budget is below what it needs,
+ * the greedy under the least limit it runs under instead (a candidate that does not fit, so that a
+ * refusal names the least memory a schedule reaches). As for the V blocks, the budget bounds the
+ * peak with R from above. */
 static vp_status add_greedy(const vp_spec *spec, vp_plan *plan, cand_list *out, vp_schedule **kept,
                             vp_error *err) {
     if (spec->p < 2)
@@ -223,8 +220,8 @@ static vp_status add_greedy(const vp_spec *spec, vp_plan *plan, cand_list *out, 
                              .limit = opts.limit > 0 ? opts.limit : m.peak};
     snprintf(c->family, sizeof c->family, "v-greedy");
     snprintf(c->params, sizeof c->params, "limit=%gu", c->limit);
-    rc = recompute_as_spec(spec, kept, err);
-    return rc == VP_OK && spec->recompute != VP_RECOMPUTE_NONE ? measure(*kept, spec, c, err) : rc;
+    rc = vp_spec_finish(spec, kept, err);
+    return rc == VP_OK && finished(spec) ? measure(*kept, spec, c, err) : rc;
 }
 
 /* Pareto points of memory -> makespan: by increasing peak, each strictly faster than every

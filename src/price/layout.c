@@ -97,17 +97,29 @@ static double io_bytes(const vp_price_setup *su) {
     return vp__tokens(t) * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
 }
 
+/* With vocabulary parallelism (vs non-NULL), the embedding and head parts of pp become what
+ * the first and last stage keep of them: vs's facts, no time (the shards' passes take the
+ * embedding's and the head's). */
+static void vocab_ends(const vp__vocab_split *vs, vp__piece_price *pp) {
+    if (!vs)
+        return;
+    pp[VP__PIECE_EMBEDDING] = (vp__piece_price){.facts = vs->first};
+    pp[VP__PIECE_HEAD] = (vp__piece_price){.facts = vs->last};
+}
+
 /* A schedule with R passes (mode): each stage's R time and what its F keeps until R, from
  * the parts priced under the mode (vpipe's own model, whose runtime recomputes the whole
  * stage from its input: its forward's time, and the input, the tokens on the first stage,
  * with the targets on the last). The stages were filled without recomputation. */
-static void fill_recompute(const vp_price_setup *su, vp_recompute mode, vp_price_layout *lay) {
+static void fill_recompute(const vp_price_setup *su, vp_recompute mode, const vp__vocab_split *vs,
+                           vp_price_layout *lay) {
     vp_workload work = *su->work;
     work.recompute = mode;
     vp_price_setup rsu = *su;
     rsu.work = &work;
     vp__piece_price rp[VP__PIECES];
     vp__price_pieces(&rsu, rp);
+    vocab_ends(vs, rp);
     double tokens = (double)work.mbs * work.seq; /* vpipe's byte tokens and targets */
     bool own = su->arch->impl == VP_IMPL_VPIPE;
     for (int st = 0; st < lay->S; st++) {
@@ -119,9 +131,10 @@ static void fill_recompute(const vp_price_setup *su, vp_recompute mode, vp_price
             g->r_ms += weight[k] * rp[k].r_ms;
             g->hold_bytes += weight[k] * rp[k].facts.act_bytes;
         }
-        if (own && mode == VP_RECOMPUTE_FULL) {
+        if (own && mode == VP_RECOMPUTE_FULL) { /* with vocabulary parallelism: the input */
             g->r_ms = g->f_ms;
-            g->hold_bytes = (g->first ? tokens : io_bytes(su)) + (g->last ? tokens : 0);
+            g->hold_bytes =
+                vs ? io_bytes(su) : (g->first ? tokens : io_bytes(su)) + (g->last ? tokens : 0);
         }
     }
 }
@@ -213,8 +226,11 @@ static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
 }
 
 /* Communicators device d joins: its TP and DP groups, one per other device it sends to or
- * receives from, and the pair that reduces a tied embedding's gradient. */
-static int communicators(const vp_price_setup *su, const vp_schedule *s, int d) {
+ * receives from, and the pair that reduces a tied embedding's gradient; with vocabulary
+ * parallelism (vs) instead of that pair the group of all p devices that combines the
+ * shards (every shard holds its rows of both the tied table and the head). */
+static int communicators(const vp_price_setup *su, const vp_schedule *s, const vp__vocab_split *vs,
+                         int d) {
     const vp_workload *t = su->work;
     int n = (t->tp > 1) + (t->dp > 1), seen[8], n_seen = 0;
     if (su->arch->experts > 0) /* the expert layers' EP, ETP and expert-DP groups */
@@ -236,8 +252,8 @@ static int communicators(const vp_price_setup *su, const vp_schedule *s, int d) 
                 seen[n_seen++] = nb[k];
         }
     }
-    bool pair = su->arch->tied && first != last && (d == first || d == last);
-    return n + n_seen + pair;
+    bool pair = !vs && su->arch->tied && first != last && (d == first || d == last);
+    return n + n_seen + pair + (vs && s->p > 1);
 }
 
 /* The activation bytes F saves of the model's largest kind of layer under work. */
@@ -257,8 +273,10 @@ static double largest_layer(const vp_arch *a, const vp_workload *work) {
 
 /* Every item of each rank's memory but the activations (vp__memory_close totals them).
  * vpipe's own model is a CPU process whose tensors are all it measures: no head buffers,
- * context or communicators. */
-static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_price_layout *lay) {
+ * context or communicators. With vocabulary parallelism (vs) each rank holds its shard's
+ * model states and its shard's logits too. */
+static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const vp__vocab_split *vs,
+                         vp_price_layout *lay) {
     const vp_workload *t = su->work;
     const vp_arch *a = su->arch;
     vp_workload plain = *t;
@@ -275,7 +293,7 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_pric
                         optimizer_bytes(t, g->expert_params, true);
         m->buffers += io_bytes(su) * ((!g->first && s->stage_device[st - 1] != g->device) +
                                       (!g->last && s->stage_device[st + 1] != g->device));
-        m->logits += g->last ? logits : 0;
+        m->logits += g->last && !vs ? logits : 0;
         if (own)
             m->workspace += vpipe_scratch(su, g);
         else if (t->recompute == VP_RECOMPUTE_FULL && g->l1 > g->l0)
@@ -287,9 +305,14 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, vp_pric
     double gathers = t->sp && t->tp > 1 && !own ? gathered * (t->tp_overlap ? 2 : 1) : 0;
     for (int d = 0; d < s->p; d++) {
         vp_rank_memory *m = &lay->fixed[d];
+        double vocab_params = vs ? vs->params : 0;
+        m->params += vocab_params * t->prec.param;
+        m->grads += vocab_params * t->prec.grad;
+        m->optimizer += optimizer_bytes(t, vocab_params, false);
+        m->logits += vs ? logits / s->p : 0;
         m->gathers = gathers;
         m->context = own ? 0 : su->gpu->context_bytes;
-        m->comm = own ? 0 : communicators(su, s, d) * su->gpu->comm_buffer_bytes;
+        m->comm = own ? 0 : communicators(su, s, vs, d) * su->gpu->comm_buffer_bytes;
         m->reserve = t->reserve_bytes;
         vp__memory_close(lay->frag_fraction, m);
     }
@@ -341,6 +364,31 @@ static vp_status build_costs(const vp_price_setup *su, const vp_schedule *s, vp_
     lay->costs.dev_b = dev[1];
     lay->costs.dev_w = dev[2];
     return VP_OK;
+}
+
+/* The times of a vocabulary shard's passes EF, EB, S and T in ms: a p-th of the
+ * embedding's F and of its B + W, of the head's F and of its B + W. */
+static void vocab_ms(const vp__piece_price *pp, int p, double ms[4]) {
+    const vp__piece_price *e = &pp[VP__PIECE_EMBEDDING], *h = &pp[VP__PIECE_HEAD];
+    ms[0] = e->f_ms / p;
+    ms[1] = (e->b_ms + e->w_ms) / p;
+    ms[2] = h->f_ms / p;
+    ms[3] = (h->b_ms + h->w_ms) / p;
+}
+
+/* The vocabulary shards' passes in the cost model: their times (measured S, T, E when
+ * given, else ms) and their bytes (vs). */
+static void fill_vocab(const vp_price_setup *su, const vp__vocab_split *vs, const double ms[4],
+                       vp_price_layout *lay) {
+    vp_cost_model *cm = lay->cm;
+    for (int d = 0; vs && d < cm->p; d++) {
+        for (int k = 0; k < 4 && !su->measured; k++)
+            cm->vocab[k * cm->p + d] = ms[k];
+        cm->vocab_act_bytes[d] = vs->embed_bytes;
+        cm->vocab_act_bytes[cm->p + d] = vs->output_bytes;
+        cm->vocab_act[d] = vs->embed_bytes / lay->unit_bytes;
+        cm->vocab_act[cm->p + d] = vs->output_bytes / lay->unit_bytes;
+    }
 }
 
 /* The simulator's cost model: measured costs laid out as given (their times become the
@@ -412,6 +460,11 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     if (su->measured && !(su->measured->f >= 0 && su->measured->b >= 0 && su->measured->w >= 0 &&
                           su->measured->c >= 0))
         return vp__fail(err, VP_EINVAL, "measured costs must be >= 0");
+    if (shape->vocab_parallel && su->arch->vocab < shape->p)
+        return vp__fail(err, VP_EINVAL,
+                        "vocabulary parallelism over %d devices needs a vocabulary of at least %d "
+                        "entries (one per device); %s has %d",
+                        shape->p, shape->p, su->arch->name, su->arch->vocab);
     vp_price_layout *lay = vp__calloc(1, sizeof *lay);
     if (lay) {
         lay->layers_per_stage = vp__calloc((size_t)shape->route_len, sizeof(int));
@@ -426,6 +479,7 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     lay->S = shape->S;
     lay->frag_fraction = su->arch->impl == VP_IMPL_VPIPE ? 0 : su->gpu->frag_fraction;
     lay->route_len = shape->route_len;
+    lay->vocab_parallel = shape->vocab_parallel;
     /* R passes: the stages priced without recomputation, then each R's part (vp_workload) */
     vp_workload plain = *su->work;
     vp_price_setup psu = *su;
@@ -435,17 +489,31 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     }
     vp__piece_price parts[VP__PIECES];
     vp__price_pieces(&psu, parts);
+    vp__vocab_split vsplit, *vs = shape->vocab_parallel ? &vsplit : NULL;
+    double vms[4] = {0, 0, 0, 0};
+    if (vs) { /* the shards take the embedding's and the head's vocabulary */
+        vp__vocab_split_of(su->arch, psu.work, shape->p, vs);
+        vocab_ms(parts, shape->p, vms);
+        vocab_ends(vs, parts);
+    }
     rc = choose_split(&psu, shape, parts, lay->layers_per_stage, err);
     if (rc == VP_OK) {
         fill_stages(&psu, shape, parts, lay);
         if (shape->recompute != VP_RECOMPUTE_NONE)
-            fill_recompute(su, shape->recompute, lay);
-        fixed_memory(&psu, shape, lay);
+            fill_recompute(su, shape->recompute, vs, lay);
+        fixed_memory(&psu, shape, vs, lay);
         lay->hop_ms = su->measured ? su->measured->c : mean_hop_ms(su, shape);
         rc = build_costs(su, shape, lay, err);
     }
+    if (rc == VP_OK && vs && !su->measured) { /* what a family is built with */
+        lay->costs.e = (vms[0] + vms[1]) / 2;
+        lay->costs.s = vms[2];
+        lay->costs.t = vms[3];
+    }
     if (rc == VP_OK)
         rc = fill_cost_model(su, shape, lay, err);
+    if (rc == VP_OK)
+        fill_vocab(su, vs, vms, lay);
     if (rc != VP_OK) {
         vp_price_layout_free(lay);
         return rc;

@@ -46,7 +46,12 @@ enum {
     QLORA = 1024,     /* latent attention with a query latent */
     DENSE = 2048,     /* a dense MLP */
     MOE = 4096,       /* a mixture-of-experts MLP */
-    SHARED = 8192     /* a mixture of experts with shared experts */
+    SHARED = 8192,    /* a mixture of experts with shared experts */
+    /* With vocabulary parallelism (vp__vocab_split): */
+    SHARD = 16384,      /* held by every vocabulary shard (a W_VOCAB row: its share) */
+    NO_SHARD = 32768,   /* not held (T and EB take their gradients at once) */
+    POSITIONS = 65536,  /* kept by the first stage only for learned positions' gradient */
+    ONLY_SHARD = 131072 /* exists only with vocabulary parallelism */
 };
 
 typedef struct tensor_row {
@@ -132,19 +137,20 @@ static const tensor_row megatron_layer[] = {
 /* Megatron's first stage: int64 token ids (for the embedding's W), the dropout mask, and
  * the embedding's output gradient for W. */
 static const tensor_row megatron_embedding[] = {
-    {"token ids", W_ONE, 1, 8, SPLIT_NONE, VP_KEEP_F_W, 0},
+    {"token ids", W_ONE, 1, 8, SPLIT_NONE, VP_KEEP_F_W, SHARD},
     {"embedding dropout mask", W_H, 1, 1, SPLIT_SP, VP_KEEP_F_B, ONLY_DROPOUT},
-    {"embedding output gradient", W_H, 1, 0, SPLIT_NONE, VP_KEEP_B_W, 0},
+    {"embedding output gradient", W_H, 1, 0, SPLIT_NONE, VP_KEEP_B_W, POSITIONS},
 };
 
 /* Megatron's last stage: final norm and head inputs, the vocab-parallel cross-entropy's
  * fp32 softmax, the target ids, and the logits gradient for the head's W. */
 static const tensor_row megatron_head[] = {
     {"final norm input", W_H, 1, 0, SPLIT_SP, VP_KEEP_F_B, 0},
-    {"head input (final norm output)", W_H, 1, 0, SPLIT_SP, VP_KEEP_F_W, 0},
-    {"cross-entropy softmax (fp32)", W_VOCAB, 1, 4, SPLIT_TP, VP_KEEP_F_B, 0},
-    {"target ids", W_ONE, 1, 8, SPLIT_NONE, VP_KEEP_F_B, 0},
-    {"logits gradient", W_VOCAB, 1, 0, SPLIT_TP, VP_KEEP_B_W, 0},
+    {"head input (final norm output)", W_H, 1, 0, SPLIT_SP, VP_KEEP_F_W, SHARD},
+    {"cross-entropy softmax (fp32)", W_VOCAB, 1, 4, SPLIT_TP, VP_KEEP_F_B, SHARD},
+    {"target ids", W_ONE, 1, 8, SPLIT_NONE, VP_KEEP_F_B, SHARD},
+    {"logits gradient", W_VOCAB, 1, 0, SPLIT_TP, VP_KEEP_B_W, NO_SHARD},
+    {"softmax statistics (fp32)", W_ONE, 3, 4, SPLIT_NONE, VP_KEEP_F_B, SHARD | ONLY_SHARD},
 };
 
 /* vpipe's fp32 block (src/model/block.c, vp__block_act): B turns x into dx, x2 into dx2,
@@ -173,20 +179,21 @@ static const tensor_row vpipe_layer[] = {
 
 /* vpipe's first stage (src/model/stage.c): byte tokens and dout for the embedding's W. */
 static const tensor_row vpipe_embedding[] = {
-    {"tokens", W_ONE, 1, 1, SPLIT_NONE, VP_KEEP_F_W, 0},
-    {"embedding output gradient", W_H, 1, 0, SPLIT_NONE, VP_KEEP_B_W, 0},
+    {"tokens", W_ONE, 1, 1, SPLIT_NONE, VP_KEEP_F_W, SHARD},
+    {"embedding output gradient", W_H, 1, 0, SPLIT_NONE, VP_KEEP_B_W, POSITIONS},
 };
 
 /* vpipe's last stage: final norm, its statistics and sums, probabilities (turned into
  * dlogits by B), byte targets. */
 static const tensor_row vpipe_head[] = {
     {"xf (final norm input)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_B, 0},
-    {"lnf (head input)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_W, 0},
+    {"lnf (head input)", W_H, 1, 0, SPLIT_NONE, VP_KEEP_F_W, SHARD},
     {"lnf mean and rstd", W_ONE, 2, 4, SPLIT_NONE, VP_KEEP_F_B, 0},
-    {"probabilities", W_VOCAB, 1, 0, SPLIT_NONE, VP_KEEP_F_B, 0},
+    {"probabilities", W_VOCAB, 1, 0, SPLIT_NONE, VP_KEEP_F_B, SHARD},
     {"final norm weight-gradient sums", W_H_PER_MB, 2, 0, SPLIT_NONE, VP_KEEP_F_W, 0},
-    {"targets", W_ONE, 1, 1, SPLIT_NONE, VP_KEEP_F_B, 0},
-    {"dlogits", W_VOCAB, 1, 0, SPLIT_NONE, VP_KEEP_B_W, 0},
+    {"targets", W_ONE, 1, 1, SPLIT_NONE, VP_KEEP_F_B, SHARD},
+    {"dlogits", W_VOCAB, 1, 0, SPLIT_NONE, VP_KEEP_B_W, NO_SHARD},
+    {"softmax statistics", W_ONE, 3, 4, SPLIT_NONE, VP_KEEP_F_B, SHARD | ONLY_SHARD},
 };
 
 /* The tables by implementation and part. */
@@ -204,14 +211,16 @@ static const struct {
     [VP_IMPL_VPIPE] = {{ROWS(vpipe_layer)}, {ROWS(vpipe_embedding)}, {ROWS(vpipe_head)}},
 };
 
-/* Whether a row exists for a layer of kind under the setting (recomputation aside). */
+/* Whether a row exists for a piece of kind under the setting (recomputation aside) without
+ * vocabulary parallelism. */
 static bool row_present(const tensor_row *r, const vp_arch *a, const vp_workload *t,
                         unsigned kind) {
     bool moe = kind & VP__MOE, mla = a->kv_lora > 0;
     const struct {
         unsigned flag;
         bool on;
-    } needs[] = {{ONLY_DROPOUT, a->dropout},
+    } needs[] = {{ONLY_SHARD, false},
+                 {ONLY_DROPOUT, a->dropout},
                  {SCORES, !t->flash},
                  {ONLY_FLASH, t->flash},
                  {ONLY_GELU, a->ffn_kind == VP_FFN_GELU},
@@ -315,6 +324,31 @@ int vp__piece_tensors(const vp_arch *arch, const vp_workload *work, vp_price_par
         count++;
     }
     return count;
+}
+
+void vp__vocab_split_of(const vp_arch *a, const vp_workload *t, int shards, vp__vocab_split *out) {
+    *out = (vp__vocab_split){0};
+    double rows = (double)a->vocab * a->hidden / t->tp;
+    out->first.params = a->learned_positions ? (double)a->max_positions * a->hidden : 0;
+    out->last.params = a->norm == VP_NORM_LAYER ? 2.0 * a->hidden : a->hidden;
+    out->params = (a->tied ? 1 : 2) * rows / shards;
+    for (int part = VP_PRICE_EMBEDDING; part <= VP_PRICE_HEAD; part++) {
+        const tensor_row *r = tables[a->impl][part].rows;
+        vp_price_facts *end = part == VP_PRICE_EMBEDDING ? &out->first : &out->last;
+        for (int i = 0; i < tables[a->impl][part].n; i++, r++) {
+            if (!(r->flags & ONLY_SHARD) && !row_present(r, a, t, 0))
+                continue;
+            double bytes = row_bytes(r, a, t) / (r->width == W_VOCAB ? shards : 1);
+            bool kept = !(r->flags & (SHARD | NO_SHARD)) &&
+                        (!(r->flags & POSITIONS) || a->learned_positions);
+            if (r->flags & SHARD)
+                *(part == VP_PRICE_EMBEDDING ? &out->embed_bytes : &out->output_bytes) += bytes;
+            if (kept && r->keep != VP_KEEP_B_W)
+                end->act_bytes += bytes;
+            if (kept && r->keep != VP_KEEP_F_B)
+                end->keep_bytes += bytes;
+        }
+    }
 }
 
 int vp_price_tensors(const vp_arch *arch, const vp_workload *work, vp_price_part part,

@@ -148,7 +148,7 @@ static vp_status finish(const vp_price_setup *su, const vp_price_layout *lay, co
 
 bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s) {
     if (lay->p != s->p || lay->S != s->S || lay->route_len != s->route_len ||
-        lay->cm->recompute != s->recompute)
+        lay->cm->recompute != s->recompute || lay->vocab_parallel != s->vocab_parallel)
         return false;
     for (int st = 0; st < s->S; st++)
         if (lay->stage[st].device != s->stage_device[st])

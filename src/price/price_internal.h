@@ -117,6 +117,20 @@ void vp__piece_facts(const vp_arch *arch, const vp_workload *work, vp_price_part
 int vp__piece_tensors(const vp_arch *arch, const vp_workload *work, vp_price_part part,
                       unsigned kind, vp_saved_tensor *out, int cap);
 
+/* Vocabulary parallelism over `shards` devices (schedule.h): what the first stage keeps of
+ * the embedding part (its position table and what its gradient needs) and the last of the
+ * head part (the final norm), as facts (params, act_bytes, keep_bytes; no FLOPs), and what
+ * each shard holds: its rows of the token table and the head (one table when tied), and
+ * per microbatch its bytes from EF until EB and from S until T (the last stage's output,
+ * its share of the softmax, the targets, the statistics). */
+typedef struct vp__vocab_split {
+    vp_price_facts first, last;
+    double params;
+    double embed_bytes, output_bytes;
+} vp__vocab_split;
+void vp__vocab_split_of(const vp_arch *arch, const vp_workload *work, int shards,
+                        vp__vocab_split *out);
+
 /* Seconds one pass of a piece computes on one rank under the setup's accelerator (its
  * speed model; collectives aside): sec[0] F, sec[1] B without recomputation, sec[2] W,
  * sec[3] what recomputation adds to B; linear[0..2] the share of F, B and W that its
@@ -188,8 +202,8 @@ void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
  * allocated), reserved and total from the other items (price.c). */
 void vp__memory_close(double frag_fraction, vp_rank_memory *m);
 
-/* Whether s has the shape lay was priced for: devices, stages, route, stage placement and
- * recomputation (its R passes). */
+/* Whether s has the shape lay was priced for: devices, stages, route, stage placement,
+ * recomputation (its R passes) and vocabulary parallelism. */
 bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s);
 
 #endif

@@ -35,7 +35,7 @@ static vp_status profiled_spec(const vp_profile *pr, int p, int m, double *slice
     vp_status rc = vp_profile_slice_costs(pr, p, slices, &spec->costs, err);
     vp_stage_sizes sz;
     if (rc == VP_OK)
-        rc = vp_stage_sizes_of(&pr->model, (vp_stage_range){0, 1, false, false}, &sz, err);
+        rc = vp_stage_sizes_of(&pr->model, (vp_stage_range){0, 1, false, false, 0, 0}, &sz, err);
     if (rc == VP_OK) {
         spec->mem.kind = VP_MEM_ZB;
         spec->mem.zb_ratio = (double)sz.stash_bytes / (double)sz.act_bytes;

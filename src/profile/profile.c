@@ -23,8 +23,8 @@ static float *tensor(vp_mem *mem, size_t n) {
 static vp_status measure_part(const vp_model_config *cfg, int part, int reps, double *f, double *b,
                               double *w, vp_error *err) {
     int L = cfg->n_layer, l0 = part == VP_PART_HEAD ? L : 0;
-    vp_stage_range range = {l0, part == VP_PART_LAYER ? 1 : l0, part == VP_PART_EMBED,
-                            part == VP_PART_HEAD};
+    vp_stage_range range = {
+        l0, part == VP_PART_LAYER ? 1 : l0, part == VP_PART_EMBED, part == VP_PART_HEAD, 0, 0};
     bool first = range.first, last = range.last;
     const vp_stage_options opt = {.n_slots = 1, .seed = 1};
     size_t N = (size_t)cfg->microbatch * (size_t)cfg->seq_len, io = N * (size_t)cfg->width;
@@ -197,10 +197,26 @@ vp_status vp_profile_read_json(const char *text, size_t len, vp_profile *out, vp
 
 /* ---- costs from a profile ---------------------------------------------------------- */
 
-/* Time of one pass kind over a stage's range: its layers plus the embeddings / head. */
+/* Time of one pass kind over a stage's range: its layers plus the embeddings / head (with
+ * vocabulary parallelism the shards' instead). */
 static double part_sum(const double *t, vp_stage_range r) {
-    return (r.first ? t[VP_PART_EMBED] : 0) + (r.l1 - r.l0) * t[VP_PART_LAYER] +
-           (r.last ? t[VP_PART_HEAD] : 0);
+    bool ends = !r.vocab_shards;
+    return (r.first && ends ? t[VP_PART_EMBED] : 0) + (r.l1 - r.l0) * t[VP_PART_LAYER] +
+           (r.last && ends ? t[VP_PART_HEAD] : 0);
+}
+
+/* The vocabulary passes of the p shards of s: a p-th of the embedding's forward (EF) and
+ * weight gradient (EB), of the head's forward (S), and of its input and weight gradients
+ * (T). The first stage's position add and the last stage's final norm are not timed
+ * apart: the profile's parts hold them with the embedding and the head. */
+static void vocab_ms(const vp_profile *pr, const vp_schedule *s, vp_cost_model *cm) {
+    int p = s->p;
+    for (int d = 0; s->vocab_parallel && d < p; d++) {
+        cm->vocab[d] = pr->f[VP_PART_EMBED] / p;
+        cm->vocab[p + d] = (pr->b[VP_PART_EMBED] + pr->w[VP_PART_EMBED]) / p;
+        cm->vocab[2 * p + d] = pr->f[VP_PART_HEAD] / p;
+        cm->vocab[3 * p + d] = (pr->b[VP_PART_HEAD] + pr->w[VP_PART_HEAD]) / p;
+    }
 }
 
 vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, const int *layer_start,
@@ -217,12 +233,15 @@ vp_status vp_profile_cost_model(const vp_profile *pr, const vp_schedule *s, cons
         rc = vp_split_layers(pr->model.n_layer, R, l0, err);
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
         vp_stage_range range = vp_split_range(l0, st % R, R);
+        range.vocab_shards = s->vocab_parallel ? s->p : 0;
         cm->f[st] = part_sum(pr->f, range);
         cm->b[st] = part_sum(pr->b, range);
         cm->w[st] = part_sum(pr->w, range);
         cm->r[st] = cm->f[st];
         cm->fb[st] = -1.0;
     }
+    if (rc == VP_OK)
+        vocab_ms(pr, s, cm);
     cm->c = pr->c;
     free(l0);
     return rc;

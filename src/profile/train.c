@@ -149,6 +149,7 @@ static vp_spec spec_of(const vp_train_request *q) {
     spec.v = q->chunks;
     spec.max_ops = q->max_ops;
     spec.recompute = recompute_of(q);
+    spec.vocab_parallel = q->vocab_parallel;
     return spec;
 }
 
@@ -191,6 +192,27 @@ static vp_status check_replicas(const vp_train_request *q, bool reference, vp_er
     return VP_OK;
 }
 
+/* --vocab-parallel and --vocab-shards: the pipeline's shards are its ranks, the
+ * reference's as many as asked; the planner does not place vocabulary passes yet. */
+static vp_status check_vocab_flags(const vp_train_request *q, bool reference, vp_error *err) {
+    int shards = q->po.train.vocab_shards;
+    if (q->vocab_parallel && q->schedule && !strcmp(q->schedule, "auto"))
+        return vp__fail(err, VP_EINVAL,
+                        "--vocab-parallel with --schedule auto: the planner does not weigh "
+                        "vocabulary parallelism yet (name a schedule)");
+    if (shards && !reference && !q->vocab_parallel)
+        return vp__fail(err, VP_EINVAL,
+                        "--vocab-shards %d splits the single-rank reference's vocabulary; a "
+                        "pipeline splits it over its ranks with --vocab-parallel",
+                        shards);
+    if (shards && q->vocab_parallel && !q->schedule_file && shards != q->p)
+        return vp__fail(err, VP_EINVAL,
+                        "--vocab-parallel puts one vocabulary shard on each of the -p %d ranks, "
+                        "not --vocab-shards %d",
+                        q->p, shards);
+    return VP_OK;
+}
+
 /* The checks of the options alone that concern the schedule and the layer split. */
 static vp_status check_pipeline_flags(const vp_train_request *q, bool reference, vp_error *err) {
     if (q->schedule && q->schedule_file)
@@ -225,7 +247,7 @@ static vp_status check_pipeline_flags(const vp_train_request *q, bool reference,
         return vp__fail(err, VP_EINVAL,
                         "--recompute with --schedule auto: the planner already "
                         "weighs 1F1B with full recomputation (1f1b-r)");
-    return VP_OK;
+    return check_vocab_flags(q, reference, err);
 }
 
 /* Checks that need nothing but the options, cheapest first, and settles the run's. */
@@ -245,6 +267,8 @@ static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_er
     r->po.transport = transport_of[q->transport];
     r->transport = transport_names[q->transport];
     r->reference = reference;
+    if (reference && q->vocab_parallel && !o->vocab_shards)
+        o->vocab_shards = 1; /* one rank, one shard */
     if ((rc = vp_model_config_check(&o->model, err)) != VP_OK)
         return rc;
     return reference || q->schedule_file ? VP_OK : check_shape(q, err);
@@ -406,6 +430,7 @@ static vp_status prepare_pipelined(const vp_train_request *q, vp_train_ready *r,
     if (rc != VP_OK)
         return rc;
     r->po.train.m = r->schedule->m * r->po.train.dp; /* the global batch */
+    r->po.train.vocab_shards = r->schedule->vocab_parallel ? r->schedule->p : 0;
     r->po.schedule = r->schedule;
     r->po.op_ms = r->op_ms;
     r->po.emulate = q->emulate;

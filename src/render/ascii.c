@@ -20,7 +20,7 @@ typedef struct cell {
 /* Writes kind + microbatch ("F3", "bw3" for an odd chunk) into buf; returns its length. */
 static int pass_label(const vp_timeline *tl, int kind, int stage, int mb, char *buf, int size) {
     int n = snprintf(buf, (size_t)size, "%s%d", vp_op_kind_name((vp_op_kind)kind), mb);
-    if (vp__render_chunk(tl, stage) % 2)
+    if (vp__render_chunk(tl, kind, stage) % 2)
         for (int i = 0; buf[i]; i++)
             buf[i] = (char)tolower((unsigned char)buf[i]);
     return n < size ? n : size - 1;
@@ -99,7 +99,8 @@ static void paint_row(const vp_timeline *tl, int d, double t0, double k, cell *r
         if (b > cols)
             b = cols;
         int len = op_label(tl, &sl->op, label, LABEL_MAX);
-        signed char attr = (signed char)(sl->op.kind * 2 + vp__render_chunk(tl, sl->op.stage) % 2);
+        signed char attr =
+            (signed char)(sl->op.kind * 2 + vp__render_chunk(tl, sl->op.kind, sl->op.stage) % 2);
         for (int c = a; c < b; c++)
             row[c] = (cell){c - a < len ? label[c - a] : ' ', attr};
     }
@@ -108,10 +109,11 @@ static void paint_row(const vp_timeline *tl, int d, double t0, double k, cell *r
 /* ANSI SGR for an attribute: white on a saturated colour for even chunks, black on the
  * bright variant for odd ones; dim for idle. */
 static const char *sgr(int attr) {
-    static const char *const even[VP_OP_KIND_COUNT] = {"97;44", "97;42", "30;43",
-                                                       "97;45", "30;46", "97;41"};
-    static const char *const odd[VP_OP_KIND_COUNT] = {"30;104", "30;102", "30;103",
-                                                      "30;105", "30;106", "30;101"};
+    static const char *const even[VP_OP_KIND_COUNT] = {"97;44", "97;42", "30;43", "97;45", "30;46",
+                                                       "97;41", "30;47", "30;47", "97;40", "97;40"};
+    static const char *const odd[VP_OP_KIND_COUNT] = {"30;104", "30;102", "30;103", "30;105",
+                                                      "30;106", "30;101", "30;107", "30;107",
+                                                      "97;100", "97;100"};
     if (attr < 0)
         return "2";
     return attr % 2 ? odd[attr / 2] : even[attr / 2];
@@ -180,9 +182,16 @@ static void print_wrapped(vp__buf *out, const char *text, int width) {
 /* Legend of the kinds present, chunk marking, idle and scale. */
 static void legend(const vp_timeline *tl, const vp_timeline_stats *st, double k, char *buf,
                    size_t size) {
-    static const char *const what[VP_OP_KIND_COUNT] = {
-        "F forward",        "B input backward",      "W weight backward",
-        "BW full backward", "F7+B3 overlapped pair", "R recompute"};
+    static const char *const what[VP_OP_KIND_COUNT] = {"F forward",
+                                                       "B input backward",
+                                                       "W weight backward",
+                                                       "BW full backward",
+                                                       "F7+B3 overlapped pair",
+                                                       "R recompute",
+                                                       "EF embedding forward (vocabulary shard)",
+                                                       "EB embedding backward (vocabulary shard)",
+                                                       "S output forward (vocabulary shard)",
+                                                       "T output backward (vocabulary shard)"};
     int present[VP_OP_KIND_COUNT] = {0};
     for (int d = 0; d < tl->p; d++)
         for (int i = 0; i < tl->dev[d].n; i++)

@@ -34,7 +34,8 @@ char *vp__render_costs(const vp_costs *c, char *buf, size_t size);
 char *vp__render_numbers(const vp_timeline *tl, const vp_timeline_stats *st, const char *sep,
                          char *buf, size_t size);
 
-/* Chunk of the stage of op's forward half (0 when the stage is out of range). */
-int vp__render_chunk(const vp_timeline *tl, int stage);
+/* Chunk of the stage of a pass of kind (0 when the stage is out of range, and for a
+ * vocabulary pass, whose stage is a shard). */
+int vp__render_chunk(const vp_timeline *tl, int kind, int stage);
 
 #endif

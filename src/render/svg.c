@@ -29,9 +29,11 @@
     ".vp-strip{fill:#20252b}.vp-mem{fill:#4a6a8a;stroke:#b7c7d9}.vp-edge{stroke:#16191d}}"         \
     "</style>\n"
 
-/* Base colours per kind (F, B, W, BW, F&B drawn as its two halves, R). */
-static const unsigned kind_rgb[VP_OP_KIND_COUNT] = {0x3b6fb6, 0x2f9e5f, 0xe08a2e,
-                                                    0x7b5ea7, 0x3b6fb6, 0xc0392b};
+/* Base colours per kind (F, B, W, BW, F&B drawn as its two halves, R, and the vocabulary's
+ * EF, EB, S, T). */
+static const unsigned kind_rgb[VP_OP_KIND_COUNT] = {0x3b6fb6, 0x2f9e5f, 0xe08a2e, 0x7b5ea7,
+                                                    0x3b6fb6, 0xc0392b, 0x7f8c8d, 0x95a5a6,
+                                                    0x16a085, 0x8e6c3a};
 
 /* Page geometry shared by every panel. */
 typedef struct layout {
@@ -122,9 +124,9 @@ static void slice_number(vp__buf *out, double x, double y, double w, double h, i
 /* The op's hover text: pass, stage, microbatch (both halves of an F&B), device, start, end. */
 static void slice_title(vp__buf *out, const vp_slice *sl, int d, double t0) {
     const vp_op *op = &sl->op;
-    vp__buf_printf(out, "<title>%s stage %d, microbatch %d",
+    vp__buf_printf(out, "<title>%s %s %d, microbatch %d",
                    vp_op_kind_name((vp_op_kind)(op->kind == VP_OP_FB ? VP_OP_F : op->kind)),
-                   op->stage, op->mb);
+                   vp_op_kind_is_vocab(op->kind) ? "vocabulary shard" : "stage", op->stage, op->mb);
     if (op->kind == VP_OP_FB)
         vp__buf_printf(out, " with %s stage %d, microbatch %d",
                        vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);
@@ -139,15 +141,15 @@ static void draw_slice(vp__buf *out, const vp_timeline *tl, const layout *L, int
     if (w <= 0)
         return;
     const vp_op *op = &sl->op;
-    int chunk = vp__render_chunk(tl, op->stage);
+    int chunk = vp__render_chunk(tl, op->kind, op->stage);
     vp__render_puts(out, "<g>");
     slice_title(out, sl, d, t0);
     if (op->kind != VP_OP_FB) {
         slice_rect(out, x, y, w, BAR_H, op->kind, chunk, L->chunks);
     } else {
         slice_rect(out, x, y, w, BAR_H / 2, VP_OP_F, chunk, L->chunks);
-        slice_rect(out, x, y + BAR_H / 2, w, BAR_H / 2, op->bkind, vp__render_chunk(tl, op->stage2),
-                   L->chunks);
+        slice_rect(out, x, y + BAR_H / 2, w, BAR_H / 2, op->bkind,
+                   vp__render_chunk(tl, op->bkind, op->stage2), L->chunks);
     }
     vp__render_puts(out, "</g>\n");
 }
@@ -158,13 +160,13 @@ static void draw_numbers(vp__buf *out, const vp_timeline *tl, const layout *L, c
     double x, w;
     slice_box(L, sl, t0, &x, &w);
     const vp_op *op = &sl->op;
-    int chunk = vp__render_chunk(tl, op->stage);
+    int chunk = vp__render_chunk(tl, op->kind, op->stage);
     if (op->kind != VP_OP_FB) {
         slice_number(out, x, y, w, BAR_H, op->kind, chunk, L->chunks, op->mb, 11);
     } else {
         slice_number(out, x, y, w, BAR_H / 2, VP_OP_F, chunk, L->chunks, op->mb, 9);
         slice_number(out, x, y + BAR_H / 2, w, BAR_H / 2, op->bkind,
-                     vp__render_chunk(tl, op->stage2), L->chunks, op->mb2, 9);
+                     vp__render_chunk(tl, op->bkind, op->stage2), L->chunks, op->mb2, 9);
     }
 }
 
@@ -297,6 +299,10 @@ static const char *legend_text(int item) {
                                                 "BW full backward",
                                                 "F&B overlapped F + backward",
                                                 "R recompute",
+                                                "EF embedding forward (shard)",
+                                                "EB embedding backward (shard)",
+                                                "S output forward (shard)",
+                                                "T output backward (shard)",
                                                 "lighter = later chunk",
                                                 "memory (units)",
                                                 "numbers: microbatch"};

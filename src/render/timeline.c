@@ -116,8 +116,8 @@ void vp_timeline_stats_get(const vp_timeline *tl, vp_timeline_stats *st) {
     st->bubble_makespan = st->makespan > 0 ? 1.0 - mean_busy / st->makespan : 0.0;
 }
 
-int vp__render_chunk(const vp_timeline *tl, int stage) {
-    return stage >= 0 && stage < tl->S ? tl->stage_chunk[stage] : 0;
+int vp__render_chunk(const vp_timeline *tl, int kind, int stage) {
+    return !vp_op_kind_is_vocab(kind) && stage >= 0 && stage < tl->S ? tl->stage_chunk[stage] : 0;
 }
 
 /* snprintf that appends at *pos and never runs past size. */

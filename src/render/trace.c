@@ -5,9 +5,16 @@
 #include "render/render_internal.h"
 
 /* Trace-viewer colour names per kind (Perfetto picks its own colours by name). */
-static const char *const kind_cname[VP_OP_KIND_COUNT] = {
-    "thread_state_running", "rail_response", "thread_state_iowait",
-    "rail_animation",       "yellow",        "terrible"};
+static const char *const kind_cname[VP_OP_KIND_COUNT] = {"thread_state_running",
+                                                         "rail_response",
+                                                         "thread_state_iowait",
+                                                         "rail_animation",
+                                                         "yellow",
+                                                         "terrible",
+                                                         "grey",
+                                                         "grey",
+                                                         "good",
+                                                         "bad"};
 
 static void json_string(vp__buf *out, const char *s) {
     vp__render_putc(out, '"');
@@ -34,7 +41,7 @@ static void slice_event(vp__buf *out, const vp_timeline *tl, int d, const vp_sli
                    "\"args\":{\"kind\":\"%s\",\"stage\":%d,\"microbatch\":%d,\"chunk\":%d",
                    kind, kind_cname[op->kind], (sl->start - t0) * tl->trace_us,
                    (sl->end - sl->start) * tl->trace_us, kind, op->stage, op->mb,
-                   vp__render_chunk(tl, op->stage));
+                   vp__render_chunk(tl, op->kind, op->stage));
     if (op->kind == VP_OP_FB)
         vp__buf_printf(out, ",\"bkind\":\"%s\",\"stage2\":%d,\"microbatch2\":%d",
                        vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);

@@ -153,7 +153,8 @@ vp_status vp__obtain(vp__run *run, const char *what, vp_schedule **owned, const 
 /* Simulates s with the resolved costs and memory model (measured ones from --cost-file). */
 vp_status vp__simulate(const vp__run *run, const vp_schedule *s, vp_sim **out, vp_error *err);
 
-/* "F=1 B=1 W=1 c=0" (and " FB=x", " R=x" when set) of c into buf. Returns buf. */
+/* "F=1 B=1 W=1 c=0" (and " FB=x", " R=x" when set, " S=x T=x E=x" when one is not 0) of c
+ * into buf. Returns buf. */
 const char *vp__costs_text(const vp_costs *c, char *buf, size_t size);
 
 /* A library JSON text (taken) as a value; NULL when text is NULL or memory ran out. */

@@ -58,6 +58,7 @@ static vp_hybrid_request search_request(vp__run *run) {
     q.mbs = r->mbs;
     q.pp = r->pp;
     q.recompute = r->recompute;
+    q.vocab_parallel = r->vocab_parallel;
     q.max_chunks = r->max_chunks;
     q.top = r->top;
     q.threads = r->threads;
@@ -99,10 +100,11 @@ static void search_text(vp__buf *out, const vp_hybrid *h, const vp_hybrid_reques
     vp__buf_printf(
         out,
         "plan: %s on %d %s (%.1f GiB each, a margin of %.1f GiB kept), sequence %d, "
-        "global batch %d%s%s%s\n",
+        "global batch %d%s%s%s%s\n",
         q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB, h->margin_bytes / GIB,
         q->work.seq, q->global_batch, q->work.flash ? ", FlashAttention" : "",
-        q->work.sp ? ", sequence parallelism" : "", q->work.zero1 ? ", distributed optimizer" : "");
+        q->work.sp ? ", sequence parallelism" : "", q->work.zero1 ? ", distributed optimizer" : "",
+        q->vocab_parallel ? ", vocabulary parallelism" : "");
     vp__buf_printf(out,
                    "%ld configurations: %ld evaluated, %ld pruned (%ld by the step-time bound, "
                    "%ld by the memory bound, %ld over memory when built), %ld refused; %.2f s\n",

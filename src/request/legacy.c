@@ -33,6 +33,7 @@ static const char *const keys[] = {"family",
                                    "zero1",
                                    "flash",
                                    "recompute",
+                                   "vocab_parallel",
                                    "split",
                                    "layers_per_stage",
                                    NULL};

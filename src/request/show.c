@@ -72,6 +72,8 @@ static void simulate_text(vp__buf *out, const vp_schedule *s, const vp_sim *sim,
                    s->S, vp_placement_name(s->placement), vp__costs_text(c, costs, sizeof costs));
     if (s->recompute != VP_RECOMPUTE_NONE)
         vp__buf_printf(out, "  recompute %s", vp_recompute_name(s->recompute));
+    if (s->vocab_parallel)
+        vp__buf_printf(out, "  vocabulary parallel");
     vp__buf_printf(out, "\n");
     vp__buf_printf(
         out, "makespan %g   bubble %.2f%% (longest span %g)   bubble over makespan %.2f%%\n",
@@ -193,8 +195,8 @@ vp_status vp__render(vp__run *run, vp_error *err) {
 
 /* One line of ops per device. */
 static void schedule_text(vp__buf *out, const vp_schedule *s) {
-    vp__buf_printf(out, "# %s p=%d stages=%d m=%d placement=%s\n", s->family, s->p, s->S, s->m,
-                   vp_placement_name(s->placement));
+    vp__buf_printf(out, "# %s p=%d stages=%d m=%d placement=%s%s\n", s->family, s->p, s->S, s->m,
+                   vp_placement_name(s->placement), s->vocab_parallel ? " vocab_parallel" : "");
     for (int d = 0; d < s->p; d++) {
         vp__buf_printf(out, "device %d:", d);
         for (int k = 0; k < s->dev[d].n; k++) {

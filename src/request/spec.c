@@ -80,6 +80,7 @@ vp_status vp__spec_ready(vp__run *run, vp_error *err) {
         return err->status;
     if (req->recompute >= 0)
         spec->recompute = (vp_recompute)req->recompute;
+    spec->vocab_parallel = req->vocab_parallel;
     if (spec->p > 0 && spec->m > 0 && vp_spec_check_size(spec, err) != VP_OK)
         return err->status;
     if (req->cost && req->cost_file)
@@ -127,6 +128,12 @@ vp_status vp__obtain(vp__run *run, const char *what, vp_schedule **owned, const 
         return vp__fail(err, VP_EVALIDATION, "%s has p=%d, m=%d, not the %s/%s given", name, got->p,
                         got->m, VP__NAME(run, "p"), VP__NAME(run, "m"));
     *s = got;
+    if (spec->vocab_parallel && !got->vocab_parallel)
+        return vp__fail(err, VP_EVALIDATION,
+                        "%s has no vocabulary passes (EF, EB, S, T): %s places them into a "
+                        "family it builds, not into a file (write the file from a family built "
+                        "with %s, or drop it)",
+                        name, VP__NAME(run, "vocab_parallel"), VP__NAME(run, "vocab_parallel"));
     if (spec->recompute == VP_RECOMPUTE_NONE)
         return VP_OK;
     vp_schedule *r = NULL;
@@ -164,7 +171,9 @@ const char *vp__costs_text(const vp_costs *c, char *buf, size_t size) {
     if (c->fb >= 0 && n >= 0 && (size_t)n < size)
         n += snprintf(buf + n, size - (size_t)n, " FB=%g", c->fb);
     if (c->r >= 0 && n >= 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, " R=%g", c->r);
+        n += snprintf(buf + n, size - (size_t)n, " R=%g", c->r);
+    if ((c->s > 0 || c->t > 0 || c->e > 0) && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " S=%g T=%g E=%g", c->s, c->t, c->e);
     return buf;
 }
 

@@ -91,6 +91,7 @@ const vp__option vp__options[] = {
      .commands = BUILD},
     CHOICE("recompute", "--recompute", recompute, recomputes, "recomputation", -1,
            (BUILD & ~ON(VALIDATE) & ~ON(BLOCK)) | ON(MODEL)),
+    FLAG("vocab_parallel", "--vocab-parallel", vocab_parallel, BUILD & ~ON(BLOCK)),
     /* a real model */
     TEXT("model", "--model", model, REAL),
     TEXT("gpu", "--gpu", gpu, REAL | ON(CALIBRATE)),

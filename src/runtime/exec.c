@@ -43,35 +43,106 @@ static vp_status emulated_tensor(const vp__run *r, float **out, vp_error *err) {
     return *out ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
 }
 
-/* The forward of (st, mb): input from the batch or the previous stage; *out receives the
- * tensor for the next stage (send_activation hands it on), or the loss goes to *loss on a
- * route's last stage. In a schedule that recomputes, a training forward then drops what
- * its R rebuilds. */
+/* The tensors in flight of training ops (VP_MEM_IN_FLIGHT): one this rank made for
+ * another stage (made = 1), or one that left (made = 0): sent to another rank, or taken
+ * over by a stage of this rank. Nothing outside training ops (c->counting). */
+static void count_in_flight(vp__rank *c, int made) {
+    size_t bytes = c->r->io_floats * sizeof(float);
+    if (c->counting)
+        (made ? vp_mem_charge_to : vp_mem_uncharge_from)(c->r->mem[c->rank], VP_MEM_IN_FLIGHT,
+                                                         bytes);
+}
+
+/* The sum in shard order of every vocabulary shard's part `what` of microbatch mb (n
+ * floats) into a new *sum (emulated: received and dropped); the part of this rank's own
+ * shard leaves the in-flight count. */
+static vp_status receive_parts(vp__rank *c, int what, int mb, float **sum, vp_error *err) {
+    vp__run *r = c->r;
+    size_t n = r->io_floats;
+    float *acc = malloc(n * sizeof *acc);
+    vp_status rc = acc ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int e = 0; rc == VP_OK && e < r->K; e++) {
+        float *part = NULL;
+        rc = r->t->vt->recv(r->t, c->rank, vp_vocab_msg(what, e, mb), n, &part, err);
+        if (rc == VP_OK && !r->emu)
+            vp_vocab_add(acc, part, n, e == 0);
+        free(part);
+    }
+    if (rc == VP_OK)
+        count_in_flight(c, 0); /* this rank's shard's part */
+    else
+        free(acc);
+    *sum = rc == VP_OK ? acc : NULL;
+    return rc;
+}
+
+/* Hands buf (n floats, made by this rank's op, taken) to device `to` of the replica under
+ * key: in flight while made, and until its pass takes it when it stays on this rank. */
+static vp_status hand_on(vp__rank *c, int to, vp_msg_key key, float *buf, size_t n, vp_error *err) {
+    count_in_flight(c, 1);
+    vp_status rc = c->r->t->vt->send(c->r->t, c->rank, vp__peer(c, to), key, buf, n, err);
+    if (to != c->dev)
+        count_in_flight(c, 0);
+    return rc;
+}
+
+/* Sends buf (io floats, counted in flight already) to the vocabulary pass `what` of
+ * microbatch mb on every device: copies to the others (each in flight while made), the
+ * tensor itself to this rank's shard. */
+static vp_status broadcast(vp__rank *c, int what, int mb, float *buf, vp_error *err) {
+    vp__run *r = c->r;
+    vp_status rc = VP_OK;
+    for (int e = 0; rc == VP_OK && e < r->K; e++) {
+        if (e == c->dev)
+            continue;
+        float *copy = malloc(r->io_floats * sizeof *copy);
+        if (!copy)
+            rc = vp__fail(err, VP_ENOMEM, "out of memory");
+        else
+            memcpy(copy, buf, r->io_floats * sizeof *copy);
+        if (rc == VP_OK)
+            rc = hand_on(c, e, vp_vocab_msg(what, e, mb), copy, r->io_floats, err);
+    }
+    if (rc == VP_OK)
+        return r->t->vt->send(r->t, c->rank, c->rank, vp_vocab_msg(what, c->dev, mb), buf,
+                              r->io_floats, err);
+    free(buf);
+    return rc;
+}
+
+/* The forward of (st, mb): input from the batch or the previous stage (with vocabulary
+ * parallelism a first stage's from every shard's EF); *out receives the tensor for the
+ * next stage (send_activation hands it on), or the loss goes to *loss on a route's last
+ * stage (with vocabulary parallelism *out receives its output for the shards' S). In a
+ * schedule that recomputes, a training forward then drops what its R rebuilds. */
 static vp_status run_forward(vp__rank *c, int st, int mb, uint64_t batch, int validation,
                              double *loss, float **out, vp_error *err) {
     vp__run *r = c->r;
     int first = is_first(r, st), last = is_last(r, st);
+    int embeds = first && !r->K, heads = last && !r->K;
     float *in = NULL;
     *out = NULL;
     vp_status rc = VP_OK;
-    if ((first || last) && !r->emu)
+    if ((embeds || heads) && !r->emu)
         rc = vp_data_batch(r->data, validation, r->o->train.seed, batch, &c->batch, err);
     if (rc == VP_OK && !first)
         rc =
             r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_ACT}, r->io_floats, &in, err);
+    else if (rc == VP_OK && r->K)
+        rc = receive_parts(c, VP_VOCAB_EMB, mb, &in, err);
     if (rc == VP_OK && c->compute_start < 0)
         c->compute_start = vp__now_ms();
     if (rc == VP_OK && r->emu) {
         emulate_for(r->emu->f[st]);
         free(in);
-        if (!last)
+        if (!heads)
             rc = emulated_tensor(r, out, err);
     } else if (rc == VP_OK) {
         vp_stage_io io = {.in = in,
-                          .tokens = first ? c->batch.tokens : NULL,
-                          .targets = last ? c->batch.targets : NULL,
-                          .out = last ? NULL : out,
-                          .loss = last ? loss : NULL};
+                          .tokens = embeds ? c->batch.tokens : NULL,
+                          .targets = heads ? c->batch.targets : NULL,
+                          .out = heads ? NULL : out,
+                          .loss = heads ? loss : NULL};
         rc = vp_stage_forward(vp__stage_at(c, st), mb, &io, err);
         if (rc == VP_OK && !validation && r->s->recompute != VP_RECOMPUTE_NONE)
             rc = vp_stage_drop(vp__stage_at(c, st), mb, r->s->recompute == VP_RECOMPUTE_FULL, err);
@@ -90,48 +161,46 @@ static vp_status run_recompute(vp__rank *c, int st, int mb, vp_error *err) {
     return vp_stage_recompute(vp__stage_at(c, st), mb, err);
 }
 
-/* Hands the forward output of (st, mb) to the next stage (none after a route's last). */
+/* Hands the forward output of (st, mb) to the next stage (none after a route's last; with
+ * vocabulary parallelism there to every shard's S). */
 static vp_status send_activation(vp__rank *c, int st, int mb, float *out, vp_error *err) {
     vp__run *r = c->r;
     if (is_last(r, st))
-        return VP_OK;
+        return r->K ? broadcast(c, VP_VOCAB_HID, mb, out, err) : VP_OK;
     return r->t->vt->send(r->t, c->rank, vp__peer(c, r->s->stage_device[st + 1]),
                           (vp_msg_key){st + 1, mb, VP_MSG_ACT}, out, r->io_floats, err);
 }
 
-/* The tensors in flight of training ops (VP_MEM_IN_FLIGHT): one this rank made for
- * another stage (made = 1), or one that left (made = 0): sent to another rank, or taken
- * over by a stage of this rank. */
-static void count_in_flight(vp__rank *c, int made) {
-    size_t bytes = c->r->io_floats * sizeof(float);
-    (made ? vp_mem_charge_to : vp_mem_uncharge_from)(c->r->mem[c->rank], VP_MEM_IN_FLIGHT, bytes);
-}
-
 /* B, W or BW of (st, mb). A BW hands its input gradient upstream only after its W, as
- * one full backward does (and as the simulator times it). */
+ * one full backward does (and as the simulator times it). With vocabulary parallelism a
+ * last stage starts from every shard's T part, and a first stage's input gradient goes to
+ * every shard's EB. */
 static vp_status run_backward(vp__rank *c, int kind, int st, int mb, vp_error *err) {
     vp__run *r = c->r;
     const vp_schedule *s = r->s;
-    int first = is_first(r, st), last = is_last(r, st);
+    int first = is_first(r, st), last = is_last(r, st), back = kind != VP_OP_W;
+    int embeds = first && !r->K, heads = last && !r->K;
     float loss_scale = 1.0f / (float)r->o->train.m; /* the global batch's mean */
     float *dout = NULL, *din = NULL;
     vp_status rc = VP_OK;
-    if (kind != VP_OP_W && !last)
+    if (back && !last)
         rc = r->t->vt->recv(r->t, c->rank, (vp_msg_key){st, mb, VP_MSG_GRAD}, r->io_floats, &dout,
                             err);
-    if (rc == VP_OK && kind != VP_OP_W && !last && vp__holds(c, st + 1))
+    else if (back && !heads)
+        rc = receive_parts(c, VP_VOCAB_GRAD, mb, &dout, err);
+    if (rc == VP_OK && back && !last && vp__holds(c, st + 1))
         count_in_flight(c, 0); /* taken over from the next stage, on this rank */
     if (rc == VP_OK && c->compute_start < 0)
         c->compute_start = vp__now_ms();
-    if (rc == VP_OK && kind != VP_OP_W) {
+    if (rc == VP_OK && back) {
         if (r->emu) {
             emulate_for(r->emu->b[st]);
             free(dout);
-            if (!first)
+            if (!embeds)
                 rc = emulated_tensor(r, &din, err);
         } else {
             rc = vp_stage_backward_input(vp__stage_at(c, st), mb, dout, loss_scale,
-                                         first ? NULL : &din, err);
+                                         embeds ? NULL : &din, err);
         }
     }
     if (rc == VP_OK && kind != VP_OP_B) {
@@ -140,15 +209,146 @@ static vp_status run_backward(vp__rank *c, int kind, int st, int mb, vp_error *e
         else
             rc = vp_stage_backward_weight(vp__stage_at(c, st), mb, err);
     }
-    if (rc == VP_OK && kind != VP_OP_W && !first) {
+    if (rc == VP_OK && back && !first) {
         count_in_flight(c, 1);
         rc = r->t->vt->send(r->t, c->rank, vp__peer(c, s->stage_device[st - 1]),
                             (vp_msg_key){st - 1, mb, VP_MSG_GRAD}, din, r->io_floats, err);
         if (!vp__holds(c, st - 1))
             count_in_flight(c, 0); /* gone to another rank */
+    } else if (rc == VP_OK && back && !embeds) {
+        count_in_flight(c, 1);
+        rc = broadcast(c, VP_VOCAB_EMBG, mb, din, err);
     } else
         vp_stage_buffer_free(din); /* nothing to hand on, or a failed pass */
     return rc;
+}
+
+/* The devices of microbatch mb's first and last stage. */
+static int first_device(const vp__run *r, int mb) {
+    return r->s->stage_device[r->s->mb_first[mb]];
+}
+
+static int last_device(const vp__run *r, int mb) {
+    return r->s->stage_device[vp_schedule_last_stage(r->s, mb)];
+}
+
+/* Receives the tensor of key from device `from` of the replica; one from this rank (its
+ * own op made it) leaves the in-flight count. */
+static vp_status take_from(vp__rank *c, int from, vp_msg_key key, size_t n, float **buf,
+                           vp_error *err) {
+    vp_status rc = c->r->t->vt->recv(c->r->t, c->rank, key, n, buf, err);
+    if (rc == VP_OK && from == c->dev)
+        count_in_flight(c, 0);
+    return rc;
+}
+
+/* Floats of one shard's softmax statistics of a microbatch. */
+static size_t stats_floats(const vp__run *r) {
+    return VP_VOCAB_STATS * (r->io_floats / (size_t)r->o->train.model.width);
+}
+
+/* S of this rank's shard for microbatch mb (data batch `batch`): its statistics to every
+ * shard's T (this one's too), each a copy in the transport. */
+static vp_status run_output(vp__rank *c, int mb, uint64_t batch, int validation, vp_error *err) {
+    vp__run *r = c->r;
+    float *h = NULL, *stats = malloc(stats_floats(r) * sizeof *stats);
+    vp_status rc = stats ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK && !r->emu)
+        rc = vp_data_batch(r->data, validation, r->o->train.seed, batch, &c->batch, err);
+    if (rc == VP_OK)
+        rc = take_from(c, last_device(r, mb), vp_vocab_msg(VP_VOCAB_HID, c->dev, mb), r->io_floats,
+                       &h, err);
+    if (rc == VP_OK && c->compute_start < 0)
+        c->compute_start = vp__now_ms();
+    if (rc == VP_OK && r->emu) {
+        emulate_for(vp_cost_model_pass_time(r->emu, VP_OP_S, c->dev));
+        free(h);
+    } else if (rc == VP_OK) {
+        rc = vp_vocab_output(vp__vocab_at(c), mb, h, c->batch.targets, stats, err);
+    }
+    int to = validation ? last_device(r, mb) : 0, end = validation ? to + 1 : r->K;
+    for (; rc == VP_OK && to < end; to++) {
+        float *copy = malloc(stats_floats(r) * sizeof *copy);
+        if (!copy)
+            rc = vp__fail(err, VP_ENOMEM, "out of memory");
+        else
+            memcpy(copy, stats, stats_floats(r) * sizeof *copy);
+        if (rc == VP_OK)
+            rc =
+                r->t->vt->send(r->t, c->rank, vp__peer(c, to),
+                               vp_vocab_msg(VP_VOCAB_STAT, c->dev, mb), copy, stats_floats(r), err);
+    }
+    free(stats);
+    return rc;
+}
+
+/* Every shard's statistics of microbatch mb, combined in shard order into combined; the
+ * microbatch's loss into *loss. */
+static vp_status combine(vp__rank *c, int mb, float *combined, double *loss, vp_error *err) {
+    vp__run *r = c->r;
+    size_t n = stats_floats(r);
+    float **parts = vp__calloc((size_t)r->K, sizeof *parts);
+    vp_status rc = parts ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int e = 0; rc == VP_OK && e < r->K; e++)
+        rc = r->t->vt->recv(r->t, c->rank, vp_vocab_msg(VP_VOCAB_STAT, e, mb), n, &parts[e], err);
+    if (rc == VP_OK && !r->emu)
+        *loss = vp_vocab_combine((const float *const *)parts, r->K, (int)(n / VP_VOCAB_STATS),
+                                 combined);
+    for (int e = 0; parts && e < r->K; e++)
+        free(parts[e]);
+    free(parts);
+    return rc;
+}
+
+/* A vocabulary pass of this rank's shard (EF, EB, S or T) of microbatch mb, the data
+ * batch of the replica's microbatch 0 being batch0; T of a microbatch whose last stage
+ * this rank holds puts the loss into losses[mb]. */
+static vp_status run_vocab(vp__rank *c, const vp_op *op, uint64_t batch0, double *losses,
+                           vp_error *err) {
+    vp__run *r = c->r;
+    int mb = op->mb;
+    vp_stage *shard = vp__vocab_at(c);
+    float *buf = NULL, *combined = NULL;
+    vp_status rc = VP_OK;
+    if (op->kind == VP_OP_S)
+        return run_output(c, mb, batch0 + (uint64_t)mb, 0, err);
+    if (op->kind == VP_OP_EF && !r->emu)
+        rc = vp_data_batch(r->data, 0, r->o->train.seed, batch0 + (uint64_t)mb, &c->batch, err);
+    if (rc == VP_OK && op->kind == VP_OP_EB)
+        rc = take_from(c, first_device(r, mb), vp_vocab_msg(VP_VOCAB_EMBG, c->dev, mb),
+                       r->io_floats, &buf, err);
+    if (rc == VP_OK && op->kind == VP_OP_T &&
+        (combined = malloc(stats_floats(r) * sizeof *combined)) == NULL)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK && op->kind == VP_OP_T)
+        rc = combine(c, mb, combined, &losses[mb], err);
+    if (rc == VP_OK)
+        c->compute_start = vp__now_ms();
+    if (rc == VP_OK && r->emu) {
+        emulate_for(vp_cost_model_pass_time(r->emu, op->kind, c->dev));
+        if (op->kind != VP_OP_EB)
+            rc = emulated_tensor(r, &buf, err);
+    } else if (rc == VP_OK) {
+        float *made = NULL;
+        rc = op->kind == VP_OP_EF ? vp_vocab_embed(shard, mb, c->batch.tokens, &made, err)
+             : op->kind == VP_OP_EB
+                 ? vp_vocab_embed_backward(shard, mb, buf, err)
+                 : vp_vocab_output_backward(shard, mb, combined, 1.0f / (float)r->o->train.m, &made,
+                                            err);
+        if (op->kind != VP_OP_EB) {
+            free(buf);
+            buf = made;
+        }
+    }
+    free(combined);
+    if (rc != VP_OK || op->kind == VP_OP_EB) {
+        free(buf);
+        return rc;
+    }
+    int to = op->kind == VP_OP_EF ? first_device(r, mb) : last_device(r, mb);
+    return hand_on(c, to,
+                   vp_vocab_msg(op->kind == VP_OP_EF ? VP_VOCAB_EMB : VP_VOCAB_GRAD, c->dev, mb),
+                   buf, r->io_floats, err);
 }
 
 /* Runs one op; the loss of a last stage's forward goes to losses[mb]. The replica's
@@ -159,6 +359,8 @@ static vp_status run_op(vp__rank *c, const vp_op *op, int step, double *losses, 
         (uint64_t)step * (uint64_t)c->r->o->train.m + (uint64_t)c->replica * (uint64_t)c->r->s->m;
     if (op->kind == VP_OP_R)
         return run_recompute(c, op->stage, op->mb, err);
+    if (vp_op_kind_is_vocab(op->kind))
+        return run_vocab(c, op, batch, losses, err);
     if (op->kind != VP_OP_F && op->kind != VP_OP_FB)
         return run_backward(c, op->kind, op->stage, op->mb, err);
     float *out = NULL;
@@ -167,7 +369,7 @@ static vp_status run_op(vp__rank *c, const vp_op *op, int step, double *losses, 
         run_forward(c, st, op->mb, batch + (uint64_t)op->mb, 0, &losses[op->mb], &out, err);
     if (rc == VP_OK && !is_first(c->r, st) && vp__holds(c, st - 1))
         count_in_flight(c, 0); /* taken over from the previous stage, on this rank */
-    if (rc == VP_OK && !is_last(c->r, st))
+    if (rc == VP_OK && (!is_last(c->r, st) || c->r->K))
         count_in_flight(c, 1);
     /* An overlapped F&B finishes both halves before either result leaves, as one unit. */
     if (rc == VP_OK && op->kind == VP_OP_FB)
@@ -241,6 +443,11 @@ static vp_status reduce_step(vp__rank *c, double *losses, double *loss, double *
             vp_shard sh = vp__dp_shard(c, st);
             vp_stage_grad_sumsq_blocks(vp__stage_at(c, st), sh, v + m + sh.b0);
         }
+    if (r->K) { /* the rank's vocabulary shard, whole (one replica) */
+        vp_shard sh;
+        vp_shard_of(&r->o->train.model, vp_vocab_range(c->dev, r->K), 0, 1, &sh, NULL);
+        vp_stage_grad_sumsq_blocks(vp__vocab_at(c), sh, v + m + sh.b0);
+    }
     vp_status rc = r->t->vt->sum(r->t, c->rank, v, m + r->blocks, err);
     if (rc == VP_OK) {
         double lsum = 0.0, gsum = 0.0;
@@ -255,8 +462,37 @@ static vp_status reduce_step(vp__rank *c, double *losses, double *loss, double *
     return rc;
 }
 
+/* Validation with vocabulary parallelism, before the stages' forwards: EF of this rank's
+ * shard for validation batch e, to the first stage. */
+static vp_status evaluate_embed(vp__rank *c, int e, vp_error *err) {
+    vp__run *r = c->r;
+    float *part = NULL;
+    vp_status rc = vp_data_batch(r->data, 1, r->o->train.seed, (uint64_t)e, &c->batch, err);
+    if (rc == VP_OK)
+        rc = vp_vocab_embed(vp__vocab_at(c), 0, c->batch.tokens, &part, err);
+    vp_stage_discard(vp__vocab_at(c), 0);
+    return rc == VP_OK ? hand_on(c, first_device(r, 0), vp_vocab_msg(VP_VOCAB_EMB, c->dev, 0), part,
+                                 r->io_floats, err)
+                       : rc;
+}
+
+/* ... and after them: S of this rank's shard, its statistics to the last stage's device,
+ * which combines them into the batch's loss *loss. */
+static vp_status evaluate_output(vp__rank *c, int e, double *loss, vp_error *err) {
+    vp__run *r = c->r;
+    vp_status rc = run_output(c, 0, (uint64_t)e, 1, err);
+    vp_stage_discard(vp__vocab_at(c), 0);
+    if (rc != VP_OK || c->dev != last_device(r, 0))
+        return rc;
+    float *combined = malloc(stats_floats(r) * sizeof *combined);
+    rc = combined ? combine(c, 0, combined, loss, err) : vp__fail(err, VP_ENOMEM, "out of memory");
+    free(combined);
+    return rc;
+}
+
 /* Forward-only validation loss over eval_batches windows, every rank of replica 0 taking
- * its stages of the first route in order. */
+ * its stages of the first route in order (with vocabulary parallelism, its shard's EF
+ * before them and S after). */
 static vp_status evaluate(vp__rank *c, double *val, vp_error *err) {
     vp__run *r = c->r;
     const vp_schedule *s = r->s;
@@ -265,7 +501,9 @@ static vp_status evaluate(vp__rank *c, double *val, vp_error *err) {
     if (!v)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = VP_OK;
-    for (int e = 0; rc == VP_OK && c->replica == 0 && e < batches; e++)
+    for (int e = 0; rc == VP_OK && c->replica == 0 && e < batches; e++) {
+        if (r->K)
+            rc = evaluate_embed(c, e, err);
         for (int st = 0; rc == VP_OK && st < s->route_len; st++) {
             if (!vp__holds(c, st))
                 continue;
@@ -275,6 +513,9 @@ static vp_status evaluate(vp__rank *c, double *val, vp_error *err) {
             if (rc == VP_OK)
                 rc = send_activation(c, st, 0, out, err);
         }
+        if (rc == VP_OK && r->K)
+            rc = evaluate_output(c, e, &v[e], err);
+    }
     if (rc == VP_OK)
         rc = r->t->vt->sum(r->t, c->rank, v, batches, err);
     if (rc == VP_OK) {
@@ -312,7 +553,9 @@ static vp_status run_ops(vp__rank *c, int step, double *losses, vp_error *err) {
                                   &never, err);
         }
         c->compute_start = -1.0;
+        c->counting = 1;
         vp_status rc = run_op(c, &ops->ops[k], step, losses, err);
+        c->counting = 0;
         if (rc != VP_OK)
             return rc;
         double a = c->compute_start, b = vp__now_ms();
@@ -351,13 +594,12 @@ static vp_status update(vp__rank *c, int step, double *losses, vp_train_progress
     float scale;
     if (rc == VP_OK)
         rc = vp__step_decide(o, step, p, &scale, err);
-    for (int st = 0; rc == VP_OK && st < s->S; st++) {
-        if (!vp__holds(c, st))
-            continue;
-        if (p->skipped)
-            vp_stage_zero_grad(vp__stage_at(c, st));
-        else
-            vp_stage_adamw(vp__stage_at(c, st), &o->adamw, step + 1, (float)p->lr, scale);
+    for (int st = 0; rc == VP_OK && st <= s->S; st++) {
+        vp_stage *x = st < s->S ? (vp__holds(c, st) ? vp__stage_at(c, st) : NULL) : vp__vocab_at(c);
+        if (x && p->skipped)
+            vp_stage_zero_grad(x);
+        else if (x)
+            vp_stage_adamw(x, &o->adamw, step + 1, (float)p->lr, scale);
     }
     if (rc == VP_OK && !p->skipped)
         rc = vp__dp_gather_params(c, err);
@@ -442,6 +684,8 @@ static vp_status step_ops(vp__rank *c, int step, double *losses, vp_train_progre
     for (int st = 0; !r->emu && st < s->S; st++)
         if (vp__holds(c, st))
             vp_stage_zero_grad(vp__stage_at(c, st));
+    if (!r->emu && r->K)
+        vp_stage_zero_grad(vp__vocab_at(c));
     vp_status rc = r->t->vt->barrier(r->t, c->rank, err);
     double t0 = vp__now_ms();
     if (rc == VP_OK)
@@ -543,23 +787,39 @@ static vp_status gather_times(vp__rank *c, vp_error *err) {
 
 /* The parameters of replica 0's first route, in stage order, hashed on rank 0 as the
  * single-rank reference hashes its one stage. */
-static vp_status gather_digest(vp__rank *c, vp_error *err) {
+/* Sends a copy of stage x's parameters to rank 0 under key (id, 0, PARAMS). */
+static vp_status send_params(vp__rank *c, int id, vp_stage *x, vp_error *err) {
+    size_t count;
+    const float *params = vp_stage_params(x, &count);
+    float *copy = malloc((count ? count : 1) * sizeof *copy);
+    if (!copy)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    memcpy(copy, params, count * sizeof *copy);
+    return c->r->t->vt->send(c->r->t, c->rank, 0, (vp_msg_key){id, 0, VP_MSG_PARAMS}, copy, count,
+                             err);
+}
+
+/* Rank 0's digest of the parameters of replica 0's first route (with vocabulary
+ * parallelism the whole model's arrays in order: the shards' token-table rows, the
+ * stages, the shards' head rows; shard d's come as id S + d). */
+static vp_status digest_params(vp__rank *c, uint64_t *digest, vp_error *err) {
     vp__run *r = c->r;
     const vp_schedule *s = r->s;
-    vp_status rc = VP_OK;
-    for (int st = 0; rc == VP_OK && c->replica == 0 && st < s->route_len; st++) {
-        if (!vp__holds(c, st))
-            continue;
-        size_t count;
-        const float *params = vp_stage_params(vp__stage_at(c, st), &count);
-        float *copy = malloc(count * sizeof *copy);
-        if (!copy)
-            return vp__fail(err, VP_ENOMEM, "out of memory");
-        memcpy(copy, params, count * sizeof *copy);
-        rc = r->t->vt->send(r->t, c->rank, 0, (vp_msg_key){st, 0, VP_MSG_PARAMS}, copy, count, err);
+    float **shard = vp__calloc((size_t)r->K + 1, sizeof *shard);
+    size_t *n = vp__calloc((size_t)r->K + 1, sizeof *n);
+    vp_status rc = shard && n ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int k = 0; rc == VP_OK && k < r->K; k++) {
+        vp_stage_sizes sz;
+        rc = vp_stage_sizes_of(&r->o->train.model, vp_vocab_range(k, r->K), &sz, err);
+        n[k] = sz.param_bytes / sizeof(float);
+        if (rc == VP_OK)
+            rc = r->t->vt->recv(r->t, 0, (vp_msg_key){s->S + k, 0, VP_MSG_PARAMS}, n[k], &shard[k],
+                                err);
     }
-    uint64_t digest = VP_DIGEST_INIT;
-    for (int st = 0; rc == VP_OK && c->rank == 0 && st < s->route_len; st++) {
+    *digest = VP_DIGEST_INIT;
+    for (int k = 0; rc == VP_OK && k < r->K; k++)
+        *digest = vp__digest_half(shard[k], n[k], 0, *digest);
+    for (int st = 0; rc == VP_OK && st < s->route_len; st++) {
         vp_stage_sizes sz;
         float *got = NULL;
         rc = vp_stage_sizes_of(&r->o->train.model, vp__stage_range(r, st), &sz, err);
@@ -567,11 +827,29 @@ static vp_status gather_digest(vp__rank *c, vp_error *err) {
             rc = r->t->vt->recv(r->t, 0, (vp_msg_key){st, 0, VP_MSG_PARAMS},
                                 sz.param_bytes / sizeof(float), &got, err);
         if (rc == VP_OK)
-            digest = vp_digest(got, sz.param_bytes, digest);
+            *digest = vp_digest(got, sz.param_bytes, *digest);
         free(got);
     }
-    if (c->rank == 0)
-        r->digest = digest;
+    for (int k = 0; rc == VP_OK && k < r->K; k++)
+        *digest = vp__digest_half(shard[k], n[k], 1, *digest);
+    for (int k = 0; shard && k < r->K; k++)
+        free(shard[k]);
+    free(shard);
+    free(n);
+    return rc;
+}
+
+static vp_status gather_digest(vp__rank *c, vp_error *err) {
+    vp__run *r = c->r;
+    const vp_schedule *s = r->s;
+    vp_status rc = VP_OK;
+    for (int st = 0; rc == VP_OK && c->replica == 0 && st < s->route_len; st++)
+        if (vp__holds(c, st))
+            rc = send_params(c, st, vp__stage_at(c, st), err);
+    if (rc == VP_OK && c->replica == 0 && r->K)
+        rc = send_params(c, s->S + c->dev, vp__vocab_at(c), err);
+    if (rc == VP_OK && c->rank == 0)
+        rc = digest_params(c, &r->digest, err);
     return rc;
 }
 

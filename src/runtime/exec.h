@@ -23,6 +23,10 @@ typedef struct vp__run {
     size_t io_floats;         /* B*T*C: one tensor between stages */
     vp_stage **stage;         /* [D * S] stage st of replica k at k * S + st, NULL for the
                                  ranks this process does not host */
+    int K;                    /* vocabulary shards: the schedule's p, or 0 without vocabulary
+                                 parallelism */
+    vp_stage **vocab;         /* [D * p] the vocabulary stage (shard d) of device d of replica
+                                 k at k * p + d, NULL where not hosted */
     vp_mem **mem;             /* [P], likewise */
     int **reduce_at;          /* [p][n_d] the stage whose last weight gradient of a step op k
                                  of device d completes, or -1 (vp__dp_plan) */
@@ -43,6 +47,7 @@ typedef struct vp__rank {
     int dev, replica;                /* rank = replica * p + dev */
     vp_batch batch;                  /* one microbatch */
     double compute_start;            /* when the current op's inputs had arrived (< 0: not yet) */
+    int counting;                    /* 1 while training ops run: tensors in flight are counted */
     double peak, busy, span;         /* training peak bytes; last step's busy time and span */
     double *t_start, *t_end, *t_mem; /* [n] last step's op times */
 } vp__rank;
@@ -54,12 +59,19 @@ static inline int vp__route_pos(const vp_schedule *s, int st) {
 
 /* The layers and parts stage st holds. */
 static inline vp_stage_range vp__stage_range(const vp__run *r, int st) {
-    return vp_split_range(r->l0, vp__route_pos(r->s, st), r->s->route_len);
+    vp_stage_range range = vp_split_range(r->l0, vp__route_pos(r->s, st), r->s->route_len);
+    range.vocab_shards = r->K;
+    return range;
 }
 
 /* Stage st of the rank's replica (NULL when another process hosts it). */
 static inline vp_stage *vp__stage_at(const vp__rank *c, int st) {
     return c->r->stage[c->replica * c->r->s->S + st];
+}
+
+/* The rank's vocabulary stage (shard dev), or NULL without vocabulary parallelism. */
+static inline vp_stage *vp__vocab_at(const vp__rank *c) {
+    return c->r->K ? c->r->vocab[c->replica * c->r->s->p + c->dev] : NULL;
 }
 
 /* The rank of device dev in the rank's replica. */

@@ -76,16 +76,21 @@ static vp_status split_of(const vp_schedule *s, const vp_model_config *cfg, cons
     return rc;
 }
 
-/* The sizes of every stage of s ([S], caller storage) under the split. */
+/* The sizes of every stage of s ([S], caller storage) under the split, and with
+ * vocabulary parallelism of every vocabulary stage after them ([S + p]). */
 static vp_status stage_sizes(const vp_schedule *s, const vp_model_config *cfg,
                              const int *layer_start, vp_stage_sizes *sizes, vp_error *err) {
-    int R = s->route_len;
+    int R = s->route_len, K = s->vocab_parallel ? s->p : 0;
     int *l0 = vp__calloc((size_t)R + 1, sizeof *l0);
     if (!l0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = split_of(s, cfg, layer_start, l0, err);
-    for (int st = 0; rc == VP_OK && st < s->S; st++)
-        rc = vp_stage_sizes_of(cfg, vp_split_range(l0, st % R, R), &sizes[st], err);
+    for (int st = 0; rc == VP_OK && st < s->S + K; st++) {
+        vp_stage_range range =
+            st < s->S ? vp_split_range(l0, st % R, R) : vp_vocab_range(st - s->S, K);
+        range.vocab_shards = K;
+        rc = vp_stage_sizes_of(cfg, range, &sizes[st], err);
+    }
     free(l0);
     return rc;
 }
@@ -93,9 +98,9 @@ static vp_status stage_sizes(const vp_schedule *s, const vp_model_config *cfg,
 vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
                                  const vp_model_config *cfg, const int *layer_start,
                                  vp_error *err) {
-    if (cm->S != s->S)
+    if (cm->S != s->S || cm->p != s->p)
         return vp__fail(err, VP_EINVAL, "the cost model does not fit this schedule");
-    vp_stage_sizes *sz = vp__calloc((size_t)s->S, sizeof *sz);
+    vp_stage_sizes *sz = vp__calloc((size_t)(s->S + s->p), sizeof *sz);
     if (!sz)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = stage_sizes(s, cfg, layer_start, sz, err);
@@ -105,6 +110,10 @@ vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
         cm->hold_bytes[st] =
             (double)(s->recompute == VP_RECOMPUTE_FULL ? sz[st].input_bytes
                                                        : sz[st].act_bytes - sz[st].core_bytes);
+    }
+    for (int d = 0; rc == VP_OK && s->vocab_parallel && d < s->p; d++) {
+        cm->vocab_act_bytes[d] = (double)sz[s->S + d].embed_bytes;
+        cm->vocab_act_bytes[s->p + d] = (double)sz[s->S + d].output_bytes;
     }
     free(sz);
     cm->has_bytes = rc == VP_OK;
@@ -121,49 +130,81 @@ static int route_last(const vp_schedule *s, int st) {
     return st % s->route_len == s->route_len - 1;
 }
 
+/* The in-flight count of a vocabulary pass on device d (exec.c's run_vocab): EF and T make
+ * a part for the first or last stage (it leaves when that is elsewhere), S and EB take
+ * over the last or first stage's output or input gradient when it came from d. */
+static void vocab_in_flight(const vp_schedule *s, const vp_op *op, int d, int *cur, int *peak) {
+    int ends = op->kind == VP_OP_EF || op->kind == VP_OP_EB
+                   ? s->stage_device[s->mb_first[op->mb]]
+                   : s->stage_device[vp_schedule_last_stage(s, op->mb)];
+    if (op->kind == VP_OP_EF || op->kind == VP_OP_T) {
+        *peak = *cur + 1 > *peak ? *cur + 1 : *peak;
+        *cur += ends == d;
+    } else {
+        *cur -= ends == d;
+    }
+}
+
 /* Peak count of tensors rank d holds in flight (VP_MEM_IN_FLIGHT), walking its ops as exec.c runs
  * them: a forward takes over its input from a stage of d, then makes its output; a backward takes
  * over its gradient from a stage of d, makes its input gradient and sends it when the
  * previous stage is elsewhere; then the forward's output leaves when its next stage is
- * elsewhere (an F&B: forward half, backward half, then the forward's send). */
+ * elsewhere (an F&B: forward half, backward half, then the forward's send). With vocabulary
+ * parallelism (v = 1) a first stage's forward takes over d's shard's part, a last stage's
+ * makes its output for every shard (copies to the other devices, each made while the
+ * output is, the output itself for d's shard), and the backward likewise the other way. */
 static int in_flight_peak(const vp_schedule *s, int d) {
-    int cur = 0, peak = 0;
+    int cur = 0, peak = 0, v = s->vocab_parallel, copies = v && s->p > 1;
     for (int k = 0; k < s->dev[d].n; k++) {
         const vp_op *op = &s->dev[d].ops[k];
+        if (vp_op_kind_is_vocab(op->kind)) {
+            vocab_in_flight(s, op, d, &cur, &peak);
+            continue;
+        }
         int fwd = op->kind == VP_OP_F || op->kind == VP_OP_FB, f = op->stage;
         int bkind = op->kind == VP_OP_FB ? op->bkind : op->kind;
         int b = op->kind == VP_OP_FB ? op->stage2 : op->stage;
         if (fwd) {
-            cur -= !route_first(s, f) && s->stage_device[f - 1] == d;
-            cur += !route_last(s, f);
+            cur -= route_first(s, f) ? v : s->stage_device[f - 1] == d;
+            cur += !route_last(s, f) || v;
             peak = cur > peak ? cur : peak;
         }
         if (bkind == VP_OP_B || bkind == VP_OP_BW) {
-            cur -= !route_last(s, b) && s->stage_device[b + 1] == d;
-            cur += !route_first(s, b);
+            cur -= route_last(s, b) ? v : s->stage_device[b + 1] == d;
+            cur += !route_first(s, b) || v;
             peak = cur > peak ? cur : peak;
-            cur -= !route_first(s, b) && s->stage_device[b - 1] != d;
+            if (!route_first(s, b))
+                cur -= s->stage_device[b - 1] != d;
+            else if (copies && cur + 1 > peak)
+                peak = cur + 1;
         }
-        if (fwd)
-            cur -= !route_last(s, f) && s->stage_device[f + 1] != d;
+        if (fwd && !route_last(s, f))
+            cur -= s->stage_device[f + 1] != d;
+        else if (fwd && copies && cur + 1 > peak)
+            peak = cur + 1;
     }
     return peak;
 }
 
 /* Moment bytes of the stages of device d in replica k of the run o ([D * p] filled at
- * k * p + d): every element's, or with ZeRO-1 the shard k of each stage (vp_shard_of). */
+ * k * p + d; a vocabulary stage on its shard's device): every element's, or with ZeRO-1 the
+ * shard k of each stage (vp_shard_of). */
 static vp_status moment_bytes(const vp_pipeline_options *o, const int *l0, double *out,
                               vp_error *err) {
     const vp_schedule *s = o->schedule;
     int D = o->train.dp > 1 ? o->train.dp : 1, shards = o->zero ? D : 1;
     vp_status rc = VP_OK;
+    int K = s->vocab_parallel ? s->p : 0;
     for (int k = 0; rc == VP_OK && k < D; k++)
-        for (int st = 0; rc == VP_OK && st < s->S; st++) {
+        for (int st = 0; rc == VP_OK && st < s->S + K; st++) {
             vp_shard sh;
-            vp_stage_range range = vp_split_range(l0, st % s->route_len, s->route_len);
+            vp_stage_range range = st < s->S ? vp_split_range(l0, st % s->route_len, s->route_len)
+                                             : vp_vocab_range(st - s->S, K);
+            range.vocab_shards = K;
             rc = vp_shard_of(&o->train.model, range, shards > 1 ? k : 0, shards, &sh, err);
             if (rc == VP_OK)
-                out[k * s->p + s->stage_device[st]] += (double)vp_shard_moment_bytes(sh);
+                out[k * s->p + (st < s->S ? s->stage_device[st] : st - s->S)] +=
+                    (double)vp_shard_moment_bytes(sh);
         }
     return rc;
 }
@@ -176,14 +217,13 @@ vp_status vp_runtime_predict_memory(const vp_pipeline_options *o, double *out, v
     vp_memcfg mem = vp_memcfg_default();
     vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
-    vp_stage_sizes *sz = vp__calloc((size_t)s->S, sizeof *sz);
+    vp_stage_sizes *sz = vp__calloc((size_t)(s->S + s->p), sizeof *sz);
     int *l0 = vp__calloc((size_t)s->route_len + 1, sizeof *l0);
     double *moments = vp__calloc((size_t)P, sizeof *moments);
     vp_status rc = sz && l0 && moments ? split_of(s, cfg, o->layer_start, l0, err)
                                        : vp__fail(err, VP_ENOMEM, "out of memory");
-    for (int st = 0; rc == VP_OK && st < s->S; st++)
-        rc = vp_stage_sizes_of(cfg, vp_split_range(l0, st % s->route_len, s->route_len), &sz[st],
-                               err);
+    if (rc == VP_OK)
+        rc = stage_sizes(s, cfg, l0, sz, err);
     if (rc == VP_OK)
         rc = moment_bytes(o, l0, moments, err);
     if (rc == VP_OK)
@@ -196,8 +236,8 @@ vp_status vp_runtime_predict_memory(const vp_pipeline_options *o, double *out, v
         int d = r % s->p;
         double *m = out + (size_t)r * VP_MEM_CATEGORIES;
         memset(m, 0, VP_MEM_CATEGORIES * sizeof *m);
-        for (int st = 0; st < s->S; st++) {
-            if (s->stage_device[st] != d)
+        for (int st = 0; st < s->S + (s->vocab_parallel ? s->p : 0); st++) {
+            if ((st < s->S ? s->stage_device[st] : st - s->S) != d)
                 continue;
             m[VP_MEM_PARAMS] += (double)sz[st].param_bytes;
             m[VP_MEM_GRADS] += (double)sz[st].param_bytes;
@@ -232,12 +272,18 @@ vp_status vp_runtime_measured_costs(const vp_schedule *s, const vp_timeline *tl,
     for (int d = 0; d < tl->p; d++)
         for (int k = 0; k < tl->dev[d].n; k++) {
             const vp_slice *sl = &tl->dev[d].slices[k];
-            if (sl->op.stage < 0 || sl->op.stage >= s->S || sl->op.kind >= VP_OP_KIND_COUNT)
+            if (sl->op.stage < 0 || sl->op.stage >= s->S || sl->op.kind >= VP_OP_KIND_COUNT ||
+                (vp_op_kind_is_vocab(sl->op.kind) && sl->op.stage >= s->p))
                 continue; /* not an op of s */
             int i = sl->op.stage * VP_OP_KIND_COUNT + sl->op.kind;
             sum[i] += sl->end - sl->start;
             count[i]++;
         }
+    for (int d = 0; s->vocab_parallel && d < s->p; d++) /* shard d's vocabulary passes */
+        for (int kind = VP_OP_EF; kind <= VP_OP_T; kind++)
+            if (count[d * VP_OP_KIND_COUNT + kind])
+                cm->vocab[(kind - VP_OP_EF) * s->p + d] =
+                    sum[d * VP_OP_KIND_COUNT + kind] / count[d * VP_OP_KIND_COUNT + kind];
     for (int st = 0; st < s->S; st++) {
         const double *su = &sum[st * VP_OP_KIND_COUNT];
         const int *n = &count[st * VP_OP_KIND_COUNT];

@@ -27,6 +27,43 @@ static int w_in_order(const vp_schedule *s, int st) {
     return 1;
 }
 
+/* Whether shard d of a vocabulary-parallel schedule runs its weight gradients (T, EB) in
+ * microbatch order. */
+static int vocab_in_order(const vp_schedule *s, int d) {
+    int next[2] = {-1, -1};
+    for (int k = 0; k < s->dev[d].n; k++) {
+        const vp_op *op = &s->dev[d].ops[k];
+        int i = op->kind == VP_OP_T ? 0 : op->kind == VP_OP_EB ? 1 : -1;
+        if (i < 0)
+            continue;
+        if (op->mb < next[i])
+            return 0;
+        next[i] = op->mb;
+    }
+    return 1;
+}
+
+/* A vocabulary-parallel schedule's shards and the stages of the split: every stage of the
+ * route takes the model's sizes with p shards. */
+static vp_status vocab_fits(const vp_schedule *s, const vp_model_config *cfg,
+                            const int *layer_start, vp_error *err) {
+    int R = s->route_len;
+    int *l0 = vp__calloc((size_t)R + 1, sizeof *l0);
+    vp_status rc = l0 ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK && layer_start)
+        memcpy(l0, layer_start, ((size_t)R + 1) * sizeof *l0);
+    else if (rc == VP_OK)
+        rc = vp_split_layers(cfg->n_layer, R, l0, err);
+    vp_stage_sizes sz;
+    for (int k = 0; rc == VP_OK && k < R; k++) {
+        vp_stage_range range = vp_split_range(l0, k, R);
+        range.vocab_shards = s->p;
+        rc = vp_stage_sizes_of(cfg, range, &sz, err);
+    }
+    free(l0);
+    return rc;
+}
+
 vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cfg,
                                  const int *layer_start, int *bit_exact, vp_error *err) {
     /* the cheap checks first: the model, and whether its layers fill the route */
@@ -55,13 +92,18 @@ vp_status vp_pipeline_plan_check(const vp_schedule *s, const vp_model_config *cf
                 return vp__fail(err, VP_EVALIDATION, "microbatch %d starts mid-route", j);
     if (s->placement != VP_PLACE_BIDIR && s->route_len != s->S)
         return vp__fail(err, VP_EVALIDATION, "only the bidirectional placement has two routes");
-    if (bit_exact) {
+    if (s->vocab_parallel) /* shards that fit the vocabulary, layers on the ends */
+        rc = vocab_fits(s, cfg, layer_start, err);
+    if (rc == VP_OK && bit_exact) {
         *bit_exact = s->placement != VP_PLACE_BIDIR;
         for (int st = 0; st < s->S; st++)
             if (!w_in_order(s, st))
                 *bit_exact = 0;
+        for (int d = 0; s->vocab_parallel && d < s->p; d++)
+            if (!vocab_in_order(s, d))
+                *bit_exact = 0;
     }
-    return VP_OK;
+    return rc;
 }
 
 /* Checks the fault injections fit the run of D replicas: a rank of the run, a step of
@@ -125,9 +167,17 @@ static vp_status check_run(vp__run *r, vp_error *err) {
                         o->op_ms->S, s->S);
     if (o->emulate && (o->train.checkpoint_dir || o->train.resume_dir))
         return vp__fail(err, VP_EINVAL, "an emulated run has no model state to checkpoint");
+    int K = s->vocab_parallel ? s->p : 0;
+    if (o->train.vocab_shards != K)
+        return vp__fail(err, VP_EINVAL,
+                        K ? "the schedule is vocabulary-parallel over its %d devices: train with "
+                            "as many vocabulary shards (train.vocab_shards %d)"
+                          : "the schedule has no vocabulary passes, the training asks for %d "
+                            "vocabulary shards (build the schedule vocabulary-parallel)",
+                        K ? K : o->train.vocab_shards, o->train.vocab_shards);
     rc = check_faults(&o->train.faults, s, o->train.dp, o->train.steps, err);
     if (rc == VP_OK && o->transport == VP_TRANSPORT_MPI)
-        rc = vp_transport_mpi_fits(s->S, s->m, o->train.dp, err);
+        rc = vp_transport_mpi_fits(s->S, s->m, o->train.dp, K, err);
     if (rc == VP_OK)
         rc = vp_pipeline_plan_check(s, &o->train.model, o->layer_start, NULL, err);
     if (rc == VP_OK && o->train.checkpoint_dir && r->rank_lo != 0)
@@ -167,6 +217,9 @@ static void free_rows(double **rows, int n) {
 static void run_free(vp__run *r) {
     for (int st = 0; r->stage && st < r->D * r->s->S; st++)
         vp_stage_free(r->stage[st]);
+    for (int d = 0; r->vocab && d < r->D * r->s->p; d++)
+        vp_stage_free(r->vocab[d]);
+    free(r->vocab);
     for (int d = 0; r->mem && d < r->P; d++)
         vp_mem_free(r->mem[d]);
     vp__dp_plan_free(r);
@@ -198,6 +251,11 @@ static vp_status make_stages(vp__run *r, vp_error *err) {
                 rc = vp_stage_new(&r->o->train.model, vp__stage_range(r, st), &opt, r->mem[rank],
                                   &r->stage[k * s->S + st], err);
         }
+    for (int rank = r->rank_lo; rc == VP_OK && r->K && !r->emu && rank < r->rank_hi; rank++) {
+        const vp_stage_options opt = {.n_slots = s->m, .seed = r->o->train.seed};
+        rc = vp_stage_new(&r->o->train.model, vp_vocab_range(rank % s->p, r->K), &opt, r->mem[rank],
+                          &r->vocab[rank], err);
+    }
     return rc;
 }
 
@@ -207,6 +265,7 @@ static vp_status run_alloc(vp__run *r, vp_error *err) {
     size_t p = (size_t)s->p, P = (size_t)r->P;
     r->l0 = vp__calloc((size_t)s->route_len + 1, sizeof *r->l0);
     r->stage = vp__calloc((size_t)(r->D * s->S), sizeof *r->stage);
+    r->vocab = vp__calloc(P, sizeof *r->vocab);
     r->mem = vp__calloc(P, sizeof *r->mem);
     r->t_start = vp__calloc(p, sizeof *r->t_start);
     r->t_end = vp__calloc(p, sizeof *r->t_end);
@@ -215,8 +274,8 @@ static vp_status run_alloc(vp__run *r, vp_error *err) {
     r->span = vp__calloc(P, sizeof *r->span);
     r->peak = vp__calloc(P, sizeof *r->peak);
     r->memory = vp__calloc(P * VP_MEM_CATEGORIES, sizeof *r->memory);
-    if (!r->l0 || !r->stage || !r->mem || !r->t_start || !r->t_end || !r->t_mem || !r->busy ||
-        !r->span || !r->peak || !r->memory)
+    if (!r->l0 || !r->stage || !r->vocab || !r->mem || !r->t_start || !r->t_end || !r->t_mem ||
+        !r->busy || !r->span || !r->peak || !r->memory)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     for (size_t d = 0; d < p; d++) {
         size_t n = (size_t)s->dev[d].n;
@@ -375,7 +434,8 @@ vp_status vp_pipeline_train(const vp_pipeline_options *o, const vp_data *data,
     const vp_model_config *cfg = &o->train.model;
     vp__run r = {.o = o, .s = o->schedule, .data = data, .callback = callback, .user = user};
     r.L = cfg->n_layer;
-    r.blocks = vp_norm_block_count(cfg);
+    r.K = o->schedule->vocab_parallel ? o->schedule->p : 0;
+    r.blocks = vp_norm_blocks(cfg, r.K);
     r.D = o->train.dp > 1 ? o->train.dp : 1;
     r.P = o->schedule->p * r.D;
     r.io_floats = (size_t)cfg->microbatch * (size_t)cfg->seq_len * (size_t)cfg->width;

@@ -45,4 +45,8 @@ vp_train_result vp__result_start(int resumed_step);
  * (tokens_per_step tokens each). */
 void vp__result_add(vp_train_result *r, const vp_train_progress *p, double tokens_per_step);
 
+/* FNV-1a of half `half` (0: the first, 1: the second) of a vocabulary stage's n parameters
+ * (its token-table rows, its head rows), continuing from hash. */
+uint64_t vp__digest_half(const float *params, size_t n, int half, uint64_t hash);
+
 #endif

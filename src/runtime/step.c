@@ -44,6 +44,20 @@ vp_status vp__train_check(const vp_train_options *o, const vp_data *data, vp_err
         return st;
     if (o->model.vocab != 256)
         return vp__fail(err, VP_EINVAL, "byte-level training needs vocab 256");
+    if (o->vocab_shards < 0 || o->vocab_shards > o->model.vocab)
+        return vp__fail(err, VP_EINVAL,
+                        "vocabulary parallelism over %d shards needs a vocabulary of at least as "
+                        "many entries (one per shard); the model has %d",
+                        o->vocab_shards, o->model.vocab);
+    if (o->vocab_shards && (o->checkpoint_dir || o->resume_dir))
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "checkpoints of a vocabulary-parallel run are not supported yet (the "
+                        "shards' rows are two slices of the model's arrays each)");
+    if (o->vocab_shards && o->dp > 1)
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "vocabulary parallelism with data-parallel replicas (dp %d) is not "
+                        "supported yet",
+                        o->dp);
     if (o->m < 1 || o->steps < 1 || o->eval_batches < 1 || o->eval_every < 0 || o->warmup < 0)
         return vp__fail(err, VP_EINVAL,
                         "microbatches, steps and evaluation batches must be positive");
@@ -115,4 +129,8 @@ void vp__result_add(vp_train_result *r, const vp_train_progress *p, double token
     r->val_loss = p->val_loss;
     r->step_ms += (p->step_ms - r->step_ms) / made; /* the running mean */
     r->tokens_per_s = tokens_per_step / (r->step_ms / 1e3);
+}
+
+uint64_t vp__digest_half(const float *params, size_t n, int half, uint64_t hash) {
+    return vp_digest(params + (size_t)half * (n / 2), n / 2 * sizeof *params, hash);
 }

@@ -5,15 +5,22 @@
  * shared by every module above schedule.
  *
  * A pass is one of F (forward), B (input backward), W (weight backward) or R
- * (recomputation) of one (stage, microbatch). Dependencies, within one microbatch's route:
- *   F(s, j) waits for F(s-1, j), except on the first stage of j's route;
- *   B(s, j) waits for F(s, j) on the last stage of j's route, else for B(s+1, j);
+ * (recomputation) of one (stage, microbatch), or with vocabulary parallelism one of EF, EB,
+ * S or T of one (shard, microbatch) (schedule.h). Dependencies, within one microbatch's
+ * route:
+ *   F(s, j) waits for F(s-1, j), except on the first stage of j's route, where with
+ *           vocabulary parallelism it waits for EF(d, j) of every shard d;
+ *   B(s, j) waits for F(s, j) on the last stage of j's route (with vocabulary parallelism
+ *           for T(d, j) of every shard d), else for B(s+1, j);
  *   W(s, j) waits for B(s, j);
- *   R(s, j) waits for F(s, j) (same device; B needs nothing more: R sits before it there).
- * A dependency on a pass of another device costs the hop time c.
- * Ops complete passes: F, B, W and R one each; BW completes B, then W chained after it
- * inside the op; F&B completes the F of (stage, mb) and the backward (B, or BW's B and
- * W) of (stage2, mb2), which run together.
+ *   R(s, j) waits for F(s, j) (same device; B needs nothing more: R sits before it there);
+ *   S(d, j) waits for F of j's last stage; T(d, j) for S(e, j) of every shard e;
+ *   EB(d, j) waits for B of j's first stage; EF(d, j) for nothing.
+ * A dependency on a pass of another device costs the hop time c (one on every shard: the
+ * latest of them, plus c unless it ran on the waiting device).
+ * Ops complete passes: F, B, W, R, EF, EB, S and T one each; BW completes B, then W
+ * chained after it inside the op; F&B completes the F of (stage, mb) and the backward (B,
+ * or BW's B and W) of (stage2, mb2), which run together.
  */
 #ifndef VPIPE_SCHEDULE_PASS_H
 #define VPIPE_SCHEDULE_PASS_H
@@ -23,44 +30,78 @@
 #include "base/internal.h"
 #include "vpipe/schedule.h"
 
-typedef enum { VP__PASS_F, VP__PASS_B, VP__PASS_W, VP__PASS_R, VP__PASS_KINDS } vp__pass_kind;
+typedef enum {
+    VP__PASS_F,
+    VP__PASS_B,
+    VP__PASS_W,
+    VP__PASS_R,
+    VP__PASS_EF, /* the vocabulary passes: `stage` is the shard */
+    VP__PASS_EB,
+    VP__PASS_S,
+    VP__PASS_T,
+    VP__PASS_KINDS
+} vp__pass_kind;
+
+/* Pass kinds of a schedule: the vocabulary's too when it has them. */
+static inline int vp__pass_kinds(const vp_schedule *s) {
+    return s->vocab_parallel ? VP__PASS_KINDS : VP__PASS_EF;
+}
+
+/* Rows of a table of passes: stages, and shards (one per device) with the vocabulary. */
+static inline size_t vp__pass_rows(const vp_schedule *s) {
+    return (size_t)(s->vocab_parallel && s->p > s->S ? s->p : s->S);
+}
 
 /* The op kind that runs a pass of kind k alone (it names the pass in messages). */
 static inline vp_op_kind vp__pass_op_kind(int k) {
-    static const vp_op_kind op_kind[VP__PASS_KINDS] = {VP_OP_F, VP_OP_B, VP_OP_W, VP_OP_R};
+    static const vp_op_kind op_kind[VP__PASS_KINDS] = {VP_OP_F,  VP_OP_B,  VP_OP_W, VP_OP_R,
+                                                       VP_OP_EF, VP_OP_EB, VP_OP_S, VP_OP_T};
     return op_kind[k];
+}
+
+/* The device a pass runs on: its stage's, or its shard's. */
+static inline int vp__pass_device(const vp_schedule *s, int32_t stage, int kind) {
+    return kind >= VP__PASS_EF ? stage : s->stage_device[stage];
 }
 
 /* Most passes one op completes, and most passes one pass waits for. */
 #define VP__OP_MAX_PASSES 3
 #define VP__PASS_MAX_DEPS 1
 
+/* A dependency's stage meaning "this pass of every shard" (a collective). */
+#define VP__EVERY_SHARD (-1)
+
 typedef struct vp__pass {
-    int32_t stage, mb;
-    uint8_t kind;    /* vp__pass_kind */
-    uint8_t chained; /* 1: its dependency is the op's previous pass, done inside the op */
+    int32_t stage, mb; /* stage (or shard), microbatch */
+    uint8_t kind;      /* vp__pass_kind */
+    uint8_t chained;   /* 1: its dependency is the op's previous pass, done inside the op */
 } vp__pass;
 
-/* Index of pass in a table of S * m * VP__PASS_KINDS entries. */
+/* Index of pass (not a collective) in a table of vp__pass_rows(s) * m * vp__pass_kinds(s)
+ * entries. */
 static inline size_t vp__pass_index(const vp_schedule *s, vp__pass pass) {
-    return ((size_t)pass.stage * (size_t)s->m + (size_t)pass.mb) * VP__PASS_KINDS + pass.kind;
+    return ((size_t)pass.stage * (size_t)s->m + (size_t)pass.mb) * (size_t)vp__pass_kinds(s) +
+           pass.kind;
 }
 
 /* Writes the passes `pass` waits for into dep and returns their count (0 for an F on the
- * first stage of its route). The stage and microbatch must be on the route. */
+ * first stage of its route, an EF). A dependency on every shard has stage
+ * VP__EVERY_SHARD. The stage and microbatch must be on the route. */
 static inline int vp__pass_deps(const vp_schedule *s, vp__pass pass,
                                 vp__pass dep[VP__PASS_MAX_DEPS]) {
     vp__pass d = {.stage = pass.stage, .mb = pass.mb};
+    int vocab = s->vocab_parallel;
     switch (pass.kind) {
     case VP__PASS_F:
-        if (pass.stage == s->mb_first[pass.mb])
+        if (pass.stage == s->mb_first[pass.mb] && !vocab)
             return 0;
-        d.stage = pass.stage - 1;
-        d.kind = VP__PASS_F;
+        d.stage = pass.stage == s->mb_first[pass.mb] ? VP__EVERY_SHARD : pass.stage - 1;
+        d.kind = vocab && d.stage == VP__EVERY_SHARD ? VP__PASS_EF : VP__PASS_F;
         break;
     case VP__PASS_B:
         if (pass.stage == vp_schedule_last_stage(s, pass.mb)) {
-            d.kind = VP__PASS_F;
+            d.stage = vocab ? VP__EVERY_SHARD : pass.stage;
+            d.kind = vocab ? VP__PASS_T : VP__PASS_F;
         } else {
             d.stage = pass.stage + 1;
             d.kind = VP__PASS_B;
@@ -69,8 +110,22 @@ static inline int vp__pass_deps(const vp_schedule *s, vp__pass pass,
     case VP__PASS_R:
         d.kind = VP__PASS_F;
         break;
-    default: /* VP__PASS_W */
+    case VP__PASS_W:
         d.kind = VP__PASS_B;
+        break;
+    case VP__PASS_EF:
+        return 0;
+    case VP__PASS_EB:
+        d.stage = s->mb_first[pass.mb];
+        d.kind = VP__PASS_B;
+        break;
+    case VP__PASS_S:
+        d.stage = vp_schedule_last_stage(s, pass.mb);
+        d.kind = VP__PASS_F;
+        break;
+    default: /* VP__PASS_T */
+        d.stage = VP__EVERY_SHARD;
+        d.kind = VP__PASS_S;
         break;
     }
     dep[0] = d;
@@ -98,8 +153,13 @@ static inline int vp__backward_passes(int kind, int32_t stage, int32_t mb, vp__p
 static inline int vp__op_passes(const vp_op *op, vp__pass out[VP__OP_MAX_PASSES]) {
     VP_ASSERT(op->kind < VP_OP_KIND_COUNT &&
               (op->kind != VP_OP_FB || op->bkind == VP_OP_B || op->bkind == VP_OP_BW));
-    if (op->kind == VP_OP_R) {
-        out[0] = (vp__pass){.stage = op->stage, .mb = op->mb, .kind = VP__PASS_R};
+    static const uint8_t alone[VP_OP_KIND_COUNT] = {[VP_OP_R] = VP__PASS_R,
+                                                    [VP_OP_EF] = VP__PASS_EF,
+                                                    [VP_OP_EB] = VP__PASS_EB,
+                                                    [VP_OP_S] = VP__PASS_S,
+                                                    [VP_OP_T] = VP__PASS_T};
+    if (alone[op->kind]) {
+        out[0] = (vp__pass){.stage = op->stage, .mb = op->mb, .kind = alone[op->kind]};
         return 1;
     }
     if (op->kind != VP_OP_F && op->kind != VP_OP_FB)

@@ -28,7 +28,7 @@ typedef struct {
 typedef struct {
     const vp_schedule *s;
     double c;
-    pass_state *pass; /* [S*m*VP__PASS_KINDS] */
+    pass_state *pass; /* [vp__pass_rows * m * vp__pass_kinds] */
     int *next_waiter; /* [p] next device waiting for the same pass, or -1 */
     vp__pass *waits;  /* [p] the pass each device last waited for */
     int *pos;         /* [p] position of each device's next op */
@@ -36,10 +36,19 @@ typedef struct {
     int *stack, top;  /* [p] devices to run; a device is here or in one waiter list */
 } replay_state;
 
+/* When dependency dep (not a collective) lets an op of device d start, or -1 when it is
+ * not done. */
+static double dep_ready(const replay_state *st, int d, vp__pass dep) {
+    double r = st->pass[vp__pass_index(st->s, dep)].end;
+    if (r >= 0 && vp__pass_device(st->s, dep.stage, dep.kind) != d)
+        r += st->c;
+    return r;
+}
+
 /* Earliest start allowed by the dependencies of passes[0..n), the passes of an op on
  * device d (before the device is free), or -1 when one is not done; *blocked then
- * receives that pass. A chained pass (the W of a BW) waits on the op's own previous pass,
- * so only the others wait. */
+ * receives that pass (of one shard, for a collective). A chained pass (the W of a BW)
+ * waits on the op's own previous pass, so only the others wait. */
 static double ready_at(const replay_state *st, int d, const vp__pass *passes, int n,
                        vp__pass *blocked) {
     vp__pass deps[VP__PASS_MAX_DEPS];
@@ -47,15 +56,17 @@ static double ready_at(const replay_state *st, int d, const vp__pass *passes, in
     for (int i = 0; i < n; i++) {
         int nd = passes[i].chained ? 0 : vp__pass_deps(st->s, passes[i], deps);
         for (int k = 0; k < nd; k++) {
-            double r = st->pass[vp__pass_index(st->s, deps[k])].end;
-            if (r < 0) {
-                *blocked = deps[k];
-                return -1.0;
+            int every = deps[k].stage == VP__EVERY_SHARD;
+            for (int e = 0; e < (every ? st->s->p : 1); e++) {
+                vp__pass dep = deps[k];
+                dep.stage = every ? e : dep.stage;
+                double r = dep_ready(st, d, dep);
+                if (r < 0) {
+                    *blocked = dep;
+                    return -1.0;
+                }
+                t = r > t ? r : t;
             }
-            if (st->s->stage_device[deps[k].stage] != d)
-                r += st->c;
-            if (r > t)
-                t = r;
         }
     }
     return t;
@@ -126,9 +137,10 @@ static vp_status report_deadlock(const replay_state *st, vp_error *err) {
         char label[48], wait[48];
         vp_op_format(op, label, sizeof label);
         vp_op_format(&dep_op, wait, sizeof wait);
-        len += snprintf(msg + len, sizeof msg - (size_t)len,
-                        "%sdevice %d at position %d (%s) waits for %s on device %d",
-                        len ? ", " : "", d, st->pos[d], label, wait, s->stage_device[dep.stage]);
+        len +=
+            snprintf(msg + len, sizeof msg - (size_t)len,
+                     "%sdevice %d at position %d (%s) waits for %s on device %d", len ? ", " : "",
+                     d, st->pos[d], label, wait, vp__pass_device(s, dep.stage, dep.kind));
     }
     if (more)
         return vp__fail(err, VP_EDEADLOCK,
@@ -143,15 +155,20 @@ static int on_route(const vp_schedule *s, int32_t stage, int32_t mb) {
            (uint32_t)(stage - s->mb_first[mb]) < (uint32_t)s->route_len;
 }
 
-/* Whether every op's passes lie on their routes (what the replay trusts: then every
- * pass it looks up, dependencies included, is in range). */
+/* Whether every op's passes lie on their routes, the vocabulary's on a shard of a
+ * vocabulary-parallel schedule (what the replay trusts: then every pass it looks up,
+ * dependencies included, is in range). */
 static int ops_on_routes(const vp_schedule *s) {
     int ok = 1;
     for (int d = 0; d < s->p; d++)
         for (int k = 0; k < s->dev[d].n; k++) {
             const vp_op *op = &s->dev[d].ops[k];
-            ok &= on_route(s, op->stage, op->mb) &&
-                  (op->kind != VP_OP_FB || on_route(s, op->stage2, op->mb2));
+            if (vp_op_kind_is_vocab(op->kind))
+                ok &= s->vocab_parallel && (uint32_t)op->stage < (uint32_t)s->p &&
+                      (uint32_t)op->mb < (uint32_t)s->m;
+            else
+                ok &= on_route(s, op->stage, op->mb) &&
+                      (op->kind != VP_OP_FB || on_route(s, op->stage2, op->mb2));
         }
     return ok;
 }
@@ -159,7 +176,7 @@ static int ops_on_routes(const vp_schedule *s) {
 vp_status vp__replay(const vp_schedule *s, vp__op_time_fn time_fn, const void *ctx, double c,
                      double **start, double **end, vp_error *err) {
     VP_ASSERT(ops_on_routes(s)); /* the caller validated s */
-    size_t npass = (size_t)s->S * (size_t)s->m * VP__PASS_KINDS, p = (size_t)s->p;
+    size_t npass = vp__pass_rows(s) * (size_t)s->m * (size_t)vp__pass_kinds(s), p = (size_t)s->p;
     replay_state st = {.s = s, .c = c};
     st.pass = vp__malloc(npass, sizeof *st.pass); /* filled below */
     st.next_waiter = vp__calloc(p, sizeof *st.next_waiter);

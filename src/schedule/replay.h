@@ -20,4 +20,21 @@ typedef double (*vp__op_time_fn)(const void *ctx, const vp_op *op);
 vp_status vp__replay(const vp_schedule *s, vp__op_time_fn time_fn, const void *ctx, double c,
                      double **start, double **end, vp_error *err);
 
+/* A copy of s's shape and placement with empty op lists (family, routes, recomputation and
+ * vocabulary parallelism too) into a new *out. VP_ENOMEM. */
+vp_status vp__schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err);
+
+/* The vocabulary-parallel version of s (valid, without vocabulary passes) into a new
+ * *out: s's ops in their order on every device, with EF, EB, S and T of every (shard,
+ * microbatch) inserted on the shard's device where a replay of s with time_fn (ctx; c per
+ * hop between devices) puts them: EF before the op that precedes the F of the microbatch's
+ * first stage on that stage's device, S when the F of its last stage ends, T halfway from
+ * there to the start of that stage's backward (the statistics' all-reduce and the
+ * gradient's sum each get half of that gap to hide in), EB when the first stage's backward
+ * ends. The result passes vp_schedule_validate (it cannot deadlock: see vocab.c), and each
+ * device holds what s holds plus the vocabulary passes' own. VP_EINVAL when s already has
+ * vocabulary passes, VP_ENOMEM. */
+vp_status vp__schedule_vocab(const vp_schedule *s, vp__op_time_fn time_fn, const void *ctx,
+                             double c, vp_schedule **out, vp_error *err);
+
 #endif

@@ -6,6 +6,7 @@
 
 #include "base/internal.h"
 #include "schedule/placement.h"
+#include "schedule/replay.h"
 #include "vpipe/schedule.h"
 
 /* Fills stage_device for the placements that have a rule (placement.h). */
@@ -80,8 +81,7 @@ vp_status vp_schedule_push(vp_schedule *s, int d, vp_op op) {
 }
 
 vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, int stage, int mb) {
-    VP_ASSERT(kind == VP_OP_F || kind == VP_OP_B || kind == VP_OP_W || kind == VP_OP_BW ||
-              kind == VP_OP_R);
+    VP_ASSERT((unsigned)kind < VP_OP_KIND_COUNT && kind != VP_OP_FB);
     vp_op op = {.kind = (uint8_t)kind, .stage = stage, .mb = mb};
     return vp_schedule_push(s, d, op);
 }
@@ -129,7 +129,8 @@ static int ops_equal(const vp_op *a, const vp_op *b) {
 
 int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
     if (a->p != b->p || a->S != b->S || a->m != b->m || a->route_len != b->route_len ||
-        a->placement != b->placement || a->recompute != b->recompute)
+        a->placement != b->placement || a->recompute != b->recompute ||
+        a->vocab_parallel != b->vocab_parallel)
         return 0;
     if (memcmp(a->stage_device, b->stage_device, (size_t)a->S * sizeof *a->stage_device) ||
         memcmp(a->mb_first, b->mb_first, (size_t)a->m * sizeof *a->mb_first))
@@ -146,8 +147,7 @@ int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
 
 /* ---- recomputation ---- */
 
-/* A copy of s's shape and placement with empty op lists (family and recompute too). */
-static vp_status copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err) {
+vp_status vp__schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err) {
     vp_shape shape = {.p = s->p, .S = s->S, .m = s->m, .placement = VP_PLACE_CUSTOM};
     vp_status rc = vp_schedule_new(s->family, shape, out, err);
     if (rc != VP_OK)
@@ -156,6 +156,7 @@ static vp_status copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *e
     c->placement = s->placement;
     c->route_len = s->route_len;
     c->recompute = s->recompute;
+    c->vocab_parallel = s->vocab_parallel;
     memcpy(c->stage_device, s->stage_device, (size_t)s->S * sizeof *s->stage_device);
     memcpy(c->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof *s->stage_chunk);
     memcpy(c->mb_first, s->mb_first, (size_t)s->m * sizeof *s->mb_first);
@@ -178,7 +179,7 @@ vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_sche
     if ((unsigned)mode > VP_RECOMPUTE_FULL)
         return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)mode);
     vp_schedule *c = NULL;
-    vp_status rc = copy_shape(s, &c, err);
+    vp_status rc = vp__schedule_copy_shape(s, &c, err);
     if (rc != VP_OK)
         return rc;
     c->recompute = mode;
@@ -216,7 +217,8 @@ const char *vp_recompute_name(vp_recompute r) {
     return (unsigned)r <= VP_RECOMPUTE_FULL ? recompute_names[r] : "?";
 }
 
-static const char *const op_kind_names[VP_OP_KIND_COUNT] = {"F", "B", "W", "BW", "F&B", "R"};
+static const char *const op_kind_names[VP_OP_KIND_COUNT] = {"F", "B",  "W",  "BW", "F&B",
+                                                            "R", "EF", "EB", "S",  "T"};
 static const char *const placement_names[VP_PLACE_CUSTOM + 1] = {"single", "loop", "v", "bidir",
                                                                  "custom"};
 

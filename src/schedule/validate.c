@@ -10,9 +10,11 @@
 #include "schedule/replay.h"
 #include "vpipe/schedule.h"
 
-/* Seen passes of one (stage, microbatch). */
+/* Seen passes of one (stage, microbatch), or of one (shard, microbatch) of the vocabulary
+ * (ef, eb, s, t). */
 typedef struct {
     uint8_t f, b, w, bw, r;
+    uint8_t ef, eb, s, t;
 } pass_count;
 
 /* A placement other than custom is a promise about the stage map (what exporters and
@@ -149,7 +151,31 @@ static vp_status check_pass(const vp_schedule *s, pass_count *seen, op_at at, in
                     kind);
 }
 
-static vp_status check_ops(const vp_schedule *s, pass_count *seen, vp_error *err) {
+/* Checks a vocabulary pass (EF, EB, S or T) of the op at `at` and counts it in vocab[]
+ * (per shard and microbatch). */
+static vp_status check_vocab(const vp_schedule *s, pass_count *vocab, op_at at, vp_error *err) {
+    const vp_op *op = at.op;
+    if (!s->vocab_parallel)
+        return fail_op(err, at, "a vocabulary pass in a schedule without vocabulary parallelism");
+    if (op->stage < 0 || op->stage >= s->p || op->mb < 0 || op->mb >= s->m)
+        return fail_op(err, at, "shard or microbatch out of range (p=%d shards, m=%d)", s->p, s->m);
+    if (op->stage != at.d)
+        return fail_op(err, at, "shard %d belongs on device %d", op->stage, op->stage);
+    pass_count *c = &vocab[(size_t)op->stage * (size_t)s->m + (size_t)op->mb];
+    uint8_t *slot = op->kind == VP_OP_EF   ? &c->ef
+                    : op->kind == VP_OP_EB ? &c->eb
+                    : op->kind == VP_OP_S  ? &c->s
+                                           : &c->t;
+    if (*slot)
+        return fail_op(err, at, "duplicate %s", vp_op_kind_name((vp_op_kind)op->kind));
+    if (op->kind == VP_OP_T && !c->s)
+        return fail_op(err, at, "T comes before its S on this device");
+    *slot = 1;
+    return VP_OK;
+}
+
+static vp_status check_ops(const vp_schedule *s, pass_count *seen, pass_count *vocab,
+                           vp_error *err) {
     for (int d = 0; d < s->p; d++) {
         for (int k = 0; k < s->dev[d].n; k++) {
             const vp_op *op = &s->dev[d].ops[k];
@@ -161,6 +187,8 @@ static vp_status check_ops(const vp_schedule *s, pass_count *seen, vp_error *err
                 rc = check_pass(s, seen, at, VP_OP_F, op->stage, op->mb, err);
                 if (rc == VP_OK)
                     rc = check_pass(s, seen, at, op->bkind, op->stage2, op->mb2, err);
+            } else if (vp_op_kind_is_vocab(op->kind)) {
+                rc = check_vocab(s, vocab, at, err);
             } else if (op->kind < VP_OP_KIND_COUNT) {
                 rc = check_pass(s, seen, at, op->kind, op->stage, op->mb, err);
             } else {
@@ -171,6 +199,23 @@ static vp_status check_ops(const vp_schedule *s, pass_count *seen, vp_error *err
                 return rc;
         }
     }
+    return VP_OK;
+}
+
+/* Every (shard, microbatch) of a vocabulary-parallel schedule has its four passes. */
+static vp_status check_vocab_complete(const vp_schedule *s, const pass_count *vocab,
+                                      vp_error *err) {
+    for (int j = 0; s->vocab_parallel && j < s->m; j++)
+        for (int d = 0; d < s->p; d++) {
+            const pass_count *c = &vocab[(size_t)d * (size_t)s->m + (size_t)j];
+            const char *missing = !c->ef ? "EF" : !c->s ? "S" : !c->t ? "T" : !c->eb ? "EB" : NULL;
+            if (missing)
+                return vp__fail(err, VP_EVALIDATION,
+                                "device %d: missing %s of vocabulary shard %d, microbatch %d "
+                                "(vocabulary parallelism needs EF, S, T and EB of every shard "
+                                "and microbatch)",
+                                d, missing, d, j);
+        }
     return VP_OK;
 }
 
@@ -203,13 +248,22 @@ vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err) {
         return rc;
     if ((unsigned)s->recompute > VP_RECOMPUTE_FULL)
         return vp__fail(err, VP_EVALIDATION, "unknown recomputation %d", (int)s->recompute);
+    if ((unsigned)s->vocab_parallel > 1)
+        return vp__fail(err, VP_EVALIDATION, "vocabulary parallelism is 0 or 1, not %d",
+                        s->vocab_parallel);
+    size_t shards = s->vocab_parallel ? (size_t)s->p : 0;
     pass_count *seen = vp__calloc((size_t)s->S * (size_t)s->m, sizeof *seen);
-    if (!seen)
-        return vp__fail(err, VP_ENOMEM, "out of memory");
-    rc = check_ops(s, seen, err);
+    pass_count *vocab = vp__calloc(shards * (size_t)s->m + 1, sizeof *vocab);
+    if (!seen || !vocab)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK)
+        rc = check_ops(s, seen, vocab, err);
     if (rc == VP_OK)
         rc = check_complete(s, seen, err);
+    if (rc == VP_OK)
+        rc = check_vocab_complete(s, vocab, err);
     free(seen);
+    free(vocab);
     if (rc == VP_OK)
         rc = vp__replay(s, NULL, NULL, 0.0, NULL, NULL, err);
     return rc;

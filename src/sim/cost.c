@@ -10,6 +10,7 @@
 
 vp_costs vp_costs_default(void) {
     vp_costs c = {.f = 1.0, .b = 1.0, .w = 1.0, .c = 0.0, .fb = -1.0, .r = -1.0};
+    c.s = c.t = c.e = 0.0;
     return c;
 }
 
@@ -38,9 +39,9 @@ static const char *read_number(const char *text, double *v) {
 
 /* The slot of cost key [key, key + len) in c, and its index in seen[]; NULL if unknown. */
 static double *cost_slot(vp_costs *c, const char *key, size_t len, int *which) {
-    static const char *const names[] = {"F", "B", "W", "c", "FB", "R"};
-    double *slots[] = {&c->f, &c->b, &c->w, &c->c, &c->fb, &c->r};
-    for (int i = 0; i < 6; i++)
+    static const char *const names[] = {"F", "B", "W", "c", "FB", "R", "S", "T", "E"};
+    double *slots[] = {&c->f, &c->b, &c->w, &c->c, &c->fb, &c->r, &c->s, &c->t, &c->e};
+    for (int i = 0; i < 9; i++)
         if (len == strlen(names[i]) && !strncasecmp(key, names[i], len)) {
             *which = i;
             return slots[i];
@@ -50,7 +51,7 @@ static double *cost_slot(vp_costs *c, const char *key, size_t len, int *which) {
 
 vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err) {
     vp_costs c = *costs;
-    int seen[6] = {0}; /* column of each key, 0 while not given */
+    int seen[9] = {0}; /* column of each key, 0 while not given */
     const char *p = text;
     if (!*p)
         return vp__fail_at(err, VP_EPARSE, 1, 1, "empty cost list (expected e.g. F=2,B=2,W=2,c=0)");
@@ -64,7 +65,8 @@ vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err) {
         double *slot = cost_slot(&c, key, (size_t)klen, &which);
         if (!slot)
             return vp__fail_at(err, VP_EPARSE, 1, col,
-                               "unknown cost key '%.*s' (known: F, B, W, c, FB, R)", klen, key);
+                               "unknown cost key '%.*s' (known: F, B, W, c, FB, R, S, T, E)", klen,
+                               key);
         if (seen[which])
             return vp__fail_at(err, VP_EPARSE, 1, col,
                                "cost %.*s is given twice (first at column %d)", klen, key,
@@ -126,6 +128,9 @@ void vp_cost_model_free(vp_cost_model *cm) {
     free(cm->act_bytes);
     free(cm->keep_bytes);
     free(cm->hold_bytes);
+    free(cm->vocab);
+    free(cm->vocab_act);
+    free(cm->vocab_act_bytes);
     free(cm);
 }
 
@@ -139,7 +144,8 @@ static int cost_ok(double x) {
 static vp_status check_costs(const vp_costs *costs, int p, vp_error *err) {
     const double *dev[3] = {costs->dev_f, costs->dev_b, costs->dev_w};
     int ok = cost_ok(costs->f) && cost_ok(costs->b) && cost_ok(costs->w) && cost_ok(costs->c) &&
-             (costs->fb < 0 || cost_ok(costs->fb)) && (costs->r < 0 || cost_ok(costs->r));
+             (costs->fb < 0 || cost_ok(costs->fb)) && (costs->r < 0 || cost_ok(costs->r)) &&
+             cost_ok(costs->s) && cost_ok(costs->t) && cost_ok(costs->e);
     for (int k = 0; ok && k < 3; k++)
         for (int d = 0; dev[k] && ok && d < p; d++)
             ok = cost_ok(dev[k][d]);
@@ -164,19 +170,23 @@ static vp_status check_memcfg(const vp_memcfg *mem, vp_error *err) {
     return VP_OK;
 }
 
-/* A cost model of S stages with every array allocated (zeroed), or NULL. */
-static vp_cost_model *cost_model_alloc(int S) {
+/* A cost model of S stages on p devices with every array allocated (zeroed), or NULL. */
+static vp_cost_model *cost_model_alloc(int S, int p) {
     vp_cost_model *cm = vp__calloc(1, sizeof *cm);
     if (!cm)
         return NULL;
     size_t n = (size_t)S;
     cm->S = S;
+    cm->p = p;
     double **arrays[] = {&cm->f,         &cm->b,          &cm->w,         &cm->r,
                          &cm->fb,        &cm->act,        &cm->keep,      &cm->hold,
                          &cm->act_bytes, &cm->keep_bytes, &cm->hold_bytes};
     int ok = 1;
     for (size_t i = 0; ok && i < sizeof arrays / sizeof arrays[0]; i++)
         ok = (*arrays[i] = vp__calloc(n, sizeof(double))) != NULL;
+    ok = ok && (cm->vocab = vp__calloc(4 * (size_t)p, sizeof(double))) &&
+         (cm->vocab_act = vp__calloc(2 * (size_t)p, sizeof(double))) &&
+         (cm->vocab_act_bytes = vp__calloc(2 * (size_t)p, sizeof(double)));
     if (!ok) {
         vp_cost_model_free(cm);
         return NULL;
@@ -192,7 +202,7 @@ vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const v
         rc = check_memcfg(mem, err);
     if (rc != VP_OK)
         return rc;
-    vp_cost_model *cm = cost_model_alloc(s->S);
+    vp_cost_model *cm = cost_model_alloc(s->S, s->p);
     if (!cm)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     cm->c = costs->c;
@@ -220,11 +230,18 @@ vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const v
             cm->hold_bytes[i] = mem->unit_bytes * cm->hold[i];
         }
     }
+    for (int d = 0; d < s->p; d++) { /* EF, EB, S, T */
+        cm->vocab[d] = cm->vocab[s->p + d] = costs->e;
+        cm->vocab[2 * s->p + d] = costs->s;
+        cm->vocab[3 * s->p + d] = costs->t;
+    }
     *out = cm;
     return VP_OK;
 }
 
 double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage) {
+    if (vp_op_kind_is_vocab(kind))
+        return cm->vocab[(kind - VP_OP_EF) * cm->p + stage];
     switch (kind) {
     case VP_OP_F:
         return cm->f[stage];
@@ -250,6 +267,13 @@ double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op) {
 void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
                                double *down) {
     VP_ASSERT(!bytes || cm->has_bytes);
+    if (vp_op_kind_is_vocab(kind)) { /* EF and S take what EB and T release */
+        int held = kind == VP_OP_S || kind == VP_OP_T;
+        double v = (bytes ? cm->vocab_act_bytes : cm->vocab_act)[held * cm->p + stage];
+        *up = kind == VP_OP_EF || kind == VP_OP_S ? v : 0.0;
+        *down = v - *up;
+        return;
+    }
     const double *act = bytes ? cm->act_bytes : cm->act;
     const double *keep = bytes ? cm->keep_bytes : cm->keep;
     double dropped = cm->recompute != VP_RECOMPUTE_NONE

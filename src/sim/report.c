@@ -24,12 +24,19 @@ json_t *vp__sim_report(const vp_schedule *s, const vp_sim *sim, const vp_costs *
         bad |= json_object_set_new(c, "FB", json_real(costs->fb));
     if (costs->r >= 0)
         bad |= json_object_set_new(c, "R", json_real(costs->r));
+    if (s->vocab_parallel) {
+        bad |= json_object_set_new(c, "S", json_real(costs->s));
+        bad |= json_object_set_new(c, "T", json_real(costs->t));
+        bad |= json_object_set_new(c, "E", json_real(costs->e));
+    }
     bad |= json_object_set_new(o, "family", json_string(s->family));
     bad |= json_object_set_new(o, "p", json_integer(s->p));
     bad |= json_object_set_new(o, "m", json_integer(s->m));
     bad |= json_object_set_new(o, "stages", json_integer(s->S));
     bad |= json_object_set_new(o, "placement", json_string(vp_placement_name(s->placement)));
     bad |= json_object_set_new(o, "recompute", json_string(vp_recompute_name(s->recompute)));
+    if (s->vocab_parallel)
+        bad |= json_object_set_new(o, "vocab_parallel", json_true());
     bad |= json_object_set_new(o, "costs", c);
     bad |= json_object_set_new(o, "makespan", json_real(sim->makespan));
     bad |= json_object_set_new(o, "longest_span", json_real(vp_sim_longest_span(sim)));

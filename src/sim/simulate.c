@@ -48,7 +48,7 @@ static double device_peak(const vp_schedule *s, const vp_cost_model *cm, int d, 
 }
 
 void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak) {
-    VP_ASSERT(cm->S == s->S);
+    VP_ASSERT(cm->S == s->S && cm->p == s->p);
     for (int d = 0; d < s->p; d++)
         peak[d] = device_peak(s, cm, d, 0, NULL);
 }
@@ -88,10 +88,20 @@ static vp_sim *sim_alloc(const vp_schedule *s, int bytes) {
     return sim;
 }
 
+vp_status vp_vocab_place(const vp_schedule *s, const vp_cost_model *cm, vp_schedule **out,
+                         vp_error *err) {
+    *out = NULL;
+    if (cm->S != s->S || cm->p != s->p)
+        return vp__fail(err, VP_EINVAL, "cost model has %d stages on %d devices, schedule %d on %d",
+                        cm->S, cm->p, s->S, s->p);
+    return vp__schedule_vocab(s, op_time, cm, cm->c, out, err);
+}
+
 vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **out, vp_error *err) {
     *out = NULL;
-    if (cm->S != s->S)
-        return vp__fail(err, VP_EINVAL, "cost model has %d stages, schedule %d", cm->S, s->S);
+    if (cm->S != s->S || cm->p != s->p)
+        return vp__fail(err, VP_EINVAL, "cost model has %d stages on %d devices, schedule %d on %d",
+                        cm->S, cm->p, s->S, s->p);
     vp_sim *sim = sim_alloc(s, cm->has_bytes);
     if (!sim)
         return vp__fail(err, VP_ENOMEM, "out of memory");

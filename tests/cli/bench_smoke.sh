@@ -14,6 +14,7 @@ expect 1 "is missing" -- "$root/bench/run" --quick --no-build --build "$tmp/none
 expect 0 "wrote" -- "${run[@]}" --out "$tmp/out"
 md=$tmp/out/results.md
 for needle in "## 1. Schedule tables" "## 2. Memory" "## 3. Runtime" "## 4. Speed" \
+    "## 7. How far to trust" "## 8. Vocabulary parallelism" "| 4 | \`v-half\` + VP |" \
     "| \`v-half\` | 17.24% · 3 | 9.43% · 3 |" "| 1.5B | 8 | 24 | 24.31 / 24.31 |" \
     "| 5 | \`v-half\` | 209 | 8.13% | 17 | 17 | meets |" "OpenBLAS core type:" \
     "**Where vpipe misses the paper.**" "every link gives vpipe's rate in 3 of 3 rows" \

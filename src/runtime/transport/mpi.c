@@ -15,9 +15,13 @@
 #include "runtime/transport/transport.h"
 #include "vpipe/runtime.h"
 
-enum { STAGE_BITS = 12, MB_BITS = 14 }; /* a tag packs direction (3 bits), stage + 1, mb + 1 */
+enum { STAGE_BITS = 12, MB_BITS = 14 }; /* a tag packs direction (4 bits), stage + 1, mb + 1 */
 
-vp_status vp_transport_mpi_fits(int S, int m, int D, vp_error *err) {
+vp_status vp_transport_mpi_fits(int S, int m, int D, int vocab, vp_error *err) {
+    if (vocab * VP_VOCAB_MSGS + 1 >= (1 << STAGE_BITS))
+        return vp__fail(err, VP_ELIMIT,
+                        "MPI message tags hold fewer than %d vocabulary shards; the run has %d",
+                        ((1 << STAGE_BITS) - 1) / VP_VOCAB_MSGS, vocab);
     if (S + 1 >= (1 << STAGE_BITS) || m + 1 >= (1 << MB_BITS) || D + 1 >= (1 << MB_BITS))
         return vp__fail(err, VP_ELIMIT,
                         "MPI message tags hold fewer than %d stages and %d microbatches or "

@@ -75,8 +75,18 @@ void vp_transport_set_wait(vp_transport *t, int rank, int waiting, vp_msg_key ke
 
 void vp__msg_describe(vp_msg_key key, char *buf, size_t size) {
     static const char *const what[VP_MSG_KINDS] = {
-        "the activation", "the gradient",      "the replica gradients", "the parameters",
-        "the op times",   "an injected stall", "the gradient shard",    "the reduced shard"};
+        "the activation",     "the gradient",      "the replica gradients",
+        "the parameters",     "the op times",      "an injected stall",
+        "the gradient shard", "the reduced shard", "a vocabulary message"};
+    static const char *const vocab[VP_VOCAB_MSGS] = {
+        "the embedding part", "the last stage's output", "the softmax statistics",
+        "the output gradient part", "the input gradient"};
+    if (key.dir == VP_MSG_VOCAB && key.stage >= 0 &&
+        key.stage % VP_VOCAB_MSGS < VP_VOCAB_EMBG + 1) {
+        snprintf(buf, size, "%s of vocabulary shard %d, microbatch %d",
+                 vocab[key.stage % VP_VOCAB_MSGS], key.stage / VP_VOCAB_MSGS, key.mb);
+        return;
+    }
     const char *name = key.dir >= 0 && key.dir < VP_MSG_KINDS ? what[key.dir] : "a message";
     int replica = key.dir == VP_MSG_REDUCE || key.dir == VP_MSG_GATHER;
     snprintf(buf, size, "%s %s stage %d, %s %d", name, key.dir == VP_MSG_STALL ? "at" : "of",

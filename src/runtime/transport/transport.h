@@ -24,17 +24,36 @@ typedef enum {
     VP_MSG_STALL = 5,   /* nothing: what a rank stalled on purpose waits for (the stage and
                            microbatch of the op it stalls at) */
     VP_MSG_REDUCE = 6,  /* a replica's copy of the receiver's shard of a stage's gradients */
-    VP_MSG_GATHER = 7   /* a replica's reduced shard of a stage's gradients, or with ZeRO-1
+    VP_MSG_GATHER = 7,  /* a replica's reduced shard of a stage's gradients, or with ZeRO-1
                            its updated shard of the parameters */
+    VP_MSG_VOCAB = 8    /* vocabulary parallelism: a message of a vocabulary pass (stage =
+                           shard * VP_VOCAB_MSGS + what, vp_vocab_msg) */
 } vp_msg_dir;
 
-#define VP_MSG_KINDS 8
+#define VP_MSG_KINDS 9
+
+/* What a vocabulary message carries (the shard is the sender's for EMB, STAT and GRAD,
+ * the receiver's for HID and EMBG). */
+enum {
+    VP_VOCAB_EMB,  /* a shard's part of the first stage's input (EF -> F) */
+    VP_VOCAB_HID,  /* the last stage's output for a shard's S (F -> S) */
+    VP_VOCAB_STAT, /* a shard's softmax statistics (S -> T) */
+    VP_VOCAB_GRAD, /* a shard's part of the last stage's output gradient (T -> B) */
+    VP_VOCAB_EMBG, /* the first stage's input gradient for a shard's EB (B -> EB) */
+    VP_VOCAB_MSGS = 8
+};
 
 typedef struct vp_msg_key {
     int stage; /* the receiving stage (for REPLICA: the sender's stage) */
     int mb;    /* microbatch (REPLICA: 0; REDUCE, GATHER: the sender's replica) */
     int dir;   /* vp_msg_dir */
 } vp_msg_key;
+
+/* The key of vocabulary message `what` of shard for microbatch mb. */
+static inline vp_msg_key vp_vocab_msg(int what, int shard, int mb) {
+    vp_msg_key key = {shard * VP_VOCAB_MSGS + what, mb, VP_MSG_VOCAB};
+    return key;
+}
 
 typedef struct vp_transport vp_transport;
 
@@ -131,10 +150,11 @@ vp_transport *vp_transport_threads_new(int p, double watchdog_s);
 vp_status vp_transport_mpi_new(int p, double watchdog_s, vp_transport **out, int *rank,
                                vp_error *err);
 
-/* Whether a schedule of S stages and m microbatches on D replicas fits the MPI
- * transport's message tags (fewer than 4095 stages, 16383 microbatches and 16383
- * replicas); VP_ELIMIT saying which does not. */
-vp_status vp_transport_mpi_fits(int S, int m, int D, vp_error *err);
+/* Whether a schedule of S stages and m microbatches on D replicas, with vocab shards of
+ * vocabulary parallelism (0: none), fits the MPI transport's message tags (fewer than 4095
+ * stages, 16383 microbatches and 16383 replicas, 511 shards); VP_ELIMIT saying which does
+ * not. */
+vp_status vp_transport_mpi_fits(int S, int m, int D, int vocab, vp_error *err);
 
 /* Publishes rank's current op (op index, -1 between steps, and label) for the watchdog
  * report. */
