@@ -94,8 +94,12 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
                          : "",
                    shard ? 1 : c->dp, shard ? c->dp : 1, c->tp, c->pp, c->mbs);
     if (c->ep > 1 || c->etp > 1)
-        vp__buf_printf(&b, "expert_parallel_degree = %d\nexpert_tensor_parallel_degree = %d\n",
-                       c->ep, c->etp);
+        vp__buf_printf(&b, "expert_parallel_degree = %d\nexpert_tensor_parallel_degree = %d\n%s",
+                       c->ep, c->etp,
+                       c->ep % c->tp || (c->etp != 1 && c->etp != c->tp)
+                           ? "# torchtitan folds EP over DP x TP only when EP is a multiple of TP\n"
+                             "# and ETP is 1 or TP: this configuration is Megatron-LM's fold\n"
+                           : "");
     if (c->pp > 1)
         pipeline_keys(&b, pr, schedule, csv_path);
     vp__buf_printf(&b, "\n[activation_checkpoint]\nmode = \"%s\"\n",

@@ -88,6 +88,10 @@ import sys, tomllib
 par = tomllib.load(open(sys.argv[1], "rb"))["parallelism"]
 assert par["expert_parallel_degree"] == 4 and par["expert_tensor_parallel_degree"] == 1, par
 PY
+# EP 2 under TP 4 is Megatron-LM's fold, not torchtitan's (EP a multiple of TP): said so
+"$vp" plan "${q[@]}" --gpus 16 --global-batch 64 --ep 2 --tp 4 --emit torchtitan "$tmp/tt2" >/dev/null
+expect 0 "this configuration is Megatron-LM's fold" -- cat "$tmp/tt2/job.toml"
+expect 1 "" -- grep -q "Megatron-LM's fold" "$tmp/tt/job.toml"
 
 # ---- refusals ------------------------------------------------------------------------------
 expect 2 "128 experts must be divisible by EP 3" -- \
