@@ -3,8 +3,9 @@
  * Prints machine information, then medians of repeated runs; the planner's figures stand
  * beside the planner of commit 48e66f9 (before the V search was shared, bounded and
  * fast-forwarded), timed on this machine with `vpipe plan -p P -m M --memory 0.5` (one run
- * each, the old planner using its two threads), as a ratio. The planner runs with as many
- * threads as there are online processors (its answer does not depend on them).
+ * each, the old planner using its two threads), as a ratio, and the planner with the
+ * offload lever (`--offload auto`) beside the planner without. The planner runs with as
+ * many threads as there are online processors (its answer does not depend on them).
  *
  *   bench_plan [PxM ...]
  */
@@ -104,7 +105,10 @@ static double old_plan_seconds(int p, int m, double b) {
     return 0;
 }
 
-static void bench_plan(const vp_spec *spec, const char *costs, int reps) {
+/* The planner's median seconds over reps runs (with levers; NULL: none) into *secs and
+ * its last plan into *out (caller frees); 0 after printing why it failed. */
+static int time_plan(const vp_spec *spec, const vp_plan_levers *levers, const char *costs, int reps,
+                     double *secs, vp_plan **out) {
     double t[16];
     vp_plan *plan = NULL;
     for (int r = 0; r < reps; r++) {
@@ -113,22 +117,47 @@ static void bench_plan(const vp_spec *spec, const char *costs, int reps) {
         vp_plan_free(plan);
         plan = NULL;
         double t0 = now();
-        if (vp_plan_run(spec, &b, &plan, &err) != VP_OK) {
+        if (vp_plan_run_levers(spec, &b, levers, &plan, &err) != VP_OK) {
             printf("  planner (%s): %s\n", costs, err.message);
-            return;
+            return 0;
         }
         t[r] = now() - t0;
     }
+    *secs = median(t, reps);
+    *out = plan;
+    return 1;
+}
+
+/* The planner with the offload lever beside the planner without (base seconds). */
+static void bench_offload(const vp_spec *spec, const char *costs, int reps, double base) {
+    vp_plan_levers levers = {.offload = 1};
+    vp_plan *plan = NULL;
+    double secs;
+    if (!time_plan(spec, &levers, costs, reps, &secs, &plan))
+        return;
     const vp_plan_candidate *c = &plan->candidates[plan->chosen];
-    double now = median(t, reps), old = old_plan_seconds(spec->p, spec->m, spec->costs.b);
+    printf("  planner with the offload lever: %8.3f s (%.2fx without); chose %s %s, peak %g, "
+           "makespan %g\n",
+           secs, secs / base, c->family, c->params, c->peak, c->makespan);
+    vp_plan_free(plan);
+}
+
+static void bench_plan(const vp_spec *spec, const char *costs, int reps) {
+    vp_plan *plan = NULL;
+    double now_s;
+    if (!time_plan(spec, NULL, costs, reps, &now_s, &plan))
+        return;
+    const vp_plan_candidate *c = &plan->candidates[plan->chosen];
+    double old = old_plan_seconds(spec->p, spec->m, spec->costs.b);
     char ratio[64] = "";
     if (old > 0)
-        snprintf(ratio, sizeof ratio, " (48e66f9: %.2f s, %.0fx)", old, old / now);
+        snprintf(ratio, sizeof ratio, " (48e66f9: %.2f s, %.0fx)", old, old / now_s);
     printf("  planner, costs %-12s budget 0.5: %8.3f s%s\n    %ld blocks, %ld built, %d "
            "frontier points; chose %s %s, peak %g, makespan %g\n",
-           costs, now, ratio, plan->blocks_tried, plan->blocks_built, plan->n_frontier, c->family,
+           costs, now_s, ratio, plan->blocks_tried, plan->blocks_built, plan->n_frontier, c->family,
            c->params, c->peak, c->makespan);
     vp_plan_free(plan);
+    bench_offload(spec, costs, reps, now_s);
 }
 
 int main(int argc, char **argv) {

@@ -41,7 +41,7 @@ static double sweep_op_ready(const sweep_state *st, int d, const vp_op *op) {
     for (int i = 0; i < n; i++) {
         if (passes[i].chained)
             continue;
-        int nd = vp__pass_deps(st->s, passes[i], deps);
+        int nd = vp__pass_deps(st->s, NULL, passes[i], deps);
         for (int k = 0; k < nd; k++) {
             double r = st->done[vp__pass_index(st->s, deps[k])];
             if (r < 0)

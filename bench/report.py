@@ -1366,6 +1366,7 @@ def main():
     a = ap.parse_args()
     import report_accuracy  # the accuracy section (issue 29); it imports this module's helpers
     import report_models  # the real-model sections; it imports this module's helpers
+    import report_offload  # the offload section, likewise
     import report_vocab  # vocabulary parallelism (section 8)
     cfg = dict(config(a.quick), web=a.web)
     r = Runner(a.build, a.data or os.path.join(a.build, "bench-data"))
@@ -1378,6 +1379,7 @@ def main():
     kernels = collect_kernels(r, cfg)
     real = report_models.collect(r, cfg)
     hybrid = report_models.collect_hybrid(r, cfg)
+    offload = report_offload.collect(r, cfg)
     accuracy = report_accuracy.collect(r, cfg)
     vocab = report_vocab.collect(r, cfg)
 
@@ -1392,7 +1394,8 @@ def main():
              "![vpipe vs the Zero Bubble paper](results-paper.svg)\n",
              md_frontier(plans), md_runtime(rt, r.families), md_speed(sp, kernels),
              report_models.markdown(real, real_svgs), report_models.markdown_hybrid(hybrid),
-             report_accuracy.markdown(accuracy), report_vocab.markdown(vocab)]
+             report_accuracy.markdown(accuracy), report_vocab.markdown(vocab),
+             report_offload.markdown(offload)]
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(re.sub(r"\n{3,}", "\n\n", "\n".join(parts)))
     log(f"wrote {os.path.join(a.out, 'results.md')} and {5 + len(real_svgs)} SVG plots")

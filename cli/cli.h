@@ -115,12 +115,12 @@ void cli_progress_line(void *user, const char *line);
 /* ---- the flag groups of vp_request ----------------------------------------------------- */
 
 /* -p, -m, -v, --cost, --cost-file, --memory-limit, --memory-model; --max-ops; --recompute;
- * the real model; the layer split. Each group's options write into vp_request (the
- * recompute and split groups at their first field's offset, so train's request can place
- * them too). */
+ * --offload and --offload-policy; the real model; the layer split. Each group's options
+ * write into vp_request (the recompute, offload and split groups at their first field's
+ * offset, so train's request can place them too). */
 extern const cli_group cli_vocab_group;
-extern const cli_group cli_spec_group, cli_limit_group, cli_recompute_group, cli_real_group,
-    cli_split_group;
+extern const cli_group cli_spec_group, cli_limit_group, cli_recompute_group, cli_offload_group,
+    cli_real_group, cli_split_group;
 
 /* The model flags (--layers, --width, --heads, --seq, --microbatch) of a
  * vp_model_config, shared by train and profile. */

@@ -679,6 +679,7 @@ static const cli_use uses[] = {
     {&output_group, 0},
     {&cli_limit_group, TRAIN(max_ops)},
     {&cli_recompute_group, TRAIN(recompute)},
+    {&cli_offload_group, TRAIN(offload)},
     {&cli_vocab_group, TRAIN(vocab_parallel)},
     {&cli_split_group, TRAIN(split)},
     {&testing_group, 0},

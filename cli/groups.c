@@ -88,6 +88,30 @@ static const cli_opt recompute_opts[] = {
 
 const cli_group cli_recompute_group = CLI_GROUP("recomputation", recompute_opts);
 
+/* In vp_offload_policy's order. */
+static const char *const offload_policy_names[] = {"none", "uniform", "selective", NULL};
+
+static const cli_opt offload_opts[] = {
+    {.name = "offload",
+     .kind = CLI_STRING,
+     .arg = "SHARES",
+     .help = "offload activations to host memory (O and L passes on each\n"
+             "device's copy engine): the share of what F keeps, one for\n"
+             "every stage (0.5) or one per stage (0,0.5,1), or none. A pair\n"
+             "is offloaded where the copies hide between its F and its\n"
+             "backward. Copy time per unit: --cost O=,L= (default the\n"
+             "forward's); with --model, the accelerator's host link.\n"
+             "plan: auto tries shares as one more memory lever"},
+    {.name = "offload-policy",
+     .kind = CLI_ENUM,
+     .offset = AT(offload_policy) - AT(offload),
+     .choices = offload_policy_names,
+     .help = "uniform (default): every pair sends its stage's share;\n"
+             "selective (PipeOffload's): the longest-lived pairs send their\n"
+             "whole activation, up to the share of each device's"},
+};
+
+const cli_group cli_offload_group = CLI_GROUP("offload", offload_opts);
 static const cli_opt vocab_opts[] = {
     {.name = "vocab-parallel",
      .kind = CLI_FLAG,

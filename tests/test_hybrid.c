@@ -103,6 +103,34 @@ static void test_margin(void **state) {
     vp_hybrid_free(all);
 }
 
+/* The offload lever under a reserve that leaves little room: the winner offloads, leaves
+ * the margin and is faster than the winner without offload; every configuration it
+ * reports fits the device and the host, and one that offloads says how much of its step
+ * the copy engine is busy and what the host holds. */
+static void test_offload_lever(void **state) {
+    (void)state;
+    small_grid grid;
+    small_setup(&grid);
+    vp_hybrid_request q = grid.q;
+    q.work.reserve_bytes = 55 * 1073741824.0;
+    vp_hybrid *plain = run(&q);
+    q.offload = 1;
+    vp_hybrid *off = run(&q);
+    const vp_hybrid_config *w = &off->top[0];
+    assert_true(w->offload > 0 && !w->tight);
+    assert_true(w->step_time_s < plain->top[0].step_time_s);
+    assert_true(plain->top[0].offload == 0 && plain->top[0].host_max_bytes == 0);
+    for (int i = 0; i < off->n_top; i++) {
+        const vp_hybrid_config *c = &off->top[i];
+        assert_true(c->fits && c->memory_max_bytes <= grid.g.memory_bytes);
+        assert_true(c->host_max_bytes <= grid.g.host_memory_bytes);
+        assert_true(c->offload == 0 ||
+                    (c->host_max_bytes > 0 && c->copy_occupancy > 0 && c->copy_occupancy <= 1));
+    }
+    vp_hybrid_free(plain);
+    vp_hybrid_free(off);
+}
+
 /* One thread or three: the same JSON but for elapsed_s. */
 static void test_threads_do_not_matter(void **state) {
     (void)state;
@@ -282,6 +310,7 @@ int main(void) {
         cmocka_unit_test(test_pruning_is_exact),
         cmocka_unit_test(test_threads_do_not_matter),
         cmocka_unit_test(test_margin),
+        cmocka_unit_test(test_offload_lever),
         cmocka_unit_test(test_reported_configurations_fit),
         cmocka_unit_test(test_nothing_fits),
         cmocka_unit_test(test_time_limit_stops_enumeration),

@@ -14,7 +14,7 @@ static vp__pass pass_of(int stage, int mb, int kind) {
 /* Expects `pass` to wait for exactly one pass, (stage, mb, kind). */
 static void expect_dep(const vp_schedule *s, vp__pass pass, int stage, int mb, int kind) {
     vp__pass dep[VP__PASS_MAX_DEPS] = {{0}};
-    int n = vp__pass_deps(s, pass, dep);
+    int n = vp__pass_deps(s, NULL, pass, dep);
     if (n != 1 || dep[0].stage != stage || dep[0].mb != mb || dep[0].kind != kind)
         fail_msg("pass %d of (%d, %d): want (%d, %d, %d), got %d deps, first (%d, %d, %d)",
                  pass.kind, pass.stage, pass.mb, stage, mb, kind, n, dep[0].stage, dep[0].mb,
@@ -30,7 +30,7 @@ static void test_dependencies(void **state) {
     vp__pass dep[VP__PASS_MAX_DEPS];
     for (int mb = 0; mb < 2; mb++) {
         int first = s->mb_first[mb], last = first + 1;
-        assert_int_equal(vp__pass_deps(s, pass_of(first, mb, VP__PASS_F), dep), 0);
+        assert_int_equal(vp__pass_deps(s, NULL, pass_of(first, mb, VP__PASS_F), dep), 0);
         expect_dep(s, pass_of(last, mb, VP__PASS_F), first, mb, VP__PASS_F);
         expect_dep(s, pass_of(last, mb, VP__PASS_B), last, mb, VP__PASS_F);
         expect_dep(s, pass_of(first, mb, VP__PASS_B), last, mb, VP__PASS_B);
@@ -152,7 +152,8 @@ static long reference_replay(const vp_schedule *s, const vp_cost_model *cm, doub
             int n = vp__op_passes(op, passes), ready = 1;
             double t = 0;
             for (int i = 0; i < n && ready; i++)
-                for (int k = 0; !passes[i].chained && k < vp__pass_deps(s, passes[i], deps); k++) {
+                for (int k = 0; !passes[i].chained && k < vp__pass_deps(s, NULL, passes[i], deps);
+                     k++) {
                     double r = done[vp__pass_index(s, deps[k])];
                     ready = ready && r >= 0;
                     r += s->stage_device[deps[k].stage] != d ? cm->c : 0.0;

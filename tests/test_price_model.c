@@ -241,7 +241,7 @@ static void test_gpu(void **state) {
     (void)state;
     vp_gpu g, h;
     vp_error err = {0};
-    assert_int_equal(vp_gpu_preset_count(), 9);
+    assert_int_equal(vp_gpu_preset_count(), 10);
     /* datasheet figures of the presets issue 25's runs need, and every preset read back
        from the JSON it writes to the same figures */
     const struct {
@@ -273,6 +273,9 @@ static void test_gpu(void **state) {
     assert_int_equal(vp_gpu_preset("h100-80gb", &g, &err), VP_OK);
     TU_NEAR(g.peak_flops, 989e12);
     TU_NEAR(g.memory_bytes, 80.0 * (1 << 30));
+    TU_NEAR(g.host_bw, 50e9); /* PCIe Gen5 x16 */
+    assert_int_equal(vp_gpu_preset("gh200-96gb", &h, &err), VP_OK);
+    TU_NEAR(h.host_bw, 450e9); /* NVLink-C2C, each way */
     const char *based = "{\"base\": \"h100-80gb\", \"name\": \"slow\", \"efficiency\": 0.25}";
     assert_int_equal(vp_gpu_parse_json(based, strlen(based), &h, &err), VP_OK);
     assert_string_equal(h.name, "slow");
@@ -288,6 +291,7 @@ static void test_gpu(void **state) {
     TU_NEAR(h.inter_latency, 8e-6);
     assert_int_equal(h.gpus_per_node, 4);
     TU_NEAR(h.efficiency, 0.4); /* a file of the older form: one fraction of peak */
+    TU_NEAR(h.host_bw, 0);      /* no host link given: unknown */
     TU_NEAR(h.p2p_bw, 50e9);    /* sends at the link's bandwidth, as it always meant */
     assert_true(g.efficiency == 0 && g.gemm_efficiency > 0); /* presets: the kernel model */
     const char *kernel = "{\"base\": \"a100-80gb\", \"gemm_edge\": 64, \"p2p_gb_s\": 80}";

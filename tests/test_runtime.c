@@ -119,6 +119,76 @@ static void split_variants(vp_pipeline_options o, const vp_schedule *s, const vp
     }
 }
 
+/* s offloading share under policy, placed with unit costs (copies as long as forwards). */
+static vp_schedule *offloaded(const vp_schedule *s, vp_offload_policy policy, double share) {
+    vp_offload spec = {.policy = policy, .share = share};
+    vp_costs costs = vp_costs_default();
+    vp_memcfg mem = vp_memcfg_default();
+    vp_schedule *out = NULL;
+    vp_error err = {0};
+    if (vp_schedule_offload(s, &costs, &mem, &spec, &out, &err) != VP_OK)
+        fail_msg("offload %s: %s", s->family, err.message);
+    return out;
+}
+
+/* Offload changes no bit: 1F1B, V-Half, ZB-H1 and interleaved at p in {2, 4}, m = 2p,
+ * both policies at shares 1/2 and 1, with and without full recomputation, give the
+ * reference's losses and parameters, and every rank's device and host bytes are as
+ * predicted, category by category. Offloading everything that pays, 1F1B's rank 0 holds
+ * fewer activation bytes, by exactly the predicted difference, and the bytes it left went
+ * to its host pool. */
+static void test_offload_matches_reference(void **state) {
+    (void)state;
+    static const char *const families[] = {"1f1b", "v-half", "zb-h1", "interleaved"};
+    int runs = 0;
+    for (int p = 2; p <= 4; p += 2) {
+        vp_pipeline_options o = small_options(2 * p);
+        vp_train_result ref;
+        assert_int_equal(vp_train_run(&o.train, data, NULL, NULL, &ref, NULL), VP_OK);
+        for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+            vp_schedule *base = NULL;
+            assert_true(build(families[f], p, 2 * p, &base));
+            for (int pol = VP_OFFLOAD_UNIFORM; pol <= VP_OFFLOAD_SELECTIVE; pol++)
+                for (int k = 1; k <= 2; k++)
+                    for (int rc = VP_RECOMPUTE_NONE; rc <= VP_RECOMPUTE_FULL; rc += 2) {
+                        vp_schedule *r = NULL;
+                        assert_int_equal(vp_schedule_recompute(base, (vp_recompute)rc, &r, NULL),
+                                         VP_OK);
+                        vp_schedule *s = offloaded(r, (vp_offload_policy)pol, 0.5 * k);
+                        char what[96];
+                        snprintf(what, sizeof what, "%s p=%d offload %g %s recompute %s",
+                                 families[f], p, 0.5 * k, vp_offload_policy_name(pol),
+                                 vp_recompute_name((vp_recompute)rc));
+                        assert_true(run_matches(what, o, s, &ref));
+                        runs++;
+                        vp_schedule_free(s);
+                        vp_schedule_free(r);
+                    }
+            vp_schedule_free(base);
+        }
+    }
+    assert_int_equal(runs, 2 * 4 * 2 * 2 * 2);
+    vp_pipeline_options o = small_options(8);
+    vp_schedule *plain = NULL, *off = NULL;
+    assert_true(build("1f1b", 4, 8, &plain));
+    off = offloaded(plain, VP_OFFLOAD_UNIFORM, 1.0);
+    vp_pipeline_result a, b;
+    o.schedule = plain;
+    assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &a, NULL), VP_OK);
+    o.schedule = off;
+    assert_int_equal(vp_pipeline_train(&o, data, NULL, NULL, &b, NULL), VP_OK);
+    expect_memory_predicted("1f1b offload 1", &b);
+    double drop = (double)a.peak_act_bytes[0] - (double)b.peak_act_bytes[0];
+    assert_true(drop > 0);
+    TU_NEAR(drop, a.predicted_peak_bytes[0] - b.predicted_peak_bytes[0]);
+    assert_true(b.memory[VP_MEM_HOST] > 0 && a.memory[VP_MEM_HOST] == 0);
+    assert_true(b.train.param_digest == a.train.param_digest);
+    vp_pipeline_result_release(&a);
+    vp_pipeline_result_release(&b);
+    vp_schedule_free(off);
+    vp_schedule_free(plain);
+}
+
 /* Every registered family, p in {2, 4}, m in {p, 2p, 4p} where the family takes m, with
  * and without recomputation (selective, full), and at m = 2p under the memory and time
  * splits: the same losses and parameters as vp_train_run, and measured = predicted for
@@ -672,6 +742,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_layers),
         cmocka_unit_test(test_every_family_matches_reference),
+        cmocka_unit_test(test_offload_matches_reference),
         cmocka_unit_test(test_data_parallel_matches_grouped_reference),
         cmocka_unit_test(test_data_parallel_with_recompute),
         cmocka_unit_test(test_data_parallel_refusals),

@@ -30,6 +30,8 @@ typedef struct vp_spec {
     vp_recompute recompute; /* build every family's recomputing version (vp_schedule_recompute) */
     int vocab_parallel;     /* 1: build every family's vocabulary-parallel version
                                (vp_vocab_place with the spec's costs) */
+    vp_offload offload;     /* and its offloading one (vp_schedule_offload under costs and mem;
+                               policy none: no offload) */
     double time_limit_s;    /* the budget planner (vp_plan_run) stops after this many seconds
                                with the best found so far and says so (0: no limit) */
 } vp_spec;
@@ -38,13 +40,13 @@ typedef struct vp_spec {
 #define VP_PLAN_TIME_LIMIT_S 60.0
 
 /* p, m with default costs and memory model, v = 0, mem_limit = 0, the default op limit,
- * one thread, no recomputation, no vocabulary parallelism, the planner's default time
- * limit. */
+ * one thread, no recomputation, no vocabulary parallelism, no offload, the planner's
+ * default time limit. */
 VP_API vp_spec vp_spec_make(int p, int m);
 
 /* The most ops any family builds for spec: 3 passes per (stage, microbatch), 4 with
- * recomputation, on at most max(2, v) stages per device, and 4 per (device, microbatch)
- * with vocabulary parallelism. */
+ * recomputation, 2 more with offload, on at most max(2, v) stages per device, and 4 per
+ * (device, microbatch) with vocabulary parallelism. */
 VP_API double vp_spec_max_ops(const vp_spec *spec);
 
 /* VP_ELIMIT when vp_spec_max_ops(spec) exceeds the spec's op limit, with the estimate,
@@ -68,14 +70,17 @@ VP_API const vp_family *vp_family_find(const char *name);
 
 /* Replaces *s, a schedule built for spec's shape, by the version spec asks for: its
  * recomputing version (spec->recompute), then its vocabulary-parallel version
- * (spec->vocab_parallel: vp_vocab_place under the spec's costs); nothing when it asks for
- * neither. On failure (the errors of those two) *s is freed and NULL. */
+ * (spec->vocab_parallel: vp_vocab_place under the spec's costs), then its offloading
+ * version (spec->offload: vp_schedule_offload under the spec's costs and memory model);
+ * nothing when it asks for none. On failure (the errors of those) *s is freed and NULL. */
 VP_API vp_status vp_spec_finish(const vp_spec *spec, vp_schedule **s, vp_error *err);
 
 /* Builds family `name` for spec into a new schedule (caller frees); with spec->recompute,
  * its recomputing version (vp_schedule_recompute); with spec->vocab_parallel, then its
- * vocabulary-parallel version (vp_vocab_place under the spec's costs). VP_EINVAL with a message
- * naming the constraint when the spec does not fit the family (or the name is unknown), VP_ELIMIT
+ * vocabulary-parallel version (vp_vocab_place under the spec's costs); with spec->offload,
+ * then its offloading one (vp_schedule_offload under spec's costs and memory model).
+ * VP_EINVAL with a message naming the constraint when the spec does not fit the family (or
+ * the name is unknown), VP_ELIMIT
  * (vp_spec_check_size) before allocating anything when it would be too large; the result
  * always passes vp_schedule_validate. */
 VP_API vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out,

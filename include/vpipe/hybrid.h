@@ -54,6 +54,10 @@ typedef struct vp_hybrid_config {
     double step_time_s, mfu, bubble; /* bubble: 1 - busy / longest device span */
     double memory_max_bytes;         /* the largest rank's total */
     bool fits;
+    double offload;        /* the share of activations it offloads (uniform policy,
+                              vp_schedule_offload), 0: none */
+    double host_max_bytes; /* with offload: the largest rank's host bytes */
+    double copy_occupancy; /* ... and the busiest copy engine's share of the step */
     double headroom_bytes; /* capacity - memory_max_bytes */
     bool tight;            /* fits, but with less headroom than the request's margin */
 } vp_hybrid_config;
@@ -77,6 +81,12 @@ typedef struct vp_hybrid_request {
                             divide TP x DP / ETP (a dense model: 1) */
     int etp;             /* > 0 fixes ETP; 0: 1 (not searched) */
     int recompute;       /* -1 searches; a vp_recompute fixes it */
+    int offload;         /* 1: a configuration whose op order leaves less than the margin
+                            below the capacity is tried offloading (the uniform policy at
+                            the smallest of the shares 1, 1/2, 3/4, 1/4 found by bisection
+                            that leaves the margin, or else that fits, on the device and the
+                            host memory); offload never speeds a schedule up, so it only
+                            makes configurations fit */
     int max_chunks;      /* `interleaved` with 2..max_chunks chunks (0: 4; 1: none) */
     int vblock_max_pp;   /* "v-block" at pipeline degrees up to this (0: 32): finding the
                             levels takes the budget planner seconds at 32, tens at 64 */
@@ -173,9 +183,10 @@ VP_API char *vp_hybrid_json(const vp_hybrid *h, const vp_hybrid_request *req);
  * pipeline_parallel_microbatch_size, pipeline_parallel_schedule (the class the CSV
  * needs), pipeline_parallel_schedule_csv = csv_path (a TOML string: quotes, backslashes
  * and control characters escaped), module_fqns_per_model_part (Llama's
- * module names: tok_embeddings, layers.N, norm, output); [activation_checkpoint] mode.
- * New string in *toml (caller frees). VP_EUNSUPPORTED when torchtitan cannot run the
- * schedule's placement (DualPipe's two directions), VP_ENOMEM. */
+ * module names: tok_embeddings, layers.N, norm, output); [activation_checkpoint] mode; a
+ * comment on the offload torchtitan cannot run when priced offloads (its CSV is then the
+ * schedule without O and L). New string in *toml (caller frees). VP_EUNSUPPORTED when
+ * torchtitan cannot run the schedule's placement (DualPipe's two directions), VP_ENOMEM. */
 VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_priced *priced,
                                       const char *csv_path, char **toml, vp_error *err);
 
@@ -184,10 +195,12 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
  * --global-batch-size, --seq-length, --num-layers-per-virtual-pipeline-stage
  * (interleaved), --sequence-parallel, --use-distributed-optimizer, --recompute-granularity
  * (with --recompute-method uniform --recompute-num-layers 1 for full),
- * --attention-backend flash, and --decoder-first/last-pipeline-num-layers when the split
- * gives the ends other counts than the middle; one line, then comment lines ('#') for
- * what the flags cannot say (a middle that is not even). New string in *flags (caller
- * frees). VP_EUNSUPPORTED for other families, VP_ENOMEM. */
+ * --attention-backend flash, --decoder-first/last-pipeline-num-layers when the split
+ * gives the ends other counts than the middle, and with offload
+ * --fine-grained-activation-offloading --offload-modules (the modules of a layer whose
+ * saved bytes come nearest the share); one line, then comment lines ('#') for what the
+ * flags cannot say (a middle that is not even; the share the modules cover). New string
+ * in *flags (caller frees). VP_EUNSUPPORTED for other families, VP_ENOMEM. */
 VP_API vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_priced *priced,
                                     char **flags, vp_error *err);
 

@@ -8,11 +8,13 @@
  *    "placement": "single", "stage_device": [0,1,2,3],
  *    "recompute": "full"            (only when the schedule recomputes: full or selective)
  *    "vocab_parallel": true         (only with vocabulary parallelism)
+ *    "offload": [0.5, ...]          (only when it offloads: each stage's share, S numbers)
+ *    "host_limit": 8                (only when set: host units per device, schedule.h)
  *    "mb_first": [0,...]            (only when some microbatch starts elsewhere than 0)
  *    "devices": [[["F",0,0], ["BW",0,0], ...], ...]}
- * An op is [kind, stage, microbatch] (kind F, B, W, BW or R, or a vocabulary pass EF, EB,
- * S or T with its shard in place of the stage); an overlapped pair is ["F&B", s, j, bkind,
- * s2, j2] with bkind "B" or "BW".
+ * An op is [kind, stage, microbatch] (kind F, B, W, BW, R, O or L, or a vocabulary pass
+ * EF, EB, S or T with its shard in place of the stage); an overlapped pair is ["F&B", s, j,
+ * bkind, s2, j2] with bkind "B" or "BW".
  */
 #ifndef VPIPE_IO_H
 #define VPIPE_IO_H
@@ -79,7 +81,9 @@ typedef enum {
  * own lowering does. VP_EUNSUPPORTED (message says why) when s cannot be expressed: the
  * bidirectional placement or any route other than stages 0..S-1 (PyTorch runs every
  * microbatch through every stage), a vocabulary-parallel schedule (PyTorch's actions have
- * no vocabulary passes: export the schedule built without them), or a schedule that
+ * no vocabulary passes: export the schedule built without them), a schedule that
+ * offloads (PyTorch's actions have no O or L: the schedule without them,
+ * vp_schedule_offload_shares with policy none, is what exports), or a schedule that
  * recomputes. PyTorch's actions have
  * no recomputation (torchtitan recomputes inside the backward by activation
  * checkpointing), so R is refused rather than dropped: the equivalent is the schedule

@@ -37,6 +37,16 @@
  * activation while in flight. The stage also charges, once, its parameters, gradients,
  * AdamW moments and B's scratch (work_bytes) to their own categories of the allocator.
  *
+ * Offload. Between F (and a drop) and the backward, a share of what a slot holds can go
+ * to a host pool (another vp_mem) and come back bit for bit, in four steps that split
+ * between a copy engine (another thread) and the passes: vp_stage_offload_copy copies it
+ * to host buffers (the device still holds it), vp_stage_offload_release lets the device
+ * buffers go, vp_stage_reload_reserve takes device buffers again and
+ * vp_stage_reload_copy fills them and lets the host buffers go. Whole tensors move: what
+ * the slot holds is listed layer by layer (then the stage's own tensors), and a share x
+ * takes the longest prefix of the list whose every tensor's middle lies within x of its
+ * bytes (vp_stage_offload_bytes says how many bytes). A pass refuses a slot whose tensors
+ * are not all back.
  * Vocabulary parallelism (vp_stage_range.vocab_shards = K > 0). The token table and the
  * head are split by vocabulary into K shards (rows vp_vocab_rows), each held by a
  * vocabulary stage (vp_vocab_range) with four passes of its own: EF (vp_vocab_embed: the
@@ -157,15 +167,18 @@ typedef enum {
     VP_MEM_GRADS = 2,       /* weight gradients */
     VP_MEM_OPTIMIZER = 3,   /* AdamW moments */
     VP_MEM_WORKSPACE = 4,   /* per-stage scratch of B */
-    VP_MEM_IN_FLIGHT = 5    /* tensors between stages the runtime holds: made by a pass
+    VP_MEM_IN_FLIGHT = 5,   /* tensors between stages the runtime holds: made by a pass
                                and not yet taken by the next stage or sent to its rank
                                (not the price module's "buffers": its receive buffers) */
+    VP_MEM_HOST = 6         /* offloaded activations in the rank's host pool: another pool
+                               than the device's (the runtime reports it beside the device's
+                               categories; nothing charges it to a device's allocator) */
 } vp_mem_category;
 
-#define VP_MEM_CATEGORIES 6
+#define VP_MEM_CATEGORIES 7
 
-/* "activations", "params", "grads", "optimizer", "workspace", "in_flight" ("?" otherwise).
- * Static string. */
+/* "activations", "params", "grads", "optimizer", "workspace", "in_flight", "host" ("?"
+ * otherwise). Static string. */
 VP_API const char *vp_mem_category_name(vp_mem_category cat);
 
 /* Counts the bytes one rank holds, per category: current and peak. Freed buffers are kept
@@ -266,6 +279,35 @@ VP_API vp_status vp_stage_drop(vp_stage *stage, int mb, bool full, vp_error *err
  * made it; the slot is then ready for B. VP_EINVAL if the slot has not been dropped,
  * VP_ENOMEM (the slot is then emptied). */
 VP_API vp_status vp_stage_recompute(vp_stage *stage, int mb, vp_error *err);
+
+/* ---- offload (see the header comment) ---------------------------------------------- */
+
+/* Bytes an offload of share (in [0, 1]) moves from a slot of the stage holding range of
+ * cfg, as the slot is after F (drop 0), after a selective drop (1) or after a full drop
+ * (2). Pure. VP_EINVAL for a bad config, range, share or drop, VP_ENOMEM. */
+VP_API vp_status vp_stage_offload_bytes(const vp_model_config *cfg, vp_stage_range range, int drop,
+                                        double share, size_t *bytes, vp_error *err);
+
+/* The copy engine's half of an offload: copies share of what slot mb holds (after F or a
+ * drop, all on the device) into buffers of host (charged there). Touches only slot mb and
+ * host, so it may run on another thread than the passes of the stage's other slots (one
+ * thread per pool). VP_EINVAL (the slot holds no forward, is offloaded already, share
+ * outside [0, 1], host NULL), VP_ENOMEM (nothing stays on host). */
+VP_API vp_status vp_stage_offload_copy(vp_stage *stage, int mb, double share, vp_mem *host,
+                                       vp_error *err);
+
+/* After vp_stage_offload_copy ended: releases the device buffers it copied (the stage's
+ * allocator goes down by their bytes). VP_EINVAL when slot mb was not copied. */
+VP_API vp_status vp_stage_offload_release(vp_stage *stage, int mb, vp_error *err);
+
+/* Takes device buffers (charged) for what slot mb has on host, for vp_stage_reload_copy.
+ * VP_EINVAL when it is not offloaded, VP_ENOMEM (then still offloaded). */
+VP_API vp_status vp_stage_reload_reserve(vp_stage *stage, int mb, vp_error *err);
+
+/* The copy engine's half of a reload: copies the host buffers of slot mb into the device
+ * buffers reserved for them and releases the host's (to the host pool, from the thread
+ * that copied them there); the slot is whole again. VP_EINVAL when not reserved. */
+VP_API vp_status vp_stage_reload_copy(vp_stage *stage, int mb, vp_error *err);
 
 /* Drops whatever slot mb holds (after a forward-only evaluation, or on abort). */
 VP_API void vp_stage_discard(vp_stage *stage, int mb);

@@ -45,6 +45,9 @@ typedef struct vp_plan_candidate {
     int fits;          /* peak within the budget */
     int is_vblock;     /* 1 for a V block (vblock is set) */
     vp_vblock vblock;
+    vp_offload_policy offload_policy; /* how it offloads (VP_OFFLOAD_NONE: as the spec says) */
+    double offload;                   /* its share when the planner chose to offload, else 0;
+                                         params then reads "offload SHARE POLICY" */
     double limit; /* "v-greedy": its memory limit in units (vp_vgreedy_run), else 0 */
 } vp_plan_candidate;
 
@@ -95,12 +98,26 @@ typedef struct vp_plan {
 VP_API vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out,
                              vp_error *err);
 
+/* Memory levers the planner may pull beyond the choice of schedule. */
+typedef struct vp_plan_levers {
+    int offload; /* 1: a family whose peak misses the budget, and that is faster than every
+                    schedule that fits, is tried offloading (uniform and selective, each at
+                    the smallest of the shares 1/4, 1/2, 3/4, 1 that fits); offload never
+                    makes a schedule faster (pairs whose copies would make an op wait are
+                    not offloaded), so a tie goes to the smaller share */
+} vp_plan_levers;
+
+/* vp_plan_run with the levers (NULL: none). Offloaded candidates join the candidates and
+ * the frontier; the chosen one comes back offloading. */
+VP_API vp_status vp_plan_run_levers(const vp_spec *spec, const vp_budget *budget,
+                                    const vp_plan_levers *levers, vp_plan **out, vp_error *err);
+
 /* The planner's report as JSON text, what `vpipe plan --json` prints: the chosen
  * schedule's simulation report (vp_sim_json of plan->schedule, simulated under costs), then
  * "budget", "budget_unit" ("units" or "bytes"), "ref_peak_1f1b", "params" (the V block's,
  * or ""), "reason", "blocks_tried", "blocks_built", "timed_out", "frontier" and
- * "candidates" (arrays of
- * {"family", "params", "memory"[, "memory_bytes"], "bubble", "makespan", "fits"}). Same
+ * "candidates" (arrays of {"family", "params", "memory"[, "memory_bytes"], "bubble",
+ * "makespan", "fits"[, "offload", "offload_policy" when the planner offloaded it]}). Same
  * format as vp_sim_json. New string in *text (caller frees with free(); NULL on failure).
  * VP_ENOMEM. */
 VP_API vp_status vp_plan_json(const vp_plan *plan, const vp_sim *sim, const vp_costs *costs,

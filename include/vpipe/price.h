@@ -179,13 +179,20 @@ typedef struct vp_gpu {
      * GPU, buffers per communicator it joins, and the caching allocator's cached-but-free
      * blocks per allocated byte at the peak. */
     double context_bytes, comm_buffer_bytes, frag_fraction;
+    /* The host link (offload, sim.h): what one GPU's copies to and from host memory reach
+     * each way (0: unknown; a schedule that offloads cannot be priced), and the host memory
+     * it may fill (0: unknown, not checked). */
+    double host_bw;           /* bytes/s */
+    double host_memory_bytes; /* per GPU */
     vp_expected_error expected;
 } vp_gpu;
 
 /* Built-in accelerators (datasheets; design/models.md §3): a100-80gb, h100-80gb,
- * h200-141gb, h800-80gb, b200, gb200, mi300x, mi325x, mi355x, each with the kernel model of
- * its class (src/price/readers.c says from which evidence) and the accuracy measured for
- * it (vp_gpu.expected). */
+ * h200-141gb, h800-80gb, gh200-96gb (Grace Hopper: the H100's compute behind NVLink-C2C to
+ * the Grace CPU's memory), b200, gb200, mi300x, mi325x, mi355x, each with the kernel model
+ * of its class and the host link of its host (PCIe Gen4 or Gen5 x16, NVLink-C2C;
+ * src/price/gpus.c says from which evidence) and the accuracy measured for it
+ * (vp_gpu.expected). */
 VP_API int vp_gpu_preset_count(void);
 VP_API const char *vp_gpu_preset_name(int i);
 VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
@@ -197,15 +204,15 @@ VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
  * "act_traffic_b": 2.8, "attn_efficiency_f": 0.6, "attn_efficiency_b": 0.5,
  * "layer_overhead_us": 40, "chunk_overhead_us": 300, "comm_efficiency": 0.8,
  * "hbm_efficiency": 0.8, "context_gib": 0.6, "comm_buffer_gib": 0.15, "frag_fraction":
- * 0.05, "expected_step_error": 0.05, "expected_step_worst": 0.1, "expected_memory_error":
- * 0.05, "expected_memory_worst": 0.1, "expected_runs": 10, "expected_memory_runs": 3,
- * "expected_basis": "..."} or, for one fraction of peak for every pass, "efficiency": 0.5
- * in place of the four kernel keys. With "base" every other key is optional and
- * overrides the preset ("efficiency" switches to the one fraction); without it the first
- * nine are required ("name" is optional; "p2p_gb_s" defaults to intra_node_gb_s, the
- * attention efficiencies to gemm_efficiency, the communication and HBM efficiencies to 1
- * and the rest to 0, as files written before they existed mean). VP_EPARSE naming the
- * key. */
+ * 0.05, "host_gb_s": 25, "host_memory_gib": 128, "expected_step_error": 0.05,
+ * "expected_step_worst": 0.1, "expected_memory_error": 0.05, "expected_memory_worst": 0.1,
+ * "expected_runs": 10, "expected_memory_runs": 3, "expected_basis": "..."} or, for one
+ * fraction of peak for every pass, "efficiency": 0.5 in place of the four kernel keys. With
+ * "base" every other key is optional and overrides the preset ("efficiency" switches to the
+ * one fraction); without it the first nine are required ("name" is optional; "p2p_gb_s"
+ * defaults to intra_node_gb_s, the attention efficiencies to gemm_efficiency, the
+ * communication and HBM efficiencies to 1 and the rest to 0, as files written before they
+ * existed mean: "host_gb_s" and "host_memory_gib" 0 is unknown). VP_EPARSE naming the key. */
 VP_API vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err);
 
 /* Preset name, or path of such a JSON file (same rule as vp_arch_resolve). */
@@ -407,6 +414,9 @@ typedef struct vp_price_stage {
                                      has R passes (full: each layer's input, on vpipe's own
                                      model the stage's input and targets; selective: all
                                      but the attention scores); act_bytes otherwise */
+    double off_bytes, copy_ms;    /* offload: what an O moves to host (the schedule's share
+                                     of hold_bytes) and each way's copy over the host link;
+                                     0 when the stage offloads nothing */
 } vp_price_stage;
 
 /* Per-rank memory, bytes, as a process holds it: its tensors (what the allocator hands
@@ -434,6 +444,8 @@ typedef struct vp_rank_memory {
                              embedding's pair) */
     double reserve;       /* vp_workload.reserve_bytes */
     double total;         /* reserved + context + comm + reserve */
+    double host;          /* host memory its offloads hold at most (not in total: another
+                             pool) */
 } vp_rank_memory;
 
 /* The stages of one schedule shape priced under a setup, before simulation: what a
@@ -488,16 +500,27 @@ VP_API vp_status vp_price_layout_bound(const vp_price_setup *setup, const vp_pri
                                        int m, vp_price_bound *out, vp_error *err);
 
 /* Builds family for spec with the layout's per-device costs and memory model (layout made
- * for the family's shape at spec->p); when the generator refuses unequal devices, with
- * their means (*mean_costs set). Caller frees *out. Errors of vp_family_build. */
+ * for the family's shape at spec->p, offloading as spec does); when the generator refuses
+ * unequal devices, with their means (*mean_costs set); with spec->offload, its O and L
+ * placed with the layout's copy times (vp_schedule_offload_place). Caller frees *out.
+ * Errors of vp_family_build and of the placement. */
 VP_API vp_status vp_price_build(const vp_price_layout *layout, const char *family,
                                 const vp_spec *spec, vp_schedule **out, bool *mean_costs,
                                 vp_error *err);
 
+/* Refills layout's offload figures (each stage's off_bytes and copy_ms, its cost model's
+ * off, o and l) for the shares of s (of the layout's shape; its ops are not read), as
+ * vp_price_layout_new does for its shape: then schedules offloading like s price on it.
+ * VP_EINVAL for another shape, or when s offloads on an accelerator without a host link
+ * (and no measured copy times). */
+VP_API vp_status vp_price_layout_offload(vp_price_layout *layout, const vp_price_setup *setup,
+                                         const vp_schedule *s, vp_error *err);
+
 /* Every rank's memory for schedule s (the layout's shape) from its op order alone,
  * without timing it (peaks depend only on the orders): the layout's fixed items plus each
- * device's activation peak, into memory[p] (caller storage); the same figures
- * vp_price_on_layout reports, up to rounding. VP_EINVAL for another shape, VP_ENOMEM. */
+ * device's activation peak, and its host bytes when s offloads, into memory[p] (caller
+ * storage); the same figures vp_price_on_layout reports, up to rounding. VP_EINVAL for
+ * another shape, VP_ENOMEM. */
 VP_API vp_status vp_price_layout_memory(const vp_price_layout *layout, const vp_schedule *s,
                                         vp_rank_memory *memory, vp_error *err);
 
@@ -523,7 +546,12 @@ typedef struct vp_price_result {
     double memory_max_bytes;
     int memory_max_rank;
     double capacity_bytes;
-    bool fits;                  /* memory_max_bytes <= capacity_bytes */
+    bool fits; /* memory_max_bytes <= capacity_bytes, and with offload every rank's
+                  host bytes <= the accelerator's host memory (when known) */
+    /* offload (0 without): the most host memory a rank holds, the host memory per GPU, the
+     * busiest copy engine's share of the makespan, and the time compute waited for copies
+     * (the device that waited most) */
+    double host_max_bytes, host_capacity_bytes, copy_occupancy, offload_stall_s;
     vp_expected_error expected; /* the accelerator's: how far to trust these figures */
     bool mean_costs;            /* vp_price_family: the generator could not build with unequal
                                    per-device costs and was given their means (priced exactly all
@@ -568,7 +596,9 @@ VP_API void vp_price_result_free(vp_price_result *r);
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
  * expert_params, act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms, a2a_f_ms, a2a_b_ms}),
  * expected_error ({step_time, step_time_worst, memory, memory_worst: fractions, null when not
- * measured; runs, memory_runs, basis}). NULL when memory runs out. */
+ * measured; runs, memory_runs, basis}); when s offloads, also each rank's "host" in
+ * memory_per_rank, host_max_bytes, host_capacity_bytes, copy_occupancy_max, offload_stall_s
+ * and per stage "offload" (its share), "off_bytes" and "copy_ms". NULL when memory runs out. */
 VP_API char *vp_price_result_json(const vp_price_result *r);
 
 #ifdef __cplusplus

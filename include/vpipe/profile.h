@@ -125,6 +125,9 @@ typedef struct vp_train_request {
     int split;                    /* a vp_split_goal; -1: not given (even) */
     const char *layers_per_stage; /* "3,4,4,3" (placed after split as in vp_request) */
     int recompute;                /* a vp_recompute; -1: not given */
+    const char *offload;          /* --offload shares (vp_offload_parse; placed after recompute
+                                     as in vp_request) */
+    int offload_policy;           /* a vp_offload_policy; -1: not given */
     bool vocab_parallel;          /* --vocab-parallel: one vocabulary shard per rank (the
                                      reference's shards: --vocab-shards, po.train.vocab_shards) */
     bool json, emulate;

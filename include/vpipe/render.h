@@ -4,9 +4,10 @@
  * sim and schedule.
  *
  * Every renderer reads a vp_timeline: per device, the ops that ran with their start and
- * end times and the memory after each. vp_timeline_from_sim makes one from a simulated
- * schedule; the runtime fills one from measured times, so planned and measured runs are
- * drawn by the same code.
+ * end times and the memory after each, and, when the schedule offloads, the copies of the
+ * device's copy engine on a lane of their own. vp_timeline_from_sim makes one from a
+ * simulated schedule; the runtime fills one from measured times, so planned and measured
+ * runs are drawn by the same code.
  */
 #ifndef VPIPE_RENDER_H
 #define VPIPE_RENDER_H
@@ -41,6 +42,9 @@ typedef struct vp_timeline {
     double trace_us;      /* microseconds per time unit in Chrome traces (1000 for simulations) */
     int32_t *stage_chunk; /* [S] chunk of each stage on its device (for shading) */
     vp_track *dev;        /* [p] */
+    vp_track *copy;       /* [p] each device's copies (O to host, L back; mem unused), or NULL
+                             while there are none */
+    double *host_peak;    /* [p] peak host memory (mem_unit), or NULL when unknown */
 } vp_timeline;
 
 /* Numbers every renderer prints, computed from a timeline alone. */
@@ -66,8 +70,15 @@ VP_API void vp_timeline_free(vp_timeline *tl);
  * or end < start, VP_ENOMEM when memory runs out. */
 VP_API vp_status vp_timeline_add(vp_timeline *tl, int d, vp_slice slice, vp_error *err);
 
-/* A new timeline of schedule s as simulated by sim (times, memory, chunks, family).
- * VP_EINVAL when sim does not belong to s. */
+/* Adds a copy to device d's copy lane (kind O or L), in its place by start time.
+ * Errors as vp_timeline_add, and VP_EINVAL for another kind. */
+VP_API vp_status vp_timeline_add_copy(vp_timeline *tl, int d, vp_slice slice, vp_error *err);
+
+/* Sets the peak host memory of each device, peak[p] (copied). VP_ENOMEM. */
+VP_API vp_status vp_timeline_set_host_peak(vp_timeline *tl, const double *peak, vp_error *err);
+
+/* A new timeline of schedule s as simulated by sim (times, memory, chunks, family; the
+ * copies and host peaks when s offloads). VP_EINVAL when sim does not belong to s. */
 VP_API vp_status vp_timeline_from_sim(const vp_schedule *s, const vp_sim *sim, vp_timeline **out,
                                       vp_error *err);
 
@@ -89,14 +100,17 @@ typedef struct vp_render_opts {
 
 /* Terminal timeline: one row per device, time to the right, each op as kind and microbatch
  * (lowercase letters for odd chunks), '.' for idle, wrapped into bands of opts->width
- * columns (or squeezed into one band with opts->fit), a legend, bubble and peak memory.
- * opts may be NULL. VP_EINVAL when opts->width leaves no room for the timeline. */
+ * columns (or squeezed into one band with opts->fit), a legend, bubble and peak memory;
+ * with copies, a row "cD" under each device for its copy engine and the host peaks. O and
+ * L take no compute time and are drawn on the copy rows only. opts may be NULL. VP_EINVAL
+ * when opts->width leaves no room for the timeline. */
 VP_API vp_status vp_render_ascii(const vp_timeline *tl, const vp_render_opts *opts, char **out,
                                  vp_error *err);
 
 /* SVG picture: title (family, p, m, costs, bubble, peak), legend, one lane per device with
  * coloured slices (F, B, W, BW, F&B; lighter shades for later chunks) and microbatch
- * numbers, the memory curve of each device under its lane, a time axis. opts may be NULL. */
+ * numbers, with copies a thin copy-engine lane under it (O, L), the memory curve of each
+ * device under its lane, a time axis. opts may be NULL. */
 VP_API vp_status vp_render_svg(const vp_timeline *tl, const vp_render_opts *opts, char **out,
                                vp_error *err);
 
@@ -108,8 +122,9 @@ VP_API vp_status vp_render_svg_gallery(const vp_timeline *const *tls, int n,
 
 /* Chrome trace JSON (Perfetto, chrome://tracing): one process per device holding one track
  * of slices (name "<kind> <microbatch>", args kind, stage, microbatch, chunk; stage2,
- * microbatch2, bkind for F&B) and, with has_mem, a memory counter. Times are scaled by
- * tl->trace_us. */
+ * microbatch2, bkind for F&B), with copies a second track "copy engine" of O and L slices
+ * (the O and L ops, which take no compute time, only there), and, with has_mem, a memory
+ * counter. Times are scaled by tl->trace_us. */
 VP_API vp_status vp_render_trace(const vp_timeline *tl, char **out, vp_error *err);
 
 #ifdef __cplusplus

@@ -28,10 +28,9 @@
  * command (a key is required where the command line requires its flag):
  *   list      json
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
- *             memory_limit, max_ops, recompute, vocab_parallel, model, gpu, seq, mbs, tp,
- *             sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve, dp_overlap,
- *             split,
- *             layers_per_stage, json
+ *             memory_limit, max_ops, recompute, vocab_parallel, offload, offload_policy,
+ *             model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap,
+ *             reserve, dp_overlap, split, layers_per_stage, json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
  *             no_color, title
@@ -39,11 +38,10 @@
  *   validate  operand, p, m, v, cost, cost_file, memory_model, memory_limit, max_ops,
  *             vocab_parallel
  *   plan      p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, recompute,
- *             vocab_parallel,
- *             memory, json, output, model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash,
- *             tp_overlap, pp_overlap, reserve, dp_overlap, split, layers_per_stage, gpus,
- *             global_batch, pp, top, max_chunks, threads, time_limit, margin, emit,
- *             operand (emit torchtitan's DIR)
+ *             vocab_parallel, offload, offload_policy, memory, json, output, model, gpu,
+ *             seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve,
+ *             dp_overlap, split, layers_per_stage, gpus, global_batch, pp, top, max_chunks,
+ *             threads, time_limit, margin, emit, operand (emit torchtitan's DIR)
  *   block     operand (a block file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, reorder, output, json, example
  *   model     operand ("list" | ["show", NAME]), json; show also model (instead of
@@ -107,13 +105,16 @@ typedef struct vp_request {
     const vp_schedule *schedule; /* a schedule the caller holds, instead of operand[0] */
     /* the schedule: -p, -m, -v (0: not given), --cost, --cost-file, --memory-model,
      * --memory-limit (units; 0: not given), --max-ops (0: the default), --recompute (a
-     * vp_recompute; -1: not given), --vocab-parallel */
+     * vp_recompute; -1: not given), --vocab-parallel, --offload (shares, vp_offload_parse;
+     * plan: also "auto"), --offload-policy (a vp_offload_policy; -1: not given) */
     int p, m, v;
     const char *cost, *cost_file, *memory_model;
     double memory_limit;
     long max_ops;
     int recompute;
     bool vocab_parallel; /* --vocab-parallel: the vocabulary split over the devices */
+    const char *offload;
+    int offload_policy;
     /* a real model: --model, --gpu, --seq, --mbs, --tp, --dp, --ep, --etp (0: not given),
      * --sp, --zero, --flash, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1:
      * not given), --split (a vp_split_goal, -1), --layers-per-stage "a,b,..." */
@@ -256,7 +257,8 @@ VP_API vp_status vp_request_counts(const char *text, int **counts, int *n, vp_er
 
 /* The schedule `what` names, as the commands find it: a family built from spec (which then
  * needs p and m), or a schedule file read and validated (spec's p and m, when set, must
- * match it), recomputed as spec->recompute says. New schedule in *out (caller frees).
+ * match it), recomputed as spec->recompute says and offloaded as spec->offload does. New
+ * schedule in *out (caller frees).
  * The command line's messages, spelled as flags; the status gives its exit code. */
 VP_API vp_status vp_request_obtain(const char *what, const vp_spec *spec, vp_schedule **out,
                                    vp_error *err);

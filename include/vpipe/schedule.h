@@ -19,6 +19,18 @@
  * core's saved tensors (selective). The R of the same (stage, microbatch), on the stage's
  * device after its F and before its backward, runs the forward again to rebuild them.
  *
+ * Offload. A stage with offload[s] > 0 may send that share of what its F keeps to host
+ * memory and bring it back before the backward. Each device has one copy engine beside
+ * its compute, running its copies one at a time in the order they are issued. For an
+ * offloaded (stage, microbatch) the device's list holds an O and an L, both taking no
+ * compute time:
+ *   - the copy to host is issued when F ends; O is where the device lets go of the bytes:
+ *     the device waits there for that copy to end (a stall if it has not);
+ *   - L takes the bytes back on the device and issues the copy from host; the backward
+ *     (and a recomputation, which reads what was kept) waits for that copy to end.
+ * So device memory changes only at ops of its list, and host memory (taken when the copy
+ * to host starts, given back when the copy from host ends) only in the order copies are
+ * issued: both peaks depend on the orders alone, as without offload.
  * Vocabulary parallelism (vocab_parallel). The input embedding's token table and the output
  * layer (head and softmax cross-entropy) are split by vocabulary into p shards, shard d on
  * device d; a route's first stage keeps the rest of the embedding (positions), its last
@@ -58,10 +70,12 @@ typedef enum {
     VP_OP_EF = 6, /* vocabulary parallelism: the embedding's forward on shard `stage` */
     VP_OP_EB = 7, /* ... the embedding's backward on shard `stage` */
     VP_OP_S = 8,  /* ... the output layer's forward and softmax statistics on shard `stage` */
-    VP_OP_T = 9   /* ... the output layer's backward on shard `stage` */
+    VP_OP_T = 9,  /* ... the output layer's backward on shard `stage` */
+    VP_OP_O = 10, /* offload: the offloaded bytes leave the device (after their copy) */
+    VP_OP_L = 11  /* reload: the offloaded bytes come back (their copy starts here) */
 } vp_op_kind;
 
-#define VP_OP_KIND_COUNT 10
+#define VP_OP_KIND_COUNT 12
 
 /* Whether kind is one of the vocabulary passes (EF, EB, S, T), whose `stage` is a shard. */
 static inline int vp_op_kind_is_vocab(int kind) {
@@ -113,6 +127,11 @@ typedef struct vp_schedule {
     vp_placement_kind placement;
     vp_recompute recompute; /* what its R ops rebuild (VP_RECOMPUTE_NONE: it has none) */
     int vocab_parallel;     /* 1: the vocabulary is split over the p devices (EF, EB, S, T) */
+    double *offload;        /* [S] share in [0, 1] of what a stage's F keeps that its O sends
+                               to host (0: the stage offloads nothing; every entry 0 for a
+                               schedule without offload) */
+    double host_limit;      /* most host memory the offloads of one device may hold, in units
+                               of activation (vp_schedule_host_peak); 0: no limit */
     int32_t *stage_device;  /* [S] device of each stage */
     int32_t *stage_chunk;   /* [S] rank of the stage among its device's stages */
     int32_t *mb_first;      /* [m] first stage of each microbatch's route */
@@ -151,6 +170,11 @@ VP_API vp_status vp_schedule_push_pass(vp_schedule *s, int d, vp_op_kind kind, i
  * is outside 0..p-1, VP_ENOMEM. */
 VP_API vp_status vp_schedule_set_chunks(vp_schedule *s, vp_error *err);
 
+/* A copy of s with empty op lists into a new *out (caller frees): its family, shape,
+ * placement, routes, recomputation, vocabulary parallelism, offload shares and host
+ * limit. VP_ENOMEM; *out is NULL on failure. */
+VP_API vp_status vp_schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err);
+
 /* Number of chunks (stages) on the busiest device. */
 VP_API int vp_schedule_chunks_per_device(const vp_schedule *s);
 
@@ -158,7 +182,8 @@ VP_API int vp_schedule_chunks_per_device(const vp_schedule *s);
 VP_API long vp_schedule_op_count(const vp_schedule *s);
 
 /* True when the two schedules have the same shape, placement, routes, recomputation,
- * vocabulary parallelism and op lists (the family name is not compared). */
+ * vocabulary parallelism, offload shares, host limit and op lists (the family name is not
+ * compared). */
 VP_API int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b);
 
 /* Last stage of microbatch mb's route (where its loss is computed). */
@@ -170,8 +195,20 @@ static inline int vp_schedule_last_stage(const vp_schedule *s, int mb) {
  * both model copies on every device and sums their gradients), 1 otherwise. */
 VP_API int vp_schedule_param_copies(const vp_schedule *s);
 
-/* Names: "F", "B", "W", "BW", "F&B", "R", "EF", "EB", "S", "T"; placement "single", "loop", "v",
- * "bidir", "custom". Static strings. */
+/* Whether s offloads anything (some stage's share is above 0). */
+VP_API int vp_schedule_offloads(const vp_schedule *s);
+
+/* Host memory each device's offloads hold at most, in units of activation (a stage holds
+ * 1/v unit per microbatch, v its device's chunks; each copy of the bidirectional
+ * placement a whole unit), into peak[p] (caller storage): an offloaded (stage, mb) takes
+ * offload[stage] of its stage's unit when its F ends (its copy to host is issued) and
+ * gives it back at its L's copy. With recomputation this counts the whole activation, not
+ * the part F keeps: a bound. The ops must be on their routes (vp_schedule_validate checks
+ * them). VP_ENOMEM (peak then holds 0 for every device). */
+VP_API vp_status vp_schedule_host_peak(const vp_schedule *s, double *peak, vp_error *err);
+
+/* Names: "F", "B", "W", "BW", "F&B", "R", "EF", "EB", "S", "T", "O", "L"; placement "single",
+ * "loop", "v", "bidir", "custom". Static strings. */
 VP_API const char *vp_op_kind_name(vp_op_kind kind);
 VP_API const char *vp_placement_name(vp_placement_kind placement);
 
@@ -186,21 +223,26 @@ VP_API char *vp_op_format(const vp_op *op, char *buf, int size);
 
 /* Checks the schedule: shape and placement are consistent; each (stage, microbatch) on
  * its route has exactly F plus either BW or B and W, plus one R when the schedule
- * recomputes (none otherwise); with vocabulary parallelism each (shard, microbatch) has
+ * recomputes (none otherwise), plus at most one O and then exactly one L when its stage
+ * offloads (none otherwise); with vocabulary parallelism each (shard, microbatch) has
  * exactly one EF, EB, S and T on the shard's device (none otherwise); no pass is outside
  * its route; every op sits on its stage's device; on each device the order respects
- * dependencies (R after F; B/BW after F and after R; W after B; T after S); and replaying
- * all devices together terminates (no cross-device deadlock).
+ * dependencies (R after F; B/BW after F and after R; W after B; T after S; O after F and
+ * before R and the backward: an offload of what is already freed is refused; L after O
+ * and before R and the backward: a reload after its backward is refused); every offload
+ * share is in [0, 1] and, with a host limit, no device's host memory passes it
+ * (vp_schedule_host_peak); and replaying all devices together terminates (no
+ * cross-device deadlock).
  * Returns VP_OK or VP_EVALIDATION / VP_EDEADLOCK with a message naming the device, the
  * position in its list and the op. */
 VP_API vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err);
 
 /* The recomputing version of s under mode into a new *out (caller frees): a copy of s
- * (family name and vocabulary passes included) with an R of (stage, mb) right before every backward
- * (B, BW or the backward half of an F&B), and out->recompute = mode. mode VP_RECOMPUTE_NONE gives s
- * without any R. R ops s already has are dropped first, so the transform is idempotent. The result
- * is valid whenever s is (R waits only for an earlier op of its own device). VP_EINVAL for an
- * unknown mode, VP_ENOMEM. */
+ * (family name, vocabulary passes and offload included) with an R of (stage, mb) right
+ * before every backward (B, BW or the backward half of an F&B), and out->recompute = mode.
+ * mode VP_RECOMPUTE_NONE gives s without any R. R ops s already has are dropped first, so
+ * the transform is idempotent. The result is valid whenever s is (R waits only for an
+ * earlier op of its own device). VP_EINVAL for an unknown mode, VP_ENOMEM. */
 VP_API vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_schedule **out,
                                        vp_error *err);
 

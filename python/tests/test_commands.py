@@ -268,6 +268,24 @@ def test_a_schedule_says_what_the_command_line_says():
     assert vpipe.simulate(s, model="llama3-8b") == priced
 
 
+def test_an_offloading_schedule_has_its_copies_and_host_bytes():
+    s = vpipe.schedule("1f1b", 4, 8, offload=1)
+    kinds = {op.kind for device in s.ops for op in device}
+    assert {"O", "L"} <= kinds and "OO" not in kinds
+    plain = vpipe.simulate("1f1b", p=4, m=8)
+    sent = s.simulate()
+    assert sent.peak_memory_max < plain.peak_memory_max
+    priced = vpipe.price("1f1b", p=8, m=16, model="llama3-70b", seq=8192, tp=8, sp=True,
+                         flash=True, offload=0.5)
+    assert priced["host_max_bytes"] > 0 and 0 < priced["copy_occupancy_max"] <= 1
+    assert all(r["host"] >= 0 for r in priced.to_dict()["memory_per_rank"])
+    chosen = vpipe.plan(p=4, m=16, memory=0.5, cost="O=0.5", offload="auto")
+    assert chosen.report.params == "offload 1 uniform"
+    staged = vpipe.simulate("1f1b", p=4, m=8, offload=[0, 0.5, 1, 0], cost=dict(O=0.5))
+    assert staged == vpipe.simulate("1f1b", p=4, m=8, offload="0,0.5,1,0", cost="O=0.5")
+    assert staged.costs["O"] == 0.5
+
+
 def test_an_option_the_package_never_names_reaches_the_library():
     # reserve and dp_overlap appear nowhere in the package: they go through as given
     base = dict(p=4, m=8, model="llama2-7b", dp=2)

@@ -335,7 +335,8 @@ def test_load_never_takes_a_str_for_text(tmp_path):
 
 
 @pytest.mark.parametrize("costs, message", [
-    ({"F=9,B": 1}, "option 'costs': unknown cost key 'F=9,B' (known: F, B, W, c, FB, R, S, T, E)"),
+    ({"F=9,B": 1},
+     "option 'costs': unknown cost key 'F=9,B' (known: F, B, W, c, FB, R, S, T, E, O, L)"),
     ({"f": 1}, "option 'costs': unknown cost key 'f'"),
     ({1: 2}, "option 'costs': unknown cost key 1"),
     ({"F": float("nan")}, "option 'costs': F must be a finite number"),

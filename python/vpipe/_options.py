@@ -22,7 +22,7 @@ from ._errors import InvalidArgument
 
 Costs = Union[Mapping[str, Any], str, None]
 
-COST_KEYS = ("F", "B", "W", "c", "FB", "R", "S", "T", "E")
+COST_KEYS = ("F", "B", "W", "c", "FB", "R", "S", "T", "E", "O", "L")
 
 
 def _is_bool(value: Any) -> bool:
@@ -91,7 +91,8 @@ def encode(**options: Any) -> bytes:
     """The options as the JSON object of vp_request_call (bytes); None values are left out.
     The older names "costs" and "zero1" become "cost" and "zero"; costs given as a mapping
     go through costs_text (its messages name the keyword given); a numeric "memory" (the
-    budget planner's) becomes its text. Every other keyword is passed on as it is, for the
+    budget planner's) and a numeric "offload" (a share, or one per stage) become their
+    text. Every other keyword is passed on as it is, for the
     library to take or refuse."""
     for old, new in ALIASES.items():
         if options.get(old) is not None:
@@ -104,4 +105,9 @@ def encode(**options: Any) -> bytes:
     memory = options.get("memory")
     if memory is not None and not isinstance(memory, str):
         options["memory"] = repr(_real("option 'memory'", memory))
+    offload = options.get("offload")
+    if offload is not None and not isinstance(offload, str):
+        shares = offload if isinstance(offload, (list, tuple)) or getattr(
+            offload, "ndim", 0) >= 1 else [offload]
+        options["offload"] = ",".join(repr(_real("option 'offload'", x)) for x in shares)
     return json.dumps({k: _value(k, v) for k, v in options.items() if v is not None}).encode()

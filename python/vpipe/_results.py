@@ -298,8 +298,9 @@ class PriceResult(SimulationReport):
 @dataclasses.dataclass(frozen=True)
 class Op(_Record):
     """One op of a schedule: kind "F", "B", "W", "BW" (B and W fused), "R" (a
-    recomputation), "F&B" (a forward overlapped with a backward, given in backward), or a
-    vocabulary pass "EF", "EB", "S", "T" (vocabulary parallelism: `stage` is then the
+    recomputation), "O" and "L" (an activation's copy to host memory and back, on the
+    device's copy engine), "F&B" (a forward overlapped with a backward, given in backward),
+    or a vocabulary pass "EF", "EB", "S", "T" (vocabulary parallelism: `stage` is then the
     vocabulary shard, which runs on the device of that number), the stage it runs and its
     microbatch, both from 0."""
 
@@ -624,8 +625,8 @@ class Accelerator(_Record):
     nodes (GB/s, latency), point-to-point bandwidth, GEMM efficiency, activation traffic,
     the attention kernels' efficiency, per-layer and per-chunk overheads, communication
     and HBM efficiency, memory beyond the tensors (context, communicator buffers,
-    fragmentation), the accuracy measured for it (expected_*: 0 and 0 runs when none
-    was), GPUs per node."""
+    fragmentation), the host link and host memory per GPU (offload; 0: unknown), the
+    accuracy measured for it (expected_*: 0 and 0 runs when none was), GPUs per node."""
 
     name: str
     peak_tflops: float
@@ -649,6 +650,8 @@ class Accelerator(_Record):
     context_gib: float
     comm_buffer_gib: float
     frag_fraction: float
+    host_gb_s: float
+    host_memory_gib: float
     expected_step_error: float
     expected_step_worst: float
     expected_memory_error: float

@@ -88,6 +88,10 @@ void *vp__malloc(size_t n, size_t size);
  * the capacity. Returns 0 on success, -1 when memory runs out (buffer left unchanged). */
 int vp__grow(void **buf, int *cap, int need, size_t elem);
 
+/* Reads a plain decimal number at text ("2", "0.5", ".5", "1e-3"; no blank, sign, hex,
+ * inf or nan) into *v: a subnormal stays as it is, an overflow becomes HUGE_VAL. Returns
+ * the end, or NULL when text does not start with such a number. */
+const char *vp__read_number(const char *text, double *v);
 /* FNV-1a 64 over n bytes, continuing from hash (0xcbf29ce484222325 to start): the
  * digest of checkpoints, parameters (vp_digest) and data (vp_data_digest). */
 uint64_t vp__fnv1a(const void *bytes, size_t n, uint64_t hash);

@@ -1,7 +1,9 @@
-/* Freeing what the library returned, checked allocation, growth, a digest, the clock and a
- * median. */
+/* Freeing what the library returned, checked allocation, growth, a digest, the clock, a
+ * median and a number reader. */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "base/internal.h"
@@ -62,4 +64,15 @@ static int cmp_double(const void *a, const void *b) {
 double vp__median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+const char *vp__read_number(const char *text, double *v) {
+    if (!isdigit((unsigned char)text[0]) && !(text[0] == '.' && isdigit((unsigned char)text[1])))
+        return NULL;
+    char *end = NULL;
+    *v = strtod(text, &end); /* an ERANGE is an underflow (kept) or HUGE_VAL (refused later) */
+    for (const char *c = text; c < end; c++)
+        if (!isdigit((unsigned char)*c) && !strchr(".eE+-", *c))
+            return NULL; /* "0x1p3" */
+    return end;
 }

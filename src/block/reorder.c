@@ -165,7 +165,7 @@ static double ready_bound(const ctx *c, int d, const vp_op *op, int *local) {
     double t = 0.0;
     *local = -1;
     for (int i = 0; i < n; i++) {
-        int nd = passes[i].chained ? 0 : vp__pass_deps(c->s, passes[i], deps);
+        int nd = passes[i].chained ? 0 : vp__pass_deps(c->s, NULL, passes[i], deps);
         for (int k = 0; k < nd; k++) {
             where dep = c->at[vp__pass_index(c->s, deps[k])];
             double r = c->end[dep.d][dep.k];

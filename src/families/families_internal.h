@@ -27,6 +27,10 @@ vp_status vp__build_dualpipev(const vp_spec *spec, vp_schedule **out, vp_error *
  * *s is freed and NULL. */
 vp_status vp__recompute_in_place(vp_schedule **s, vp_recompute mode, vp_error *err);
 
+/* Replaces *s by its version offloading as spec->offload says, under spec's costs and
+ * memory model (freeing the old one; NULL on failure). */
+vp_status vp__offload_in_place(vp_schedule **s, const vp_spec *spec, vp_error *err);
+
 /* The cost model of spec's V shape (p devices, 2p stages on the V placement) under its
  * costs and memory model (caller frees); vp__spec_cost_model's errors. */
 vp_status vp__vshape_costs(const vp_spec *spec, vp_cost_model **out, vp_error *err);

@@ -60,9 +60,10 @@ vp_spec vp_spec_make(int p, int m) {
 
 double vp_spec_max_ops(const vp_spec *spec) {
     double stages = (double)spec->p * (spec->v > 2 ? spec->v : 2);
-    return ((spec->recompute != VP_RECOMPUTE_NONE ? 4.0 : 3.0) * stages +
-            (spec->vocab_parallel ? 4.0 * spec->p : 0.0)) *
-           (double)spec->m;
+    return ((spec->recompute != VP_RECOMPUTE_NONE ? 4.0 : 3.0) +
+            (spec->offload.policy != VP_OFFLOAD_NONE ? 2.0 : 0.0)) *
+               stages * (double)spec->m +
+           (spec->vocab_parallel ? 4.0 * spec->p * (double)spec->m : 0.0);
 }
 
 vp_status vp_spec_check_size(const vp_spec *spec, vp_error *err) {
@@ -90,6 +91,14 @@ vp_status vp__recompute_in_place(vp_schedule **s, vp_recompute mode, vp_error *e
     vp_status rc = vp_schedule_recompute(*s, mode, &r, err);
     vp_schedule_free(*s);
     *s = r;
+    return rc;
+}
+
+vp_status vp__offload_in_place(vp_schedule **s, const vp_spec *spec, vp_error *err) {
+    vp_schedule *o = NULL;
+    vp_status rc = vp_schedule_offload(*s, &spec->costs, &spec->mem, &spec->offload, &o, err);
+    vp_schedule_free(*s);
+    *s = o;
     return rc;
 }
 
@@ -122,6 +131,8 @@ vp_status vp_spec_finish(const vp_spec *spec, vp_schedule **s, vp_error *err) {
         rc = vp__recompute_in_place(s, spec->recompute, err);
     if (rc == VP_OK && spec->vocab_parallel)
         rc = vocab_in_place(s, spec, err);
+    if (rc == VP_OK && spec->offload.policy != VP_OFFLOAD_NONE)
+        rc = vp__offload_in_place(s, spec, err);
     if (rc != VP_OK) {
         vp_schedule_free(*s);
         *s = NULL;

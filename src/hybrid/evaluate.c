@@ -129,10 +129,77 @@ static vp__hy_verdict choose_vblock(const vp_hybrid_request *req, const vp_price
     return VP__HY_PRICED;
 }
 
-/* Builds config's schedule on lay into *s and its op-order memory into mem. */
-static vp__hy_verdict build(const vp_hybrid_request *req, const vp_price_layout *lay,
-                            const vp__hy_levels *levels, vp_hybrid_config *c, vp_schedule **s,
-                            vp_rank_memory *mem, vp_error *err) {
+/* Whether op-order memory mem of config c fits the device with room bytes left and (when
+ * known) the host. */
+static bool fits_in(const vp_hybrid_request *req, const vp_hybrid_config *c,
+                    const vp_rank_memory *mem, double room) {
+    double host = req->gpu->host_memory_bytes;
+    for (int d = 0; d < c->pp; d++)
+        if (mem[d].total > req->gpu->memory_bytes - room || (host > 0 && mem[d].host > host))
+            return false;
+    return true;
+}
+
+/* Schedule base (simulated: sim) offloading share (uniform) on lay (its offload figures
+ * set for the share) into *out with its op-order memory in mem. */
+static vp_status offload_at(const vp_price_setup *su, vp_price_layout *lay, const vp_schedule *base,
+                            const vp_sim *sim, double share, vp_schedule **out, vp_rank_memory *mem,
+                            vp_error *err) {
+    vp_offload spec = {.policy = VP_OFFLOAD_UNIFORM, .share = share};
+    vp_schedule *shared = NULL;
+    *out = NULL;
+    vp_status rc = vp_schedule_offload_shares(base, &spec, &shared, err);
+    if (rc == VP_OK)
+        rc = vp_price_layout_offload(lay, su, shared, err);
+    if (rc == VP_OK)
+        rc = vp_schedule_offload_place(shared, lay->cm, sim, &spec, out, err);
+    if (rc == VP_OK)
+        rc = vp_price_layout_memory(lay, *out, mem, err);
+    vp_schedule_free(shared);
+    return rc;
+}
+
+/* The offloading lever for *s, over the capacity less room: the smallest share that fits
+ * (1, then 1/2, then 1/4 or 3/4), or config's own share when set. Replaces *s and mem when
+ * one fits (c->offload set); else leaves lay without offload. */
+static vp_status offload_lever(const vp_hybrid_request *req, const vp_price_setup *su,
+                               vp_price_layout *lay, vp_hybrid_config *c, vp_schedule **s,
+                               vp_rank_memory *mem, double room, vp_error *err) {
+    double tried[3] = {c->offload > 0 ? c->offload : 1.0, 0.5, 0}, best = 0;
+    int n = c->offload > 0 ? 1 : 2;
+    vp_rank_memory *m = vp__calloc((size_t)c->pp, sizeof *m);
+    vp_sim *sim = NULL; /* of *s without copies: the shares change none of its times */
+    vp_status rc =
+        m ? vp_simulate(*s, lay->cm, &sim, err) : vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int i = 0; rc == VP_OK && i < n; i++) {
+        vp_schedule *o = NULL;
+        rc = offload_at(su, lay, *s, sim, tried[i], &o, m, err);
+        bool ok = rc == VP_OK && fits_in(req, c, m, room);
+        if (ok || c->offload > 0) {
+            best = tried[i];
+            vp_schedule_free(*s);
+            *s = o;
+            memcpy(mem, m, (size_t)c->pp * sizeof *m);
+        } else {
+            vp_schedule_free(o);
+        }
+        if (i == 0 && !ok && c->offload <= 0)
+            break;            /* not even everything: no share fits */
+        if (i == 1 && n == 2) /* 1/2 fits: try 1/4, else 3/4 */
+            tried[n++] = ok ? 0.25 : 0.75;
+    }
+    free(m);
+    vp_sim_free(sim);
+    c->offload = best;
+    return rc == VP_OK ? vp_price_layout_offload(lay, su, *s, err) /* prices what *s keeps */
+                       : rc;
+}
+
+/* Builds config's schedule on lay into *s and its op-order memory into mem (offloading,
+ * when req lets it, to leave the margin, or else to fit). */
+static vp__hy_verdict build(const vp_hybrid_request *req, const vp_price_setup *su,
+                            vp_price_layout *lay, const vp__hy_levels *levels, vp_hybrid_config *c,
+                            vp_schedule **s, vp_rank_memory *mem, vp_error *err) {
     if (!strcmp(c->family, "v-block"))
         return choose_vblock(req, lay, levels, c, s, mem, err);
     vp_spec spec = vp_spec_make(c->pp, c->m);
@@ -142,10 +209,15 @@ static vp__hy_verdict build(const vp_hybrid_request *req, const vp_price_layout 
     vp_status rc = vp_price_build(lay, c->family, &spec, s, &mean, err);
     if (rc == VP_OK)
         rc = vp_price_layout_memory(lay, *s, mem, err);
+    double margin = vp__hy_margin(req);
+    if (rc == VP_OK && (c->offload > 0 || (req->offload && !fits_in(req, c, mem, margin))))
+        rc = offload_lever(req, su, lay, c, s, mem, margin, err);
+    if (rc == VP_OK && req->offload && c->offload <= 0 && margin > 0 && !fits_in(req, c, mem, 0))
+        rc = offload_lever(req, su, lay, c, s, mem, 0, err);
     if (rc != VP_OK)
         return rc == VP_ENOMEM ? VP__HY_FAILED : VP__HY_REFUSED;
     c->memory_max_bytes = largest(mem, c->pp);
-    return c->memory_max_bytes <= req->gpu->memory_bytes ? VP__HY_PRICED : VP__HY_OVER;
+    return fits_in(req, c, mem, 0) ? VP__HY_PRICED : VP__HY_OVER;
 }
 
 vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *shape,
@@ -162,7 +234,7 @@ vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *
         return VP__HY_FAILED;
     }
     vp_status rc = vp_price_layout_new(&hs.setup, shape, &lay, err);
-    vp__hy_verdict v = rc == VP_OK       ? build(req, lay, levels, c, &s, mem, err)
+    vp__hy_verdict v = rc == VP_OK       ? build(req, &hs.setup, lay, levels, c, &s, mem, err)
                        : rc == VP_ENOMEM ? VP__HY_FAILED
                                          : VP__HY_REFUSED;
     vp_price_result *r = NULL;
@@ -176,6 +248,8 @@ vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *
             c->fits = r->fits;
             c->headroom_bytes = r->capacity_bytes - r->memory_max_bytes;
             c->tight = c->fits && c->headroom_bytes < vp__hy_margin(req);
+            c->host_max_bytes = r->host_max_bytes;
+            c->copy_occupancy = r->copy_occupancy;
         }
     }
     if (priced && v == VP__HY_PRICED) {

@@ -104,6 +104,13 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
         pipeline_keys(&b, pr, schedule, csv_path);
     vp__buf_printf(&b, "\n[activation_checkpoint]\nmode = \"%s\"\n",
                    vp_recompute_name(c->recompute));
+    if (c->offload > 0)
+        vp__buf_printf(&b,
+                       "# vpipe priced offloading %g of each stage's saved activations to host;\n"
+                       "# torchtitan's pipeline schedules have no offload action: the CSV is the\n"
+                       "# compute order without O and L, and without offload the ranks need more\n"
+                       "# memory than predicted\n",
+                       c->offload);
     *toml = vp__buf_take(&b);
     return *toml ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
 }
@@ -140,6 +147,47 @@ static void split_flags(vp__buf *b, const vp_hybrid_priced *pr, vp__buf *notes) 
     }
 }
 
+/* Megatron-LM's fine-grained activation offload moves the inputs a module saves; the
+ * modules of a dense layer and the saved tensors (vp_price_tensors' names, by prefix)
+ * that are theirs. */
+static const struct {
+    const char *module, *tensor;
+} offload_modules[] = {{"attn_norm", "norm 1 input"}, {"qkv_linear", "QKV input"},
+                       {"core_attn", "query"},        {"core_attn", "key and value"},
+                       {"core_attn", "softmax"},      {"attn_proj", "projection input"},
+                       {"mlp_norm", "norm 2 input"}};
+
+/* The --offload-modules that come nearest to offloading c's share of a layer's saved bytes
+ * (whole modules, in the layer's order), and a comment line on what they cover. */
+static void offload_flags(vp__buf *b, vp__buf *notes, const vp_hybrid_request *req,
+                          const vp_hybrid_priced *pr) {
+    vp_saved_tensor saved[32];
+    int n = vp_price_tensors(req->arch, &pr->work, VP_PRICE_LAYER, saved, 32);
+    double total = 0, covered = 0, want = pr->config.offload;
+    for (int i = 0; i < n && i < 32; i++)
+        total += saved[i].keep != VP_KEEP_B_W ? saved[i].bytes : 0;
+    const char *last = "";
+    vp__buf_printf(b, " --fine-grained-activation-offloading --offload-modules");
+    for (size_t m = 0; m < sizeof offload_modules / sizeof offload_modules[0]; m++) {
+        double bytes = 0;
+        for (int i = 0; i < n && i < 32; i++)
+            if (!strncmp(saved[i].name, offload_modules[m].tensor,
+                         strlen(offload_modules[m].tensor)))
+                bytes += saved[i].bytes;
+        if (bytes == 0 || (covered > 0 && covered + bytes / 2 > want * total))
+            continue;
+        if (strcmp(last, offload_modules[m].module))
+            vp__buf_printf(b, " %s", offload_modules[m].module);
+        last = offload_modules[m].module;
+        covered += bytes;
+    }
+    vp__buf_printf(notes,
+                   "# offload: vpipe priced sending %.0f%% of each stage's saved activations to "
+                   "host (the uniform policy); the modules above hold %.0f%% of a layer's (a "
+                   "dense MLP's inputs have no Megatron module)\n",
+                   100 * want, total > 0 ? 100 * covered / total : 0);
+}
+
 vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_priced *pr, char **flags,
                              vp_error *err) {
     *flags = NULL;
@@ -171,6 +219,8 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                            "--recompute-num-layers 1");
     else if (c->recompute == VP_RECOMPUTE_SELECTIVE)
         vp__buf_printf(&b, " --recompute-granularity selective");
+    if (c->offload > 0)
+        offload_flags(&b, &notes, req, pr);
     vp__buf_printf(&b, "\n# data parallel %d = world size %d / (TP %d x PP %d)\n", c->dp, req->gpus,
                    c->tp, c->pp);
     char *extra = vp__buf_take(&notes);

@@ -10,12 +10,14 @@
 
 #define GIB 1073741824.0
 
-/* "DP 2, TP 4, PP 5, mbs 2" of c. */
+/* "DP 2, TP 4, PP 5, mbs 2" of c (", offload 0.5" when it offloads). */
 static const char *degrees(const vp_hybrid_config *c, char *buf, size_t size) {
     char ep[32] = "";
     if (c->ep > 1 || c->etp > 1)
         snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp);
-    snprintf(buf, size, "DP %d, TP %d, PP %d%s, mbs %d", c->dp, c->tp, c->pp, ep, c->mbs);
+    int n = snprintf(buf, size, "DP %d, TP %d, PP %d%s, mbs %d", c->dp, c->tp, c->pp, ep, c->mbs);
+    if (c->offload > 0 && n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ", offload %g", c->offload);
     return buf;
 }
 
@@ -87,6 +89,12 @@ static json_t *config_json(const vp_hybrid_config *c) {
     json_object_set_new(o, "fits", json_boolean(c->fits));
     json_object_set_new(o, "headroom_bytes", json_integer((json_int_t)llround(c->headroom_bytes)));
     json_object_set_new(o, "tight", json_boolean(c->tight));
+    if (c->offload > 0) {
+        json_object_set_new(o, "offload", json_real(c->offload));
+        json_object_set_new(o, "host_max_bytes",
+                            json_integer((json_int_t)llround(c->host_max_bytes)));
+        json_object_set_new(o, "copy_occupancy", json_real(c->copy_occupancy));
+    }
     return o;
 }
 

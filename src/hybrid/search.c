@@ -431,8 +431,10 @@ static const char *describe(const vp_hybrid_config *c, char *buf, size_t size) {
     char ep[32] = "";
     if (c->ep > 1 || c->etp > 1)
         snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp);
-    snprintf(buf, size, "%s%s, DP %d, TP %d, PP %d%s, mbs %d, recompute %s", c->family, chunks,
-             c->dp, c->tp, c->pp, ep, c->mbs, vp_recompute_name(c->recompute));
+    int n = snprintf(buf, size, "%s%s, DP %d, TP %d, PP %d%s, mbs %d, recompute %s", c->family,
+                     chunks, c->dp, c->tp, c->pp, ep, c->mbs, vp_recompute_name(c->recompute));
+    if (c->offload > 0 && n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ", offload %g", c->offload);
     return buf;
 }
 

@@ -61,6 +61,14 @@ vp_status vp_json_write(const vp_schedule *s, char **text, vp_error *err) {
         vp__buf_printf(&b, ",\n \"recompute\": \"%s\"", vp_recompute_name(s->recompute));
     if (s->vocab_parallel)
         vp__buf_printf(&b, ",\n \"vocab_parallel\": true");
+    if (vp_schedule_offloads(s)) {
+        vp__buf_printf(&b, ",\n \"offload\": [");
+        for (int i = 0; i < s->S; i++)
+            vp__buf_printf(&b, "%s%.17g", i ? "," : "", s->offload[i]);
+        vp__buf_add(&b, "]", 1);
+    }
+    if (s->host_limit > 0)
+        vp__buf_printf(&b, ",\n \"host_limit\": %.17g", s->host_limit);
     if (!routes_default(s)) {
         vp__buf_printf(&b, ",\n \"mb_first\": ");
         write_int_array(&b, s->mb_first, s->m);
@@ -113,7 +121,7 @@ static vp_status read_op(json_t *row, const vp_schedule *s, const char *path, vp
     json_t *k = json_array_get(row, 0);
     vp_op_kind kind;
     if (!json_is_string(k) || vp_op_kind_parse(json_string_value(k), &kind) != VP_OK)
-        return bad(err, path, "unknown op kind (F, B, W, BW, F&B, R, EF, EB, S or T)");
+        return bad(err, path, "unknown op kind (F, B, W, BW, F&B, R, EF, EB, S, T, O or L)");
     size_t want = kind == VP_OP_FB ? 6 : 3;
     if (json_array_size(row) != want)
         return bad(err, path,
@@ -167,6 +175,26 @@ static vp_status parse_recompute(json_t *root, vp_recompute *out, vp_error *err)
     if (!r || (json_is_string(r) && vp_recompute_parse(json_string_value(r), out, NULL) == VP_OK))
         return VP_OK;
     return vp__fail(err, VP_EPARSE, "field \"recompute\" must be one of none, selective, full");
+}
+
+/* The optional fields "offload" (an array of S shares in [0, 1]) and "host_limit" (a
+ * number >= 0) into s. */
+static vp_status parse_offload(json_t *root, vp_schedule *s, vp_error *err) {
+    json_t *arr = json_object_get(root, "offload"), *lim = json_object_get(root, "host_limit");
+    if (arr && (!json_is_array(arr) || (int)json_array_size(arr) != s->S))
+        return vp__fail(err, VP_EPARSE, "field \"offload\" must be an array of %d numbers", s->S);
+    for (int i = 0; arr && i < s->S; i++) {
+        json_t *v = json_array_get(arr, (size_t)i);
+        double x = json_is_number(v) ? json_number_value(v) : -1.0;
+        if (!(x >= 0 && x <= 1))
+            return vp__fail(err, VP_EPARSE, "offload[%d] must be a number in [0, 1]", i);
+        s->offload[i] = x;
+    }
+    if (lim &&
+        !(json_is_number(lim) && json_number_value(lim) >= 0 && json_number_value(lim) <= 1e300))
+        return vp__fail(err, VP_EPARSE, "field \"host_limit\" must be a number >= 0");
+    s->host_limit = lim ? json_number_value(lim) : 0.0;
+    return VP_OK;
 }
 
 static vp_status parse_placement(json_t *root, vp_placement_kind *out, vp_error *err) {
@@ -232,6 +260,8 @@ static vp_status read_schedule(json_t *root, vp_schedule **out, vp_error *err) {
         rc = read_int_array(routes, "mb_first", m, 0, S - 1, s->mb_first, err);
     if (rc == VP_OK)
         rc = vp_schedule_set_chunks(s, err);
+    if (rc == VP_OK)
+        rc = parse_offload(root, s, err);
     json_t *devs = json_object_get(root, "devices");
     if (rc == VP_OK && (!json_is_array(devs) || (int)json_array_size(devs) != p))
         rc = vp__fail(err, VP_EPARSE, "field \"devices\" must be an array of %d op lists", p);

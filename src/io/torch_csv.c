@@ -128,6 +128,11 @@ static const char *unexportable(const vp_schedule *s) {
                "last. Export the schedule without vocabulary parallelism (build it without "
                "--vocab-parallel): the same transformer passes in the same order, the "
                "vocabulary unsplit";
+    if (vp_schedule_offloads(s))
+        return "PyTorch's schedule actions have no activation offload or reload (O, L): "
+               "export the schedule without offload (its compute order is the same without O "
+               "and L; vp_schedule_offload_shares with policy none) and offload inside the "
+               "model, e.g. Megatron-LM's fine-grained activation offloading";
     for (int j = 0; j < s->m; j++)
         if (s->mb_first[j] != 0)
             return "microbatches that start elsewhere than stage 0 have no PyTorch CSV form";

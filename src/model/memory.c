@@ -66,8 +66,8 @@ void vp_mem_release(vp_mem *mem, void *p, size_t bytes) {
 }
 
 const char *vp_mem_category_name(vp_mem_category cat) {
-    static const char *const names[VP_MEM_CATEGORIES] = {"activations", "params",    "grads",
-                                                         "optimizer",   "workspace", "in_flight"};
+    static const char *const names[VP_MEM_CATEGORIES] = {
+        "activations", "params", "grads", "optimizer", "workspace", "in_flight", "host"};
     return (unsigned)cat < VP_MEM_CATEGORIES ? names[cat] : "?";
 }
 

@@ -376,16 +376,10 @@ void vp_stage_buffer_free(float *buf) {
     free(buf);
 }
 
-/* Byte sizes of one block's buffers */
-typedef struct {
-    size_t nc, n, qkv, probs, h, part;
-} block_bytes;
+typedef vp__block_bytes block_bytes;
 
 static block_bytes bytes_of(const vp_stage *s) {
-    size_t f = sizeof(float), N = (size_t)s->d.B * s->d.T, C = (size_t)s->d.C;
-    return (block_bytes){f * N * C,     f * N,
-                         f * N * 3 * C, f * (size_t)s->d.B * s->d.NH * s->d.T * s->d.T,
-                         f * N * 4 * C, f * 4 * C};
+    return vp__block_bytes_of(s->d);
 }
 
 /* Frees the buffers of a block that B no longer needs (statistics and probabilities). */
@@ -434,6 +428,7 @@ void vp_stage_discard(vp_stage *s, int mb) {
     DROP(s, sl->vlogits, f * N * (size_t)(s->v1 - s->v0));
     DROP(s, sl->vstats, f * VP_VOCAB_STATS * N);
     DROP(s, sl->vtargets, N);
+    vp__slot_offload_discard(sl);
     sl->state = VP__SLOT_EMPTY;
 }
 
@@ -446,6 +441,10 @@ static vp_status slot_check(vp_stage *s, int mb, int want, const char *pass, vp_
     if (s->slots[mb].state != want)
         return vp__fail(err, VP_EINVAL, "%s: microbatch slot %d of stage [%d, %d) is %s", pass, mb,
                         s->l0, s->l1, what[s->slots[mb].state]);
+    if (s->slots[mb].off_state != VP__OFF_NONE)
+        return vp__fail(err, VP_EINVAL,
+                        "%s: microbatch slot %d of stage [%d, %d) is offloaded: reload it first",
+                        pass, mb, s->l0, s->l1);
     return VP_OK;
 }
 
@@ -626,10 +625,11 @@ vp_status vp_stage_drop(vp_stage *s, int mb, bool full, vp_error *err) {
 
 vp_status vp_stage_recompute(vp_stage *s, int mb, vp_error *err) {
     if (mb < 0 || mb >= s->n_slots ||
-        (s->slots[mb].state != VP__SLOT_INPUT_ONLY && s->slots[mb].state != VP__SLOT_NO_CORE))
+        (s->slots[mb].state != VP__SLOT_INPUT_ONLY && s->slots[mb].state != VP__SLOT_NO_CORE) ||
+        s->slots[mb].off_state != VP__OFF_NONE)
         return vp__fail(err, VP_EINVAL,
                         "recompute: microbatch slot %d of stage [%d, %d) was not "
-                        "dropped after its forward",
+                        "dropped after its forward (or is offloaded)",
                         mb, s->l0, s->l1);
     vp__slot *sl = &s->slots[mb];
     bool ok = true;

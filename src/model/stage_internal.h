@@ -15,6 +15,18 @@ typedef struct vp__tensor {
  * recomputation's keeps only its input, the selective one all but the probabilities). */
 enum { VP__SLOT_EMPTY, VP__SLOT_ACT, VP__SLOT_STASH, VP__SLOT_INPUT_ONLY, VP__SLOT_NO_CORE };
 
+/* Where a slot's offloaded tensors are (offload.c): all on the device; copied to host (the
+ * device still holds them); away (only on host); reserved again on the device, the copy
+ * back pending. */
+enum { VP__OFF_NONE, VP__OFF_COPIED, VP__OFF_AWAY, VP__OFF_RESERVED };
+
+/* One offloaded tensor: the slot's field holding it, its size, its host copy. */
+typedef struct vp__off {
+    void **field;
+    size_t bytes;
+    void *host;
+} vp__off;
+
 /* What one microbatch holds on this stage between passes. */
 typedef struct vp__slot {
     int state;
@@ -27,12 +39,32 @@ typedef struct vp__slot {
     float *meanf, *rstdf;  /* last: [N] */
     float *probs;          /* last: [N,V] probabilities, dlogits after B */
     float *partf;          /* last: [2C] final-norm weight-gradient sums */
+    int off_state;         /* VP__OFF_* */
+    int n_off;             /* offloaded tensors, off[0..n_off) (malloc'd; NULL when none) */
+    vp__off *off;
+    vp_mem *host; /* the host pool their copies are in */
     /* a vocabulary stage: tokens (above) from EF until EB; from S until T: */
     float *vh;         /* [N,C] the last stage's output */
     float *vlogits;    /* [N,Vk] the shard's logits, their gradient in T */
     float *vstats;     /* [VP_VOCAB_STATS * N] the shard's softmax statistics */
     uint8_t *vtargets; /* [N] */
 } vp__slot;
+
+/* Byte sizes of one block's buffers for dims d. */
+typedef struct {
+    size_t nc, n, qkv, probs, h, part;
+} vp__block_bytes;
+
+static inline vp__block_bytes vp__block_bytes_of(vp__dims d) {
+    size_t f = sizeof(float), N = (size_t)d.B * (size_t)d.T, C = (size_t)d.C;
+    return (vp__block_bytes){
+        f * N * C,     f * N,
+        f * N * 3 * C, f * (size_t)d.B * (size_t)d.NH * (size_t)d.T * (size_t)d.T,
+        f * N * 4 * C, f * 4 * C};
+}
+
+/* Releases what slot mb's offload holds on the host (discarding it). */
+void vp__slot_offload_discard(vp__slot *sl);
 
 struct vp_stage {
     vp_model_config cfg;

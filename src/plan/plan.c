@@ -7,6 +7,7 @@
  * budget and is kept when it is faster than everything else that fits.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,18 +40,21 @@ static vp_plan_candidate *cand_push(cand_list *l) {
     return c;
 }
 
-/* True when a is better than b: smaller makespan, then smaller bubble, then less memory. */
+/* True when a is better than b: smaller makespan, then smaller bubble, then less offload
+ * (less copying), then less memory. */
 static int better(const vp_plan_candidate *a, const vp_plan_candidate *b) {
     if (fabs(a->makespan - b->makespan) > EPS * (1 + b->makespan))
         return a->makespan < b->makespan;
     if (fabs(a->bubble - b->bubble) > EPS)
         return a->bubble < b->bubble;
+    if (fabs(a->offload - b->offload) > EPS)
+        return a->offload < b->offload;
     return a->peak < b->peak - EPS;
 }
 
 /* Simulates s under spec's costs and memory model into c's metrics. */
-static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_candidate *c,
-                         vp_error *err) {
+static vp_status measure_keep(const vp_schedule *s, const vp_spec *spec, vp_plan_candidate *c,
+                              vp_sim **kept, vp_error *err) {
     vp_cost_model *cm = NULL;
     vp_sim *sim = NULL;
     vp_status rc = vp_cost_model_new(s, &spec->costs, &spec->mem, &cm, err);
@@ -66,18 +70,46 @@ static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_cand
             c->peak_bytes = sim->peak_bytes[d];
     c->makespan = sim->makespan;
     c->bubble = sim->bubble;
-    vp_sim_free(sim);
+    if (kept)
+        *kept = sim;
+    else
+        vp_sim_free(sim);
     return VP_OK;
 }
 
-/* Whether the spec asks for more than a block or the greedy builds (recomputation,
- * vocabulary parallelism: vp_spec_finish), so that their figures are measured again. */
-static int finished(const vp_spec *spec) {
-    return spec->recompute != VP_RECOMPUTE_NONE || spec->vocab_parallel;
+static vp_status measure(const vp_schedule *s, const vp_spec *spec, vp_plan_candidate *c,
+                         vp_error *err) {
+    return measure_keep(s, spec, c, NULL, err);
 }
 
-/* Builds V block vb for spec, recomputing and with the vocabulary's passes as the spec
- * asks (caller frees *out). */
+/* Each family's schedule and simulation, kept for the offloading lever when on ([n], by
+ * candidate index). */
+typedef struct family_runs {
+    bool on;
+    vp_schedule **s;
+    vp_sim **sim;
+    int n;
+} family_runs;
+
+static void runs_free(family_runs *k) {
+    for (int i = 0; k->s && i < k->n; i++) {
+        vp_schedule_free(k->s[i]);
+        vp_sim_free(k->sim[i]);
+    }
+    free(k->s);
+    free(k->sim);
+}
+
+/* Whether the spec asks for more than a block or the greedy builds (recomputation,
+ * vocabulary parallelism, offload: vp_spec_finish), so that their figures are measured
+ * again. */
+static int finished(const vp_spec *spec) {
+    return spec->recompute != VP_RECOMPUTE_NONE || spec->vocab_parallel ||
+           spec->offload.policy != VP_OFFLOAD_NONE;
+}
+
+/* Builds V block vb for spec, recomputing, with the vocabulary's passes and offloading as
+ * the spec asks (caller frees *out). */
 static vp_status build_vblock(const vp_spec *spec, const vp_vblock *vb, vp_schedule **out,
                               vp_error *err) {
     vp_status rc = vp_vblock_build(vb, spec->p, spec->m, "v-block", out, err);
@@ -96,12 +128,24 @@ static bool out_of_time(vp_plan *plan, double deadline) {
     return plan->timed_out;
 }
 
+/* spec with candidate c's own offload, when the planner chose one. */
+static vp_spec spec_of(const vp_spec *spec, const vp_plan_candidate *c) {
+    vp_spec s = *spec;
+    if (c->offload > 0)
+        s.offload = (vp_offload){.policy = c->offload_policy, .share = c->offload};
+    return s;
+}
+
 /* Builds and measures every registered family; families whose constraints the spec does
  * not meet are skipped, and, once the deadline passed, every family but 1F1B (what a
- * fractional budget refers to). */
+ * fractional budget refers to); with keep->on each family's schedule and simulation are
+ * kept for the offloading lever. */
 static vp_status add_families(const vp_spec *spec, vp_plan *plan, double deadline, cand_list *out,
-                              double *ref_peak, vp_error *err) {
+                              double *ref_peak, family_runs *keep, vp_error *err) {
     *ref_peak = 0;
+    if (keep->on && (!(keep->s = vp__calloc((size_t)vp_family_count(), sizeof *keep->s)) ||
+                     !(keep->sim = vp__calloc((size_t)vp_family_count(), sizeof *keep->sim))))
+        return vp__fail(err, VP_ENOMEM, "out of memory");
     for (int i = 0; i < vp_family_count(); i++) {
         const vp_family *f = vp_family_at(i);
         if (strcmp(f->name, "1f1b") != 0 && out_of_time(plan, deadline))
@@ -114,8 +158,11 @@ static vp_status add_families(const vp_spec *spec, vp_plan *plan, double deadlin
         if (rc != VP_OK)
             continue;
         vp_plan_candidate *c = cand_push(out);
-        rc = c ? measure(s, spec, c, err) : VP_ENOMEM;
-        vp_schedule_free(s);
+        rc = c ? measure_keep(s, spec, c, keep->on ? &keep->sim[keep->n] : NULL, err) : VP_ENOMEM;
+        if (keep->on && rc == VP_OK)
+            keep->s[keep->n++] = s;
+        else
+            vp_schedule_free(s);
         if (rc != VP_OK)
             return rc == VP_ENOMEM ? vp__fail(err, rc, "out of memory") : rc;
         snprintf(c->family, sizeof c->family, "%s", f->name);
@@ -176,11 +223,11 @@ static vp_status add_vblocks(const vp_spec *spec, vp_plan *plan, double deadline
 }
 
 /* The greedy V schedule under the budget (vp_vgreedy_run, ranked by makespan alone), into
- * *kept (recomputing and vocabulary-parallel as the spec asks) and appended to out, when it is
- * strictly faster than every candidate in out that fits; when the budget is below what it needs,
- * the greedy under the least limit it runs under instead (a candidate that does not fit, so that a
- * refusal names the least memory a schedule reaches). As for the V blocks, the budget bounds the
- * peak with R from above. */
+ * *kept (recomputing, vocabulary-parallel and offloading as the spec asks) and appended to
+ * out, when it is strictly faster than every candidate in out that fits; when the budget is
+ * below what it needs, the greedy under the least limit it runs under instead (a candidate
+ * that does not fit, so that a refusal names the least memory a schedule reaches). As for
+ * the V blocks, the budget bounds the peak with R from above. */
 static vp_status add_greedy(const vp_spec *spec, vp_plan *plan, cand_list *out, vp_schedule **kept,
                             vp_error *err) {
     if (spec->p < 2)
@@ -347,17 +394,171 @@ static vp_status rebuild(const vp_spec *spec, const vp_plan_candidate *c, vp_sch
         *greedy = NULL;
         return VP_OK;
     }
-    return c->is_vblock ? build_vblock(spec, &c->vblock, out, err)
-                        : vp_family_build(c->family, spec, out, err);
+    vp_spec own = spec_of(spec, c);
+    return c->is_vblock ? build_vblock(&own, &c->vblock, out, err)
+                        : vp_family_build(c->family, &own, out, err);
+}
+
+/* Whether candidate c fits the plan's budget. */
+static int fits(const vp_plan *plan, const vp_plan_candidate *c) {
+    double mem = plan->budget_in_bytes ? c->peak_bytes : c->peak;
+    return mem <= plan->budget * (1 + EPS) + EPS;
+}
+
+/* What trying shares of one family needs: the family as built and simulated (the shares
+ * change none of its times). */
+typedef struct offload_try {
+    const vp_spec *spec;
+    const vp_plan *plan;
+    const char *family;
+    const vp_schedule *base;
+    const vp_sim *sim;
+} offload_try;
+
+/* The smallest share that fits so far: its schedule and cost model (owned). */
+typedef struct share_kept {
+    vp_offload_policy policy;
+    double share; /* 0: none fits yet */
+    vp_schedule *s;
+    vp_cost_model *cm;
+} share_kept;
+
+/* Tries base offloading share under policy; when it fits by its op order, *ok is set and
+ * it replaces what kept holds. */
+static vp_status try_share(const offload_try *o, vp_offload_policy policy, double share, int *ok,
+                           share_kept *kept, vp_error *err) {
+    vp_offload spec = {.policy = policy, .share = share};
+    vp_schedule *shared = NULL, *placed = NULL;
+    vp_cost_model *cm = NULL;
+    vp_status rc = vp_schedule_offload_shares(o->base, &spec, &shared, err);
+    if (rc == VP_OK)
+        rc = vp_cost_model_new(shared, &o->spec->costs, &o->spec->mem, &cm, err);
+    if (rc == VP_OK)
+        rc = vp_schedule_offload_place(shared, cm, o->sim, &spec, &placed, err);
+    double *peak = rc == VP_OK ? vp__calloc((size_t)o->base->p, sizeof *peak) : NULL;
+    if (rc == VP_OK && !peak)
+        rc = vp__fail(err, VP_ENOMEM, "out of memory");
+    *ok = 0;
+    if (rc == VP_OK) {
+        vp_memory_peaks(placed, cm, peak);
+        vp_plan_candidate c = {0};
+        for (int d = 0; d < placed->p; d++) {
+            c.peak = fmax(c.peak, peak[d]);
+            c.peak_bytes = fmax(c.peak_bytes, peak[d] * o->spec->mem.unit_bytes);
+        }
+        *ok = fits(o->plan, &c);
+    }
+    free(peak);
+    vp_schedule_free(shared);
+    if (*ok) {
+        vp_schedule_free(kept->s);
+        vp_cost_model_free(kept->cm);
+        *kept = (share_kept){policy, share, placed, cm};
+    } else {
+        vp_schedule_free(placed);
+        vp_cost_model_free(cm);
+    }
+    return rc;
+}
+
+/* Appends kept, simulated, as o's family's offloaded candidate. */
+static vp_status push_kept(const offload_try *o, const share_kept *kept, cand_list *l,
+                           vp_error *err) {
+    vp_sim *sim = NULL;
+    vp_plan_candidate *c = cand_push(l);
+    vp_status rc =
+        c ? vp_simulate(kept->s, kept->cm, &sim, err) : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc != VP_OK)
+        return rc;
+    *c = (vp_plan_candidate){.offload_policy = kept->policy, .offload = kept->share};
+    snprintf(c->family, sizeof c->family, "%s", o->family);
+    snprintf(c->params, sizeof c->params, "offload %g %s", kept->share,
+             vp_offload_policy_name(kept->policy));
+    c->peak = sim->peak_max;
+    for (int d = 0; sim->peak_bytes && d < sim->p; d++)
+        c->peak_bytes = fmax(c->peak_bytes, sim->peak_bytes[d]);
+    c->makespan = sim->makespan;
+    c->bubble = sim->bubble;
+    vp_sim_free(sim);
+    return VP_OK;
+}
+
+/* The lever for one family: the smallest uniform share that fits (1/2, then 1/4 or 3/4,
+ * then 1), then the selective policy a quarter below it (the longest-lived whole save more
+ * than their share); the smallest that fits joins l, simulated (*makespan: its makespan,
+ * or infinity when none fits). */
+static vp_status offload_family(const offload_try *o, cand_list *l, double *makespan,
+                                vp_error *err) {
+    share_kept kept = {0};
+    int ok = 0;
+    *makespan = INFINITY;
+    vp_status rc = try_share(o, VP_OFFLOAD_UNIFORM, 0.5, &ok, &kept, err);
+    if (rc == VP_OK)
+        rc = try_share(o, VP_OFFLOAD_UNIFORM, ok ? 0.25 : 0.75, &ok, &kept, err);
+    if (rc == VP_OK && kept.share == 0)
+        rc = try_share(o, VP_OFFLOAD_UNIFORM, 1.0, &ok, &kept, err);
+    if (rc == VP_OK && kept.share > 0.25)
+        rc = try_share(o, VP_OFFLOAD_SELECTIVE, kept.share - 0.25, &ok, &kept, err);
+    if (rc == VP_OK && kept.share > 0) {
+        rc = push_kept(o, &kept, l, err);
+        *makespan = rc == VP_OK ? l->v[l->n - 1].makespan : INFINITY;
+    }
+    vp_schedule_free(kept.s);
+    vp_cost_model_free(kept.cm);
+    return rc;
+}
+
+/* A family's candidate index and makespan, ordered by makespan (then index). */
+typedef struct by_time {
+    double makespan;
+    int i;
+} by_time;
+
+static int by_makespan(const void *a, const void *b) {
+    const by_time *x = a, *y = b;
+    return x->makespan != y->makespan ? (x->makespan < y->makespan ? -1 : 1) : x->i - y->i;
+}
+
+/* The offloading lever: the families that miss the budget, fastest first, while faster
+ * than every schedule that fits (offloaded ones included: offload never speeds one up). */
+static vp_status add_offloaded(const vp_spec *spec, const vp_plan *plan, cand_list *l,
+                               const family_runs *keep, vp_error *err) {
+    double best = INFINITY;
+    for (int i = 0; i < l->n; i++)
+        if (fits(plan, &l->v[i]) && l->v[i].makespan < best)
+            best = l->v[i].makespan;
+    by_time *order = vp__calloc((size_t)keep->n + 1, sizeof *order);
+    if (!order)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int i = 0; i < keep->n; i++) /* the families come first in l */
+        order[i] = (by_time){l->v[i].makespan, i};
+    qsort(order, (size_t)keep->n, sizeof *order, by_makespan);
+    vp_status rc = VP_OK;
+    for (int k = 0; rc == VP_OK && k < keep->n; k++) {
+        int i = order[k].i;
+        if (order[k].makespan >= best - EPS * (1 + best))
+            break; /* and every family after it */
+        if (fits(plan, &l->v[i]))
+            continue;
+        char family[32];
+        snprintf(family, sizeof family, "%s", l->v[i].family); /* l may grow (realloc) */
+        offload_try o = {
+            .spec = spec, .plan = plan, .family = family, .base = keep->s[i], .sim = keep->sim[i]};
+        double got;
+        rc = offload_family(&o, l, &got, err);
+        best = fmin(best, got);
+    }
+    free(order);
+    return rc;
 }
 
 /* Fills list with every candidate: the families, then, while the deadline (0: none) has
- * not passed, the V blocks and the greedy V search (which the deadline does not stop once
- * it started). */
+ * not passed, the V blocks, the greedy V search (which the deadline does not stop once it
+ * started) and, with keep->on, the offloading lever. */
 static vp_status search(const vp_spec *spec, const vp_budget *budget, vp_plan *plan,
-                        cand_list *list, vp_schedule **greedy, vp_error *err) {
+                        cand_list *list, family_runs *keep, vp_schedule **greedy, vp_error *err) {
     double deadline = deadline_of(spec, vp__now_ms());
-    vp_status rc = add_families(spec, plan, deadline, list, &plan->ref_peak, err);
+    vp_status rc = add_families(spec, plan, deadline, list, &plan->ref_peak, keep, err);
     plan->families = list->n;
     if (rc == VP_OK)
         rc = resolve_budget(spec, budget, plan, err);
@@ -370,10 +571,17 @@ static vp_status search(const vp_spec *spec, const vp_budget *budget, vp_plan *p
     rc = add_vblocks(spec, plan, deadline, list, err);
     if (rc == VP_OK && !out_of_time(plan, deadline))
         rc = add_greedy(spec, plan, list, greedy, err);
+    if (rc == VP_OK && keep->on && !out_of_time(plan, deadline))
+        rc = add_offloaded(spec, plan, list, keep, err);
     return rc;
 }
 
 vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **out, vp_error *err) {
+    return vp_plan_run_levers(spec, budget, NULL, out, err);
+}
+
+vp_status vp_plan_run_levers(const vp_spec *spec, const vp_budget *budget,
+                             const vp_plan_levers *levers, vp_plan **out, vp_error *err) {
     *out = NULL;
     if (spec->p < 1 || spec->m < 1)
         return vp__fail(err, VP_EINVAL, "plan needs p >= 1 and m >= 1 (got p=%d, m=%d)", spec->p,
@@ -385,8 +593,11 @@ vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **ou
     if (!plan)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     cand_list list = {0};
+    int offload = levers && levers->offload && spec->offload.policy == VP_OFFLOAD_NONE;
+    family_runs keep = {.on = offload};
     vp_schedule *greedy = NULL;
-    vp_status rc = search(spec, budget, plan, &list, &greedy, err);
+    vp_status rc = search(spec, budget, plan, &list, &keep, &greedy, err);
+    runs_free(&keep);
     plan->candidates = list.v;
     plan->n_candidates = list.n;
     plan->chosen = -1;
@@ -394,7 +605,7 @@ vp_status vp_plan_run(const vp_spec *spec, const vp_budget *budget, vp_plan **ou
     for (int i = 0; rc == VP_OK && i < list.n; i++) {
         vp_plan_candidate *c = &list.v[i];
         double mem = plan->budget_in_bytes ? c->peak_bytes : c->peak;
-        c->fits = mem <= plan->budget * (1 + EPS) + EPS;
+        c->fits = fits(plan, c);
         if (c->fits && (plan->chosen < 0 || better(c, &list.v[plan->chosen])))
             plan->chosen = i;
         if (lowest < 0 ||

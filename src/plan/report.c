@@ -15,6 +15,11 @@ static json_t *candidate_json(const vp_plan_candidate *c) {
     bad |= json_object_set_new(o, "bubble", json_real(c->bubble));
     bad |= json_object_set_new(o, "makespan", json_real(c->makespan));
     bad |= json_object_set_new(o, "fits", json_boolean(c->fits));
+    if (c->offload > 0) {
+        bad |= json_object_set_new(o, "offload", json_real(c->offload));
+        bad |= json_object_set_new(o, "offload_policy",
+                                   json_string(vp_offload_policy_name(c->offload_policy)));
+    }
     if (bad) {
         json_decref(o);
         return NULL;

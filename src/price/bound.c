@@ -126,15 +126,17 @@ vp_status vp_price_layout_memory(const vp_price_layout *lay, const vp_schedule *
     if (!vp__price_same_shape(lay, s))
         return vp__fail(err, VP_EINVAL, "the layout was priced for another shape than %s's",
                         s->family);
-    double *peak = vp__calloc((size_t)s->p, sizeof *peak);
+    double *peak = vp__calloc(2 * (size_t)s->p, sizeof *peak), *host = peak + s->p;
     if (!peak)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_memory_peaks(s, lay->cm, peak);
+    vp_status rc = vp_memory_host_peaks(s, lay->cm, host, err);
     for (int d = 0; d < s->p; d++) {
         memory[d] = lay->fixed[d];
         memory[d].activations = peak[d] * lay->unit_bytes;
         vp__memory_close(lay->frag_fraction, &memory[d]);
+        memory[d].host = host[d] * lay->unit_bytes;
     }
     free(peak);
-    return VP_OK;
+    return rc;
 }

@@ -76,12 +76,21 @@
 #define PROCESS .context_bytes = 0.6 * GIB, .comm_buffer_bytes = 0.15 * GIB, .frag_fraction = 0.05
 /* A pipeline send inside a node reaches 47.5 / 300 of an A100's NVLink (one NCCL
  * send/receive, Table 6's hops); other accelerators are taken at that share of theirs. */
-#define GPU(NAME, PEAK, MEMORY, HBM, INTRA, INTER, NODE, CLASS, EXPECTED)                          \
+/* The host link and host memory (offload): what pinned copies reach each way, about 80%
+ * of the link's rate after encoding (PCIe Gen4 x16 31.5 GB/s: 25; Gen5 x16 63 GB/s: 50),
+ * and NVLink-C2C's 900 GB/s coherent link as 450 each way (not derated: no figure of ours);
+ * host memory per GPU of the usual 8-GPU node (DGX A100 1 TiB, DGX H100 and H200 2 TiB,
+ * DGX B200 4 TiB; the MI300-class platforms' 2 TiB) or of the superchip (GH200: 480 GB of
+ * LPDDR5X; GB200: one Grace's 480 GB for two GPUs). */
+#define HOST(BW, MEMORY) .host_bw = BW, .host_memory_bytes = MEMORY
+#define PCIE4 HOST(25e9, 128 * GIB)
+#define PCIE5 HOST(50e9, 256 * GIB)
+#define GPU(NAME, PEAK, MEMORY, HBM, INTRA, INTER, NODE, CLASS, LINK, EXPECTED)                    \
     {                                                                                              \
         .name = NAME, .peak_flops = PEAK, .memory_bytes = MEMORY, .hbm_bandwidth = HBM,            \
         .intra_bw = INTRA, .p2p_bw = (INTRA) * (47.5 / 300), .inter_bw = INTER,                    \
         .intra_latency = 3e-6, .inter_latency = 10e-6, .gpus_per_node = NODE, CLASS, PROCESS,      \
-        EXPECTED                                                                                   \
+        LINK, EXPECTED                                                                             \
     }
 #define UNMEASURED .expected = {.basis = "its kernel constants are carried over, see gpus.c"}
 
@@ -103,15 +112,18 @@
     .expected = {0, 0, 0, 0, 0, 0, "its class measured on h100-80gb: 3.1% mean, 8.2% worst"}
 
 static const vp_gpu gpu_presets[] = {
-    GPU("a100-80gb", 312e12, 80 * GIB, 2.039e12, 300e9, 25e9, 8, AMPERE, A100_MEASURED),
-    GPU("h100-80gb", 989e12, 80 * GIB, 3.35e12, 450e9, 50e9, 8, HOPPER, H100_MEASURED),
-    GPU("h200-141gb", 989e12, 141e9, 4.8e12, 450e9, 50e9, 8, HOPPER, HOPPER_UNMEASURED),
-    GPU("h800-80gb", 989e12, 80 * GIB, 3.35e12, 200e9, 50e9, 8, HOPPER, HOPPER_UNMEASURED),
-    GPU("b200", 2250e12, 180e9, 8e12, 900e9, 50e9, 8, HOPPER, UNMEASURED),
-    GPU("gb200", 2500e12, 186e9, 8e12, 900e9, 50e9, 72, HOPPER, UNMEASURED),
-    GPU("mi300x", 1307.4e12, 192e9, 5.3e12, 448e9, 50e9, 8, CDNA, UNMEASURED),
-    GPU("mi325x", 1307.4e12, 256e9, 6e12, 448e9, 50e9, 8, CDNA, UNMEASURED),
-    GPU("mi355x", 2500e12, 288e9, 8e12, 537.6e9, 50e9, 8, CDNA, UNMEASURED),
+    GPU("a100-80gb", 312e12, 80 * GIB, 2.039e12, 300e9, 25e9, 8, AMPERE, PCIE4, A100_MEASURED),
+    GPU("h100-80gb", 989e12, 80 * GIB, 3.35e12, 450e9, 50e9, 8, HOPPER, PCIE5, H100_MEASURED),
+    GPU("h200-141gb", 989e12, 141e9, 4.8e12, 450e9, 50e9, 8, HOPPER, PCIE5, HOPPER_UNMEASURED),
+    GPU("h800-80gb", 989e12, 80 * GIB, 3.35e12, 200e9, 50e9, 8, HOPPER, PCIE5, HOPPER_UNMEASURED),
+    /* the H100's compute and links with 96 GB of HBM3 at 4 TB/s behind NVLink-C2C */
+    GPU("gh200-96gb", 989e12, 96e9, 4.0e12, 450e9, 50e9, 8, HOPPER, HOST(450e9, 480e9),
+        HOPPER_UNMEASURED),
+    GPU("b200", 2250e12, 180e9, 8e12, 900e9, 50e9, 8, HOPPER, HOST(50e9, 512 * GIB), UNMEASURED),
+    GPU("gb200", 2500e12, 186e9, 8e12, 900e9, 50e9, 72, HOPPER, HOST(450e9, 240e9), UNMEASURED),
+    GPU("mi300x", 1307.4e12, 192e9, 5.3e12, 448e9, 50e9, 8, CDNA, PCIE5, UNMEASURED),
+    GPU("mi325x", 1307.4e12, 256e9, 6e12, 448e9, 50e9, 8, CDNA, PCIE5, UNMEASURED),
+    GPU("mi355x", 2500e12, 288e9, 8e12, 537.6e9, 50e9, 8, CDNA, PCIE5, UNMEASURED),
 };
 
 #define N_GPUS ((int)(sizeof gpu_presets / sizeof gpu_presets[0]))
@@ -177,6 +189,8 @@ static const gpu_key gpu_keys[] = {
     KEY("context_gib", context_bytes, GIB, 0, 1e6, KEY_OPTIONAL),
     KEY("comm_buffer_gib", comm_buffer_bytes, GIB, 0, 1e6, KEY_OPTIONAL),
     KEY("frag_fraction", frag_fraction, 1, 0, 10, KEY_OPTIONAL),
+    KEY("host_gb_s", host_bw, 1e9, 0, 1e9, KEY_OPTIONAL),
+    KEY("host_memory_gib", host_memory_bytes, GIB, 0, 1e9, KEY_OPTIONAL),
     KEY("expected_step_error", expected.step_mean, 1, 0, 1e3, KEY_OPTIONAL),
     KEY("expected_step_worst", expected.step_worst, 1, 0, 1e3, KEY_OPTIONAL),
     KEY("expected_memory_error", expected.memory_mean, 1, 0, 1e3, KEY_OPTIONAL),

@@ -366,6 +366,39 @@ static vp_status build_costs(const vp_price_setup *su, const vp_schedule *s, vp_
     return VP_OK;
 }
 
+/* Whether s's copies can be priced: it offloads nothing, or the accelerator has a host
+ * link, or the copies were measured. */
+static bool host_link_ok(const vp_price_setup *su, const vp_schedule *s) {
+    return !vp_schedule_offloads(s) || su->gpu->host_bw > 0 ||
+           (su->measured && su->measured->o >= 0);
+}
+
+static vp_status host_link_error(const vp_price_setup *su, const vp_schedule *s, vp_error *err) {
+    return vp__fail(err, VP_EINVAL,
+                    "%s offloads, but accelerator %s has no host link (host_gb_s) to price its "
+                    "copies with",
+                    s->family, su->gpu->name);
+}
+
+/* What each stage's O moves (its share of what F keeps until B) and how long each copy
+ * takes: a measured O and L per unit as given, else the bytes over the host link. */
+static void fill_offload(const vp_price_setup *su, const vp_schedule *s, vp_price_layout *lay) {
+    vp_cost_model *cm = lay->cm;
+    const vp_costs *m = su->measured;
+    for (int st = 0; st < s->S; st++) {
+        vp_price_stage *g = &lay->stage[st];
+        g->off_bytes = s->offload[st] * g->hold_bytes;
+        cm->off_bytes[st] = g->off_bytes;
+        cm->off[st] = g->off_bytes / lay->unit_bytes;
+        g->copy_ms = su->gpu->host_bw > 0 ? 1e3 * g->off_bytes / su->gpu->host_bw : 0;
+        cm->o[st] = m && m->o >= 0 ? m->o * cm->off[st] : g->copy_ms;
+        cm->l[st] =
+            m && (m->l >= 0 || m->o >= 0) ? (m->l >= 0 ? m->l : m->o) * cm->off[st] : g->copy_ms;
+        if (m && m->o >= 0)
+            g->copy_ms = cm->o[st];
+    }
+}
+
 /* The times of a vocabulary shard's passes EF, EB, S and T in ms: a p-th of the
  * embedding's F and of its B + W, of the head's F and of its B + W. */
 static void vocab_ms(const vp__piece_price *pp, int p, double ms[4]) {
@@ -428,6 +461,18 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
         cm->hold[st] = g->hold_bytes / unit;
     }
     cm->c = lay->hop_ms;
+    fill_offload(su, s, lay);
+    return VP_OK;
+}
+
+vp_status vp_price_layout_offload(vp_price_layout *lay, const vp_price_setup *su,
+                                  const vp_schedule *s, vp_error *err) {
+    if (lay->p != s->p || lay->S != s->S || lay->route_len != s->route_len)
+        return vp__fail(err, VP_EINVAL, "the layout was priced for another shape than %s's",
+                        s->family);
+    if (!host_link_ok(su, s))
+        return host_link_error(su, s, err);
+    fill_offload(su, s, lay);
     return VP_OK;
 }
 
@@ -460,6 +505,8 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     if (su->measured && !(su->measured->f >= 0 && su->measured->b >= 0 && su->measured->w >= 0 &&
                           su->measured->c >= 0))
         return vp__fail(err, VP_EINVAL, "measured costs must be >= 0");
+    if (!host_link_ok(su, shape))
+        return host_link_error(su, shape, err);
     if (shape->vocab_parallel && su->arch->vocab < shape->p)
         return vp__fail(err, VP_EINVAL,
                         "vocabulary parallelism over %d devices needs a vocabulary of at least %d "

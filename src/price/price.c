@@ -108,6 +108,22 @@ void vp__memory_close(double frag_fraction, vp_rank_memory *m) {
     m->total = m->reserved + m->context + m->comm + m->reserve;
 }
 
+/* The offload figures from the simulation: host bytes per rank (against the host memory
+ * when known), the busiest copy engine, the longest wait for copies. */
+static void finish_offload(const vp_price_setup *su, const vp_schedule *s, const vp_sim *sim,
+                           vp_price_result *r) {
+    r->host_capacity_bytes = su->gpu->host_memory_bytes;
+    for (int d = 0; d < s->p; d++) {
+        r->memory[d].host = sim->host_peak_bytes[d];
+        r->host_max_bytes = fmax(r->host_max_bytes, sim->host_peak_bytes[d]);
+        if (sim->makespan > 0)
+            r->copy_occupancy = fmax(r->copy_occupancy, sim->copy_busy[d] / sim->makespan);
+        r->offload_stall_s = fmax(r->offload_stall_s, sim->stall[d] / 1e3);
+    }
+    if (r->host_capacity_bytes > 0 && r->host_max_bytes > r->host_capacity_bytes)
+        r->fits = false;
+}
+
 /* Step time, rates and the activations of every rank from the simulation. */
 static vp_status finish(const vp_price_setup *su, const vp_price_layout *lay, const vp_schedule *s,
                         const vp_sim *sim, vp_price_result *r, vp_error *err) {
@@ -143,6 +159,8 @@ static vp_status finish(const vp_price_setup *su, const vp_price_layout *lay, co
     r->capacity_bytes = su->gpu->memory_bytes;
     r->fits = r->memory_max_bytes <= r->capacity_bytes;
     r->expected = su->gpu->expected;
+    if (sim->host_peak_bytes)
+        finish_offload(su, s, sim, r);
     return VP_OK;
 }
 
@@ -151,7 +169,8 @@ bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s) {
         lay->cm->recompute != s->recompute || lay->vocab_parallel != s->vocab_parallel)
         return false;
     for (int st = 0; st < s->S; st++)
-        if (lay->stage[st].device != s->stage_device[st])
+        if (lay->stage[st].device != s->stage_device[st] ||
+            lay->stage[st].off_bytes != s->offload[st] * lay->stage[st].hold_bytes)
             return false;
     return true;
 }
@@ -209,21 +228,39 @@ vp_status vp_price_schedule(const vp_price_setup *su, const vp_schedule *s, vp_p
     return rc;
 }
 
+/* s, built, offloading as spec asks: its O and L placed under the layout's copy times
+ * (the layout's shape offloads as spec does). Replaces *s (freed; NULL on failure). */
+static vp_status offload_priced(const vp_price_layout *lay, const vp_offload *spec, vp_schedule **s,
+                                vp_error *err) {
+    vp_schedule *shared = NULL, *placed = NULL;
+    vp_status rc = vp_schedule_offload_shares(*s, spec, &shared, err);
+    if (rc == VP_OK)
+        rc = vp_schedule_offload_place(shared, lay->cm, NULL, spec, &placed, err);
+    vp_schedule_free(shared);
+    vp_schedule_free(*s);
+    *s = placed;
+    return rc;
+}
+
 vp_status vp_price_build(const vp_price_layout *lay, const char *family, const vp_spec *spec,
                          vp_schedule **s, bool *mean, vp_error *err) {
     vp_spec real = *spec;
     real.costs = lay->costs;
     real.mem = lay->mem;
+    real.offload.policy = VP_OFFLOAD_NONE; /* placed below with the copies' real times */
     *mean = false;
     vp_status rc = vp_family_build(family, &real, s, err);
-    if (rc != VP_EINVAL || !real.costs.dev_f)
-        return rc;
-    vp_error first = err ? *err : (vp_error){0};
-    real.costs.dev_f = real.costs.dev_b = real.costs.dev_w = NULL;
-    *mean = vp_family_build(family, &real, s, NULL) == VP_OK;
-    if (!*mean && err)
-        *err = first;
-    return *mean ? VP_OK : rc;
+    if (rc == VP_EINVAL && real.costs.dev_f) {
+        vp_error first = err ? *err : (vp_error){0};
+        real.costs.dev_f = real.costs.dev_b = real.costs.dev_w = NULL;
+        *mean = vp_family_build(family, &real, s, NULL) == VP_OK;
+        if (!*mean && err)
+            *err = first;
+        rc = *mean ? VP_OK : rc;
+    }
+    if (rc == VP_OK && spec->offload.policy != VP_OFFLOAD_NONE)
+        rc = offload_priced(lay, &spec->offload, s, err);
+    return rc;
 }
 
 vp_status vp_price_family(const vp_price_setup *su, const char *family, const vp_spec *spec,
@@ -262,21 +299,25 @@ static json_t *bytes_json(double bytes) {
     return bytes < 0x1p53 ? json_integer((json_int_t)llround(bytes)) : json_real(bytes);
 }
 
-static json_t *memory_json(const vp_rank_memory *m, int rank) {
+/* One rank's memory; with offload (host) its host bytes too. */
+static json_t *memory_json(const vp_rank_memory *m, int rank, bool host) {
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer(rank));
-    const char *names[] = {"params",    "grads",   "optimizer", "activations", "buffers",
-                           "workspace", "logits",  "gathers",   "allocated",   "fragmentation",
-                           "reserved",  "context", "comm",      "reserve",     "total"};
-    double values[] = {m->params,    m->grads,   m->optimizer, m->activations, m->buffers,
-                       m->workspace, m->logits,  m->gathers,   m->allocated,   m->fragmentation,
-                       m->reserved,  m->context, m->comm,      m->reserve,     m->total};
-    for (int i = 0; i < 15; i++)
+    const char *names[] = {"params",    "grads",         "optimizer", "activations",
+                           "buffers",   "workspace",     "logits",    "gathers",
+                           "allocated", "fragmentation", "reserved",  "context",
+                           "comm",      "reserve",       "total",     "host"};
+    double values[] = {m->params,    m->grads,         m->optimizer, m->activations,
+                       m->buffers,   m->workspace,     m->logits,    m->gathers,
+                       m->allocated, m->fragmentation, m->reserved,  m->context,
+                       m->comm,      m->reserve,       m->total,     m->host};
+    for (int i = 0; i < (host ? 16 : 15); i++)
         json_object_set_new(o, names[i], bytes_json(values[i]));
     return o;
 }
 
-static json_t *stage_json(const vp_price_stage *g) {
+/* One stage; with offload (host) its share, bytes and copy time too. */
+static json_t *stage_json(const vp_price_stage *g, bool host) {
     json_t *o = json_object();
     json_object_set_new(o, "layers", json_integer(g->l1 - g->l0));
     json_object_set_new(o, "device", json_integer(g->device));
@@ -290,6 +331,12 @@ static json_t *stage_json(const vp_price_stage *g) {
     json_object_set_new(o, "r_ms", json_real(g->r_ms));
     json_object_set_new(o, "a2a_f_ms", json_real(g->a2a_f_ms));
     json_object_set_new(o, "a2a_b_ms", json_real(g->a2a_b_ms));
+    if (host) {
+        json_object_set_new(o, "offload",
+                            json_real(g->hold_bytes > 0 ? g->off_bytes / g->hold_bytes : 0));
+        json_object_set_new(o, "off_bytes", bytes_json(g->off_bytes));
+        json_object_set_new(o, "copy_ms", json_real(g->copy_ms));
+    }
     return o;
 }
 
@@ -343,20 +390,27 @@ char *vp_price_result_json(const vp_price_result *r) {
         return NULL;
     }
     scalars_json(o, r);
+    bool host = r->sim && r->sim->host_peak;
     for (int d = 0; d < r->p; d++)
-        json_array_append_new(mem, memory_json(&r->memory[d], d));
+        json_array_append_new(mem, memory_json(&r->memory[d], d, host));
     json_object_set_new(o, "memory_per_rank", mem);
     json_object_set_new(o, "memory_max_bytes", bytes_json(r->memory_max_bytes));
     json_object_set_new(o, "memory_max_rank", json_integer(r->memory_max_rank));
     json_object_set_new(o, "capacity_bytes", bytes_json(r->capacity_bytes));
     json_object_set_new(o, "fits", json_boolean(r->fits));
     json_object_set_new(o, "mean_costs", json_boolean(r->mean_costs));
+    if (host) {
+        json_object_set_new(o, "host_max_bytes", bytes_json(r->host_max_bytes));
+        json_object_set_new(o, "host_capacity_bytes", bytes_json(r->host_capacity_bytes));
+        json_object_set_new(o, "copy_occupancy_max", json_real(r->copy_occupancy));
+        json_object_set_new(o, "offload_stall_s", json_real(r->offload_stall_s));
+    }
     for (int k = 0; k < r->route_len; k++)
         json_array_append_new(split, json_integer(r->layers_per_stage[k]));
     json_object_set_new(o, "layers_per_stage", split);
     json_object_set_new(o, "hop_ms", json_real(r->hop_ms));
     for (int st = 0; st < r->S; st++)
-        json_array_append_new(stages, stage_json(&r->stage[st]));
+        json_array_append_new(stages, stage_json(&r->stage[st], host));
     json_object_set_new(o, "per_stage", stages);
     json_object_set_new(o, "expected_error", vp__expected_json(&r->expected));
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));

@@ -24,7 +24,7 @@ void vp_train_request_init(vp_train_request *q) {
     q->weight_decay = q->po.train.adamw.weight_decay;
     q->lr_schedule = q->po.train.schedule == VP_LR_CONSTANT;
     q->transport = q->po.transport == VP_TRANSPORT_MPI;
-    q->recompute = q->split = -1;
+    q->recompute = q->split = q->offload_policy = -1;
 }
 
 void vp_train_ready_release(vp_train_ready *r) {
@@ -139,8 +139,30 @@ static vp_status check_faults_on(const vp_faults *f, const vp_schedule *s, int d
     return VP_OK;
 }
 
-/* The spec of a pipelined run given by flags (a schedule file brings its own p and m). */
-static vp_spec spec_of(const vp_train_request *q) {
+/* --offload and --offload-policy into *o, the shares in a new *shares (caller frees).
+ * VP_EINVAL naming the flag. */
+static vp_status offload_of(const vp_train_request *q, vp_offload *o, double **shares,
+                            vp_error *err) {
+    *o = (vp_offload){.policy = VP_OFFLOAD_NONE};
+    *shares = NULL;
+    if (q->offload_policy >= 0 && !q->offload)
+        return vp__fail(err, VP_EINVAL, "--offload-policy needs --offload");
+    if (!q->offload)
+        return VP_OK;
+    if (vp_offload_parse(q->offload, o, shares, err) != VP_OK) {
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        return vp__fail(err, VP_EINVAL, "--offload '%s': column %d: %s", q->offload, err->column,
+                        why);
+    }
+    if (q->offload_policy >= 0 && o->policy != VP_OFFLOAD_NONE)
+        o->policy = (vp_offload_policy)q->offload_policy;
+    return VP_OK;
+}
+
+/* The spec of a pipelined run given by flags (a schedule file brings its own p and m),
+ * offloading as o says. */
+static vp_spec spec_of(const vp_train_request *q, const vp_offload *o) {
     vp_spec spec = vp_spec_make(0, 0);
     if (!q->schedule_file) {
         spec.p = q->p;
@@ -149,6 +171,7 @@ static vp_spec spec_of(const vp_train_request *q) {
     spec.v = q->chunks;
     spec.max_ops = q->max_ops;
     spec.recompute = recompute_of(q);
+    spec.offload = *o;
     spec.vocab_parallel = q->vocab_parallel;
     return spec;
 }
@@ -160,7 +183,8 @@ static vp_status check_shape(const vp_train_request *q, vp_error *err) {
     int *l0 = vp__calloc((size_t)q->p + 1, sizeof *l0);
     if (!l0)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_spec spec = spec_of(q);
+    vp_offload o = {.policy = q->offload ? VP_OFFLOAD_UNIFORM : VP_OFFLOAD_NONE};
+    vp_spec spec = spec_of(q, &o); /* the op count of any offload */
     vp_status rc = vp_split_layers(q->po.train.model.n_layer, q->p, l0, err);
     if (rc == VP_OK)
         rc = vp_spec_check_size(&spec, err);
@@ -247,7 +271,16 @@ static vp_status check_pipeline_flags(const vp_train_request *q, bool reference,
         return vp__fail(err, VP_EINVAL,
                         "--recompute with --schedule auto: the planner already "
                         "weighs 1F1B with full recomputation (1f1b-r)");
-    return check_vocab_flags(q, reference, err);
+    if (q->offload && (reference || (q->schedule && !strcmp(q->schedule, "auto"))))
+        return vp__fail(err, VP_EINVAL,
+                        "--offload offloads in a schedule: give --schedule FAMILY or "
+                        "--schedule-file (the single-rank reference keeps every activation; "
+                        "--schedule auto plans without offload)");
+    vp_offload o;
+    double *shares = NULL;
+    vp_status rc = offload_of(q, &o, &shares, err);
+    free(shares);
+    return rc == VP_OK ? check_vocab_flags(q, reference, err) : rc;
 }
 
 /* Checks that need nothing but the options, cheapest first, and settles the run's. */
@@ -357,11 +390,17 @@ static vp_status auto_schedule(const vp_train_request *q, vp_train_ready *r, vp_
 static vp_status pipelined_schedule(const vp_train_request *q, vp_train_ready *r, vp_error *err) {
     if (q->schedule && !strcmp(q->schedule, "auto"))
         return auto_schedule(q, r, err);
-    vp_spec spec = spec_of(q);
-    if (spec.p > 0 && spec.m > 0 && vp_spec_check_size(&spec, err) != VP_OK)
-        return err->status;
+    vp_offload o;
+    double *shares = NULL;
+    vp_status rc = offload_of(q, &o, &shares, err);
+    vp_spec spec = spec_of(q, &o);
+    if (rc == VP_OK && spec.p > 0 && spec.m > 0)
+        rc = vp_spec_check_size(&spec, err);
     const char *what = q->schedule_file ? q->schedule_file : q->schedule ? q->schedule : "1f1b";
-    return vp_request_obtain(what, &spec, &r->schedule, err);
+    if (rc == VP_OK)
+        rc = vp_request_obtain(what, &spec, &r->schedule, err);
+    free(shares);
+    return rc;
 }
 
 /* The layer split of the schedule: --layers-per-stage, or --split's (default even). */

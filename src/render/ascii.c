@@ -88,13 +88,14 @@ static double choose_scale(const vp_timeline *tl, const vp_timeline_stats *st, i
     return fmin(k, MAX_BANDS * one_band);
 }
 
-/* Paints every slice of device d into row (cols cells). */
-static void paint_row(const vp_timeline *tl, int d, double t0, double k, cell *row, int cols) {
+/* Paints every slice of track t into row (cols cells). */
+static void paint_row(const vp_timeline *tl, const vp_track *t, double t0, double k, cell *row,
+                      int cols) {
     for (int c = 0; c < cols; c++)
         row[c] = (cell){'.', -1};
     char label[LABEL_MAX];
-    for (int i = 0; i < tl->dev[d].n; i++) {
-        const vp_slice *sl = &tl->dev[d].slices[i];
+    for (int i = 0; i < t->n; i++) {
+        const vp_slice *sl = &t->slices[i];
         int a = col_of(sl->start, t0, k), b = col_of(sl->end, t0, k);
         if (b > cols)
             b = cols;
@@ -109,11 +110,12 @@ static void paint_row(const vp_timeline *tl, int d, double t0, double k, cell *r
 /* ANSI SGR for an attribute: white on a saturated colour for even chunks, black on the
  * bright variant for odd ones; dim for idle. */
 static const char *sgr(int attr) {
-    static const char *const even[VP_OP_KIND_COUNT] = {"97;44", "97;42", "30;43", "97;45", "30;46",
-                                                       "97;41", "30;47", "30;47", "97;40", "97;40"};
+    static const char *const even[VP_OP_KIND_COUNT] = {"97;44", "97;42", "30;43", "97;45",
+                                                       "30;46", "97;41", "30;47", "30;47",
+                                                       "97;40", "97;40", "30;46", "97;43"};
     static const char *const odd[VP_OP_KIND_COUNT] = {"30;104", "30;102", "30;103", "30;105",
                                                       "30;106", "30;101", "30;107", "30;107",
-                                                      "97;100", "97;100"};
+                                                      "97;100", "97;100", "30;106", "30;103"};
     if (attr < 0)
         return "2";
     return attr % 2 ? odd[attr / 2] : even[attr / 2];
@@ -191,7 +193,9 @@ static void legend(const vp_timeline *tl, const vp_timeline_stats *st, double k,
                                                        "EF embedding forward (vocabulary shard)",
                                                        "EB embedding backward (vocabulary shard)",
                                                        "S output forward (vocabulary shard)",
-                                                       "T output backward (vocabulary shard)"};
+                                                       "T output backward (vocabulary shard)",
+                                                       "O offload (row cD: device D's copy engine)",
+                                                       "L reload"};
     int present[VP_OP_KIND_COUNT] = {0};
     for (int d = 0; d < tl->p; d++)
         for (int i = 0; i < tl->dev[d].n; i++)
@@ -222,11 +226,15 @@ static vp_status draw_ascii(vp__buf *out, const vp_timeline *tl, const vp_render
     int cols = col_of(st.t0 + st.makespan, st.t0, k);
     if (cols < 1)
         cols = 1;
-    cell *grid = vp__calloc((size_t)tl->p * (size_t)cols, sizeof *grid);
+    int rows = tl->copy ? 2 * tl->p : tl->p; /* device d's row 2d, its copies' 2d + 1 */
+    cell *grid = vp__calloc((size_t)rows * (size_t)cols, sizeof *grid);
     if (!grid)
         return vp__fail(err, VP_ENOMEM, "render: out of memory");
-    for (int d = 0; d < tl->p; d++)
-        paint_row(tl, d, st.t0, k, grid + (size_t)d * cols, cols);
+    for (int d = 0; d < tl->p; d++) {
+        paint_row(tl, &tl->dev[d], st.t0, k, grid + (size_t)(rows / tl->p * d) * cols, cols);
+        if (tl->copy)
+            paint_row(tl, &tl->copy[d], st.t0, k, grid + (size_t)(2 * d + 1) * cols, cols);
+    }
 
     int bands = (cols + band - 1) / band;
     band = (cols + bands - 1) / bands; /* equal bands, so the last is not a sliver */
@@ -238,9 +246,10 @@ static vp_status draw_ascii(vp__buf *out, const vp_timeline *tl, const vp_render
         int n = cols - c0 < band ? cols - c0 : band;
         vp__render_putc(out, '\n');
         print_axis(out, pre, c0, n, st.t0, k);
-        for (int d = 0; d < tl->p; d++) {
-            vp__buf_printf(out, "d%-*d |", pre - 3, d);
-            print_cells(out, grid + (size_t)d * cols + c0, n, o.color);
+        for (int r = 0; r < rows; r++) {
+            vp__buf_printf(out, "%c%-*d |", rows > tl->p && r % 2 ? 'c' : 'd', pre - 3,
+                           r / (rows / tl->p));
+            print_cells(out, grid + (size_t)r * cols + c0, n, o.color);
             vp__render_puts(out, "|\n");
         }
     }
@@ -257,6 +266,13 @@ static vp_status draw_ascii(vp__buf *out, const vp_timeline *tl, const vp_render
                 peak = fmax(peak, tl->dev[d].slices[i].mem);
             pos += (size_t)snprintf(text + pos, sizeof text - pos, " d%d %.4g", d, peak);
         }
+        print_wrapped(out, text, width);
+    }
+    if (tl->host_peak) {
+        size_t pos = (size_t)snprintf(text, sizeof text, "host peak per device:");
+        for (int d = 0; d < tl->p && pos < sizeof text; d++)
+            pos +=
+                (size_t)snprintf(text + pos, sizeof text - pos, " d%d %.4g", d, tl->host_peak[d]);
         print_wrapped(out, text, width);
     }
     return VP_OK;

@@ -11,6 +11,7 @@
 #define MARGIN_R 84.0   /* peak labels */
 #define BAR_H 22.0      /* height of a device's op bar */
 #define MEM_GAP 3.0     /* bar to memory strip */
+#define COPY_H 10.0     /* copy-engine lane under the bar (timelines with copies) */
 #define MEM_H 24.0      /* memory strip */
 #define LANE_GAP 12.0   /* between lanes */
 #define AXIS_H 34.0     /* time axis with labels */
@@ -29,11 +30,11 @@
     ".vp-strip{fill:#20252b}.vp-mem{fill:#4a6a8a;stroke:#b7c7d9}.vp-edge{stroke:#16191d}}"         \
     "</style>\n"
 
-/* Base colours per kind (F, B, W, BW, F&B drawn as its two halves, R, and the vocabulary's
- * EF, EB, S, T). */
+/* Base colours per kind (F, B, W, BW, F&B drawn as its two halves, R, the vocabulary's EF,
+ * EB, S, T, and O, L). */
 static const unsigned kind_rgb[VP_OP_KIND_COUNT] = {0x3b6fb6, 0x2f9e5f, 0xe08a2e, 0x7b5ea7,
                                                     0x3b6fb6, 0xc0392b, 0x7f8c8d, 0x95a5a6,
-                                                    0x16a085, 0x8e6c3a};
+                                                    0x16a085, 0x8e6c3a, 0x17a2b8, 0x8e5b3a};
 
 /* Page geometry shared by every panel. */
 typedef struct layout {
@@ -84,8 +85,13 @@ static double nice_step(double min_step) {
     return 10 * e;
 }
 
+/* Height of the copy lane under each bar (0 without copies). */
+static double copy_h(const vp_timeline *tl) {
+    return tl->copy ? MEM_GAP + COPY_H : 0;
+}
+
 static double lane_pitch(const vp_timeline *tl) {
-    return BAR_H + (tl->has_mem ? MEM_GAP + MEM_H : 0) + LANE_GAP;
+    return BAR_H + copy_h(tl) + (tl->has_mem ? MEM_GAP + MEM_H : 0) + LANE_GAP;
 }
 
 static double panel_height(const vp_timeline *tl, int gallery) {
@@ -121,10 +127,14 @@ static void slice_number(vp__buf *out, double x, double y, double w, double h, i
                    y + h / 2 + font * 0.36, size, light ? "#1f2933" : "#ffffff", num);
 }
 
-/* The op's hover text: pass, stage, microbatch (both halves of an F&B), device, start, end. */
+/* The op's hover text: pass, stage, microbatch (both halves of an F&B), device, start, end;
+ * a copy says which way it goes. */
 static void slice_title(vp__buf *out, const vp_slice *sl, int d, double t0) {
     const vp_op *op = &sl->op;
-    vp__buf_printf(out, "<title>%s %s %d, microbatch %d",
+    vp__buf_printf(out, "<title>%s%s %s %d, microbatch %d",
+                   op->kind == VP_OP_O   ? "copy to host: "
+                   : op->kind == VP_OP_L ? "copy from host: "
+                                         : "",
                    vp_op_kind_name((vp_op_kind)(op->kind == VP_OP_FB ? VP_OP_F : op->kind)),
                    vp_op_kind_is_vocab(op->kind) ? "vocabulary shard" : "stage", op->stage, op->mb);
     if (op->kind == VP_OP_FB)
@@ -133,9 +143,10 @@ static void slice_title(vp__buf *out, const vp_slice *sl, int d, double t0) {
     vp__buf_printf(out, "; device %d, %g to %g</title>", d, sl->start - t0, sl->end - t0);
 }
 
-/* One op as a titled group: a rectangle, or for F&B its forward half over its backward half. */
+/* One op as a titled group of height h: a rectangle, or for F&B its forward half over its
+ * backward half. */
 static void draw_slice(vp__buf *out, const vp_timeline *tl, const layout *L, int d,
-                       const vp_slice *sl, double t0, double y) {
+                       const vp_slice *sl, double t0, double y, double h) {
     double x, w;
     slice_box(L, sl, t0, &x, &w);
     if (w <= 0)
@@ -145,7 +156,7 @@ static void draw_slice(vp__buf *out, const vp_timeline *tl, const layout *L, int
     vp__render_puts(out, "<g>");
     slice_title(out, sl, d, t0);
     if (op->kind != VP_OP_FB) {
-        slice_rect(out, x, y, w, BAR_H, op->kind, chunk, L->chunks);
+        slice_rect(out, x, y, w, h, op->kind, chunk, L->chunks);
     } else {
         slice_rect(out, x, y, w, BAR_H / 2, VP_OP_F, chunk, L->chunks);
         slice_rect(out, x, y + BAR_H / 2, w, BAR_H / 2, op->bkind,
@@ -178,12 +189,35 @@ static void draw_ops(vp__buf *out, const vp_timeline *tl, const layout *L, int d
     const vp_track *t = &tl->dev[d];
     vp__render_puts(out, "<g class=\"vp-edge\" stroke=\"#ffffff\" stroke-width=\"0.8\">\n");
     for (int i = 0; i < t->n; i++)
-        draw_slice(out, tl, L, d, &t->slices[i], t0, y);
+        draw_slice(out, tl, L, d, &t->slices[i], t0, y, BAR_H);
     vp__render_puts(out,
                     "</g>\n<g font-size=\"11\" text-anchor=\"middle\" pointer-events=\"none\">\n");
     for (int i = 0; i < t->n; i++)
         draw_numbers(out, tl, L, &t->slices[i], t0, y);
     vp__render_puts(out, "</g>\n");
+}
+
+/* Device d's copy lane at y: a strip, its copies, and a label with the host peak. */
+static void draw_copies(vp__buf *out, const vp_timeline *tl, const layout *L, int d, double t0,
+                        double y) {
+    const vp_track *t = &tl->copy[d];
+    vp__buf_printf(out,
+                   "<rect class=\"vp-strip\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                   "height=\"%.1f\" fill=\"#f4f5f7\"/>\n",
+                   MARGIN_L, y, L->plot_w, COPY_H);
+    vp__render_puts(out, "<g class=\"vp-edge\" stroke=\"#ffffff\" stroke-width=\"0.5\">\n");
+    for (int i = 0; i < t->n; i++)
+        draw_slice(out, tl, L, d, &t->slices[i], t0, y, COPY_H);
+    vp__render_puts(out, "</g>\n");
+    vp__buf_printf(out,
+                   "<text class=\"vp-muted\" x=\"%.1f\" y=\"%.1f\" font-size=\"9\" "
+                   "text-anchor=\"end\" fill=\"#7b8794\">copy</text>\n",
+                   MARGIN_L - 8, y + COPY_H - 1);
+    if (tl->host_peak)
+        vp__buf_printf(out,
+                       "<text class=\"vp-muted\" x=\"%.1f\" y=\"%.1f\" font-size=\"9\" "
+                       "fill=\"#52606d\">host %.4g</text>\n",
+                       MARGIN_L + L->plot_w + 8, y + COPY_H - 1, tl->host_peak[d]);
 }
 
 /* Step curve of memory after each op, under the device's bar, titled with its peak and
@@ -277,8 +311,10 @@ static void draw_panel(vp__buf *out, const vp_timeline *tl, const layout *L, dou
                        "font-weight=\"bold\" text-anchor=\"end\" fill=\"#323f4b\">dev %d</text>\n",
                        MARGIN_L - 8, ly + BAR_H / 2 + 4, d);
         draw_ops(out, tl, L, d, st.t0, ly);
+        if (tl->copy)
+            draw_copies(out, tl, L, d, st.t0, ly + BAR_H + MEM_GAP);
         if (tl->has_mem)
-            draw_memory(out, tl, L, d, st.t0, ly + BAR_H + MEM_GAP);
+            draw_memory(out, tl, L, d, st.t0, ly + BAR_H + copy_h(tl) + MEM_GAP);
     }
     if (L->gallery) {
         double x = MARGIN_L + st.makespan * L->k;
@@ -303,6 +339,8 @@ static const char *legend_text(int item) {
                                                 "EB embedding backward (shard)",
                                                 "S output forward (shard)",
                                                 "T output backward (shard)",
+                                                "O offload (copy to host)",
+                                                "L reload (copy from host)",
                                                 "lighter = later chunk",
                                                 "memory (units)",
                                                 "numbers: microbatch"};
@@ -317,6 +355,9 @@ static int legend_items(const vp_timeline *const *tls, int n, const layout *L, i
         for (int d = 0; d < tls[i]->p; d++)
             for (int j = 0; j < tls[i]->dev[d].n; j++)
                 present[tls[i]->dev[d].slices[j].op.kind] = 1;
+        for (int d = 0; tls[i]->copy && d < tls[i]->p; d++)
+            for (int j = 0; j < tls[i]->copy[d].n; j++)
+                present[tls[i]->copy[d].slices[j].op.kind] = 1;
     }
     for (int kind = 0; kind < VP_OP_KIND_COUNT; kind++)
         if (present[kind])

@@ -1,6 +1,7 @@
 /* The neutral timeline every renderer reads, and the titles they share. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,25 +37,72 @@ vp_status vp_timeline_new(const char *family, int p, int S, int m, vp_timeline *
 void vp_timeline_free(vp_timeline *tl) {
     if (!tl)
         return;
-    if (tl->dev)
-        for (int d = 0; d < tl->p; d++)
+    for (int d = 0; d < tl->p; d++) {
+        if (tl->dev)
             free(tl->dev[d].slices);
+        if (tl->copy)
+            free(tl->copy[d].slices);
+    }
     free(tl->dev);
+    free(tl->copy);
+    free(tl->host_peak);
     free(tl->stage_chunk);
     free(tl);
+}
+
+/* Adds slice to tracks[d] after checking d and its times: at the end, or with sorted in
+ * its place by start time (after the slices that start no later). */
+static vp_status add_slice(vp_track *tracks, int d, vp_slice slice, bool sorted, vp_error *err) {
+    if (!(slice.end >= slice.start) || !isfinite(slice.start) || !isfinite(slice.end))
+        return vp__fail(err, VP_EINVAL,
+                        "timeline: device %d: slice ends (%g) before it starts (%g)", d, slice.end,
+                        slice.start);
+    vp_track *t = &tracks[d];
+    if (vp__grow((void **)&t->slices, &t->cap, t->n + 1, sizeof *t->slices))
+        return vp__fail(err, VP_ENOMEM, "timeline: out of memory");
+    int at = t->n++;
+    for (; sorted && at > 0 && t->slices[at - 1].start > slice.start; at--)
+        t->slices[at] = t->slices[at - 1];
+    t->slices[at] = slice;
+    return VP_OK;
 }
 
 vp_status vp_timeline_add(vp_timeline *tl, int d, vp_slice slice, vp_error *err) {
     if (!tl || d < 0 || d >= tl->p)
         return vp__fail(err, VP_EINVAL, "timeline: no device %d", d);
-    if (!(slice.end >= slice.start) || !isfinite(slice.start) || !isfinite(slice.end))
-        return vp__fail(err, VP_EINVAL,
-                        "timeline: device %d: slice ends (%g) before it starts (%g)", d, slice.end,
-                        slice.start);
-    vp_track *t = &tl->dev[d];
-    if (vp__grow((void **)&t->slices, &t->cap, t->n + 1, sizeof *t->slices))
+    return add_slice(tl->dev, d, slice, false, err);
+}
+
+vp_status vp_timeline_add_copy(vp_timeline *tl, int d, vp_slice slice, vp_error *err) {
+    if (!tl || d < 0 || d >= tl->p)
+        return vp__fail(err, VP_EINVAL, "timeline: no device %d", d);
+    if (slice.op.kind != VP_OP_O && slice.op.kind != VP_OP_L)
+        return vp__fail(err, VP_EINVAL, "timeline: a copy is an O or an L, not %s",
+                        vp_op_kind_name((vp_op_kind)slice.op.kind));
+    if (!tl->copy && !(tl->copy = vp__calloc((size_t)tl->p, sizeof *tl->copy)))
         return vp__fail(err, VP_ENOMEM, "timeline: out of memory");
-    t->slices[t->n++] = slice;
+    return add_slice(tl->copy, d, slice, true, err);
+}
+
+vp_status vp_timeline_set_host_peak(vp_timeline *tl, const double *peak, vp_error *err) {
+    if (!tl->host_peak && !(tl->host_peak = vp__calloc((size_t)tl->p, sizeof *tl->host_peak)))
+        return vp__fail(err, VP_ENOMEM, "timeline: out of memory");
+    memcpy(tl->host_peak, peak, (size_t)tl->p * sizeof *peak);
+    return VP_OK;
+}
+
+/* Adds the copies of device d of s as simulated by sim. */
+static vp_status add_copies(vp_timeline *tl, const vp_schedule *s, const vp_sim *sim, int d,
+                            vp_error *err) {
+    for (int i = 0; i < s->dev[d].n; i++) {
+        const vp_op *op = &s->dev[d].ops[i];
+        if (op->kind != VP_OP_O && op->kind != VP_OP_L)
+            continue;
+        vp_slice sl = {*op, sim->copy_start[d][i], sim->copy_end[d][i], 0.0};
+        vp_status st = vp_timeline_add_copy(tl, d, sl, err);
+        if (st)
+            return st;
+    }
     return VP_OK;
 }
 
@@ -69,16 +117,20 @@ vp_status vp_timeline_from_sim(const vp_schedule *s, const vp_sim *sim, vp_timel
         return rc;
     memcpy(tl->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof *tl->stage_chunk);
     tl->has_mem = sim->mem_after != NULL;
-    for (int d = 0; d < s->p; d++) {
-        for (int i = 0; i < s->dev[d].n; i++) {
+    for (int d = 0; rc == VP_OK && d < s->p; d++) {
+        for (int i = 0; rc == VP_OK && i < s->dev[d].n; i++) {
             vp_slice sl = {s->dev[d].ops[i], sim->start[d][i], sim->end[d][i],
                            tl->has_mem ? sim->mem_after[d][i] : 0.0};
-            vp_status st = vp_timeline_add(tl, d, sl, err);
-            if (st) {
-                vp_timeline_free(tl);
-                return st;
-            }
+            rc = vp_timeline_add(tl, d, sl, err);
         }
+        if (rc == VP_OK && sim->copy_start)
+            rc = add_copies(tl, s, sim, d, err);
+    }
+    if (rc == VP_OK && sim->host_peak)
+        rc = vp_timeline_set_host_peak(tl, sim->host_peak, err);
+    if (rc != VP_OK) {
+        vp_timeline_free(tl);
+        return rc;
     }
     *out = tl;
     return VP_OK;
@@ -141,6 +193,10 @@ char *vp__render_costs(const vp_costs *c, char *buf, size_t size) {
         append(buf, size, &pos, " F&B=%g", c->fb);
     if (c->r >= 0)
         append(buf, size, &pos, " R=%g", c->r);
+    if (c->o >= 0)
+        append(buf, size, &pos, " O=%g", c->o);
+    if (c->l >= 0)
+        append(buf, size, &pos, " L=%g", c->l);
     return buf;
 }
 

@@ -14,7 +14,9 @@ static const char *const kind_cname[VP_OP_KIND_COUNT] = {"thread_state_running",
                                                          "grey",
                                                          "grey",
                                                          "good",
-                                                         "bad"};
+                                                         "bad",
+                                                         "olive",
+                                                         "rail_load"};
 
 static void json_string(vp__buf *out, const char *s) {
     vp__render_putc(out, '"');
@@ -30,10 +32,13 @@ static void json_string(vp__buf *out, const char *s) {
     vp__render_putc(out, '"');
 }
 
-static void slice_event(vp__buf *out, const vp_timeline *tl, int d, const vp_slice *sl, double t0) {
+/* One slice on track tid (0: ops, 1: the copy engine) of device d. */
+static void slice_event(vp__buf *out, const vp_timeline *tl, int d, int tid, const vp_slice *sl,
+                        double t0) {
     const vp_op *op = &sl->op;
     const char *kind = vp_op_kind_name((vp_op_kind)op->kind);
-    vp__buf_printf(out, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"name\":\"%s %d", d, kind, op->mb);
+    vp__buf_printf(out, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":\"%s %d", d, tid, kind,
+                   op->mb);
     if (op->kind == VP_OP_FB)
         vp__buf_printf(out, "/%d", op->mb2);
     vp__buf_printf(out,
@@ -45,7 +50,7 @@ static void slice_event(vp__buf *out, const vp_timeline *tl, int d, const vp_sli
     if (op->kind == VP_OP_FB)
         vp__buf_printf(out, ",\"bkind\":\"%s\",\"stage2\":%d,\"microbatch2\":%d",
                        vp_op_kind_name((vp_op_kind)op->bkind), op->stage2, op->mb2);
-    if (tl->has_mem)
+    if (tl->has_mem && tid == 0)
         vp__buf_printf(out, ",\"memory_after\":%.6g", sl->mem);
     vp__render_puts(out, "}}");
 }
@@ -55,6 +60,16 @@ static void memory_event(vp__buf *out, const vp_timeline *tl, int d, double ts, 
                    ts);
     json_string(out, tl->mem_unit);
     vp__buf_printf(out, ":%.6g}}", value);
+}
+
+/* Device d's copy-engine track: its name, then its copies. */
+static void copy_events(vp__buf *out, const vp_timeline *tl, int d, double t0) {
+    vp__buf_printf(out,
+                   ",\n{\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"name\":\"thread_name\","
+                   "\"args\":{\"name\":\"copy engine\"}}",
+                   d);
+    for (int i = 0; i < tl->copy[d].n; i++)
+        slice_event(out, tl, d, 1, &tl->copy[d].slices[i], t0);
 }
 
 vp_status vp_render_trace(const vp_timeline *tl, char **out_text, vp_error *err) {
@@ -85,11 +100,15 @@ vp_status vp_render_trace(const vp_timeline *tl, char **out_text, vp_error *err)
         if (tl->has_mem && t->n)
             memory_event(out, tl, d, (t->slices[0].start - st.t0) * tl->trace_us, 0.0);
         for (int i = 0; i < t->n; i++) {
-            slice_event(out, tl, d, &t->slices[i], st.t0);
+            int copy_op = t->slices[i].op.kind == VP_OP_O || t->slices[i].op.kind == VP_OP_L;
+            if (!copy_op) /* O and L take no compute time: drawn on the copy engine */
+                slice_event(out, tl, d, 0, &t->slices[i], st.t0);
             if (tl->has_mem)
                 memory_event(out, tl, d, (t->slices[i].end - st.t0) * tl->trace_us,
                              t->slices[i].mem);
         }
+        if (tl->copy)
+            copy_events(out, tl, d, st.t0);
     }
     vp__render_puts(out, "\n]}\n");
     return vp__render_finish(&b, VP_OK, out_text, err);

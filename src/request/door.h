@@ -86,9 +86,11 @@ typedef struct vp__run {
     vp_reply *reply;
     /* the schedule options, resolved (spec.c) */
     vp_spec spec;
-    bool have_cost;       /* --cost given */
-    vp_cost_source costs; /* --cost-file, read (ctx non-NULL) */
-    double *dev;          /* [3p] per-device costs from it, which spec.costs borrows */
+    bool have_cost;         /* --cost given */
+    vp_cost_source costs;   /* --cost-file, read (ctx non-NULL) */
+    double *dev;            /* [3p] per-device costs from it, which spec.costs borrows */
+    double *offload_shares; /* --offload's shares, which spec.offload borrows */
+    bool offload_auto;      /* plan --offload auto: the planner tries shares itself */
     /* a real model, resolved (real.c) when --model is given */
     bool real;
     vp_arch arch;

@@ -33,6 +33,11 @@ static vp_status check_options(const vp__run *run, vp_error *err) {
                         "%s does not apply to the search: every configuration gets its own "
                         "split (%s)",
                         VP__NAME(run, "layers_per_stage"), VP__NAME(run, "split"));
+    if (q->offload && strcmp(q->offload, "auto") && strcmp(q->offload, "none"))
+        return vp__fail(err, VP_EINVAL,
+                        "%s with %s is auto (the search offloads where a configuration would "
+                        "not fit otherwise) or none",
+                        VP__NAME(run, "offload"), VP__NAME(run, "model"));
     if ((q->emit == VP_EMIT_TORCHTITAN) != (q->operand[0] != NULL))
         return vp__fail(err, VP_EINVAL,
                         "%s torchtitan takes a directory: %s torchtitan DIR (and a directory "
@@ -58,6 +63,7 @@ static vp_hybrid_request search_request(vp__run *run) {
     q.mbs = r->mbs;
     q.pp = r->pp;
     q.recompute = r->recompute;
+    q.offload = run->offload_auto;
     q.vocab_parallel = r->vocab_parallel;
     q.max_chunks = r->max_chunks;
     q.top = r->top;
@@ -69,12 +75,13 @@ static vp_hybrid_request search_request(vp__run *run) {
     return q;
 }
 
-/* "v-zb" or "interleaved v=2" or "v-block f1=1 ..." of c into buf. */
+/* "v-zb" or "interleaved v=2" or "v-block f1=1 ..." of c into buf, and " offload 0.5"
+ * when it offloads. */
 static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size) {
-    if (c->v)
-        snprintf(buf, size, "%s v=%d", c->family, c->v);
-    else
-        snprintf(buf, size, "%s%s%s", c->family, c->params[0] ? " " : "", c->params);
+    int n = c->v ? snprintf(buf, size, "%s v=%d", c->family, c->v)
+                 : snprintf(buf, size, "%s%s%s", c->family, c->params[0] ? " " : "", c->params);
+    if (c->offload > 0 && n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " offload %g", c->offload);
     return buf;
 }
 
@@ -135,9 +142,14 @@ static vp_status emit_torchtitan(vp__run *run, const vp_hybrid *h, const vp_hybr
     snprintf(csv_path, sizeof csv_path, "%s/schedule.csv", dir);
     snprintf(toml_path, sizeof toml_path, "%s/job.toml", dir);
     char *toml = NULL, *csv = NULL;
+    vp_schedule *plain = NULL; /* the CSV has no O or L: the compute order without them */
+    vp_offload none = {.policy = VP_OFFLOAD_NONE};
     vp_status rc = vp_hybrid_torchtitan(q, &h->winner, csv_path, &toml, err);
     if (rc == VP_OK)
-        rc = vp_torch_csv_write(h->winner.schedule, VP_TORCH_CSV_COMPUTE_ONLY, &csv, err);
+        rc = vp_schedule_offload_shares(h->winner.schedule, &none, &plain, err);
+    if (rc == VP_OK)
+        rc = vp_torch_csv_write(plain, VP_TORCH_CSV_COMPUTE_ONLY, &csv, err);
+    vp_schedule_free(plain);
     if (rc == VP_OK) {
         rc = vp__write(run, csv_path, csv, err);
         csv = NULL;

@@ -58,16 +58,18 @@ static void list_text(vp__buf *out) {
                        moe_text(&a, moe, sizeof moe));
     }
     vp__buf_printf(out, "%-15s any size: vpipe's own byte-level GPT (fp32)\n", "vpipe:L,W,H,S");
-    vp__buf_printf(out, "\n%-12s %11s %8s %10s %14s %14s %9s %5s\n", "accelerator", "bf16 TFLOP/s",
-                   "GiB", "HBM TB/s", "intra GB/s", "inter GB/s", "per node", "GEMM");
+    vp__buf_printf(out, "\n%-12s %11s %8s %10s %14s %14s %9s %5s %10s %9s\n", "accelerator",
+                   "bf16 TFLOP/s", "GiB", "HBM TB/s", "intra GB/s", "inter GB/s", "per node",
+                   "GEMM", "host GB/s", "host GiB");
     for (int i = 0; i < vp_gpu_preset_count(); i++) {
         vp_gpu g;
         if (vp_gpu_preset(vp_gpu_preset_name(i), &g, NULL) != VP_OK)
             continue;
-        vp__buf_printf(out, "%-12s %11.0f %8.1f %10.3g %14.0f %14.0f %9d %5.2f\n", g.name,
-                       g.peak_flops / 1e12, g.memory_bytes / GIB, g.hbm_bandwidth / 1e12,
+        vp__buf_printf(out, "%-12s %11.0f %8.1f %10.3g %14.0f %14.0f %9d %5.2f %10.0f %9.0f\n",
+                       g.name, g.peak_flops / 1e12, g.memory_bytes / GIB, g.hbm_bandwidth / 1e12,
                        g.intra_bw / 1e9, g.inter_bw / 1e9, g.gpus_per_node,
-                       g.efficiency > 0 ? g.efficiency : g.gemm_efficiency);
+                       g.efficiency > 0 ? g.efficiency : g.gemm_efficiency, g.host_bw / 1e9,
+                       g.host_memory_bytes / GIB);
     }
     vp__buf_printf(out, "\n--model also takes a Hugging Face config.json, --gpu a JSON file (vpipe "
                         "model show --help)\n");

@@ -73,7 +73,8 @@ static vp_status plan_run(vp__run *run, vp_plan **out, vp_error *err) {
         return rc;
     vp__progress(run, "plan: searching every family and the V building blocks for p=%d m=%d...",
                  run->spec.p, run->spec.m);
-    rc = vp_plan_run(&run->spec, &budget, out, err);
+    vp_plan_levers levers = {.offload = run->offload_auto};
+    rc = vp_plan_run_levers(&run->spec, &budget, &levers, out, err);
     vp__progress_clear(run);
     return rc;
 }

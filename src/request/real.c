@@ -191,15 +191,29 @@ void vp__split_text(vp__buf *out, const vp_price_result *r) {
     vp__buf_printf(out, "\n");
 }
 
-/* One rank's memory row, GiB. */
-static void memory_row(vp__buf *out, const char *label, const vp_rank_memory *m) {
+/* One rank's memory row, GiB (with offload, its host GiB after the device's). */
+static void memory_row(vp__buf *out, const char *label, const vp_rank_memory *m, bool host) {
     vp__buf_printf(out,
                    "%-5s %8.2f %8.2f %9.2f %11.2f %8.2f %9.2f %7.2f %7.2f %6.2f %8.2f %7.2f %8.2f "
-                   "%8.2f\n",
+                   "%8.2f",
                    label, m->params / GIB, m->grads / GIB, m->optimizer / GIB, m->activations / GIB,
                    m->buffers / GIB, m->workspace / GIB, m->logits / GIB, m->gathers / GIB,
                    m->fragmentation / GIB, m->context / GIB, m->comm / GIB, m->reserve / GIB,
                    m->total / GIB);
+    if (host)
+        vp__buf_printf(out, " %8.2f", m->host / GIB);
+    vp__buf_printf(out, "\n");
+}
+
+/* The offload lines: copy engine and host memory. */
+static void offload_text(vp__buf *out, const vp_price_result *r) {
+    vp__buf_printf(out,
+                   "offload: busiest copy engine %.1f%% of the makespan, compute waited %.3g s "
+                   "for copies; host %.2f GiB at most",
+                   100 * r->copy_occupancy, r->offload_stall_s, r->host_max_bytes / GIB);
+    if (r->host_capacity_bytes > 0)
+        vp__buf_printf(out, " of %.2f GiB per GPU", r->host_capacity_bytes / GIB);
+    vp__buf_printf(out, "\n");
 }
 
 void vp__price_text(vp__buf *out, const vp_price_result *r, const vp_workload *w, bool measured) {
@@ -218,16 +232,20 @@ void vp__price_text(vp__buf *out, const vp_price_result *r, const vp_workload *w
                    "%.3g ms%s\n",
                    r->costs.f, r->costs.b, r->costs.w, r->hop_ms, measured ? " (measured)" : "");
     vp__split_text(out, r);
+    bool host = r->sim && r->sim->host_peak;
     vp__buf_printf(out,
                    "\nmemory per rank, GiB:\n%-5s %8s %8s %9s %11s %8s %9s %7s %7s %6s %8s %7s %8s "
-                   "%8s\n",
+                   "%8s%s\n",
                    "rank", "params", "grads", "optimizer", "activations", "buffers", "workspace",
-                   "logits", "gathers", "frag", "context", "comm", "reserve", "total");
+                   "logits", "gathers", "frag", "context", "comm", "reserve", "total",
+                   host ? "     host" : "");
     for (int d = 0; d < r->p; d++) {
         char label[16];
         snprintf(label, sizeof label, "%d", d);
-        memory_row(out, label, &r->memory[d]);
+        memory_row(out, label, &r->memory[d], host);
     }
     vp__buf_printf(out, "\nmax %.2f GiB on rank %d of %.2f GiB: %s\n", r->memory_max_bytes / GIB,
                    r->memory_max_rank, r->capacity_bytes / GIB, r->fits ? "fits" : "does NOT fit");
+    if (host)
+        offload_text(out, r);
 }

@@ -7,7 +7,7 @@
 
 void vp_request_init(vp_request *req, const char *command) {
     memset(req, 0, sizeof *req);
-    req->recompute = req->split = req->emit = -1;
+    req->recompute = req->split = req->emit = req->offload_policy = -1;
     req->reserve = req->dp_overlap = req->margin = -1;
     if (command && !strcmp(command, "schedule"))
         req->output = "-";
@@ -18,6 +18,7 @@ void vp__run_release(vp__run *run) {
         run->costs.release(run->costs.ctx);
     free(run->dev);
     free(run->layers);
+    free(run->offload_shares);
 }
 
 /* An option req gives that cmd does not take. */

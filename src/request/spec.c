@@ -64,6 +64,26 @@ static vp_status apply_costs(vp__run *run, vp_error *err) {
                     VP__NAME(run, "p"), p, why);
 }
 
+/* --offload and --offload-policy into the spec (plan's "auto" leaves it to the planner). */
+static vp_status offload_ready(vp__run *run, vp_error *err) {
+    const vp_request *req = run->req;
+    vp_offload *o = &run->spec.offload;
+    if (req->offload_policy >= 0 && !req->offload)
+        return vp__fail(err, VP_EINVAL, "%s needs %s", VP__NAME(run, "offload_policy"),
+                        VP__NAME(run, "offload"));
+    if (!req->offload)
+        return VP_OK;
+    if (run->cmd == VP__PLAN && !strcmp(req->offload, "auto")) {
+        run->offload_auto = true;
+        return VP_OK;
+    }
+    if (vp_offload_parse(req->offload, o, &run->offload_shares, err) != VP_OK)
+        return vp__value_error(run, "offload", req->offload, VP_OK, err);
+    if (req->offload_policy >= 0 && o->policy != VP_OFFLOAD_NONE)
+        o->policy = (vp_offload_policy)req->offload_policy;
+    return VP_OK;
+}
+
 vp_status vp__spec_ready(vp__run *run, vp_error *err) {
     const vp_request *req = run->req;
     vp_spec *spec = &run->spec;
@@ -80,6 +100,8 @@ vp_status vp__spec_ready(vp__run *run, vp_error *err) {
         return err->status;
     if (req->recompute >= 0)
         spec->recompute = (vp_recompute)req->recompute;
+    if (offload_ready(run, err) != VP_OK)
+        return err->status;
     spec->vocab_parallel = req->vocab_parallel;
     if (spec->p > 0 && spec->m > 0 && vp_spec_check_size(spec, err) != VP_OK)
         return err->status;
@@ -134,13 +156,22 @@ vp_status vp__obtain(vp__run *run, const char *what, vp_schedule **owned, const 
                         "family it builds, not into a file (write the file from a family built "
                         "with %s, or drop it)",
                         name, VP__NAME(run, "vocab_parallel"), VP__NAME(run, "vocab_parallel"));
-    if (spec->recompute == VP_RECOMPUTE_NONE)
-        return VP_OK;
-    vp_schedule *r = NULL;
-    vp_status rc = vp_schedule_recompute(got, spec->recompute, &r, err);
-    vp_schedule_free(*owned);
-    *owned = r;
-    *s = r;
+    vp_status rc = VP_OK;
+    if (spec->recompute != VP_RECOMPUTE_NONE) {
+        vp_schedule *r = NULL;
+        rc = vp_schedule_recompute(*s, spec->recompute, &r, err);
+        vp_schedule_free(*owned);
+        *owned = r;
+        *s = r;
+    }
+    if (rc == VP_OK && (run->req->offload || spec->offload.policy != VP_OFFLOAD_NONE) &&
+        !run->offload_auto) { /* "none" strips O and L */
+        vp_schedule *o = NULL;
+        rc = vp_schedule_offload(*s, &spec->costs, &spec->mem, &spec->offload, &o, err);
+        vp_schedule_free(*owned);
+        *owned = o;
+        *s = o;
+    }
     return rc;
 }
 
@@ -173,7 +204,11 @@ const char *vp__costs_text(const vp_costs *c, char *buf, size_t size) {
     if (c->r >= 0 && n >= 0 && (size_t)n < size)
         n += snprintf(buf + n, size - (size_t)n, " R=%g", c->r);
     if ((c->s > 0 || c->t > 0 || c->e > 0) && n >= 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, " S=%g T=%g E=%g", c->s, c->t, c->e);
+        n += snprintf(buf + n, size - (size_t)n, " S=%g T=%g E=%g", c->s, c->t, c->e);
+    if (c->o >= 0 && n >= 0 && (size_t)n < size)
+        n += snprintf(buf + n, size - (size_t)n, " O=%g", c->o);
+    if (c->l >= 0 && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, " L=%g", c->l);
     return buf;
 }
 

@@ -39,6 +39,7 @@ static const char *const recomputes[] = {"none", "selective", "full", NULL};
 static const char *const splits[] = {"time", "memory", "even", NULL};
 static const char *const emits[] = {"torchtitan", "megatron", NULL};
 static const char *const formats[] = {"json", "text", "torch-csv", "torch-csv-comms", NULL};
+static const char *const offload_policies[] = {"none", "uniform", "selective", NULL};
 
 #define INT(key_, flag_, field, lo_, hi_, on)                                                      \
     {                                                                                              \
@@ -91,6 +92,9 @@ const vp__option vp__options[] = {
      .commands = BUILD},
     CHOICE("recompute", "--recompute", recompute, recomputes, "recomputation", -1,
            (BUILD & ~ON(VALIDATE) & ~ON(BLOCK)) | ON(MODEL)),
+    TEXT("offload", "--offload", offload, BUILD & ~ON(VALIDATE) & ~ON(BLOCK)),
+    CHOICE("offload_policy", "--offload-policy", offload_policy, offload_policies, "offload policy",
+           -1, BUILD & ~ON(VALIDATE) & ~ON(BLOCK)),
     FLAG("vocab_parallel", "--vocab-parallel", vocab_parallel, BUILD & ~ON(BLOCK)),
     /* a real model */
     TEXT("model", "--model", model, REAL),

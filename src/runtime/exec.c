@@ -26,8 +26,7 @@ static vp_status rank_fail(vp__rank *c, vp_status rc, const vp_error *e) {
     return rc;
 }
 
-/* An emulated pass: waits ms from now. */
-static void emulate_for(double ms) {
+void vp__emulate_for(double ms) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double ns = ts.tv_nsec + ms * 1e6;
@@ -133,7 +132,7 @@ static vp_status run_forward(vp__rank *c, int st, int mb, uint64_t batch, int va
     if (rc == VP_OK && c->compute_start < 0)
         c->compute_start = vp__now_ms();
     if (rc == VP_OK && r->emu) {
-        emulate_for(r->emu->f[st]);
+        vp__emulate_for(r->emu->f[st]);
         free(in);
         if (!heads)
             rc = emulated_tensor(r, out, err);
@@ -150,12 +149,45 @@ static vp_status run_forward(vp__rank *c, int st, int mb, uint64_t batch, int va
     return rc;
 }
 
+/* Before a pass that reads (st, mb)'s activation again (its R, else its backward): waits
+ * for its reload's copy when the schedule offloads it. */
+static vp_status await_reload(vp__rank *c, int st, int mb, vp_error *err) {
+    double a, b;
+    if (!vp__offloads(c->r, st, mb))
+        return VP_OK;
+    return vp__copier_wait(c->copier, VP_OP_L, st, mb, &a, &b, err);
+}
+
+/* O of (st, mb): waits for the copy to host its forward issued, then lets the device
+ * buffers go; L: takes them again and issues the copy back. */
+static vp_status run_copy_op(vp__rank *c, int k, const vp_op *op, vp_error *err) {
+    vp__run *r = c->r;
+    vp_status rc = VP_OK;
+    if (op->kind == VP_OP_O) {
+        rc = vp__copier_wait(c->copier, VP_OP_O, op->stage, op->mb, &c->t_copy0[k], &c->t_copy1[k],
+                             err);
+        c->compute_start = vp__now_ms();
+        if (rc == VP_OK && !r->emu)
+            rc = vp_stage_offload_release(vp__stage_at(c, op->stage), op->mb, err);
+        return rc;
+    }
+    c->compute_start = vp__now_ms();
+    if (!r->emu)
+        rc = vp_stage_reload_reserve(vp__stage_at(c, op->stage), op->mb, err);
+    if (rc == VP_OK)
+        vp__copier_issue(c->copier, VP_OP_L, op->stage, op->mb);
+    return rc;
+}
+
 /* R of (st, mb): the forward again, rebuilding what its F dropped (local: no message). */
 static vp_status run_recompute(vp__rank *c, int st, int mb, vp_error *err) {
     vp__run *r = c->r;
+    vp_status rc = await_reload(c, st, mb, err);
+    if (rc != VP_OK)
+        return rc;
     c->compute_start = vp__now_ms();
     if (r->emu) {
-        emulate_for(r->emu->r[st]);
+        vp__emulate_for(r->emu->r[st]);
         return VP_OK;
     }
     return vp_stage_recompute(vp__stage_at(c, st), mb, err);
@@ -190,11 +222,13 @@ static vp_status run_backward(vp__rank *c, int kind, int st, int mb, vp_error *e
         rc = receive_parts(c, VP_VOCAB_GRAD, mb, &dout, err);
     if (rc == VP_OK && back && !last && vp__holds(c, st + 1))
         count_in_flight(c, 0); /* taken over from the next stage, on this rank */
+    if (rc == VP_OK && kind != VP_OP_W && r->s->recompute == VP_RECOMPUTE_NONE)
+        rc = await_reload(c, st, mb, err); /* (a recomputing schedule's R waited) */
     if (rc == VP_OK && c->compute_start < 0)
         c->compute_start = vp__now_ms();
     if (rc == VP_OK && back) {
         if (r->emu) {
-            emulate_for(r->emu->b[st]);
+            vp__emulate_for(r->emu->b[st]);
             free(dout);
             if (!embeds)
                 rc = emulated_tensor(r, &din, err);
@@ -205,7 +239,7 @@ static vp_status run_backward(vp__rank *c, int kind, int st, int mb, vp_error *e
     }
     if (rc == VP_OK && kind != VP_OP_B) {
         if (r->emu)
-            emulate_for(r->emu->w[st]);
+            vp__emulate_for(r->emu->w[st]);
         else
             rc = vp_stage_backward_weight(vp__stage_at(c, st), mb, err);
     }
@@ -261,7 +295,7 @@ static vp_status run_output(vp__rank *c, int mb, uint64_t batch, int validation,
     if (rc == VP_OK && c->compute_start < 0)
         c->compute_start = vp__now_ms();
     if (rc == VP_OK && r->emu) {
-        emulate_for(vp_cost_model_pass_time(r->emu, VP_OP_S, c->dev));
+        vp__emulate_for(vp_cost_model_pass_time(r->emu, VP_OP_S, c->dev));
         free(h);
     } else if (rc == VP_OK) {
         rc = vp_vocab_output(vp__vocab_at(c), mb, h, c->batch.targets, stats, err);
@@ -325,7 +359,7 @@ static vp_status run_vocab(vp__rank *c, const vp_op *op, uint64_t batch0, double
     if (rc == VP_OK)
         c->compute_start = vp__now_ms();
     if (rc == VP_OK && r->emu) {
-        emulate_for(vp_cost_model_pass_time(r->emu, op->kind, c->dev));
+        vp__emulate_for(vp_cost_model_pass_time(r->emu, op->kind, c->dev));
         if (op->kind != VP_OP_EB)
             rc = emulated_tensor(r, &buf, err);
     } else if (rc == VP_OK) {
@@ -354,11 +388,14 @@ static vp_status run_vocab(vp__rank *c, const vp_op *op, uint64_t batch0, double
 /* Runs one op; the loss of a last stage's forward goes to losses[mb]. The replica's
  * microbatch mb is batch step * m + replica * (m / D) + mb of the data (m the global
  * batch). */
-static vp_status run_op(vp__rank *c, const vp_op *op, int step, double *losses, vp_error *err) {
+static vp_status run_op(vp__rank *c, int k, const vp_op *op, int step, double *losses,
+                        vp_error *err) {
     uint64_t batch =
         (uint64_t)step * (uint64_t)c->r->o->train.m + (uint64_t)c->replica * (uint64_t)c->r->s->m;
     if (op->kind == VP_OP_R)
         return run_recompute(c, op->stage, op->mb, err);
+    if (op->kind == VP_OP_O || op->kind == VP_OP_L)
+        return run_copy_op(c, k, op, err);
     if (vp_op_kind_is_vocab(op->kind))
         return run_vocab(c, op, batch, losses, err);
     if (op->kind != VP_OP_F && op->kind != VP_OP_FB)
@@ -380,7 +417,9 @@ static vp_status run_op(vp__rank *c, const vp_op *op, int step, double *losses, 
     }
     rc = send_activation(c, st, op->mb, out, err); /* the transport owns out from here */
     if (rc == VP_OK && !is_last(c->r, st) && !vp__holds(c, st + 1))
-        count_in_flight(c, 0); /* gone to another rank */
+        count_in_flight(c, 0);                         /* gone to another rank */
+    if (rc == VP_OK && vp__offloads(c->r, st, op->mb)) /* the op ends: its copy to host */
+        vp__copier_issue(c->copier, VP_OP_O, st, op->mb);
     return rc;
 }
 
@@ -528,6 +567,20 @@ static vp_status evaluate(vp__rank *c, double *val, vp_error *err) {
     return rc;
 }
 
+/* The copy times of the step's O and L ops (every copy has ended), from t0. */
+static void copy_times(vp__rank *c, double t0) {
+    const vp_oplist *ops = &c->r->s->dev[c->dev];
+    for (int k = 0; c->copier && k < ops->n; k++) {
+        const vp_op *op = &ops->ops[k];
+        if (op->kind == VP_OP_L)
+            vp__copier_times(c->copier, VP_OP_L, op->stage, op->mb, &c->t_copy0[k], &c->t_copy1[k]);
+        if (op->kind == VP_OP_O || op->kind == VP_OP_L) {
+            c->t_copy0[k] -= t0;
+            c->t_copy1[k] -= t0;
+        }
+    }
+}
+
 /* Runs the op list of one step and records the times of the last step: an op starts
  * when its inputs have arrived (waiting is idle time) and ends when its compute does.
  * Once an op completes a stage's last weight gradient of the step, the stage's gradients
@@ -554,7 +607,7 @@ static vp_status run_ops(vp__rank *c, int step, double *losses, vp_error *err) {
         }
         c->compute_start = -1.0;
         c->counting = 1;
-        vp_status rc = run_op(c, &ops->ops[k], step, losses, err);
+        vp_status rc = run_op(c, k, &ops->ops[k], step, losses, err);
         c->counting = 0;
         if (rc != VP_OK)
             return rc;
@@ -569,6 +622,7 @@ static vp_status run_ops(vp__rank *c, int step, double *losses, vp_error *err) {
             return rc;
     }
     vp_transport_set_op(r->t, c->rank, -1, NULL);
+    copy_times(c, t0);
     if ((double)vp_mem_peak(r->mem[c->rank]) > c->peak)
         c->peak = (double)vp_mem_peak(r->mem[c->rank]);
     c->busy = busy;
@@ -739,9 +793,9 @@ static vp_status gather_sums(vp__rank *c, vp_error *err) {
     v[2 * P + c->rank] = c->span;
     for (int cat = 0; cat < cats; cat++)
         v[3 * P + c->rank * cats + cat] =
-            cat == VP_MEM_ACTIVATIONS
-                ? c->peak
-                : (double)vp_mem_peak_of(r->mem[c->rank], (vp_mem_category)cat);
+            cat == VP_MEM_ACTIVATIONS ? c->peak
+            : cat == VP_MEM_HOST      ? (double)vp_mem_peak(r->host[c->rank])
+                                 : (double)vp_mem_peak_of(r->mem[c->rank], (vp_mem_category)cat);
     vp_status rc = r->t->vt->sum(r->t, c->rank, v, (3 + cats) * P, err);
     if (rc == VP_OK && c->rank == r->rank_lo) {
         memcpy(r->peak, v, (size_t)P * sizeof *v);
@@ -753,32 +807,35 @@ static vp_status gather_sums(vp__rank *c, vp_error *err) {
     return rc;
 }
 
-/* The op times of replica 0's ranks, on rank 0: 3 floats per op (start, end, MiB after). */
+/* The op times of replica 0's ranks, on rank 0: 5 floats per op (start, end, MiB after,
+ * and for O and L ops their copy's start and end). */
 static vp_status gather_times(vp__rank *c, vp_error *err) {
     vp__run *r = c->r;
     const vp_schedule *s = r->s;
     int n = s->dev[c->dev].n;
     vp_status rc = VP_OK;
     if (c->replica == 0) {
-        float *times = malloc((size_t)(3 * n + 1) * sizeof *times);
+        float *times = malloc((size_t)(5 * n + 1) * sizeof *times);
         if (!times)
             return vp__fail(err, VP_ENOMEM, "out of memory");
         for (int k = 0; k < n; k++) {
-            times[3 * k] = (float)c->t_start[k];
-            times[3 * k + 1] = (float)c->t_end[k];
-            times[3 * k + 2] = (float)c->t_mem[k];
+            const double v[5] = {c->t_start[k], c->t_end[k], c->t_mem[k], c->t_copy0[k],
+                                 c->t_copy1[k]};
+            for (int i = 0; i < 5; i++)
+                times[5 * k + i] = (float)v[i];
         }
         rc = r->t->vt->send(r->t, c->rank, 0, (vp_msg_key){c->rank, 0, VP_MSG_TIMES}, times,
-                            (size_t)(3 * n), err);
+                            (size_t)(5 * n), err);
     }
     for (int d = 0; rc == VP_OK && c->rank == 0 && d < s->p; d++) {
         float *got = NULL;
-        rc = r->t->vt->recv(r->t, 0, (vp_msg_key){d, 0, VP_MSG_TIMES}, (size_t)(3 * s->dev[d].n),
+        rc = r->t->vt->recv(r->t, 0, (vp_msg_key){d, 0, VP_MSG_TIMES}, (size_t)(5 * s->dev[d].n),
                             &got, err);
         for (int k = 0; rc == VP_OK && k < s->dev[d].n; k++) {
-            r->t_start[d][k] = got[3 * k];
-            r->t_end[d][k] = got[3 * k + 1];
-            r->t_mem[d][k] = got[3 * k + 2];
+            double *rows[5] = {r->t_start[d], r->t_end[d], r->t_mem[d], r->t_copy0[d],
+                               r->t_copy1[d]};
+            for (int i = 0; i < 5; i++)
+                rows[i][k] = got[5 * k + i];
         }
         free(got);
     }
@@ -873,18 +930,24 @@ static vp_status rank_alloc(vp__rank *c, double **losses, vp_error *err) {
     c->t_start = vp__calloc(n, sizeof(double));
     c->t_end = vp__calloc(n, sizeof(double));
     c->t_mem = vp__calloc(n, sizeof(double));
-    if (!*losses || !c->batch.tokens || !c->batch.targets || !c->t_start || !c->t_end || !c->t_mem)
+    c->t_copy0 = vp__calloc(n, sizeof(double));
+    c->t_copy1 = vp__calloc(n, sizeof(double));
+    if (!*losses || !c->batch.tokens || !c->batch.targets || !c->t_start || !c->t_end ||
+        !c->t_mem || !c->t_copy0 || !c->t_copy1)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    return VP_OK;
+    return c->r->offloaded ? vp__copier_new(c, &c->copier, err) : VP_OK;
 }
 
 static void rank_free(vp__rank *c, double *losses) {
+    vp__copier_free(c->copier); /* its last copies end first */
     free(losses);
     free(c->batch.tokens);
     free(c->batch.targets);
     free(c->t_start);
     free(c->t_end);
     free(c->t_mem);
+    free(c->t_copy0);
+    free(c->t_copy1);
 }
 
 void *vp__rank_main(void *arg) {

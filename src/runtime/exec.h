@@ -28,6 +28,8 @@ typedef struct vp__run {
     vp_stage **vocab;         /* [D * p] the vocabulary stage (shard d) of device d of replica
                                  k at k * p + d, NULL where not hosted */
     vp_mem **mem;             /* [P], likewise */
+    vp_mem **host;            /* [P] each rank's host pool (offloaded activations), likewise */
+    uint8_t *offloaded;       /* [S * m] the pairs the schedule offloads, or NULL: none */
     int **reduce_at;          /* [p][n_d] the stage whose last weight gradient of a step op k
                                  of device d completes, or -1 (vp__dp_plan) */
     const vp_cost_model *emu; /* emulation: per-stage pass times (ms) to wait; NULL computes */
@@ -36,9 +38,12 @@ typedef struct vp__run {
     double *peak, *busy, *span;         /* [P] */
     double *memory;                     /* [P * VP_MEM_CATEGORIES] peak bytes per category */
     double **t_start, **t_end, **t_mem; /* [p][n_d] replica 0's last step: ms, MiB */
+    double **t_copy0, **t_copy1;        /* [p][n_d] ... and the copies of its O and L ops */
     uint64_t digest;
     vp_train_result res; /* filled by the process's lowest rank */
 } vp__run;
+
+typedef struct vp__copier vp__copier;
 
 /* One rank of the run r, as its thread (or MPI process) works on it. */
 typedef struct vp__rank {
@@ -50,6 +55,8 @@ typedef struct vp__rank {
     int counting;                    /* 1 while training ops run: tensors in flight are counted */
     double peak, busy, span;         /* training peak bytes; last step's busy time and span */
     double *t_start, *t_end, *t_mem; /* [n] last step's op times */
+    double *t_copy0, *t_copy1;       /* [n] for O and L ops, last step's copy times */
+    vp__copier *copier;              /* the rank's copy engine (schedules that offload) */
 } vp__rank;
 
 /* Position of stage st on its route. */
@@ -102,6 +109,33 @@ vp_status vp__dp_reduce(vp__rank *c, int st, vp_error *err);
 /* ZeRO-1, after the AdamW step of the shards: every replica sends its shard of each of
  * the rank's stages' parameters to the others and takes theirs. Nothing without ZeRO. */
 vp_status vp__dp_gather_params(vp__rank *c, vp_error *err);
+
+/* Waits ms from now (an emulated pass or copy). */
+void vp__emulate_for(double ms);
+
+/* ---- the copy engine (copy.c) ---- */
+
+/* Starts rank c's copy engine (a thread) into *out. VP_ENOMEM, VP_ERUNTIME. */
+vp_status vp__copier_new(vp__rank *c, vp__copier **out, vp_error *err);
+
+/* Stops it (after the copies issued) and frees it; NULL is a no-op. */
+void vp__copier_free(vp__copier *cp);
+
+/* Issues the copy of (stage, mb): kind VP_OP_O to host, VP_OP_L back. */
+void vp__copier_issue(vp__copier *cp, int kind, int stage, int mb);
+
+/* Waits for that copy to end; its times (ms) into *start, *end. The engine's first
+ * failure (then every wait fails with it). */
+vp_status vp__copier_wait(vp__copier *cp, int kind, int stage, int mb, double *start, double *end,
+                          vp_error *err);
+
+/* The times (ms) of the last copy of (kind, stage, mb) that ended. */
+void vp__copier_times(vp__copier *cp, int kind, int stage, int mb, double *start, double *end);
+
+/* Whether the schedule offloads (stage, mb). */
+static inline int vp__offloads(const vp__run *r, int stage, int mb) {
+    return r->offloaded && r->offloaded[(size_t)stage * (size_t)r->s->m + (size_t)mb];
+}
 
 /* Runs rank ((vp__rank *)arg)->rank to the end of the run (a thread's body); a failure
  * aborts the transport with the rank's message. Returns NULL. */

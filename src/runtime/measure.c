@@ -76,22 +76,18 @@ static vp_status split_of(const vp_schedule *s, const vp_model_config *cfg, cons
     return rc;
 }
 
-/* The sizes of every stage of s ([S], caller storage) under the split, and with
+/* The sizes of every stage of s ([S], caller storage) under the split l0, and with
  * vocabulary parallelism of every vocabulary stage after them ([S + p]). */
-static vp_status stage_sizes(const vp_schedule *s, const vp_model_config *cfg,
-                             const int *layer_start, vp_stage_sizes *sizes, vp_error *err) {
+static vp_status stage_sizes(const vp_schedule *s, const vp_model_config *cfg, const int *l0,
+                             vp_stage_sizes *sizes, vp_error *err) {
     int R = s->route_len, K = s->vocab_parallel ? s->p : 0;
-    int *l0 = vp__calloc((size_t)R + 1, sizeof *l0);
-    if (!l0)
-        return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_status rc = split_of(s, cfg, layer_start, l0, err);
+    vp_status rc = VP_OK;
     for (int st = 0; rc == VP_OK && st < s->S + K; st++) {
         vp_stage_range range =
             st < s->S ? vp_split_range(l0, st % R, R) : vp_vocab_range(st - s->S, K);
         range.vocab_shards = K;
         rc = vp_stage_sizes_of(cfg, range, &sizes[st], err);
     }
-    free(l0);
     return rc;
 }
 
@@ -103,18 +99,32 @@ vp_status vp_runtime_model_bytes(vp_cost_model *cm, const vp_schedule *s,
     vp_stage_sizes *sz = vp__calloc((size_t)(s->S + s->p), sizeof *sz);
     if (!sz)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_status rc = stage_sizes(s, cfg, layer_start, sz, err);
+    int *l0 = vp__calloc((size_t)s->route_len + 1, sizeof *l0);
+    vp_status rc =
+        l0 ? split_of(s, cfg, layer_start, l0, err) : vp__fail(err, VP_ENOMEM, "out of memory");
+    if (rc == VP_OK)
+        rc = stage_sizes(s, cfg, l0, sz, err);
     for (int st = 0; rc == VP_OK && st < s->S; st++) {
         cm->act_bytes[st] = (double)sz[st].act_bytes;
         cm->keep_bytes[st] = (double)sz[st].stash_bytes;
         cm->hold_bytes[st] =
             (double)(s->recompute == VP_RECOMPUTE_FULL ? sz[st].input_bytes
                                                        : sz[st].act_bytes - sz[st].core_bytes);
+        size_t off = 0; /* whole tensors of what F (and a drop) left */
+        if (s->offload[st] > 0) {
+            vp_stage_range range = vp_split_range(l0, st % s->route_len, s->route_len);
+            range.vocab_shards = s->vocab_parallel ? s->p : 0;
+            rc = vp_stage_offload_bytes(cfg, range, (int)s->recompute, s->offload[st], &off, err);
+        }
+        cm->off_bytes[st] = (double)off;
+        if (cm->act_bytes[st] > 0) /* the units follow the bytes */
+            cm->off[st] = cm->act[st] * cm->off_bytes[st] / cm->act_bytes[st];
     }
     for (int d = 0; rc == VP_OK && s->vocab_parallel && d < s->p; d++) {
         cm->vocab_act_bytes[d] = (double)sz[s->S + d].embed_bytes;
         cm->vocab_act_bytes[s->p + d] = (double)sz[s->S + d].output_bytes;
     }
+    free(l0);
     free(sz);
     cm->has_bytes = rc == VP_OK;
     cm->bw_holds_keep = 1; /* the stage's BW is its B, then its W */
@@ -246,6 +256,7 @@ vp_status vp_runtime_predict_memory(const vp_pipeline_options *o, double *out, v
         m[VP_MEM_OPTIMIZER] = moments[r];
         m[VP_MEM_ACTIVATIONS] = sim->peak_bytes[d];
         m[VP_MEM_IN_FLIGHT] = (double)in_flight_peak(s, d) * (double)sz[0].io_bytes;
+        m[VP_MEM_HOST] = sim->host_peak_bytes ? sim->host_peak_bytes[d] : 0.0;
     }
     vp_sim_free(sim);
     vp_cost_model_free(cm);

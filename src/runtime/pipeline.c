@@ -222,12 +222,16 @@ static void run_free(vp__run *r) {
     free(r->vocab);
     for (int d = 0; r->mem && d < r->P; d++)
         vp_mem_free(r->mem[d]);
+    for (int d = 0; r->host && d < r->P; d++)
+        vp_mem_free(r->host[d]);
     vp__dp_plan_free(r);
     free(r->stage);
     free(r->mem);
-    free_rows(r->t_start, r->s->p);
-    free_rows(r->t_end, r->s->p);
-    free_rows(r->t_mem, r->s->p);
+    free(r->host);
+    free(r->offloaded);
+    double **rows[] = {r->t_start, r->t_end, r->t_mem, r->t_copy0, r->t_copy1};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        free_rows(rows[i], r->s->p);
     free(r->busy);
     free(r->span);
     free(r->peak);
@@ -259,6 +263,21 @@ static vp_status make_stages(vp__run *r, vp_error *err) {
     return rc;
 }
 
+/* The [S * m] flags of the pairs s offloads into *out, NULL when it offloads none. */
+static vp_status offloaded_pairs(const vp_schedule *s, uint8_t **out, vp_error *err) {
+    *out = NULL;
+    if (!vp_schedule_offloads(s))
+        return VP_OK;
+    if (!(*out = vp__calloc((size_t)s->S * (size_t)s->m, 1)))
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int d = 0; d < s->p; d++)
+        for (int k = 0; k < s->dev[d].n; k++)
+            if (s->dev[d].ops[k].kind == VP_OP_O)
+                (*out)[(size_t)s->dev[d].ops[k].stage * (size_t)s->m +
+                       (size_t)s->dev[d].ops[k].mb] = 1;
+    return VP_OK;
+}
+
 /* Allocates the run's arrays and the stages of the ranks this process hosts. */
 static vp_status run_alloc(vp__run *r, vp_error *err) {
     const vp_schedule *s = r->s;
@@ -267,28 +286,28 @@ static vp_status run_alloc(vp__run *r, vp_error *err) {
     r->stage = vp__calloc((size_t)(r->D * s->S), sizeof *r->stage);
     r->vocab = vp__calloc(P, sizeof *r->vocab);
     r->mem = vp__calloc(P, sizeof *r->mem);
-    r->t_start = vp__calloc(p, sizeof *r->t_start);
-    r->t_end = vp__calloc(p, sizeof *r->t_end);
-    r->t_mem = vp__calloc(p, sizeof *r->t_mem);
+    r->host = vp__calloc(P, sizeof *r->host);
+    double ***rows[] = {&r->t_start, &r->t_end, &r->t_mem, &r->t_copy0, &r->t_copy1};
+    bool ok = true;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        ok &= (*rows[i] = vp__calloc(p, sizeof(double *))) != NULL;
     r->busy = vp__calloc(P, sizeof *r->busy);
     r->span = vp__calloc(P, sizeof *r->span);
     r->peak = vp__calloc(P, sizeof *r->peak);
     r->memory = vp__calloc(P * VP_MEM_CATEGORIES, sizeof *r->memory);
-    if (!r->l0 || !r->stage || !r->vocab || !r->mem || !r->t_start || !r->t_end || !r->t_mem ||
-        !r->busy || !r->span || !r->peak || !r->memory)
+    if (!ok || !r->l0 || !r->stage || !r->vocab || !r->mem || !r->host || !r->busy || !r->span ||
+        !r->peak || !r->memory)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    for (size_t d = 0; d < p; d++) {
-        size_t n = (size_t)s->dev[d].n;
-        r->t_start[d] = vp__calloc(n, sizeof(double));
-        r->t_end[d] = vp__calloc(n, sizeof(double));
-        r->t_mem[d] = vp__calloc(n, sizeof(double));
-        if (!r->t_start[d] || !r->t_end[d] || !r->t_mem[d])
-            return vp__fail(err, VP_ENOMEM, "out of memory");
-    }
+    for (size_t d = 0; d < p; d++)
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            if (!((*rows[i])[d] = vp__calloc((size_t)s->dev[d].n, sizeof(double))))
+                return vp__fail(err, VP_ENOMEM, "out of memory");
     for (int d = r->rank_lo; d < r->rank_hi; d++)
-        if (!(r->mem[d] = vp_mem_new()))
+        if (!(r->mem[d] = vp_mem_new()) || !(r->host[d] = vp_mem_new()))
             return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_status rc = VP_OK;
+    vp_status rc = offloaded_pairs(s, &r->offloaded, err);
+    if (rc != VP_OK)
+        return rc;
     if (r->o->layer_start) /* checked before the run */
         memcpy(r->l0, r->o->layer_start, ((size_t)s->route_len + 1) * sizeof *r->l0);
     else
@@ -319,11 +338,13 @@ static vp_status measured_timeline(const vp__run *r, vp_pipeline_result *res, vp
     snprintf(res->measured->mem_unit, sizeof res->measured->mem_unit, "MiB");
     for (int d = 0; d < s->p && rc == VP_OK; d++)
         for (int k = 0; k < s->dev[d].n && rc == VP_OK; k++) {
-            vp_slice sl = {.op = s->dev[d].ops[k],
-                           .start = r->t_start[d][k],
-                           .end = r->t_end[d][k],
-                           .mem = r->t_mem[d][k]};
+            const vp_op *op = &s->dev[d].ops[k];
+            vp_slice sl = {
+                .op = *op, .start = r->t_start[d][k], .end = r->t_end[d][k], .mem = r->t_mem[d][k]};
             rc = vp_timeline_add(res->measured, d, sl, err);
+            vp_slice copy = {.op = *op, .start = r->t_copy0[d][k], .end = r->t_copy1[d][k]};
+            if (rc == VP_OK && (op->kind == VP_OP_O || op->kind == VP_OP_L))
+                rc = vp_timeline_add_copy(res->measured, d, copy, err);
         }
     return rc;
 }

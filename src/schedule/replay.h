@@ -1,14 +1,38 @@
 /* Eager replay of a schedule, following the pass rules of pass.h: every op starts when
  * its device is free and the passes it waits for are done (+ the hop c when one ran on
- * another device).
+ * another device); the copies of offloads and reloads run on each device's copy engine,
+ * one at a time in the order they are issued.
  */
 #ifndef VPIPE_REPLAY_H
 #define VPIPE_REPLAY_H
 
+#include <stdint.h>
+
 #include "vpipe/schedule.h"
 
-/* Duration of an op; ctx is the caller's. */
+/* Duration of an op; ctx is the caller's. Asked about an O or L op, it answers the time of
+ * that op's copy (the ops themselves take no compute time). */
 typedef double (*vp__op_time_fn)(const void *ctx, const vp_op *op);
+
+/* The [S*m] flags of the offloaded (stage, mb) pairs (those with an O op) into a new *out
+ * (caller frees), or NULL when s has no O op. VP_ENOMEM. */
+vp_status vp__offloaded(const vp_schedule *s, uint8_t **out, vp_error *err);
+
+/* Peak host memory of device d's offloads: replaying its copies in the order they are
+ * issued, an offloaded pair (offloaded, NULL for none) takes off[stage] when its F ends and
+ * gives it back at its L. NaN when a level is not finite. */
+double vp__host_peak(const vp_schedule *s, const uint8_t *offloaded, int d, const double *off);
+
+/* What vp__replay_with fills, each optional (NULL), caller allocated. */
+typedef struct vp__replay_out {
+    double **start, **end;           /* [p][n_d] op times */
+    double **copy_start, **copy_end; /* [p][n_d] for an O or L op, the times of its copy (O:
+                                        the one it waits for; L: the one it issues); other
+                                        ops are left as they are */
+    double *copy_busy;               /* [p] time each copy engine copies */
+    double *stall;                   /* [p] how much later the ops but O and L started than
+                                        they would have without waiting for copies */
+} vp__replay_out;
 
 /* Replays s: each device runs its ops in order, each starting when the device is free and
  * its dependencies are done (+ c across devices). When start/end are non-NULL they receive
@@ -20,9 +44,9 @@ typedef double (*vp__op_time_fn)(const void *ctx, const vp_op *op);
 vp_status vp__replay(const vp_schedule *s, vp__op_time_fn time_fn, const void *ctx, double c,
                      double **start, double **end, vp_error *err);
 
-/* A copy of s's shape and placement with empty op lists (family, routes, recomputation and
- * vocabulary parallelism too) into a new *out. VP_ENOMEM. */
-vp_status vp__schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err);
+/* vp__replay with the copies' times and the copy engines' figures into out. */
+vp_status vp__replay_with(const vp_schedule *s, vp__op_time_fn time_fn, const void *ctx, double c,
+                          const vp__replay_out *out, vp_error *err);
 
 /* The vocabulary-parallel version of s (valid, without vocabulary passes) into a new
  * *out: s's ops in their order on every device, with EF, EB, S and T of every (shard,

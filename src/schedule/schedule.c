@@ -1,10 +1,12 @@
 /* The schedule value: construction, placement, comparison, the recomputing version,
  * names. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
+#include "schedule/replay.h"
 #include "schedule/placement.h"
 #include "schedule/replay.h"
 #include "vpipe/schedule.h"
@@ -38,10 +40,11 @@ vp_status vp_schedule_new(const char *family, vp_shape shape, vp_schedule **out,
     s->route_len = shape.placement == VP_PLACE_BIDIR ? p : S;
     s->stage_device = vp__calloc((size_t)S, sizeof *s->stage_device);
     s->stage_chunk = vp__calloc((size_t)S, sizeof *s->stage_chunk);
+    s->offload = vp__calloc((size_t)S, sizeof *s->offload);
     s->mb_first = vp__calloc((size_t)m, sizeof *s->mb_first);
     s->dev = vp__calloc((size_t)p, sizeof *s->dev);
     vp_status rc = VP_OK;
-    if (!s->stage_device || !s->stage_chunk || !s->mb_first || !s->dev)
+    if (!s->stage_device || !s->stage_chunk || !s->offload || !s->mb_first || !s->dev)
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
     if (rc == VP_OK)
         rc = place_stages(s, err);
@@ -67,6 +70,7 @@ void vp_schedule_free(vp_schedule *s) {
     free(s->dev);
     free(s->stage_device);
     free(s->stage_chunk);
+    free(s->offload);
     free(s->mb_first);
     free(s);
 }
@@ -130,8 +134,11 @@ static int ops_equal(const vp_op *a, const vp_op *b) {
 int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
     if (a->p != b->p || a->S != b->S || a->m != b->m || a->route_len != b->route_len ||
         a->placement != b->placement || a->recompute != b->recompute ||
-        a->vocab_parallel != b->vocab_parallel)
+        a->host_limit != b->host_limit || a->vocab_parallel != b->vocab_parallel)
         return 0;
+    for (int i = 0; i < a->S; i++)
+        if (a->offload[i] != b->offload[i])
+            return 0;
     if (memcmp(a->stage_device, b->stage_device, (size_t)a->S * sizeof *a->stage_device) ||
         memcmp(a->mb_first, b->mb_first, (size_t)a->m * sizeof *a->mb_first))
         return 0;
@@ -145,9 +152,60 @@ int vp_schedule_equal(const vp_schedule *a, const vp_schedule *b) {
     return 1;
 }
 
+int vp_schedule_offloads(const vp_schedule *s) {
+    for (int i = 0; i < s->S; i++)
+        if (s->offload[i] > 0)
+            return 1;
+    return 0;
+}
+
+vp_status vp__offloaded(const vp_schedule *s, uint8_t **out, vp_error *err) {
+    *out = NULL;
+    for (int d = 0; d < s->p; d++)
+        for (int k = 0; k < s->dev[d].n; k++) {
+            const vp_op *op = &s->dev[d].ops[k];
+            if (op->kind != VP_OP_O)
+                continue;
+            if (!*out && !(*out = vp__calloc((size_t)s->S * (size_t)s->m, 1)))
+                return vp__fail(err, VP_ENOMEM, "out of memory");
+            (*out)[(size_t)op->stage * (size_t)s->m + (size_t)op->mb] = 1;
+        }
+    return VP_OK;
+}
+
+double vp__host_peak(const vp_schedule *s, const uint8_t *offloaded, int d, const double *off) {
+    double cur = 0.0, peak = 0.0;
+    for (int k = 0; offloaded && k < s->dev[d].n; k++) {
+        const vp_op *op = &s->dev[d].ops[k];
+        int f = op->kind == VP_OP_F || op->kind == VP_OP_FB;
+        if (f && offloaded[(size_t)op->stage * (size_t)s->m + (size_t)op->mb])
+            cur += off[op->stage];
+        else if (op->kind == VP_OP_L)
+            cur -= off[op->stage];
+        if (cur > peak)
+            peak = cur;
+    }
+    return isfinite(cur) ? peak : NAN;
+}
+
+vp_status vp_schedule_host_peak(const vp_schedule *s, double *peak, vp_error *err) {
+    double v = s->placement == VP_PLACE_BIDIR ? 1.0 : (double)s->S / (double)s->p;
+    uint8_t *offloaded = NULL;
+    double *off = vp__calloc((size_t)s->S, sizeof *off);
+    vp_status rc =
+        off ? vp__offloaded(s, &offloaded, err) : vp__fail(err, VP_ENOMEM, "out of memory");
+    for (int i = 0; off && i < s->S; i++)
+        off[i] = s->offload[i] / v;
+    for (int d = 0; d < s->p; d++)
+        peak[d] = rc == VP_OK ? vp__host_peak(s, offloaded, d, off) : 0.0;
+    free(offloaded);
+    free(off);
+    return rc;
+}
+
 /* ---- recomputation ---- */
 
-vp_status vp__schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err) {
+vp_status vp_schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_error *err) {
     vp_shape shape = {.p = s->p, .S = s->S, .m = s->m, .placement = VP_PLACE_CUSTOM};
     vp_status rc = vp_schedule_new(s->family, shape, out, err);
     if (rc != VP_OK)
@@ -156,7 +214,9 @@ vp_status vp__schedule_copy_shape(const vp_schedule *s, vp_schedule **out, vp_er
     c->placement = s->placement;
     c->route_len = s->route_len;
     c->recompute = s->recompute;
+    c->host_limit = s->host_limit;
     c->vocab_parallel = s->vocab_parallel;
+    memcpy(c->offload, s->offload, (size_t)s->S * sizeof *s->offload);
     memcpy(c->stage_device, s->stage_device, (size_t)s->S * sizeof *s->stage_device);
     memcpy(c->stage_chunk, s->stage_chunk, (size_t)s->S * sizeof *s->stage_chunk);
     memcpy(c->mb_first, s->mb_first, (size_t)s->m * sizeof *s->mb_first);
@@ -179,7 +239,7 @@ vp_status vp_schedule_recompute(const vp_schedule *s, vp_recompute mode, vp_sche
     if ((unsigned)mode > VP_RECOMPUTE_FULL)
         return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)mode);
     vp_schedule *c = NULL;
-    vp_status rc = vp__schedule_copy_shape(s, &c, err);
+    vp_status rc = vp_schedule_copy_shape(s, &c, err);
     if (rc != VP_OK)
         return rc;
     c->recompute = mode;
@@ -217,8 +277,8 @@ const char *vp_recompute_name(vp_recompute r) {
     return (unsigned)r <= VP_RECOMPUTE_FULL ? recompute_names[r] : "?";
 }
 
-static const char *const op_kind_names[VP_OP_KIND_COUNT] = {"F", "B",  "W",  "BW", "F&B",
-                                                            "R", "EF", "EB", "S",  "T"};
+static const char *const op_kind_names[VP_OP_KIND_COUNT] = {"F",  "B",  "W", "BW", "F&B", "R",
+                                                            "EF", "EB", "S", "T",  "O",   "L"};
 static const char *const placement_names[VP_PLACE_CUSTOM + 1] = {"single", "loop", "v", "bidir",
                                                                  "custom"};
 

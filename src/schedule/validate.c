@@ -1,5 +1,6 @@
 /* The validator: the gate every schedule passes before it is simulated, drawn, exported
  * or executed. Reports the first problem with device, position and op. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 /* Seen passes of one (stage, microbatch), or of one (shard, microbatch) of the vocabulary
  * (ef, eb, s, t). */
 typedef struct {
-    uint8_t f, b, w, bw, r;
+    uint8_t f, b, w, bw, r, o, l;
     uint8_t ef, eb, s, t;
 } pass_count;
 
@@ -105,11 +106,39 @@ static vp_status check_r(const vp_schedule *s, pass_count *c, op_at at, vp_error
         return fail_op(err, at, "R comes before its forward");
     if (c->b || c->bw)
         return fail_op(err, at, "R comes after its backward");
+    if (c->o && !c->l)
+        return fail_op(err, at, "R comes before its reload (what it reads is on the host)");
     c->r = 1;
     return VP_OK;
 }
 
-/* Checks one pass (kind F, B, W, BW or R) of the op at `at` and counts it. */
+/* Checks an O or L of the op at `at` against what its (stage, microbatch) has seen. */
+static vp_status check_copy(const vp_schedule *s, pass_count *c, op_at at, int kind,
+                            vp_error *err) {
+    const char *what = kind == VP_OP_O ? "offload" : "reload";
+    if (!(s->offload[at.op->stage] > 0))
+        return fail_op(err, at, "%s of stage %d, which offloads nothing (its share is 0)", what,
+                       at.op->stage);
+    if (kind == VP_OP_O ? c->o : c->l)
+        return fail_op(err, at, "duplicate %s", what);
+    if (kind == VP_OP_O && !c->f)
+        return fail_op(err, at, "offload comes before its forward");
+    if (kind == VP_OP_L && !c->o)
+        return fail_op(err, at, "reload comes before its offload");
+    if (c->b || c->bw || c->w)
+        return fail_op(err, at,
+                       kind == VP_OP_O ? "offload of an activation its backward already freed"
+                                       : "reload comes after its backward");
+    if (c->r)
+        return fail_op(err, at, "%s comes after its recomputation", what);
+    if (kind == VP_OP_O)
+        c->o = 1;
+    else
+        c->l = 1;
+    return VP_OK;
+}
+
+/* Checks one pass (kind F, B, W, BW, R, O or L) of the op at `at` and counts it. */
 static vp_status check_pass(const vp_schedule *s, pass_count *seen, op_at at, int kind, int stage,
                             int mb, vp_error *err) {
     vp_status rc = check_place(s, at, stage, mb, err);
@@ -124,6 +153,9 @@ static vp_status check_pass(const vp_schedule *s, pass_count *seen, op_at at, in
         return VP_OK;
     case VP_OP_R:
         return check_r(s, c, at, err);
+    case VP_OP_O:
+    case VP_OP_L:
+        return check_copy(s, c, at, kind, err);
     case VP_OP_B:
     case VP_OP_BW:
         if (c->b || c->bw)
@@ -132,6 +164,10 @@ static vp_status check_pass(const vp_schedule *s, pass_count *seen, op_at at, in
             return fail_op(err, at, "backward comes before its forward");
         if (s->recompute != VP_RECOMPUTE_NONE && !c->r)
             return fail_op(err, at, "backward comes before its R (the schedule recomputes)");
+        if (c->o && !c->l)
+            return fail_op(err, at,
+                           "backward comes before its reload (the activation is on the "
+                           "host)");
         if (kind == VP_OP_BW && c->w)
             return fail_op(err, at, "full backward after a separate W");
         if (kind == VP_OP_B)
@@ -232,6 +268,8 @@ static vp_status check_complete(const vp_schedule *s, const pass_count *seen, vp
                 missing = "backward (B or BW)";
             else if (c->b && !c->w)
                 missing = "W";
+            else if (c->o && !c->l)
+                missing = "L (its offload is never reloaded)";
             if (missing)
                 return vp__fail(err, VP_EVALIDATION,
                                 "device %d: missing %s of stage %d, microbatch %d (after its "
@@ -242,12 +280,42 @@ static vp_status check_complete(const vp_schedule *s, const pass_count *seen, vp
     return VP_OK;
 }
 
+/* Checks the offload shares and the host limit are in range. */
+static vp_status check_shares(const vp_schedule *s, vp_error *err) {
+    for (int i = 0; i < s->S; i++)
+        if (!(s->offload[i] >= 0 && s->offload[i] <= 1))
+            return vp__fail(err, VP_EVALIDATION, "stage %d's offload share %g is outside [0, 1]", i,
+                            s->offload[i]);
+    if (!(s->host_limit >= 0) || isinf(s->host_limit))
+        return vp__fail(err, VP_EVALIDATION, "host limit %g is not a finite number >= 0",
+                        s->host_limit);
+    return VP_OK;
+}
+
+/* With a host limit, checks every device's host memory against it. */
+static vp_status check_host(const vp_schedule *s, vp_error *err) {
+    if (s->host_limit == 0 || !vp_schedule_offloads(s))
+        return VP_OK;
+    double *peak = vp__calloc((size_t)s->p, sizeof *peak);
+    vp_status rc = peak ? vp_schedule_host_peak(s, peak, err) : VP_ENOMEM;
+    for (int d = 0; rc == VP_OK && d < s->p; d++)
+        if (peak[d] > s->host_limit * (1 + 1e-12))
+            rc = vp__fail(err, VP_EVALIDATION,
+                          "device %d's offloads hold %g units on the host, over the limit %g", d,
+                          peak[d], s->host_limit);
+    free(peak);
+    return rc == VP_ENOMEM ? vp__fail(err, VP_ENOMEM, "out of memory") : rc;
+}
+
 vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err) {
     vp_status rc = check_shape(s, err);
     if (rc != VP_OK)
         return rc;
     if ((unsigned)s->recompute > VP_RECOMPUTE_FULL)
         return vp__fail(err, VP_EVALIDATION, "unknown recomputation %d", (int)s->recompute);
+    rc = check_shares(s, err);
+    if (rc != VP_OK)
+        return rc;
     if ((unsigned)s->vocab_parallel > 1)
         return vp__fail(err, VP_EVALIDATION, "vocabulary parallelism is 0 or 1, not %d",
                         s->vocab_parallel);
@@ -264,6 +332,8 @@ vp_status vp_schedule_validate(const vp_schedule *s, vp_error *err) {
         rc = check_vocab_complete(s, vocab, err);
     free(seen);
     free(vocab);
+    if (rc == VP_OK)
+        rc = check_host(s, err);
     if (rc == VP_OK)
         rc = vp__replay(s, NULL, NULL, 0.0, NULL, NULL, err);
     return rc;

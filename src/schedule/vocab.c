@@ -137,7 +137,7 @@ vp_status vp__schedule_vocab(const vp_schedule *s, vp__op_time_fn time_fn, const
     if (rc == VP_OK) {
         find_times(s, start, end, t);
         vocab_keys(s, t, keys);
-        rc = vp__schedule_copy_shape(s, out, err);
+        rc = vp_schedule_copy_shape(s, out, err);
     }
     if (rc == VP_OK)
         (*out)->vocab_parallel = 1;

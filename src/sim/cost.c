@@ -9,7 +9,8 @@
 #include "vpipe/sim.h"
 
 vp_costs vp_costs_default(void) {
-    vp_costs c = {.f = 1.0, .b = 1.0, .w = 1.0, .c = 0.0, .fb = -1.0, .r = -1.0};
+    vp_costs c = {
+        .f = 1.0, .b = 1.0, .w = 1.0, .c = 0.0, .fb = -1.0, .r = -1.0, .o = -1.0, .l = -1.0};
     c.s = c.t = c.e = 0.0;
     return c;
 }
@@ -23,25 +24,12 @@ vp_memcfg vp_memcfg_default(void) {
     return m;
 }
 
-/* Reads a plain decimal number at text ("2", "0.5", ".5", "1e-3"; no blank, sign, hex,
- * inf or nan) into *v: a subnormal stays as it is, an overflow becomes HUGE_VAL. Returns
- * the end, or NULL when text does not start with such a number. */
-static const char *read_number(const char *text, double *v) {
-    if (!isdigit((unsigned char)text[0]) && !(text[0] == '.' && isdigit((unsigned char)text[1])))
-        return NULL;
-    char *end = NULL;
-    *v = strtod(text, &end); /* an ERANGE is an underflow (kept) or HUGE_VAL (refused later) */
-    for (const char *c = text; c < end; c++)
-        if (!isdigit((unsigned char)*c) && !strchr(".eE+-", *c))
-            return NULL; /* "0x1p3" */
-    return end;
-}
-
 /* The slot of cost key [key, key + len) in c, and its index in seen[]; NULL if unknown. */
 static double *cost_slot(vp_costs *c, const char *key, size_t len, int *which) {
-    static const char *const names[] = {"F", "B", "W", "c", "FB", "R", "S", "T", "E"};
-    double *slots[] = {&c->f, &c->b, &c->w, &c->c, &c->fb, &c->r, &c->s, &c->t, &c->e};
-    for (int i = 0; i < 9; i++)
+    static const char *const names[] = {"F", "B", "W", "c", "FB", "R", "S", "T", "E", "O", "L"};
+    double *slots[] = {&c->f, &c->b, &c->w, &c->c, &c->fb, &c->r,
+                       &c->s, &c->t, &c->e, &c->o, &c->l};
+    for (int i = 0; i < 11; i++)
         if (len == strlen(names[i]) && !strncasecmp(key, names[i], len)) {
             *which = i;
             return slots[i];
@@ -51,7 +39,7 @@ static double *cost_slot(vp_costs *c, const char *key, size_t len, int *which) {
 
 vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err) {
     vp_costs c = *costs;
-    int seen[9] = {0}; /* column of each key, 0 while not given */
+    int seen[11] = {0}; /* column of each key, 0 while not given */
     const char *p = text;
     if (!*p)
         return vp__fail_at(err, VP_EPARSE, 1, 1, "empty cost list (expected e.g. F=2,B=2,W=2,c=0)");
@@ -65,8 +53,8 @@ vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err) {
         double *slot = cost_slot(&c, key, (size_t)klen, &which);
         if (!slot)
             return vp__fail_at(err, VP_EPARSE, 1, col,
-                               "unknown cost key '%.*s' (known: F, B, W, c, FB, R, S, T, E)", klen,
-                               key);
+                               "unknown cost key '%.*s' (known: F, B, W, c, FB, R, S, T, E, O, L)",
+                               klen, key);
         if (seen[which])
             return vp__fail_at(err, VP_EPARSE, 1, col,
                                "cost %.*s is given twice (first at column %d)", klen, key,
@@ -74,7 +62,7 @@ vp_status vp_costs_parse(const char *text, vp_costs *costs, vp_error *err) {
         seen[which] = col;
         p++;
         double v = 0;
-        const char *end = read_number(p, &v);
+        const char *end = vp__read_number(p, &v);
         if (!end || (*end && *end != ','))
             return vp__fail_at(err, VP_EPARSE, 1, (int)(p - text) + 1,
                                "cost %.*s needs a number >= 0, got '%.*s'", klen, key,
@@ -102,7 +90,7 @@ vp_status vp_memcfg_parse(const char *text, vp_memcfg *cfg, vp_error *err) {
     }
     if (!strncmp(text, "zb:", 3)) {
         double r = 0;
-        const char *end = read_number(text + 3, &r);
+        const char *end = vp__read_number(text + 3, &r);
         if (end && !*end && r <= 1.0) {
             cfg->kind = VP_MEM_ZB;
             cfg->zb_ratio = r;
@@ -122,6 +110,10 @@ void vp_cost_model_free(vp_cost_model *cm) {
     free(cm->w);
     free(cm->r);
     free(cm->fb);
+    free(cm->o);
+    free(cm->l);
+    free(cm->off);
+    free(cm->off_bytes);
     free(cm->act);
     free(cm->keep);
     free(cm->hold);
@@ -140,12 +132,14 @@ static int cost_ok(double x) {
 }
 
 /* VP_EINVAL naming the first cost of costs outside [0, VP_COST_MAX] (fb < 0 means "sum of
- * the halves", r < 0 "the forward's time"; per-device arrays have p entries). */
+ * the halves", r and o < 0 "the forward's time", l < 0 "o's"; per-device arrays have p
+ * entries). */
 static vp_status check_costs(const vp_costs *costs, int p, vp_error *err) {
     const double *dev[3] = {costs->dev_f, costs->dev_b, costs->dev_w};
     int ok = cost_ok(costs->f) && cost_ok(costs->b) && cost_ok(costs->w) && cost_ok(costs->c) &&
              (costs->fb < 0 || cost_ok(costs->fb)) && (costs->r < 0 || cost_ok(costs->r)) &&
-             cost_ok(costs->s) && cost_ok(costs->t) && cost_ok(costs->e);
+             cost_ok(costs->s) && cost_ok(costs->t) && cost_ok(costs->e) &&
+             (costs->o < 0 || cost_ok(costs->o)) && (costs->l < 0 || cost_ok(costs->l));
     for (int k = 0; ok && k < 3; k++)
         for (int d = 0; dev[k] && ok && d < p; d++)
             ok = cost_ok(dev[k][d]);
@@ -178,9 +172,10 @@ static vp_cost_model *cost_model_alloc(int S, int p) {
     size_t n = (size_t)S;
     cm->S = S;
     cm->p = p;
-    double **arrays[] = {&cm->f,         &cm->b,          &cm->w,         &cm->r,
-                         &cm->fb,        &cm->act,        &cm->keep,      &cm->hold,
-                         &cm->act_bytes, &cm->keep_bytes, &cm->hold_bytes};
+    double **arrays[] = {&cm->f,          &cm->b,          &cm->w,        &cm->r,
+                         &cm->fb,         &cm->o,          &cm->l,        &cm->act,
+                         &cm->keep,       &cm->hold,       &cm->off,      &cm->act_bytes,
+                         &cm->keep_bytes, &cm->hold_bytes, &cm->off_bytes};
     int ok = 1;
     for (size_t i = 0; ok && i < sizeof arrays / sizeof arrays[0]; i++)
         ok = (*arrays[i] = vp__calloc(n, sizeof(double))) != NULL;
@@ -224,10 +219,15 @@ vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const v
         cm->act[i] = 1.0 / v;
         cm->keep[i] = keep_share / v;
         cm->hold[i] = s->recompute != VP_RECOMPUTE_NONE ? hold_share / v : cm->act[i];
+        cm->off[i] = s->offload[i] * cm->hold[i];
+        double o_unit = costs->o >= 0 ? costs->o : cm->f[i] * v; /* the slice's forward */
+        cm->o[i] = o_unit * cm->off[i];
+        cm->l[i] = (costs->l >= 0 ? costs->l : o_unit) * cm->off[i];
         if (cm->has_bytes) {
             cm->act_bytes[i] = mem->unit_bytes * cm->act[i];
             cm->keep_bytes[i] = mem->unit_bytes * cm->keep[i];
             cm->hold_bytes[i] = mem->unit_bytes * cm->hold[i];
+            cm->off_bytes[i] = mem->unit_bytes * cm->off[i];
         }
     }
     for (int d = 0; d < s->p; d++) { /* EF, EB, S, T */
@@ -251,6 +251,10 @@ double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage) {
         return cm->w[stage];
     case VP_OP_R:
         return cm->r[stage];
+    case VP_OP_O:
+        return cm->o[stage];
+    case VP_OP_L:
+        return cm->l[stage];
     default:
         return cm->b[stage] + cm->w[stage];
     }
@@ -281,11 +285,17 @@ void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int
                          : 0.0; /* by F, until R */
     double grown = cm->bw_holds_keep && keep[stage] > act[stage] ? keep[stage] - act[stage]
                                                                  : 0.0; /* by a BW's B */
-    *up = kind == VP_OP_F ? act[stage] : kind == VP_OP_R ? dropped : kind == VP_OP_BW ? grown : 0.0;
+    double off = (bytes ? cm->off_bytes : cm->off)[stage];              /* by O, until L */
+    *up = kind == VP_OP_F    ? act[stage]
+          : kind == VP_OP_R  ? dropped
+          : kind == VP_OP_BW ? grown
+          : kind == VP_OP_L  ? off
+                             : 0.0;
     *down = kind == VP_OP_F    ? dropped
             : kind == VP_OP_B  ? act[stage] - keep[stage]
             : kind == VP_OP_W  ? keep[stage]
             : kind == VP_OP_BW ? act[stage] + grown
+            : kind == VP_OP_O  ? off
                                : 0.0;
 }
 

@@ -15,6 +15,31 @@ static json_t *double_array(const double *v, int n) {
     return a;
 }
 
+/* The offload figures of a simulation of s (which offloads) into o; nonzero on failure. */
+static int offload_report(json_t *o, const vp_schedule *s, const vp_sim *sim) {
+    int p = sim->p, bad = 0;
+    double *per = vp__calloc((size_t)p, sizeof *per);
+    if (!per)
+        return 1;
+    for (int d = 0; d < p; d++)
+        for (int k = 0; k < s->dev[d].n; k++)
+            per[d] += s->dev[d].ops[k].kind == VP_OP_O;
+    bad |= json_object_set_new(o, "offload", double_array(s->offload, s->S));
+    bad |= json_object_set_new(o, "offloaded", double_array(per, p));
+    bad |= json_object_set_new(o, "offload_share", double_array(sim->offload_share, p));
+    bad |= json_object_set_new(o, "copy_busy", double_array(sim->copy_busy, p));
+    for (int d = 0; d < p; d++)
+        per[d] = sim->makespan > 0 ? sim->copy_busy[d] / sim->makespan : 0.0;
+    bad |= json_object_set_new(o, "copy_occupancy", double_array(per, p));
+    bad |= json_object_set_new(o, "offload_stall", double_array(sim->stall, p));
+    bad |= json_object_set_new(o, "host_peak_memory", double_array(sim->host_peak, p));
+    if (sim->host_peak_bytes)
+        bad |=
+            json_object_set_new(o, "host_peak_memory_bytes", double_array(sim->host_peak_bytes, p));
+    free(per);
+    return bad;
+}
+
 json_t *vp__sim_report(const vp_schedule *s, const vp_sim *sim, const vp_costs *costs) {
     json_t *o = json_object();
     json_t *c =
@@ -29,6 +54,10 @@ json_t *vp__sim_report(const vp_schedule *s, const vp_sim *sim, const vp_costs *
         bad |= json_object_set_new(c, "T", json_real(costs->t));
         bad |= json_object_set_new(c, "E", json_real(costs->e));
     }
+    if (costs->o >= 0)
+        bad |= json_object_set_new(c, "O", json_real(costs->o));
+    if (costs->l >= 0)
+        bad |= json_object_set_new(c, "L", json_real(costs->l));
     bad |= json_object_set_new(o, "family", json_string(s->family));
     bad |= json_object_set_new(o, "p", json_integer(s->p));
     bad |= json_object_set_new(o, "m", json_integer(s->m));
@@ -48,6 +77,8 @@ json_t *vp__sim_report(const vp_schedule *s, const vp_sim *sim, const vp_costs *
     if (sim->peak_bytes)
         bad |= json_object_set_new(o, "peak_memory_bytes", double_array(sim->peak_bytes, sim->p));
     bad |= json_object_set_new(o, "busy", double_array(sim->dev_busy, sim->p));
+    if (sim->host_peak)
+        bad |= offload_report(o, s, sim);
     if (bad) {
         json_decref(o);
         return NULL;

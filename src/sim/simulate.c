@@ -10,17 +10,17 @@
 void vp_sim_free(vp_sim *sim) {
     if (!sim)
         return;
-    for (int d = 0; d < sim->p; d++) {
-        if (sim->start)
-            free(sim->start[d]);
-        if (sim->end)
-            free(sim->end[d]);
-        if (sim->mem_after)
-            free(sim->mem_after[d]);
+    double **per_op[] = {sim->start, sim->end, sim->mem_after, sim->copy_start, sim->copy_end};
+    for (size_t i = 0; i < sizeof per_op / sizeof per_op[0]; i++) {
+        for (int d = 0; per_op[i] && d < sim->p; d++)
+            free(per_op[i][d]);
+        free(per_op[i]);
     }
-    free(sim->start);
-    free(sim->end);
-    free(sim->mem_after);
+    free(sim->copy_busy);
+    free(sim->stall);
+    free(sim->host_peak);
+    free(sim->host_peak_bytes);
+    free(sim->offload_share);
     free(sim->dev_first);
     free(sim->dev_last);
     free(sim->dev_busy);
@@ -53,8 +53,44 @@ void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak
         peak[d] = device_peak(s, cm, d, 0, NULL);
 }
 
+vp_status vp_memory_host_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak,
+                               vp_error *err) {
+    VP_ASSERT(cm->S == s->S);
+    uint8_t *offloaded = NULL;
+    vp_status rc = vp__offloaded(s, &offloaded, err);
+    for (int d = 0; d < s->p; d++)
+        peak[d] = rc == VP_OK ? vp__host_peak(s, offloaded, d, cm->off) : 0.0;
+    free(offloaded);
+    return rc;
+}
+
 static double op_time(const void *ctx, const vp_op *op) {
     return vp_cost_model_op_time(ctx, op);
+}
+
+/* Allocates n per-device arrays of the schedule's op counts into *out; 0 when out of
+ * memory. */
+static int alloc_per_op(const vp_schedule *s, double ***out) {
+    *out = vp__calloc((size_t)s->p, sizeof(double *));
+    for (int d = 0; *out && d < s->p; d++)
+        if (!((*out)[d] = vp__calloc((size_t)s->dev[d].n, sizeof(double))))
+            return 0;
+    return *out != NULL;
+}
+
+/* The offload figures of sim (s offloads); 0 when out of memory. */
+static int alloc_offload(vp_sim *sim, const vp_schedule *s, int bytes) {
+    size_t p = (size_t)s->p;
+    sim->copy_busy = vp__calloc(p, sizeof(double));
+    sim->stall = vp__calloc(p, sizeof(double));
+    sim->host_peak = vp__calloc(p, sizeof(double));
+    sim->offload_share = vp__calloc(p, sizeof(double));
+    if (bytes)
+        sim->host_peak_bytes = vp__calloc(p, sizeof(double));
+    int ok = alloc_per_op(s, &sim->copy_start);
+    ok &= alloc_per_op(s, &sim->copy_end);
+    return ok && sim->copy_busy && sim->stall && sim->host_peak && sim->offload_share &&
+           (!bytes || sim->host_peak_bytes);
 }
 
 static vp_sim *sim_alloc(const vp_schedule *s, int bytes) {
@@ -63,29 +99,55 @@ static vp_sim *sim_alloc(const vp_schedule *s, int bytes) {
         return NULL;
     size_t p = (size_t)s->p;
     sim->p = s->p;
-    sim->start = vp__calloc(p, sizeof(double *));
-    sim->end = vp__calloc(p, sizeof(double *));
-    sim->mem_after = vp__calloc(p, sizeof(double *));
     sim->dev_first = vp__calloc(p, sizeof(double));
     sim->dev_last = vp__calloc(p, sizeof(double));
     sim->dev_busy = vp__calloc(p, sizeof(double));
     sim->peak = vp__calloc(p, sizeof(double));
     if (bytes)
         sim->peak_bytes = vp__calloc(p, sizeof(double));
-    int ok = sim->start && sim->end && sim->mem_after && sim->dev_first && sim->dev_last &&
-             sim->dev_busy && sim->peak && (!bytes || sim->peak_bytes);
-    for (int d = 0; ok && d < s->p; d++) {
-        size_t n = (size_t)s->dev[d].n;
-        sim->start[d] = vp__calloc(n, sizeof(double));
-        sim->end[d] = vp__calloc(n, sizeof(double));
-        sim->mem_after[d] = vp__calloc(n, sizeof(double));
-        ok = sim->start[d] && sim->end[d] && sim->mem_after[d];
-    }
+    int ok = sim->dev_first && sim->dev_last && sim->dev_busy && sim->peak &&
+             (!bytes || sim->peak_bytes);
+    ok &= alloc_per_op(s, &sim->start);
+    ok &= alloc_per_op(s, &sim->end);
+    ok &= alloc_per_op(s, &sim->mem_after);
+    if (ok && vp_schedule_offloads(s))
+        ok = alloc_offload(sim, s, bytes);
     if (!ok) {
         vp_sim_free(sim);
         return NULL;
     }
     return sim;
+}
+
+/* Fills sim's offload shares: per device, the units its O ops move over the units its
+ * forwards keep. */
+static void fill_shares(vp_sim *sim, const vp_schedule *s, const vp_cost_model *cm) {
+    for (int d = 0; d < s->p; d++) {
+        double kept = 0, sent = 0;
+        for (int k = 0; k < s->dev[d].n; k++) {
+            const vp_op *op = &s->dev[d].ops[k];
+            if (op->kind == VP_OP_F || op->kind == VP_OP_FB)
+                kept += cm->hold[op->stage];
+            else if (op->kind == VP_OP_O)
+                sent += cm->off[op->stage];
+        }
+        sim->offload_share[d] = kept > 0 ? sent / kept : 0.0;
+    }
+}
+
+/* Fills sim's host peaks and offload shares (s offloads); VP_ENOMEM. */
+static vp_status fill_host(vp_sim *sim, const vp_schedule *s, const vp_cost_model *cm,
+                           vp_error *err) {
+    fill_shares(sim, s, cm);
+    uint8_t *offloaded = NULL;
+    vp_status rc = vp__offloaded(s, &offloaded, err);
+    for (int d = 0; offloaded && d < s->p; d++) {
+        sim->host_peak[d] = vp__host_peak(s, offloaded, d, cm->off);
+        if (sim->host_peak_bytes)
+            sim->host_peak_bytes[d] = vp__host_peak(s, offloaded, d, cm->off_bytes);
+    }
+    free(offloaded);
+    return rc;
 }
 
 vp_status vp_vocab_place(const vp_schedule *s, const vp_cost_model *cm, vp_schedule **out,
@@ -105,7 +167,15 @@ vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **ou
     vp_sim *sim = sim_alloc(s, cm->has_bytes);
     if (!sim)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_status rc = vp__replay(s, op_time, cm, cm->c, sim->start, sim->end, err);
+    vp__replay_out ro = {.start = sim->start,
+                         .end = sim->end,
+                         .copy_start = sim->copy_start,
+                         .copy_end = sim->copy_end,
+                         .copy_busy = sim->copy_busy,
+                         .stall = sim->stall};
+    vp_status rc = vp__replay_with(s, op_time, cm, cm->c, &ro, err);
+    if (rc == VP_OK && sim->host_peak)
+        rc = fill_host(sim, s, cm, err);
     if (rc != VP_OK) {
         vp_sim_free(sim);
         return rc;
@@ -128,7 +198,9 @@ vp_status vp_simulate(const vp_schedule *s, const vp_cost_model *cm, vp_sim **ou
         if (sim->peak[d] > sim->peak_max)
             sim->peak_max = sim->peak[d];
         if (!isfinite(sim->dev_busy[d]) || !isfinite(sim->peak[d]) ||
-            (sim->peak_bytes && !isfinite(sim->peak_bytes[d]))) {
+            (sim->peak_bytes && !isfinite(sim->peak_bytes[d])) ||
+            (sim->host_peak && !isfinite(sim->host_peak[d] + sim->stall[d])) ||
+            (sim->host_peak_bytes && !isfinite(sim->host_peak_bytes[d]))) {
             vp_sim_free(sim);
             return vp__fail(err, VP_EINVAL,
                             "device %d's simulated times or memory are not finite: the cost "

@@ -27,7 +27,9 @@ m = {x["name"]: x for x in d["models"]}
 assert abs(m["llama3-70b"]["params"] / 1e9 - 70.55) < 0.01, m["llama3-70b"]["params"]
 assert m["llama3-70b"]["kv_heads"] == 8 and m["llama3-70b"]["ffn_kind"] == "swiglu"
 assert {g["name"] for g in d["gpus"]} == {"a100-80gb", "h100-80gb", "h200-141gb", "h800-80gb",
-                                         "b200", "gb200", "mi300x", "mi325x", "mi355x"}
+                                         "gh200-96gb", "b200", "gb200", "mi300x", "mi325x",
+                                         "mi355x"}
+assert all(g["host_gb_s"] > 0 and g["host_memory_gib"] > 0 for g in d["gpus"])
 PY
 # An accelerator printed by the listing reads back as a --gpu file, to the same answer.
 python3 -c "
