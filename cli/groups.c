@@ -154,6 +154,11 @@ static const cli_opt real_opts[] = {
     REAL_INT("tp", tp, 1 << 20, "tensor-parallel degree (default 1)"),
     REAL_FLAG("sp", sp, "sequence parallelism (with --tp > 1)"),
     REAL_INT("dp", dp, 1 << 20, "data-parallel degree (default 1)"),
+    REAL_INT("ep", ep, 1 << 20,
+             "expert-parallel degree of a mixture-of-experts model: its\n"
+             "experts split over N ranks (default 1; EP x ETP divides\n"
+             "TP x DP, the rest is expert-DP)"),
+    REAL_INT("etp", etp, 1 << 20, "expert-tensor-parallel degree (default 1)"),
     REAL_FLAG("zero", zero,
               "distributed optimizer (ZeRO-1): master weights and moments\n"
               "split over --dp"),

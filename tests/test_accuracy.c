@@ -104,6 +104,35 @@ static void test_not_expressible(void **state) {
     assert_true(listed >= 50);
 }
 
+/* The mixture-of-experts runs vpipe prices with expert parallelism (data/anchors/moe.csv,
+ * kept apart from the dense runs the presets' expected errors state): every one priced,
+ * none predicted not to fit (they ran), each error printed. Issue #25's target (10% mean,
+ * 20% worst) is not met yet; the figures are the report's. */
+static void test_moe_runs(void **state) {
+    (void)state;
+    const char *moe[] = {VP_SOURCE_DIR "/data/anchors/moe.csv"};
+    vp_run_set *runs = NULL;
+    vp_accuracy *a = NULL;
+    vp_error err = {0};
+    if (vp_calibrate_read_files(moe, 1, &runs, &err) != VP_OK ||
+        vp_calibrate_accuracy(runs, &a, &err) != VP_OK)
+        fail_msg("%s", err.message);
+    assert_true(a->n >= 2);
+    for (int i = 0; i < a->n; i++) {
+        const vp_accuracy_row *r = &a->rows[i];
+        const vp_run *run = &runs->runs[r->run];
+        if (!r->priced)
+            fail_msg("%s: %s", run->id, r->err.message);
+        print_message("%-4s %-14s EP %2d: %+.1f%% throughput, %.1f GiB\n", run->id, run->model,
+                      run->ep, 100 * r->error, r->price.total_bytes / 1073741824.0);
+        assert_true(run->ep > 1);
+        assert_true(r->price.fits);
+        assert_true(isfinite(r->error) && r->error > -1);
+    }
+    vp_calibrate_accuracy_free(a);
+    vp_calibrate_free(runs);
+}
+
 /* Each preset's expected error is the accuracy measured for its accelerator here. */
 static void test_presets_state_it(void **state) {
     (void)state;
@@ -126,9 +155,8 @@ static void test_presets_state_it(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_thresholds),
-        cmocka_unit_test(test_memory),
-        cmocka_unit_test(test_not_expressible),
+        cmocka_unit_test(test_thresholds),       cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_not_expressible),  cmocka_unit_test(test_moe_runs),
         cmocka_unit_test(test_presets_state_it),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -78,14 +78,20 @@ static void test_not_expressible(void **state) {
     (void)state;
     vp_run_set *set = read_ok(HEADER "llama3-8b,,1,1,,4,2,,1,8,8192,,,,,,,,100,\n"
                                      "llama3-8b,,1,1,,4,,,1,8,8192,,,,,,1,,100,\n"
-                                     "llama3-8b,,1,1,,4,,8,1,8,8192,,,,,,,,,\n");
+                                     "qwen3-30b-a3b,,1,1,,8,,8,1,8,4096,,,1,,,,,100,\n"
+                                     "llama3-8b,,1,1,,4,,4,1,8,8192,,,,,,,,100,\n");
     assert_non_null(strstr(set->runs[0].why_not, "column 'cp' = 2: context parallelism"));
     assert_non_null(strstr(set->runs[1].why_not, "column 'fp8' = 1"));
-    assert_non_null(strstr(set->runs[2].why_not, "expert parallelism"));
     vp_run_price p;
     vp_error err = {0};
     assert_int_equal(vp_calibrate_price(set, 0, NULL, &p, &err), VP_EUNSUPPORTED);
     assert_non_null(strstr(err.message, "runs.csv:2: column 'cp'"));
+    /* expert parallelism is expressible: a MoE run prices, a dense one with EP is refused */
+    assert_string_equal(set->runs[2].why_not, "");
+    assert_int_equal(vp_calibrate_price(set, 2, NULL, &p, &err), VP_OK);
+    assert_true(p.step_time_s > 0);
+    assert_int_equal(vp_calibrate_price(set, 3, NULL, &p, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "has no experts"));
     vp_calibrate_free(set);
 }
 

@@ -48,24 +48,24 @@ static void test_dp_overlap(void **state) {
     double all = vp__collective_seconds(&g, VP__ALL_REDUCE, &grp, m.grads);
     double bucket = vp__collective_seconds(&g, VP__ALL_REDUCE, &grp, 64e6 * 4);
     vp__dp_cost c;
-    vp__dp_cost_of(&su, 0, &m, 100, 100, &c); /* a long backward hides all but a bucket */
+    vp__dp_cost_of(&su, 0, &m, 0, 100, 100, &c); /* a long backward hides all but a bucket */
     TU_NEAR(c.reduce_s, all);
     TU_NEAR(c.after_s, bucket);
     assert_true(c.before_s == 0);
-    vp__dp_cost_of(&su, 0, &m, 0.01, 0.01, &c); /* a short one leaves the rest exposed */
+    vp__dp_cost_of(&su, 0, &m, 0, 0.01, 0.01, &c); /* a short one leaves the rest exposed */
     TU_NEAR(c.after_s, all - 0.01);
     t.zero1 = true;
-    vp__dp_cost_of(&su, 0, &m, 0.01, 0.01, &c);
+    vp__dp_cost_of(&su, 0, &m, 0, 0.01, 0.01, &c);
     double rs = vp__collective_seconds(&g, VP__GATHER, &grp, m.grads);
     double ag = vp__collective_seconds(&g, VP__GATHER, &grp, m.params);
     TU_NEAR(c.reduce_s, rs + ag);
     TU_NEAR(c.after_s, rs - 0.01);
     TU_NEAR(c.before_s, ag - 0.01);
     t.dp_overlap = 0.25;
-    vp__dp_cost_of(&su, 0, &m, 100, 100, &c);
+    vp__dp_cost_of(&su, 0, &m, 0, 100, 100, &c);
     TU_NEAR(c.after_s, 0.75 * (rs + ag));
     t.dp = 1;
-    vp__dp_cost_of(&su, 0, &m, 0, 0, &c);
+    vp__dp_cost_of(&su, 0, &m, 0, 0, 0, &c);
     assert_true(c.reduce_s == 0 && c.after_s == 0);
 }
 

@@ -14,13 +14,35 @@ static void test_preset_params(void **state) {
     const struct {
         const char *name;
         double billions, tolerance;
-    } sizes[] = {
-        {"gpt2-124m", 0.124, 0.01},   {"llama2-7b", 6.74, 0.01},  {"llama2-13b", 13.0, 0.01},
-        {"llama2-70b", 69.0, 0.01},   {"llama3-8b", 8.03, 0.01},  {"llama3-70b", 70.6, 0.01},
-        {"llama3-405b", 405.8, 0.01}, {"gpt3-175b", 175.0, 0.01}, {"zb-1.5b", 1.5, 0.02},
-        {"zb-6.2b", 6.2, 0.02},       {"zb-14.6b", 14.6, 0.02},   {"zb-28.3b", 28.3, 0.02},
-        {"cm-9.6b", 9.6, 0.02},       {"cm-21b", 21, 0.02},       {"cm-38.5b", 38.5, 0.02},
-        {"cm-98.5b", 98.5, 0.02}};
+    } sizes[] = {{"gpt2-124m", 0.124, 0.01},
+                 {"llama2-7b", 6.74, 0.01},
+                 {"llama2-13b", 13.0, 0.01},
+                 {"llama2-70b", 69.0, 0.01},
+                 {"llama3-8b", 8.03, 0.01},
+                 {"llama3-70b", 70.6, 0.01},
+                 {"llama3-405b", 405.8, 0.01},
+                 {"gpt3-175b", 175.0, 0.01},
+                 {"zb-1.5b", 1.5, 0.02},
+                 {"zb-6.2b", 6.2, 0.02},
+                 {"zb-14.6b", 14.6, 0.02},
+                 {"zb-28.3b", 28.3, 0.02},
+                 {"cm-9.6b", 9.6, 0.02},
+                 {"cm-21b", 21, 0.02},
+                 {"cm-38.5b", 38.5, 0.02},
+                 {"cm-98.5b", 98.5, 0.02},
+                 {"llama3.1-405b", 405.8, 0.01},
+                 {"gpt3-5b", 5.0, 0.02},
+                 {"gpt3-20b", 20.0, 0.02},
+                 {"nemotron-22b", 22, 0.05},
+                 /* the mixtures of experts' published totals (DeepSeek-V3 without its MTP module,
+                    GPT-OSS's model card, Qwen3's and Mixtral's names) */
+                 {"deepseek-v3", 671, 0.01},
+                 {"qwen3-30b-a3b", 30.5, 0.01},
+                 {"qwen3-235b-a22b", 235, 0.01},
+                 {"gpt-oss-120b", 116.8, 0.01},
+                 {"gpt-oss-20b", 20.9, 0.01},
+                 {"mixtral-8x7b", 46.7, 0.01},
+                 {"mixtral-8x22b", 141, 0.01}};
     int n = (int)(sizeof sizes / sizeof sizes[0]);
     assert_int_equal(vp_arch_preset_count(), n);
     for (int i = 0; i < n; i++) {
@@ -35,6 +57,21 @@ static void test_preset_params(void **state) {
     double h = 12288;
     vp_arch g = tp_preset("gpt3-175b");
     TU_NEAR(vp_arch_params(&g), 96 * (12 * h * h + 13 * h) + 50257 * h + 2048 * h + 2 * h);
+    /* active parameters: DeepSeek-V3's 37B, Qwen3's A3B and A22B, Mixtral's 12.9B and
+       39B (GPT-OSS's 5.1B and 3.6B count one of its embedding and head, vpipe both) */
+    const struct {
+        const char *name;
+        double billions;
+    } active[] = {{"deepseek-v3", 37.5},        {"qwen3-30b-a3b", 3.35},
+                  {"qwen3-235b-a22b", 22.2},    {"mixtral-8x7b", 12.9},
+                  {"mixtral-8x22b", 39.2},      {"gpt-oss-120b", 5.13 + 0.58},
+                  {"gpt-oss-20b", 3.61 + 0.58}, {"llama3-8b", 8.03}};
+    for (size_t i = 0; i < sizeof active / sizeof active[0]; i++) {
+        vp_arch a = tp_preset(active[i].name);
+        double b = vp_arch_active_params(&a) / 1e9;
+        if (fabs(b / active[i].billions - 1) > 0.01)
+            fail_msg("%s: %.3f B active, published %.3f B", active[i].name, b, active[i].billions);
+    }
     vp_arch l = tp_preset("llama3-8b");
     double H = 4096, kv = 1024, f = 14336;
     TU_NEAR(vp_arch_params(&l),
@@ -71,7 +108,25 @@ static void assert_same_arch(const vp_arch *a, const vp_arch *b) {
     assert_int_equal(a->dropout, b->dropout);
     assert_int_equal(a->learned_positions, b->learned_positions);
     assert_int_equal(a->dtype_bytes, b->dtype_bytes);
+    const int fields[][2] = {{a->head_dim, b->head_dim},
+                             {a->q_lora, b->q_lora},
+                             {a->kv_lora, b->kv_lora},
+                             {a->qk_nope, b->qk_nope},
+                             {a->qk_rope, b->qk_rope},
+                             {a->v_head, b->v_head},
+                             {a->window, b->window},
+                             {a->window_period, b->window_period},
+                             {a->window_layers, b->window_layers},
+                             {a->experts, b->experts},
+                             {a->top_k, b->top_k},
+                             {a->expert_ffn, b->expert_ffn},
+                             {a->shared_experts, b->shared_experts},
+                             {a->dense_layers, b->dense_layers}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i][0] != fields[i][1])
+            fail_msg("%s field %zu: %d, want %d", a->name, i, fields[i][0], fields[i][1]);
     TU_NEAR(vp_arch_params(a), vp_arch_params(b));
+    TU_NEAR(vp_arch_active_params(a), vp_arch_active_params(b));
 }
 
 /* The real config.json files of Llama-3-8B and GPT-2 read into their presets. */
@@ -86,6 +141,41 @@ static void test_hf_reads_presets(void **state) {
     want = tp_preset("gpt2-124m");
     assert_int_equal(vp_arch_parse_hf(gpt2_json, sizeof gpt2_json - 1, NULL, &a, &err), VP_OK);
     assert_same_arch(&a, &want);
+}
+
+/* The mixtures of experts' and Nemotron's config.json files (fuzz/corpus/hf_config/, the
+ * keys of their Hugging Face files) read into their presets; a mixture of experts missing
+ * its keys, latent attention missing a head size and a window pattern vpipe does not price
+ * are refused naming the key. */
+static void test_hf_moe(void **state) {
+    (void)state;
+    const char *files[][2] = {{"deepseek_v3", "deepseek-v3"},
+                              {"qwen3_30b_a3b", "qwen3-30b-a3b"},
+                              {"mixtral_8x7b", "mixtral-8x7b"},
+                              {"gpt_oss_120b", "gpt-oss-120b"},
+                              {"nemotron_22b", "nemotron-22b"}};
+    char path[1024];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        vp_arch a, want = tp_preset(files[i][1]);
+        vp_error err = {0};
+        snprintf(path, sizeof path, "%s/fuzz/corpus/hf_config/%s.json", VP_SOURCE_DIR, files[i][0]);
+        if (vp_arch_read_hf(path, &a, &err) != VP_OK)
+            fail_msg("%s: %s", path, err.message);
+        assert_same_arch(&a, &want);
+    }
+    const char *bad[][2] = {{"moe_missing_experts", "num_local_experts"},
+                            {"moe_missing_topk", "num_experts_per_tok"},
+                            {"mla_missing_rope", "qk_rope_head_dim"},
+                            {"window_pattern", "layer_types"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vp_arch a;
+        vp_error err = {0};
+        snprintf(path, sizeof path, "%s/fuzz/corpus/hf_config/%s.json", VP_SOURCE_DIR, bad[i][0]);
+        vp_status rc = vp_arch_read_hf(path, &a, &err);
+        if (rc != VP_EPARSE || !strstr(err.message, bad[i][1]))
+            fail_msg("%s: status %d, message '%s' (wanted '%s')", bad[i][0], rc, err.message,
+                     bad[i][1]);
+    }
 }
 
 /* Malformed or incomplete files: VP_EPARSE naming the key (or the position). */
@@ -378,9 +468,9 @@ static void test_bad_setups(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_preset_params), cmocka_unit_test(test_hf_reads_presets),
-        cmocka_unit_test(test_hf_errors),     cmocka_unit_test(test_gpu),
-        cmocka_unit_test(test_bad_setups),    cmocka_unit_test(test_vpipe_names),
-        cmocka_unit_test(test_descriptions),
+        cmocka_unit_test(test_hf_moe),        cmocka_unit_test(test_hf_errors),
+        cmocka_unit_test(test_gpu),           cmocka_unit_test(test_bad_setups),
+        cmocka_unit_test(test_vpipe_names),   cmocka_unit_test(test_descriptions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,10 +15,11 @@
  * caller's; tp, pp, vp, dp, cp, ep, mbs 1; gbs dp x mbs; seq the model's; schedule 1F1B;
  * recompute none; flags 0). recompute is none, selective or full; schedule a family
  * (vpipe list); flags (flash, sp, fp8) are 0 or 1, zero 0 or 1 (the distributed
- * optimizer). Each run gives step_time_s or tokens_per_s_per_gpu (both: they must agree
- * within 2%) and may give peak_mem_gib. "*" in mbs, vp, schedule or recompute means "not
- * published": the fastest that fits of what Megatron-LM runs (1F1B or interleaved with
- * the layers dividing evenly), every microbatch size and recomputation.
+ * optimizer); dp is GPUs / (TP x PP x CP), and ep > 1 (a mixture-of-experts model) folds
+ * the expert layers as EP x expert-DP over the same GPUs (vp_workload). Each run gives step_time_s
+ * or tokens_per_s_per_gpu (both: they must agree within 2%) and may give peak_mem_gib. "*" in mbs,
+ * vp, schedule or recompute means "not published": the fastest that fits of what Megatron-LM runs
+ * (1F1B or interleaved with the layers dividing evenly), every microbatch size and recomputation.
  * Optional columns: id, source, cite, note (labels); dp_overlap (empty: the frameworks'
  * bucketed overlap; 0: the reduction after the backward, a share otherwise); tp_overlap
  * (0/1: tensor-parallel communication overlapped with the matrix multiplies); pp_overlap
@@ -75,8 +76,8 @@ typedef struct vp_run_set {
 } vp_run_set;
 
 /* Reads a RUNS.csv (text of len bytes; name is used in messages and as the folder of
- * relative paths when it has one). Rows vpipe cannot express yet (cp, ep > 1, fp8, an
- * `expressible` reason) are kept with why_not set. VP_EPARSE with the line and the
+ * relative paths when it has one). Rows vpipe cannot express yet (cp > 1, fp8, zero > 1,
+ * an `expressible` reason) are kept with why_not set. VP_EPARSE with the line and the
  * character column for a missing or duplicated column, a malformed or out-of-range cell,
  * a run without a measured time or with two that disagree, unbalanced quotes; VP_ELIMIT
  * over 100000 runs or a 4096-byte cell; VP_ENOMEM. Caller frees with vp_calibrate_free. */

@@ -47,8 +47,9 @@ typedef struct vp_hybrid_config {
     char params[96]; /* "v-block": the block (vp_vblock_format); else "" */
     vp_vblock vblock;
     int dp, tp, pp;
-    int v;      /* chunks per device of `interleaved`; 0 for other families */
-    int mbs, m; /* microbatch size; microbatches per step on each DP rank */
+    int ep, etp; /* expert and expert-tensor parallelism (1, 1 for a dense model; 0 as 1) */
+    int v;       /* chunks per device of `interleaved`; 0 for other families */
+    int mbs, m;  /* microbatch size; microbatches per step on each DP rank */
     vp_recompute recompute;
     double step_time_s, mfu, bubble; /* bubble: 1 - busy / longest device span */
     double memory_max_bytes;         /* the largest rank's total */
@@ -69,12 +70,16 @@ typedef struct vp_hybrid_request {
     const vp_arch *arch;
     const vp_gpu *gpu;
     vp_workload work;    /* seq, sp (applied where TP > 1), zero1, flash, precision,
-                            dp_overlap and reserve_bytes as given; tp, dp, mbs and
-                            recompute are searched unless fixed below */
+                            dp_overlap and reserve_bytes as given; tp, dp, mbs,
+                            recompute and ep are searched unless fixed below (its ep
+                            and etp are not read) */
     vp_split_goal split; /* how every candidate's layers split (VP_SPLIT_TIME default) */
     int gpus;            /* N */
     int global_batch;    /* B, sequences per step */
     int tp, pp, dp, mbs; /* > 0 fixes the degree or size; 0 searches it */
+    int ep;              /* > 0 fixes EP; 0 searches the divisors of the experts that
+                            divide TP x DP / ETP (a dense model: 1) */
+    int etp;             /* > 0 fixes ETP; 0: 1 (not searched) */
     int recompute;       /* -1 searches; a vp_recompute fixes it */
     int offload;         /* 1: a configuration whose op order leaves less than the margin
                             below the capacity is tried offloading (the uniform policy at

@@ -36,7 +36,12 @@ extern "C" {
 
 /* ---- the model --------------------------------------------------------------------- */
 
-typedef enum { VP_FFN_GELU = 0, VP_FFN_SWIGLU = 1 } vp_ffn_kind;
+/* The MLP's activation: GELU (or ReLU; two matrices), SwiGLU (a gated MLP: three) or
+ * squared ReLU (Nemotron's; two). */
+typedef enum { VP_FFN_GELU = 0, VP_FFN_SWIGLU = 1, VP_FFN_RELU2 = 2 } vp_ffn_kind;
+
+/* "gelu", "swiglu", "relu2"; NULL outside the enum. */
+VP_API const char *vp_ffn_kind_name(vp_ffn_kind k);
 typedef enum { VP_NORM_LAYER = 0, VP_NORM_RMS = 1 } vp_norm_kind;
 
 /* Whose saved tensors a layer has: Megatron-style 16-bit training (the tensors of
@@ -61,12 +66,31 @@ typedef struct vp_arch {
     bool learned_positions; /* a position table (GPT) rather than rotary positions (Llama) */
     int dtype_bytes;        /* activations and compute: 2 (bf16/fp16) or 4 (fp32) */
     vp_impl impl;
+    int head_dim; /* attention head size (0: hidden / heads) */
+    /* Multi-head latent attention (DeepSeek's MLA) when kv_lora > 0: queries pass a
+     * q_lora-wide latent (0: one projection), keys and values a kv_lora-wide one plus a
+     * shared qk_rope-wide rotary key; per head, queries and keys have qk_nope + qk_rope
+     * dimensions and values v_head. */
+    int q_lora, kv_lora, qk_nope, qk_rope, v_head;
+    /* Sliding-window attention (window 0: none): of every window_period layers the first
+     * window_layers attend to the `window` tokens before each token only. */
+    int window, window_period, window_layers;
+    /* Mixture of experts (experts 0: a dense model). Every layer from dense_layers on
+     * replaces the MLP by a router (a linear from hidden to the experts' scores) that sends
+     * each token to top_k of `experts` MLPs of width expert_ffn, plus shared_experts MLPs
+     * of that width every token passes (dense_layers keep the MLP of width ffn). capacity:
+     * the experts' capacity factor, each expert's input padded to capacity x its balanced
+     * share (0: dropless, the balanced share). */
+    int experts, top_k, expert_ffn, shared_experts, dense_layers;
+    double capacity;
 } vp_arch;
 
-/* Built-in models: gpt2-124m, llama2-7b/13b/70b, llama3-8b/70b/405b, gpt3-175b, the Zero
- * Bubble paper's zb-1.5b/6.2b/14.6b/28.3b and the Controllable Memory paper's
- * cm-9.6b/21b/38.5b/98.5b (design/models.md §2). vp_arch_preset_name returns NULL past
- * the end. */
+/* Built-in models: gpt2-124m, llama2-7b/13b/70b, llama3-8b/70b/405b (llama3.1-405b the
+ * same shape), gpt3-5b/20b/175b, nemotron-22b, the Zero Bubble paper's
+ * zb-1.5b/6.2b/14.6b/28.3b, the Controllable Memory paper's cm-9.6b/21b/38.5b/98.5b, and the
+ * mixtures of experts deepseek-v3, qwen3-30b-a3b, qwen3-235b-a22b, gpt-oss-120b,
+ * gpt-oss-20b, mixtral-8x7b and mixtral-8x22b (design/models.md §2, design/anchors.md §1).
+ * vp_arch_preset_name returns NULL past the end. */
 VP_API int vp_arch_preset_count(void);
 VP_API const char *vp_arch_preset_name(int i);
 
@@ -103,8 +127,10 @@ VP_API vp_status vp_arch_resolve(const char *name_or_path, vp_arch *out, vp_erro
 /* Checks the fields are positive and consistent. VP_EINVAL naming the field. */
 VP_API vp_status vp_arch_check(const vp_arch *arch, vp_error *err);
 
-/* Parameters of the whole model (a tied head counted once). */
+/* Parameters of the whole model (a tied head counted once; every routed expert), and of
+ * them those one token passes through (the top_k routed experts of each MoE layer). */
 VP_API double vp_arch_params(const vp_arch *arch);
+VP_API double vp_arch_active_params(const vp_arch *arch);
 
 /* ---- the accelerator --------------------------------------------------------------- */
 
@@ -217,6 +243,28 @@ VP_API char *vp_gpu_json(const vp_gpu *gpu);
  *   twice. vpipe's own model recomputes only this way, as its runtime does (its workload
  *   recompute must be none). */
 
+/* How context parallelism exchanges keys and values (the Ultra-Scale Playbook's two):
+ * a ring of point-to-point sends, each overlapped with the attention of the block at hand
+ * (ring attention), or one all-gather of the whole sequence's keys and values before the
+ * attention (and a reduce-scatter of their gradients after its backward). */
+typedef enum { VP_CP_P2P = 0, VP_CP_ALLGATHER = 1 } vp_cp_comm;
+
+/* FP8 matrix multiplies, by recipe: off (16-bit), per-tensor current scaling
+ * ("tensorwise": Transformer Engine's FP8-CS, torchao's float8), 128-element blocks
+ * ("blockwise": 1 x 128 activations and 128 x 128 weights, DeepSeek-V3's) and MXFP8
+ * (32-element blocks with power-of-two scales, Blackwell's). */
+typedef enum {
+    VP_FP8_OFF = 0,
+    VP_FP8_TENSORWISE = 1,
+    VP_FP8_BLOCKWISE = 2,
+    VP_FP8_MXFP8 = 3
+} vp_fp8;
+
+/* The names of vp_cp_comm ("p2p", "allgather") and vp_fp8 ("off", "tensorwise",
+ * "blockwise", "mxfp8"); NULL outside the enums. */
+VP_API const char *vp_cp_comm_name(vp_cp_comm c);
+VP_API const char *vp_fp8_name(vp_fp8 f);
+
 /* vp_workload.dp_overlap: the data-parallel reduction overlapped as frameworks run it. */
 #define VP_OVERLAP_MODELLED (-1.0)
 
@@ -248,6 +296,21 @@ typedef struct vp_workload {
     bool pp_overlap;      /* pipeline sends overlapped with compute; else (the default)
                              they block both ends, as Megatron-LM's 1F1B does */
     double reserve_bytes; /* per rank, beyond what vp_rank_memory names (default 0) */
+    /* Context parallelism: cp ranks share each sequence, seq / cp tokens each in 2 cp
+     * chunks (chunk i and 2 cp - 1 - i, so causal attention balances), exchanging keys and
+     * values as cp_comm says. */
+    int cp;
+    vp_cp_comm cp_comm;
+    /* Expert parallelism (MoE models): the experts of a layer split over ep ranks, each
+     * expert's matrices over etp; the expert layers fold the same GPUs as ep x etp x
+     * expert-data-parallel (tp x cp x dp of them per pipeline rank), tokens dispatched to
+     * their experts and combined back by all-to-alls over the ep ranks. */
+    int ep, etp;
+    /* Megatron-LM's --overlap-moe-expert-parallel-comm (the combined 1F1B): each forward
+     * runs overlapped with the backward after it on its device, one's all-to-all hidden
+     * under the other's compute (DualPipe's F&B pairs overlap always). */
+    bool ep_overlap;
+    vp_fp8 fp8; /* the linears' matrix multiplies in FP8 (vp_fp8) */
 } vp_workload;
 
 /* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision
@@ -259,12 +322,16 @@ VP_API vp_workload vp_workload_default(const vp_arch *arch);
 
 /* The model as one JSON object in *out (new string, caller frees with free()): name,
  * layers, hidden, heads, kv_heads, ffn, max_positions, dtype_bytes, vocab, ffn_kind
- * ("gelu"/"swiglu"), norm ("layernorm"/"rmsnorm"), tied, bias, dropout,
- * learned_positions, impl ("megatron"/"vpipe"), params. With work (NULL: none), also
- * "workload" {seq, mbs, tp, sp, flash, recompute} and "parts" {layer, embedding, head},
- * each {params, act_bytes, keep_bytes, flops_f, flops_b, flops_w, flops_r, saved: [{name,
- * bytes, keep: "F-B"|"F-W"|"B-W"}]}: one microbatch on one rank (vp_price_part_facts).
- * VP_EINVAL as vp_arch_check (and vp_price_check with work), VP_ENOMEM. */
+ * ("gelu"/"swiglu"/"relu2"), norm ("layernorm"/"rmsnorm"), tied, bias, dropout,
+ * learned_positions, impl ("megatron"/"vpipe"), params, and those of head_dim, "mla",
+ * "window" and "moe" (with active_params) the model has. With work (NULL: none), also
+ * "workload" {seq, mbs, tp, cp, ep, etp, sp, flash, recompute, fp8} and "parts" {layer,
+ * embedding, head}, each {params, act_bytes, keep_bytes, flops_f, flops_b, flops_w,
+ * flops_r, saved: [{name, bytes, keep: "F-B"|"F-W"|"B-W"}]}: one microbatch on one rank
+ * (vp_price_part_facts; "layer" is the model's last layer), and with more than one kind of
+ * layer "layer_kinds" (each such a part with mlp "dense"|"moe", attention "full"|"window"
+ * and its number of layers). VP_EINVAL as vp_arch_check (and vp_price_check with work),
+ * VP_ENOMEM. */
 VP_API vp_status vp_arch_json(const vp_arch *arch, const vp_workload *work, char **out,
                               vp_error *err);
 
@@ -336,8 +403,11 @@ typedef struct vp_price_stage {
     bool first, last; /* holds the embedding / the final norm, head and loss */
     int device;
     double params;                /* parameters held */
+    double expert_params;         /* of them, the routed experts' */
     double act_bytes, keep_bytes; /* M_B and M_W of the stage */
-    double f_ms, b_ms, w_ms;      /* pass times (BW = B + W, F&B = F + B) */
+    double f_ms, b_ms, w_ms;      /* pass times (BW = B + W; an F&B pair: vp_price_layout) */
+    double a2a_f_ms, a2a_b_ms;    /* of f_ms and b_ms, the expert-parallel all-to-alls (and
+                                     the expert-tensor-parallel gathers) */
     double r_ms;                  /* recomputation: included in b_ms, or the R pass's time
                                      when the schedule recomputes in R passes */
     double hold_bytes;            /* of act_bytes, what F keeps until R when the schedule
@@ -458,6 +528,7 @@ typedef struct vp_price_result {
     char family[32];
     char model[64], gpu[64];
     int p, S, m, route_len, tp, dp, gpus;
+    int ep, etp; /* expert parallelism (1, 1 for a dense model) */
     int seq, mbs;
     int *layers_per_stage; /* [route_len] */
     vp_price_stage *stage; /* [S], times as simulated */
@@ -516,18 +587,18 @@ VP_API vp_status vp_price_family(const vp_price_setup *setup, const char *family
 VP_API void vp_price_result_free(vp_price_result *r);
 
 /* The result as one JSON object (new string, caller frees with free()): family, model,
- * gpu, p, m, tp, dp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
+ * gpu, p, m, tp, dp, ep, etp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
  * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
  * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
  * workspace, logits, gathers, allocated, fragmentation, reserved, context, comm, reserve,
  * total},
  * bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
- * act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms}), expected_error ({step_time,
- * step_time_worst, memory, memory_worst: fractions, null when not measured; runs,
- * memory_runs, basis}); when s offloads, also each rank's "host" in memory_per_rank,
- * host_max_bytes, host_capacity_bytes, copy_occupancy_max, offload_stall_s and per stage
- * "offload" (its share), "off_bytes" and "copy_ms". NULL when memory runs out. */
+ * expert_params, act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms, a2a_f_ms, a2a_b_ms}),
+ * expected_error ({step_time, step_time_worst, memory, memory_worst: fractions, null when not
+ * measured; runs, memory_runs, basis}); when s offloads, also each rank's "host" in
+ * memory_per_rank, host_max_bytes, host_capacity_bytes, copy_occupancy_max, offload_stall_s
+ * and per stage "offload" (its share), "off_bytes" and "copy_ms". NULL when memory runs out. */
 VP_API char *vp_price_result_json(const vp_price_result *r);
 
 #ifdef __cplusplus

@@ -29,7 +29,7 @@
  *   list      json
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, recompute, vocab_parallel, offload, offload_policy,
- *             model, gpu, seq, mbs, tp, sp, dp, zero, flash, tp_overlap, pp_overlap,
+ *             model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap,
  *             reserve, dp_overlap, split, layers_per_stage, json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
@@ -39,7 +39,7 @@
  *             vocab_parallel
  *   plan      p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, recompute,
  *             vocab_parallel, offload, offload_policy, memory, json, output, model, gpu,
- *             seq, mbs, tp, sp, dp, zero, flash, tp_overlap, pp_overlap, reserve,
+ *             seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve,
  *             dp_overlap, split, layers_per_stage, gpus, global_batch, pp, top, max_chunks,
  *             threads, time_limit, margin, emit, operand (emit torchtitan's DIR)
  *   block     operand (a block file), p, m, v, cost, cost_file, memory_model,
@@ -115,11 +115,11 @@ typedef struct vp_request {
     bool vocab_parallel; /* --vocab-parallel: the vocabulary split over the devices */
     const char *offload;
     int offload_policy;
-    /* a real model: --model, --gpu, --seq, --mbs, --tp, --dp (0: not given), --sp, --zero,
-     * --flash, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1: not given),
-     * --split (a vp_split_goal, -1), --layers-per-stage "a,b,..." */
+    /* a real model: --model, --gpu, --seq, --mbs, --tp, --dp, --ep, --etp (0: not given),
+     * --sp, --zero, --flash, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1:
+     * not given), --split (a vp_split_goal, -1), --layers-per-stage "a,b,..." */
     const char *model, *gpu;
-    int seq, mbs, tp, dp;
+    int seq, mbs, tp, dp, ep, etp;
     bool sp, zero, flash, tp_overlap, pp_overlap;
     double reserve, dp_overlap;
     int split;

@@ -173,9 +173,11 @@ def test_plan_fixes_dimensions_and_threads_change_nothing():
 def test_model_show_is_a_model_info():
     info = vpipe.model("show", "llama3-8b", seq=4096, tp=2, sp=True)
     data = json.loads(info.json)
-    assert isinstance(info, vpipe.ModelInfo) and fields(vpipe.ModelInfo) == set(data)
+    variants = {"head_dim", "mla", "window", "moe", "layer_kinds"}  # a plain model has none
+    assert isinstance(info, vpipe.ModelInfo) and fields(vpipe.ModelInfo) - variants == set(data)
     assert info.to_dict() == data and info.workload == vpipe.Workload(
-        seq=4096, mbs=1, tp=2, sp=True, flash=False, recompute="none")
+        seq=4096, mbs=1, tp=2, cp=1, ep=1, etp=1, sp=True, flash=False, recompute="none",
+        fp8="off")
     layer = info.parts.layer
     assert isinstance(layer, vpipe.ModelPart) and fields(vpipe.ModelPart) == set(
         data["parts"]["layer"])
@@ -183,6 +185,17 @@ def test_model_show_is_a_model_info():
     assert fields(vpipe.SavedTensor) == keys(data["parts"]["layer"]["saved"])
     assert info.layers == 32 and info.kv_heads == 8 and info.text.startswith("llama3-8b: 32")
     assert vpipe.model("show", model="llama3-8b", seq=4096, tp=2, sp=True) == info
+
+
+def test_model_show_mixture_of_experts():
+    info = vpipe.model("show", "deepseek-v3", seq=4096, tp=2, sp=True, flash=True)
+    data = json.loads(info.json)
+    assert fields(vpipe.ModelInfo) - {"head_dim", "window"} == set(data)
+    assert info.moe["experts"] == 256 and info.moe["top_k"] == 8 and info.mla["kv_lora"] == 512
+    assert 37e9 < info.moe["active_params"] < 38e9 and 670e9 < info.params < 672e9
+    kinds = {(k["mlp"], k["attention"]): k["layers"] for k in info.layer_kinds}
+    assert kinds == {("dense", "full"): 3, ("moe", "full"): 58}
+    assert all(isinstance(k, vpipe.ModelPart) for k in info.layer_kinds)
 
 
 def test_model_list_is_the_catalog():

@@ -231,18 +231,23 @@ class RankMemory(_Record):
 
 @dataclasses.dataclass(frozen=True)
 class StageCost(_Record):
-    """One stage priced: its layers and device, parameter and activation bytes (act_bytes
-    per microbatch, keep_bytes kept through recomputation), and pass times in ms."""
+    """One stage priced: its layers and device, parameters (expert_params of them the
+    routed experts'), activation bytes (act_bytes per microbatch, keep_bytes kept through
+    recomputation), and pass times in ms (a2a_f_ms and a2a_b_ms: of f_ms and b_ms, the
+    expert-parallel all-to-alls)."""
 
     layers: int
     device: int
     params: int
+    expert_params: int
     act_bytes: int
     keep_bytes: int
     f_ms: float
     b_ms: float
     w_ms: float
     r_ms: float
+    a2a_f_ms: float
+    a2a_b_ms: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,6 +265,8 @@ class PriceResult(SimulationReport):
     m: int
     tp: int
     dp: int
+    ep: int
+    etp: int
     gpus: int
     seq: int
     mbs: int
@@ -404,7 +411,8 @@ class Comparison(_Rows):
 @dataclasses.dataclass(frozen=True)
 class Configuration(_Record):
     """One configuration the whole-configuration planner priced: family (params: a V
-    block's), data-, tensor- and pipeline-parallel degrees, chunks per device (v, 0 when
+    block's), data-, tensor-, pipeline-, expert- and expert-tensor-parallel degrees (ep,
+    etp: 1 for a dense model), chunks per device (v, 0 when
     the family has none), microbatch size and count, recomputation, seconds per step, MFU,
     bubble, the largest rank's bytes, whether every rank fits, the room left below the
     capacity (headroom_bytes) and whether that is under the plan's margin (tight); the
@@ -415,6 +423,8 @@ class Configuration(_Record):
     dp: int
     tp: int
     pp: int
+    ep: int
+    etp: int
     v: int
     mbs: int
     m: int
@@ -516,15 +526,20 @@ class ClusterPlan(_Record, Answer):
 
 @dataclasses.dataclass(frozen=True)
 class Workload(_Record):
-    """What a model is shown for: tokens per sequence, sequences per microbatch,
-    tensor-parallel degree, sequence parallelism, FlashAttention, recomputation."""
+    """What a model is shown for: tokens per sequence, sequences per microbatch, the
+    tensor-, context-, expert- and expert-tensor-parallel degrees, sequence parallelism,
+    FlashAttention, recomputation and the FP8 recipe."""
 
     seq: int
     mbs: int
     tp: int
+    cp: int
+    ep: int
+    etp: int
     sp: bool
     flash: bool
     recompute: str
+    fp8: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -570,8 +585,9 @@ class ModelParts(_Record):
 @dataclasses.dataclass(frozen=True)
 class ModelInfo(_Record, Answer):
     """A model as `vpipe model show NAME --json` shows it: its shape (layers, hidden,
-    heads, kv_heads, ffn, vocab, ...), its parameter count, and for the workload it is
-    shown for (workload) its parts per microbatch on one rank (parts). A row of `vpipe
+    heads, kv_heads, ffn, vocab, ...; head_dim, mla, window and moe when it has them), its
+    parameter count, and for the workload it is shown for (workload) its parts per
+    microbatch on one rank (parts; layer_kinds when its layers differ). A row of `vpipe
     model list` has the shape only (workload and parts None)."""
 
     name: str
@@ -593,8 +609,14 @@ class ModelInfo(_Record, Answer):
     params: float
     workload: Optional[Workload]
     parts: Optional[ModelParts]
+    head_dim: Optional[int] = None  # when not hidden / heads
+    mla: Optional[Dict[str, int]] = None  # latent attention: q_lora, kv_lora, qk_nope, ...
+    window: Optional[Dict[str, int]] = None  # sliding window: tokens, period, layers
+    moe: Optional[Dict[str, Any]] = None  # experts, top_k, expert_ffn, ..., active_params
+    layer_kinds: Optional[List[ModelPart]] = None  # each kind of layer, with mlp, attention
 
-    _nested: ClassVar[Dict[str, type]] = {"workload": Workload, "parts": ModelParts}
+    _nested: ClassVar[Dict[str, type]] = {"workload": Workload, "parts": ModelParts,
+                                          "layer_kinds": ModelPart}
 
 
 @dataclasses.dataclass(frozen=True)

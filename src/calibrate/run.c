@@ -73,6 +73,7 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->seq = run->seq ? run->seq : w->seq;
     w->tp = run->tp;
     w->dp = run->dp;
+    w->ep = run->ep;
     w->sp = run->sp && run->tp > 1;
     w->flash = run->flash;
     w->zero1 = run->zero == 1;

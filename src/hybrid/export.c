@@ -93,6 +93,13 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
                    shard ? "# sharded data parallelism (FSDP) holds at most what ZeRO-1 does\n"
                          : "",
                    shard ? 1 : c->dp, shard ? c->dp : 1, c->tp, c->pp, c->mbs);
+    if (c->ep > 1 || c->etp > 1)
+        vp__buf_printf(&b, "expert_parallel_degree = %d\nexpert_tensor_parallel_degree = %d\n%s",
+                       c->ep, c->etp,
+                       c->ep % c->tp || (c->etp != 1 && c->etp != c->tp)
+                           ? "# torchtitan folds EP over DP x TP only when EP is a multiple of TP\n"
+                             "# and ETP is 1 or TP: this configuration is Megatron-LM's fold\n"
+                           : "");
     if (c->pp > 1)
         pipeline_keys(&b, pr, schedule, csv_path);
     vp__buf_printf(&b, "\n[activation_checkpoint]\nmode = \"%s\"\n",
@@ -198,6 +205,9 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                    "--micro-batch-size %d --global-batch-size %d --seq-length %d",
                    c->tp, c->pp, c->mbs, req->global_batch, req->work.seq);
     split_flags(&b, pr, &notes);
+    if (c->ep > 1 || c->etp > 1)
+        vp__buf_printf(&b, " --expert-model-parallel-size %d --expert-tensor-parallel-size %d",
+                       c->ep, c->etp);
     if (req->work.sp && c->tp > 1)
         vp__buf_printf(&b, " --sequence-parallel");
     if (req->work.zero1 && c->dp > 1)

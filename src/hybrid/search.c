@@ -170,8 +170,6 @@ static bool allowed(int fixed, int value) {
     return fixed <= 0 || fixed == value;
 }
 
-/* Every point: TP within a node dividing the heads and KV heads, PP x DP the rest, every
- * microbatch size DP x mbs divides the batch by, every recomputation searched. */
 /* Whether the request's time limit has passed (marks the answer timed out when so). */
 static bool out_of_time(search *S) {
     double limit = S->req->time_limit_s;
@@ -180,6 +178,44 @@ static bool out_of_time(search *S) {
     return S->h->timed_out;
 }
 
+/* The points of one DP x TP x PP: every EP dividing the experts whose EP x ETP divides
+ * TP x DP (the expert layers fold the same GPUs), every microbatch size DP x mbs divides
+ * the batch by, every recomputation. */
+static vp_status enumerate_at(search *S, int dp, int tp, int pp, vp_error *err) {
+    const vp_hybrid_request *q = S->req;
+    const vp_arch *a = q->arch;
+    int B = q->global_batch, etp = q->etp > 0 ? q->etp : 1;
+    int most = a->experts > 0 ? a->experts : 1;
+    for (int ep = 1; ep <= most; ep++) {
+        if (most % ep || ((long)tp * dp) % ((long)ep * etp) || !allowed(q->ep, ep) ||
+            (a->experts > 0 && a->expert_ffn % etp))
+            continue;
+        for (int mbs = 1; mbs <= B / dp; mbs++) {
+            if ((B / dp) % mbs || !allowed(q->mbs, mbs))
+                continue;
+            for (int rc = VP_RECOMPUTE_NONE; rc <= VP_RECOMPUTE_FULL; rc++) {
+                bool same_as_none = rc == VP_RECOMPUTE_SELECTIVE && q->work.flash;
+                if ((q->recompute >= 0 && q->recompute != rc) || (q->recompute < 0 && same_as_none))
+                    continue;
+                vp_hybrid_config pt = {.dp = dp,
+                                       .tp = tp,
+                                       .pp = pp,
+                                       .ep = ep,
+                                       .etp = etp,
+                                       .mbs = mbs,
+                                       .m = B / dp / mbs};
+                pt.recompute = (vp_recompute)rc;
+                vp_status st = add_point(S, &pt, err);
+                if (st != VP_OK || out_of_time(S))
+                    return st; /* out of time: the points so far are searched */
+            }
+        }
+    }
+    return VP_OK;
+}
+
+/* Every point: TP within a node dividing the heads and KV heads, PP x DP the rest, and
+ * enumerate_at's points of each. */
 static vp_status enumerate(search *S, vp_error *err) {
     const vp_hybrid_request *q = S->req;
     const vp_arch *a = q->arch;
@@ -193,22 +229,9 @@ static vp_status enumerate(search *S, vp_error *err) {
             if ((q->gpus / tp) % pp || B % dp || !allowed(q->pp, pp) || !allowed(q->dp, dp) ||
                 pp > a->layers + 2)
                 continue;
-            for (int mbs = 1; mbs <= B / dp; mbs++) {
-                if ((B / dp) % mbs || !allowed(q->mbs, mbs))
-                    continue;
-                for (int rc = VP_RECOMPUTE_NONE; rc <= VP_RECOMPUTE_FULL; rc++) {
-                    bool same_as_none = rc == VP_RECOMPUTE_SELECTIVE && q->work.flash;
-                    if ((q->recompute >= 0 && q->recompute != rc) ||
-                        (q->recompute < 0 && same_as_none))
-                        continue;
-                    vp_hybrid_config pt = {
-                        .dp = dp, .tp = tp, .pp = pp, .mbs = mbs, .m = B / dp / mbs};
-                    pt.recompute = (vp_recompute)rc;
-                    vp_status st = add_point(S, &pt, err);
-                    if (st != VP_OK || out_of_time(S))
-                        return st; /* out of time: the points so far are searched */
-                }
-            }
+            vp_status st = enumerate_at(S, dp, tp, pp, err);
+            if (st != VP_OK || S->h->timed_out)
+                return st;
         }
     }
     return VP_OK;
@@ -405,8 +428,11 @@ static const char *describe(const vp_hybrid_config *c, char *buf, size_t size) {
     char chunks[32] = "";
     if (c->v)
         snprintf(chunks, sizeof chunks, " with %d chunks", c->v);
-    int n = snprintf(buf, size, "%s%s, DP %d, TP %d, PP %d, mbs %d, recompute %s", c->family,
-                     chunks, c->dp, c->tp, c->pp, c->mbs, vp_recompute_name(c->recompute));
+    char ep[32] = "";
+    if (c->ep > 1 || c->etp > 1)
+        snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp);
+    int n = snprintf(buf, size, "%s%s, DP %d, TP %d, PP %d%s, mbs %d, recompute %s", c->family,
+                     chunks, c->dp, c->tp, c->pp, ep, c->mbs, vp_recompute_name(c->recompute));
     if (c->offload > 0 && n > 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, ", offload %g", c->offload);
     return buf;
@@ -530,15 +556,18 @@ static vp_status check_request(const vp_hybrid_request *q, vp_error *err) {
         return vp__fail(err, VP_EINVAL,
                         "GPUs must be in [1, 2^20] and the global batch in [1, 2^24] (got %d, %d)",
                         q->gpus, q->global_batch);
-    if (q->tp < 0 || q->pp < 0 || q->dp < 0 || q->mbs < 0 || q->recompute < -1 ||
-        q->recompute > VP_RECOMPUTE_FULL || q->max_chunks < 0 || q->max_chunks > 64 ||
-        q->vblock_max_pp < 0 || q->top < 0 || q->threads < 0 || !(q->time_limit_s >= 0) ||
-        !isfinite(q->time_limit_s) || !isfinite(q->margin_bytes))
+    if (q->tp < 0 || q->pp < 0 || q->dp < 0 || q->mbs < 0 || q->ep < 0 || q->etp < 0 ||
+        q->recompute < -1 || q->recompute > VP_RECOMPUTE_FULL || q->max_chunks < 0 ||
+        q->max_chunks > 64 || q->vblock_max_pp < 0 || q->top < 0 || q->threads < 0 ||
+        !(q->time_limit_s >= 0) || !isfinite(q->time_limit_s) || !isfinite(q->margin_bytes))
         return vp__fail(err, VP_EINVAL,
                         "fixed degrees, top, threads, chunks and the time limit must be >= 0, "
                         "recompute -1 or a vp_recompute, the margin finite");
     vp_workload w = q->work;
-    w.tp = w.dp = w.mbs = 1;
+    w.tp = w.mbs = 1;
+    w.ep = q->ep > 0 ? q->ep : 1;    /* a fixed EP and ETP divide the experts, on the DP */
+    w.etp = q->etp > 0 ? q->etp : 1; /* that folds them (the search keeps to folds) */
+    w.dp = w.ep * w.etp;
     w.recompute = VP_RECOMPUTE_NONE;
     vp_price_setup su = {.arch = q->arch, .gpu = q->gpu, .work = &w, .split = q->split};
     return vp_price_check(&su, err);

@@ -22,7 +22,11 @@
  * distributed optimizer the updated parameters are all-gathered (--overlap-param-gather)
  * under the next step's first forward the same way. A share (dp_overlap in [0, 1]) hides
  * that share of the whole reduction instead (0: after the backward, Megatron-LM's 2021
- * `local` DDP). */
+ * `local` DDP).
+ *
+ * An all-to-all (expert parallelism's dispatch and combine): every rank sends 1/n of its
+ * bytes to each member, all at once; what stays in the node crosses NVLink, what leaves it
+ * the rank's own NIC, the slower of the two deciding, each at comm_efficiency. */
 #include <math.h>
 
 #include "base/internal.h"
@@ -62,6 +66,18 @@ double vp__collective_seconds(const vp_gpu *gpu, vp__collective kind, const vp__
     return fmin(2 * one, tree);
 }
 
+double vp__alltoall_seconds(const vp_gpu *gpu, const vp__group *g, double bytes) {
+    if (g->n <= 1 || !(bytes > 0))
+        return 0;
+    int per, nodes;
+    placement(gpu, g, &per, &nodes);
+    double n = g->n, eff = gpu->comm_efficiency;
+    double seconds = bytes * (per - 1) / n / (gpu->intra_bw * eff);
+    if (nodes > 1)
+        seconds = fmax(seconds, bytes * (n - per) / n / (gpu->inter_bw * eff));
+    return seconds + (nodes > 1 ? gpu->inter_latency : gpu->intra_latency);
+}
+
 bool vp__crosses_nodes(const vp_gpu *gpu, long a, long b) {
     return a / gpu->gpus_per_node != b / gpu->gpus_per_node;
 }
@@ -91,19 +107,26 @@ static double bucket_elements(int dp) {
     return fmax(40e6, 1e6 * dp);
 }
 
-void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, double window_b,
-                    double window_f, vp__dp_cost *out) {
+void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, double experts,
+                    double window_b, double window_f, vp__dp_cost *out) {
     const vp_workload *t = su->work;
     const vp_gpu *g = su->gpu;
     *out = (vp__dp_cost){0};
-    if (t->dp <= 1)
+    int edp = experts > 0 ? vp__expert_dp(t) : 1;
+    if (t->dp <= 1 && edp <= 1)
         return;
-    vp__group grp = {(long)d * t->tp * t->dp, t->tp, t->dp};
-    double params = m->params / t->prec.param, bucket = fmin(bucket_elements(t->dp), params);
+    long first_rank = (long)d * t->tp * t->dp;
+    vp__group grp = {first_rank, t->tp, t->dp}, egrp = {first_rank, (long)t->ep * t->etp, edp};
+    double egrads = experts * t->prec.grad, eparams = experts * t->prec.param;
+    double params = m->params / t->prec.param - experts;
+    double bucket = fmin(bucket_elements(t->dp), params);
     vp__collective kind = t->zero1 ? VP__GATHER : VP__ALL_REDUCE; /* reduce-scatter or not */
-    double grads = vp__collective_seconds(g, kind, &grp, m->grads);
+    double grads = vp__collective_seconds(g, kind, &grp, m->grads - egrads) +
+                   vp__collective_seconds(g, kind, &egrp, egrads);
     double last = vp__collective_seconds(g, kind, &grp, bucket * t->prec.grad);
-    double gather = t->zero1 ? vp__collective_seconds(g, VP__GATHER, &grp, m->params) : 0;
+    double gather = t->zero1 ? vp__collective_seconds(g, VP__GATHER, &grp, m->params - eparams) +
+                                   vp__collective_seconds(g, VP__GATHER, &egrp, eparams)
+                             : 0;
     double first =
         t->zero1 ? vp__collective_seconds(g, VP__GATHER, &grp, bucket * t->prec.param) : 0;
     out->reduce_s = grads + gather;

@@ -7,114 +7,68 @@
 #include "base/internal.h"
 #include "price/price_internal.h"
 
-/* ---- tensor parallelism ---------------------------------------------------------------- */
-
-/* Tensor-parallel collectives of one pass of a part, in seconds: a layer all-reduces (or
- * reduce-scatters and all-gathers, with sequence parallelism: the same volume) its
- * attention and MLP outputs in F and their input gradients in B, and with sequence
- * parallelism its W gathers again the two inputs it reads (QKV's and FC1's, kept split
- * over the sequence, as Megatron does); the head gathers its input (SP) and reduces its
- * input gradient; the embedding reduces its output and, with SP, gathers the gradient
- * its W reads. The group is a node's consecutive ranks (comm.c). */
-static double tp_comm_seconds(const vp_price_setup *su, vp_price_part part, vp_op_kind pass) {
-    const vp_workload *t = su->work;
-    double tensor = (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes;
-    vp__group group = {0, 1, t->tp};
-    double gather = vp__collective_seconds(su->gpu, VP__GATHER, &group, tensor);
-    double reduce =
-        t->sp ? 2 * gather : vp__collective_seconds(su->gpu, VP__ALL_REDUCE, &group, tensor);
-    if (part == VP_PRICE_LAYER)
-        return pass != VP_OP_W ? 2 * reduce : (t->sp ? 2 * gather : 0);
-    if (part == VP_PRICE_HEAD && pass != VP_OP_W)
-        return pass == VP_OP_F ? (t->sp ? gather : 0) : (t->sp ? gather : reduce);
-    if (part == VP_PRICE_EMBEDDING && pass != VP_OP_B)
-        return pass == VP_OP_F ? (t->sp ? gather : reduce) : (t->sp ? gather : 0);
-    return 0;
+/* Over how many ranks the optimizer states are split: DP with the distributed optimizer,
+ * a routed expert's over expert-DP; else 1. */
+static double optimizer_shard(const vp_workload *t, bool expert) {
+    return t->zero1 ? (expert ? vp__expert_dp(t) : (double)t->dp) : 1.0;
 }
 
-/* What of a pass's TP collectives shows: all of them, or with tp_overlap (Megatron-LM's
- * --tp-comm-overlap pipelines each collective with the linear it feeds, chunk by chunk
- * over the tp ranks) the first chunk's, or what the linears cannot cover. */
-static double tp_exposed(const vp_workload *t, double comm, double linear) {
-    if (!t->tp_overlap || t->tp <= 1)
-        return comm;
-    double rest = comm - linear;
-    return rest > comm / t->tp ? rest : comm / t->tp;
+/* Bytes of master weights and moments of params parameters. */
+static double optimizer_bytes(const vp_workload *t, double params, bool expert) {
+    return params * (t->prec.master + t->prec.moments) / optimizer_shard(t, expert);
 }
 
-/* ---- the parts ---------------------------------------------------------------------- */
-
-/* Per part: facts, and pass times in ms (compute under the accelerator's speed model plus
- * the TP collectives; B includes the recomputation r_ms: the attention core, or the whole
- * F with its collectives). */
-typedef struct part_price {
-    vp_price_facts facts;
-    double f_ms, b_ms, w_ms, r_ms;
-} part_price;
-
-static void price_parts(const vp_price_setup *su, part_price *parts) {
-    const vp_workload *t = su->work;
-    for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
-        part_price *pp = &parts[k];
-        vp_price_part part = (vp_price_part)k;
-        vp__part_facts(su->arch, t, part, &pp->facts);
-        double sec[4], lin[3], comm[3];
-        vp__part_seconds(su, part, sec, lin);
-        const vp_op_kind passes[3] = {VP_OP_F, VP_OP_B, VP_OP_W};
-        for (int i = 0; i < 3; i++)
-            comm[i] = tp_exposed(t, tp_comm_seconds(su, part, passes[i]), lin[i]);
-        bool whole = part == VP_PRICE_LAYER && t->recompute == VP_RECOMPUTE_FULL;
-        pp->f_ms = (sec[0] + comm[0]) * 1e3;
-        pp->r_ms = (sec[3] + (whole ? comm[0] : 0)) * 1e3;
-        pp->b_ms = (sec[1] + comm[1]) * 1e3 + pp->r_ms;
-        pp->w_ms = (sec[2] + comm[2]) * 1e3;
-    }
-}
-
-/* Bytes of model states per parameter held: weights, gradients, master weights and
- * moments (the last two split over DP with the distributed optimizer). */
-static double state_bytes_per_param(const vp_workload *t) {
+/* Bytes of model states per parameter held: weights, gradients and optimizer states. */
+static double state_bytes_per_param(const vp_workload *t, bool expert) {
     return t->prec.param + t->prec.grad +
-           (t->prec.master + t->prec.moments) / (t->zero1 ? (double)t->dp : 1.0);
+           (t->prec.master + t->prec.moments) / optimizer_shard(t, expert);
 }
 
 /* ---- the split ---------------------------------------------------------------------- */
 
-/* Loads the split balances under the setup's goal, per route position. */
-static vp_status split_loads(const vp_price_setup *su, const vp_schedule *s, const part_price *pp,
-                             double *layer, double *ends, vp_error *err) {
-    int R = s->route_len;
+/* What a piece weighs in the split: its pass times, or its model states and the
+ * activations of `alive` microbatches. */
+static double piece_load(const vp_price_setup *su, const vp__piece_price *p, double alive) {
+    if (su->split == VP_SPLIT_TIME)
+        return p->f_ms + p->b_ms + p->w_ms;
+    double experts = p->expert_params;
+    return (p->facts.params - experts) * state_bytes_per_param(su->work, false) +
+           experts * state_bytes_per_param(su->work, true) + p->facts.act_bytes * alive;
+}
+
+/* Loads the split balances under the setup's goal, per route position. A layer weighs the
+ * mean over the model's layers (the split places layers as if all weighed that; each is
+ * priced as it is). */
+static vp_status split_loads(const vp_price_setup *su, const vp_schedule *s,
+                             const vp__piece_price *pp, double *layer, double *ends,
+                             vp_error *err) {
+    int R = s->route_len, counts[VP__KINDS];
     double *live = vp__calloc((size_t)s->S, sizeof *live);
     if (!live)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     vp_status rc = su->split == VP_SPLIT_MEMORY ? vp__stage_live_max(s, live, err) : VP_OK;
-    double state = state_bytes_per_param(su->work);
+    vp__kind_counts(su->arch, 0, su->arch->layers, counts);
     for (int k = 0; k < R && rc == VP_OK; k++) {
         double alive = 0; /* most microbatches alive on a stage at this position */
         for (int st = k; st < s->S; st += R)
             alive = live[st] > alive ? live[st] : alive;
-        const part_price *L = &pp[VP_PRICE_LAYER], *E = &pp[VP_PRICE_EMBEDDING],
-                         *H = &pp[VP_PRICE_HEAD];
         bool first = k == 0, last = k == R - 1;
-        if (su->split == VP_SPLIT_TIME) {
-            layer[k] = L->f_ms + L->b_ms + L->w_ms;
-            ends[k] = (first ? E->f_ms + E->b_ms + E->w_ms : 0) +
-                      (last ? H->f_ms + H->b_ms + H->w_ms : 0);
-        } else if (su->split == VP_SPLIT_MEMORY) {
-            layer[k] = L->facts.params * state + L->facts.act_bytes * alive;
-            ends[k] = (first ? E->facts.params * state + E->facts.act_bytes * alive : 0) +
-                      (last ? H->facts.params * state + H->facts.act_bytes * alive : 0);
-        } else {
-            layer[k] = 1;
-            ends[k] = 0;
-        }
+        layer[k] = 1;
+        ends[k] = 0;
+        if (su->split == VP_SPLIT_EVEN)
+            continue;
+        layer[k] = 0;
+        for (int kind = 0; kind < VP__KINDS; kind++)
+            layer[k] += counts[kind] * piece_load(su, &pp[kind], alive) / su->arch->layers;
+        ends[k] = (first ? piece_load(su, &pp[VP__PIECE_EMBEDDING], alive) : 0) +
+                  (last ? piece_load(su, &pp[VP__PIECE_HEAD], alive) : 0);
     }
     free(live);
     return rc;
 }
 
-static vp_status choose_split(const vp_price_setup *su, const vp_schedule *s, const part_price *pp,
-                              int *counts, vp_error *err) {
+static vp_status choose_split(const vp_price_setup *su, const vp_schedule *s,
+                              const vp__piece_price *pp, int *counts, vp_error *err) {
     int R = s->route_len;
     if (su->layers_per_stage) {
         vp_status rc =
@@ -140,17 +94,17 @@ static vp_status choose_split(const vp_price_setup *su, const vp_schedule *s, co
 /* Bytes of one activation (or gradient) between stages on one rank. */
 static double io_bytes(const vp_price_setup *su) {
     const vp_workload *t = su->work;
-    return (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
+    return vp__tokens(t) * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
 }
 
 /* With vocabulary parallelism (vs non-NULL), the embedding and head parts of pp become what
  * the first and last stage keep of them: vs's facts, no time (the shards' passes take the
  * embedding's and the head's). */
-static void vocab_ends(const vp__vocab_split *vs, part_price *pp) {
+static void vocab_ends(const vp__vocab_split *vs, vp__piece_price *pp) {
     if (!vs)
         return;
-    pp[VP_PRICE_EMBEDDING] = (part_price){.facts = vs->first};
-    pp[VP_PRICE_HEAD] = (part_price){.facts = vs->last};
+    pp[VP__PIECE_EMBEDDING] = (vp__piece_price){.facts = vs->first};
+    pp[VP__PIECE_HEAD] = (vp__piece_price){.facts = vs->last};
 }
 
 /* A schedule with R passes (mode): each stage's R time and what its F keeps until R, from
@@ -163,16 +117,17 @@ static void fill_recompute(const vp_price_setup *su, vp_recompute mode, const vp
     work.recompute = mode;
     vp_price_setup rsu = *su;
     rsu.work = &work;
-    part_price rp[3];
-    price_parts(&rsu, rp);
+    vp__piece_price rp[VP__PIECES];
+    vp__price_pieces(&rsu, rp);
     vocab_ends(vs, rp);
     double tokens = (double)work.mbs * work.seq; /* vpipe's byte tokens and targets */
     bool own = su->arch->impl == VP_IMPL_VPIPE;
     for (int st = 0; st < lay->S; st++) {
         vp_price_stage *g = &lay->stage[st];
-        double weight[3] = {g->l1 - g->l0, g->first, g->last};
+        double weight[VP__PIECES];
+        vp__piece_weights(su->arch, g->l0, g->l1, g->first, g->last, weight);
         g->r_ms = g->hold_bytes = 0;
-        for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
+        for (int k = 0; k < VP__PIECES; k++) {
             g->r_ms += weight[k] * rp[k].r_ms;
             g->hold_bytes += weight[k] * rp[k].facts.act_bytes;
         }
@@ -206,7 +161,7 @@ static void add_step_costs(const vp_price_setup *su, const vp_schedule *s, int s
 
 /* Fills layout->stage from the split: each stage's layers plus its ends. A tied head
  * shares the embedding when its route's first stage sits on the same device. */
-static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const part_price *pp,
+static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const vp__piece_price *pp,
                         vp_price_layout *lay) {
     int R = s->route_len;
     for (int st = 0; st < s->S; st++) {
@@ -219,12 +174,16 @@ static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const pa
                               .first = pos == 0,
                               .last = pos == R - 1,
                               .device = s->stage_device[st]};
-        double weight[3] = {n, g->first, g->last};
-        for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
+        double weight[VP__PIECES];
+        vp__piece_weights(su->arch, g->l0, g->l1, g->first, g->last, weight);
+        for (int k = 0; k < VP__PIECES; k++) {
             g->params += weight[k] * pp[k].facts.params;
+            g->expert_params += weight[k] * pp[k].expert_params;
             g->act_bytes += weight[k] * pp[k].facts.act_bytes;
             g->keep_bytes += weight[k] * pp[k].facts.keep_bytes;
             g->f_ms += weight[k] * pp[k].f_ms;
+            g->a2a_f_ms += weight[k] * pp[k].a2a_f_ms;
+            g->a2a_b_ms += weight[k] * pp[k].a2a_b_ms;
             g->b_ms += weight[k] * pp[k].b_ms;
             g->w_ms += weight[k] * pp[k].w_ms;
             g->r_ms += weight[k] * pp[k].r_ms;
@@ -272,7 +231,10 @@ static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
  * shards (every shard holds its rows of both the tied table and the head). */
 static int communicators(const vp_price_setup *su, const vp_schedule *s, const vp__vocab_split *vs,
                          int d) {
-    int n = (su->work->tp > 1) + (su->work->dp > 1), seen[8], n_seen = 0;
+    const vp_workload *t = su->work;
+    int n = (t->tp > 1) + (t->dp > 1), seen[8], n_seen = 0;
+    if (su->arch->experts > 0) /* the expert layers' EP, ETP and expert-DP groups */
+        n += (t->ep > 1) + (t->etp > 1) + (vp__expert_dp(t) > 1);
     int first = -1, last = -1;
     for (int st = 0; st < s->S; st++) {
         int pos = st % s->route_len;
@@ -294,6 +256,21 @@ static int communicators(const vp_price_setup *su, const vp_schedule *s, const v
     return n + n_seen + pair + (vs && s->p > 1);
 }
 
+/* The activation bytes F saves of the model's largest kind of layer under work. */
+static double largest_layer(const vp_arch *a, const vp_workload *work) {
+    int counts[VP__KINDS];
+    vp__kind_counts(a, 0, a->layers, counts);
+    double most = 0;
+    for (int k = 0; k < VP__KINDS; k++) {
+        vp_price_facts f;
+        if (!counts[k])
+            continue;
+        vp__piece_facts(a, work, VP_PRICE_LAYER, (unsigned)k, &f);
+        most = f.act_bytes > most ? f.act_bytes : most;
+    }
+    return most;
+}
+
 /* Every item of each rank's memory but the activations (vp__memory_close totals them).
  * vpipe's own model is a CPU process whose tensors are all it measures: no head buffers,
  * context or communicators. With vocabulary parallelism (vs) each rank holds its shard's
@@ -304,35 +281,34 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
     const vp_arch *a = su->arch;
     vp_workload plain = *t;
     plain.recompute = VP_RECOMPUTE_NONE;
-    vp_price_facts whole; /* one layer without recomputation: what full recompute rebuilds */
-    vp__part_facts(a, &plain, VP_PRICE_LAYER, &whole);
-    double shard = t->zero1 ? t->dp : 1;
+    double whole = largest_layer(a, &plain); /* what full recompute rebuilds at once */
     bool own = a->impl == VP_IMPL_VPIPE;
-    double logits = own ? 0 : (double)t->mbs * t->seq * a->vocab / t->tp * a->dtype_bytes;
+    double logits = own ? 0 : vp__tokens(t) * a->vocab / t->tp * a->dtype_bytes;
     for (int st = 0; st < s->S; st++) {
         const vp_price_stage *g = &lay->stage[st];
         vp_rank_memory *m = &lay->fixed[g->device];
         m->params += g->params * t->prec.param;
         m->grads += g->params * t->prec.grad;
-        m->optimizer += g->params * (t->prec.master + t->prec.moments) / shard;
+        m->optimizer += optimizer_bytes(t, g->params - g->expert_params, false) +
+                        optimizer_bytes(t, g->expert_params, true);
         m->buffers += io_bytes(su) * ((!g->first && s->stage_device[st - 1] != g->device) +
                                       (!g->last && s->stage_device[st + 1] != g->device));
         m->logits += g->last && !vs ? logits : 0;
         if (own)
             m->workspace += vpipe_scratch(su, g);
         else if (t->recompute == VP_RECOMPUTE_FULL && g->l1 > g->l0)
-            m->workspace = whole.act_bytes;
+            m->workspace = whole;
     }
     /* the whole sequence's input of a linear, gathered over TP (with --tp-overlap twice:
        Transformer Engine's communication buffer beside it) */
-    double gathered = (double)t->mbs * t->seq * a->hidden * a->dtype_bytes;
+    double gathered = vp__tokens(t) * a->hidden * a->dtype_bytes;
     double gathers = t->sp && t->tp > 1 && !own ? gathered * (t->tp_overlap ? 2 : 1) : 0;
     for (int d = 0; d < s->p; d++) {
         vp_rank_memory *m = &lay->fixed[d];
         double vocab_params = vs ? vs->params : 0;
         m->params += vocab_params * t->prec.param;
         m->grads += vocab_params * t->prec.grad;
-        m->optimizer += vocab_params * (t->prec.master + t->prec.moments) / shard;
+        m->optimizer += optimizer_bytes(t, vocab_params, false);
         m->logits += vs ? logits / s->p : 0;
         m->gathers = gathers;
         m->context = own ? 0 : su->gpu->context_bytes;
@@ -425,8 +401,8 @@ static void fill_offload(const vp_price_setup *su, const vp_schedule *s, vp_pric
 
 /* The times of a vocabulary shard's passes EF, EB, S and T in ms: a p-th of the
  * embedding's F and of its B + W, of the head's F and of its B + W. */
-static void vocab_ms(const part_price *pp, int p, double ms[4]) {
-    const part_price *e = &pp[VP_PRICE_EMBEDDING], *h = &pp[VP_PRICE_HEAD];
+static void vocab_ms(const vp__piece_price *pp, int p, double ms[4]) {
+    const vp__piece_price *e = &pp[VP__PIECE_EMBEDDING], *h = &pp[VP__PIECE_HEAD];
     ms[0] = e->f_ms / p;
     ms[1] = (e->b_ms + e->w_ms) / p;
     ms[2] = h->f_ms / p;
@@ -558,8 +534,8 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
         plain.recompute = VP_RECOMPUTE_NONE;
         psu.work = &plain;
     }
-    part_price parts[3];
-    price_parts(&psu, parts);
+    vp__piece_price parts[VP__PIECES];
+    vp__price_pieces(&psu, parts);
     vp__vocab_split vsplit, *vs = shape->vocab_parallel ? &vsplit : NULL;
     double vms[4] = {0, 0, 0, 0};
     if (vs) { /* the shards take the embedding's and the head's vocabulary */

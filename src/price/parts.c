@@ -6,8 +6,19 @@
 /* Width of a saved tensor per token (or per microbatch for W_H_PER_MB). */
 typedef enum {
     W_H,        /* hidden */
-    W_KV,       /* key/value width: kv_heads x head size */
+    W_Q,        /* queries: heads x the query/key head size */
+    W_KV,       /* grouped keys (or values): KV heads x head size */
+    W_K,        /* MLA's keys: heads x (qk_nope + qk_rope) */
+    W_V,        /* MLA's values: heads x v_head */
+    W_O,        /* the attention's output: heads x the value head size */
+    W_KVUP,     /* MLA's key-value up-projection output: heads x (qk_nope + v_head) */
+    W_QLORA,    /* MLA's query latent */
+    W_KVLORA,   /* MLA's key-value latent with the rotary key */
+    W_KVLAT,    /* MLA's key-value latent alone */
     W_FFN,      /* MLP inner width */
+    W_EFFN,     /* an expert's inner width over etp */
+    W_SFFN,     /* the shared experts' inner width */
+    W_EXPERTS,  /* one score per routed expert */
     W_SCORES,   /* heads x seq: one row of every attention matrix */
     W_HEADS,    /* one value per head */
     W_VOCAB,    /* vocabulary */
@@ -15,22 +26,32 @@ typedef enum {
     W_H_PER_MB, /* hidden, once per microbatch rather than per token */
 } width_kind;
 
-/* How tensor parallelism splits a tensor: never, with sequence parallelism, always. */
-typedef enum { SPLIT_NONE, SPLIT_SP, SPLIT_TP } split_kind;
+/* How a tensor's rows split over tensor parallelism: never, with sequence parallelism,
+ * always (its columns), over the sequence always (a MoE layer's tokens are split as with
+ * sequence parallelism), or the expert token-rows of the rank (vp__expert_rows x etp). */
+typedef enum { SPLIT_NONE, SPLIT_SP, SPLIT_TP, SPLIT_SEQ, SPLIT_EXPERT } split_kind;
 
 /* Rows that exist only under some settings, and the layer input full recompute keeps. */
 enum {
     ONLY_DROPOUT = 1, /* dropout on */
     SCORES = 2,       /* an s x s attention matrix: gone with FlashAttention or recompute */
     ONLY_FLASH = 4,   /* FlashAttention on */
-    ONLY_GELU = 8,
-    ONLY_SWIGLU = 16,
+    ONLY_GELU = 8,    /* a GELU MLP */
+    ONLY_SWIGLU = 16, /* a gated MLP */
     LAYER_INPUT = 32, /* what full recomputation keeps */
+    ONLY_RELU2 = 64,  /* a squared-ReLU MLP */
+    ONLY_PLAIN = 128, /* a two-matrix MLP (GELU or squared ReLU) */
+    GQA = 256,        /* plain (grouped-query) attention */
+    MLA = 512,        /* latent attention */
+    QLORA = 1024,     /* latent attention with a query latent */
+    DENSE = 2048,     /* a dense MLP */
+    MOE = 4096,       /* a mixture-of-experts MLP */
+    SHARED = 8192,    /* a mixture of experts with shared experts */
     /* With vocabulary parallelism (vp__vocab_split): */
-    SHARD = 64,      /* held by every vocabulary shard (a W_VOCAB row: its share) */
-    NO_SHARD = 128,  /* not held (T and EB take their gradients at once) */
-    POSITIONS = 256, /* kept by the first stage only for learned positions' gradient */
-    ONLY_SHARD = 512 /* exists only with vocabulary parallelism */
+    SHARD = 16384,      /* held by every vocabulary shard (a W_VOCAB row: its share) */
+    NO_SHARD = 32768,   /* not held (T and EB take their gradients at once) */
+    POSITIONS = 65536,  /* kept by the first stage only for learned positions' gradient */
+    ONLY_SHARD = 131072 /* exists only with vocabulary parallelism */
 };
 
 typedef struct tensor_row {
@@ -45,35 +66,72 @@ typedef struct tensor_row {
 
 #define ROWS(a) a, (int)(sizeof a / sizeof a[0])
 
-/* Most rows of a table (vp__part_facts lists a part's tensors into an array this long). */
-#define MAX_ROWS 32
+/* Most rows of a table (vp__piece_facts lists a piece's tensors into an array this long). */
+#define MAX_ROWS 64
+
+#define F_B VP_KEEP_F_B
+#define F_W VP_KEEP_F_W
+#define B_W VP_KEEP_B_W
 
 /* A Megatron GPT/Llama layer: the tensors of Korthikanti et al. Table 2 (34·sbh + 5·as²b
- * for a GPT layer with dropout), generalised to GQA and SwiGLU, with what W needs (each
- * linear's input and output gradient: 32·sbh for GPT, Zero Bubble's M_W). */
+ * for a GPT layer with dropout), generalised to GQA, SwiGLU and squared ReLU, DeepSeek's
+ * latent attention (its latents and per-head keys and values) and a mixture of experts (the
+ * router's probabilities, the tokens dispatched to the rank's experts and what each expert
+ * MLP saves, the experts' outputs the combine's backward reads, the shared experts as an
+ * MLP), with what W needs (each linear's input and output gradient: 32·sbh for GPT, Zero
+ * Bubble's M_W). */
 static const tensor_row megatron_layer[] = {
-    {"norm 1 input", W_H, 1, 0, SPLIT_SP, VP_KEEP_F_B, LAYER_INPUT},
-    {"QKV input (norm 1 output)", W_H, 1, 0, SPLIT_SP, VP_KEEP_F_W, 0},
-    {"query", W_H, 1, 0, SPLIT_TP, VP_KEEP_F_B, 0},
-    {"key and value", W_KV, 2, 0, SPLIT_TP, VP_KEEP_F_B, 0},
-    {"softmax output", W_SCORES, 1, 0, SPLIT_TP, VP_KEEP_F_B, SCORES},
-    {"softmax dropout mask", W_SCORES, 1, 1, SPLIT_TP, VP_KEEP_F_B, SCORES | ONLY_DROPOUT},
-    {"softmax dropout output", W_SCORES, 1, 0, SPLIT_TP, VP_KEEP_F_B, SCORES | ONLY_DROPOUT},
-    {"softmax log-sum-exp", W_HEADS, 1, 4, SPLIT_TP, VP_KEEP_F_B, ONLY_FLASH},
-    {"projection input (attention output)", W_H, 1, 0, SPLIT_TP, VP_KEEP_F_W, 0},
-    {"attention dropout mask", W_H, 1, 1, SPLIT_SP, VP_KEEP_F_B, ONLY_DROPOUT},
-    {"norm 2 input", W_H, 1, 0, SPLIT_SP, VP_KEEP_F_B, 0},
-    {"FC1 input (norm 2 output)", W_H, 1, 0, SPLIT_SP, VP_KEEP_F_W, 0},
-    {"GELU input", W_FFN, 1, 0, SPLIT_TP, VP_KEEP_F_B, ONLY_GELU},
-    {"SwiGLU input (gate and up)", W_FFN, 2, 0, SPLIT_TP, VP_KEEP_F_B, ONLY_SWIGLU},
-    {"FC2 input", W_FFN, 1, 0, SPLIT_TP, VP_KEEP_F_W, 0},
-    {"MLP dropout mask", W_H, 1, 1, SPLIT_SP, VP_KEEP_F_B, ONLY_DROPOUT},
-    {"QKV output gradient (query)", W_H, 1, 0, SPLIT_TP, VP_KEEP_B_W, 0},
-    {"QKV output gradient (key, value)", W_KV, 2, 0, SPLIT_TP, VP_KEEP_B_W, 0},
-    {"projection output gradient", W_H, 1, 0, SPLIT_SP, VP_KEEP_B_W, 0},
-    {"FC1 output gradient", W_FFN, 1, 0, SPLIT_TP, VP_KEEP_B_W, ONLY_GELU},
-    {"FC1 output gradient (gate and up)", W_FFN, 2, 0, SPLIT_TP, VP_KEEP_B_W, ONLY_SWIGLU},
-    {"FC2 output gradient", W_H, 1, 0, SPLIT_SP, VP_KEEP_B_W, 0},
+    {"norm 1 input", W_H, 1, 0, SPLIT_SP, F_B, LAYER_INPUT},
+    {"QKV input (norm 1 output)", W_H, 1, 0, SPLIT_SP, F_W, 0},
+    {"query latent (norm input)", W_QLORA, 1, 0, SPLIT_NONE, F_B, QLORA},
+    {"query latent (up-projection input)", W_QLORA, 1, 0, SPLIT_NONE, F_W, QLORA},
+    {"key-value latent and rotary key", W_KVLORA, 1, 0, SPLIT_NONE, F_B, MLA},
+    {"key-value latent (up-projection input)", W_KVLAT, 1, 0, SPLIT_NONE, F_W, MLA},
+    {"query", W_Q, 1, 0, SPLIT_TP, F_B, 0},
+    {"key and value", W_KV, 2, 0, SPLIT_TP, F_B, GQA},
+    {"key", W_K, 1, 0, SPLIT_TP, F_B, MLA},
+    {"value", W_V, 1, 0, SPLIT_TP, F_B, MLA},
+    {"softmax output", W_SCORES, 1, 0, SPLIT_TP, F_B, SCORES},
+    {"softmax dropout mask", W_SCORES, 1, 1, SPLIT_TP, F_B, SCORES | ONLY_DROPOUT},
+    {"softmax dropout output", W_SCORES, 1, 0, SPLIT_TP, F_B, SCORES | ONLY_DROPOUT},
+    {"softmax log-sum-exp", W_HEADS, 1, 4, SPLIT_TP, F_B, ONLY_FLASH},
+    {"projection input (attention output)", W_O, 1, 0, SPLIT_TP, F_W, 0},
+    {"attention dropout mask", W_H, 1, 1, SPLIT_SP, F_B, ONLY_DROPOUT},
+    {"norm 2 input", W_H, 1, 0, SPLIT_SP, F_B, 0},
+    {"FC1 input (norm 2 output)", W_H, 1, 0, SPLIT_SP, F_W, 0},
+    {"GELU input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_GELU},
+    {"squared-ReLU input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_RELU2},
+    {"SwiGLU input (gate and up)", W_FFN, 2, 0, SPLIT_TP, F_B, DENSE | ONLY_SWIGLU},
+    {"FC2 input", W_FFN, 1, 0, SPLIT_TP, F_W, DENSE},
+    {"router probabilities (fp32)", W_EXPERTS, 1, 4, SPLIT_SEQ, F_B, MOE},
+    {"expert input (dispatched tokens)", W_H, 1, 0, SPLIT_EXPERT, F_W, MOE},
+    {"expert SwiGLU input (gate and up)", W_EFFN, 2, 0, SPLIT_EXPERT, F_B, MOE | ONLY_SWIGLU},
+    {"expert activation input", W_EFFN, 1, 0, SPLIT_EXPERT, F_B, MOE | ONLY_PLAIN},
+    {"expert FC2 input", W_EFFN, 1, 0, SPLIT_EXPERT, F_W, MOE},
+    {"expert output (the combine's backward)", W_H, 1, 0, SPLIT_EXPERT, F_B, MOE},
+    {"shared-expert SwiGLU input (gate and up)", W_SFFN, 2, 0, SPLIT_TP, F_B, SHARED | ONLY_SWIGLU},
+    {"shared-expert activation input", W_SFFN, 1, 0, SPLIT_TP, F_B, SHARED | ONLY_PLAIN},
+    {"shared-expert FC2 input", W_SFFN, 1, 0, SPLIT_TP, F_W, SHARED},
+    {"MLP dropout mask", W_H, 1, 1, SPLIT_SP, F_B, ONLY_DROPOUT},
+    {"QKV output gradient (query)", W_Q, 1, 0, SPLIT_TP, B_W, GQA},
+    {"QKV output gradient (key, value)", W_KV, 2, 0, SPLIT_TP, B_W, GQA},
+    {"query up-projection output gradient", W_Q, 1, 0, SPLIT_TP, B_W, MLA},
+    {"key-value up-projection output gradient", W_KVUP, 1, 0, SPLIT_TP, B_W, MLA},
+    {"query down-projection output gradient", W_QLORA, 1, 0, SPLIT_NONE, B_W, QLORA},
+    {"key-value down-projection output gradient", W_KVLORA, 1, 0, SPLIT_NONE, B_W, MLA},
+    {"projection output gradient", W_H, 1, 0, SPLIT_SP, B_W, 0},
+    {"FC1 output gradient", W_FFN, 1, 0, SPLIT_TP, B_W, DENSE | ONLY_PLAIN},
+    {"FC1 output gradient (gate and up)", W_FFN, 2, 0, SPLIT_TP, B_W, DENSE | ONLY_SWIGLU},
+    {"FC2 output gradient", W_H, 1, 0, SPLIT_SP, B_W, DENSE},
+    {"router scores gradient", W_EXPERTS, 1, 0, SPLIT_SEQ, B_W, MOE},
+    {"expert FC1 output gradient (gate and up)", W_EFFN, 2, 0, SPLIT_EXPERT, B_W,
+     MOE | ONLY_SWIGLU},
+    {"expert FC1 output gradient", W_EFFN, 1, 0, SPLIT_EXPERT, B_W, MOE | ONLY_PLAIN},
+    {"expert FC2 output gradient", W_H, 1, 0, SPLIT_EXPERT, B_W, MOE},
+    {"shared-expert FC1 output gradient (gate and up)", W_SFFN, 2, 0, SPLIT_TP, B_W,
+     SHARED | ONLY_SWIGLU},
+    {"shared-expert FC1 output gradient", W_SFFN, 1, 0, SPLIT_TP, B_W, SHARED | ONLY_PLAIN},
+    {"shared-expert FC2 output gradient", W_H, 1, 0, SPLIT_SP, B_W, SHARED},
 };
 
 /* Megatron's first stage: int64 token ids (for the embedding's W), the dropout mask, and
@@ -153,20 +211,32 @@ static const struct {
     [VP_IMPL_VPIPE] = {{ROWS(vpipe_layer)}, {ROWS(vpipe_embedding)}, {ROWS(vpipe_head)}},
 };
 
-/* Whether a row exists under the setting (recomputation aside) without vocabulary
- * parallelism. */
-static bool row_present(const tensor_row *r, const vp_arch *a, const vp_workload *t) {
-    if (r->flags & ONLY_SHARD)
-        return false;
-    if ((r->flags & ONLY_DROPOUT) && !a->dropout)
-        return false;
-    if ((r->flags & SCORES) && t->flash)
-        return false;
-    if ((r->flags & ONLY_FLASH) && !t->flash)
-        return false;
-    if ((r->flags & ONLY_GELU) && a->ffn_kind != VP_FFN_GELU)
-        return false;
-    return !((r->flags & ONLY_SWIGLU) && a->ffn_kind != VP_FFN_SWIGLU);
+/* Whether a row exists for a piece of kind under the setting (recomputation aside) without
+ * vocabulary parallelism. */
+static bool row_present(const tensor_row *r, const vp_arch *a, const vp_workload *t,
+                        unsigned kind) {
+    bool moe = kind & VP__MOE, mla = a->kv_lora > 0;
+    const struct {
+        unsigned flag;
+        bool on;
+    } needs[] = {{ONLY_SHARD, false},
+                 {ONLY_DROPOUT, a->dropout},
+                 {SCORES, !t->flash},
+                 {ONLY_FLASH, t->flash},
+                 {ONLY_GELU, a->ffn_kind == VP_FFN_GELU},
+                 {ONLY_SWIGLU, a->ffn_kind == VP_FFN_SWIGLU},
+                 {ONLY_RELU2, a->ffn_kind == VP_FFN_RELU2},
+                 {ONLY_PLAIN, a->ffn_kind != VP_FFN_SWIGLU},
+                 {GQA, !mla},
+                 {MLA, mla},
+                 {QLORA, mla && a->q_lora > 0},
+                 {DENSE, !moe},
+                 {MOE, moe},
+                 {SHARED, moe && a->shared_experts > 0}};
+    for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++)
+        if ((r->flags & needs[i].flag) && !needs[i].on)
+            return false;
+    return true;
 }
 
 /* The row under recomputation (layers only): selective drops the attention matrices;
@@ -184,25 +254,70 @@ static bool row_recomputed(const tensor_row *r, vp_recompute rc, vp_keep *keep) 
     return true;
 }
 
-static double row_bytes(const tensor_row *r, const vp_arch *a, const vp_workload *t) {
-    double tokens = (double)t->mbs * t->seq, head = (double)a->hidden / a->heads;
-    double width[] = {[W_H] = a->hidden,    [W_KV] = a->kv_heads * head,
-                      [W_FFN] = a->ffn,     [W_SCORES] = (double)a->heads * t->seq,
-                      [W_HEADS] = a->heads, [W_VOCAB] = a->vocab,
-                      [W_ONE] = 1,          [W_H_PER_MB] = a->hidden};
-    double elements = r->mult * width[r->width] * (r->width == W_H_PER_MB ? 1 : tokens);
-    bool split = r->split == SPLIT_TP || (r->split == SPLIT_SP && t->sp);
-    return elements * (r->bytes ? r->bytes : a->dtype_bytes) / (split ? t->tp : 1);
+/* Elements per token (or per microbatch) of a width. */
+static double width_of(width_kind w, const vp_arch *a, const vp_workload *t) {
+    vp__attn at = vp__attention(a);
+    double H = a->heads;
+    switch (w) {
+    case W_H:
+    case W_H_PER_MB:
+        return a->hidden;
+    case W_Q:
+    case W_K:
+        return at.q;
+    case W_KV:
+        return at.k;
+    case W_V:
+    case W_O:
+        return H * at.d_v;
+    case W_KVUP:
+        return H * (a->qk_nope + a->v_head);
+    case W_QLORA:
+        return a->q_lora;
+    case W_KVLORA:
+        return a->kv_lora + a->qk_rope;
+    case W_KVLAT:
+        return a->kv_lora;
+    case W_FFN:
+        return a->ffn;
+    case W_EFFN:
+        return (double)a->expert_ffn / t->etp;
+    case W_SFFN:
+        return (double)a->shared_experts * a->expert_ffn;
+    case W_EXPERTS:
+        return a->experts;
+    case W_SCORES:
+        return H * t->seq;
+    case W_HEADS:
+        return H;
+    case W_VOCAB:
+        return a->vocab;
+    case W_ONE:
+        return 1;
+    }
+    return 0;
 }
 
-int vp_price_tensors(const vp_arch *arch, const vp_workload *work, vp_price_part part,
-                     vp_saved_tensor *out, int cap) {
+static double row_bytes(const tensor_row *r, const vp_arch *a, const vp_workload *t) {
+    double tokens = vp__tokens(t), rows = tokens, split = 1;
+    if (r->width == W_H_PER_MB)
+        rows = 1;
+    else if (r->split == SPLIT_EXPERT)
+        rows = vp__expert_rows(a, t) * t->etp;
+    else if (r->split == SPLIT_TP || r->split == SPLIT_SEQ || (r->split == SPLIT_SP && t->sp))
+        split = t->tp;
+    double elements = r->mult * width_of(r->width, a, t) * rows;
+    return elements * (r->bytes ? r->bytes : a->dtype_bytes) / split;
+}
+
+int vp__piece_tensors(const vp_arch *arch, const vp_workload *work, vp_price_part part,
+                      unsigned kind, vp_saved_tensor *out, int cap) {
     const tensor_row *rows = tables[arch->impl][part].rows;
     int n = tables[arch->impl][part].n, count = 0;
     vp_recompute rc = part == VP_PRICE_LAYER ? work->recompute : VP_RECOMPUTE_NONE;
     for (int i = 0; i < n; i++) {
         vp_keep keep;
-        if (!row_present(&rows[i], arch, work) || !row_recomputed(&rows[i], rc, &keep))
+        if (!row_present(&rows[i], arch, work, kind) || !row_recomputed(&rows[i], rc, &keep))
             continue;
         if (count < cap)
             out[count] = (vp_saved_tensor){rows[i].name, row_bytes(&rows[i], arch, work), keep};
@@ -221,7 +336,7 @@ void vp__vocab_split_of(const vp_arch *a, const vp_workload *t, int shards, vp__
         const tensor_row *r = tables[a->impl][part].rows;
         vp_price_facts *end = part == VP_PRICE_EMBEDDING ? &out->first : &out->last;
         for (int i = 0; i < tables[a->impl][part].n; i++, r++) {
-            if (!(r->flags & ONLY_SHARD) && !row_present(r, a, t))
+            if (!(r->flags & ONLY_SHARD) && !row_present(r, a, t, 0))
                 continue;
             double bytes = row_bytes(r, a, t) / (r->width == W_VOCAB ? shards : 1);
             bool kept = !(r->flags & (SHARD | NO_SHARD)) &&
@@ -236,43 +351,62 @@ void vp__vocab_split_of(const vp_arch *a, const vp_workload *t, int shards, vp__
     }
 }
 
-double vp__part_params(const vp_arch *a, int tp, vp_price_part part) {
-    double h = a->hidden, t = tp, kv = (double)a->kv_heads * (h / a->heads), f = a->ffn;
-    double norm = a->norm == VP_NORM_LAYER ? 2 * h : h;
-    if (part == VP_PRICE_EMBEDDING)
-        return (double)a->vocab * h / t + (a->learned_positions ? (double)a->max_positions * h : 0);
-    if (part == VP_PRICE_HEAD)
-        return norm + (double)a->vocab * h / t;
-    double mlp_in = a->ffn_kind == VP_FFN_GELU ? f : 2 * f; /* column-parallel outputs */
-    double weights = (h * (h + 2 * kv) + h * h + mlp_in * h + f * h) / t;
-    /* column-parallel biases are split, row-parallel ones (projection, FC2) are not */
-    double biases = a->bias ? (h + 2 * kv + mlp_in) / t + 2 * h : 0;
-    return weights + biases + 2 * norm;
+int vp_price_tensors(const vp_arch *arch, const vp_workload *work, vp_price_part part,
+                     vp_saved_tensor *out, int cap) {
+    return vp__piece_tensors(arch, work, part, vp__main_kind(arch), out, cap);
 }
 
-/* FLOPs of one part per microbatch on one rank (2 per multiply-add; Zero Bubble Table 1
- * for a GPT layer: F = sbh(24h + 4s), B = sbh(24h + 8s), W = sbh·24h). */
-static void part_flops(const vp_arch *a, const vp_workload *t, vp_price_part part,
-                       vp_price_facts *out) {
-    double tokens = (double)t->mbs * t->seq, h = a->hidden, tp = t->tp;
-    double kv = (double)a->kv_heads * (h / a->heads), f = a->ffn;
-    out->flops_f = out->flops_b = out->flops_w = out->flops_r = 0;
+/* A norm's parameters over width n. */
+static double norm_params(const vp_arch *a, double n) {
+    return a->norm == VP_NORM_LAYER ? 2 * n : n;
+}
+
+double vp__piece_params(const vp_arch *a, const vp_workload *t, vp_price_part part, unsigned kind,
+                        double *experts) {
+    double h = a->hidden, tp = t->tp, total = 0, routed = 0;
+    if (experts)
+        *experts = 0;
     if (part == VP_PRICE_EMBEDDING)
-        return;
-    if (part == VP_PRICE_HEAD) {
-        out->flops_f = out->flops_b = out->flops_w = 2 * tokens * h * a->vocab / tp;
-        return;
+        return (double)a->vocab * h / tp +
+               (a->learned_positions ? (double)a->max_positions * h : 0);
+    if (part == VP_PRICE_HEAD)
+        return norm_params(a, h) + (double)a->vocab * h / tp;
+    vp__gemm g[VP__MAX_GEMMS];
+    int n = vp__piece_gemms(a, t, part, kind, g);
+    for (int i = 0; i < n; i++) {
+        /* a weight of n x k, and a bias of n: split with column-parallel outputs, whole
+           after row-parallel ones (projection, FC2) */
+        double p = g[i].count * (g[i].n * g[i].k + (a->bias ? g[i].n : 0));
+        total += p;
+        routed += g[i].expert ? p : 0;
     }
-    double mlp = (a->ffn_kind == VP_FFN_GELU ? 2 : 3) * h * f;
-    double linear = 2 * tokens * (h * (h + 2 * kv) + h * h + mlp) / tp;
-    double scores = 2 * tokens * t->seq * h / tp; /* one of QK^T and AV */
-    out->flops_f = linear + 2 * scores;
-    out->flops_b = linear + 4 * scores;
+    double latents = a->kv_lora > 0 ? norm_params(a, a->kv_lora) + norm_params(a, a->q_lora) : 0;
+    if (experts)
+        *experts = routed;
+    return total + 2 * norm_params(a, h) + latents;
+}
+
+/* FLOPs of one piece per microbatch on one rank (2 per multiply-add; Zero Bubble Table 1
+ * for a GPT layer: F = sbh(24h + 4s), B = sbh(24h + 8s), W = sbh·24h): every multiply once
+ * in F, B and W, the attention core in F and twice in B. */
+static void piece_flops(const vp_arch *a, const vp_workload *t, vp_price_part part, unsigned kind,
+                        vp_price_facts *out) {
+    vp__gemm g[VP__MAX_GEMMS];
+    int n = vp__piece_gemms(a, t, part, kind, g);
+    double linear = 0;
+    for (int i = 0; i < n; i++)
+        linear += 2 * g[i].m * g[i].n * g[i].k * g[i].count;
+    double core = part == VP_PRICE_LAYER ? vp__attention_flops(a, t, kind) : 0;
+    out->flops_f = linear + core;
+    out->flops_b = linear + 2 * core;
     out->flops_w = linear;
+    out->flops_r = 0;
+    if (part != VP_PRICE_LAYER)
+        return;
     if (t->recompute == VP_RECOMPUTE_FULL)
         out->flops_r = out->flops_f;
     else if (t->recompute == VP_RECOMPUTE_SELECTIVE && !t->flash)
-        out->flops_r = 2 * scores;
+        out->flops_r = core;
 }
 
 vp_status vp_price_part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
@@ -280,20 +414,20 @@ vp_status vp_price_part_facts(const vp_arch *arch, const vp_workload *work, vp_p
     vp_price_setup setup = {.arch = arch, .work = work};
     vp_status rc = vp_price_check(&setup, err);
     if (rc == VP_OK)
-        vp__part_facts(arch, work, part, out);
+        vp__piece_facts(arch, work, part, vp__main_kind(arch), out);
     return rc;
 }
 
-void vp__part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
-                    vp_price_facts *out) {
+void vp__piece_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
+                     unsigned kind, vp_price_facts *out) {
     vp_saved_tensor saved[MAX_ROWS];
-    int n = vp_price_tensors(arch, work, part, saved, MAX_ROWS);
-    *out = (vp_price_facts){.params = vp__part_params(arch, work->tp, part)};
+    int n = vp__piece_tensors(arch, work, part, kind, saved, MAX_ROWS);
+    *out = (vp_price_facts){.params = vp__piece_params(arch, work, part, kind, NULL)};
     for (int i = 0; i < n; i++) {
         if (saved[i].keep != VP_KEEP_B_W)
             out->act_bytes += saved[i].bytes;
         if (saved[i].keep != VP_KEEP_F_B)
             out->keep_bytes += saved[i].bytes;
     }
-    part_flops(arch, work, part, out);
+    piece_flops(arch, work, part, kind, out);
 }

@@ -41,25 +41,32 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
  * (unscaling and the overflow check, the gradient norm for clipping, Adam), reads and
  * writes the fp32 weights (master copy, or the weights themselves) and the moments, and
  * writes the 16-bit copy when there is a master. */
-static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m) {
-    const vp_precision *pr = &su->work->prec;
-    double shard = (m->params / pr->param) / (su->work->zero1 ? su->work->dp : 1);
+static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m, double experts) {
+    const vp_workload *t = su->work;
+    const vp_precision *pr = &t->prec;
+    double shard = (m->params / pr->param - experts) / (t->zero1 ? t->dp : 1) +
+                   experts / (t->zero1 && experts > 0 ? vp__expert_dp(t) : 1);
     double weights = pr->master ? pr->master : pr->param;
     double traffic = 3.0 * pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
     return shard * traffic / (su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency);
 }
 
 /* Model FLOPs of one microbatch through the whole model (F + B + W, no recomputation,
- * no tensor parallelism). */
+ * no parallelism; a mixture of experts' active FLOPs, no capacity padding). */
 static double model_flops_per_microbatch(const vp_price_setup *su) {
     vp_workload plain = *su->work;
-    plain.tp = 1;
+    plain.tp = plain.cp = plain.ep = plain.etp = 1;
     plain.recompute = VP_RECOMPUTE_NONE;
-    double total = 0;
-    for (int k = VP_PRICE_LAYER; k <= VP_PRICE_HEAD; k++) {
+    vp_arch a = *su->arch;
+    a.capacity = 0;
+    double weight[VP__PIECES], total = 0;
+    vp__piece_weights(&a, 0, a.layers, true, true, weight);
+    for (int k = 0; k < VP__PIECES; k++) {
         vp_price_facts f;
-        vp__part_facts(su->arch, &plain, (vp_price_part)k, &f);
-        total += (k == VP_PRICE_LAYER ? su->arch->layers : 1) * (f.flops_f + f.flops_b + f.flops_w);
+        if (!weight[k])
+            continue;
+        vp__piece_facts(&a, &plain, vp__piece_part(k), vp__piece_kind(k), &f);
+        total += weight[k] * (f.flops_f + f.flops_b + f.flops_w);
     }
     return total;
 }
@@ -70,14 +77,16 @@ void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
     double end = 0, after = 0, before = 0, share = 0;
     for (int d = 0; d < lay->p; d++) {
         double window_b = 0, window_f = 0; /* one microbatch's passes on d, seconds */
+        double experts = 0;                /* the routed experts' parameters on d */
         for (int st = 0; st < lay->S; st++)
             if (lay->stage[st].device == d) {
                 window_b += (lay->stage[st].b_ms + lay->stage[st].w_ms) / 1e3;
                 window_f += lay->stage[st].f_ms / 1e3;
+                experts += lay->stage[st].expert_params;
             }
         vp__dp_cost dp;
-        vp__dp_cost_of(su, d, &memory[d], window_b, window_f, &dp);
-        double opt = optimizer_seconds(su, &memory[d]);
+        vp__dp_cost_of(su, d, &memory[d], experts, window_b, window_f, &dp);
+        double opt = optimizer_seconds(su, &memory[d], experts);
         out->optimizer_s = opt > out->optimizer_s ? opt : out->optimizer_s;
         out->dp_reduce_s = dp.reduce_s > out->dp_reduce_s ? dp.reduce_s : out->dp_reduce_s;
         end = dev_end[d] > end ? dev_end[d] : end;
@@ -190,6 +199,8 @@ vp_status vp_price_on_layout(const vp_price_setup *su, const vp_price_layout *la
     r->route_len = s->route_len;
     r->tp = su->work->tp;
     r->dp = su->work->dp;
+    r->ep = su->work->ep;
+    r->etp = su->work->etp;
     r->gpus = s->p * r->tp * r->dp;
     r->seq = su->work->seq;
     r->mbs = su->work->mbs;
@@ -311,12 +322,15 @@ static json_t *stage_json(const vp_price_stage *g, bool host) {
     json_object_set_new(o, "layers", json_integer(g->l1 - g->l0));
     json_object_set_new(o, "device", json_integer(g->device));
     json_object_set_new(o, "params", bytes_json(g->params));
+    json_object_set_new(o, "expert_params", bytes_json(g->expert_params));
     json_object_set_new(o, "act_bytes", bytes_json(g->act_bytes));
     json_object_set_new(o, "keep_bytes", bytes_json(g->keep_bytes));
     json_object_set_new(o, "f_ms", json_real(g->f_ms));
     json_object_set_new(o, "b_ms", json_real(g->b_ms));
     json_object_set_new(o, "w_ms", json_real(g->w_ms));
     json_object_set_new(o, "r_ms", json_real(g->r_ms));
+    json_object_set_new(o, "a2a_f_ms", json_real(g->a2a_f_ms));
+    json_object_set_new(o, "a2a_b_ms", json_real(g->a2a_b_ms));
     if (host) {
         json_object_set_new(o, "offload",
                             json_real(g->hold_bytes > 0 ? g->off_bytes / g->hold_bytes : 0));
@@ -348,9 +362,9 @@ static void scalars_json(json_t *o, const vp_price_result *r) {
     json_object_set_new(o, "family", json_string(r->family));
     json_object_set_new(o, "model", json_string(r->model));
     json_object_set_new(o, "gpu", json_string(r->gpu));
-    const char *ints[] = {"p", "m", "tp", "dp", "gpus", "seq", "mbs"};
-    int ivals[] = {r->p, r->m, r->tp, r->dp, r->gpus, r->seq, r->mbs};
-    for (int i = 0; i < 7; i++)
+    const char *ints[] = {"p", "m", "tp", "dp", "ep", "etp", "gpus", "seq", "mbs"};
+    int ivals[] = {r->p, r->m, r->tp, r->dp, r->ep, r->etp, r->gpus, r->seq, r->mbs};
+    for (int i = 0; i < 9; i++)
         json_object_set_new(o, ints[i], json_integer(ivals[i]));
     const char *reals[] = {"step_time_s",  "makespan_s",
                            "optimizer_s",  "dp_reduce_s",

@@ -24,9 +24,60 @@ vp_status vp__json_string(struct json_t *obj, const char *const *names, const ch
 vp_status vp__as_parse_error(vp_error *err);
 bool vp__is_path(const char *text);
 
-/* Parameters of one part on one rank of a tp-way tensor-parallel group. The head part
- * counts its matrix even when tied (the last stage holds a copy). */
-double vp__part_params(const vp_arch *arch, int tp, vp_price_part part);
+/* ---- the model's shape (shape.c) ------------------------------------------------------ */
+
+/* A layer's kind, bits: its MLP is a mixture of experts, its attention a sliding window. A
+ * model has at most VP__KINDS kinds of layer. */
+enum { VP__MOE = 1, VP__WINDOW = 2, VP__KINDS = 4 };
+
+/* Attention widths per token over all heads (query, key, value, and the output the
+ * projection reads), and the per-head query/key and value dimensions. */
+typedef struct vp__attn {
+    double q, k, v, d_qk, d_v;
+} vp__attn;
+
+/* One matrix multiply kind of a forward pass: count multiplies of m x n x k (2 m n k FLOPs
+ * each, a weight of n x k and, with biases, a bias of n each); fp8 when an FP8 recipe runs
+ * it in FP8 (the linears, not the router or the head); expert when it is a routed
+ * expert's. */
+typedef struct vp__gemm {
+    double m, n, k, count;
+    bool fp8, expert; /* expert: one of the routed experts' */
+} vp__gemm;
+
+/* Most multiply kinds of one piece (vp__piece_gemms). */
+#define VP__MAX_GEMMS 12
+
+int vp__head_dim(const vp_arch *a);
+vp__attn vp__attention(const vp_arch *a);
+/* The kind of layer l, of the model's last layer (what "a layer" means in the public
+ * API), and how many layers of [l0, l1) are of each kind. */
+unsigned vp__layer_kind(const vp_arch *a, int l);
+unsigned vp__main_kind(const vp_arch *a);
+void vp__kind_counts(const vp_arch *a, int l0, int l1, int counts[VP__KINDS]);
+/* Tokens of one microbatch on one rank (mbs x seq / cp); the keys a query attends to on
+ * average in the FLOP count's full-matrix convention (seq, or 2w - w^2/seq in a window w);
+ * the capacity factor (1 when dropless); the expert token-rows a rank's tokens make
+ * (tokens / tp x top_k x capacity); F's attention-core FLOPs on one rank. */
+double vp__tokens(const vp_workload *t);
+double vp__keys(const vp_arch *a, const vp_workload *t, unsigned kind);
+double vp__capacity(const vp_arch *a);
+double vp__expert_rows(const vp_arch *a, const vp_workload *t);
+/* The expert-data-parallel degree: TP x CP x DP / (EP x ETP) (workload.c; the setup
+ * checked). */
+int vp__expert_dp(const vp_workload *t);
+double vp__attention_flops(const vp_arch *a, const vp_workload *t, unsigned kind);
+/* The matrix multiplies of one forward pass of a piece (part, and kind for a layer) on one
+ * rank into g[VP__MAX_GEMMS]; returns how many kinds there are. B and W each repeat every
+ * one (input and weight gradients); the attention core is apart (vp__attention_flops). */
+int vp__piece_gemms(const vp_arch *a, const vp_workload *t, vp_price_part part, unsigned kind,
+                    vp__gemm *g);
+
+/* Parameters of one piece on one rank (its experts over ep x etp); *experts (optional) the
+ * experts' share of them. The head counts its matrix even when tied (the last stage holds
+ * a copy). */
+double vp__piece_params(const vp_arch *arch, const vp_workload *t, vp_price_part part,
+                        unsigned kind, double *experts);
 
 /* Communication (comm.c): a group of n ranks spaced stride apart from rank first, the
  * seconds of a collective over it (VP__GATHER: a ring all-gather or reduce-scatter of a
@@ -42,21 +93,29 @@ typedef enum { VP__GATHER, VP__ALL_REDUCE } vp__collective;
 double vp__collective_seconds(const vp_gpu *gpu, vp__collective kind, const vp__group *g,
                               double bytes);
 bool vp__crosses_nodes(const vp_gpu *gpu, long a, long b);
+/* Seconds of an all-to-all over g in which each rank sends bytes in all (1/n to each
+ * member, itself included). */
+double vp__alltoall_seconds(const vp_gpu *gpu, const vp__group *g, double bytes);
 double vp__send_seconds(const vp_price_setup *su, int from, int to);
 
-/* The data-parallel reduction of pipeline rank d holding m's model states (comm.c): its
+/* The data-parallel reduction of pipeline rank d holding m's model states, experts of its
+ * parameters the routed experts' (reduced over expert-DP, the rest over DP) (comm.c): its
  * whole time, the part left after the device's last op and the part before the next
  * step's first op, given the device's backward (window_b) and forward (window_f) of one
  * microbatch in seconds. */
 typedef struct vp__dp_cost {
     double reduce_s, after_s, before_s;
 } vp__dp_cost;
-void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, double window_b,
-                    double window_f, vp__dp_cost *out);
+void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, double experts,
+                    double window_b, double window_f, vp__dp_cost *out);
 
-/* Facts of a part without checking the setup (vp_price_part checks first). */
-void vp__part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
-                    vp_price_facts *out);
+/* Facts of a piece without checking the setup (vp_price_part_facts checks first). */
+void vp__piece_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
+                     unsigned kind, vp_price_facts *out);
+
+/* The tensors a piece saves (vp_price_tensors of one kind of layer). */
+int vp__piece_tensors(const vp_arch *arch, const vp_workload *work, vp_price_part part,
+                      unsigned kind, vp_saved_tensor *out, int cap);
 
 /* Vocabulary parallelism over `shards` devices (schedule.h): what the first stage keeps of
  * the embedding part (its position table and what its gradient needs) and the last of the
@@ -72,13 +131,42 @@ typedef struct vp__vocab_split {
 void vp__vocab_split_of(const vp_arch *arch, const vp_workload *work, int shards,
                         vp__vocab_split *out);
 
-/* Seconds one pass of a part computes on one rank under the setup's accelerator (its
+/* Seconds one pass of a piece computes on one rank under the setup's accelerator (its
  * speed model; collectives aside): sec[0] F, sec[1] B without recomputation, sec[2] W,
  * sec[3] what recomputation adds to B; linear[0..2] the share of F, B and W that its
  * linears' matrix multiplies take (what tensor-parallel communication can hide behind).
  * The setup must pass vp_price_check with a gpu. */
-void vp__part_seconds(const vp_price_setup *su, vp_price_part part, double sec[4],
-                      double linear[3]);
+void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned kind, double sec[4],
+                       double linear[3]);
+
+/* ---- the pieces priced (pieces.c) -------------------------------------------------------- */
+
+/* The pieces a stage is made of: a layer of each kind (0 .. VP__KINDS - 1), the embedding
+ * and the head. */
+enum { VP__PIECE_EMBEDDING = VP__KINDS, VP__PIECE_HEAD, VP__PIECES };
+
+/* A piece priced on one rank: its facts, its experts' parameters, and its pass times in ms
+ * (compute plus the communication each pass waits for; B includes the recomputation r_ms:
+ * the attention core, or the whole F with its collectives). */
+typedef struct vp__piece_price {
+    vp_price_facts facts;
+    double expert_params;
+    double f_ms, b_ms, w_ms, r_ms;
+    double a2a_f_ms, a2a_b_ms; /* of f_ms and b_ms, the expert-parallel exchange */
+} vp__piece_price;
+
+/* The part and the kind of layer a piece is. */
+vp_price_part vp__piece_part(int piece);
+unsigned vp__piece_kind(int piece);
+
+/* Prices every piece of the setup's model (a kind no layer has is left zero) into
+ * pieces[VP__PIECES]. The setup must pass vp_price_check with a gpu. */
+void vp__price_pieces(const vp_price_setup *su, vp__piece_price *pieces);
+
+/* How many of each piece a stage of layers [l0, l1) holds (first: the embedding, last: the
+ * head) into weight[VP__PIECES]. */
+void vp__piece_weights(const vp_arch *a, int l0, int l1, bool first, bool last,
+                       double weight[VP__PIECES]);
 
 /* Chooses layers per route position (counts[route_len]) for the shape s: every layer
  * goes where the largest load grows least. A stage's position is stage % route_len. */

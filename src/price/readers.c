@@ -116,10 +116,12 @@ static vp_status read_activation(json_t *root, vp_arch *a, vp_error *err) {
         a->ffn_kind = VP_FFN_SWIGLU;
     else if (!strncmp(act, "gelu", 4) || !strcmp(act, "relu"))
         a->ffn_kind = VP_FFN_GELU;
+    else if (!strcmp(act, "relu2"))
+        a->ffn_kind = VP_FFN_RELU2;
     else
         return vp__fail(err, VP_EPARSE,
                         "key \"hidden_act\": unsupported activation \"%s\" "
-                        "(silu, swish, gelu*, relu)",
+                        "(silu, swish, gelu*, relu, relu2)",
                         act);
     return VP_OK;
 }
@@ -181,7 +183,8 @@ static vp_status read_dims(json_t *root, vp_arch *a, vp_error *err) {
     if (rc == VP_OK && !a->ffn)
         rc =
             vp__json_count(root, KEYS("intermediate_size", "n_inner"), 8000000, true, &a->ffn, err);
-    if (rc == VP_OK && a->hidden % a->heads)
+    if (rc == VP_OK && a->hidden % a->heads && !json_object_get(root, "head_dim") &&
+        !json_object_get(root, "kv_lora_rank"))
         rc = vp__fail(err, VP_EPARSE,
                       "key \"num_attention_heads\": %d heads do not divide "
                       "hidden_size %d",
@@ -197,7 +200,7 @@ static vp_status read_dims(json_t *root, vp_arch *a, vp_error *err) {
 /* Settings that follow from the keys present: norm type, biases, positions, tying. */
 static vp_status read_style(json_t *root, vp_arch *a, vp_error *err) {
     bool gelu = a->ffn_kind == VP_FFN_GELU;
-    a->norm = gelu ? VP_NORM_LAYER : VP_NORM_RMS;
+    a->norm = gelu || a->ffn_kind == VP_FFN_RELU2 ? VP_NORM_LAYER : VP_NORM_RMS;
     if (json_object_get(root, "rms_norm_eps"))
         a->norm = VP_NORM_RMS;
     else if (json_object_get(root, "layer_norm_eps") || json_object_get(root, "layer_norm_epsilon"))
@@ -209,6 +212,186 @@ static vp_status read_style(json_t *root, vp_arch *a, vp_error *err) {
     vp_status rc = get_bool(root, "attention_bias", &a->bias, err);
     if (rc == VP_OK)
         rc = get_bool(root, "tie_word_embeddings", &a->tied, err);
+    return rc;
+}
+
+/* An optional whole number in [0, hi] under one of names (absent or null: *out unchanged). */
+static vp_status get_count0(json_t *root, const char *const *names, int hi, int *out,
+                            vp_error *err) {
+    const char *key = names[0];
+    json_t *v = first_of(root, names, &key);
+    if (!v || json_is_null(v))
+        return VP_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > hi)
+        return vp__fail(err, VP_EPARSE, "key \"%s\" must be an integer in [0, %d]", key, hi);
+    *out = (int)json_integer_value(v);
+    return VP_OK;
+}
+
+/* The model types whose files describe a mixture of experts. */
+static bool moe_type(json_t *root) {
+    static const char *const types[] = {"mixtral",     "qwen3_moe", "qwen2_moe", "deepseek_v3",
+                                        "deepseek_v2", "gpt_oss",   "olmoe"};
+    json_t *v = json_object_get(root, "model_type");
+    for (size_t i = 0; v && json_is_string(v) && i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(json_string_value(v), types[i]))
+            return true;
+    return false;
+}
+
+/* Which first layers are dense: DeepSeek's first_k_dense_replace, or Qwen's mlp_only_layers
+ * when they are the first ones (other patterns are refused). */
+static vp_status read_dense_layers(json_t *root, vp_arch *a, vp_error *err) {
+    vp_status rc =
+        get_count0(root, KEYS("first_k_dense_replace"), a->layers, &a->dense_layers, err);
+    json_t *list = json_object_get(root, "mlp_only_layers");
+    size_t n = json_is_array(list) ? json_array_size(list) : 0;
+    if (rc == VP_OK && list && !json_is_array(list))
+        rc = vp__fail(err, VP_EPARSE, "key \"mlp_only_layers\" must be an array of layers");
+    for (size_t i = 0; i < n && rc == VP_OK; i++) {
+        json_t *l = json_array_get(list, i);
+        if (!json_is_integer(l) || json_integer_value(l) != (json_int_t)i)
+            rc = vp__fail(err, VP_EPARSE,
+                          "key \"mlp_only_layers\": vpipe prices dense layers before the "
+                          "experts' only (0, 1, ...)");
+    }
+    if (rc == VP_OK && n)
+        a->dense_layers = (int)n;
+    int step = 1, freq = 1;
+    if (rc == VP_OK)
+        rc = get_count0(root, KEYS("decoder_sparse_step"), 1 << 20, &step, err);
+    if (rc == VP_OK)
+        rc = get_count0(root, KEYS("moe_layer_freq"), 1 << 20, &freq, err);
+    if (rc == VP_OK && (step > 1 || freq > 1))
+        rc = vp__fail(err, VP_EPARSE,
+                      "keys \"decoder_sparse_step\"/\"moe_layer_freq\": vpipe prices experts on "
+                      "every layer after the dense ones");
+    return rc;
+}
+
+/* The experts: how many, how many per token, their width (moe_intermediate_size, or the
+ * MLP's own for Mixtral and GPT-OSS), shared ones, dense first layers, capacity factor. A
+ * mixture-of-experts model type needs its keys. */
+static vp_status read_experts(json_t *root, vp_arch *a, vp_error *err) {
+    vp_status rc = get_count0(root, KEYS("num_local_experts", "num_experts", "n_routed_experts"),
+                              1 << 16, &a->experts, err);
+    if (rc != VP_OK || a->experts == 0)
+        return rc != VP_OK || !moe_type(root)
+                   ? rc
+                   : vp__fail(err, VP_EPARSE,
+                              "missing key \"num_local_experts\" (or num_experts, "
+                              "n_routed_experts): the model type is a mixture of experts");
+    a->expert_ffn = a->ffn;
+    rc = vp__json_count(root,
+                        KEYS("num_experts_per_tok", "experts_per_token", "num_experts_per_token"),
+                        a->experts, true, &a->top_k, err);
+    if (rc == VP_OK)
+        rc = vp__json_count(root, KEYS("moe_intermediate_size"), 8000000, false, &a->expert_ffn,
+                            err);
+    if (rc == VP_OK)
+        rc = get_count0(root, KEYS("n_shared_experts"), 1 << 10, &a->shared_experts, err);
+    int shared_width = 0;
+    if (rc == VP_OK)
+        rc = get_count0(root, KEYS("shared_expert_intermediate_size"), 8000000, &shared_width, err);
+    if (rc == VP_OK && shared_width && shared_width % a->expert_ffn)
+        rc = vp__fail(err, VP_EPARSE,
+                      "key \"shared_expert_intermediate_size\": %d is not a multiple of the "
+                      "experts' %d",
+                      shared_width, a->expert_ffn);
+    if (rc == VP_OK && shared_width)
+        a->shared_experts = shared_width / a->expert_ffn;
+    if (rc == VP_OK)
+        rc = vp__json_number(root, KEYS("capacity_factor"), 0, 1000, false, &a->capacity, err);
+    return rc == VP_OK ? read_dense_layers(root, a, err) : rc;
+}
+
+/* DeepSeek's latent attention (kv_lora_rank present): its ranks and head dimensions. */
+static vp_status read_mla(json_t *root, vp_arch *a, vp_error *err) {
+    vp_status rc = get_count0(root, KEYS("kv_lora_rank"), 1000000, &a->kv_lora, err);
+    if (rc != VP_OK || a->kv_lora == 0)
+        return rc;
+    rc = get_count0(root, KEYS("q_lora_rank"), 1000000, &a->q_lora, err);
+    if (rc == VP_OK)
+        rc = vp__json_count(root, KEYS("qk_nope_head_dim"), 1000000, true, &a->qk_nope, err);
+    if (rc == VP_OK)
+        rc = vp__json_count(root, KEYS("qk_rope_head_dim"), 1000000, true, &a->qk_rope, err);
+    if (rc == VP_OK)
+        rc = vp__json_count(root, KEYS("v_head_dim"), 1000000, true, &a->v_head, err);
+    return rc;
+}
+
+/* Which layers of layer_types ("sliding_attention" / "full_attention") are windowed, as a
+ * period whose first layers are: the shortest period the list repeats. */
+static vp_status read_layer_types(json_t *list, vp_arch *a, vp_error *err) {
+    size_t n = json_array_size(list);
+    if (n != (size_t)a->layers)
+        return vp__fail(err, VP_EPARSE, "key \"layer_types\": %zu entries for %d layers", n,
+                        a->layers);
+    for (size_t period = 1; period <= n; period++) {
+        bool repeats = true, prefix = true;
+        int windowed = 0;
+        for (size_t l = 0; l < n && repeats; l++) {
+            const char *t = json_string_value(json_array_get(list, l)), *u = NULL;
+            if (!t || (strcmp(t, "sliding_attention") && strcmp(t, "full_attention")))
+                return vp__fail(err, VP_EPARSE,
+                                "key \"layer_types\": entry %zu must be \"sliding_attention\" "
+                                "or \"full_attention\"",
+                                l);
+            u = json_string_value(json_array_get(list, l % period));
+            repeats = !strcmp(t, u);
+            bool sliding = !strcmp(t, "sliding_attention");
+            if (l < period) {
+                prefix = prefix && (sliding ? windowed == (int)l : true);
+                windowed += sliding;
+            }
+        }
+        if (repeats) {
+            if (!prefix)
+                break;
+            a->window_period = (int)period;
+            a->window_layers = windowed;
+            return VP_OK;
+        }
+    }
+    return vp__fail(err, VP_EPARSE,
+                    "key \"layer_types\": vpipe prices windows on the first layers of a "
+                    "repeating period only");
+}
+
+/* Sliding windows: sliding_window tokens on the layer_types' sliding layers, or on every
+ * layer (Mistral's files) unless use_sliding_window is false. */
+static vp_status read_window(json_t *root, vp_arch *a, vp_error *err) {
+    bool use = true;
+    vp_status rc = get_bool(root, "use_sliding_window", &use, err);
+    if (rc == VP_OK)
+        rc = get_count0(root, KEYS("sliding_window"), 1 << 30, &a->window, err);
+    json_t *types = json_object_get(root, "layer_types");
+    if (rc != VP_OK || !use || a->window == 0) {
+        a->window = rc == VP_OK && use ? a->window : 0;
+        return rc;
+    }
+    if (types && !json_is_array(types))
+        return vp__fail(err, VP_EPARSE, "key \"layer_types\" must be an array");
+    a->window_period = a->window_layers = 1;
+    return types ? read_layer_types(types, a, err) : VP_OK;
+}
+
+/* head_dim when it is not hidden / heads (Qwen3, GPT-OSS). */
+static vp_status read_head_dim(json_t *root, vp_arch *a, vp_error *err) {
+    vp_status rc = get_count0(root, KEYS("head_dim"), 1000000, &a->head_dim, err);
+    if (rc == VP_OK && a->head_dim && (long)a->head_dim * a->heads == a->hidden)
+        a->head_dim = 0;
+    return rc;
+}
+
+static vp_status read_variants(json_t *root, vp_arch *a, vp_error *err) {
+    vp_status rc = read_head_dim(root, a, err);
+    if (rc == VP_OK)
+        rc = read_mla(root, a, err);
+    if (rc == VP_OK)
+        rc = read_window(root, a, err);
+    if (rc == VP_OK)
+        rc = read_experts(root, a, err);
     return rc;
 }
 
@@ -237,6 +420,8 @@ vp_status vp_arch_parse_hf(const char *text, size_t len, const char *name, vp_ar
         rc = read_dropout(root, &a, err);
     if (rc == VP_OK)
         rc = read_style(root, &a, err);
+    if (rc == VP_OK)
+        rc = read_variants(root, &a, err);
     json_decref(root);
     if (rc == VP_OK && vp_arch_check(&a, err) != VP_OK)
         rc = vp__as_parse_error(err);

@@ -29,64 +29,55 @@ static double gemm_seconds(const vp_gpu *g, double m, double n, double k, double
     return count * 2 * m * n * k / (g->peak_flops * rate);
 }
 
-/* Seconds of the attention core of one layer in F and in B on one rank. */
-static void attention_seconds(const vp_price_setup *su, double *f, double *b) {
+/* Seconds of the attention core of one layer of kind in F and in B on one rank. */
+static void attention_seconds(const vp_price_setup *su, unsigned kind, double *f, double *b) {
     const vp_arch *a = su->arch;
     const vp_workload *t = su->work;
     const vp_gpu *g = su->gpu;
-    double head = (double)a->hidden / a->heads, heads = (double)a->heads / t->tp * t->mbs;
     if (t->flash && g->efficiency == 0) {
-        double forward = 4.0 * t->seq * t->seq * head * heads / 2; /* the causal half */
+        double forward = vp__attention_flops(a, t, kind) / 2; /* the causal half */
         *f = forward / (g->peak_flops * g->attn_efficiency_f);
         *b = 2.5 * forward / (g->peak_flops * g->attn_efficiency_b);
         return;
     }
-    *f =
-        gemm_seconds(g, t->seq, t->seq, head, heads) + gemm_seconds(g, t->seq, head, t->seq, heads);
+    vp__attn at = vp__attention(a);
+    double heads = (double)a->heads / t->tp * t->mbs, q = (double)t->seq / t->cp;
+    double keys = vp__keys(a, t, kind);
+    *f = gemm_seconds(g, q, keys, at.d_qk, heads) + gemm_seconds(g, q, at.d_v, keys, heads);
     *b = 2 * *f;
 }
 
-/* Seconds of one pass's matrix multiplies on one rank (Zero Bubble Table 1's FLOPs, as
- * part_flops counts them): B and W each repeat F's linears once (input and weight
- * gradients, same dimensions), B runs the attention core's backward. *linear gets the
- * linears' share (one pass), *attention F's attention core. */
-static void matmul_seconds(const vp_price_setup *su, vp_price_part part, double mm[3],
-                           double *linear, double *attention) {
-    const vp_arch *a = su->arch;
-    const vp_workload *t = su->work;
-    const vp_gpu *g = su->gpu;
-    double T = (double)t->mbs * t->seq, h = a->hidden, tp = t->tp, head = h / a->heads;
-    double kv = a->kv_heads * head, f = a->ffn, gates = a->ffn_kind == VP_FFN_SWIGLU ? 2 : 1;
+/* Seconds of one pass's matrix multiplies on one rank (the FLOPs piece_flops counts): B
+ * and W each repeat F's linears once (input and weight gradients, same dimensions), B
+ * runs the attention core's backward. *linear gets the linears' share (one pass),
+ * *attention F's attention core. */
+static void matmul_seconds(const vp_price_setup *su, vp_price_part part, unsigned kind,
+                           double mm[3], double *linear, double *attention) {
+    vp__gemm gm[VP__MAX_GEMMS];
+    int n = vp__piece_gemms(su->arch, su->work, part, kind, gm);
     *linear = *attention = 0;
-    mm[0] = mm[1] = mm[2] = 0;
-    if (part == VP_PRICE_EMBEDDING)
-        return;
-    if (part == VP_PRICE_HEAD) {
-        *linear = gemm_seconds(g, T, a->vocab / tp, h, 1);
-        mm[0] = mm[1] = mm[2] = *linear;
-        return;
-    }
-    *linear = gemm_seconds(g, T, (h + 2 * kv) / tp, h, 1) + gemm_seconds(g, T, h, h / tp, 1) +
-              gemm_seconds(g, T, gates * f / tp, h, 1) + gemm_seconds(g, T, h, f / tp, 1);
-    double attention_b;
-    attention_seconds(su, attention, &attention_b);
+    for (int i = 0; i < n; i++)
+        *linear += gemm_seconds(su->gpu, gm[i].m, gm[i].n, gm[i].k, gm[i].count);
+    double attention_b = 0;
+    if (part == VP_PRICE_LAYER)
+        attention_seconds(su, kind, attention, &attention_b);
     mm[0] = *linear + *attention;
     mm[1] = *linear + attention_b;
     mm[2] = *linear;
 }
 
-void vp__part_seconds(const vp_price_setup *su, vp_price_part part, double sec[4],
-                      double linear[3]) {
+void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned kind, double sec[4],
+                       double linear[3]) {
     const vp_gpu *g = su->gpu;
     double attention, lin;
-    matmul_seconds(su, part, sec, &lin, &attention);
+    matmul_seconds(su, part, kind, sec, &lin, &attention);
     linear[0] = linear[1] = linear[2] = lin;
     vp_recompute rc = part == VP_PRICE_LAYER ? su->work->recompute : VP_RECOMPUTE_NONE;
     vp_workload plain = *su->work;
     plain.recompute = VP_RECOMPUTE_NONE;
     vp_price_facts all, kept; /* what F saves without recomputation, and with it */
-    vp__part_facts(su->arch, &plain, part, &all);
-    vp__part_facts(su->arch, su->work, part, &kept);
+    vp__piece_facts(su->arch, &plain, part, kind, &all);
+    vp__piece_facts(su->arch, su->work, part, kind, &kept);
     bool kernel = g->efficiency == 0;
     double moved_f = kernel ? g->act_traffic_f * all.act_bytes / g->hbm_bandwidth : 0;
     double overhead = kernel && part == VP_PRICE_LAYER ? g->layer_overhead : 0;

@@ -13,17 +13,64 @@ vp_workload vp_workload_default(const vp_arch *arch) {
         .dp = 1,
         .prec = {.param = fp32 ? 4 : 2, .grad = 4, .master = fp32 ? 0 : 4, .moments = 8},
         .dp_overlap = VP_OVERLAP_MODELLED,
+        .cp = 1,
+        .ep = 1,
+        .etp = 1,
     };
     return t;
 }
 
-static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error *err) {
-    if (t->seq < 1 || t->mbs < 1 || t->tp < 1 || t->dp < 1 || t->mbs > (1 << 20) ||
-        t->tp > (1 << 20) || t->dp > (1 << 20))
+const char *vp_cp_comm_name(vp_cp_comm c) {
+    static const char *const names[] = {"p2p", "allgather"};
+    return (unsigned)c < 2 ? names[c] : NULL;
+}
+
+const char *vp_fp8_name(vp_fp8 f) {
+    static const char *const names[] = {"off", "tensorwise", "blockwise", "mxfp8"};
+    return (unsigned)f < 4 ? names[f] : NULL;
+}
+
+/* Expert parallelism: a mixture-of-experts model, EP dividing its experts, ETP the expert
+ * width, and EP x ETP the GPUs of a pipeline rank (TP x CP x DP), which the expert layers
+ * fold as EP x ETP x expert-DP. */
+static vp_status check_experts(const vp_arch *a, const vp_workload *t, vp_error *err) {
+    if (a->experts == 0)
+        return t->ep == 1 && t->etp == 1
+                   ? VP_OK
+                   : vp__fail(err, VP_EINVAL,
+                              "model %s has no experts: EP %d and ETP %d need a "
+                              "mixture-of-experts model",
+                              a->name, t->ep, t->etp);
+    if (a->experts % t->ep || a->expert_ffn % t->etp)
         return vp__fail(err, VP_EINVAL,
-                        "sequence, microbatch size, TP and DP degrees must be positive "
-                        "(got seq %d, mbs %d, tp %d, dp %d)",
-                        t->seq, t->mbs, t->tp, t->dp);
+                        "model %s's %d experts must be divisible by EP %d and their width %d "
+                        "by ETP %d",
+                        a->name, a->experts, t->ep, a->expert_ffn, t->etp);
+    long ranks = (long)t->tp * t->cp * t->dp, fold = (long)t->ep * t->etp;
+    if (ranks % fold)
+        return vp__fail(err, VP_EINVAL,
+                        "EP x ETP (%ld) must divide TP x CP x DP (%ld): the expert layers fold "
+                        "the same GPUs as EP x ETP x expert-DP",
+                        fold, ranks);
+    return VP_OK;
+}
+
+int vp__expert_dp(const vp_workload *t) {
+    return (int)((long)t->tp * t->cp * t->dp / ((long)t->ep * t->etp));
+}
+
+static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error *err) {
+    const int big = 1 << 20;
+    if (t->seq < 1 || t->mbs < 1 || t->tp < 1 || t->dp < 1 || t->cp < 1 || t->ep < 1 ||
+        t->etp < 1 || t->mbs > big || t->tp > big || t->dp > big || t->cp > big || t->ep > big ||
+        t->etp > big)
+        return vp__fail(err, VP_EINVAL,
+                        "sequence, microbatch size and the TP, DP, CP, EP and ETP degrees must "
+                        "be positive (got seq %d, mbs %d, tp %d, dp %d, cp %d, ep %d, etp %d)",
+                        t->seq, t->mbs, t->tp, t->dp, t->cp, t->ep, t->etp);
+    if ((unsigned)t->cp_comm > VP_CP_ALLGATHER || (unsigned)t->fp8 > VP_FP8_MXFP8)
+        return vp__fail(err, VP_EINVAL, "unknown CP exchange %d or FP8 recipe %d", (int)t->cp_comm,
+                        (int)t->fp8);
     if ((unsigned)t->recompute > VP_RECOMPUTE_FULL)
         return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)t->recompute);
     if (t->seq > a->max_positions)
@@ -44,6 +91,9 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
         !(t->reserve_bytes >= 0) || !isfinite(t->reserve_bytes))
         return vp__fail(err, VP_EINVAL,
                         "dp_overlap must be in [0, 1] (or modelled) and the reserve >= 0");
+    vp_status rc = check_experts(a, t, err);
+    if (rc != VP_OK)
+        return rc;
     if (a->impl == VP_IMPL_VPIPE && (t->tp > 1 || t->flash || t->recompute))
         return vp__fail(err, VP_EINVAL,
                         "vpipe's own model has no tensor parallelism, "

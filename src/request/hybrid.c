@@ -58,6 +58,8 @@ static vp_hybrid_request search_request(vp__run *run) {
     q.split = r->split >= 0 ? (vp_split_goal)r->split : VP_SPLIT_TIME;
     q.tp = r->tp;
     q.dp = r->dp;
+    q.ep = r->ep;
+    q.etp = r->etp;
     q.mbs = r->mbs;
     q.pp = r->pp;
     q.recompute = r->recompute;
@@ -84,12 +86,15 @@ static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size
 }
 
 static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c) {
-    char fam[160];
+    char fam[160], ep[32] = "";
+    if (c->ep > 1 || c->etp > 1)
+        snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp);
     vp__buf_printf(
-        out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f %6.1f%s  %s\n", label,
-        c->group, c->dp, c->tp, c->pp, c->mbs, c->m, vp_recompute_name(c->recompute),
+        out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f %6.1f%s  %s%s\n",
+        label, c->group, c->dp, c->tp, c->pp, c->mbs, c->m, vp_recompute_name(c->recompute),
         c->step_time_s, 100 * c->mfu, 100 * c->bubble, c->memory_max_bytes / GIB,
-        c->headroom_bytes / GIB, c->tight ? " tight" : "      ", family_text(c, fam, sizeof fam));
+        c->headroom_bytes / GIB, c->tight ? " tight" : "      ", family_text(c, fam, sizeof fam),
+        ep);
 }
 
 static void table_head(vp__buf *out) {

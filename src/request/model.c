@@ -34,19 +34,30 @@ static vp_status list_json(vp__run *run, vp_error *err) {
     return vp__say_json(run, root, err);
 }
 
+/* ", 8 of 256 experts (2048 wide, 1 shared), 37.55B active" of a mixture of experts into
+ * buf ("" for a dense model). */
+static const char *moe_text(const vp_arch *a, char *buf, size_t size) {
+    buf[0] = '\0';
+    if (a->experts > 0)
+        snprintf(buf, size, "  %d of %d experts (%d wide, %d shared), %.2fB active", a->top_k,
+                 a->experts, a->expert_ffn, a->shared_experts, vp_arch_active_params(a) / 1e9);
+    return buf;
+}
+
 static void list_text(vp__buf *out) {
-    vp__buf_printf(out, "%-12s %6s %6s %5s %4s %6s %-6s %7s %6s %9s\n", "model", "layers", "hidden",
+    vp__buf_printf(out, "%-15s %6s %6s %5s %4s %6s %-6s %7s %6s %9s\n", "model", "layers", "hidden",
                    "heads", "kv", "ffn", "mlp", "vocab", "tied", "params");
     for (int i = 0; i < vp_arch_preset_count(); i++) {
         vp_arch a;
+        char moe[96];
         if (vp_arch_preset(vp_arch_preset_name(i), &a, NULL) != VP_OK)
             continue;
-        vp__buf_printf(out, "%-12s %6d %6d %5d %4d %6d %-6s %7d %6s %8.2fB\n", a.name, a.layers,
-                       a.hidden, a.heads, a.kv_heads, a.ffn,
-                       a.ffn_kind == VP_FFN_GELU ? "gelu" : "swiglu", a.vocab,
-                       a.tied ? "yes" : "no", vp_arch_params(&a) / 1e9);
+        vp__buf_printf(out, "%-15s %6d %6d %5d %4d %6d %-6s %7d %6s %8.2fB%s\n", a.name, a.layers,
+                       a.hidden, a.heads, a.kv_heads, a.ffn, vp_ffn_kind_name(a.ffn_kind), a.vocab,
+                       a.tied ? "yes" : "no", vp_arch_params(&a) / 1e9,
+                       moe_text(&a, moe, sizeof moe));
     }
-    vp__buf_printf(out, "%-12s any size: vpipe's own byte-level GPT (fp32)\n", "vpipe:L,W,H,S");
+    vp__buf_printf(out, "%-15s any size: vpipe's own byte-level GPT (fp32)\n", "vpipe:L,W,H,S");
     vp__buf_printf(out, "\n%-12s %11s %8s %10s %14s %14s %9s %5s %10s %9s\n", "accelerator",
                    "bf16 TFLOP/s", "GiB", "HBM TB/s", "intra GB/s", "inter GB/s", "per node",
                    "GEMM", "host GB/s", "host GiB");
@@ -75,17 +86,37 @@ static void part_row(vp__buf *out, const vp_arch *a, const vp_workload *w, int k
                    f.flops_f / 1e9, f.flops_b / 1e9, f.flops_w / 1e9, f.flops_r / 1e9);
 }
 
+/* The attention's and MLP's variants, one line each (none for a plain model). */
+static void variants_text(vp__buf *out, const vp_arch *a) {
+    char moe[96];
+    if (a->kv_lora > 0)
+        vp__buf_printf(out,
+                       "  latent attention (MLA): query latent %d, key-value latent %d, head "
+                       "dims %d + %d rotary (query, key), %d (value)\n",
+                       a->q_lora, a->kv_lora, a->qk_nope, a->qk_rope, a->v_head);
+    if (a->window > 0)
+        vp__buf_printf(out, "  sliding window of %d tokens on %d of every %d layers\n", a->window,
+                       a->window_layers, a->window_period);
+    if (a->experts > 0)
+        vp__buf_printf(out, "%s from layer %d on%s\n", moe_text(a, moe, sizeof moe),
+                       a->dense_layers, a->capacity > 0 ? ", capacity factor" : ", dropless");
+}
+
 static void show_text(vp__buf *out, const vp_arch *a, const vp_workload *w) {
     char setting[256];
+    int head = a->head_dim ? a->head_dim : a->hidden / a->heads;
     vp__buf_printf(out,
                    "%s: %d layers, hidden %d, %d heads (%d KV heads, head size %d), FFN %d (%s), "
                    "vocab %d\n  %s, %s, %s, %s positions (%d), %d-byte activations, %s tensors\n",
-                   a->name, a->layers, a->hidden, a->heads, a->kv_heads, a->hidden / a->heads,
-                   a->ffn, a->ffn_kind == VP_FFN_GELU ? "GELU" : "SwiGLU", a->vocab,
-                   a->norm == VP_NORM_LAYER ? "LayerNorm" : "RMSNorm",
+                   a->name, a->layers, a->hidden, a->heads, a->kv_heads, head, a->ffn,
+                   a->ffn_kind == VP_FFN_GELU     ? "GELU"
+                   : a->ffn_kind == VP_FFN_SWIGLU ? "SwiGLU"
+                                                  : "squared ReLU",
+                   a->vocab, a->norm == VP_NORM_LAYER ? "LayerNorm" : "RMSNorm",
                    a->tied ? "tied head" : "untied", a->bias ? "biases" : "no biases",
                    a->learned_positions ? "learned" : "rotary", a->max_positions, a->dtype_bytes,
                    a->impl == VP_IMPL_VPIPE ? "vpipe's" : "Megatron's");
+    variants_text(out, a);
     vp__buf_printf(out, "parameters: %.6g (%.4g B)\n\nper microbatch on one rank, %s:\n",
                    vp_arch_params(a), vp_arch_params(a) / 1e9,
                    vp__workload_text(w, setting, sizeof setting));
@@ -99,7 +130,7 @@ static void show_text(vp__buf *out, const vp_arch *a, const vp_workload *w) {
     static const char *const keep[] = {"F until B", "F until W", "B until W"};
     vp__buf_printf(out, "\ntensors one layer saves (M_B: kept from F; M_W: left by B for W):\n");
     for (int i = 0; i < n; i++)
-        vp__buf_printf(out, "  %-40s %12.4g MiB  %s\n", t[i].name, t[i].bytes / (1 << 20),
+        vp__buf_printf(out, "  %-48s %12.4g MiB  %s\n", t[i].name, t[i].bytes / (1 << 20),
                        keep[t[i].keep]);
     vp__buf_printf(out, "\nM_B, M_W: bytes F saves and B leaves for W; R: FLOPs recomputation adds "
                         "to B\n");

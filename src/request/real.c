@@ -10,10 +10,10 @@
 #define GIB 1073741824.0
 
 /* Every real-model option but --model, in the order a message names the first given. */
-static const char *const workload_keys[] = {"gpu",        "seq",        "mbs",   "tp",
-                                            "sp",         "dp",         "zero",  "flash",
-                                            "tp_overlap", "pp_overlap", "split", "layers_per_stage",
-                                            "reserve",    "dp_overlap", NULL};
+static const char *const workload_keys[] = {
+    "gpu",     "seq",        "mbs",   "tp",         "sp",         "dp",    "ep",
+    "etp",     "zero",       "flash", "tp_overlap", "pp_overlap", "split", "layers_per_stage",
+    "reserve", "dp_overlap", NULL};
 
 vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
     *n = 1;
@@ -72,6 +72,10 @@ static void apply_workload(vp__run *run) {
     w->mbs = q->mbs ? q->mbs : w->mbs;
     w->tp = q->tp ? q->tp : w->tp;
     w->dp = q->dp ? q->dp : w->dp;
+    if (run->cmd != VP__PLAN) { /* plan searches EP with these fixed (vp_hybrid_request) */
+        w->ep = q->ep ? q->ep : w->ep;
+        w->etp = q->etp ? q->etp : w->etp;
+    }
     w->sp = q->sp;
     w->zero1 = q->zero;
     w->flash = q->flash;
@@ -139,8 +143,12 @@ vp_status vp__real_ready(vp__run *run, vp_error *err) {
 }
 
 char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
-    snprintf(buf, size, "TP %d%s, DP %d%s, seq %d, mbs %d%s, recompute %s", w->tp,
-             w->sp && w->tp > 1 ? " + SP" : "", w->dp, w->zero1 && w->dp > 1 ? " + ZeRO-1" : "",
+    char ep[48] = "";
+    if (w->ep > 1 || w->etp > 1)
+        snprintf(ep, sizeof ep, ", EP %d, ETP %d, expert-DP %d", w->ep, w->etp,
+                 w->tp * w->cp * w->dp / (w->ep * w->etp));
+    snprintf(buf, size, "TP %d%s, DP %d%s%s, seq %d, mbs %d%s, recompute %s", w->tp,
+             w->sp && w->tp > 1 ? " + SP" : "", w->dp, w->zero1 && w->dp > 1 ? " + ZeRO-1" : "", ep,
              w->seq, w->mbs, w->flash ? ", FlashAttention" : "", vp_recompute_name(w->recompute));
     return buf;
 }

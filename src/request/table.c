@@ -104,6 +104,8 @@ const vp__option vp__options[] = {
     INT("tp", "--tp", tp, 1, INT_MAX, REAL),
     FLAG("sp", "--sp", sp, REAL),
     INT("dp", "--dp", dp, 1, INT_MAX, REAL),
+    INT("ep", "--ep", ep, 1, INT_MAX, REAL),
+    INT("etp", "--etp", etp, 1, INT_MAX, REAL),
     RENAMED("zero", "--zero", "zero1", VP__FLAG, zero, REAL),
     FLAG("flash", "--flash", flash, REAL),
     FLAG("tp_overlap", "--tp-overlap", tp_overlap, REAL),

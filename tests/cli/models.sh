@@ -60,8 +60,9 @@ assert abs(sum(x["bytes"] for x in layer["saved"] if x["keep"] != "B-W") - want)
 # Zero Bubble Table 1 at TP t: F = sbh(24h + 4s)/t.
 f = s * b * h * (24 * h + 4 * s) / t
 assert abs(layer["flops_f"] - f) < 1e-9 * f, (layer["flops_f"], f)
-assert d["workload"] == {"seq": 1024, "mbs": 2, "tp": 2, "sp": False, "flash": False,
-                         "recompute": "none"}, d["workload"]
+assert d["workload"] == {"seq": 1024, "mbs": 2, "tp": 2, "cp": 1, "ep": 1, "etp": 1,
+                         "sp": False, "flash": False, "recompute": "none",
+                         "fp8": "off"}, d["workload"]
 PY
 
 # ---- simulate --model: the JSON scripts read -------------------------------------------
