@@ -122,6 +122,19 @@ extern const cli_group cli_vocab_group;
 extern const cli_group cli_spec_group, cli_limit_group, cli_recompute_group, cli_offload_group,
     cli_real_group, cli_split_group;
 
+/* The groups, in help order, of a command that builds one schedule request and may price
+ * it (compare, render, schedule, simulate): a cli_use list's entries before its own group. */
+// clang-format off
+#define CLI_SCHEDULE_USES                                                                     \
+    {&cli_spec_group, 0},                                                                     \
+    {&cli_limit_group, offsetof(vp_request, max_ops)},                                        \
+    {&cli_recompute_group, offsetof(vp_request, recompute)},                                  \
+    {&cli_offload_group, offsetof(vp_request, offload)},                                      \
+    {&cli_vocab_group, offsetof(vp_request, vocab_parallel)},                                 \
+    {&cli_real_group, 0},                                                                     \
+    {&cli_split_group, offsetof(vp_request, split)}
+// clang-format on
+
 /* The model flags (--layers, --width, --heads, --seq, --microbatch) of a
  * vp_model_config, shared by train and profile. */
 extern const cli_group cli_model_group;

@@ -25,13 +25,7 @@ static const cli_opt compare_opts[] = {
 static const cli_group compare_group = CLI_GROUP("output", compare_opts);
 
 static const cli_use uses[] = {
-    {&cli_spec_group, 0},
-    {&cli_limit_group, offsetof(vp_request, max_ops)},
-    {&cli_recompute_group, offsetof(vp_request, recompute)},
-    {&cli_offload_group, offsetof(vp_request, offload)},
-    {&cli_vocab_group, offsetof(vp_request, vocab_parallel)},
-    {&cli_real_group, 0},
-    {&cli_split_group, offsetof(vp_request, split)},
+    CLI_SCHEDULE_USES,
     {&compare_group, 0},
 };
 

@@ -50,13 +50,7 @@ static const cli_opt render_opts[] = {
 static const cli_group render_group = CLI_GROUP("drawing", render_opts);
 
 static const cli_use uses[] = {
-    {&cli_spec_group, 0},
-    {&cli_limit_group, offsetof(vp_request, max_ops)},
-    {&cli_recompute_group, offsetof(vp_request, recompute)},
-    {&cli_offload_group, offsetof(vp_request, offload)},
-    {&cli_vocab_group, offsetof(vp_request, vocab_parallel)},
-    {&cli_real_group, 0},
-    {&cli_split_group, offsetof(vp_request, split)},
+    CLI_SCHEDULE_USES,
     {&render_group, 0},
 };
 
