@@ -4,26 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "test_data.h"
 #include "test_util.h"
 #include "vpipe/runtime.h"
-
-static vp_data *data;
-
-static int setup(void **state) {
-    (void)state;
-    vp_error err = {0};
-    if (vp_data_load("/usr/share/common-licenses/GPL-3", 0.1, &data, &err) != VP_OK) {
-        fprintf(stderr, "%s\n", err.message);
-        return -1;
-    }
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    vp_data_free(data);
-    return 0;
-}
 
 /* A small model that splits over up to 8 stages; clipping on, so the gradient norm's
  * bits reach the parameters. */

@@ -5,26 +5,9 @@
  * ranks, and the paper's activation ratios hold on V-Min and V-Half. */
 #include <stdlib.h>
 
+#include "test_data.h"
 #include "test_util.h"
 #include "vpipe/runtime.h"
-
-static vp_data *data;
-
-static int setup(void **state) {
-    (void)state;
-    vp_error err = {0};
-    if (vp_data_load("/usr/share/common-licenses/GPL-3", 0.1, &data, &err) != VP_OK) {
-        fprintf(stderr, "%s\n", err.message);
-        return -1;
-    }
-    return 0;
-}
-
-static int teardown(void **state) {
-    (void)state;
-    vp_data_free(data);
-    return 0;
-}
 
 /* The small model of test_runtime: 8 layers over up to 8 stages, clipping on. */
 static vp_train_options small(int m, int shards) {
