@@ -58,7 +58,7 @@ typedef struct vp_run {
     char schedule[32];          /* a family, "*" (searched) */
     int recompute;              /* a vp_recompute, or VP_RUN_ANY */
     bool flash, sp, tp_overlap, pp_overlap;
-    vp_fp8 fp8; /* the FP8 recipe (VP_FP8_OFF: 16-bit) */
+    vp_fp8 fp8;        /* the FP8 recipe (VP_FP8_OFF: 16-bit) */
     int zero;          /* 0 or 1 (the distributed optimizer) */
     double dp_overlap; /* VP_OVERLAP_MODELLED or a share in [0, 1] */
     int grad_bytes;    /* 0: the precision's gradient bytes */

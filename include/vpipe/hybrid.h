@@ -51,6 +51,7 @@ typedef struct vp_hybrid_config {
     int v;       /* chunks per device of `interleaved`; 0 for other families */
     int mbs, m;  /* microbatch size; microbatches per step on each DP rank */
     vp_recompute recompute;
+    vp_fp8 fp8; /* the FP8 recipe it runs (the search's: the request's, or searched) */
     double step_time_s, mfu, bubble; /* bubble: 1 - busy / longest device span */
     double memory_max_bytes;         /* the largest rank's total */
     bool fits;
@@ -100,6 +101,8 @@ typedef struct vp_hybrid_request {
     vp_hybrid_progress progress; /* NULL: none */
     void *progress_arg;
     int vocab_parallel; /* 1: every configuration vocabulary-parallel (schedule.h) */
+    int fp8_search;     /* 1: FP8 searched, off and vp_price_fp8_best's recipe; 0: every
+                           configuration runs work.fp8 */
 } vp_hybrid_request;
 
 /* The margin a plan keeps on gpu by default: its capacity times the mean memory error

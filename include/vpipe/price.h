@@ -273,6 +273,10 @@ typedef enum {
 VP_API const char *vp_cp_comm_name(vp_cp_comm c);
 VP_API const char *vp_fp8_name(vp_fp8 f);
 
+/* The FP8 recipe a planner tries on gpu: MXFP8 where it has MXFP8 tensor cores, else
+ * per-tensor current scaling (tensorwise) where it has FP8, else off. */
+VP_API vp_fp8 vp_price_fp8_best(const vp_gpu *gpu);
+
 /* vp_workload.dp_overlap: the data-parallel reduction overlapped as frameworks run it. */
 #define VP_OVERLAP_MODELLED (-1.0)
 

@@ -162,3 +162,9 @@ double vp__fp8_saved_scale(const vp_arch *a, const vp_workload *t, vp_keep keep)
     bool fp8 = t->fp8 != VP_FP8_OFF && a->impl == VP_IMPL_MEGATRON && keep == VP_KEEP_F_W;
     return fp8 ? 1.0 / a->dtype_bytes : 1;
 }
+
+vp_fp8 vp_price_fp8_best(const vp_gpu *g) {
+    return g->mxfp8_peak_flops > 0 ? VP_FP8_MXFP8
+           : g->fp8_peak_flops > 0 ? VP_FP8_TENSORWISE
+                                   : VP_FP8_OFF;
+}
