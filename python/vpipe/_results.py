@@ -209,8 +209,8 @@ class PlanReport(SimulationReport):
 
 @dataclasses.dataclass(frozen=True)
 class RankMemory(_Record):
-    """One pipeline rank's memory in bytes, by category, and their total (fp8_weights: the
-    FP8 weight copies with --fp8, None without)."""
+    """One pipeline rank's memory in bytes, by category, and their total (with fp8, also
+    ["fp8_weights"]: the FP8 weight copies in the total; with offload ["host"])."""
 
     rank: int
     params: int
@@ -228,7 +228,6 @@ class RankMemory(_Record):
     comm: int
     reserve: int
     total: int
-    fp8_weights: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)

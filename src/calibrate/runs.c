@@ -387,7 +387,8 @@ static vp_status fp8_cell(const cells *c, vp_run *run) {
         if (!strcmp(s, vp_fp8_name((vp_fp8)f)))
             run->fp8 = (vp_fp8)f;
     bool known = !*s || !strcmp(s, "0") || run->fp8 != VP_FP8_OFF || !strcmp(s, "off");
-    return known ? VP_OK : bad(c, C_FP8, "expected 0, 1, off, tensorwise, blockwise, mxfp8 or delayed");
+    return known ? VP_OK
+                 : bad(c, C_FP8, "expected 0, 1, off, tensorwise, blockwise, mxfp8 or delayed");
 }
 
 static vp_status dp_overlap_cell(const cells *c, vp_run *run) {

@@ -83,11 +83,11 @@ vp_status vp__fp8_check(const vp_arch *a, const vp_workload *t, const vp_gpu *g,
     if (t->fp8 == VP_FP8_MXFP8 && !(g->mxfp8_peak_flops > 0))
         return vp__fail(err, VP_EINVAL,
                         "accelerator %s has no MXFP8 tensor cores (mxfp8_peak_tflops 0): use "
-                        "--fp8 tensorwise or blockwise%s",
+                        "the tensorwise or blockwise recipe%s",
                         g->name, g->fp8_peak_flops > 0 ? "" : " on an accelerator with FP8");
     if (!(g->fp8_peak_flops > 0))
         return vp__fail(err, VP_EINVAL,
-                        "accelerator %s has no FP8 tensor cores (fp8_peak_tflops 0): --fp8 %s "
+                        "accelerator %s has no FP8 tensor cores (fp8_peak_tflops 0): FP8 %s "
                         "needs one (an H100 or later)",
                         g->name, vp_fp8_name(t->fp8));
     return VP_OK;
