@@ -73,7 +73,8 @@ typedef struct vp_hybrid_request {
     vp_workload work;    /* seq, sp (applied where TP > 1), zero1, flash, precision,
                             dp_overlap and reserve_bytes as given; tp, dp, mbs,
                             recompute and ep are searched unless fixed below (its ep
-                            and etp are not read) */
+                            and etp are not read); its fp8 is every configuration's
+                            unless fp8_search */
     vp_split_goal split; /* how every candidate's layers split (VP_SPLIT_TIME default) */
     int gpus;            /* N */
     int global_batch;    /* B, sequences per step */
@@ -126,9 +127,9 @@ typedef struct vp_hybrid_priced {
 } vp_hybrid_priced;
 
 /* Prices config under req exactly as the search does (the workload with the config's
- * degrees, its family built with the real costs, or its V block), into *out (release
- * with vp_hybrid_priced_release); config's figures are refreshed in out->config, whether
- * it fits or not. VP_EINVAL when the configuration is not legal for req, errors of
+ * degrees and FP8 recipe, its family built with the real costs, or its V block), into *out
+ * (release with vp_hybrid_priced_release); config's figures are refreshed in out->config,
+ * whether it fits or not. VP_EINVAL when the configuration is not legal for req, errors of
  * pricing. */
 VP_API vp_status vp_hybrid_price(const vp_hybrid_request *req, const vp_hybrid_config *config,
                                  vp_hybrid_priced *out, vp_error *err);
