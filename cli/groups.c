@@ -132,6 +132,10 @@ const cli_group cli_vocab_group = CLI_GROUP("vocabulary", vocab_opts);
 #define REAL_FLAG(name_, field, help_)                                                             \
     { .name = name_, .kind = CLI_FLAG, .offset = AT(field), .help = help_ }
 
+/* In vp_fp8's order, then auto (VP_REQUEST_FP8_AUTO). */
+static const char *const fp8_names[] = {"off",     "tensorwise", "blockwise", "mxfp8",
+                                        "delayed", "auto",       NULL};
+
 static const cli_opt real_opts[] = {
     {.name = "model",
      .kind = CLI_STRING,
@@ -185,6 +189,15 @@ static const cli_opt real_opts[] = {
      .hi = 1,
      .help = "share of the DP reduction hidden behind compute (default:\n"
              "overlapped bucket by bucket with the backward, as frameworks do)"},
+    {.name = "fp8",
+     .kind = CLI_ENUM,
+     .offset = AT(fp8),
+     .choices = fp8_names,
+     .help = "the linears' matrix multiplies in FP8 (default off): per-tensor\n"
+             "current (tensorwise) or delayed scaling, 128-element blocks\n"
+             "(blockwise), MXFP8 (Blackwell, MI355X), priced at the\n"
+             "accelerator's FP8 rate with each recipe's casts and FP8\n"
+             "weight copies; plan: auto tries off and the accelerator's best"},
 };
 
 const cli_group cli_real_group = CLI_GROUP("real model", real_opts);

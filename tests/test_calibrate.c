@@ -73,17 +73,26 @@ static void test_read(void **state) {
     vp_calibrate_free(set);
 }
 
-/* Runs vpipe cannot express yet are kept with the reason (the column and the issue). */
+/* Runs vpipe cannot express yet are kept with the reason (the column and the issue); FP8
+ * is expressible: 1 is per-tensor scaling, a recipe is named, and an accelerator without
+ * FP8 refuses the run when it is priced. */
 static void test_not_expressible(void **state) {
     (void)state;
-    vp_run_set *set = read_ok(HEADER "llama3-8b,,1,1,,4,2,,1,8,8192,,,,,,,,100,\n"
-                                     "llama3-8b,,1,1,,4,,,1,8,8192,,,,,,1,,100,\n"
-                                     "qwen3-30b-a3b,,1,1,,8,,8,1,8,4096,,,1,,,,,100,\n"
-                                     "llama3-8b,,1,1,,4,,4,1,8,8192,,,,,,,,100,\n");
+    vp_run_set *set =
+        read_ok(HEADER "llama3-8b,,1,1,,4,2,,1,8,8192,,,,,,,,100,\n"
+                       "llama3-8b,,1,1,,4,,,1,8,8192,,,,,,1,,100,\n"
+                       "qwen3-30b-a3b,,1,1,,8,,8,1,8,4096,,,1,,,,,100,\n"
+                       "llama3-8b,,1,1,,4,,4,1,8,8192,,,,,,,,100,\n"
+                       "llama3-8b,a100-80gb,1,1,,4,,,1,8,8192,,,,,,blockwise,,100,\n");
     assert_non_null(strstr(set->runs[0].why_not, "column 'cp' = 2: context parallelism"));
-    assert_non_null(strstr(set->runs[1].why_not, "column 'fp8' = 1"));
+    assert_string_equal(set->runs[1].why_not, "");
+    assert_int_equal(set->runs[1].fp8, VP_FP8_TENSORWISE);
+    assert_int_equal(set->runs[4].fp8, VP_FP8_BLOCKWISE);
     vp_run_price p;
     vp_error err = {0};
+    assert_int_equal(vp_calibrate_price(set, 1, NULL, &p, &err), VP_OK);
+    assert_int_equal(vp_calibrate_price(set, 4, NULL, &p, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "a100-80gb has no FP8"));
     assert_int_equal(vp_calibrate_price(set, 0, NULL, &p, &err), VP_EUNSUPPORTED);
     assert_non_null(strstr(err.message, "runs.csv:2: column 'cp'"));
     /* expert parallelism is expressible: a MoE run prices, a dense one with EP is refused */
@@ -110,6 +119,8 @@ static void test_rejections(void **state) {
              (const char *const[]){"column 'recompute'", NULL});
     read_bad(HEADER "llama3-8b,,,,,,,,,,,,,2,,,,,1,\n", VP_EPARSE, 2,
              (const char *const[]){"column 'flash'", "0 or 1", NULL});
+    read_bad(HEADER "llama3-8b,,,,,,,,,,,,,,,,fp4,,1,\n", VP_EPARSE, 2,
+             (const char *const[]){"column 'fp8'", "tensorwise, blockwise, mxfp8", NULL});
     read_bad(HEADER "llama3-8b,,,,,,,,,,,,,,,,,-1,,\n", VP_EPARSE, 2,
              (const char *const[]){"column 'step_time_s'", NULL});
     read_bad(HEADER "llama3-8b,,,,,,,,,,,,,,,,,,,\n", VP_EPARSE, 2,

@@ -14,7 +14,8 @@
  * (relative paths from the file's folder); an empty cell takes the default (gpu: the
  * caller's; tp, pp, vp, dp, cp, ep, mbs 1; gbs dp x mbs; seq the model's; schedule 1F1B;
  * recompute none; flags 0). recompute is none, selective or full; schedule a family
- * (vpipe list); flags (flash, sp, fp8) are 0 or 1, zero 0 or 1 (the distributed
+ * (vpipe list); flags (flash, sp) are 0 or 1, fp8 an FP8 recipe (off, tensorwise,
+ * blockwise, mxfp8; 0 is off, 1 tensorwise), zero 0 or 1 (the distributed
  * optimizer); dp is GPUs / (TP x PP x CP), and ep > 1 (a mixture-of-experts model) folds
  * the expert layers as EP x expert-DP over the same GPUs (vp_workload). Each run gives step_time_s
  * or tokens_per_s_per_gpu (both: they must agree within 2%) and may give peak_mem_gib. "*" in mbs,
@@ -56,7 +57,8 @@ typedef struct vp_run {
     int mbs, gbs, seq;          /* mbs VP_RUN_ANY: searched; seq 0: the model's default */
     char schedule[32];          /* a family, "*" (searched) */
     int recompute;              /* a vp_recompute, or VP_RUN_ANY */
-    bool flash, sp, fp8, tp_overlap, pp_overlap;
+    bool flash, sp, tp_overlap, pp_overlap;
+    vp_fp8 fp8;        /* the FP8 recipe (VP_FP8_OFF: 16-bit) */
     int zero;          /* 0 or 1 (the distributed optimizer) */
     double dp_overlap; /* VP_OVERLAP_MODELLED or a share in [0, 1] */
     int grad_bytes;    /* 0: the precision's gradient bytes */
@@ -76,7 +78,7 @@ typedef struct vp_run_set {
 } vp_run_set;
 
 /* Reads a RUNS.csv (text of len bytes; name is used in messages and as the folder of
- * relative paths when it has one). Rows vpipe cannot express yet (cp > 1, fp8, zero > 1,
+ * relative paths when it has one). Rows vpipe cannot express yet (cp > 1, zero > 1,
  * an `expressible` reason) are kept with why_not set. VP_EPARSE with the line and the
  * character column for a missing or duplicated column, a malformed or out-of-range cell,
  * a run without a measured time or with two that disagree, unbalanced quotes; VP_ELIMIT

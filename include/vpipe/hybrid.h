@@ -51,6 +51,7 @@ typedef struct vp_hybrid_config {
     int v;       /* chunks per device of `interleaved`; 0 for other families */
     int mbs, m;  /* microbatch size; microbatches per step on each DP rank */
     vp_recompute recompute;
+    vp_fp8 fp8; /* the FP8 recipe it runs (the search's: the request's, or searched) */
     double step_time_s, mfu, bubble; /* bubble: 1 - busy / longest device span */
     double memory_max_bytes;         /* the largest rank's total */
     bool fits;
@@ -72,7 +73,8 @@ typedef struct vp_hybrid_request {
     vp_workload work;    /* seq, sp (applied where TP > 1), zero1, flash, precision,
                             dp_overlap and reserve_bytes as given; tp, dp, mbs,
                             recompute and ep are searched unless fixed below (its ep
-                            and etp are not read) */
+                            and etp are not read); its fp8 is every configuration's
+                            unless fp8_search */
     vp_split_goal split; /* how every candidate's layers split (VP_SPLIT_TIME default) */
     int gpus;            /* N */
     int global_batch;    /* B, sequences per step */
@@ -100,6 +102,8 @@ typedef struct vp_hybrid_request {
     vp_hybrid_progress progress; /* NULL: none */
     void *progress_arg;
     int vocab_parallel; /* 1: every configuration vocabulary-parallel (schedule.h) */
+    int fp8_search;     /* 1: FP8 searched, off and vp_price_fp8_best's recipe; 0: every
+                           configuration runs work.fp8 */
 } vp_hybrid_request;
 
 /* The margin a plan keeps on gpu by default: its capacity times the mean memory error
@@ -123,9 +127,9 @@ typedef struct vp_hybrid_priced {
 } vp_hybrid_priced;
 
 /* Prices config under req exactly as the search does (the workload with the config's
- * degrees, its family built with the real costs, or its V block), into *out (release
- * with vp_hybrid_priced_release); config's figures are refreshed in out->config, whether
- * it fits or not. VP_EINVAL when the configuration is not legal for req, errors of
+ * degrees and FP8 recipe, its family built with the real costs, or its V block), into *out
+ * (release with vp_hybrid_priced_release); config's figures are refreshed in out->config,
+ * whether it fits or not. VP_EINVAL when the configuration is not legal for req, errors of
  * pricing. */
 VP_API vp_status vp_hybrid_price(const vp_hybrid_request *req, const vp_hybrid_config *config,
                                  vp_hybrid_priced *out, vp_error *err);

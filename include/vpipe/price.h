@@ -185,6 +185,10 @@ typedef struct vp_gpu {
     double host_bw;           /* bytes/s */
     double host_memory_bytes; /* per GPU */
     vp_expected_error expected;
+    /* FP8 matrix multiplies (vp_workload.fp8): dense FP8 FLOP/s of the tensor cores with
+     * per-tensor or per-block scales (0: no FP8, as on the A100), and with MXFP8's hardware
+     * block scales (0: none, as on Hopper). */
+    double fp8_peak_flops, mxfp8_peak_flops;
 } vp_gpu;
 
 /* Built-in accelerators (datasheets; design/models.md §3): a100-80gb, h100-80gb,
@@ -206,7 +210,8 @@ VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
  * "hbm_efficiency": 0.8, "context_gib": 0.6, "comm_buffer_gib": 0.15, "frag_fraction":
  * 0.05, "host_gb_s": 25, "host_memory_gib": 128, "expected_step_error": 0.05,
  * "expected_step_worst": 0.1, "expected_memory_error": 0.05, "expected_memory_worst": 0.1,
- * "expected_runs": 10, "expected_memory_runs": 3, "expected_basis": "..."} or, for one
+ * "expected_runs": 10, "expected_memory_runs": 3, "expected_basis": "...",
+ * "fp8_peak_tflops": 1979, "mxfp8_peak_tflops": 0} or, for one
  * fraction of peak for every pass, "efficiency": 0.5 in place of the four kernel keys. With
  * "base" every other key is optional and overrides the preset ("efficiency" switches to the
  * one fraction); without it the first nine are required ("name" is optional; "p2p_gb_s"
@@ -251,19 +256,26 @@ typedef enum { VP_CP_P2P = 0, VP_CP_ALLGATHER = 1 } vp_cp_comm;
 
 /* FP8 matrix multiplies, by recipe: off (16-bit), per-tensor current scaling
  * ("tensorwise": Transformer Engine's FP8-CS, torchao's float8), 128-element blocks
- * ("blockwise": 1 x 128 activations and 128 x 128 weights, DeepSeek-V3's) and MXFP8
- * (32-element blocks with power-of-two scales, Blackwell's). */
+ * ("blockwise": 1 x 128 activations and 128 x 128 weights, DeepSeek-V3's), MXFP8
+ * (32-element blocks with power-of-two scales, Blackwell's) and per-tensor delayed scaling
+ * ("delayed": scales from an amax history, Transformer Engine's and Megatron-LM's default
+ * recipe). What each costs and keeps: src/price/fp8.c. */
 typedef enum {
     VP_FP8_OFF = 0,
     VP_FP8_TENSORWISE = 1,
     VP_FP8_BLOCKWISE = 2,
-    VP_FP8_MXFP8 = 3
+    VP_FP8_MXFP8 = 3,
+    VP_FP8_DELAYED = 4
 } vp_fp8;
 
 /* The names of vp_cp_comm ("p2p", "allgather") and vp_fp8 ("off", "tensorwise",
- * "blockwise", "mxfp8"); NULL outside the enums. */
+ * "blockwise", "mxfp8", "delayed"); NULL outside the enums. */
 VP_API const char *vp_cp_comm_name(vp_cp_comm c);
 VP_API const char *vp_fp8_name(vp_fp8 f);
+
+/* The FP8 recipe a planner tries on gpu: MXFP8 where it has MXFP8 tensor cores, else
+ * per-tensor current scaling (tensorwise) where it has FP8, else off. */
+VP_API vp_fp8 vp_price_fp8_best(const vp_gpu *gpu);
 
 /* vp_workload.dp_overlap: the data-parallel reduction overlapped as frameworks run it. */
 #define VP_OVERLAP_MODELLED (-1.0)
@@ -435,6 +447,8 @@ typedef struct vp_rank_memory {
     double gathers;       /* all-gather buffers: with sequence parallelism Megatron-LM gathers
                              each linear's input into one reused buffer of the whole
                              sequence; --tp-overlap's communication buffers hold another */
+    double fp8_weights;   /* FP8 training: the FP8 copies of the linears' weights each recipe
+                             keeps beside the 16-bit ones (vp_fp8) */
     double allocated;     /* the sum of the items above */
     double fragmentation; /* cached-but-free blocks: frag_fraction x allocated */
     double reserved;      /* allocated + fragmentation */

@@ -80,6 +80,9 @@ typedef enum {
 /* plan --model --emit. */
 typedef enum { VP_EMIT_NONE = -1, VP_EMIT_TORCHTITAN = 0, VP_EMIT_MEGATRON = 1 } vp_emit;
 
+/* vp_request.fp8's "auto": plan --model searches FP8 (after vp_fp8's recipes). */
+#define VP_REQUEST_FP8_AUTO 5
+
 /* Costs measured outside the schedule library: --cost-file names a `vpipe profile` file,
  * which libvpipe-runtime reads (vp_profile_cost_reader, profile.h). */
 typedef struct vp_cost_source {
@@ -124,6 +127,9 @@ typedef struct vp_request {
     double reserve, dp_overlap;
     int split;
     const char *layers_per_stage;
+    /* --fp8: a vp_fp8 recipe, VP_REQUEST_FP8_AUTO (plan: off and the accelerator's best,
+     * vp_price_fp8_best, searched), -1 not given (off) */
+    int fp8;
     /* the whole-configuration search: --gpus, --global-batch, --pp, --top, --max-chunks,
      * --threads (also compare's and the budget planner's; 0: not given), --time-limit (also
      * the budget planner's; 0: not given), --margin (GiB; -1: not given), --emit (vp_emit) */

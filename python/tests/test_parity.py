@@ -66,7 +66,7 @@ def argv_of(command, options):
 
 def as_flags(message):
     """A library message with each "option 'key'" spelled as the key's flag."""
-    return re.sub(r"option '([a-z_]+)'", lambda m: flag(m.group(1)), message)
+    return re.sub(r"option '([a-z0-9_]+)'", lambda m: flag(m.group(1)), message)
 
 
 def masked(text):
@@ -220,7 +220,7 @@ def test_the_flags_are_the_command_lines():
     is one a command's --help lists."""
     helps = "".join(subprocess.run([CLI, c, "--help"], capture_output=True, text=True).stdout
                     for c in sorted({case["command"] for case in GRID}))
-    listed = set(re.findall(r"(?<![\w-])(-[a-z]|--[a-z][a-z-]*)\b", helps))
+    listed = set(re.findall(r"(?<![\w-])(-[a-z]|--[a-z][a-z0-9-]*)\b", helps))
     keys = {key for case in GRID for key in case["options"] if key != "operand"}
     assert {flag(key) for key in keys} <= listed, {flag(key) for key in keys} - listed
     assert len(keys) > 40

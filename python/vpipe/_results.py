@@ -209,7 +209,8 @@ class PlanReport(SimulationReport):
 
 @dataclasses.dataclass(frozen=True)
 class RankMemory(_Record):
-    """One pipeline rank's memory in bytes, by category, and their total."""
+    """One pipeline rank's memory in bytes, by category, and their total (with fp8, also
+    ["fp8_weights"]: the FP8 weight copies in the total; with offload ["host"])."""
 
     rank: int
     params: int
@@ -625,8 +626,8 @@ class Accelerator(_Record):
     nodes (GB/s, latency), point-to-point bandwidth, GEMM efficiency, activation traffic,
     the attention kernels' efficiency, per-layer and per-chunk overheads, communication
     and HBM efficiency, memory beyond the tensors (context, communicator buffers,
-    fragmentation), the host link and host memory per GPU (offload; 0: unknown), the
-    accuracy measured for it (expected_*: 0 and 0 runs when none was), GPUs per node."""
+    fragmentation), the host link and host memory per GPU (offload; 0: unknown), the dense
+    FP8 and MXFP8 TFLOP/s (0: none), the accuracy measured for it (expected_*: 0 and 0 runs when none was), GPUs per node."""
 
     name: str
     peak_tflops: float
@@ -652,6 +653,8 @@ class Accelerator(_Record):
     frag_fraction: float
     host_gb_s: float
     host_memory_gib: float
+    fp8_peak_tflops: float
+    mxfp8_peak_tflops: float
     expected_step_error: float
     expected_step_worst: float
     expected_memory_error: float

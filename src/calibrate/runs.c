@@ -378,6 +378,19 @@ static vp_status mem_kind_cell(const cells *c, vp_run *run) {
                : bad(c, C_MEM_KIND, "expected process, reserved or allocated");
 }
 
+/* The FP8 recipe: a vp_fp8 name, 0 (off) or 1 (per-tensor scaling, what FP8 means in the
+ * NVIDIA and torchtitan tables: Transformer Engine's and torchao's default). */
+static vp_status fp8_cell(const cells *c, vp_run *run) {
+    const char *s = cell(c, C_FP8);
+    run->fp8 = !strcmp(s, "1") ? VP_FP8_TENSORWISE : VP_FP8_OFF;
+    for (int f = VP_FP8_OFF; f <= VP_FP8_DELAYED; f++)
+        if (!strcmp(s, vp_fp8_name((vp_fp8)f)))
+            run->fp8 = (vp_fp8)f;
+    bool known = !*s || !strcmp(s, "0") || run->fp8 != VP_FP8_OFF || !strcmp(s, "off");
+    return known ? VP_OK
+                 : bad(c, C_FP8, "expected 0, 1, off, tensorwise, blockwise, mxfp8 or delayed");
+}
+
 static vp_status dp_overlap_cell(const cells *c, vp_run *run) {
     const char *s = cell(c, C_DP_OVERLAP);
     run->dp_overlap = VP_OVERLAP_MODELLED;
@@ -444,11 +457,12 @@ static vp_status read_settings(const cells *c, vp_run *run) {
     vp_status rc = recompute_cell(c, run);
     if (rc == VP_OK)
         rc = schedule_cell(c, run);
-    bool *flags[] = {&run->flash,      &run->sp,         &run->fp8,
-                     &run->tp_overlap, &run->pp_overlap, &run->tuned};
-    int keys[] = {C_FLASH, C_SP, C_FP8, C_TP_OVERLAP, C_PP_OVERLAP, C_TUNED};
-    for (int i = 0; i < 6 && rc == VP_OK; i++)
+    bool *flags[] = {&run->flash, &run->sp, &run->tp_overlap, &run->pp_overlap, &run->tuned};
+    int keys[] = {C_FLASH, C_SP, C_TP_OVERLAP, C_PP_OVERLAP, C_TUNED};
+    for (int i = 0; i < 5 && rc == VP_OK; i++)
         rc = flag_cell(c, keys[i], flags[i]);
+    if (rc == VP_OK)
+        rc = fp8_cell(c, run);
     if (rc == VP_OK)
         rc = dp_overlap_cell(c, run);
     if (rc == VP_OK)
@@ -470,7 +484,6 @@ static void refuse(const cells *c, vp_run *run) {
         const char *what;
     } no[] = {
         {run->cp > 1, C_CP, "context parallelism"},
-        {run->fp8, C_FP8, "FP8 training"},
         {run->zero > 1, C_ZERO, "ZeRO-2/3 (FSDP) sharding"},
     };
     for (size_t i = 0; i < sizeof no / sizeof no[0] && !run->why_not[0]; i++)

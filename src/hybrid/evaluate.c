@@ -46,6 +46,7 @@ void vp__hy_setup_make(const vp_hybrid_request *req, const vp_hybrid_config *c, 
     out->work.etp = c->etp > 0 ? c->etp : 1;
     out->work.mbs = c->mbs;
     out->work.recompute = c->recompute;
+    out->work.fp8 = c->fp8;
     out->work.sp = req->work.sp && c->tp > 1;
     out->setup = (vp_price_setup){
         .arch = req->arch, .gpu = req->gpu, .work = &out->work, .split = req->split};

@@ -58,6 +58,21 @@ static void pipeline_keys(vp__buf *b, const vp_hybrid_priced *pr, const char *sc
     vp__buf_printf(b, "]\n");
 }
 
+/* torchtitan's float8 training (torchao's Float8Linear on the linears): its tensorwise
+ * recipe is vpipe's; delayed, blockwise and MXFP8 have no float8 recipe_name (torchao's
+ * are tensorwise, rowwise and rowwise_with_gw_hp), so they are said, not carried. */
+static void float8_keys(vp__buf *b, vp_fp8 fp8) {
+    if (fp8 == VP_FP8_TENSORWISE)
+        vp__buf_printf(b, "\n[model]\nconverters = [\"float8\"]\n\n[float8]\n"
+                          "recipe_name = \"tensorwise\"\n");
+    else if (fp8 != VP_FP8_OFF)
+        vp__buf_printf(
+            b,
+            "\n# vpipe priced FP8 %s; torchtitan's float8 recipes (tensorwise, rowwise)\n"
+            "# cannot carry it: the job as written trains in 16 bits\n",
+            vp_fp8_name(fp8));
+}
+
 vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_priced *pr,
                                const char *csv_path, char **toml, vp_error *err) {
     *toml = NULL;
@@ -102,6 +117,7 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
                            : "");
     if (c->pp > 1)
         pipeline_keys(&b, pr, schedule, csv_path);
+    float8_keys(&b, c->fp8);
     vp__buf_printf(&b, "\n[activation_checkpoint]\nmode = \"%s\"\n",
                    vp_recompute_name(c->recompute));
     if (c->offload > 0)
@@ -210,6 +226,8 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                        c->ep, c->etp);
     if (req->work.sp && c->tp > 1)
         vp__buf_printf(&b, " --sequence-parallel");
+    if (c->fp8 != VP_FP8_OFF) /* E4M3 forward, E5M2 gradients; the recipes share names */
+        vp__buf_printf(&b, " --fp8-format hybrid --fp8-recipe %s", vp_fp8_name(c->fp8));
     if (req->work.zero1 && c->dp > 1)
         vp__buf_printf(&b, " --use-distributed-optimizer");
     if (req->work.flash)

@@ -51,6 +51,10 @@ double vp__hy_margin(const vp_hybrid_request *req);
 /* Fills config's group from its family and recomputation. */
 void vp__hy_group(vp_hybrid_config *config);
 
+/* The levers beside DP x TP x PP of c, ", EP 8, ETP 1, FP8 tensorwise" ("" with none), into
+ * buf (result.c); returns buf. */
+const char *vp__hy_levers(const vp_hybrid_config *c, char *buf, size_t size);
+
 /* The one-sentence reason of h (its top, best and versus set). */
 void vp__hy_reason(vp_hybrid *h);
 

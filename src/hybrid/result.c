@@ -10,11 +10,19 @@
 
 #define GIB 1073741824.0
 
+const char *vp__hy_levers(const vp_hybrid_config *c, char *buf, size_t size) {
+    int n = c->ep > 1 || c->etp > 1 ? snprintf(buf, size, ", EP %d, ETP %d", c->ep, c->etp) : 0;
+    if (n == 0 && size > 0)
+        buf[0] = '\0';
+    if (c->fp8 != VP_FP8_OFF && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ", FP8 %s", vp_fp8_name(c->fp8));
+    return buf;
+}
+
 /* "DP 2, TP 4, PP 5, mbs 2" of c (", offload 0.5" when it offloads). */
 static const char *degrees(const vp_hybrid_config *c, char *buf, size_t size) {
-    char ep[32] = "";
-    if (c->ep > 1 || c->etp > 1)
-        snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp);
+    char ep[64];
+    vp__hy_levers(c, ep, sizeof ep);
     int n = snprintf(buf, size, "DP %d, TP %d, PP %d%s, mbs %d", c->dp, c->tp, c->pp, ep, c->mbs);
     if (c->offload > 0 && n > 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, ", offload %g", c->offload);
@@ -39,7 +47,7 @@ void vp__hy_reason(vp_hybrid *h) {
     for (int i = 0; i < h->n_best && !runner; i++)
         if (strcmp(h->best[i].group, w->group))
             runner = &h->best[i];
-    char a[96], b[96];
+    char a[128], b[128];
     int n = snprintf(h->reason, sizeof h->reason,
                      "%s at %s (m %d, recompute %s) is the fastest that fits: %.4g s a step, MFU "
                      "%.1f%%",
@@ -81,6 +89,8 @@ static json_t *config_json(const vp_hybrid_config *c) {
     for (int i = 0; i < 8; i++)
         json_object_set_new(o, ints[i], json_integer(ivals[i]));
     json_object_set_new(o, "recompute", json_string(vp_recompute_name(c->recompute)));
+    if (c->fp8 != VP_FP8_OFF)
+        json_object_set_new(o, "fp8", json_string(vp_fp8_name(c->fp8)));
     json_object_set_new(o, "step_time_s", json_real(c->step_time_s));
     json_object_set_new(o, "mfu", json_real(c->mfu));
     json_object_set_new(o, "bubble", json_real(c->bubble));

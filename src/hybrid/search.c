@@ -178,13 +178,22 @@ static bool out_of_time(search *S) {
     return S->h->timed_out;
 }
 
+/* The FP8 recipes searched: the request's, or off and the accelerator's best. */
+static int fp8_choices(const vp_hybrid_request *q, vp_fp8 out[2]) {
+    out[0] = q->fp8_search ? VP_FP8_OFF : q->work.fp8;
+    out[1] = vp_price_fp8_best(q->gpu);
+    return q->fp8_search && out[1] != VP_FP8_OFF ? 2 : 1;
+}
+
 /* The points of one DP x TP x PP: every EP dividing the experts whose EP x ETP divides
  * TP x DP (the expert layers fold the same GPUs), every microbatch size DP x mbs divides
- * the batch by, every recomputation. */
+ * the batch by, every recomputation, every FP8 recipe searched. */
 static vp_status enumerate_at(search *S, int dp, int tp, int pp, vp_error *err) {
     const vp_hybrid_request *q = S->req;
     const vp_arch *a = q->arch;
     int B = q->global_batch, etp = q->etp > 0 ? q->etp : 1;
+    vp_fp8 fp8[2];
+    int n_fp8 = fp8_choices(q, fp8);
     int most = a->experts > 0 ? a->experts : 1;
     for (int ep = 1; ep <= most; ep++) {
         if (most % ep || ((long)tp * dp) % ((long)ep * etp) || !allowed(q->ep, ep) ||
@@ -197,17 +206,20 @@ static vp_status enumerate_at(search *S, int dp, int tp, int pp, vp_error *err) 
                 bool same_as_none = rc == VP_RECOMPUTE_SELECTIVE && q->work.flash;
                 if ((q->recompute >= 0 && q->recompute != rc) || (q->recompute < 0 && same_as_none))
                     continue;
-                vp_hybrid_config pt = {.dp = dp,
-                                       .tp = tp,
-                                       .pp = pp,
-                                       .ep = ep,
-                                       .etp = etp,
-                                       .mbs = mbs,
-                                       .m = B / dp / mbs};
-                pt.recompute = (vp_recompute)rc;
-                vp_status st = add_point(S, &pt, err);
-                if (st != VP_OK || out_of_time(S))
-                    return st; /* out of time: the points so far are searched */
+                for (int f = 0; f < n_fp8; f++) {
+                    vp_hybrid_config pt = {.dp = dp,
+                                           .tp = tp,
+                                           .pp = pp,
+                                           .ep = ep,
+                                           .etp = etp,
+                                           .mbs = mbs,
+                                           .m = B / dp / mbs,
+                                           .fp8 = fp8[f]};
+                    pt.recompute = (vp_recompute)rc;
+                    vp_status st = add_point(S, &pt, err);
+                    if (st != VP_OK || out_of_time(S))
+                        return st; /* out of time: the points so far are searched */
+                }
             }
         }
     }
@@ -428,9 +440,8 @@ static const char *describe(const vp_hybrid_config *c, char *buf, size_t size) {
     char chunks[32] = "";
     if (c->v)
         snprintf(chunks, sizeof chunks, " with %d chunks", c->v);
-    char ep[32] = "";
-    if (c->ep > 1 || c->etp > 1)
-        snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp);
+    char ep[64];
+    vp__hy_levers(c, ep, sizeof ep);
     int n = snprintf(buf, size, "%s%s, DP %d, TP %d, PP %d%s, mbs %d, recompute %s", c->family,
                      chunks, c->dp, c->tp, c->pp, ep, c->mbs, vp_recompute_name(c->recompute));
     if (c->offload > 0 && n > 0 && (size_t)n < size)
@@ -559,10 +570,11 @@ static vp_status check_request(const vp_hybrid_request *q, vp_error *err) {
     if (q->tp < 0 || q->pp < 0 || q->dp < 0 || q->mbs < 0 || q->ep < 0 || q->etp < 0 ||
         q->recompute < -1 || q->recompute > VP_RECOMPUTE_FULL || q->max_chunks < 0 ||
         q->max_chunks > 64 || q->vblock_max_pp < 0 || q->top < 0 || q->threads < 0 ||
-        !(q->time_limit_s >= 0) || !isfinite(q->time_limit_s) || !isfinite(q->margin_bytes))
+        q->fp8_search < 0 || q->fp8_search > 1 || !(q->time_limit_s >= 0) ||
+        !isfinite(q->time_limit_s) || !isfinite(q->margin_bytes))
         return vp__fail(err, VP_EINVAL,
                         "fixed degrees, top, threads, chunks and the time limit must be >= 0, "
-                        "recompute -1 or a vp_recompute, the margin finite");
+                        "recompute -1 or a vp_recompute, fp8_search 0 or 1, the margin finite");
     vp_workload w = q->work;
     w.tp = w.mbs = 1;
     w.ep = q->ep > 0 ? q->ep : 1;    /* a fixed EP and ETP divide the experts, on the DP */

@@ -25,6 +25,12 @@
  PFLOP/s dense BF16, 288 GB HBM3E at 8 TB/s, seven links of 76.8 GB/s each way. Latencies are
  NCCL's typical 3 us inside a node and 10 us across.
 
+ Dense FP8 tensor-core FLOP/s (the datasheets' figures without sparsity): H100, H800, H200
+ and GH200 1979 TFLOP/s (twice BF16), no MXFP8 (Hopper has no block-scaled tensor cores);
+ B200 4.5 and GB200 5 PFLOP/s for FP8 and for MXFP8 alike (twice BF16); MI300X and MI325X
+ 2614.9 TFLOP/s, no MX formats (CDNA 3); MI355X 5 PFLOP/s for FP8 and MXFP8 (CDNA 4); the
+ A100 has no FP8 (0: --fp8 is refused there).
+
  The kernel model of each class, and the evidence each constant comes from (rows named
  "tuned" are marked so in data/anchors/; the accuracy report shows the error on the others):
  - Ampere (A100). gemm_edge 128: the tile of A100 matrix kernels (128 x 128 threadblocks);
@@ -85,13 +91,16 @@
 #define HOST(BW, MEMORY) .host_bw = BW, .host_memory_bytes = MEMORY
 #define PCIE4 HOST(25e9, 128 * GIB)
 #define PCIE5 HOST(50e9, 256 * GIB)
-#define GPU(NAME, PEAK, MEMORY, HBM, INTRA, INTER, NODE, CLASS, LINK, EXPECTED)                    \
+#define GPU(NAME, PEAK, MEMORY, HBM, INTRA, INTER, NODE, CLASS, LINK, EXPECTED, FP8)               \
     {                                                                                              \
         .name = NAME, .peak_flops = PEAK, .memory_bytes = MEMORY, .hbm_bandwidth = HBM,            \
         .intra_bw = INTRA, .p2p_bw = (INTRA) * (47.5 / 300), .inter_bw = INTER,                    \
         .intra_latency = 3e-6, .inter_latency = 10e-6, .gpus_per_node = NODE, CLASS, PROCESS,      \
-        LINK, EXPECTED                                                                             \
+        LINK, EXPECTED, FP8                                                                        \
     }
+/* FP8 and MXFP8 dense FLOP/s (0: none). */
+#define FP8(F, MX) .fp8_peak_flops = F, .mxfp8_peak_flops = MX
+#define HOPPER_FP8 FP8(1979e12, 0)
 #define UNMEASURED .expected = {.basis = "its kernel constants are carried over, see gpus.c"}
 
 /* The accuracy report's measurements (docs/results.md §7, bench_accuracy; test_accuracy
@@ -112,18 +121,27 @@
     .expected = {0, 0, 0, 0, 0, 0, "its class measured on h100-80gb: 3.1% mean, 8.2% worst"}
 
 static const vp_gpu gpu_presets[] = {
-    GPU("a100-80gb", 312e12, 80 * GIB, 2.039e12, 300e9, 25e9, 8, AMPERE, PCIE4, A100_MEASURED),
-    GPU("h100-80gb", 989e12, 80 * GIB, 3.35e12, 450e9, 50e9, 8, HOPPER, PCIE5, H100_MEASURED),
-    GPU("h200-141gb", 989e12, 141e9, 4.8e12, 450e9, 50e9, 8, HOPPER, PCIE5, HOPPER_UNMEASURED),
-    GPU("h800-80gb", 989e12, 80 * GIB, 3.35e12, 200e9, 50e9, 8, HOPPER, PCIE5, HOPPER_UNMEASURED),
+    GPU("a100-80gb", 312e12, 80 * GIB, 2.039e12, 300e9, 25e9, 8, AMPERE, PCIE4, A100_MEASURED,
+        FP8(0, 0)),
+    GPU("h100-80gb", 989e12, 80 * GIB, 3.35e12, 450e9, 50e9, 8, HOPPER, PCIE5, H100_MEASURED,
+        HOPPER_FP8),
+    GPU("h200-141gb", 989e12, 141e9, 4.8e12, 450e9, 50e9, 8, HOPPER, PCIE5, HOPPER_UNMEASURED,
+        HOPPER_FP8),
+    GPU("h800-80gb", 989e12, 80 * GIB, 3.35e12, 200e9, 50e9, 8, HOPPER, PCIE5, HOPPER_UNMEASURED,
+        HOPPER_FP8),
     /* the H100's compute and links with 96 GB of HBM3 at 4 TB/s behind NVLink-C2C */
     GPU("gh200-96gb", 989e12, 96e9, 4.0e12, 450e9, 50e9, 8, HOPPER, HOST(450e9, 480e9),
-        HOPPER_UNMEASURED),
-    GPU("b200", 2250e12, 180e9, 8e12, 900e9, 50e9, 8, HOPPER, HOST(50e9, 512 * GIB), UNMEASURED),
-    GPU("gb200", 2500e12, 186e9, 8e12, 900e9, 50e9, 72, HOPPER, HOST(450e9, 240e9), UNMEASURED),
-    GPU("mi300x", 1307.4e12, 192e9, 5.3e12, 448e9, 50e9, 8, CDNA, PCIE5, UNMEASURED),
-    GPU("mi325x", 1307.4e12, 256e9, 6e12, 448e9, 50e9, 8, CDNA, PCIE5, UNMEASURED),
-    GPU("mi355x", 2500e12, 288e9, 8e12, 537.6e9, 50e9, 8, CDNA, PCIE5, UNMEASURED),
+        HOPPER_UNMEASURED, HOPPER_FP8),
+    GPU("b200", 2250e12, 180e9, 8e12, 900e9, 50e9, 8, HOPPER, HOST(50e9, 512 * GIB), UNMEASURED,
+        FP8(4500e12, 4500e12)),
+    GPU("gb200", 2500e12, 186e9, 8e12, 900e9, 50e9, 72, HOPPER, HOST(450e9, 240e9), UNMEASURED,
+        FP8(5000e12, 5000e12)),
+    GPU("mi300x", 1307.4e12, 192e9, 5.3e12, 448e9, 50e9, 8, CDNA, PCIE5, UNMEASURED,
+        FP8(2614.9e12, 0)),
+    GPU("mi325x", 1307.4e12, 256e9, 6e12, 448e9, 50e9, 8, CDNA, PCIE5, UNMEASURED,
+        FP8(2614.9e12, 0)),
+    GPU("mi355x", 2500e12, 288e9, 8e12, 537.6e9, 50e9, 8, CDNA, PCIE5, UNMEASURED,
+        FP8(5000e12, 5000e12)),
 };
 
 #define N_GPUS ((int)(sizeof gpu_presets / sizeof gpu_presets[0]))
@@ -191,6 +209,8 @@ static const gpu_key gpu_keys[] = {
     KEY("frag_fraction", frag_fraction, 1, 0, 10, KEY_OPTIONAL),
     KEY("host_gb_s", host_bw, 1e9, 0, 1e9, KEY_OPTIONAL),
     KEY("host_memory_gib", host_memory_bytes, GIB, 0, 1e9, KEY_OPTIONAL),
+    KEY("fp8_peak_tflops", fp8_peak_flops, 1e12, 0, 1e9, KEY_OPTIONAL),
+    KEY("mxfp8_peak_tflops", mxfp8_peak_flops, 1e12, 0, 1e9, KEY_OPTIONAL),
     KEY("expected_step_error", expected.step_mean, 1, 0, 1e3, KEY_OPTIONAL),
     KEY("expected_step_worst", expected.step_worst, 1, 0, 1e3, KEY_OPTIONAL),
     KEY("expected_memory_error", expected.memory_mean, 1, 0, 1e3, KEY_OPTIONAL),

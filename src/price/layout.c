@@ -291,6 +291,7 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
         m->grads += g->params * t->prec.grad;
         m->optimizer += optimizer_bytes(t, g->params - g->expert_params, false) +
                         optimizer_bytes(t, g->expert_params, true);
+        m->fp8_weights += vp__fp8_copy_bytes(su, g->l0, g->l1);
         m->buffers += io_bytes(su) * ((!g->first && s->stage_device[st - 1] != g->device) +
                                       (!g->last && s->stage_device[st + 1] != g->device));
         m->logits += g->last && !vs ? logits : 0;

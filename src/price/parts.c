@@ -319,8 +319,10 @@ int vp__piece_tensors(const vp_arch *arch, const vp_workload *work, vp_price_par
         vp_keep keep;
         if (!row_present(&rows[i], arch, work, kind) || !row_recomputed(&rows[i], rc, &keep))
             continue;
+        double bytes = row_bytes(&rows[i], arch, work) *
+                       (part == VP_PRICE_LAYER ? vp__fp8_saved_scale(arch, work, rows[i].keep) : 1);
         if (count < cap)
-            out[count] = (vp_saved_tensor){rows[i].name, row_bytes(&rows[i], arch, work), keep};
+            out[count] = (vp_saved_tensor){rows[i].name, bytes, keep};
         count++;
     }
     return count;

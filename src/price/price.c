@@ -40,7 +40,8 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
  * bandwidth: per parameter of its optimizer shard it reads the gradient three times
  * (unscaling and the overflow check, the gradient norm for clipping, Adam), reads and
  * writes the fp32 weights (master copy, or the weights themselves) and the moments, and
- * writes the 16-bit copy when there is a master. */
+ * writes the 16-bit copy when there is a master. With FP8 training the weights are then
+ * cast to their FP8 copies (vp__fp8_step_seconds). */
 static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m, double experts) {
     const vp_workload *t = su->work;
     const vp_precision *pr = &t->prec;
@@ -48,7 +49,8 @@ static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *
                    experts / (t->zero1 && experts > 0 ? vp__expert_dp(t) : 1);
     double weights = pr->master ? pr->master : pr->param;
     double traffic = 3.0 * pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
-    return shard * traffic / (su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency);
+    return shard * traffic / (su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency) +
+           vp__fp8_step_seconds(su, m->fp8_weights);
 }
 
 /* Model FLOPs of one microbatch through the whole model (F + B + W, no recomputation,
@@ -102,7 +104,7 @@ void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
 
 void vp__memory_close(double frag_fraction, vp_rank_memory *m) {
     m->allocated = m->params + m->grads + m->optimizer + m->activations + m->buffers +
-                   m->workspace + m->logits + m->gathers;
+                   m->workspace + m->logits + m->gathers + m->fp8_weights;
     m->fragmentation = frag_fraction * m->allocated;
     m->reserved = m->allocated + m->fragmentation;
     m->total = m->reserved + m->context + m->comm + m->reserve;
@@ -313,6 +315,8 @@ static json_t *memory_json(const vp_rank_memory *m, int rank, bool host) {
                        m->comm,      m->reserve,       m->total,     m->host};
     for (int i = 0; i < (host ? 16 : 15); i++)
         json_object_set_new(o, names[i], bytes_json(values[i]));
+    if (m->fp8_weights > 0) /* FP8 training only */
+        json_object_set_new(o, "fp8_weights", bytes_json(m->fp8_weights));
     return o;
 }
 

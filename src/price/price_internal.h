@@ -139,6 +139,27 @@ void vp__vocab_split_of(const vp_arch *arch, const vp_workload *work, int shards
 void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned kind, double sec[4],
                        double linear[3]);
 
+/* ---- FP8 training (fp8.c) ------------------------------------------------------------- */
+
+/* The recipe's FP8 multiply efficiency relative to twice the 16-bit kernel's (0 off). */
+double vp__fp8_efficiency(vp_fp8 f);
+/* VP_EINVAL when the workload's recipe cannot run: FP8 on vpipe's own model, on an
+ * accelerator without FP8 (or, for MXFP8, without MXFP8) tensor cores; gpu may be NULL. */
+vp_status vp__fp8_check(const vp_arch *a, const vp_workload *t, const vp_gpu *g, vp_error *err);
+/* What a 16-bit linear multiply's seconds are multiplied by under the setup's recipe (1
+ * off). */
+double vp__fp8_gemm_scale(const vp_price_setup *su);
+/* Seconds F (*f) and B (*b) spend casting the FP8 multiplies' operands of gm[n]. */
+void vp__fp8_cast_seconds(const vp_price_setup *su, const vp__gemm *gm, int n, double *f,
+                          double *b);
+/* Bytes of the FP8 weight copies a rank keeps for layers [l0, l1) (0 off). */
+double vp__fp8_copy_bytes(const vp_price_setup *su, int l0, int l1);
+/* Seconds of casting the weights behind `copies` bytes of FP8 copies once per step. */
+double vp__fp8_step_seconds(const vp_price_setup *su, double copies);
+/* What a layer's saved tensor kept `keep` weighs under the recipe relative to 16-bit: a
+ * linear's input kept for W is saved in FP8 (1 / dtype bytes), the rest unchanged (1). */
+double vp__fp8_saved_scale(const vp_arch *a, const vp_workload *t, vp_keep keep);
+
 /* ---- the pieces priced (pieces.c) -------------------------------------------------------- */
 
 /* The pieces a stage is made of: a layer of each kind (0 .. VP__KINDS - 1), the embedding

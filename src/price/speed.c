@@ -56,13 +56,17 @@ static void matmul_seconds(const vp_price_setup *su, vp_price_part part, unsigne
     vp__gemm gm[VP__MAX_GEMMS];
     int n = vp__piece_gemms(su->arch, su->work, part, kind, gm);
     *linear = *attention = 0;
+    double fp8 = vp__fp8_gemm_scale(su); /* 1 without FP8 */
     for (int i = 0; i < n; i++)
-        *linear += gemm_seconds(su->gpu, gm[i].m, gm[i].n, gm[i].k, gm[i].count);
+        *linear +=
+            gemm_seconds(su->gpu, gm[i].m, gm[i].n, gm[i].k, gm[i].count) * (gm[i].fp8 ? fp8 : 1);
     double attention_b = 0;
     if (part == VP_PRICE_LAYER)
         attention_seconds(su, kind, attention, &attention_b);
-    mm[0] = *linear + *attention;
-    mm[1] = *linear + attention_b;
+    double cast_f, cast_b; /* FP8: quantising the operands */
+    vp__fp8_cast_seconds(su, gm, n, &cast_f, &cast_b);
+    mm[0] = *linear + *attention + cast_f;
+    mm[1] = *linear + attention_b + cast_b;
     mm[2] = *linear;
 }
 
@@ -73,11 +77,13 @@ void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned ki
     matmul_seconds(su, part, kind, sec, &lin, &attention);
     linear[0] = linear[1] = linear[2] = lin;
     vp_recompute rc = part == VP_PRICE_LAYER ? su->work->recompute : VP_RECOMPUTE_NONE;
-    vp_workload plain = *su->work;
+    vp_workload sixteen = *su->work, plain; /* the other kernels move 16-bit tensors */
+    sixteen.fp8 = VP_FP8_OFF;
+    plain = sixteen;
     plain.recompute = VP_RECOMPUTE_NONE;
     vp_price_facts all, kept; /* what F saves without recomputation, and with it */
     vp__piece_facts(su->arch, &plain, part, kind, &all);
-    vp__piece_facts(su->arch, su->work, part, kind, &kept);
+    vp__piece_facts(su->arch, &sixteen, part, kind, &kept);
     bool kernel = g->efficiency == 0;
     double moved_f = kernel ? g->act_traffic_f * all.act_bytes / g->hbm_bandwidth : 0;
     double overhead = kernel && part == VP_PRICE_LAYER ? g->layer_overhead : 0;

@@ -26,8 +26,8 @@ const char *vp_cp_comm_name(vp_cp_comm c) {
 }
 
 const char *vp_fp8_name(vp_fp8 f) {
-    static const char *const names[] = {"off", "tensorwise", "blockwise", "mxfp8"};
-    return (unsigned)f < 4 ? names[f] : NULL;
+    static const char *const names[] = {"off", "tensorwise", "blockwise", "mxfp8", "delayed"};
+    return (unsigned)f < 5 ? names[f] : NULL;
 }
 
 /* Expert parallelism: a mixture-of-experts model, EP dividing its experts, ETP the expert
@@ -68,7 +68,7 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
                         "sequence, microbatch size and the TP, DP, CP, EP and ETP degrees must "
                         "be positive (got seq %d, mbs %d, tp %d, dp %d, cp %d, ep %d, etp %d)",
                         t->seq, t->mbs, t->tp, t->dp, t->cp, t->ep, t->etp);
-    if ((unsigned)t->cp_comm > VP_CP_ALLGATHER || (unsigned)t->fp8 > VP_FP8_MXFP8)
+    if ((unsigned)t->cp_comm > VP_CP_ALLGATHER || (unsigned)t->fp8 > VP_FP8_DELAYED)
         return vp__fail(err, VP_EINVAL, "unknown CP exchange %d or FP8 recipe %d", (int)t->cp_comm,
                         (int)t->fp8);
     if ((unsigned)t->recompute > VP_RECOMPUTE_FULL)
@@ -153,6 +153,8 @@ vp_status vp_price_check(const vp_price_setup *setup, vp_error *err) {
         rc = check_workload(setup->arch, setup->work, err);
     if (rc == VP_OK && setup->gpu)
         rc = check_gpu(setup->gpu, err);
+    if (rc == VP_OK)
+        rc = vp__fp8_check(setup->arch, setup->work, setup->gpu, err);
     if (rc == VP_OK && (setup->split < VP_SPLIT_TIME || setup->split > VP_SPLIT_EVEN))
         rc = vp__fail(err, VP_EINVAL, "unknown split goal %d", (int)setup->split);
     return rc;

@@ -65,6 +65,7 @@ static vp_hybrid_request search_request(vp__run *run) {
     q.recompute = r->recompute;
     q.offload = run->offload_auto;
     q.vocab_parallel = r->vocab_parallel;
+    q.fp8_search = r->fp8 == VP_REQUEST_FP8_AUTO;
     q.max_chunks = r->max_chunks;
     q.top = r->top;
     q.threads = r->threads;
@@ -86,9 +87,10 @@ static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size
 }
 
 static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c) {
-    char fam[160], ep[32] = "";
-    if (c->ep > 1 || c->etp > 1)
-        snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp);
+    char fam[160], ep[64] = "";
+    int n = c->ep > 1 || c->etp > 1 ? snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp) : 0;
+    if (c->fp8 != VP_FP8_OFF)
+        snprintf(ep + n, sizeof ep - (size_t)n, ", FP8 %s", vp_fp8_name(c->fp8));
     vp__buf_printf(
         out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f %6.1f%s  %s%s\n",
         label, c->group, c->dp, c->tp, c->pp, c->mbs, c->m, vp_recompute_name(c->recompute),

@@ -13,7 +13,7 @@
 static const char *const workload_keys[] = {
     "gpu",     "seq",        "mbs",   "tp",         "sp",         "dp",    "ep",
     "etp",     "zero",       "flash", "tp_overlap", "pp_overlap", "split", "layers_per_stage",
-    "reserve", "dp_overlap", NULL};
+    "reserve", "dp_overlap", "fp8",   NULL};
 
 vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
     *n = 1;
@@ -87,6 +87,8 @@ static void apply_workload(vp__run *run) {
         w->recompute = (vp_recompute)q->recompute;
     w->reserve_bytes = q->reserve >= 0 ? q->reserve * GIB : w->reserve_bytes;
     w->dp_overlap = q->dp_overlap >= 0 ? q->dp_overlap : w->dp_overlap;
+    if (q->fp8 >= 0 && q->fp8 != VP_REQUEST_FP8_AUTO) /* plan searches auto (vp_hybrid_request) */
+        w->fp8 = (vp_fp8)q->fp8;
 }
 
 /* --model and --gpu resolved. */
@@ -117,6 +119,11 @@ vp_status vp__real_ready(vp__run *run, vp_error *err) {
                         "%s does not apply with %s: the model's own tensors give every stage's "
                         "bytes",
                         VP__NAME(run, "memory_model"), VP__NAME(run, "model"));
+    if (q->fp8 == VP_REQUEST_FP8_AUTO && run->cmd != VP__PLAN)
+        return vp__fail(err, VP_EINVAL,
+                        "%s auto searches FP8 as a lever of plan %s; name a recipe (off, "
+                        "tensorwise, blockwise, mxfp8, delayed) to price one",
+                        VP__NAME(run, "fp8"), VP__NAME(run, "model"));
     if (resolve(run, err) != VP_OK)
         return err->status;
     if (q->layers_per_stage && read_counts(run, q->layers_per_stage, err) != VP_OK)
@@ -143,13 +150,16 @@ vp_status vp__real_ready(vp__run *run, vp_error *err) {
 }
 
 char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
-    char ep[48] = "";
+    char ep[48] = "", fp8[32] = "";
     if (w->ep > 1 || w->etp > 1)
         snprintf(ep, sizeof ep, ", EP %d, ETP %d, expert-DP %d", w->ep, w->etp,
                  w->tp * w->cp * w->dp / (w->ep * w->etp));
-    snprintf(buf, size, "TP %d%s, DP %d%s%s, seq %d, mbs %d%s, recompute %s", w->tp,
+    if (w->fp8 != VP_FP8_OFF)
+        snprintf(fp8, sizeof fp8, ", FP8 %s", vp_fp8_name(w->fp8));
+    snprintf(buf, size, "TP %d%s, DP %d%s%s, seq %d, mbs %d%s%s, recompute %s", w->tp,
              w->sp && w->tp > 1 ? " + SP" : "", w->dp, w->zero1 && w->dp > 1 ? " + ZeRO-1" : "", ep,
-             w->seq, w->mbs, w->flash ? ", FlashAttention" : "", vp_recompute_name(w->recompute));
+             w->seq, w->mbs, w->flash ? ", FlashAttention" : "", fp8,
+             vp_recompute_name(w->recompute));
     return buf;
 }
 
@@ -244,6 +254,11 @@ void vp__price_text(vp__buf *out, const vp_price_result *r, const vp_workload *w
         snprintf(label, sizeof label, "%d", d);
         memory_row(out, label, &r->memory[d], host);
     }
+    double fp8 = 0; /* FP8 weight copies: in each total, not a column */
+    for (int d = 0; d < r->p; d++)
+        fp8 = r->memory[d].fp8_weights > fp8 ? r->memory[d].fp8_weights : fp8;
+    if (fp8 > 0)
+        vp__buf_printf(out, "(totals include FP8 weight copies: %.2f GiB at most)\n", fp8 / GIB);
     vp__buf_printf(out, "\nmax %.2f GiB on rank %d of %.2f GiB: %s\n", r->memory_max_bytes / GIB,
                    r->memory_max_rank, r->capacity_bytes / GIB, r->fits ? "fits" : "does NOT fit");
     if (host)

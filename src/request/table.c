@@ -40,6 +40,10 @@ static const char *const splits[] = {"time", "memory", "even", NULL};
 static const char *const emits[] = {"torchtitan", "megatron", NULL};
 static const char *const formats[] = {"json", "text", "torch-csv", "torch-csv-comms", NULL};
 static const char *const offload_policies[] = {"none", "uniform", "selective", NULL};
+/* vp_fp8's order, then VP_REQUEST_FP8_AUTO. */
+static const char *const fp8s[] = {"off",     "tensorwise", "blockwise", "mxfp8",
+                                   "delayed", "auto",       NULL};
+_Static_assert(VP_REQUEST_FP8_AUTO == VP_FP8_DELAYED + 1, "auto follows the recipes");
 
 #define INT(key_, flag_, field, lo_, hi_, on)                                                      \
     {                                                                                              \
@@ -112,6 +116,7 @@ const vp__option vp__options[] = {
     FLAG("pp_overlap", "--pp-overlap", pp_overlap, REAL),
     NUMBER("reserve", "--reserve", reserve, 0, 1e6, -1, REAL),
     NUMBER("dp_overlap", "--dp-overlap", dp_overlap, 0, 1, -1, REAL),
+    CHOICE("fp8", "--fp8", fp8, fp8s, "FP8 recipe", -1, REAL),
     CHOICE("split", "--split", split, splits, "split", -1, REAL & ~ON(MODEL)),
     {.key = "layers_per_stage",
      .flag = "--layers-per-stage",
