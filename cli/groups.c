@@ -132,6 +132,9 @@ const cli_group cli_vocab_group = CLI_GROUP("vocabulary", vocab_opts);
 #define REAL_FLAG(name_, field, help_)                                                             \
     { .name = name_, .kind = CLI_FLAG, .offset = AT(field), .help = help_ }
 
+/* In vp_cp_comm's order. */
+static const char *const cp_comm_names[] = {"p2p", "allgather", NULL};
+
 static const cli_opt real_opts[] = {
     {.name = "model",
      .kind = CLI_STRING,
@@ -185,6 +188,17 @@ static const cli_opt real_opts[] = {
      .hi = 1,
      .help = "share of the DP reduction hidden behind compute (default:\n"
              "overlapped bucket by bucket with the backward, as frameworks do)"},
+    REAL_INT("cp", cp, 1 << 20,
+             "context-parallel degree: each sequence split over N ranks,\n"
+             "seq/N tokens each in 2 chunks (causal balancing; default 1;\n"
+             "plan --model: fixes the search's CP)"),
+    {.name = "cp-comm",
+     .kind = CLI_ENUM,
+     .offset = AT(cp_comm),
+     .choices = cp_comm_names,
+     .help = "how CP exchanges keys and values: p2p (ring attention, each\n"
+             "send hidden under a block's attention) or allgather (the\n"
+             "whole sequence's before attention; default p2p)"},
 };
 
 const cli_group cli_real_group = CLI_GROUP("real model", real_opts);

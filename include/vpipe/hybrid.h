@@ -48,6 +48,7 @@ typedef struct vp_hybrid_config {
     vp_vblock vblock;
     int dp, tp, pp;
     int ep, etp; /* expert and expert-tensor parallelism (1, 1 for a dense model; 0 as 1) */
+    int cp;      /* context parallelism (0 as 1), exchanging as the request's work.cp_comm */
     int v;       /* chunks per device of `interleaved`; 0 for other families */
     int mbs, m;  /* microbatch size; microbatches per step on each DP rank */
     vp_recompute recompute;
@@ -80,6 +81,9 @@ typedef struct vp_hybrid_request {
     int ep;              /* > 0 fixes EP; 0 searches the divisors of the experts that
                             divide TP x DP / ETP (a dense model: 1) */
     int etp;             /* > 0 fixes ETP; 0: 1 (not searched) */
+    int cp;              /* > 0 fixes CP; 0 searches the CP degrees that leave every rank 2
+                            chunks of the sequence (2 CP dividing it), CP > 1 only when the
+                            sequence's activations need it: see vp__hy_cp_wanted */
     int recompute;       /* -1 searches; a vp_recompute fixes it */
     int offload;         /* 1: a configuration whose op order leaves less than the margin
                             below the capacity is tried offloading (the uniform policy at

@@ -19,9 +19,9 @@
  * reserve complete the itemised memory of every rank; the makespan plus the optimizer step
  * and the exposed data-parallel reduction is the step time.
  *
- * Ranks follow Megatron's order (tensor-parallel rank innermost, then data, then
- * pipeline), so a link is inside a node when both ends share gpus_per_node consecutive
- * ranks.
+ * Ranks follow Megatron's order (tensor-parallel rank innermost, then context, then data,
+ * then pipeline: its tp-cp-ep-dp-pp), so a link is inside a node when both ends share
+ * gpus_per_node consecutive ranks.
  */
 #ifndef VPIPE_PRICE_H
 #define VPIPE_PRICE_H
@@ -529,6 +529,8 @@ typedef struct vp_price_result {
     char model[64], gpu[64];
     int p, S, m, route_len, tp, dp, gpus;
     int ep, etp; /* expert parallelism (1, 1 for a dense model) */
+    int cp;      /* context parallelism (1: none), exchanging as cp_comm says */
+    vp_cp_comm cp_comm;
     int seq, mbs;
     int *layers_per_stage; /* [route_len] */
     vp_price_stage *stage; /* [S], times as simulated */
@@ -587,10 +589,10 @@ VP_API vp_status vp_price_family(const vp_price_setup *setup, const char *family
 VP_API void vp_price_result_free(vp_price_result *r);
 
 /* The result as one JSON object (new string, caller frees with free()): family, model,
- * gpu, p, m, tp, dp, ep, etp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
- * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
- * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
- * workspace, logits, gathers, allocated, fragmentation, reserved, context, comm, reserve,
+ * gpu, p, m, tp, dp, ep, etp, cp, gpus, seq, mbs, cp_comm, step_time_s, makespan_s, optimizer_s,
+ * dp_reduce_s, dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s,
+ * tokens_per_s_per_gpu, memory_per_rank (array of {rank, params, grads, optimizer, activations,
+ * buffers, workspace, logits, gathers, allocated, fragmentation, reserved, context, comm, reserve,
  * total},
  * bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,

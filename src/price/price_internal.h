@@ -139,6 +139,19 @@ void vp__vocab_split_of(const vp_arch *arch, const vp_workload *work, int shards
 void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned kind, double sec[4],
                        double linear[3]);
 
+/* Seconds of the attention core of one layer of kind in F and in B on one rank (speed.c). */
+void vp__attention_seconds(const vp_price_setup *su, unsigned kind, double *f, double *b);
+
+/* Context parallelism (cp.c): the ranks holding the same weights, over which gradients are
+ * reduced and the distributed optimizer shards (dp x cp); the keys and values one rank
+ * holds of one layer for one microbatch, bytes (what a ring step sends); the seconds of the
+ * key-value exchange that show in one layer of kind's F and B (0 without CP); the buffers
+ * the exchange holds while one layer's attention runs, bytes. */
+int vp__weight_dp(const vp_workload *t);
+double vp__cp_kv_bytes(const vp_arch *a, const vp_workload *t);
+void vp__cp_exposed(const vp_price_setup *su, unsigned kind, double *f, double *b);
+double vp__cp_buffer_bytes(const vp_arch *a, const vp_workload *t);
+
 /* ---- the pieces priced (pieces.c) -------------------------------------------------------- */
 
 /* The pieces a stage is made of: a layer of each kind (0 .. VP__KINDS - 1), the embedding

@@ -60,6 +60,7 @@ static vp_hybrid_request search_request(vp__run *run) {
     q.dp = r->dp;
     q.ep = r->ep;
     q.etp = r->etp;
+    q.cp = r->cp;
     q.mbs = r->mbs;
     q.pp = r->pp;
     q.recompute = r->recompute;
@@ -86,9 +87,10 @@ static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size
 }
 
 static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c) {
-    char fam[160], ep[32] = "";
+    char fam[160], ep[48] = "";
+    int n = c->cp > 1 ? snprintf(ep, sizeof ep, ", CP %d", c->cp) : 0;
     if (c->ep > 1 || c->etp > 1)
-        snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp);
+        snprintf(ep + n, sizeof ep - (size_t)n, ", EP %d, ETP %d", c->ep, c->etp);
     vp__buf_printf(
         out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f %6.1f%s  %s%s\n",
         label, c->group, c->dp, c->tp, c->pp, c->mbs, c->m, vp_recompute_name(c->recompute),

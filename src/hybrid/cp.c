@@ -1,0 +1,75 @@
+/* Context parallelism in the search: which CP degrees a point may take, and how a
+ * configuration's degrees beyond DP, TP and PP read. */
+#include <stdio.h>
+
+#include "hybrid/hybrid_internal.h"
+
+bool vp__hy_cp_legal(const vp_hybrid_request *req, int tp, int cp) {
+    if (req->cp > 0)
+        return cp == req->cp && (req->gpus / tp) % cp == 0;
+    /* every rank keeps 2 chunks of the sequence (causal balancing) */
+    return (req->gpus / tp) % cp == 0 && req->work.seq % (2 * cp) == 0;
+}
+
+void vp__hy_extra_degrees(const vp_hybrid_config *c, char *buf, size_t size) {
+    int n = 0;
+    buf[0] = '\0';
+    if (c->cp > 1)
+        n = snprintf(buf, size, ", CP %d", c->cp);
+    if ((c->ep > 1 || c->etp > 1) && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ", EP %d, ETP %d", c->ep, c->etp);
+}
+
+/* The model states a rank of a pipeline stage holds at least at TP tp, PP pp and R = DP x
+ * CP ranks per pipeline rank, bytes: the dense weights over tp x pp, the routed experts
+ * over every rank of the stage (the widest expert fold), optimizer states over R with the
+ * distributed optimizer. */
+static double least_states(const vp_hybrid_request *q, int tp, int pp, int R) {
+    const vp_arch *a = q->arch;
+    double all = vp_arch_params(a), routed = 0;
+    if (a->experts > a->top_k)
+        routed = (all - vp_arch_active_params(a)) * a->experts / (a->experts - a->top_k);
+    double params = (all - routed) / ((double)tp * pp) + routed / ((double)tp * pp * R);
+    const vp_precision *p = &q->work.prec;
+    return params * (p->param + p->grad + (p->master + p->moments) / (q->work.zero1 ? R : 1));
+}
+
+/* Whether CP degree x at TP tp and PP pp (R = DP x CP ranks per pipeline rank) leaves the
+ * sequence's activations or the pipeline short: that DP does not divide the batch (the
+ * level does not exist), its DP ranks get fewer sequences than there are stages (the
+ * bubble dominates at every microbatch size), or even with full recomputation one
+ * sequence's activations (each layer's input for the pp microbatches 1F1B's first stage
+ * holds of its L / pp layers, and one layer recomputed whole) do not fit beside model
+ * states that would fit alone. */
+static bool level_short(const vp_hybrid_request *q, int tp, int pp, int R, int x) {
+    int dp = R / x;
+    if (R % x || q->global_batch % dp || q->global_batch / dp < pp)
+        return true;
+    vp_workload w = q->work;
+    w.tp = tp;
+    w.cp = x;
+    w.dp = dp;
+    w.mbs = 1;
+    w.ep = w.etp = 1;
+    w.sp = q->work.sp && tp > 1;
+    vp_arch a = *q->arch;
+    a.experts = 0; /* a mixture of experts' layer as if dense: the activations around it */
+    vp_price_facts whole, kept;
+    w.recompute = VP_RECOMPUTE_NONE;
+    vp_status rc = vp_price_part_facts(&a, &w, VP_PRICE_LAYER, &whole, NULL);
+    w.recompute = VP_RECOMPUTE_FULL;
+    if (rc != VP_OK || vp_price_part_facts(&a, &w, VP_PRICE_LAYER, &kept, NULL) != VP_OK)
+        return true;
+    double limit = q->gpu->memory_bytes - vp__hy_margin(q);
+    double states = least_states(q, tp, pp, R);
+    return states < limit && states + a.layers * kept.act_bytes + whole.act_bytes > limit;
+}
+bool vp__hy_cp_wanted(const vp_hybrid_request *req, int tp, int pp, int cp) {
+    if (cp == 1 || req->cp > 0)
+        return true;
+    int R = req->gpus / tp / pp, prev = 1;
+    for (int x = cp - 1; x > 1 && prev == 1; x--)
+        if (R % x == 0 && vp__hy_cp_legal(req, tp, x))
+            prev = x;
+    return level_short(req, tp, pp, R, prev);
+}
