@@ -469,7 +469,6 @@ static void refuse(const cells *c, vp_run *run) {
         int k;
         const char *what;
     } no[] = {
-        {run->cp > 1, C_CP, "context parallelism"},
         {run->fp8, C_FP8, "FP8 training"},
         {run->zero > 1, C_ZERO, "ZeRO-2/3 (FSDP) sharding"},
     };

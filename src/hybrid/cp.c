@@ -2,6 +2,7 @@
  * configuration's degrees beyond DP, TP and PP read. */
 #include <stdio.h>
 
+#include "base/internal.h"
 #include "hybrid/hybrid_internal.h"
 
 bool vp__hy_cp_legal(const vp_hybrid_request *req, int tp, int cp) {
@@ -72,4 +73,21 @@ bool vp__hy_cp_wanted(const vp_hybrid_request *req, int tp, int pp, int cp) {
         if (R % x == 0 && vp__hy_cp_legal(req, tp, x))
             prev = x;
     return level_short(req, tp, pp, R, prev);
+}
+
+void vp__hy_cp_export(vp__buf *b, const vp_hybrid_request *req, const vp_hybrid_config *c,
+                      bool megatron) {
+    if (c->cp <= 1)
+        return;
+    bool gather = req->work.cp_comm == VP_CP_ALLGATHER;
+    if (megatron) { /* Megatron-LM hands Transformer Engine the type: p2p or all_gather */
+        vp__buf_printf(b, " --context-parallel-size %d --cp-comm-type %s", c->cp,
+                       gather ? "all_gather" : "p2p");
+        return;
+    }
+    /* torchtitan rotates the key-value shards of its ring either by all-to-all (one shard
+       on to the next rank per step: the ring of p2p) or by one all-gather after the first,
+       local block's attention (vpipe prices allgather's gather before all of it) */
+    vp__buf_printf(b, "context_parallel_degree = %d\ncontext_parallel_rotate_method = \"%s\"\n",
+                   c->cp, gather ? "allgather" : "alltoall");
 }

@@ -66,6 +66,12 @@ bool vp__hy_cp_legal(const vp_hybrid_request *req, int tp, int cp);
 bool vp__hy_cp_wanted(const vp_hybrid_request *req, int tp, int pp, int cp);
 void vp__hy_extra_degrees(const vp_hybrid_config *config, char *buf, size_t size);
 
+/* An export's context-parallel settings of config (nothing at CP 1) into b: Megatron-LM's
+ * flags (megatron) or torchtitan's [parallelism] keys. */
+struct vp__buf;
+void vp__hy_cp_export(struct vp__buf *b, const vp_hybrid_request *req,
+                      const vp_hybrid_config *config, bool megatron);
+
 /* The one-sentence reason of h (its top, best and versus set). */
 void vp__hy_reason(vp_hybrid *h);
 
