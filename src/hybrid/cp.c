@@ -1,5 +1,6 @@
 /* Context parallelism in the search: which CP degrees a point may take, and how a
  * configuration's degrees beyond DP, TP and PP read. */
+#include <math.h>
 #include <stdio.h>
 
 #include "base/internal.h"
@@ -39,9 +40,9 @@ static double least_states(const vp_hybrid_request *q, int tp, int pp, int R) {
  * sequence's activations or the pipeline short: that DP does not divide the batch (the
  * level does not exist), its DP ranks get fewer sequences than there are stages (the
  * bubble dominates at every microbatch size), or even with full recomputation one
- * sequence's activations (each layer's input for the pp microbatches 1F1B's first stage
- * holds of its L / pp layers, and one layer recomputed whole) do not fit beside model
- * states that would fit alone. */
+ * sequence's activations (on the first stage each layer's input for the pp microbatches
+ * 1F1B holds of its L / pp layers, and one layer recomputed whole; on the last the head's
+ * saved softmax and its logits) do not fit beside model states that would fit alone. */
 static bool level_short(const vp_hybrid_request *q, int tp, int pp, int R, int x) {
     int dp = R / x;
     if (R % x || q->global_batch % dp || q->global_batch / dp < pp)
@@ -55,15 +56,21 @@ static bool level_short(const vp_hybrid_request *q, int tp, int pp, int R, int x
     w.sp = q->work.sp && tp > 1;
     vp_arch a = *q->arch;
     a.experts = 0; /* a mixture of experts' layer as if dense: the activations around it */
-    vp_price_facts whole, kept;
+    vp_price_facts whole, kept, head;
     w.recompute = VP_RECOMPUTE_NONE;
     vp_status rc = vp_price_part_facts(&a, &w, VP_PRICE_LAYER, &whole, NULL);
+    if (rc == VP_OK)
+        rc = vp_price_part_facts(&a, &w, VP_PRICE_HEAD, &head, NULL);
     w.recompute = VP_RECOMPUTE_FULL;
     if (rc != VP_OK || vp_price_part_facts(&a, &w, VP_PRICE_LAYER, &kept, NULL) != VP_OK)
         return true;
+    /* the head's saved softmax and its 16-bit logits while the loss runs (the last stage) */
+    double logits = (double)w.seq / x * a.vocab / tp * a.dtype_bytes;
+    double layers = a.layers * kept.act_bytes + whole.act_bytes, ends = head.act_bytes + logits;
+    double acts = pp == 1 ? layers + ends : fmax(layers, ends); /* one stage holds both */
     double limit = q->gpu->memory_bytes - vp__hy_margin(q);
     double states = least_states(q, tp, pp, R);
-    return states < limit && states + a.layers * kept.act_bytes + whole.act_bytes > limit;
+    return states < limit && states + acts > limit;
 }
 bool vp__hy_cp_wanted(const vp_hybrid_request *req, int tp, int pp, int cp) {
     if (cp == 1 || req->cp > 0)
