@@ -162,34 +162,26 @@ static void test_dp_over_dp_cp(void **state) {
     vp_price_result_free(r4);
 }
 
-static void check_refused(const vp_arch *a, const vp_workload *t, const char *needle) {
-    vp_price_setup su = {.arch = a, .work = t};
-    vp_error err = {0};
-    assert_int_equal(vp_price_check(&su, &err), VP_EINVAL);
-    if (!strstr(err.message, needle))
-        fail_msg("'%s' lacks '%s'", err.message, needle);
-}
-
 /* CP must leave every rank 2 chunks (2 cp dividing the sequence); vpipe's own model has no
  * context parallelism. */
 static void test_refusals(void **state) {
     (void)state;
     cfg c;
     make(&c, 8192, 1, 3, 1);
-    check_refused(&c.a, &c.t, "CP 3 must divide sequence 8192");
+    tp_check_refused(&c.a, &c.t, "CP 3 must divide sequence 8192");
     c.t.seq = 8190;
     c.t.cp = 2; /* 4095 tokens each: odd, no 2 chunks */
-    check_refused(&c.a, &c.t, "2 x CP must divide the sequence");
+    tp_check_refused(&c.a, &c.t, "2 x CP must divide the sequence");
     c.t.seq = 8192;
     c.t.cp = 8192; /* one token each */
-    check_refused(&c.a, &c.t, "CP 8192 must divide");
+    tp_check_refused(&c.a, &c.t, "CP 8192 must divide");
     c.t.cp = 4096;
     assert_int_equal(vp_price_check(&c.su, NULL), VP_OK);
     vp_arch own = vp_arch_vpipe(2, 64, 2, 64);
     vp_workload w = vp_workload_default(&own);
     w.seq = 64;
     w.cp = 2;
-    check_refused(&own, &w, "vpipe's own model cannot split its attention over CP 2");
+    tp_check_refused(&own, &w, "vpipe's own model cannot split its attention over CP 2");
 }
 
 int main(void) {

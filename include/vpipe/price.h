@@ -392,9 +392,9 @@ typedef struct vp_price_setup {
 
 /* Checks the setup before anything is priced: the model's and (when given) the
  * accelerator's fields, degrees >= 1, heads and KV heads divisible by tp, the sequence
- * within the model's positions, precision and reserve sane, vpipe's own model only
- * without TP, FlashAttention or recomputation. VP_EINVAL with a message naming the
- * problem. */
+ * within the model's positions and (CP > 1) divisible by 2 x CP (2 chunks a rank),
+ * precision and reserve sane, vpipe's own model only without TP, CP, FlashAttention or
+ * recomputation. VP_EINVAL with a message naming the problem. */
 VP_API vp_status vp_price_check(const vp_price_setup *setup, vp_error *err);
 
 /* One stage of a schedule, priced. Times in milliseconds, bytes per microbatch. */
