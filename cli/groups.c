@@ -135,6 +135,8 @@ const cli_group cli_vocab_group = CLI_GROUP("vocabulary", vocab_opts);
 /* In vp_fp8's order, then auto (VP_REQUEST_FP8_AUTO). */
 static const char *const fp8_names[] = {"off",     "tensorwise", "blockwise", "mxfp8",
                                         "delayed", "auto",       NULL};
+/* In vp_cp_comm's order. */
+static const char *const cp_comm_names[] = {"p2p", "allgather", NULL};
 
 static const cli_opt real_opts[] = {
     {.name = "model",
@@ -198,6 +200,17 @@ static const cli_opt real_opts[] = {
              "(blockwise), MXFP8 (Blackwell, MI355X), priced at the\n"
              "accelerator's FP8 rate with each recipe's casts and FP8\n"
              "weight copies; plan: auto tries off and the accelerator's best"},
+    REAL_INT("cp", cp, 1 << 20,
+             "context-parallel degree: each sequence split over N ranks,\n"
+             "seq/N tokens each in 2 chunks (causal balancing; default 1;\n"
+             "plan --model: fixes the search's CP)"),
+    {.name = "cp-comm",
+     .kind = CLI_ENUM,
+     .offset = AT(cp_comm),
+     .choices = cp_comm_names,
+     .help = "how CP exchanges keys and values: p2p (ring attention, each\n"
+             "send hidden under a block's attention) or allgather (the\n"
+             "whole sequence's before attention; default p2p)"},
 };
 
 const cli_group cli_real_group = CLI_GROUP("real model", real_opts);

@@ -34,4 +34,13 @@ static inline vp_price_result *tp_price(const vp_price_setup *su, const char *fa
     return r;
 }
 
+/* Checks that pricing refuses model a under workload t with a message containing want. */
+static inline void tp_check_refused(const vp_arch *a, const vp_workload *t, const char *want) {
+    vp_price_setup su = {.arch = a, .work = t};
+    vp_error err = {0};
+    assert_int_equal(vp_price_check(&su, &err), VP_EINVAL);
+    if (!strstr(err.message, want))
+        fail_msg("'%s' lacks '%s'", err.message, want);
+}
+
 #endif

@@ -101,7 +101,7 @@ static void test_not_expressible(void **state) {
             fail_msg("%s failed to price: %s", set->runs[i].id, acc->rows[i].err.message);
     }
     assert_int_equal(listed, acc->n - (10 + 9 + 18 + 6));
-    assert_true(listed >= 45); /* 50 before the dense FP8 runs moved to fp8.csv */
+    assert_true(listed >= 30); /* 50 before the FP8 and CP runs moved to fp8.csv and cp.csv */
 }
 
 /* The mixture-of-experts runs vpipe prices with expert parallelism (data/anchors/moe.csv,
@@ -167,6 +167,32 @@ static void test_fp8_runs(void **state) {
     vp_calibrate_free(runs);
 }
 
+/* The context-parallel runs (data/anchors/cp.csv): all of section 2.9's CP rows and their
+ * controls are read; none is held back by CP itself, only by the FP8 or FSDP each also
+ * runs (issue #25's other branches). */
+static void test_cp_runs(void **state) {
+    (void)state;
+    const char *cp[] = {VP_SOURCE_DIR "/data/anchors/cp.csv"};
+    vp_run_set *runs = NULL;
+    vp_error err = {0};
+    if (vp_calibrate_read_files(cp, 1, &runs, &err) != VP_OK)
+        fail_msg("%s", err.message);
+    const char *ids[] = {"LH5", "LH7", "LH9", "T2c",  "T6b", "T6d", "N11",
+                         "N12", "ML1", "ML3", "MB11", "LH1", "LH3", "T2a"};
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+        int i = 0;
+        while (i < runs->n && strcmp(runs->runs[i].id, ids[k]))
+            i++;
+        if (i == runs->n)
+            fail_msg("cp.csv lacks %s", ids[k]);
+        const vp_run *run = &runs->runs[i];
+        assert_true((run->cp > 1) == (k < 11));
+        assert_true(run->fp8 || run->zero == 3);
+        assert_non_null(strstr(run->why_not, "CP itself is expressible"));
+    }
+    vp_calibrate_free(runs);
+}
+
 /* Each preset's expected error is the accuracy measured for its accelerator here. */
 static void test_presets_state_it(void **state) {
     (void)state;
@@ -192,6 +218,7 @@ int main(void) {
         cmocka_unit_test(test_thresholds),       cmocka_unit_test(test_memory),
         cmocka_unit_test(test_not_expressible),  cmocka_unit_test(test_moe_runs),
         cmocka_unit_test(test_presets_state_it), cmocka_unit_test(test_fp8_runs),
+        cmocka_unit_test(test_cp_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -169,14 +169,6 @@ static void test_expert_dp_reduction(void **state) {
                                                experts * t.prec.grad));
 }
 
-static void check_refused(const vp_arch *a, const vp_workload *t, const char *want) {
-    vp_price_setup su = {.arch = a, .work = t};
-    vp_error err = {0};
-    assert_int_equal(vp_price_check(&su, &err), VP_EINVAL);
-    if (!strstr(err.message, want))
-        fail_msg("'%s' lacks '%s'", err.message, want);
-}
-
 /* EP must divide the experts, ETP their width, EP x ETP the GPUs of a pipeline rank; a
  * dense model has no experts to split. */
 static void test_refusals(void **state) {
@@ -185,16 +177,16 @@ static void test_refusals(void **state) {
     vp_workload t = vp_workload_default(&moe);
     t.dp = 16;
     t.ep = 3;
-    check_refused(&moe, &t, "128 experts must be divisible by EP 3");
+    tp_check_refused(&moe, &t, "128 experts must be divisible by EP 3");
     t.ep = 32;
-    check_refused(&moe, &t, "EP x ETP (32) must divide TP x CP x DP (16)");
+    tp_check_refused(&moe, &t, "EP x ETP (32) must divide TP x CP x DP (16)");
     t.ep = 8;
     t.etp = 5;
-    check_refused(&moe, &t, "width 768 by ETP 5");
+    tp_check_refused(&moe, &t, "width 768 by ETP 5");
     vp_workload d = vp_workload_default(&dense);
     d.dp = 8;
     d.ep = 8;
-    check_refused(&dense, &d, "has no experts");
+    tp_check_refused(&dense, &d, "has no experts");
     t.etp = 2;
     vp_price_setup ok = {.arch = &moe, .work = &t};
     assert_int_equal(vp_price_check(&ok, NULL), VP_OK);

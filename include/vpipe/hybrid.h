@@ -48,6 +48,7 @@ typedef struct vp_hybrid_config {
     vp_vblock vblock;
     int dp, tp, pp;
     int ep, etp; /* expert and expert-tensor parallelism (1, 1 for a dense model; 0 as 1) */
+    int cp;      /* context parallelism (0 as 1), exchanging as the request's work.cp_comm */
     int v;       /* chunks per device of `interleaved`; 0 for other families */
     int mbs, m;  /* microbatch size; microbatches per step on each DP rank */
     vp_recompute recompute;
@@ -82,6 +83,9 @@ typedef struct vp_hybrid_request {
     int ep;              /* > 0 fixes EP; 0 searches the divisors of the experts that
                             divide TP x DP / ETP (a dense model: 1) */
     int etp;             /* > 0 fixes ETP; 0: 1 (not searched) */
+    int cp;              /* > 0 fixes CP; 0 searches the CP degrees that leave every rank 2
+                            chunks of the sequence (2 CP dividing it), CP > 1 only when the
+                            sequence's activations need it: see vp__hy_cp_wanted */
     int recompute;       /* -1 searches; a vp_recompute fixes it */
     int offload;         /* 1: a configuration whose op order leaves less than the margin
                             below the capacity is tried offloading (the uniform policy at
@@ -184,7 +188,9 @@ VP_API char *vp_hybrid_json(const vp_hybrid *h, const vp_hybrid_request *req);
  * module_fqns_per_model_part): [training] seq_len, local_batch_size, global_batch_size;
  * [parallelism] data_parallel_replicate_degree and data_parallel_shard_degree (shard with
  * the distributed optimizer), tensor_parallel_degree, pipeline_parallel_degree,
- * pipeline_parallel_microbatch_size, pipeline_parallel_schedule (the class the CSV
+ * pipeline_parallel_microbatch_size, context_parallel_degree and
+ * context_parallel_rotate_method ("alltoall": the ring of --cp-comm p2p; "allgather")
+ * with CP > 1, pipeline_parallel_schedule (the class the CSV
  * needs), pipeline_parallel_schedule_csv = csv_path (a TOML string: quotes, backslashes
  * and control characters escaped), module_fqns_per_model_part (Llama's
  * module names: tok_embeddings, layers.N, norm, output); [activation_checkpoint] mode; a
@@ -197,7 +203,8 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
 /* Megatron-LM flags for priced when its family is one Megatron runs (1F1B, interleaved):
  * --tensor-model-parallel-size, --pipeline-model-parallel-size, --micro-batch-size,
  * --global-batch-size, --seq-length, --num-layers-per-virtual-pipeline-stage
- * (interleaved), --sequence-parallel, --use-distributed-optimizer, --recompute-granularity
+ * (interleaved), --context-parallel-size and --cp-comm-type (p2p or all_gather) with
+ * CP > 1, --sequence-parallel, --use-distributed-optimizer, --recompute-granularity
  * (with --recompute-method uniform --recompute-num-layers 1 for full),
  * --attention-backend flash, --decoder-first/last-pipeline-num-layers when the split
  * gives the ends other counts than the middle, and with offload

@@ -19,9 +19,9 @@
  * reserve complete the itemised memory of every rank; the makespan plus the optimizer step
  * and the exposed data-parallel reduction is the step time.
  *
- * Ranks follow Megatron's order (tensor-parallel rank innermost, then data, then
- * pipeline), so a link is inside a node when both ends share gpus_per_node consecutive
- * ranks.
+ * Ranks follow Megatron's order (tensor-parallel rank innermost, then context, then data,
+ * then pipeline: its tp-cp-ep-dp-pp), so a link is inside a node when both ends share
+ * gpus_per_node consecutive ranks.
  */
 #ifndef VPIPE_PRICE_H
 #define VPIPE_PRICE_H
@@ -404,9 +404,9 @@ typedef struct vp_price_setup {
 
 /* Checks the setup before anything is priced: the model's and (when given) the
  * accelerator's fields, degrees >= 1, heads and KV heads divisible by tp, the sequence
- * within the model's positions, precision and reserve sane, vpipe's own model only
- * without TP, FlashAttention or recomputation. VP_EINVAL with a message naming the
- * problem. */
+ * within the model's positions and (CP > 1) divisible by 2 x CP (2 chunks a rank),
+ * precision and reserve sane, vpipe's own model only without TP, CP, FlashAttention or
+ * recomputation. VP_EINVAL with a message naming the problem. */
 VP_API vp_status vp_price_check(const vp_price_setup *setup, vp_error *err);
 
 /* One stage of a schedule, priced. Times in milliseconds, bytes per microbatch. */
@@ -543,6 +543,8 @@ typedef struct vp_price_result {
     char model[64], gpu[64];
     int p, S, m, route_len, tp, dp, gpus;
     int ep, etp; /* expert parallelism (1, 1 for a dense model) */
+    int cp;      /* context parallelism (1: none), exchanging as cp_comm says */
+    vp_cp_comm cp_comm;
     int seq, mbs;
     int *layers_per_stage; /* [route_len] */
     vp_price_stage *stage; /* [S], times as simulated */
@@ -601,10 +603,10 @@ VP_API vp_status vp_price_family(const vp_price_setup *setup, const char *family
 VP_API void vp_price_result_free(vp_price_result *r);
 
 /* The result as one JSON object (new string, caller frees with free()): family, model,
- * gpu, p, m, tp, dp, ep, etp, gpus, seq, mbs, step_time_s, makespan_s, optimizer_s, dp_reduce_s,
- * dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s, tokens_per_s_per_gpu,
- * memory_per_rank (array of {rank, params, grads, optimizer, activations, buffers,
- * workspace, logits, gathers, allocated, fragmentation, reserved, context, comm, reserve,
+ * gpu, p, m, tp, dp, ep, etp, cp, gpus, seq, mbs, cp_comm, step_time_s, makespan_s, optimizer_s,
+ * dp_reduce_s, dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s,
+ * tokens_per_s_per_gpu, memory_per_rank (array of {rank, params, grads, optimizer, activations,
+ * buffers, workspace, logits, gathers, allocated, fragmentation, reserved, context, comm, reserve,
  * total},
  * bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,

@@ -124,6 +124,8 @@ typedef struct vp_request {
     const char *model, *gpu;
     int seq, mbs, tp, dp, ep, etp;
     bool sp, zero, flash, tp_overlap, pp_overlap;
+    /* --cp (0: not given), --cp-comm (a vp_cp_comm; -1: not given) */
+    int cp, cp_comm;
     double reserve, dp_overlap;
     int split;
     const char *layers_per_stage;

@@ -167,6 +167,19 @@ def test_plan_fixes_dimensions_and_threads_change_nothing():
     assert vpipe.plan(p=8, m=32, memory="4u", threads=3).json == budget.json
 
 
+def test_context_parallelism_reaches_pricing_and_the_planner():
+    r = vpipe.simulate("1f1b", p=2, m=4, model="llama3-8b", seq=8192, dp=2, cp=2,
+                       cp_comm="allgather", flash=True)
+    assert r.cp == 2 and r.cp_comm == "allgather" and r.gpus == 2 * 2 * 2
+    plain = vpipe.simulate("1f1b", p=2, m=4, model="llama3-8b", seq=8192, dp=2, flash=True)
+    assert plain.cp == 1 and plain.cp_comm == "p2p"
+    ram = [m.activations for m in r.memory_per_rank], [m.activations for m in plain.memory_per_rank]
+    assert all(abs(a / b - 0.5) < 1e-9 for a, b in zip(*ram))  # each rank holds half the tokens
+    fixed = vpipe.plan(model="llama3-8b", gpus=8, global_batch=16, seq=8192, flash=True, cp=2)
+    assert fixed.best.cp == 2 and all(c.cp == 2 for c in fixed.top)
+    assert "--context-parallel-size 2 --cp-comm-type p2p" in fixed.megatron()
+
+
 # ---- model, list, block -------------------------------------------------------------------
 
 

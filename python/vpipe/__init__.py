@@ -172,7 +172,7 @@ def simulate(operand: Union[str, Schedule, None] = None, **options: Any) -> Simu
     its SimulationReport, or with model=... its PriceResult; .text is the command line's
     report. options: simulate's (p, m, v, cost, cost_file, memory_model, memory_limit,
     max_ops, recompute, and the real model's: model, gpu, seq, mbs, tp, sp, dp, ep, etp,
-    zero, flash, reserve, dp_overlap, split, layers_per_stage).
+    cp, cp_comm, zero, flash, reserve, dp_overlap, split, layers_per_stage).
 
         >>> vpipe.simulate("1f1b", p=4, m=8, recompute="full").peak_memory_max  # 1.0687
     """
@@ -239,8 +239,8 @@ def plan(p: Optional[int] = None, m: Optional[int] = None,
     Raises Error when no schedule fits (the message names the smallest peak reached).
 
     The whole-configuration planner (model=..., gpus=..., global_batch=..., and gpu, seq,
-    flash, sp, zero, tp/dp/pp/ep/etp/mbs/recompute to fix a dimension, top, max_chunks,
-    time_limit, ...): searches every DP x TP x PP x EP, microbatch size, family and
+    flash, sp, zero, cp_comm, tp/dp/pp/ep/etp/cp/mbs/recompute to fix a dimension, top,
+    max_chunks, time_limit, ...): searches every DP x TP x PP x EP x CP, microbatch size, family and
     recomputation, and answers a ClusterPlan: the winner (best, and its schedule), the top
     configurations, the best of every family, the reason and the search's counts; its
     torchtitan() and megatron() give the exports (emit="torchtitan" with operand=DIR puts
@@ -281,7 +281,8 @@ def price(family: str, p: int, m: int, model: str, gpu: Optional[str] = None,
         split: how layers are split over stages, "time", "memory" or "even"; or the
             layers of each stage in layers_per_stage.
         options: simulate's others (ep and etp for a mixture of experts' expert and
-            expert-tensor parallelism, reserve, dp_overlap, cost for measured ms,
+            expert-tensor parallelism, cp and cp_comm for context parallelism, reserve,
+            dp_overlap, cost for measured ms,
             vocab_parallel=True: every rank holds a p-th of the vocabulary, token table and
             head, and runs a p-th of its passes, ...).
 

@@ -268,9 +268,11 @@ class PriceResult(SimulationReport):
     dp: int
     ep: int
     etp: int
+    cp: int
     gpus: int
     seq: int
     mbs: int
+    cp_comm: str
     step_time_s: float
     makespan_s: float
     optimizer_s: float
@@ -412,8 +414,8 @@ class Comparison(_Rows):
 @dataclasses.dataclass(frozen=True)
 class Configuration(_Record):
     """One configuration the whole-configuration planner priced: family (params: a V
-    block's), data-, tensor-, pipeline-, expert- and expert-tensor-parallel degrees (ep,
-    etp: 1 for a dense model), chunks per device (v, 0 when
+    block's), data-, tensor-, pipeline-, expert-, expert-tensor- and context-parallel
+    degrees (ep, etp: 1 for a dense model; cp: 1 without CP), chunks per device (v, 0 when
     the family has none), microbatch size and count, recomputation, seconds per step, MFU,
     bubble, the largest rank's bytes, whether every rank fits, the room left below the
     capacity (headroom_bytes) and whether that is under the plan's margin (tight); the
@@ -426,6 +428,7 @@ class Configuration(_Record):
     pp: int
     ep: int
     etp: int
+    cp: int
     v: int
     mbs: int
     m: int

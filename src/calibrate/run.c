@@ -74,6 +74,7 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->tp = run->tp;
     w->dp = run->dp;
     w->ep = run->ep;
+    w->cp = run->cp;
     w->sp = run->sp && run->tp > 1;
     w->flash = run->flash;
     w->fp8 = run->fp8;

@@ -483,7 +483,6 @@ static void refuse(const cells *c, vp_run *run) {
         int k;
         const char *what;
     } no[] = {
-        {run->cp > 1, C_CP, "context parallelism"},
         {run->zero > 1, C_ZERO, "ZeRO-2/3 (FSDP) sharding"},
     };
     for (size_t i = 0; i < sizeof no / sizeof no[0] && !run->why_not[0]; i++)

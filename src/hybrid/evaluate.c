@@ -44,6 +44,7 @@ void vp__hy_setup_make(const vp_hybrid_request *req, const vp_hybrid_config *c, 
     out->work.dp = c->dp;
     out->work.ep = c->ep > 0 ? c->ep : 1;
     out->work.etp = c->etp > 0 ? c->etp : 1;
+    out->work.cp = c->cp > 0 ? c->cp : 1;
     out->work.mbs = c->mbs;
     out->work.recompute = c->recompute;
     out->work.fp8 = c->fp8;

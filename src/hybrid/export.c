@@ -87,14 +87,17 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
                         "every stage",
                         c->family, vp_placement_name(pr->schedule->placement));
     vp__buf b = {0};
+    char cp[24] = "";
+    if (c->cp > 1)
+        snprintf(cp, sizeof cp, " x CP %d", c->cp);
     vp__buf_printf(&b,
-                   "# vpipe plan: %s%s%s for %s on %d %s, DP %d x TP %d x PP %d, mbs %d, m %d,"
+                   "# vpipe plan: %s%s%s for %s on %d %s, DP %d x TP %d%s x PP %d, mbs %d, m %d,"
                    " recompute %s\n# predicted: step %.4g s, MFU %.1f%%, at most %.1f GiB per GPU\n"
                    "# The parallelism part of a torchtitan job configuration (TOML JobConfig of\n"
                    "# torchtitan/config/job_config.py with module_fqns_per_model_part):\n"
                    "# merge it into the job's file.\n\n",
                    c->family, c->params[0] ? " " : "", c->params, req->arch->name, req->gpus,
-                   req->gpu->name, c->dp, c->tp, c->pp, c->mbs, c->m,
+                   req->gpu->name, c->dp, c->tp, cp, c->pp, c->mbs, c->m,
                    vp_recompute_name(c->recompute), c->step_time_s, 100 * c->mfu,
                    c->memory_max_bytes / GIB);
     vp__buf_printf(&b,
@@ -115,6 +118,7 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
                            ? "# torchtitan folds EP over DP x TP only when EP is a multiple of TP\n"
                              "# and ETP is 1 or TP: this configuration is Megatron-LM's fold\n"
                            : "");
+    vp__hy_cp_export(&b, req, c, false);
     if (c->pp > 1)
         pipeline_keys(&b, pr, schedule, csv_path);
     float8_keys(&b, c->fp8);
@@ -224,11 +228,13 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
     if (c->ep > 1 || c->etp > 1)
         vp__buf_printf(&b, " --expert-model-parallel-size %d --expert-tensor-parallel-size %d",
                        c->ep, c->etp);
+    vp__hy_cp_export(&b, req, c, true);
+    int cp = c->cp > 1 ? c->cp : 1;
     if (req->work.sp && c->tp > 1)
         vp__buf_printf(&b, " --sequence-parallel");
     if (c->fp8 != VP_FP8_OFF) /* E4M3 forward, E5M2 gradients; the recipes share names */
         vp__buf_printf(&b, " --fp8-format hybrid --fp8-recipe %s", vp_fp8_name(c->fp8));
-    if (req->work.zero1 && c->dp > 1)
+    if (req->work.zero1 && c->dp * cp > 1)
         vp__buf_printf(&b, " --use-distributed-optimizer");
     if (req->work.flash)
         vp__buf_printf(&b, " --attention-backend flash");
@@ -239,8 +245,12 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
         vp__buf_printf(&b, " --recompute-granularity selective");
     if (c->offload > 0)
         offload_flags(&b, &notes, req, pr);
-    vp__buf_printf(&b, "\n# data parallel %d = world size %d / (TP %d x PP %d)\n", c->dp, req->gpus,
-                   c->tp, c->pp);
+    if (cp > 1)
+        vp__buf_printf(&b, "\n# data parallel %d = world size %d / (TP %d x CP %d x PP %d)\n",
+                       c->dp, req->gpus, c->tp, cp, c->pp);
+    else
+        vp__buf_printf(&b, "\n# data parallel %d = world size %d / (TP %d x PP %d)\n", c->dp,
+                       req->gpus, c->tp, c->pp);
     char *extra = vp__buf_take(&notes);
     vp__buf_printf(&b, "%s", extra ? extra : "");
     free(extra);

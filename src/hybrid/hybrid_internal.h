@@ -51,9 +51,28 @@ double vp__hy_margin(const vp_hybrid_request *req);
 /* Fills config's group from its family and recomputation. */
 void vp__hy_group(vp_hybrid_config *config);
 
-/* The levers beside DP x TP x PP of c, ", EP 8, ETP 1, FP8 tensorwise" ("" with none), into
- * buf (result.c); returns buf. */
+/* The levers beside DP x TP x PP of c, ", CP 2, EP 8, ETP 1, FP8 tensorwise" ("" with
+ * none), into buf (result.c); returns buf. */
 const char *vp__hy_levers(const vp_hybrid_config *c, char *buf, size_t size);
+
+/* Context parallelism (cp.c): whether CP degree cp may split the sequence at TP tp under
+ * req (fixed, or dividing the GPUs per TP group with 2 chunks of the sequence per rank). */
+bool vp__hy_cp_legal(const vp_hybrid_request *req, int tp, int cp);
+/* Whether the search tries CP degree cp at TP tp and PP pp (searched CP only): always CP 1;
+ * CP > 1 only while the next smaller CP degree the point could take leaves the sequence's
+ * activations or the pipeline short (its DP does not divide the batch, gives fewer
+ * sequences per DP rank than stages, or even with full recomputation one sequence's
+ * activations do not fit beside model states that would: CP=1 cannot fit there, or its
+ * bubble makes it slower). Past that, CP only adds its exchange and shrinks the matrix
+ * multiplies of its twin at CP 1 (the same GPUs, more DP) without buying memory or
+ * microbatches. */
+bool vp__hy_cp_wanted(const vp_hybrid_request *req, int tp, int pp, int cp);
+
+/* An export's context-parallel settings of config (nothing at CP 1) into b: Megatron-LM's
+ * flags (megatron) or torchtitan's [parallelism] keys. */
+struct vp__buf;
+void vp__hy_cp_export(struct vp__buf *b, const vp_hybrid_request *req,
+                      const vp_hybrid_config *config, bool megatron);
 
 /* The one-sentence reason of h (its top, best and versus set). */
 void vp__hy_reason(vp_hybrid *h);

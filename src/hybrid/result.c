@@ -11,7 +11,9 @@
 #define GIB 1073741824.0
 
 const char *vp__hy_levers(const vp_hybrid_config *c, char *buf, size_t size) {
-    int n = c->ep > 1 || c->etp > 1 ? snprintf(buf, size, ", EP %d, ETP %d", c->ep, c->etp) : 0;
+    int n = c->cp > 1 ? snprintf(buf, size, ", CP %d", c->cp) : 0;
+    if ((c->ep > 1 || c->etp > 1) && n >= 0 && (size_t)n < size)
+        n += snprintf(buf + n, size - (size_t)n, ", EP %d, ETP %d", c->ep, c->etp);
     if (n == 0 && size > 0)
         buf[0] = '\0';
     if (c->fp8 != VP_FP8_OFF && n >= 0 && (size_t)n < size)
@@ -84,9 +86,9 @@ static json_t *config_json(const vp_hybrid_config *c) {
     json_object_set_new(o, "family", json_string(c->family));
     if (c->params[0])
         json_object_set_new(o, "params", json_string(c->params));
-    const char *ints[] = {"dp", "tp", "pp", "ep", "etp", "v", "mbs", "m"};
-    int ivals[] = {c->dp, c->tp, c->pp, c->ep, c->etp, c->v, c->mbs, c->m};
-    for (int i = 0; i < 8; i++)
+    const char *ints[] = {"dp", "tp", "pp", "ep", "etp", "cp", "v", "mbs", "m"};
+    int ivals[] = {c->dp, c->tp, c->pp, c->ep, c->etp, c->cp > 0 ? c->cp : 1, c->v, c->mbs, c->m};
+    for (int i = 0; i < 9; i++)
         json_object_set_new(o, ints[i], json_integer(ivals[i]));
     json_object_set_new(o, "recompute", json_string(vp_recompute_name(c->recompute)));
     if (c->fp8 != VP_FP8_OFF)

@@ -185,10 +185,10 @@ static int fp8_choices(const vp_hybrid_request *q, vp_fp8 out[2]) {
     return q->fp8_search && out[1] != VP_FP8_OFF ? 2 : 1;
 }
 
-/* The points of one DP x TP x PP: every EP dividing the experts whose EP x ETP divides
- * TP x DP (the expert layers fold the same GPUs), every microbatch size DP x mbs divides
- * the batch by, every recomputation, every FP8 recipe searched. */
-static vp_status enumerate_at(search *S, int dp, int tp, int pp, vp_error *err) {
+/* The points of one DP x TP x PP x CP: every EP dividing the experts whose EP x ETP divides
+ * TP x CP x DP (the expert layers fold the same GPUs), every microbatch size DP x mbs
+ * divides the batch by, every recomputation, every FP8 recipe searched. */
+static vp_status enumerate_at(search *S, int dp, int tp, int pp, int cp, vp_error *err) {
     const vp_hybrid_request *q = S->req;
     const vp_arch *a = q->arch;
     int B = q->global_batch, etp = q->etp > 0 ? q->etp : 1;
@@ -196,7 +196,7 @@ static vp_status enumerate_at(search *S, int dp, int tp, int pp, vp_error *err) 
     int n_fp8 = fp8_choices(q, fp8);
     int most = a->experts > 0 ? a->experts : 1;
     for (int ep = 1; ep <= most; ep++) {
-        if (most % ep || ((long)tp * dp) % ((long)ep * etp) || !allowed(q->ep, ep) ||
+        if (most % ep || ((long)tp * cp * dp) % ((long)ep * etp) || !allowed(q->ep, ep) ||
             (a->experts > 0 && a->expert_ffn % etp))
             continue;
         for (int mbs = 1; mbs <= B / dp; mbs++) {
@@ -212,6 +212,7 @@ static vp_status enumerate_at(search *S, int dp, int tp, int pp, vp_error *err) 
                                            .pp = pp,
                                            .ep = ep,
                                            .etp = etp,
+                                           .cp = cp,
                                            .mbs = mbs,
                                            .m = B / dp / mbs,
                                            .fp8 = fp8[f]};
@@ -226,8 +227,8 @@ static vp_status enumerate_at(search *S, int dp, int tp, int pp, vp_error *err) 
     return VP_OK;
 }
 
-/* Every point: TP within a node dividing the heads and KV heads, PP x DP the rest, and
- * enumerate_at's points of each. */
+/* Every point: TP within a node dividing the heads and KV heads, CP as vp__hy_cp_legal
+ * allows, PP x DP the rest, and enumerate_at's points of each. */
 static vp_status enumerate(search *S, vp_error *err) {
     const vp_hybrid_request *q = S->req;
     const vp_arch *a = q->arch;
@@ -235,15 +236,20 @@ static vp_status enumerate(search *S, vp_error *err) {
     for (int tp = 1; tp <= node; tp++) {
         if (node % tp || q->gpus % tp || a->heads % tp || a->kv_heads % tp || !allowed(q->tp, tp))
             continue;
-        for (int pp = 1; pp <= q->gpus / tp; pp++) {
-            int dp = q->gpus / tp / pp;
-            /* every family has at least pp stages on a route: pp - 2 layers at least */
-            if ((q->gpus / tp) % pp || B % dp || !allowed(q->pp, pp) || !allowed(q->dp, dp) ||
-                pp > a->layers + 2)
+        for (int cp = 1; cp <= q->gpus / tp; cp++) {
+            if (!vp__hy_cp_legal(q, tp, cp))
                 continue;
-            vp_status st = enumerate_at(S, dp, tp, pp, err);
-            if (st != VP_OK || S->h->timed_out)
-                return st;
+            int rest = q->gpus / tp / cp; /* PP x DP */
+            for (int pp = 1; pp <= rest; pp++) {
+                int dp = rest / pp;
+                /* every family has at least pp stages on a route: pp - 2 layers at least */
+                if (rest % pp || B % dp || !allowed(q->pp, pp) || !allowed(q->dp, dp) ||
+                    pp > a->layers + 2 || !vp__hy_cp_wanted(q, tp, pp, cp))
+                    continue;
+                vp_status st = enumerate_at(S, dp, tp, pp, cp, err);
+                if (st != VP_OK || S->h->timed_out)
+                    return st;
+            }
         }
     }
     return VP_OK;
@@ -567,7 +573,7 @@ static vp_status check_request(const vp_hybrid_request *q, vp_error *err) {
         return vp__fail(err, VP_EINVAL,
                         "GPUs must be in [1, 2^20] and the global batch in [1, 2^24] (got %d, %d)",
                         q->gpus, q->global_batch);
-    if (q->tp < 0 || q->pp < 0 || q->dp < 0 || q->mbs < 0 || q->ep < 0 || q->etp < 0 ||
+    if (q->tp < 0 || q->pp < 0 || q->dp < 0 || q->mbs < 0 || q->ep < 0 || q->etp < 0 || q->cp < 0 ||
         q->recompute < -1 || q->recompute > VP_RECOMPUTE_FULL || q->max_chunks < 0 ||
         q->max_chunks > 64 || q->vblock_max_pp < 0 || q->top < 0 || q->threads < 0 ||
         q->fp8_search < 0 || q->fp8_search > 1 || !(q->time_limit_s >= 0) ||
@@ -580,6 +586,7 @@ static vp_status check_request(const vp_hybrid_request *q, vp_error *err) {
     w.ep = q->ep > 0 ? q->ep : 1;    /* a fixed EP and ETP divide the experts, on the DP */
     w.etp = q->etp > 0 ? q->etp : 1; /* that folds them (the search keeps to folds) */
     w.dp = w.ep * w.etp;
+    w.cp = q->cp > 0 ? q->cp : 1; /* a fixed CP leaves 2 chunks of the sequence per rank */
     w.recompute = VP_RECOMPUTE_NONE;
     vp_price_setup su = {.arch = q->arch, .gpu = q->gpu, .work = &w, .split = q->split};
     return vp_price_check(&su, err);

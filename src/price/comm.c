@@ -1,7 +1,8 @@
 /* Communication as frameworks run it.
  *
- * Where ranks sit: Megatron-LM's order, tensor-parallel rank innermost, then data-parallel,
- * then pipeline (rank = (pipeline x DP + data) x TP + tensor), gpus_per_node consecutive
+ * Where ranks sit: Megatron-LM's order, tensor-parallel rank innermost, then context-,
+ * then data-parallel, then pipeline (rank = ((pipeline x DP + data) x CP + context) x TP +
+ * tensor), gpus_per_node consecutive
  * ranks to a node. A group of n ranks spaced `stride` apart has min(n, node / stride)
  * members in a node (one when the stride fills a node) and spans n / that many nodes.
  *
@@ -87,9 +88,9 @@ bool vp__crosses_nodes(const vp_gpu *gpu, long a, long b) {
 double vp__send_seconds(const vp_price_setup *su, int from, int to) {
     const vp_workload *t = su->work;
     const vp_gpu *g = su->gpu;
-    long ranks = (long)t->tp * t->dp; /* global ranks per pipeline rank */
+    long ranks = (long)t->tp * t->cp * t->dp; /* global ranks per pipeline rank */
     bool inter = vp__crosses_nodes(g, from * ranks, to * ranks);
-    double tensor = (double)t->mbs * t->seq * su->arch->hidden * su->arch->dtype_bytes;
+    double tensor = vp__tokens(t) * su->arch->hidden * su->arch->dtype_bytes; /* 1/cp each */
     /* every tensor-parallel rank sends its 1/t: split over the sequence with sequence
        parallelism, else Megatron-LM's scatter-gather (the receivers all-gather it back) */
     double wire = tensor / t->tp;
@@ -112,14 +113,15 @@ void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, do
     const vp_workload *t = su->work;
     const vp_gpu *g = su->gpu;
     *out = (vp__dp_cost){0};
-    int edp = experts > 0 ? vp__expert_dp(t) : 1;
-    if (t->dp <= 1 && edp <= 1)
+    int edp = experts > 0 ? vp__expert_dp(t) : 1, wdp = vp__weight_dp(t);
+    if (wdp <= 1 && edp <= 1)
         return;
-    long first_rank = (long)d * t->tp * t->dp;
-    vp__group grp = {first_rank, t->tp, t->dp}, egrp = {first_rank, (long)t->ep * t->etp, edp};
+    /* the dense weights' group: DP x CP ranks tp apart (cp.c) */
+    long first_rank = (long)d * t->tp * wdp;
+    vp__group grp = {first_rank, t->tp, wdp}, egrp = {first_rank, (long)t->ep * t->etp, edp};
     double egrads = experts * t->prec.grad, eparams = experts * t->prec.param;
     double params = m->params / t->prec.param - experts;
-    double bucket = fmin(bucket_elements(t->dp), params);
+    double bucket = fmin(bucket_elements(wdp), params);
     vp__collective kind = t->zero1 ? VP__GATHER : VP__ALL_REDUCE; /* reduce-scatter or not */
     double grads = vp__collective_seconds(g, kind, &grp, m->grads - egrads) +
                    vp__collective_seconds(g, kind, &egrp, egrads);

@@ -7,10 +7,10 @@
 #include "base/internal.h"
 #include "price/price_internal.h"
 
-/* Over how many ranks the optimizer states are split: DP with the distributed optimizer,
- * a routed expert's over expert-DP; else 1. */
+/* Over how many ranks the optimizer states are split: DP x CP with the distributed
+ * optimizer, a routed expert's over expert-DP; else 1. */
 static double optimizer_shard(const vp_workload *t, bool expert) {
-    return t->zero1 ? (expert ? vp__expert_dp(t) : (double)t->dp) : 1.0;
+    return t->zero1 ? (expert ? vp__expert_dp(t) : (double)vp__weight_dp(t)) : 1.0;
 }
 
 /* Bytes of master weights and moments of params parameters. */
@@ -199,7 +199,7 @@ static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const vp
  * or with blocking sends (their time is in the passes) the link's latency. A schedule's
  * critical path crosses every hop alike, so the mean keeps the path's total. */
 static double mean_hop_ms(const vp_price_setup *su, const vp_schedule *s) {
-    long ranks = (long)su->work->tp * su->work->dp; /* global ranks per pipeline rank */
+    long ranks = (long)su->work->tp * su->work->cp * su->work->dp; /* per pipeline rank */
     const vp_gpu *g = su->gpu;
     double sum = 0;
     int hops = 0;
@@ -232,7 +232,7 @@ static double vpipe_scratch(const vp_price_setup *su, const vp_price_stage *g) {
 static int communicators(const vp_price_setup *su, const vp_schedule *s, const vp__vocab_split *vs,
                          int d) {
     const vp_workload *t = su->work;
-    int n = (t->tp > 1) + (t->dp > 1), seen[8], n_seen = 0;
+    int n = (t->tp > 1) + (vp__weight_dp(t) > 1) + (t->cp > 1), seen[8], n_seen = 0;
     if (su->arch->experts > 0) /* the expert layers' EP, ETP and expert-DP groups */
         n += (t->ep > 1) + (t->etp > 1) + (vp__expert_dp(t) > 1);
     int first = -1, last = -1;
@@ -304,6 +304,7 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
        Transformer Engine's communication buffer beside it) */
     double gathered = vp__tokens(t) * a->hidden * a->dtype_bytes;
     double gathers = t->sp && t->tp > 1 && !own ? gathered * (t->tp_overlap ? 2 : 1) : 0;
+    gathers += vp__cp_buffer_bytes(a, t); /* CP's key-value buffers (cp.c) */
     for (int d = 0; d < s->p; d++) {
         vp_rank_memory *m = &lay->fixed[d];
         double vocab_params = vs ? vs->params : 0;

@@ -78,6 +78,11 @@ static void price_piece(const vp_price_setup *su, vp_price_part part, unsigned k
     bool whole = part == VP_PRICE_LAYER && t->recompute == VP_RECOMPUTE_FULL;
     pp->a2a_f_ms = ep_comm_seconds(su, kind, VP_OP_F) * 1e3;
     pp->a2a_b_ms = ep_comm_seconds(su, kind, VP_OP_B) * 1e3;
+    double cp_f = 0, cp_b = 0; /* context parallelism's key-value exchange (cp.c) */
+    if (part == VP_PRICE_LAYER)
+        vp__cp_exposed(su, kind, &cp_f, &cp_b);
+    comm[0] += cp_f;
+    comm[1] += cp_b;
     pp->f_ms = (sec[0] + comm[0]) * 1e3 + pp->a2a_f_ms;
     pp->r_ms = (sec[3] + (whole ? comm[0] : 0)) * 1e3 + (whole ? pp->a2a_f_ms : 0);
     pp->b_ms = (sec[1] + comm[1]) * 1e3 + pp->a2a_b_ms + pp->r_ms;

@@ -45,7 +45,7 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
 static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m, double experts) {
     const vp_workload *t = su->work;
     const vp_precision *pr = &t->prec;
-    double shard = (m->params / pr->param - experts) / (t->zero1 ? t->dp : 1) +
+    double shard = (m->params / pr->param - experts) / (t->zero1 ? vp__weight_dp(t) : 1) +
                    experts / (t->zero1 && experts > 0 ? vp__expert_dp(t) : 1);
     double weights = pr->master ? pr->master : pr->param;
     double traffic = 3.0 * pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
@@ -203,7 +203,9 @@ vp_status vp_price_on_layout(const vp_price_setup *su, const vp_price_layout *la
     r->dp = su->work->dp;
     r->ep = su->work->ep;
     r->etp = su->work->etp;
-    r->gpus = s->p * r->tp * r->dp;
+    r->cp = su->work->cp;
+    r->cp_comm = su->work->cp_comm;
+    r->gpus = s->p * r->tp * r->cp * r->dp;
     r->seq = su->work->seq;
     r->mbs = su->work->mbs;
     r->hop_ms = lay->hop_ms;
@@ -366,10 +368,11 @@ static void scalars_json(json_t *o, const vp_price_result *r) {
     json_object_set_new(o, "family", json_string(r->family));
     json_object_set_new(o, "model", json_string(r->model));
     json_object_set_new(o, "gpu", json_string(r->gpu));
-    const char *ints[] = {"p", "m", "tp", "dp", "ep", "etp", "gpus", "seq", "mbs"};
-    int ivals[] = {r->p, r->m, r->tp, r->dp, r->ep, r->etp, r->gpus, r->seq, r->mbs};
-    for (int i = 0; i < 9; i++)
+    const char *ints[] = {"p", "m", "tp", "dp", "ep", "etp", "cp", "gpus", "seq", "mbs"};
+    int ivals[] = {r->p, r->m, r->tp, r->dp, r->ep, r->etp, r->cp, r->gpus, r->seq, r->mbs};
+    for (int i = 0; i < 10; i++)
         json_object_set_new(o, ints[i], json_integer(ivals[i]));
+    json_object_set_new(o, "cp_comm", json_string(vp_cp_comm_name(r->cp_comm)));
     const char *reals[] = {"step_time_s",  "makespan_s",
                            "optimizer_s",  "dp_reduce_s",
                            "dp_exposed_s", "bubble",

@@ -159,6 +159,18 @@ double vp__fp8_step_seconds(const vp_price_setup *su, double copies);
 /* What a layer's saved tensor kept `keep` weighs under the recipe relative to 16-bit: a
  * linear's input kept for W is saved in FP8 (1 / dtype bytes), the rest unchanged (1). */
 double vp__fp8_saved_scale(const vp_arch *a, const vp_workload *t, vp_keep keep);
+/* Seconds of the attention core of one layer of kind in F and in B on one rank (speed.c). */
+void vp__attention_seconds(const vp_price_setup *su, unsigned kind, double *f, double *b);
+
+/* Context parallelism (cp.c): the ranks holding the same weights, over which gradients are
+ * reduced and the distributed optimizer shards (dp x cp); the keys and values one rank
+ * holds of one layer for one microbatch, bytes (what a ring step sends); the seconds of the
+ * key-value exchange that show in one layer of kind's F and B (0 without CP); the buffers
+ * the exchange holds while one layer's attention runs, bytes. */
+int vp__weight_dp(const vp_workload *t);
+double vp__cp_kv_bytes(const vp_arch *a, const vp_workload *t);
+void vp__cp_exposed(const vp_price_setup *su, unsigned kind, double *f, double *b);
+double vp__cp_buffer_bytes(const vp_arch *a, const vp_workload *t);
 
 /* ---- the pieces priced (pieces.c) -------------------------------------------------------- */
 

@@ -29,8 +29,7 @@ static double gemm_seconds(const vp_gpu *g, double m, double n, double k, double
     return count * 2 * m * n * k / (g->peak_flops * rate);
 }
 
-/* Seconds of the attention core of one layer of kind in F and in B on one rank. */
-static void attention_seconds(const vp_price_setup *su, unsigned kind, double *f, double *b) {
+void vp__attention_seconds(const vp_price_setup *su, unsigned kind, double *f, double *b) {
     const vp_arch *a = su->arch;
     const vp_workload *t = su->work;
     const vp_gpu *g = su->gpu;
@@ -62,7 +61,7 @@ static void matmul_seconds(const vp_price_setup *su, vp_price_part part, unsigne
             gemm_seconds(su->gpu, gm[i].m, gm[i].n, gm[i].k, gm[i].count) * (gm[i].fp8 ? fp8 : 1);
     double attention_b = 0;
     if (part == VP_PRICE_LAYER)
-        attention_seconds(su, kind, attention, &attention_b);
+        vp__attention_seconds(su, kind, attention, &attention_b);
     double cast_f, cast_b; /* FP8: quantising the operands */
     vp__fp8_cast_seconds(su, gm, n, &cast_f, &cast_b);
     mm[0] = *linear + *attention + cast_f;

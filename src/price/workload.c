@@ -94,10 +94,21 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
     vp_status rc = check_experts(a, t, err);
     if (rc != VP_OK)
         return rc;
+    if (t->cp > 1 && t->seq % (2 * t->cp))
+        return vp__fail(err, VP_EINVAL,
+                        "CP %d must divide sequence %d into an even share per rank (seq / cp = "
+                        "%g): causal load balancing gives each rank 2 chunks, so 2 x CP must "
+                        "divide the sequence",
+                        t->cp, t->seq, (double)t->seq / t->cp);
     if (a->impl == VP_IMPL_VPIPE && (t->tp > 1 || t->flash || t->recompute))
         return vp__fail(err, VP_EINVAL,
                         "vpipe's own model has no tensor parallelism, "
                         "FlashAttention or recomputation");
+    if (a->impl == VP_IMPL_VPIPE && t->cp > 1)
+        return vp__fail(err, VP_EINVAL,
+                        "vpipe's own model cannot split its attention over CP %d: its runtime "
+                        "has no context parallelism",
+                        t->cp);
     return VP_OK;
 }
 

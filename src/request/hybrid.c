@@ -60,6 +60,7 @@ static vp_hybrid_request search_request(vp__run *run) {
     q.dp = r->dp;
     q.ep = r->ep;
     q.etp = r->etp;
+    q.cp = r->cp;
     q.mbs = r->mbs;
     q.pp = r->pp;
     q.recompute = r->recompute;
@@ -88,7 +89,9 @@ static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size
 
 static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c) {
     char fam[160], ep[64] = "";
-    int n = c->ep > 1 || c->etp > 1 ? snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp) : 0;
+    int n = c->cp > 1 ? snprintf(ep, sizeof ep, ", CP %d", c->cp) : 0;
+    if (c->ep > 1 || c->etp > 1)
+        n += snprintf(ep + n, sizeof ep - (size_t)n, ", EP %d, ETP %d", c->ep, c->etp);
     if (c->fp8 != VP_FP8_OFF)
         snprintf(ep + n, sizeof ep - (size_t)n, ", FP8 %s", vp_fp8_name(c->fp8));
     vp__buf_printf(

@@ -13,7 +13,7 @@
 static const char *const workload_keys[] = {
     "gpu",     "seq",        "mbs",   "tp",         "sp",         "dp",    "ep",
     "etp",     "zero",       "flash", "tp_overlap", "pp_overlap", "split", "layers_per_stage",
-    "reserve", "dp_overlap", "fp8",   NULL};
+    "reserve", "dp_overlap", "fp8",   "cp",         "cp_comm",    NULL};
 
 vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
     *n = 1;
@@ -72,6 +72,8 @@ static void apply_workload(vp__run *run) {
     w->mbs = q->mbs ? q->mbs : w->mbs;
     w->tp = q->tp ? q->tp : w->tp;
     w->dp = q->dp ? q->dp : w->dp;
+    w->cp = q->cp ? q->cp : w->cp;
+    w->cp_comm = q->cp_comm >= 0 ? (vp_cp_comm)q->cp_comm : w->cp_comm;
     if (run->cmd != VP__PLAN) { /* plan searches EP with these fixed (vp_hybrid_request) */
         w->ep = q->ep ? q->ep : w->ep;
         w->etp = q->etp ? q->etp : w->etp;
@@ -156,10 +158,13 @@ char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
                  w->tp * w->cp * w->dp / (w->ep * w->etp));
     if (w->fp8 != VP_FP8_OFF)
         snprintf(fp8, sizeof fp8, ", FP8 %s", vp_fp8_name(w->fp8));
-    snprintf(buf, size, "TP %d%s, DP %d%s%s, seq %d, mbs %d%s%s, recompute %s", w->tp,
-             w->sp && w->tp > 1 ? " + SP" : "", w->dp, w->zero1 && w->dp > 1 ? " + ZeRO-1" : "", ep,
-             w->seq, w->mbs, w->flash ? ", FlashAttention" : "", fp8,
-             vp_recompute_name(w->recompute));
+    char cp[48] = "";
+    if (w->cp > 1)
+        snprintf(cp, sizeof cp, ", CP %d (%s)", w->cp, vp_cp_comm_name(w->cp_comm));
+    snprintf(buf, size, "TP %d%s%s, DP %d%s%s, seq %d, mbs %d%s%s, recompute %s", w->tp,
+             w->sp && w->tp > 1 ? " + SP" : "", cp, w->dp,
+             w->zero1 && w->dp * w->cp > 1 ? " + ZeRO-1" : "", ep, w->seq, w->mbs,
+             w->flash ? ", FlashAttention" : "", fp8, vp_recompute_name(w->recompute));
     return buf;
 }
 

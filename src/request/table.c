@@ -44,6 +44,7 @@ static const char *const offload_policies[] = {"none", "uniform", "selective", N
 static const char *const fp8s[] = {"off",     "tensorwise", "blockwise", "mxfp8",
                                    "delayed", "auto",       NULL};
 _Static_assert(VP_REQUEST_FP8_AUTO == VP_FP8_DELAYED + 1, "auto follows the recipes");
+static const char *const cp_comms[] = {"p2p", "allgather", NULL}; /* vp_cp_comm's order */
 
 #define INT(key_, flag_, field, lo_, hi_, on)                                                      \
     {                                                                                              \
@@ -152,6 +153,9 @@ const vp__option vp__options[] = {
     TEXT("title", "--title", title, ON(RENDER)),
     FLAG("reorder", "--reorder", reorder, ON(BLOCK)),
     FLAG("example", "--example", example, ON(BLOCK)),
+    /* context parallelism (a real model) */
+    INT("cp", "--cp", cp, 1, INT_MAX, REAL),
+    CHOICE("cp_comm", "--cp-comm", cp_comm, cp_comms, "CP exchange", -1, REAL),
 };
 const int vp__n_options = sizeof vp__options / sizeof vp__options[0];
 

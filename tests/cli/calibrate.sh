@@ -33,12 +33,12 @@ PY
 hdr="model,gpu,tp,pp,vp,dp,cp,ep,mbs,gbs,seq,schedule,recompute,flash,sp,zero,fp8,step_time_s,tokens_per_s_per_gpu,peak_mem_gib"
 printf 'model,gpu,tp\nllama3-8b,a100-80gb,1\n' >"$tmp/cols.csv"
 printf '%s\nllama3-8b,a100-80gb,x,,,,,,,,,,,,,,,1,,\n' "$hdr" >"$tmp/cell.csv"
-printf '%s\nllama3-8b,a100-80gb,,,,4,2,,,8,,,,,,,,1,,\n' "$hdr" >"$tmp/cp.csv"
+printf '%s\nllama3-8b,a100-80gb,,,,4,3,,,8,8192,,,,,,,1,,\n' "$hdr" >"$tmp/cp.csv"
 printf '%s\nllama3-8b,a100-80gb,,,,,,,,,,,,,,,,1,,\nllama3-8b,a100-80gb,2,,,,,,,,,,,,,,,1,,\n' "$hdr" >"$tmp/two.csv"
 expect 2 "needs --runs" -- "$vp" calibrate -o "$tmp/x.json"
 expect 3 "cols.csv:1: the header lacks column 'pp'" -- "$vp" calibrate --runs "$tmp/cols.csv" -o "$tmp/x.json"
 expect 3 "cell.csv:2: column 'tp': expected an integer" -- "$vp" calibrate --runs "$tmp/cell.csv" -o "$tmp/x.json"
-expect 2 "cp.csv:2: column 'cp' = 2: context parallelism is not expressible yet" -- \
+expect 2 "cp.csv:2: CP 3 must divide sequence 8192 into an even share" -- \
     "$vp" calibrate --runs "$tmp/cp.csv" -o "$tmp/x.json"
 expect 2 "2 runs cannot fit 5 time constants" -- \
     "$vp" calibrate --runs "$tmp/two.csv" --constants gemm,memory,comm,layer,chunk -o "$tmp/x.json"
