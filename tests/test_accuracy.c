@@ -101,7 +101,7 @@ static void test_not_expressible(void **state) {
             fail_msg("%s failed to price: %s", set->runs[i].id, acc->rows[i].err.message);
     }
     assert_int_equal(listed, acc->n - (10 + 9 + 18 + 6));
-    assert_true(listed >= 50);
+    assert_true(listed >= 43); /* 50 before the FSDP runs moved to fsdp.csv */
 }
 
 /* The mixture-of-experts runs vpipe prices with expert parallelism (data/anchors/moe.csv,
@@ -133,6 +133,37 @@ static void test_moe_runs(void **state) {
     vp_calibrate_free(runs);
 }
 
+/* The FSDP (ZeRO-3) runs vpipe prices since --zero 3 (data/anchors/fsdp.csv): every one
+ * priced at ZeRO-3 on its DP group, each error printed (issue #25's target is not met: the
+ * figures are the report's); the two torchtitan rows with a published peak are compared
+ * with the predicted reserved bytes (anchors.md 2.10 item 4). */
+static void test_fsdp_runs(void **state) {
+    (void)state;
+    const char *fsdp[] = {VP_SOURCE_DIR "/data/anchors/fsdp.csv"};
+    vp_run_set *runs = NULL;
+    vp_accuracy *a = NULL;
+    vp_error err = {0};
+    if (vp_calibrate_read_files(fsdp, 1, &runs, &err) != VP_OK ||
+        vp_calibrate_accuracy(runs, &a, &err) != VP_OK)
+        fail_msg("%s", err.message);
+    assert_int_equal(a->n, 7);
+    int memory = 0;
+    for (int i = 0; i < a->n; i++) {
+        const vp_accuracy_row *r = &a->rows[i];
+        const vp_run *run = &runs->runs[r->run];
+        if (!r->priced)
+            fail_msg("%s: %s", run->id, r->err.message);
+        print_message("%-11s %-14s FSDP %2d: %+.1f%% throughput, %.1f GiB\n", run->id, run->model,
+                      run->dp, 100 * r->error, r->price.total_bytes / 1073741824.0);
+        assert_int_equal(run->zero, 3);
+        assert_true(isfinite(r->error) && r->error > -1);
+        memory += r->has_memory;
+    }
+    assert_int_equal(memory, 2);
+    vp_calibrate_accuracy_free(a);
+    vp_calibrate_free(runs);
+}
+
 /* Each preset's expected error is the accuracy measured for its accelerator here. */
 static void test_presets_state_it(void **state) {
     (void)state;
@@ -157,6 +188,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thresholds),       cmocka_unit_test(test_memory),
         cmocka_unit_test(test_not_expressible),  cmocka_unit_test(test_moe_runs),
+        cmocka_unit_test(test_fsdp_runs),
         cmocka_unit_test(test_presets_state_it),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

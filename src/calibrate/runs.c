@@ -471,7 +471,6 @@ static void refuse(const cells *c, vp_run *run) {
     } no[] = {
         {run->cp > 1, C_CP, "context parallelism"},
         {run->fp8, C_FP8, "FP8 training"},
-        {run->zero > 1, C_ZERO, "ZeRO-2/3 (FSDP) sharding"},
     };
     for (size_t i = 0; i < sizeof no / sizeof no[0] && !run->why_not[0]; i++)
         if (no[i].on)

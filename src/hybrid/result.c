@@ -12,9 +12,11 @@
 
 /* "DP 2, TP 4, PP 5, mbs 2" of c (", offload 0.5" when it offloads). */
 static const char *degrees(const vp_hybrid_config *c, char *buf, size_t size) {
-    char ep[32] = "";
+    char ep[48] = "";
     if (c->ep > 1 || c->etp > 1)
         snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp);
+    if (c->zero >= 2) /* ZeRO-0 and 1 are what a plan without the search reads as */
+        snprintf(ep + strlen(ep), sizeof ep - strlen(ep), ", ZeRO-%d", c->zero);
     int n = snprintf(buf, size, "DP %d, TP %d, PP %d%s, mbs %d", c->dp, c->tp, c->pp, ep, c->mbs);
     if (c->offload > 0 && n > 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, ", offload %g", c->offload);
@@ -76,9 +78,9 @@ static json_t *config_json(const vp_hybrid_config *c) {
     json_object_set_new(o, "family", json_string(c->family));
     if (c->params[0])
         json_object_set_new(o, "params", json_string(c->params));
-    const char *ints[] = {"dp", "tp", "pp", "ep", "etp", "v", "mbs", "m"};
-    int ivals[] = {c->dp, c->tp, c->pp, c->ep, c->etp, c->v, c->mbs, c->m};
-    for (int i = 0; i < 8; i++)
+    const char *ints[] = {"dp", "tp", "pp", "ep", "etp", "zero", "v", "mbs", "m"};
+    int ivals[] = {c->dp, c->tp, c->pp, c->ep, c->etp, c->zero, c->v, c->mbs, c->m};
+    for (int i = 0; i < 9; i++)
         json_object_set_new(o, ints[i], json_integer(ivals[i]));
     json_object_set_new(o, "recompute", json_string(vp_recompute_name(c->recompute)));
     json_object_set_new(o, "step_time_s", json_real(c->step_time_s));

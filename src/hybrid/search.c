@@ -178,6 +178,33 @@ static bool out_of_time(search *S) {
     return S->h->timed_out;
 }
 
+/* Every recomputation and ZeRO stage of one point (degrees and microbatch): the ZeRO
+ * stages the request searches, one where nothing is sharded (DP and expert-DP 1), 0 and 1
+ * under a pipeline (where 2 and 3 price as 1). */
+static vp_status add_stages(search *S, const vp_hybrid_config *point, vp_error *err) {
+    const vp_hybrid_request *q = S->req;
+    long cp = q->work.cp > 0 ? q->work.cp : 1, edp = (long)point->tp * cp * point->dp;
+    edp /= (long)point->ep * point->etp; /* expert-DP: the expert layers' fold */
+    bool shards = point->dp * cp > 1 || (q->arch->experts > 0 && edp > 1);
+    /* under a pipeline ZeRO-2 and 3 price as ZeRO-1 (FSDP keeps a stage gathered) */
+    int z0 = q->zero_search ? 0 : q->work.zero;
+    int z1 = q->zero_search && shards ? (point->pp > 1 ? 1 : 3) : z0;
+    for (int rc = VP_RECOMPUTE_NONE; rc <= VP_RECOMPUTE_FULL; rc++) {
+        bool same_as_none = rc == VP_RECOMPUTE_SELECTIVE && q->work.flash;
+        if ((q->recompute >= 0 && q->recompute != rc) || (q->recompute < 0 && same_as_none))
+            continue;
+        for (int z = z0; z <= z1; z++) {
+            vp_hybrid_config pt = *point;
+            pt.recompute = (vp_recompute)rc;
+            pt.zero = z;
+            vp_status st = add_point(S, &pt, err);
+            if (st != VP_OK || out_of_time(S))
+                return st;
+        }
+    }
+    return VP_OK;
+}
+
 /* The points of one DP x TP x PP: every EP dividing the experts whose EP x ETP divides
  * TP x DP (the expert layers fold the same GPUs), every microbatch size DP x mbs divides
  * the batch by, every recomputation. */
@@ -193,22 +220,11 @@ static vp_status enumerate_at(search *S, int dp, int tp, int pp, vp_error *err) 
         for (int mbs = 1; mbs <= B / dp; mbs++) {
             if ((B / dp) % mbs || !allowed(q->mbs, mbs))
                 continue;
-            for (int rc = VP_RECOMPUTE_NONE; rc <= VP_RECOMPUTE_FULL; rc++) {
-                bool same_as_none = rc == VP_RECOMPUTE_SELECTIVE && q->work.flash;
-                if ((q->recompute >= 0 && q->recompute != rc) || (q->recompute < 0 && same_as_none))
-                    continue;
-                vp_hybrid_config pt = {.dp = dp,
-                                       .tp = tp,
-                                       .pp = pp,
-                                       .ep = ep,
-                                       .etp = etp,
-                                       .mbs = mbs,
-                                       .m = B / dp / mbs};
-                pt.recompute = (vp_recompute)rc;
-                vp_status st = add_point(S, &pt, err);
-                if (st != VP_OK || out_of_time(S))
-                    return st; /* out of time: the points so far are searched */
-            }
+            vp_hybrid_config pt = {
+                .dp = dp, .tp = tp, .pp = pp, .ep = ep, .etp = etp, .mbs = mbs, .m = B / dp / mbs};
+            vp_status st = add_stages(S, &pt, err);
+            if (st != VP_OK || S->h->timed_out)
+                return st; /* out of time: the points so far are searched */
         }
     }
     return VP_OK;

@@ -77,7 +77,7 @@ static void apply_workload(vp__run *run) {
         w->etp = q->etp ? q->etp : w->etp;
     }
     w->sp = q->sp;
-    w->zero1 = q->zero;
+    w->zero = q->zero > 0 ? q->zero : 0;
     w->flash = q->flash;
     w->tp_overlap = q->tp_overlap;
     w->pp_overlap = q->pp_overlap;
@@ -102,6 +102,20 @@ vp_status vp__gpu_resolve(const vp__run *run, const char *name, vp_gpu *gpu, vp_
     if (vp_gpu_resolve(name, gpu, err) != VP_OK)
         return source_error(run, "gpu", name, err);
     return VP_OK;
+}
+
+/* ZeRO-2 or 3 where the sharding group is one rank (DP 1, and no routed expert with
+ * expert-DP above 1) shards nothing: priced as given, which is as without, and said. */
+static vp_status zero_note(vp__run *run, vp_error *err) {
+    const vp_workload *w = &run->work;
+    long edp = (long)w->tp * w->cp * w->dp / ((long)w->ep * w->etp);
+    if (run->cmd == VP__PLAN || w->zero < 2 || w->dp * w->cp > 1 ||
+        (run->arch.experts > 0 && edp > 1))
+        return VP_OK;
+    char *text = vp__printf("vpipe: note: %s %d with data parallelism 1 shards nothing: the "
+                            "states are whole, as without it\n",
+                            VP__NAME(run, "zero"), w->zero);
+    return text ? vp__note(run, text, err) : vp__fail(err, VP_ENOMEM, "out of memory");
 }
 
 vp_status vp__real_ready(vp__run *run, vp_error *err) {
@@ -139,7 +153,7 @@ vp_status vp__real_ready(vp__run *run, vp_error *err) {
     if (vp_price_check(&run->setup, err) != VP_OK)
         return err->status;
     run->real = true;
-    return VP_OK;
+    return zero_note(run, err);
 }
 
 char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
@@ -147,9 +161,12 @@ char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
     if (w->ep > 1 || w->etp > 1)
         snprintf(ep, sizeof ep, ", EP %d, ETP %d, expert-DP %d", w->ep, w->etp,
                  w->tp * w->cp * w->dp / (w->ep * w->etp));
+    char zero[16] = "";
+    if (w->zero && w->dp > 1)
+        snprintf(zero, sizeof zero, " + ZeRO-%d", w->zero);
     snprintf(buf, size, "TP %d%s, DP %d%s%s, seq %d, mbs %d%s, recompute %s", w->tp,
-             w->sp && w->tp > 1 ? " + SP" : "", w->dp, w->zero1 && w->dp > 1 ? " + ZeRO-1" : "", ep,
-             w->seq, w->mbs, w->flash ? ", FlashAttention" : "", vp_recompute_name(w->recompute));
+             w->sp && w->tp > 1 ? " + SP" : "", w->dp, zero, ep, w->seq, w->mbs,
+             w->flash ? ", FlashAttention" : "", vp_recompute_name(w->recompute));
     return buf;
 }
 
