@@ -87,10 +87,10 @@ typedef struct cli_command {
 /* Parses argv[1..argc) of cmd into args: every option of its groups, and at most
  * cmd->operands operands (one by default; "-" is an operand; after "--" everything is). A long
  * option's value may also follow '=' (--cost=F=2); an option with a bare value takes the next
- * argument only when it is an integer (--zero 2, --zero --flash). Returns 0; CLI_HELP after printing the help to
- * stdout when -h or --help is anywhere in argv; or, after printing an error naming the option, the
- * exit code: 2 for an unknown option, a missing value, a value out of range or not a
- * choice, an option given twice, a value given to a flag or an extra operand (a custom
+ * argument only when it is an integer (--zero 2, --zero --flash). Returns 0; CLI_HELP after
+ * printing the help to stdout when -h or --help is anywhere in argv; or, after printing an error
+ * naming the option, the exit code: 2 for an unknown option, a missing value, a value out of range
+ * or not a choice, an option given twice, a value given to a flag or an extra operand (a custom
  * parser may return another code). */
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *args);
 

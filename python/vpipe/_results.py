@@ -412,7 +412,7 @@ class Comparison(_Rows):
 class Configuration(_Record):
     """One configuration the whole-configuration planner priced: family (params: a V
     block's), data-, tensor-, pipeline-, expert- and expert-tensor-parallel degrees (ep,
-    etp: 1 for a dense model), chunks per device (v, 0 when
+    etp: 1 for a dense model), the ZeRO stage (zero, 0-3), chunks per device (v, 0 when
     the family has none), microbatch size and count, recomputation, seconds per step, MFU,
     bubble, the largest rank's bytes, whether every rank fits, the room left below the
     capacity (headroom_bytes) and whether that is under the plan's margin (tight); the
@@ -425,6 +425,7 @@ class Configuration(_Record):
     pp: int
     ep: int
     etp: int
+    zero: int
     v: int
     mbs: int
     m: int

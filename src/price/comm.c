@@ -130,7 +130,8 @@ void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, do
     double gather = gathers ? vp__collective_seconds(g, VP__GATHER, &grp, m->params - eparams) +
                                   vp__collective_seconds(g, VP__GATHER, &egrp, eparams)
                             : 0;
-    double first = gathers ? vp__collective_seconds(g, VP__GATHER, &grp, bucket * t->prec.param) : 0;
+    double first =
+        gathers ? vp__collective_seconds(g, VP__GATHER, &grp, bucket * t->prec.param) : 0;
     if (!stepwise) /* the step's last reduce-scatter: the first layer's, after the last B */
         grads = last;
     out->reduce_s = grads + gather;

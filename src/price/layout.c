@@ -532,8 +532,8 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     vp_price_setup psu = *su;
     plain.zero = vp__zero_effective(su->work, shape->p); /* zero.c: FSDP under a pipeline */
     if (shape->recompute != VP_RECOMPUTE_NONE || plain.zero != su->work->zero) {
-        plain.recompute = shape->recompute != VP_RECOMPUTE_NONE ? VP_RECOMPUTE_NONE
-                                                                : plain.recompute;
+        plain.recompute =
+            shape->recompute != VP_RECOMPUTE_NONE ? VP_RECOMPUTE_NONE : plain.recompute;
         psu.work = &plain;
     }
     vp__piece_price parts[VP__PIECES];

@@ -44,8 +44,9 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
 static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m, double experts) {
     const vp_workload *t = su->work;
     const vp_precision *pr = &t->prec;
-    double shard = vp__zero_dense_params(t, m, experts) / (t->zero ? vp__shard_group(t, false) : 1) +
-                   experts / (t->zero && experts > 0 ? vp__expert_dp(t) : 1);
+    double shard =
+        vp__zero_dense_params(t, m, experts) / (t->zero ? vp__shard_group(t, false) : 1) +
+        experts / (t->zero && experts > 0 ? vp__expert_dp(t) : 1);
     double weights = pr->master ? pr->master : pr->param;
     double traffic = 3.0 * pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
     return shard * traffic / (su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency);

@@ -16,10 +16,11 @@
  *      for a separate W) and B/W reduce-scatters its gradients, each layer's gather
  *      prefetched under the previous layer's compute (FSDP2's default prefetch of one);
  *      exposed per pass: max(0, communication - compute) of every layer, plus in F and B
- *      the first layer's gather (W's re-gather of it runs under the B before it). The gathered layer and the prefetched next one are the working set.
- * Under a pipeline (p > 1) FSDP2's frameworks do otherwise, and so does this model (vp__zero_
- * effective): torchtitan and NeMo AutoModel keep a stage's weights gathered from its first F
- * to its last B (reshard_after_forward = not pp_enabled: a gather per microbatch and pass
+ *      the first layer's gather (W's re-gather of it runs under the B before it). The
+ *      gathered layer and the prefetched next one are the working set.
+ * Under a pipeline (p > 1) FSDP2's frameworks do otherwise, and so does this model
+ * (vp__zero_effective): torchtitan and NeMo AutoModel keep a stage's weights gathered from its
+ * first F to its last B (reshard_after_forward = not pp_enabled: a gather per microbatch and pass
  * would dominate), and torch.distributed.pipelining turns the gradient reduce-scatter and
  * the reshard off until a stage's last backward (backward_maybe_with_nosync): one gather
  * and one reduce-scatter a step, the whole 16-bit weights and gradients held through the

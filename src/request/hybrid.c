@@ -86,8 +86,7 @@ static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size
     return buf;
 }
 
-static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c,
-                       bool zero) {
+static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c, bool zero) {
     char fam[160], ep[48] = "";
     if (c->ep > 1 || c->etp > 1)
         snprintf(ep, sizeof ep, ", EP %d, ETP %d", c->ep, c->etp);
@@ -123,14 +122,14 @@ static const char *zero_text(const vp_hybrid_request *q, char *buf, size_t size)
 
 static void search_text(vp__buf *out, const vp_hybrid *h, const vp_hybrid_request *q) {
     char zero[48];
-    vp__buf_printf(
-        out,
-        "plan: %s on %d %s (%.1f GiB each, a margin of %.1f GiB kept), sequence %d, "
-        "global batch %d%s%s%s%s\n",
-        q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB, h->margin_bytes / GIB,
-        q->work.seq, q->global_batch, q->work.flash ? ", FlashAttention" : "",
-        q->work.sp ? ", sequence parallelism" : "", zero_text(q, zero, sizeof zero),
-        q->vocab_parallel ? ", vocabulary parallelism" : "");
+    vp__buf_printf(out,
+                   "plan: %s on %d %s (%.1f GiB each, a margin of %.1f GiB kept), sequence %d, "
+                   "global batch %d%s%s%s%s\n",
+                   q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB,
+                   h->margin_bytes / GIB, q->work.seq, q->global_batch,
+                   q->work.flash ? ", FlashAttention" : "",
+                   q->work.sp ? ", sequence parallelism" : "", zero_text(q, zero, sizeof zero),
+                   q->vocab_parallel ? ", vocabulary parallelism" : "");
     vp__buf_printf(out,
                    "%ld configurations: %ld evaluated, %ld pruned (%ld by the step-time bound, "
                    "%ld by the memory bound, %ld over memory when built), %ld refused; %.2f s\n",

@@ -105,16 +105,22 @@ vp_status vp__gpu_resolve(const vp__run *run, const char *name, vp_gpu *gpu, vp_
 }
 
 /* ZeRO-2 or 3 where the sharding group is one rank (DP 1, and no routed expert with
- * expert-DP above 1) shards nothing: priced as given, which is as without, and said. */
+ * expert-DP above 1) shards nothing, and under a pipeline prices as ZeRO-1 (zero.c):
+ * priced as given, and said. */
 static vp_status zero_note(vp__run *run, vp_error *err) {
     const vp_workload *w = &run->work;
     long edp = (long)w->tp * w->cp * w->dp / ((long)w->ep * w->etp);
-    if (run->cmd == VP__PLAN || w->zero < 2 || w->dp * w->cp > 1 ||
-        (run->arch.experts > 0 && edp > 1))
+    bool shards = w->dp * w->cp > 1 || (run->arch.experts > 0 && edp > 1);
+    if (run->cmd == VP__PLAN || w->zero < 2 || (shards && run->spec.p < 2))
         return VP_OK;
-    char *text = vp__printf("vpipe: note: %s %d with data parallelism 1 shards nothing: the "
-                            "states are whole, as without it\n",
-                            VP__NAME(run, "zero"), w->zero);
+    char *text =
+        !shards ? vp__printf("vpipe: note: ZeRO-%d with data parallelism 1 shards nothing: the "
+                             "states are whole, as without it\n",
+                             w->zero)
+                : vp__printf("vpipe: note: ZeRO-%d under a pipeline of %d prices as ZeRO-1: FSDP "
+                             "keeps each stage's weights gathered and its gradients whole "
+                             "through the step (torchtitan, torch.distributed.pipelining)\n",
+                             w->zero, run->spec.p);
     return text ? vp__note(run, text, err) : vp__fail(err, VP_ENOMEM, "out of memory");
 }
 
