@@ -17,7 +17,11 @@
  *      prefetched under the previous layer's compute (FSDP2's default prefetch of one);
  *      exposed per pass: max(0, communication - compute) of every layer, plus in F and B
  *      the first layer's gather (W's re-gather of it runs under the B before it). The
- *      gathered layer and the prefetched next one are the working set.
+ *      gathered layer and the prefetched next one are the working set. A schedule running B
+ *      and W as one BW pass is charged both shares, so also the re-gather's exposure under
+ *      W's compute it does not need (zero wherever compute hides a layer's gather).
+ *      This is FSDP2's and torchtitan's default without a pipeline; reshard_after_forward
+ *      "never" (weights kept from F to B) is not modelled.
  * Under a pipeline (p > 1) FSDP2's frameworks do otherwise, and so does this model
  * (vp__zero_effective): torchtitan and NeMo AutoModel keep a stage's weights gathered from its
  * first F to its last B (reshard_after_forward = not pp_enabled: a gather per microbatch and pass
