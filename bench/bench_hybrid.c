@@ -35,7 +35,8 @@ static void bench(const bench_case *c, int threads, int reps) {
     }
     vp_hybrid_request q = vp_hybrid_request_make(&a, &g, c->gpus, c->batch);
     q.work.seq = c->seq;
-    q.work.flash = q.work.sp = q.work.zero1 = true;
+    q.work.flash = q.work.sp = true;
+    q.work.zero = 1;
     q.threads = threads;
     reps = reps < c->reps_max ? reps : c->reps_max;
     double *t = calloc((size_t)reps, sizeof *t);

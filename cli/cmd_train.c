@@ -96,11 +96,12 @@ static const cli_opt training_opts[] = {
     {.name = "zero",
      .kind = CLI_INT,
      .offset = TRAIN(po.zero),
-     .arg = "1",
+     .arg = "N",
      .lo = 0,
-     .hi = 1,
+     .hi = 3,
      .help = "1: ZeRO-1, the AdamW moments and update sharded across\n"
-             "the --dp replicas (same results, 1/D of the moments)"},
+             "the --dp replicas (same results, 1/D of the moments);\n"
+             "0: none; 2 and 3 (gradients, weights) are priced, not run"},
     {.name = "steps",
      .kind = CLI_INT,
      .offset = TRAIN(po.train.steps),

@@ -134,6 +134,15 @@ static int take_operand(const cli_command *cmd, const char *a, void *args) {
                      cmd->name);
 }
 
+/* Whether argv[i + 1] exists and reads as an integer (of any size: the bounds are checked
+ * when it is stored). */
+static bool integer_next(int argc, char **argv, int i) {
+    if (i + 1 >= argc)
+        return false;
+    const char *a = argv[i + 1] + (argv[i + 1][0] == '-' || argv[i + 1][0] == '+');
+    return *a && strspn(a, "0123456789") == strlen(a);
+}
+
 /* Parses the option at argv[*i] (and its value, advancing *i). */
 static int take_option(const cli_command *cmd, int argc, char **argv, int *i, void *args,
                        unsigned char *seen) {
@@ -151,6 +160,8 @@ static int take_option(const cli_command *cmd, int argc, char **argv, int *i, vo
         value = a + 3 + len;
     if (f.opt->kind == CLI_FLAG && value)
         return cli_error(VP_EXIT_USAGE, "%s takes no value", flag);
+    if (f.opt->kind != CLI_FLAG && !value && f.opt->bare && !integer_next(argc, argv, *i))
+        value = f.opt->bare; /* an old flag's spelling: --zero alone */
     if (f.opt->kind != CLI_FLAG && !value) {
         if (*i + 1 >= argc)
             return cli_error(VP_EXIT_USAGE, "%s needs a value", flag);

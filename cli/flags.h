@@ -38,6 +38,8 @@ typedef struct cli_opt {
     const char *const *choices; /* CLI_ENUM: the names, NULL-terminated */
     cli_parse_fn parse;         /* CLI_CUSTOM */
     const char *help;           /* the help text; '\n' starts another line */
+    const char *bare;           /* CLI_INT: the value when none follows (the next argument
+                                   is not an integer, or there is none), or NULL: required */
 } cli_opt;
 
 /* A table of options; title heads them in the help (NULL: no heading). */
@@ -84,10 +86,11 @@ typedef struct cli_command {
 
 /* Parses argv[1..argc) of cmd into args: every option of its groups, and at most
  * cmd->operands operands (one by default; "-" is an operand; after "--" everything is). A long
- * option's value may also follow '=' (--cost=F=2). Returns 0; CLI_HELP after printing the help to
- * stdout when -h or --help is anywhere in argv; or, after printing an error naming the option, the
- * exit code: 2 for an unknown option, a missing value, a value out of range or not a
- * choice, an option given twice, a value given to a flag or an extra operand (a custom
+ * option's value may also follow '=' (--cost=F=2); an option with a bare value takes the next
+ * argument only when it is an integer (--zero 2, --zero --flash). Returns 0; CLI_HELP after
+ * printing the help to stdout when -h or --help is anywhere in argv; or, after printing an error
+ * naming the option, the exit code: 2 for an unknown option, a missing value, a value out of range
+ * or not a choice, an option given twice, a value given to a flag or an extra operand (a custom
  * parser may return another code). */
 int cli_parse(const cli_command *cmd, int argc, char **argv, void *args);
 

@@ -165,9 +165,18 @@ static const cli_opt real_opts[] = {
              "experts split over N ranks (default 1; EP x ETP divides\n"
              "TP x DP, the rest is expert-DP)"),
     REAL_INT("etp", etp, 1 << 20, "expert-tensor-parallel degree (default 1)"),
-    REAL_FLAG("zero", zero,
-              "distributed optimizer (ZeRO-1): master weights and moments\n"
-              "split over --dp"),
+    {.name = "zero",
+     .kind = CLI_INT,
+     .offset = AT(zero),
+     .arg = "[N]",
+     .lo = 0,
+     .hi = 3,
+     .bare = "1",
+     .help = "ZeRO stage over --dp (alone: 1): 0 none; 1 master weights and\n"
+             "moments split (Megatron's distributed optimizer); 2 gradients\n"
+             "too, reduce-scattered every microbatch; 3 weights too (FSDP),\n"
+             "each layer gathered in F, B and W (plan searches 0-3 unless\n"
+             "given)"},
     REAL_FLAG("flash", flash, "FlashAttention: no s x s attention matrix kept"),
     REAL_FLAG("tp-overlap", tp_overlap,
               "TP collectives pipelined with the linears they feed\n"

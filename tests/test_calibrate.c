@@ -154,7 +154,8 @@ static void test_price_matches_direct(void **state) {
     t.seq = 4096;
     t.tp = 8;
     t.dp = 2;
-    t.sp = t.zero1 = true;
+    t.sp = true;
+    t.zero = 1;
     t.recompute = VP_RECOMPUTE_SELECTIVE;
     vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
     vp_price_result *r = tp_price(&su, "1f1b", 4, 32);
@@ -190,7 +191,8 @@ static void test_search(void **state) {
                 t.tp = 8;
                 t.dp = 2;
                 t.mbs = mbs;
-                t.flash = t.sp = t.zero1 = true;
+                t.flash = t.sp = true;
+                t.zero = 1;
                 t.recompute = (vp_recompute)rc;
                 vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
                 vp_spec spec = vp_spec_make(4, 8 / mbs);

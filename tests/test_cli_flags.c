@@ -69,6 +69,7 @@ static const cli_opt second_opts[] = {
      .arg = "N",
      .lo = 0,
      .hi = 9,
+     .bare = "4",
      .help = "a help line long enough that its default goes on a line of its own"},
 };
 static const cli_group first = CLI_GROUP("first", first_opts);
@@ -212,6 +213,22 @@ static void test_every_kind(void **state) {
     assert_int_equal(parse(&demo_two, pair, &a, &err, &out), 0);
     assert_string_equal(a.operand, "a");
     assert_string_equal(a.operand2, "b");
+    /* a bare value: the next argument is the option's only when it is an integer */
+    const char *bare[] = {"demo", "--wide", "--flag", NULL};
+    assert_int_equal(parse(&demo, bare, &a, &err, &out), 0);
+    assert_true(a.wide == 4 && a.flag);
+    const char *last[] = {"demo", "thing", "--wide", NULL};
+    assert_int_equal(parse(&demo, last, &a, &err, &out), 0);
+    assert_true(a.wide == 4 && !strcmp(a.operand, "thing"));
+    const char *given[] = {"demo", "--wide", "2", "thing", NULL};
+    assert_int_equal(parse(&demo, given, &a, &err, &out), 0);
+    assert_true(a.wide == 2 && !strcmp(a.operand, "thing"));
+    const char *word[] = {"demo", "--wide", "thing", NULL};
+    assert_int_equal(parse(&demo, word, &a, &err, &out), 0);
+    assert_true(a.wide == 4 && !strcmp(a.operand, "thing"));
+    const char *eq3[] = {"demo", "--wide=3", NULL};
+    assert_int_equal(parse(&demo, eq3, &a, &err, &out), 0);
+    assert_int_equal(a.wide, 3);
     const char *third[] = {"two", "a", "-n", "2", "b", "c", NULL};
     assert_int_equal(parse(&demo_two, third, &a, &err, &out), 2);
     assert_non_null(strstr(err.text, "unexpected argument 'c'"));
@@ -230,6 +247,9 @@ static void test_refusals(void **state) {
     refused((const char *[]){"demo", "--ratio", "nan", NULL}, 2, "--ratio expects a number");
     refused((const char *[]){"demo", "--ratio", "inf", NULL}, 2, "--ratio expects a number");
     refused((const char *[]){"demo", "--number", NULL}, 2, "--number needs a value");
+    refused((const char *[]){"demo", "--wide", "12", NULL}, 2,
+            "--wide expects an integer in [0, 9], got '12'");
+    refused((const char *[]){"demo", "--wide", "-1", NULL}, 2, "got '-1'");
     refused((const char *[]){"demo", "-s", NULL}, 2, "-s needs a value");
     refused((const char *[]){"demo", "-n", "1", "--number", "2", NULL}, 2,
             "--number is given twice");

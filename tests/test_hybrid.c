@@ -41,7 +41,8 @@ static void small_setup(small_grid *s) {
     s->g = tp_gpu("a100-80gb");
     s->q = vp_hybrid_request_make(&s->a, &s->g, 16, 64);
     s->q.work.seq = 4096;
-    s->q.work.flash = s->q.work.sp = s->q.work.zero1 = true;
+    s->q.work.flash = s->q.work.sp = true;
+    s->q.work.zero = 1;
     s->q.max_chunks = 3;
     s->q.vblock_max_pp = 8;
 }
@@ -163,7 +164,8 @@ static void test_reported_configurations_fit(void **state) {
     vp_gpu g = tp_gpu("h100-80gb");
     vp_hybrid_request q = vp_hybrid_request_make(&a, &g, 64, 512);
     q.work.seq = 8192;
-    q.work.flash = q.work.sp = q.work.zero1 = true;
+    q.work.flash = q.work.sp = true;
+    q.work.zero = 1;
     vp_hybrid *h = run(&q);
     const vp_hybrid_config *lists[2] = {h->top, h->best};
     int counts[2] = {h->n_top, h->n_best};
@@ -249,7 +251,8 @@ static void test_paper_experiment(void **state) {
     vp_gpu g = tp_gpu("a100-80gb");
     vp_hybrid_request q = vp_hybrid_request_make(&a, &g, 40, 160);
     q.work.seq = 1024;
-    q.work.flash = q.work.sp = q.work.zero1 = true;
+    q.work.flash = q.work.sp = true;
+    q.work.zero = 1;
     q.work.pp_overlap = true; /* the papers' runtime overlaps its sends (Zero Bubble Table 6) */
     vp_hybrid *h = run(&q);
     const char *w = h->best[0].group;

@@ -70,7 +70,7 @@ static void test_bounds_hold(void **state) {
         w.tp = c->tp;
         w.sp = c->tp > 1;
         w.dp = 2;
-        w.zero1 = true;
+        w.zero = 1;
         w.recompute = c->recompute;
         vp_costs k = vp_costs_default();
         k.f = 18.5, k.b = 18.1, k.w = 9.3, k.c = 0.6;

@@ -140,7 +140,7 @@ static void test_dp_over_dp_cp(void **state) {
     make(&two, 8192, 2, 2, 2);
     make(&four, 8192, 2, 1, 4);
     make(&plain, 8192, 2, 1, 2);
-    two.t.zero1 = four.t.zero1 = plain.t.zero1 = true;
+    two.t.zero = four.t.zero = plain.t.zero = 1;
     vp_rank_memory m = {.params = 1e9 * 2, .grads = 1e9 * 4};
     vp__dp_cost c2, c4, cp1;
     vp__dp_cost_of(&two.su, 1, &m, 0, 0, 0, &c2);

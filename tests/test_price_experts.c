@@ -111,7 +111,7 @@ static void test_memory_split(void **state) {
     qwen q;
     qwen_setup(&q);
     vp_arch a = q.a;
-    q.t.zero1 = true;
+    q.t.zero = 1;
     double per_expert = 3.0 * a.hidden * a.expert_ffn; /* SwiGLU: gate, up, down */
     int eps[] = {1, 8, 16, 4}, etps[] = {1, 1, 1, 2}, edp[] = {16, 2, 1, 2};
     double state_bytes = q.t.prec.master + q.t.prec.moments, dense_params = 0;

@@ -54,7 +54,7 @@ static void test_dp_overlap(void **state) {
     assert_true(c.before_s == 0);
     vp__dp_cost_of(&su, 0, &m, 0, 0.01, 0.01, &c); /* a short one leaves the rest exposed */
     TU_NEAR(c.after_s, all - 0.01);
-    t.zero1 = true;
+    t.zero = 1;
     vp__dp_cost_of(&su, 0, &m, 0, 0.01, 0.01, &c);
     double rs = vp__collective_seconds(&g, VP__GATHER, &grp, m.grads);
     double ag = vp__collective_seconds(&g, VP__GATHER, &grp, m.params);

@@ -109,13 +109,13 @@ static void test_megatron_rank0(void **state) {
             t.sp = cell / 4 % 2;
             t.recompute = (vp_recompute)(cell / 8 % 3);
             int p = cell / 24 % 2 ? 8 : 4;
-            t.zero1 = cell / 48;
-            t.dp = t.zero1 ? 4 : 1;
+            t.zero = cell / 48;
+            t.dp = t.zero ? 4 : 1;
             if (a.heads % t.tp)
                 continue;
             vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
             vp_price_result *r = tp_price(&su, "1f1b", p, 2 * p);
-            double per_param = t.zero1 ? 6 + 12.0 / t.dp : 18;
+            double per_param = t.zero ? 6 + 12.0 / t.dp : 18;
             double h = a.hidden, sb = (double)t.seq * t.mbs, tp = t.tp;
             int n0 = r->layers_per_stage[0], nl = r->layers_per_stage[p - 1];
             double params0 =

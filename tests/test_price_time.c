@@ -187,7 +187,7 @@ static void test_step_time(void **state) {
         vp_workload t = vp_workload_default(&a);
         t.seq = 1024;
         t.dp = cell % 2 ? 4 : 1;
-        t.zero1 = cell / 2 % 2;
+        t.zero = cell / 2 % 2;
         t.dp_overlap = cell / 4 ? 0.5 : 0;
         t.recompute = cell / 4 ? VP_RECOMPUTE_FULL : VP_RECOMPUTE_NONE;
         vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t};

@@ -49,6 +49,7 @@ typedef struct vp_hybrid_config {
     int dp, tp, pp;
     int ep, etp; /* expert and expert-tensor parallelism (1, 1 for a dense model; 0 as 1) */
     int cp;      /* context parallelism (0 as 1), exchanging as the request's work.cp_comm */
+    int zero;    /* the ZeRO stage (vp_workload.zero; read when the request searches it) */
     int v;       /* chunks per device of `interleaved`; 0 for other families */
     int mbs, m;  /* microbatch size; microbatches per step on each DP rank */
     vp_recompute recompute;
@@ -71,7 +72,7 @@ typedef void (*vp_hybrid_progress)(void *arg, long done, long total);
 typedef struct vp_hybrid_request {
     const vp_arch *arch;
     const vp_gpu *gpu;
-    vp_workload work;    /* seq, sp (applied where TP > 1), zero1, flash, precision,
+    vp_workload work;    /* seq, sp (applied where TP > 1), zero, flash, precision,
                             dp_overlap and reserve_bytes as given; tp, dp, mbs,
                             recompute and ep are searched unless fixed below (its ep
                             and etp are not read); its fp8 is every configuration's
@@ -86,6 +87,9 @@ typedef struct vp_hybrid_request {
     int cp;              /* > 0 fixes CP; 0 searches the CP degrees that leave every rank 2
                             chunks of the sequence (2 CP dividing it), CP > 1 only when the
                             sequence's activations need it: see vp__hy_cp_wanted */
+    int zero_search;     /* 1: the ZeRO stage searched, 0..3 (one stage where DP and
+                            expert-DP are 1: the stages shard nothing there); 0: work.zero
+                            for every configuration */
     int recompute;       /* -1 searches; a vp_recompute fixes it */
     int offload;         /* 1: a configuration whose op order leaves less than the margin
                             below the capacity is tried offloading (the uniform policy at

@@ -276,6 +276,9 @@ VP_API const char *vp_fp8_name(vp_fp8 f);
 /* The FP8 recipe a planner tries on gpu: MXFP8 where it has MXFP8 tensor cores, else
  * per-tensor current scaling (tensorwise) where it has FP8, else off. */
 VP_API vp_fp8 vp_price_fp8_best(const vp_gpu *gpu);
+/* A ZeRO stage in words ("no ZeRO", "ZeRO-1 (distributed optimizer)", "ZeRO-2 (gradients
+ * sharded)", "ZeRO-3 (FSDP)"); NULL outside 0..3. */
+VP_API const char *vp_zero_text(int zero);
 
 /* vp_workload.dp_overlap: the data-parallel reduction overlapped as frameworks run it. */
 #define VP_OVERLAP_MODELLED (-1.0)
@@ -297,7 +300,11 @@ typedef struct vp_workload {
     int tp;                 /* tensor-parallel degree t */
     bool sp;                /* sequence parallelism (with tp > 1) */
     int dp;                 /* data-parallel degree d */
-    bool zero1;             /* distributed optimizer: master weights and moments split over d */
+    int zero;               /* ZeRO stage over the sharding group (vp_zero_text, design/
+                               models.md): 0 none; 1 master weights and moments split
+                               (Megatron's distributed optimizer); 2 gradients too, reduce-
+                               scattered every microbatch; 3 parameters too, each layer
+                               all-gathered in F, B and W (FSDP2, Megatron-FSDP) */
     bool flash;             /* FlashAttention: no s x s matrix kept */
     vp_recompute recompute; /* inside B; a schedule with R passes recomputes in them */
     vp_precision prec;

@@ -119,11 +119,12 @@ typedef struct vp_request {
     const char *offload;
     int offload_policy;
     /* a real model: --model, --gpu, --seq, --mbs, --tp, --dp, --ep, --etp (0: not given),
-     * --sp, --zero, --flash, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1:
-     * not given), --split (a vp_split_goal, -1), --layers-per-stage "a,b,..." */
+     * --sp, --flash, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1:
+     * not given), --split (a vp_split_goal, -1), --layers-per-stage "a,b,..."; --zero N
+     * (the ZeRO stage 0..3, vp_workload.zero; -1: not given, plan searches it) */
     const char *model, *gpu;
-    int seq, mbs, tp, dp, ep, etp;
-    bool sp, zero, flash, tp_overlap, pp_overlap;
+    int seq, mbs, tp, dp, ep, etp, zero;
+    bool sp, flash, tp_overlap, pp_overlap;
     /* --cp (0: not given), --cp-comm (a vp_cp_comm; -1: not given) */
     int cp, cp_comm;
     double reserve, dp_overlap;

@@ -332,6 +332,19 @@ def test_price_setup_reaches_the_library():
     assert given["layers_per_stage"] == [5, 9, 9, 9]
 
 
+def test_zero_stages_shard_the_states():
+    base = dict(model="llama3-8b", gpu="h100-80gb", seq=4096, dp=8, flash=True)
+    rank = [vpipe.price("1f1b", 1, 4, zero=z, **base)["memory_per_rank"][0] for z in range(4)]
+    assert rank[0]["optimizer"] == 8 * rank[1]["optimizer"]
+    assert rank[1]["grads"] == 8 * rank[2]["grads"]
+    assert rank[2]["params"] == 8 * rank[3]["params"]
+    old = vpipe.price("1f1b", 1, 4, zero1=True, **base)  # the older boolean is stage 1
+    assert old == vpipe.price("1f1b", 1, 4, zero=1, **base)
+    with pytest.raises(vpipe.Error) as e:
+        vpipe.price("1f1b", 1, 4, zero=4, **base)
+    assert "option 'zero' must be an integer in [0, 3]" in str(e.value)
+
+
 @needs_cli
 def test_vocabulary_parallelism_agrees_with_the_command_line():
     flags = ["v-half", "-p", 4, "-m", 8, "--cost", "S=0.5,T=0.5,E=0.1", "--vocab-parallel"]

@@ -239,8 +239,9 @@ def plan(p: Optional[int] = None, m: Optional[int] = None,
     Raises Error when no schedule fits (the message names the smallest peak reached).
 
     The whole-configuration planner (model=..., gpus=..., global_batch=..., and gpu, seq,
-    flash, sp, zero, cp_comm, tp/dp/pp/ep/etp/cp/mbs/recompute to fix a dimension, top,
-    max_chunks, time_limit, ...): searches every DP x TP x PP x EP x CP, microbatch size, family and
+    flash, sp, zero (the ZeRO stage, searched 0-3 unless given), cp_comm,
+    tp/dp/pp/ep/etp/cp/mbs/recompute to fix a dimension, top, max_chunks, time_limit, ...):
+    searches every DP x TP x PP x EP x CP, microbatch size, family and
     recomputation, and answers a ClusterPlan: the winner (best, and its schedule), the top
     configurations, the best of every family, the reason and the search's counts; its
     torchtitan() and megatron() give the exports (emit="torchtitan" with operand=DIR puts
@@ -275,8 +276,9 @@ def price(family: str, p: int, m: int, model: str, gpu: Optional[str] = None,
             path), or "vpipe:L,W,H,S" (vpipe's own GPT).
         gpu: a preset from `gpus()` (default "h100-80gb") or an accelerator JSON file.
         seq, mbs: tokens per sequence, sequences per microbatch.
-        tp, dp: tensor- and data-parallel degrees; sp: sequence parallelism; zero1 (or
-            zero): distributed optimizer; flash: FlashAttention.
+        tp, dp: tensor- and data-parallel degrees; sp: sequence parallelism; zero: the
+            ZeRO stage 0-3 over DP (1 the distributed optimizer, 2 the gradients too, 3
+            FSDP; zero1=True, the older name, is 1); flash: FlashAttention.
         recompute: "none", "selective" or "full".
         split: how layers are split over stages, "time", "memory" or "even"; or the
             layers of each stage in layers_per_stage.

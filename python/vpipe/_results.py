@@ -415,7 +415,8 @@ class Comparison(_Rows):
 class Configuration(_Record):
     """One configuration the whole-configuration planner priced: family (params: a V
     block's), data-, tensor-, pipeline-, expert-, expert-tensor- and context-parallel
-    degrees (ep, etp: 1 for a dense model; cp: 1 without CP), chunks per device (v, 0 when
+    degrees (ep, etp: 1 for a dense model; cp: 1 without CP), the ZeRO stage (zero, 0-3),
+    chunks per device (v, 0 when
     the family has none), microbatch size and count, recomputation, seconds per step, MFU,
     bubble, the largest rank's bytes, whether every rank fits, the room left below the
     capacity (headroom_bytes) and whether that is under the plan's margin (tight); the
@@ -429,6 +430,7 @@ class Configuration(_Record):
     ep: int
     etp: int
     cp: int
+    zero: int
     v: int
     mbs: int
     m: int

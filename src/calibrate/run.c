@@ -78,7 +78,7 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->sp = run->sp && run->tp > 1;
     w->flash = run->flash;
     w->fp8 = run->fp8;
-    w->zero1 = run->zero == 1;
+    w->zero = run->zero;
     w->dp_overlap = run->dp_overlap;
     w->tp_overlap = run->tp_overlap;
     w->pp_overlap = run->pp_overlap;

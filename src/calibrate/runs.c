@@ -476,22 +476,6 @@ static vp_status read_settings(const cells *c, vp_run *run) {
     return rc;
 }
 
-/* What vpipe cannot express yet, first reason only (the run is kept, unpriced). */
-static void refuse(const cells *c, vp_run *run) {
-    const struct {
-        bool on;
-        int k;
-        const char *what;
-    } no[] = {
-        {run->zero > 1, C_ZERO, "ZeRO-2/3 (FSDP) sharding"},
-    };
-    for (size_t i = 0; i < sizeof no / sizeof no[0] && !run->why_not[0]; i++)
-        if (no[i].on)
-            snprintf(run->why_not, sizeof run->why_not,
-                     "column '%s' = %s: %s is not expressible yet (issue #25)",
-                     column_names[no[i].k], cell(c, no[i].k), no[i].what);
-}
-
 /* The measured figures must be there and agree. */
 static vp_status check_measured(const cells *c, vp_run *run) {
     if (!run->step_time_s && !run->tokens_per_s_per_gpu)
@@ -526,7 +510,6 @@ static vp_status read_run(const cells *c, vp_run *run) {
         return rc;
     if (!run->gbs)
         run->gbs = run->dp * (run->mbs == VP_RUN_ANY ? 1 : run->mbs);
-    refuse(c, run);
     return run->why_not[0] ? VP_OK : check_measured(c, run);
 }
 

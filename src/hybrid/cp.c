@@ -14,8 +14,8 @@ bool vp__hy_cp_legal(const vp_hybrid_request *req, int tp, int cp) {
 
 /* The model states a rank of a pipeline stage holds at least at TP tp, PP pp and R = DP x
  * CP ranks per pipeline rank, bytes: the dense weights over tp x pp, the routed experts
- * over every rank of the stage (the widest expert fold), optimizer states over R with the
- * distributed optimizer. */
+ * over every rank of the stage (the widest expert fold), optimizer states over R with ZeRO
+ * (given, or searched: the least the search can reach). */
 static double least_states(const vp_hybrid_request *q, int tp, int pp, int R) {
     const vp_arch *a = q->arch;
     double all = vp_arch_params(a), routed = 0;
@@ -23,7 +23,8 @@ static double least_states(const vp_hybrid_request *q, int tp, int pp, int R) {
         routed = (all - vp_arch_active_params(a)) * a->experts / (a->experts - a->top_k);
     double params = (all - routed) / ((double)tp * pp) + routed / ((double)tp * pp * R);
     const vp_precision *p = &q->work.prec;
-    return params * (p->param + p->grad + (p->master + p->moments) / (q->work.zero1 ? R : 1));
+    return params * (p->param + p->grad + (p->master + p->moments) /
+                                       (q->work.zero || q->zero_search ? R : 1));
 }
 
 /* Whether CP degree x at TP tp and PP pp (R = DP x CP ranks per pipeline rank) leaves the

@@ -49,6 +49,7 @@ void vp__hy_setup_make(const vp_hybrid_request *req, const vp_hybrid_config *c, 
     out->work.recompute = c->recompute;
     out->work.fp8 = c->fp8;
     out->work.sp = req->work.sp && c->tp > 1;
+    out->work.zero = req->zero_search ? c->zero : req->work.zero;
     out->setup = (vp_price_setup){
         .arch = req->arch, .gpu = req->gpu, .work = &out->work, .split = req->split};
 }

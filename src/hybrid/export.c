@@ -103,14 +103,19 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
     vp__buf_printf(&b,
                    "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n\n",
                    req->work.seq, c->mbs * c->m, req->global_batch);
-    bool shard = req->work.zero1 && c->dp > 1;
+    int zero = pr->work.zero;
+    bool shard = zero && c->dp > 1;
+    const char *why = zero == 3 ? "" /* FSDP2 is ZeRO-3 */
+                      : c->pp > 1
+                          ? "# FSDP2 under a pipeline keeps a stage's weights gathered: what the\n"
+                            "# ZeRO-1 vpipe priced holds\n"
+                          : "# torchtitan has no ZeRO-1 or 2: FSDP2 (ZeRO-3) holds at most what\n"
+                            "# they do, and gathers each layer's weights too\n";
     vp__buf_printf(&b,
                    "[parallelism]\n%sdata_parallel_replicate_degree = %d\n"
                    "data_parallel_shard_degree = %d\ntensor_parallel_degree = %d\n"
                    "pipeline_parallel_degree = %d\npipeline_parallel_microbatch_size = %d\n",
-                   shard ? "# sharded data parallelism (FSDP) holds at most what ZeRO-1 does\n"
-                         : "",
-                   shard ? 1 : c->dp, shard ? c->dp : 1, c->tp, c->pp, c->mbs);
+                   shard ? why : "", shard ? 1 : c->dp, shard ? c->dp : 1, c->tp, c->pp, c->mbs);
     if (c->ep > 1 || c->etp > 1)
         vp__buf_printf(&b, "expert_parallel_degree = %d\nexpert_tensor_parallel_degree = %d\n%s",
                        c->ep, c->etp,
@@ -234,8 +239,14 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
         vp__buf_printf(&b, " --sequence-parallel");
     if (c->fp8 != VP_FP8_OFF) /* E4M3 forward, E5M2 gradients; the recipes share names */
         vp__buf_printf(&b, " --fp8-format hybrid --fp8-recipe %s", vp_fp8_name(c->fp8));
-    if (req->work.zero1 && c->dp * cp > 1)
+    static const char *const strategy[] = {"", "", "optim_grads", "optim_grads_params"};
+    if (pr->work.zero == 1 && c->dp * cp > 1)
         vp__buf_printf(&b, " --use-distributed-optimizer");
+    else if (pr->work.zero > 1 && c->dp * cp > 1) /* Megatron-FSDP (its checkpoints: fsdp_dtensor) */
+        vp__buf_printf(&b,
+                       " --use-megatron-fsdp --data-parallel-sharding-strategy %s --ckpt-format "
+                       "fsdp_dtensor",
+                       strategy[pr->work.zero]);
     if (req->work.flash)
         vp__buf_printf(&b, " --attention-backend flash");
     if (c->recompute == VP_RECOMPUTE_FULL)

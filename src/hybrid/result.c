@@ -86,9 +86,10 @@ static json_t *config_json(const vp_hybrid_config *c) {
     json_object_set_new(o, "family", json_string(c->family));
     if (c->params[0])
         json_object_set_new(o, "params", json_string(c->params));
-    const char *ints[] = {"dp", "tp", "pp", "ep", "etp", "cp", "v", "mbs", "m"};
-    int ivals[] = {c->dp, c->tp, c->pp, c->ep, c->etp, c->cp > 0 ? c->cp : 1, c->v, c->mbs, c->m};
-    for (int i = 0; i < 9; i++)
+    const char *ints[] = {"dp", "tp", "pp", "ep", "etp", "cp", "zero", "v", "mbs", "m"};
+    int ivals[] = {c->dp,  c->tp,   c->pp, c->ep,  c->etp,
+                   c->cp > 0 ? c->cp : 1, c->zero, c->v, c->mbs, c->m};
+    for (int i = 0; i < 10; i++)
         json_object_set_new(o, ints[i], json_integer(ivals[i]));
     json_object_set_new(o, "recompute", json_string(vp_recompute_name(c->recompute)));
     if (c->fp8 != VP_FP8_OFF)

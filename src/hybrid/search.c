@@ -185,15 +185,45 @@ static int fp8_choices(const vp_hybrid_request *q, vp_fp8 out[2]) {
     return q->fp8_search && out[1] != VP_FP8_OFF ? 2 : 1;
 }
 
+/* Every recomputation, ZeRO stage and FP8 recipe of one point (degrees and microbatch):
+ * the ZeRO stages the request searches, one where nothing is sharded (DP x CP and
+ * expert-DP 1), 0 and 1 under a pipeline (where 2 and 3 price as 1); the FP8 recipes
+ * searched. */
+static vp_status add_stages(search *S, const vp_hybrid_config *point, vp_error *err) {
+    const vp_hybrid_request *q = S->req;
+    long cp = point->cp > 0 ? point->cp : 1, edp = (long)point->tp * cp * point->dp;
+    edp /= (long)point->ep * point->etp; /* expert-DP: the expert layers' fold */
+    bool shards = point->dp * cp > 1 || (q->arch->experts > 0 && edp > 1);
+    /* under a pipeline ZeRO-2 and 3 price as ZeRO-1 (FSDP keeps a stage gathered) */
+    int z0 = q->zero_search ? 0 : q->work.zero;
+    int z1 = q->zero_search && shards ? (point->pp > 1 ? 1 : 3) : z0;
+    vp_fp8 fp8[2];
+    int n_fp8 = fp8_choices(q, fp8);
+    for (int rc = VP_RECOMPUTE_NONE; rc <= VP_RECOMPUTE_FULL; rc++) {
+        bool same_as_none = rc == VP_RECOMPUTE_SELECTIVE && q->work.flash;
+        if ((q->recompute >= 0 && q->recompute != rc) || (q->recompute < 0 && same_as_none))
+            continue;
+        for (int z = z0; z <= z1; z++)
+            for (int f = 0; f < n_fp8; f++) {
+                vp_hybrid_config pt = *point;
+                pt.recompute = (vp_recompute)rc;
+                pt.zero = z;
+                pt.fp8 = fp8[f];
+                vp_status st = add_point(S, &pt, err);
+                if (st != VP_OK || out_of_time(S))
+                    return st;
+            }
+    }
+    return VP_OK;
+}
+
 /* The points of one DP x TP x PP x CP: every EP dividing the experts whose EP x ETP divides
  * TP x CP x DP (the expert layers fold the same GPUs), every microbatch size DP x mbs
- * divides the batch by, every recomputation, every FP8 recipe searched. */
+ * divides the batch by, every recomputation, ZeRO stage and FP8 recipe searched. */
 static vp_status enumerate_at(search *S, int dp, int tp, int pp, int cp, vp_error *err) {
     const vp_hybrid_request *q = S->req;
     const vp_arch *a = q->arch;
     int B = q->global_batch, etp = q->etp > 0 ? q->etp : 1;
-    vp_fp8 fp8[2];
-    int n_fp8 = fp8_choices(q, fp8);
     int most = a->experts > 0 ? a->experts : 1;
     for (int ep = 1; ep <= most; ep++) {
         if (most % ep || ((long)tp * cp * dp) % ((long)ep * etp) || !allowed(q->ep, ep) ||
@@ -202,26 +232,17 @@ static vp_status enumerate_at(search *S, int dp, int tp, int pp, int cp, vp_erro
         for (int mbs = 1; mbs <= B / dp; mbs++) {
             if ((B / dp) % mbs || !allowed(q->mbs, mbs))
                 continue;
-            for (int rc = VP_RECOMPUTE_NONE; rc <= VP_RECOMPUTE_FULL; rc++) {
-                bool same_as_none = rc == VP_RECOMPUTE_SELECTIVE && q->work.flash;
-                if ((q->recompute >= 0 && q->recompute != rc) || (q->recompute < 0 && same_as_none))
-                    continue;
-                for (int f = 0; f < n_fp8; f++) {
-                    vp_hybrid_config pt = {.dp = dp,
-                                           .tp = tp,
-                                           .pp = pp,
-                                           .ep = ep,
-                                           .etp = etp,
-                                           .cp = cp,
-                                           .mbs = mbs,
-                                           .m = B / dp / mbs,
-                                           .fp8 = fp8[f]};
-                    pt.recompute = (vp_recompute)rc;
-                    vp_status st = add_point(S, &pt, err);
-                    if (st != VP_OK || out_of_time(S))
-                        return st; /* out of time: the points so far are searched */
-                }
-            }
+            vp_hybrid_config pt = {.dp = dp,
+                                   .tp = tp,
+                                   .pp = pp,
+                                   .ep = ep,
+                                   .etp = etp,
+                                   .cp = cp,
+                                   .mbs = mbs,
+                                   .m = B / dp / mbs};
+            vp_status st = add_stages(S, &pt, err);
+            if (st != VP_OK || S->h->timed_out)
+                return st; /* out of time: the points so far are searched */
         }
     }
     return VP_OK;

@@ -120,22 +120,27 @@ void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, do
     long first_rank = (long)d * t->tp * wdp;
     vp__group grp = {first_rank, t->tp, wdp}, egrp = {first_rank, (long)t->ep * t->etp, edp};
     double egrads = experts * t->prec.grad, eparams = experts * t->prec.param;
-    double params = m->params / t->prec.param - experts;
+    double params = vp__zero_dense_params(t, m, experts);
     double bucket = fmin(bucket_elements(wdp), params);
-    vp__collective kind = t->zero1 ? VP__GATHER : VP__ALL_REDUCE; /* reduce-scatter or not */
+    /* ZeRO-1 and 2 reduce-scatter and gather the updated weights back; ZeRO-2 and 3 reduce
+       their gradients every microbatch inside B (zero.c), ZeRO-3 gathers in the passes */
+    vp__collective kind = t->zero ? VP__GATHER : VP__ALL_REDUCE;
+    bool stepwise = t->zero < 2, gathers = t->zero == 1 || t->zero == 2;
     double grads = vp__collective_seconds(g, kind, &grp, m->grads - egrads) +
                    vp__collective_seconds(g, kind, &egrp, egrads);
     double last = vp__collective_seconds(g, kind, &grp, bucket * t->prec.grad);
-    double gather = t->zero1 ? vp__collective_seconds(g, VP__GATHER, &grp, m->params - eparams) +
-                                   vp__collective_seconds(g, VP__GATHER, &egrp, eparams)
-                             : 0;
+    double gather = gathers ? vp__collective_seconds(g, VP__GATHER, &grp, m->params - eparams) +
+                                  vp__collective_seconds(g, VP__GATHER, &egrp, eparams)
+                            : 0;
     double first =
-        t->zero1 ? vp__collective_seconds(g, VP__GATHER, &grp, bucket * t->prec.param) : 0;
+        gathers ? vp__collective_seconds(g, VP__GATHER, &grp, bucket * t->prec.param) : 0;
+    if (!stepwise) /* the step's last reduce-scatter: the first layer's, after the last B */
+        grads = last;
     out->reduce_s = grads + gather;
     if (t->dp_overlap != VP_OVERLAP_MODELLED) {
         out->after_s = out->reduce_s * (1 - t->dp_overlap);
         return;
     }
     out->after_s = fmax(last, grads - window_b);
-    out->before_s = t->zero1 ? fmax(first, gather - window_f) : 0;
+    out->before_s = gathers ? fmax(first, gather - window_f) : 0;
 }

@@ -1,27 +1,28 @@
 /* The stages of one schedule shape, priced: layer split, parameters, saved bytes and pass
  * times per stage, the pipeline hop, every memory item but the activations, and the cost
  * model the simulator replays. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/internal.h"
 #include "price/price_internal.h"
 
-/* Over how many ranks the optimizer states are split: DP x CP with the distributed
- * optimizer, a routed expert's over expert-DP; else 1. */
-static double optimizer_shard(const vp_workload *t, bool expert) {
-    return t->zero1 ? (expert ? vp__expert_dp(t) : (double)vp__weight_dp(t)) : 1.0;
-}
-
-/* Bytes of master weights and moments of params parameters. */
-static double optimizer_bytes(const vp_workload *t, double params, bool expert) {
-    return params * (t->prec.master + t->prec.moments) / optimizer_shard(t, expert);
-}
-
 /* Bytes of model states per parameter held: weights, gradients and optimizer states. */
 static double state_bytes_per_param(const vp_workload *t, bool expert) {
-    return t->prec.param + t->prec.grad +
-           (t->prec.master + t->prec.moments) / optimizer_shard(t, expert);
+    vp__zero_bytes z;
+    vp__zero_states(t, 1, expert, &z);
+    return z.params + z.grads + z.optimizer;
+}
+
+/* Adds the model states of params parameters (experts of them routed) to m. */
+static void add_states(const vp_workload *t, double params, double experts, vp_rank_memory *m) {
+    vp__zero_bytes dense, expert;
+    vp__zero_states(t, params - experts, false, &dense);
+    vp__zero_states(t, experts, true, &expert);
+    m->params += dense.params + expert.params;
+    m->grads += dense.grads + expert.grads;
+    m->optimizer += dense.optimizer + expert.optimizer;
 }
 
 /* ---- the split ---------------------------------------------------------------------- */
@@ -188,6 +189,7 @@ static void fill_stages(const vp_price_setup *su, const vp_schedule *s, const vp
             g->w_ms += weight[k] * pp[k].w_ms;
             g->r_ms += weight[k] * pp[k].r_ms;
         }
+        vp__zero_pass_ms(su, pp, weight, g);
         g->hold_bytes = g->act_bytes;
         if (g->last && su->arch->tied && s->stage_device[st - pos] == g->device)
             g->params -= (double)su->arch->vocab * su->arch->hidden / su->work->tp;
@@ -276,7 +278,7 @@ static double largest_layer(const vp_arch *a, const vp_workload *work) {
  * context or communicators. With vocabulary parallelism (vs) each rank holds its shard's
  * model states and its shard's logits too. */
 static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const vp__vocab_split *vs,
-                         vp_price_layout *lay) {
+                         const vp__piece_price *pp, vp_price_layout *lay) {
     const vp_workload *t = su->work;
     const vp_arch *a = su->arch;
     vp_workload plain = *t;
@@ -287,11 +289,11 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
     for (int st = 0; st < s->S; st++) {
         const vp_price_stage *g = &lay->stage[st];
         vp_rank_memory *m = &lay->fixed[g->device];
-        m->params += g->params * t->prec.param;
-        m->grads += g->params * t->prec.grad;
-        m->optimizer += optimizer_bytes(t, g->params - g->expert_params, false) +
-                        optimizer_bytes(t, g->expert_params, true);
+        add_states(t, g->params, g->expert_params, m);
         m->fp8_weights += vp__fp8_copy_bytes(su, g->l0, g->l1);
+        double weight[VP__PIECES]; /* ZeRO-3: the rank's largest gathered layers */
+        vp__piece_weights(a, g->l0, g->l1, g->first, g->last, weight);
+        m->gathers = fmax(m->gathers, vp__zero_working_set(su, pp, weight));
         m->buffers += io_bytes(su) * ((!g->first && s->stage_device[st - 1] != g->device) +
                                       (!g->last && s->stage_device[st + 1] != g->device));
         m->logits += g->last && !vs ? logits : 0;
@@ -308,11 +310,9 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
     for (int d = 0; d < s->p; d++) {
         vp_rank_memory *m = &lay->fixed[d];
         double vocab_params = vs ? vs->params : 0;
-        m->params += vocab_params * t->prec.param;
-        m->grads += vocab_params * t->prec.grad;
-        m->optimizer += optimizer_bytes(t, vocab_params, false);
+        add_states(t, vocab_params, 0, m);
         m->logits += vs ? logits / s->p : 0;
-        m->gathers = gathers;
+        m->gathers += gathers;
         m->context = own ? 0 : su->gpu->context_bytes;
         m->comm = own ? 0 : communicators(su, s, vs, d) * su->gpu->comm_buffer_bytes;
         m->reserve = t->reserve_bytes;
@@ -532,8 +532,10 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
     /* R passes: the stages priced without recomputation, then each R's part (vp_workload) */
     vp_workload plain = *su->work;
     vp_price_setup psu = *su;
-    if (shape->recompute != VP_RECOMPUTE_NONE) {
-        plain.recompute = VP_RECOMPUTE_NONE;
+    plain.zero = vp__zero_effective(su->work, shape->p); /* zero.c: FSDP under a pipeline */
+    if (shape->recompute != VP_RECOMPUTE_NONE || plain.zero != su->work->zero) {
+        plain.recompute =
+            shape->recompute != VP_RECOMPUTE_NONE ? VP_RECOMPUTE_NONE : plain.recompute;
         psu.work = &plain;
     }
     vp__piece_price parts[VP__PIECES];
@@ -550,7 +552,7 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
         fill_stages(&psu, shape, parts, lay);
         if (shape->recompute != VP_RECOMPUTE_NONE)
             fill_recompute(su, shape->recompute, vs, lay);
-        fixed_memory(&psu, shape, vs, lay);
+        fixed_memory(&psu, shape, vs, parts, lay);
         lay->hop_ms = su->measured ? su->measured->c : mean_hop_ms(su, shape);
         rc = build_costs(su, shape, lay, err);
     }

@@ -45,8 +45,9 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
 static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m, double experts) {
     const vp_workload *t = su->work;
     const vp_precision *pr = &t->prec;
-    double shard = (m->params / pr->param - experts) / (t->zero1 ? vp__weight_dp(t) : 1) +
-                   experts / (t->zero1 && experts > 0 ? vp__expert_dp(t) : 1);
+    double shard =
+        vp__zero_dense_params(t, m, experts) / (t->zero ? vp__shard_group(t, false) : 1) +
+        experts / (t->zero && experts > 0 ? vp__expert_dp(t) : 1);
     double weights = pr->master ? pr->master : pr->param;
     double traffic = 3.0 * pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
     return shard * traffic / (su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency) +
@@ -73,9 +74,13 @@ static double model_flops_per_microbatch(const vp_price_setup *su) {
     return total;
 }
 
-void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
+void vp__step_tail_of(const vp_price_setup *setup, const vp_price_layout *lay,
                       const vp_rank_memory *memory, const double *dev_end, vp__step_tail *out) {
     *out = (vp__step_tail){0};
+    vp_workload work = *setup->work; /* the stage ZeRO runs at under this pipeline */
+    work.zero = vp__zero_effective(setup->work, lay->p);
+    vp_price_setup zsu = *setup, *su = &zsu;
+    zsu.work = &work;
     double end = 0, after = 0, before = 0, share = 0;
     for (int d = 0; d < lay->p; d++) {
         double window_b = 0, window_f = 0; /* one microbatch's passes on d, seconds */

@@ -109,6 +109,31 @@ typedef struct vp__dp_cost {
 void vp__dp_cost_of(const vp_price_setup *su, int d, const vp_rank_memory *m, double experts,
                     double window_b, double window_f, vp__dp_cost *out);
 
+/* ZeRO (zero.c). vp__shard_group: over how many ranks ZeRO shards a dense (DP x CP) or a
+ * routed expert's (expert-DP) parameter. vp__zero_states: the weights, gradients and
+ * optimizer states of params parameters on a rank under the workload's stage. */
+typedef struct vp__zero_bytes {
+    double params, grads, optimizer;
+} vp__zero_bytes;
+int vp__shard_group(const vp_workload *t, bool expert);
+/* The ZeRO stage a pipeline of p devices runs t's at (2 and 3 as 1 when p > 1: zero.c). */
+int vp__zero_effective(const vp_workload *t, int p);
+void vp__zero_states(const vp_workload *t, double params, bool expert, vp__zero_bytes *out);
+/* The dense (not routed-expert) parameters behind m's weights, unsharded, given the rank's
+ * routed experts' parameters. */
+double vp__zero_dense_params(const vp_workload *t, const vp_rank_memory *m, double experts);
+/* One FSDP unit of params parameters (experts of them routed) on pipeline rank d: seconds of
+ * its weights' all-gather (ZeRO-3) and its gradients' reduce-scatter (ZeRO-2 and 3) over its
+ * groups; zero below those stages. */
+typedef struct vp__zero_comm {
+    double gather_s, scatter_s;
+} vp__zero_comm;
+void vp__zero_unit(const vp_price_setup *su, int d, double params, double experts,
+                   vp__zero_comm *out);
+/* What a layer's communication adds to a pass whose compute prefetches it: max(0, comm -
+ * compute). */
+double vp__zero_exposed(double comm_ms, double compute_ms);
+
 /* Facts of a piece without checking the setup (vp_price_part_facts checks first). */
 void vp__piece_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,
                      unsigned kind, vp_price_facts *out);
@@ -200,6 +225,16 @@ void vp__price_pieces(const vp_price_setup *su, vp__piece_price *pieces);
  * head) into weight[VP__PIECES]. */
 void vp__piece_weights(const vp_arch *a, int l0, int l1, bool first, bool last,
                        double weight[VP__PIECES]);
+
+/* ZeRO-2 and 3 in the passes of stage g, whose pieces are weight[k] of pp (zero.c): F, B
+ * and W each grow by what their layers' gathers and reduce-scatters leave exposed, F and B
+ * by the first layer's gather too. Nothing with measured costs or below ZeRO-2. */
+void vp__zero_pass_ms(const vp_price_setup *su, const vp__piece_price *pp, const double *weight,
+                      vp_price_stage *g);
+/* ZeRO-3's working set on a stage of those pieces: the gathered largest layer and the
+ * prefetched next, bytes (0 below ZeRO-3). */
+double vp__zero_working_set(const vp_price_setup *su, const vp__piece_price *pp,
+                            const double *weight);
 
 /* Chooses layers per route position (counts[route_len]) for the shape s: every layer
  * goes where the largest load grows least. A stage's position is stage % route_len. */

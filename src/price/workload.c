@@ -71,6 +71,8 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
     if ((unsigned)t->cp_comm > VP_CP_ALLGATHER || (unsigned)t->fp8 > VP_FP8_DELAYED)
         return vp__fail(err, VP_EINVAL, "unknown CP exchange %d or FP8 recipe %d", (int)t->cp_comm,
                         (int)t->fp8);
+    if ((unsigned)t->zero > 3)
+        return vp__fail(err, VP_EINVAL, "ZeRO stage %d is not 0, 1, 2 or 3", t->zero);
     if ((unsigned)t->recompute > VP_RECOMPUTE_FULL)
         return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)t->recompute);
     if (t->seq > a->max_positions)

@@ -207,6 +207,11 @@ static vp_status check_shape(const vp_train_request *q, vp_error *err) {
  * its own m per replica), ZeRO-1 needs replicas of a pipelined run. */
 static vp_status check_replicas(const vp_train_request *q, bool reference, vp_error *err) {
     int dp = q->po.train.dp, m = batch_of(q);
+    if (q->po.zero >= 2)
+        return vp__fail(err, VP_EINVAL,
+                        "--zero %d: vpipe's runtime shards the optimiser only (ZeRO-1); ZeRO-2 "
+                        "and 3 (gradients, weights) are priced, not run: give --zero 1 or 0",
+                        q->po.zero);
     if (q->po.zero && dp < 2)
         return vp__fail(err, VP_EINVAL,
                         "--zero 1 shards the optimiser across data-parallel "

@@ -49,10 +49,11 @@ typedef struct vp__option {
     vp__kind kind;
     size_t offset;              /* in vp_request */
     double lo, hi;              /* VP__INT, VP__LONG, VP__NUMBER */
-    double unset;               /* numbers and choices: the value meaning "not given" */
+    double unset;               /* numbers, choices, integers: the value meaning "not given" */
     const char *const *choices; /* VP__CHOICE: NULL-terminated */
     const char *noun;           /* VP__CHOICE: "recomputation" (messages) */
     unsigned commands;          /* bit (1 << vp__command) of every command taking it */
+    bool boolean;               /* VP__INT: JSON true and false read as 1 and 0 (an old flag) */
 } vp__option;
 
 /* Every option, and their count. */

@@ -101,6 +101,10 @@ static vp_status store(const json_t *v, const char *key, const vp__option *o, vp
     case VP__INT:
     case VP__LONG:
     case VP__NUMBER:
+        if (o->boolean && json_is_boolean(v)) { /* an old flag: true is 1 */
+            *(int *)at = json_is_true(v);
+            return VP_OK;
+        }
         if ((rc = number(v, key, o, &x, err)) != VP_OK)
             return rc;
         if (o->kind == VP__INT)

@@ -61,6 +61,7 @@ static vp_hybrid_request search_request(vp__run *run) {
     q.ep = r->ep;
     q.etp = r->etp;
     q.cp = r->cp;
+    q.zero_search = r->zero < 0;
     q.mbs = r->mbs;
     q.pp = r->pp;
     q.recompute = r->recompute;
@@ -87,13 +88,15 @@ static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size
     return buf;
 }
 
-static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c) {
-    char fam[160], ep[64] = "";
+static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c, bool zero) {
+    char fam[160], ep[80] = "";
     int n = c->cp > 1 ? snprintf(ep, sizeof ep, ", CP %d", c->cp) : 0;
     if (c->ep > 1 || c->etp > 1)
         n += snprintf(ep + n, sizeof ep - (size_t)n, ", EP %d, ETP %d", c->ep, c->etp);
     if (c->fp8 != VP_FP8_OFF)
-        snprintf(ep + n, sizeof ep - (size_t)n, ", FP8 %s", vp_fp8_name(c->fp8));
+        n += snprintf(ep + n, sizeof ep - (size_t)n, ", FP8 %s", vp_fp8_name(c->fp8));
+    if (zero) /* the stage searched: each row says which */
+        snprintf(ep + n, sizeof ep - (size_t)n, ", ZeRO %d", c->zero);
     vp__buf_printf(
         out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f %6.1f%s  %s%s\n",
         label, c->group, c->dp, c->tp, c->pp, c->mbs, c->m, vp_recompute_name(c->recompute),
@@ -108,15 +111,30 @@ static void table_head(vp__buf *out) {
                    "max GiB", "room GiB", "schedule");
 }
 
+/* The ZeRO stage in the plan's first line: searched, or fixed (", distributed optimizer" for
+ * ZeRO-1, as plans always said). */
+static const char *zero_text(const vp_hybrid_request *q, char *buf, size_t size) {
+    if (q->zero_search)
+        snprintf(buf, size, ", the ZeRO stage searched");
+    else if (q->work.zero == 1)
+        snprintf(buf, size, ", distributed optimizer");
+    else if (q->work.zero > 1)
+        snprintf(buf, size, ", %s", vp_zero_text(q->work.zero));
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
 static void search_text(vp__buf *out, const vp_hybrid *h, const vp_hybrid_request *q) {
-    vp__buf_printf(
-        out,
-        "plan: %s on %d %s (%.1f GiB each, a margin of %.1f GiB kept), sequence %d, "
-        "global batch %d%s%s%s%s\n",
-        q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB, h->margin_bytes / GIB,
-        q->work.seq, q->global_batch, q->work.flash ? ", FlashAttention" : "",
-        q->work.sp ? ", sequence parallelism" : "", q->work.zero1 ? ", distributed optimizer" : "",
-        q->vocab_parallel ? ", vocabulary parallelism" : "");
+    char zero[48];
+    vp__buf_printf(out,
+                   "plan: %s on %d %s (%.1f GiB each, a margin of %.1f GiB kept), sequence %d, "
+                   "global batch %d%s%s%s%s\n",
+                   q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB,
+                   h->margin_bytes / GIB, q->work.seq, q->global_batch,
+                   q->work.flash ? ", FlashAttention" : "",
+                   q->work.sp ? ", sequence parallelism" : "", zero_text(q, zero, sizeof zero),
+                   q->vocab_parallel ? ", vocabulary parallelism" : "");
     vp__buf_printf(out,
                    "%ld configurations: %ld evaluated, %ld pruned (%ld by the step-time bound, "
                    "%ld by the memory bound, %ld over memory when built), %ld refused; %.2f s\n",
@@ -129,12 +147,12 @@ static void search_text(vp__buf *out, const vp_hybrid *h, const vp_hybrid_reques
     for (int i = 0; i < h->n_top; i++) {
         char label[16];
         snprintf(label, sizeof label, "%d", i + 1);
-        config_row(out, label, &h->top[i]);
+        config_row(out, label, &h->top[i], q->zero_search);
     }
     vp__buf_printf(out, "\nbest of every family (1f1b-r: 1F1B with full recomputation):\n");
     table_head(out);
     for (int i = 0; i < h->n_best; i++)
-        config_row(out, "", &h->best[i]);
+        config_row(out, "", &h->best[i], q->zero_search);
     vp__buf_printf(out, "\nthe winner in detail:\n");
     vp__price_text(out, h->winner.result, &h->winner.work, false);
 }

@@ -79,7 +79,7 @@ static void apply_workload(vp__run *run) {
         w->etp = q->etp ? q->etp : w->etp;
     }
     w->sp = q->sp;
-    w->zero1 = q->zero;
+    w->zero = q->zero > 0 ? q->zero : 0;
     w->flash = q->flash;
     w->tp_overlap = q->tp_overlap;
     w->pp_overlap = q->pp_overlap;
@@ -106,6 +106,26 @@ vp_status vp__gpu_resolve(const vp__run *run, const char *name, vp_gpu *gpu, vp_
     if (vp_gpu_resolve(name, gpu, err) != VP_OK)
         return source_error(run, "gpu", name, err);
     return VP_OK;
+}
+
+/* ZeRO-2 or 3 where the sharding group is one rank (DP 1, and no routed expert with
+ * expert-DP above 1) shards nothing, and under a pipeline prices as ZeRO-1 (zero.c):
+ * priced as given, and said. */
+static vp_status zero_note(vp__run *run, vp_error *err) {
+    const vp_workload *w = &run->work;
+    long edp = (long)w->tp * w->cp * w->dp / ((long)w->ep * w->etp);
+    bool shards = w->dp * w->cp > 1 || (run->arch.experts > 0 && edp > 1);
+    if (run->cmd == VP__PLAN || w->zero < 2 || (shards && run->spec.p < 2))
+        return VP_OK;
+    char *text =
+        !shards ? vp__printf("vpipe: note: ZeRO-%d with data parallelism 1 shards nothing: the "
+                             "states are whole, as without it\n",
+                             w->zero)
+                : vp__printf("vpipe: note: ZeRO-%d under a pipeline of %d prices as ZeRO-1: FSDP "
+                             "keeps each stage's weights gathered and its gradients whole "
+                             "through the step (torchtitan, torch.distributed.pipelining)\n",
+                             w->zero, run->spec.p);
+    return text ? vp__note(run, text, err) : vp__fail(err, VP_ENOMEM, "out of memory");
 }
 
 vp_status vp__real_ready(vp__run *run, vp_error *err) {
@@ -148,7 +168,7 @@ vp_status vp__real_ready(vp__run *run, vp_error *err) {
     if (vp_price_check(&run->setup, err) != VP_OK)
         return err->status;
     run->real = true;
-    return VP_OK;
+    return zero_note(run, err);
 }
 
 char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
@@ -158,12 +178,13 @@ char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
                  w->tp * w->cp * w->dp / (w->ep * w->etp));
     if (w->fp8 != VP_FP8_OFF)
         snprintf(fp8, sizeof fp8, ", FP8 %s", vp_fp8_name(w->fp8));
-    char cp[48] = "";
+    char cp[48] = "", zero[16] = "";
     if (w->cp > 1)
         snprintf(cp, sizeof cp, ", CP %d (%s)", w->cp, vp_cp_comm_name(w->cp_comm));
+    if (w->zero && w->dp * w->cp > 1)
+        snprintf(zero, sizeof zero, " + ZeRO-%d", w->zero);
     snprintf(buf, size, "TP %d%s%s, DP %d%s%s, seq %d, mbs %d%s%s, recompute %s", w->tp,
-             w->sp && w->tp > 1 ? " + SP" : "", cp, w->dp,
-             w->zero1 && w->dp * w->cp > 1 ? " + ZeRO-1" : "", ep, w->seq, w->mbs,
+             w->sp && w->tp > 1 ? " + SP" : "", cp, w->dp, zero, ep, w->seq, w->mbs,
              w->flash ? ", FlashAttention" : "", fp8, vp_recompute_name(w->recompute));
     return buf;
 }

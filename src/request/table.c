@@ -111,7 +111,16 @@ const vp__option vp__options[] = {
     INT("dp", "--dp", dp, 1, INT_MAX, REAL),
     INT("ep", "--ep", ep, 1, INT_MAX, REAL),
     INT("etp", "--etp", etp, 1, INT_MAX, REAL),
-    RENAMED("zero", "--zero", "zero1", VP__FLAG, zero, REAL),
+    {.key = "zero", /* 0..3; an old boolean (true: 1); not given: -1 */
+     .flag = "--zero",
+     .old_key = "zero1",
+     .kind = VP__INT,
+     .offset = AT(zero),
+     .lo = 0,
+     .hi = 3,
+     .unset = -1,
+     .boolean = true,
+     .commands = REAL},
     FLAG("flash", "--flash", flash, REAL),
     FLAG("tp_overlap", "--tp-overlap", tp_overlap, REAL),
     FLAG("pp_overlap", "--pp-overlap", pp_overlap, REAL),
@@ -172,7 +181,7 @@ bool vp__option_given(const vp_request *req, const vp__option *o) {
     const char *at = (const char *)req + o->offset;
     switch (o->kind) {
     case VP__INT:
-        return *(const int *)at != 0;
+        return *(const int *)at != (int)o->unset;
     case VP__LONG:
         return *(const long *)at != 0;
     case VP__NUMBER:

@@ -97,7 +97,8 @@ megatron = {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "-
             "--num-virtual-stages-per-pipeline-rank", "--decoder-first-pipeline-num-layers",
             "--decoder-last-pipeline-num-layers", "--sequence-parallel",
             "--use-distributed-optimizer", "--attention-backend", "--recompute-granularity",
-            "--recompute-method", "--recompute-num-layers", "--fp8-format", "--fp8-recipe"}
+            "--recompute-method", "--recompute-num-layers", "--fp8-format", "--fp8-recipe",
+            "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format"}
 for path, recipe in zip(sys.argv[1:], ("blockwise", "tensorwise")):
     words = [l for l in open(path).read().splitlines() if l.startswith("--")][0].split()
     flags = [w for w in words if w.startswith("--")]
