@@ -169,6 +169,10 @@ static const cli_opt real_opts[] = {
     REAL_FLAG("pp-overlap", pp_overlap,
               "pipeline sends overlapped with compute (default: they block\n"
               "both ends, as Megatron-LM's 1F1B)"),
+    REAL_FLAG("ep-overlap", ep_overlap,
+              "each forward overlapped with the backward after it, one's\n"
+              "all-to-all under the other's compute (Megatron-LM's\n"
+              "--overlap-moe-expert-parallel-comm; DualPipe's pairs always)"),
     {.name = "reserve",
      .kind = CLI_DOUBLE,
      .offset = AT(reserve),

@@ -110,6 +110,7 @@ const vp__option vp__options[] = {
     FLAG("flash", "--flash", flash, REAL),
     FLAG("tp_overlap", "--tp-overlap", tp_overlap, REAL),
     FLAG("pp_overlap", "--pp-overlap", pp_overlap, REAL),
+    FLAG("ep_overlap", "--ep-overlap", ep_overlap, REAL),
     NUMBER("reserve", "--reserve", reserve, 0, 1e6, -1, REAL),
     NUMBER("dp_overlap", "--dp-overlap", dp_overlap, 0, 1, -1, REAL),
     CHOICE("split", "--split", split, splits, "split", -1, REAL & ~ON(MODEL)),
