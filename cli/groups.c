@@ -132,6 +132,9 @@ const cli_group cli_vocab_group = CLI_GROUP("vocabulary", vocab_opts);
 #define REAL_FLAG(name_, field, help_)                                                             \
     { .name = name_, .kind = CLI_FLAG, .offset = AT(field), .help = help_ }
 
+/* In vp_ep_dispatch's order. */
+static const char *const dispatch_names[] = {"alltoall", "deepep", NULL};
+
 static const cli_opt real_opts[] = {
     {.name = "model",
      .kind = CLI_STRING,
@@ -173,6 +176,14 @@ static const cli_opt real_opts[] = {
               "each forward overlapped with the backward after it, one's\n"
               "all-to-all under the other's compute (Megatron-LM's\n"
               "--overlap-moe-expert-parallel-comm; DualPipe's pairs always)"),
+    {.name = "ep-dispatch",
+     .kind = CLI_ENUM,
+     .offset = AT(ep_dispatch),
+     .choices = dispatch_names,
+     .help = "how the all-to-alls move tokens: every token-expert row\n"
+             "(NCCL's all-to-all, the default), or deepep: each token once\n"
+             "over the network to every node holding its experts, then\n"
+             "over NVLink (DeepEP, HybridEP)"},
     {.name = "reserve",
      .kind = CLI_DOUBLE,
      .offset = AT(reserve),

@@ -128,6 +128,8 @@ static void test_moe_runs(void **state) {
         assert_true(run->ep > 1);
         assert_true(r->price.fits);
         assert_true(isfinite(r->error) && r->error > -1);
+        if (!strncmp(run->id, "MS", 2)) /* HybridEP's dispatch and the EP overlap priced */
+            assert_true(fabs(r->error) < 0.10);
     }
     vp_calibrate_accuracy_free(a);
     vp_calibrate_free(runs);

@@ -5,7 +5,10 @@
  * - a priced DualPipeV: every stage's hidden all-to-all is the mean over its microbatches of
  *   its share (its all-to-all over the pair's) of what each pair hides, C + X minus that;
  * - EP 1: nothing hidden, the same makespan as the halves run back to back;
- * - --ep-overlap without a pipeline (p 1): F, then m - 1 pairs, then BW;
+ * - --ep-overlap without a pipeline (p 1): F, then m - 1 pairs, then BW, one microbatch's
+ *   activations held (a pair runs layer by layer);
+ * - --ep-dispatch deepep: each token once over the network to every other node holding one of
+ *   its experts, then over NVLink;
  * - idle time per device = makespan - busy equals (p-1)(F+B) for 1F1B and (p-1)(F+B-2W) for
  *   ZB1P (ZB-H1), B the full backward as DeepSeek writes it (vpipe's B + W), and
  *   (p/2-1)(F&B+B-3W) for DualPipe where F equals vpipe's B and F&B their sum (below). */
@@ -161,6 +164,8 @@ static void test_ep_overlap_no_pipeline(void **state) {
     TU_NEAR(r->makespan_s * 1e3, sum + (m - 1) * pair_formula(sum - x, x));
     assert_true(r->step_time_s < plain->step_time_s);
     TU_NEAR(plain->makespan_s * 1e3, m * sum);
+    /* layer by layer, a pair's memory moves from its start to its end: one microbatch held */
+    TU_NEAR(r->memory[0].activations, plain->memory[0].activations);
     vp_schedule_free(s);
     vp_price_result_free(r);
     vp_price_result_free(plain);
@@ -192,6 +197,44 @@ static void test_ep_overlap_pipelines(void **state) {
         vp_schedule_free(s);
         vp_price_result_free(r);
     }
+}
+
+/* DeepEP's dispatch (--ep-dispatch deepep) at EP 16 over two nodes of 8: a token's 8 of 128
+ * experts miss the other node with probability C(64, 8) / C(128, 8), so it crosses the network
+ * q = 1 - that times, one copy instead of the all-to-all's half of its 8 rows; NVLink carries
+ * the rows staying in the node plus those forwarded from the receiving GPU. Per MoE layer, F
+ * has a dispatch and a combine. */
+static void test_deepep_dispatch(void **state) {
+    (void)state;
+    qwen q;
+    qwen_setup(&q, 16);
+    q.t.ep_dispatch = VP_EP_DEEPEP;
+    vp_price_result *r = price(&q.su, "1f1b", 1, 2, NULL);
+    double miss = 1;
+    for (int i = 0; i < 8; i++)
+        miss *= (64.0 - i) / (128.0 - i);
+    double bytes = 4096.0 * 8 * 2048 * 2, eff = q.g.comm_efficiency;
+    double network = bytes / 8 * (1 - miss), nvlink = bytes * (7.0 / 16 + 0.5 * 7.0 / 8);
+    double one =
+        fmax(network / (q.g.inter_bw * eff), nvlink / (q.g.intra_bw * eff)) + q.g.inter_latency;
+    TU_NEAR(r->stage[0].a2a_f_ms / 48, 2 * one * 1e3);
+    q.t.ep_dispatch = VP_EP_ALLTOALL; /* every row: half of them leave the node */
+    vp_price_result *a = price(&q.su, "1f1b", 1, 2, NULL);
+    double all =
+        fmax(bytes * 8 / 16 / (q.g.inter_bw * eff), bytes * 7 / 16 / (q.g.intra_bw * eff)) +
+        q.g.inter_latency;
+    TU_NEAR(a->stage[0].a2a_f_ms / 48, 2 * all * 1e3);
+    assert_true(r->stage[0].a2a_f_ms < a->stage[0].a2a_f_ms / 3);
+    qwen_setup(&q, 8); /* inside one node the two are the same */
+    q.t.ep_dispatch = VP_EP_DEEPEP;
+    vp_price_result *in = price(&q.su, "1f1b", 1, 2, NULL);
+    q.t.ep_dispatch = VP_EP_ALLTOALL;
+    vp_price_result *in2 = price(&q.su, "1f1b", 1, 2, NULL);
+    TU_NEAR(in->stage[0].a2a_f_ms, in2->stage[0].a2a_f_ms);
+    vp_price_result_free(r);
+    vp_price_result_free(a);
+    vp_price_result_free(in);
+    vp_price_result_free(in2);
 }
 
 /* Idle time per device (makespan - busy) of family at (p, m = 8p) under F, B, W, FB. */
@@ -239,6 +282,7 @@ int main(void) {
         cmocka_unit_test(test_ep1_buys_nothing),
         cmocka_unit_test(test_ep_overlap_no_pipeline),
         cmocka_unit_test(test_ep_overlap_pipelines),
+        cmocka_unit_test(test_deepep_dispatch),
         cmocka_unit_test(test_bubble_formulas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -260,6 +260,15 @@ typedef enum {
     VP_FP8_MXFP8 = 3
 } vp_fp8;
 
+/* How the expert-parallel all-to-alls move tokens: NCCL's all-to-all of every token-expert
+ * row (Megatron-LM's alltoall dispatcher), or as DeepEP and NVIDIA's HybridEP do, each token
+ * sent once over the network to every other node holding one of its experts, then forwarded
+ * over NVLink to the GPUs holding them (DeepSeek-V3's report, arXiv 2412.19437, §3.2.2). */
+typedef enum { VP_EP_ALLTOALL = 0, VP_EP_DEEPEP = 1 } vp_ep_dispatch;
+
+/* "alltoall", "deepep"; NULL outside the enum. */
+VP_API const char *vp_ep_dispatch_name(vp_ep_dispatch d);
+
 /* The names of vp_cp_comm ("p2p", "allgather") and vp_fp8 ("off", "tensorwise",
  * "blockwise", "mxfp8"); NULL outside the enums. */
 VP_API const char *vp_cp_comm_name(vp_cp_comm c);
@@ -310,7 +319,8 @@ typedef struct vp_workload {
      * runs overlapped with the backward after it on its device, one's all-to-all hidden
      * under the other's compute (DualPipe's F&B pairs overlap always). */
     bool ep_overlap;
-    vp_fp8 fp8; /* the linears' matrix multiplies in FP8 (vp_fp8) */
+    vp_ep_dispatch ep_dispatch; /* how the all-to-alls move tokens (vp_ep_dispatch) */
+    vp_fp8 fp8;                 /* the linears' matrix multiplies in FP8 (vp_fp8) */
 } vp_workload;
 
 /* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision

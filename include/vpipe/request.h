@@ -30,7 +30,8 @@
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, recompute, vocab_parallel, offload, offload_policy,
  *             model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap,
- *             reserve, dp_overlap, split, layers_per_stage, ep_overlap, json
+ *             reserve, dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch,
+ *             json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
  *             no_color, title
@@ -40,14 +41,13 @@
  *   plan      p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, recompute,
  *             vocab_parallel, offload, offload_policy, memory, json, output, model, gpu,
  *             seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve,
- *             dp_overlap, split, layers_per_stage, ep_overlap, gpus, global_batch, pp, top,
- *             max_chunks,
- *             threads, time_limit, margin, emit, operand (emit torchtitan's DIR)
- *   block     operand (a block file), p, m, v, cost, cost_file, memory_model,
- *             memory_limit, max_ops, reorder, output, json, example
- *   model     operand ("list" | ["show", NAME]), json; show also model (instead of
+ *             dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, gpus, global_batch, pp,
+ * top, max_chunks, threads, time_limit, margin, emit, operand (emit torchtitan's DIR) block operand
+ * (a block file), p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, reorder, output,
+ * json, example model     operand ("list" | ["show", NAME]), json; show also model (instead of
  *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute (gpu, tp_overlap,
- *             pp_overlap, reserve, dp_overlap and ep_overlap are refused: they price a
+ *             pp_overlap, reserve, dp_overlap, ep_overlap and ep_dispatch are
+ *             refused: they price a
  *             pipeline)
  *   calibrate runs (a RUNS.csv path, required), output (required: the calibrated
  *             accelerator's file), gpu (the accelerator the fit starts from),
@@ -124,6 +124,7 @@ typedef struct vp_request {
     int seq, mbs, tp, dp, ep, etp;
     bool sp, zero, flash, tp_overlap, pp_overlap;
     bool ep_overlap; /* --ep-overlap: the combined 1F1B (vp_workload.ep_overlap) */
+    int ep_dispatch; /* --ep-dispatch: a vp_ep_dispatch, -1 when not given */
     double reserve, dp_overlap;
     int split;
     const char *layers_per_stage;

@@ -126,6 +126,11 @@ typedef struct vp_cost_model {
      * vp_cost_model_new sets comm_rate 1. */
     double *xf, *xb;
     double comm_rate;
+    /* 1: an F&B pair runs layer by layer, each layer of its forward beside one of its
+     * backward from the other end, so its memory moves steadily from its start to its end and
+     * goes no higher than the larger of the two (Megatron-LM's combined 1F1B); 0
+     * (vp_cost_model_new): the forward allocates before the backward frees. */
+    int fb_layered;
 } vp_cost_model;
 
 /* Lays costs and the memory model out per stage of schedule s into a new *out (chunk

@@ -17,10 +17,12 @@
  * them. Measured costs are taken as they are (an F&B is its FB cost, or the sum).
  *
  * The combined 1F1B (vp__overlap_pair): a forward and a backward of another microbatch run
- * as one F&B pair. 1F1B's order is rebuilt for it (fuse_single: the pairs need a deeper
- * warm-up, which the simulator's memory then counts); in any other schedule each forward a
- * device runs right before such a backward (interleaved 1F1B's steady state) is fused with
- * it. */
+ * as one F&B pair, layer by layer (forward layer i beside the backward of the last layer not
+ * yet run back), so its memory moves from the pair's start to its end (vp_cost_model
+ * .fb_layered; DualPipe's pairs keep the table's accounting, forward before backward). 1F1B's order
+ * is rebuilt for it (fuse_single: the pairs need a deeper warm-up, which the simulator's memory
+ * then counts); in any other schedule each forward a device runs right before such a backward
+ * (interleaved 1F1B's steady state) is fused with it. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,15 @@ bool vp__overlap_any(const vp_price_layout *lay) {
     return false;
 }
 
+/* Whether lay's stages sit as DualPipe's (a V or both directions: stage s and S - 1 - s on
+ * one device), whose pairs keep their own memory accounting (the table's p + 1). */
+static bool dualpipe_shape(const vp_price_layout *lay) {
+    bool paired = lay->S == 2 * lay->p;
+    for (int st = 0; paired && st < lay->S; st++)
+        paired = lay->stage[st].device == lay->stage[lay->S - 1 - st].device;
+    return paired;
+}
+
 void vp__overlap_fill(const vp_price_setup *su, vp_price_layout *lay) {
     if (su->measured)
         return;
@@ -48,15 +59,13 @@ void vp__overlap_fill(const vp_price_setup *su, vp_price_layout *lay) {
         cm->xb[st] = lay->stage[st].a2a_b_ms;
     }
     lay->ep_pairs = su->work->ep_overlap && vp__overlap_any(lay);
+    cm->fb_layered = lay->ep_pairs && !dualpipe_shape(lay);
 }
 
 double vp__overlap_bound_rate(const vp_price_layout *lay) {
     if (!vp__overlap_any(lay))
         return 0;
-    bool paired = lay->S == 2 * lay->p; /* a V or both directions: DualPipe's shapes */
-    for (int st = 0; paired && st < lay->S; st++)
-        paired = lay->stage[st].device == lay->stage[lay->S - 1 - st].device;
-    return paired || lay->ep_pairs ? lay->cm->comm_rate : 0;
+    return dualpipe_shape(lay) || lay->ep_pairs ? lay->cm->comm_rate : 0;
 }
 
 long vp__overlap_pairs(const vp_schedule *s) {

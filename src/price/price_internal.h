@@ -96,6 +96,11 @@ bool vp__crosses_nodes(const vp_gpu *gpu, long a, long b);
 /* Seconds of an all-to-all over g in which each rank sends bytes in all (1/n to each
  * member, itself included). */
 double vp__alltoall_seconds(const vp_gpu *gpu, const vp__group *g, double bytes);
+/* Seconds of one dispatch or combine over the EP group g of a rank's token-expert rows,
+ * `bytes` in all, under t->ep_dispatch (dispatch.c): vp__alltoall_seconds of all of them, or
+ * DeepEP's once-per-node exchange. */
+double vp__dispatch_seconds(const vp_gpu *gpu, const vp_arch *a, const vp_workload *t,
+                            const vp__group *g, double bytes);
 double vp__send_seconds(const vp_price_setup *su, int from, int to);
 
 /* The data-parallel reduction of pipeline rank d holding m's model states, experts of its

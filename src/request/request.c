@@ -7,7 +7,7 @@
 
 void vp_request_init(vp_request *req, const char *command) {
     memset(req, 0, sizeof *req);
-    req->recompute = req->split = req->emit = req->offload_policy = -1;
+    req->recompute = req->split = req->emit = req->offload_policy = req->ep_dispatch = -1;
     req->reserve = req->dp_overlap = req->margin = -1;
     if (command && !strcmp(command, "schedule"))
         req->output = "-";

@@ -316,6 +316,12 @@ void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes
     double f_up, f_down, b_up, b_down; /* the halves run in turn: F, then the backward */
     vp_cost_model_pass_memory(cm, VP_OP_F, op->stage, bytes, &f_up, &f_down);
     vp_cost_model_pass_memory(cm, op->bkind, op->stage2, bytes, &b_up, &b_down);
+    if (cm->fb_layered) { /* from its start straight to its end */
+        double net = f_up - f_down + b_up - b_down;
+        *up = net > 0 ? net : 0.0;
+        *down = *up - net;
+        return;
+    }
     *up = f_up - f_down + b_up > f_up ? f_up - f_down + b_up : f_up;
     *down = *up - (f_up - f_down + b_up - b_down);
 }

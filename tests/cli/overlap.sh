@@ -22,6 +22,19 @@ expect 0 "overlap buys nothing" -- "$vp" simulate dualpipe -p 2 -m 8 --model lla
 expect 0 "hidden by 7 overlapped F&B pairs" -- \
     "$vp" simulate 1f1b -p 1 -m 8 "${q[@]}" --ep 16 --ep-overlap
 
+# --ep-dispatch deepep: EP 16 over two nodes sends each token once per remote node
+for d in alltoall deepep; do
+    "$vp" simulate 1f1b -p 1 -m 4 "${q[@]}" --ep 16 --ep-dispatch "$d" --json >"$tmp/$d.json"
+done
+expect 0 "" -- python3 - "$tmp" <<'PY'
+import json, sys
+a, d = (json.load(open(f"{sys.argv[1]}/{k}.json"))["per_stage"][0] for k in ("alltoall", "deepep"))
+assert 0 < d["a2a_f_ms"] < a["a2a_f_ms"] / 3, (a["a2a_f_ms"], d["a2a_f_ms"])
+PY
+expect 0 "--ep-dispatch" -- "$vp" simulate --help
+expect 2 "--ep-dispatch" -- "$vp" simulate 1f1b -p 1 -m 4 "${q[@]}" --ep 16 --ep-dispatch nccl
+expect 2 "ep-dispatch" -- "$vp" model show qwen3-30b-a3b --ep-dispatch deepep
+
 # DeepSeek-V3 at its published layout, 120 microbatches of one sequence (a global batch of
 # 15360 over DP 128), recomputation selective (closest to its RMSNorm and up-projections)
 ds=(-p 16 -m 120 --model deepseek-v3 --gpu h800-80gb --seq 4096 --dp 128 --ep 64 --zero --flash
