@@ -517,6 +517,13 @@ typedef struct vp_price_bound {
 VP_API vp_status vp_price_layout_bound(const vp_price_setup *setup, const vp_price_layout *layout,
                                        int m, vp_price_bound *out, vp_error *err);
 
+/* The same for schedules like `like` (of the layout's shape, e.g. its family built small):
+ * what overlapped pairs may hide is taken off only when like has F&B pairs or the layout
+ * fuses them (ep_pairs), so the bound is tighter for the other families of a shape. */
+VP_API vp_status vp_price_layout_bound_of(const vp_price_setup *setup,
+                                          const vp_price_layout *layout, const vp_schedule *like,
+                                          int m, vp_price_bound *out, vp_error *err);
+
 /* Builds family for spec with the layout's per-device costs and memory model (layout made
  * for the family's shape at spec->p, offloading as spec does); when the generator refuses
  * unequal devices, with their means (*mean_costs set); with spec->offload, its O and L

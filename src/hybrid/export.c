@@ -208,6 +208,10 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
     if (c->ep > 1 || c->etp > 1)
         vp__buf_printf(&b, " --expert-model-parallel-size %d --expert-tensor-parallel-size %d",
                        c->ep, c->etp);
+    if (c->ep > 1 && req->work.ep_dispatch == VP_EP_DEEPEP)
+        vp__buf_printf(&b, " --moe-token-dispatcher-type flex --moe-enable-deepep");
+    if (c->ep > 1 && req->work.ep_overlap)
+        vp__buf_printf(&b, " --overlap-moe-expert-parallel-comm");
     if (req->work.sp && c->tp > 1)
         vp__buf_printf(&b, " --sequence-parallel");
     if (req->work.zero1 && c->dp > 1)

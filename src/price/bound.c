@@ -43,8 +43,8 @@ static void sum_route(const vp_price_layout *lay, double hide, route_sums *r) {
  * the forward chain reaches it, then all its passes) and (its first B cannot start before the whole
  * forward chain and the backward chain down to its last stage, then all its B and W). A
  * bidirectional layout (two routes) uses the passes alone. */
-static vp_status makespan_bound(const vp_price_layout *lay, int m, double *dev, vp_error *err) {
-    double hide = vp__overlap_bound_rate(lay); /* of each all-to-all, what a pair may hide */
+static vp_status makespan_bound(const vp_price_layout *lay, int m, double hide, double *dev,
+                                vp_error *err) {
     int p = lay->p;
     bool one_route = lay->S == lay->route_len;
     double per_stage = (double)m * lay->route_len / lay->S; /* microbatches through a stage */
@@ -101,14 +101,15 @@ static double memory_bound(const vp_price_layout *lay) {
     return most;
 }
 
-vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout *lay, int m,
-                                vp_price_bound *out, vp_error *err) {
+/* The bounds with `hide` of each all-to-all a pair may hide. */
+static vp_status layout_bound(const vp_price_setup *su, const vp_price_layout *lay, int m,
+                              double hide, vp_price_bound *out, vp_error *err) {
     if (m < 1)
         return vp__fail(err, VP_EINVAL, "a step needs at least one microbatch (got m %d)", m);
     double *dev = vp__calloc((size_t)lay->p, sizeof *dev);
     if (!dev)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_status rc = makespan_bound(lay, m, dev, err);
+    vp_status rc = makespan_bound(lay, m, hide, dev, err);
     if (rc == VP_OK) {
         double makespan = 0;
         for (int d = 0; d < lay->p; d++) {
@@ -123,6 +124,18 @@ vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout 
     }
     free(dev);
     return rc;
+}
+
+vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout *lay, int m,
+                                vp_price_bound *out, vp_error *err) {
+    return layout_bound(su, lay, m, vp__overlap_bound_rate(lay), out, err);
+}
+
+vp_status vp_price_layout_bound_of(const vp_price_setup *su, const vp_price_layout *lay,
+                                   const vp_schedule *like, int m, vp_price_bound *out,
+                                   vp_error *err) {
+    bool pairs = lay->ep_pairs || vp__overlap_pairs(like) > 0;
+    return layout_bound(su, lay, m, pairs ? vp__overlap_bound_rate(lay) : 0, out, err);
 }
 
 vp_status vp_price_layout_memory(const vp_price_layout *lay, const vp_schedule *s,
