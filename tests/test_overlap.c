@@ -49,23 +49,10 @@ static void test_pair_time(void **state) {
     vp_schedule_free(s);
 }
 
-/* Qwen3-30B-A3B on H100s, sequence 4096, FlashAttention, DP 16, EP ep. */
-typedef struct qwen {
-    vp_arch a;
-    vp_gpu g;
-    vp_workload t;
-    vp_price_setup su;
-} qwen;
-
-static void qwen_setup(qwen *q, int ep) {
-    q->a = tp_preset("qwen3-30b-a3b");
-    q->g = tp_gpu("h100-80gb");
-    q->t = vp_workload_default(&q->a);
-    q->t.seq = 4096;
-    q->t.flash = true;
-    q->t.dp = 16;
+/* price_util.h's Qwen3-30B-A3B at EP ep. */
+static void qwen_at(qwen *q, int ep) {
+    qwen_setup(q);
     q->t.ep = ep;
-    q->su = (vp_price_setup){.arch = &q->a, .gpu = &q->g, .work = &q->t, .split = VP_SPLIT_EVEN};
 }
 
 static vp_price_result *price(const vp_price_setup *su, const char *family, int p, int m,
@@ -82,7 +69,7 @@ static vp_price_result *price(const vp_price_setup *su, const char *family, int 
 static void test_dualpipev_hidden(void **state) {
     (void)state;
     qwen q;
-    qwen_setup(&q, 8);
+    qwen_at(&q, 8);
     vp_schedule *s = NULL;
     vp_price_result *r = price(&q.su, "dualpipev", 4, 16, &s);
     double *hidden = calloc((size_t)s->S, sizeof *hidden), *seen = calloc((size_t)s->S, 8);
@@ -125,7 +112,7 @@ static void test_dualpipev_hidden(void **state) {
 static void test_ep1_buys_nothing(void **state) {
     (void)state;
     qwen q;
-    qwen_setup(&q, 1);
+    qwen_at(&q, 1);
     vp_schedule *s = NULL;
     vp_price_result *r = price(&q.su, "dualpipev", 4, 16, &s);
     vp_price_layout *lay = NULL;
@@ -152,7 +139,7 @@ static void test_ep1_buys_nothing(void **state) {
 static void test_ep_overlap_no_pipeline(void **state) {
     (void)state;
     qwen q;
-    qwen_setup(&q, 16);
+    qwen_at(&q, 16);
     int m = 8;
     vp_price_result *plain = price(&q.su, "1f1b", 1, m, NULL);
     q.t.ep_overlap = true;
@@ -176,7 +163,7 @@ static void test_ep_overlap_no_pipeline(void **state) {
 static void test_ep_overlap_pipelines(void **state) {
     (void)state;
     qwen q;
-    qwen_setup(&q, 8);
+    qwen_at(&q, 8);
     q.t.ep_overlap = true;
     const char *families[] = {"1f1b", "interleaved"};
     for (int k = 0; k < 2; k++) {
@@ -207,7 +194,7 @@ static void test_ep_overlap_pipelines(void **state) {
 static void test_deepep_dispatch(void **state) {
     (void)state;
     qwen q;
-    qwen_setup(&q, 16);
+    qwen_at(&q, 16);
     q.t.ep_dispatch = VP_EP_DEEPEP;
     vp_price_result *r = price(&q.su, "1f1b", 1, 2, NULL);
     double miss = 1;
@@ -225,7 +212,7 @@ static void test_deepep_dispatch(void **state) {
         q.g.inter_latency;
     TU_NEAR(a->stage[0].a2a_f_ms / 48, 2 * all * 1e3);
     assert_true(r->stage[0].a2a_f_ms < a->stage[0].a2a_f_ms / 3);
-    qwen_setup(&q, 8); /* inside one node the two are the same */
+    qwen_at(&q, 8); /* inside one node the two are the same */
     q.t.ep_dispatch = VP_EP_DEEPEP;
     vp_price_result *in = price(&q.su, "1f1b", 1, 2, NULL);
     q.t.ep_dispatch = VP_EP_ALLTOALL;
