@@ -137,6 +137,8 @@ static const char *const fp8_names[] = {"off",     "tensorwise", "blockwise", "m
                                         "delayed", "auto",       NULL};
 /* In vp_cp_comm's order. */
 static const char *const cp_comm_names[] = {"p2p", "allgather", NULL};
+/* In vp_ep_dispatch's order. */
+static const char *const dispatch_names[] = {"alltoall", "deepep", NULL};
 
 static const cli_opt real_opts[] = {
     {.name = "model",
@@ -184,6 +186,18 @@ static const cli_opt real_opts[] = {
     REAL_FLAG("pp-overlap", pp_overlap,
               "pipeline sends overlapped with compute (default: they block\n"
               "both ends, as Megatron-LM's 1F1B)"),
+    REAL_FLAG("ep-overlap", ep_overlap,
+              "each forward overlapped with the backward after it, one's\n"
+              "all-to-all under the other's compute (Megatron-LM's\n"
+              "--overlap-moe-expert-parallel-comm; DualPipe's pairs always)"),
+    {.name = "ep-dispatch",
+     .kind = CLI_ENUM,
+     .offset = AT(ep_dispatch),
+     .choices = dispatch_names,
+     .help = "how the all-to-alls move tokens: every token-expert row\n"
+             "(NCCL's all-to-all, the default), or deepep: each token once\n"
+             "over the network to every node holding its experts, then\n"
+             "over NVLink (DeepEP, HybridEP)"},
     {.name = "reserve",
      .kind = CLI_DOUBLE,
      .offset = AT(reserve),

@@ -43,4 +43,23 @@ static inline void tp_check_refused(const vp_arch *a, const vp_workload *t, cons
         fail_msg("'%s' lacks '%s'", err.message, want);
 }
 
+/* Qwen3-30B-A3B on H100s at sequence 4096 with FlashAttention, DP 16, the layers split
+ * evenly (the expert tests' model). */
+typedef struct qwen {
+    vp_arch a;
+    vp_gpu g;
+    vp_workload t;
+    vp_price_setup su;
+} qwen;
+
+static inline void qwen_setup(qwen *q) {
+    q->a = tp_preset("qwen3-30b-a3b");
+    q->g = tp_gpu("h100-80gb");
+    q->t = vp_workload_default(&q->a);
+    q->t.seq = 4096;
+    q->t.flash = true;
+    q->t.dp = 16;
+    q->su = (vp_price_setup){.arch = &q->a, .gpu = &q->g, .work = &q->t, .split = VP_SPLIT_EVEN};
+}
+
 #endif

@@ -101,7 +101,7 @@ static void test_not_expressible(void **state) {
             fail_msg("%s failed to price: %s", set->runs[i].id, acc->rows[i].err.message);
     }
     assert_int_equal(listed, acc->n - (10 + 9 + 18 + 6));
-    assert_true(listed >= 14); /* 50 before the MoE, FP8, CP and FSDP runs moved to their files */
+    assert_true(listed >= 12); /* 50 before the MoE, FP8, CP and FSDP runs moved to their files */
 }
 
 /* The runs of one RUNS.csv (*runs) and their accuracy; fails the test on error. */
@@ -134,6 +134,8 @@ static void test_moe_runs(void **state) {
         assert_true(run->ep > 1);
         assert_true(r->price.fits || !strcmp(run->id, "MB1") || !strcmp(run->id, "MB15"));
         assert_true(isfinite(r->error) && r->error > -1);
+        if (!strncmp(run->id, "MS", 2)) /* HybridEP's dispatch and the EP overlap priced */
+            assert_true(fabs(r->error) < 0.10);
     }
     vp_calibrate_accuracy_free(a);
     vp_calibrate_free(runs);

@@ -28,25 +28,6 @@ static void test_alltoall_by_placement(void **state) {
     assert_true(vp__alltoall_seconds(&g, &(vp__group){0, 1, 1}, B) == 0);
 }
 
-/* Qwen3-30B-A3B on H100s at sequence 4096 with FlashAttention, DP 16, the layers split
- * evenly. */
-typedef struct qwen {
-    vp_arch a;
-    vp_gpu g;
-    vp_workload t;
-    vp_price_setup su;
-} qwen;
-
-static void qwen_setup(qwen *q) {
-    q->a = tp_preset("qwen3-30b-a3b");
-    q->g = tp_gpu("h100-80gb");
-    q->t = vp_workload_default(&q->a);
-    q->t.seq = 4096;
-    q->t.flash = true;
-    q->t.dp = 16;
-    q->su = (vp_price_setup){.arch = &q->a, .gpu = &q->g, .work = &q->t, .split = VP_SPLIT_EVEN};
-}
-
 static vp_price_layout *layout(const vp_price_setup *su, int p) {
     vp_schedule *s = NULL;
     vp_spec spec = vp_spec_make(p, 2 * p);

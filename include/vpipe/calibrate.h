@@ -28,7 +28,9 @@
  * (bytes per gradient element the data-parallel reduction moves: 4, or 2 for a 16-bit
  * reduction); mem_kind (what peak_mem_gib counts: process, reserved or allocated);
  * tuned (0/1: the run set a preset's constants); expressible (a reason the run cannot be
- * priced yet). Other columns are ignored (vp_run_set.ignored names them).
+ * priced yet); ep_overlap (0/1: Megatron-LM's --overlap-moe-expert-parallel-comm);
+ * ep_dispatch (alltoall, the default, or deepep: vp_ep_dispatch). Other columns are ignored
+ * (vp_run_set.ignored names them).
  */
 #ifndef VPIPE_CALIBRATE_H
 #define VPIPE_CALIBRATE_H
@@ -58,10 +60,12 @@ typedef struct vp_run {
     char schedule[32];          /* a family, "*" (searched) */
     int recompute;              /* a vp_recompute, or VP_RUN_ANY */
     bool flash, sp, tp_overlap, pp_overlap;
-    vp_fp8 fp8;        /* the FP8 recipe (VP_FP8_OFF: 16-bit) */
-    int zero;          /* 0 or 1 (the distributed optimizer) */
-    double dp_overlap; /* VP_OVERLAP_MODELLED or a share in [0, 1] */
-    int grad_bytes;    /* 0: the precision's gradient bytes */
+    vp_fp8 fp8;                 /* the FP8 recipe (VP_FP8_OFF: 16-bit) */
+    bool ep_overlap;            /* the combined 1F1B (vp_workload.ep_overlap) */
+    vp_ep_dispatch ep_dispatch; /* how its all-to-alls move tokens */
+    int zero;                   /* the ZeRO stage, 0-3 */
+    double dp_overlap;          /* VP_OVERLAP_MODELLED or a share in [0, 1] */
+    int grad_bytes;             /* 0: the precision's gradient bytes */
     double step_time_s, tokens_per_s_per_gpu, peak_mem_gib; /* 0: not given */
     vp_peak_kind mem_kind;
     bool tuned;

@@ -268,6 +268,15 @@ typedef enum {
     VP_FP8_DELAYED = 4
 } vp_fp8;
 
+/* How the expert-parallel all-to-alls move tokens: NCCL's all-to-all of every token-expert
+ * row (Megatron-LM's alltoall dispatcher), or as DeepEP and NVIDIA's HybridEP do, each token
+ * sent once over the network to every other node holding one of its experts, then forwarded
+ * over NVLink to the GPUs holding them (DeepSeek-V3's report, arXiv 2412.19437, §3.2.2). */
+typedef enum { VP_EP_ALLTOALL = 0, VP_EP_DEEPEP = 1 } vp_ep_dispatch;
+
+/* "alltoall", "deepep"; NULL outside the enum. */
+VP_API const char *vp_ep_dispatch_name(vp_ep_dispatch d);
+
 /* The names of vp_cp_comm ("p2p", "allgather") and vp_fp8 ("off", "tensorwise",
  * "blockwise", "mxfp8", "delayed"); NULL outside the enums. */
 VP_API const char *vp_cp_comm_name(vp_cp_comm c);
@@ -329,7 +338,8 @@ typedef struct vp_workload {
      * runs overlapped with the backward after it on its device, one's all-to-all hidden
      * under the other's compute (DualPipe's F&B pairs overlap always). */
     bool ep_overlap;
-    vp_fp8 fp8; /* the linears' matrix multiplies in FP8 (vp_fp8) */
+    vp_ep_dispatch ep_dispatch; /* how the all-to-alls move tokens (vp_ep_dispatch) */
+    vp_fp8 fp8;                 /* the linears' matrix multiplies in FP8 (vp_fp8) */
 } vp_workload;
 
 /* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision
@@ -427,6 +437,11 @@ typedef struct vp_price_stage {
     double f_ms, b_ms, w_ms;      /* pass times (BW = B + W; an F&B pair: vp_price_layout) */
     double a2a_f_ms, a2a_b_ms;    /* of f_ms and b_ms, the expert-parallel all-to-alls (and
                                      the expert-tensor-parallel gathers) */
+    double a2a_hidden_ms;         /* of a2a_f_ms + a2a_b_ms, what overlapped F&B pairs hide
+                                     (mean per microbatch through the stage; net of the
+                                     compute the communication slows): DualPipe's pairs, or
+                                     the combined 1F1B's (vp_workload.ep_overlap); 0 before
+                                     a schedule is priced */
     double r_ms;                  /* recomputation: included in b_ms, or the R pass's time
                                      when the schedule recomputes in R passes */
     double hold_bytes;            /* of act_bytes, what F keeps until R when the schedule
@@ -491,6 +506,9 @@ typedef struct vp_price_layout {
                               runs a p-th of their passes (EF, EB, S, T; costs.e, s, t) */
     double frag_fraction;  /* the allocator's cached share of allocated bytes (the
                               accelerator's; 0 for vpipe's own model) */
+    bool ep_pairs;         /* vp_workload.ep_overlap with all-to-alls to hide: vp_price_build
+                              fuses each forward a device runs right before a backward (of
+                              another microbatch) into one F&B pair (the combined 1F1B) */
 } vp_price_layout;
 
 /* Prices the stages of shape (a schedule; its op lists are read only for VP_SPLIT_MEMORY,
@@ -520,10 +538,18 @@ typedef struct vp_price_bound {
 VP_API vp_status vp_price_layout_bound(const vp_price_setup *setup, const vp_price_layout *layout,
                                        int m, vp_price_bound *out, vp_error *err);
 
+/* The same for schedules like `like` (of the layout's shape, e.g. its family built small):
+ * what overlapped pairs may hide is taken off only when like has F&B pairs or the layout
+ * fuses them (ep_pairs), so the bound is tighter for the other families of a shape. */
+VP_API vp_status vp_price_layout_bound_of(const vp_price_setup *setup,
+                                          const vp_price_layout *layout, const vp_schedule *like,
+                                          int m, vp_price_bound *out, vp_error *err);
+
 /* Builds family for spec with the layout's per-device costs and memory model (layout made
  * for the family's shape at spec->p, offloading as spec does); when the generator refuses
  * unequal devices, with their means (*mean_costs set); with spec->offload, its O and L
- * placed with the layout's copy times (vp_schedule_offload_place). Caller frees *out.
+ * placed with the layout's copy times (vp_schedule_offload_place); with layout->ep_pairs,
+ * its forward-then-backward pairs fused (src/price/overlap.c). Caller frees *out.
  * Errors of vp_family_build and of the placement. */
 VP_API vp_status vp_price_build(const vp_price_layout *layout, const char *family,
                                 const vp_spec *spec, vp_schedule **out, bool *mean_costs,
@@ -579,9 +605,11 @@ typedef struct vp_price_result {
     bool mean_costs;            /* vp_price_family: the generator could not build with unequal
                                    per-device costs and was given their means (priced exactly all
                                    the same) */
-    vp_costs costs; /* the mean device slice's F, B, W and hop in ms (what a title or the
-                       simulate report shows; no per-device arrays) */
-    vp_sim *sim;    /* the simulation (owned): times in ms, peak_bytes the activations */
+    vp_costs costs;  /* the mean device slice's F, B, W and hop in ms (what a title or the
+                        simulate report shows; no per-device arrays) */
+    vp_sim *sim;     /* the simulation (owned): times in ms, peak_bytes the activations */
+    long pairs;      /* the schedule's overlapped F&B ops (DualPipe's, or the combined 1F1B's) */
+    bool ep_overlap; /* priced with vp_workload.ep_overlap */
 } vp_price_result;
 
 /* Prices schedule s (validated) on layout (made by vp_price_layout_new under setup for
@@ -609,6 +637,13 @@ VP_API vp_status vp_price_family(const vp_price_setup *setup, const char *family
 
 VP_API void vp_price_result_free(vp_price_result *r);
 
+/* What the all-to-all overlap did, in a few lines (new string, caller frees with free()):
+ * the all-to-all per microbatch summed over the stages, what the overlapped pairs hid and
+ * what stays exposed, per stage; or that the overlap buys nothing (a model without
+ * all-to-all: EP 1 or dense) or that nothing pairs. NULL when there is nothing to say (no
+ * all-to-all, no pairs, no ep_overlap) or memory runs out. */
+VP_API char *vp_price_overlap_text(const vp_price_result *r);
+
 /* The result as one JSON object (new string, caller frees with free()): family, model,
  * gpu, p, m, tp, dp, ep, etp, cp, gpus, seq, mbs, cp_comm, step_time_s, makespan_s, optimizer_s,
  * dp_reduce_s, dp_exposed_s, bubble, mfu, samples_per_s_per_gpu, tokens_per_s,
@@ -617,7 +652,10 @@ VP_API void vp_price_result_free(vp_price_result *r);
  * total},
  * bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
  * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
- * expert_params, act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms, a2a_f_ms, a2a_b_ms}),
+ * expert_params, act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms, a2a_f_ms, a2a_b_ms,
+ * a2a_hidden_ms, a2a_exposed_ms: the all-to-all per microbatch an overlapped pair hides and
+ * what stays exposed}), "a2a_overlap" {pairs: the schedule's F&B ops, hidden_ms and
+ * exposed_ms: per microbatch summed over the stages, note: one sentence},
  * expected_error ({step_time, step_time_worst, memory, memory_worst: fractions, null when not
  * measured; runs, memory_runs, basis}); when s offloads, also each rank's "host" in
  * memory_per_rank, host_max_bytes, host_capacity_bytes, copy_occupancy_max, offload_stall_s

@@ -30,7 +30,8 @@
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, recompute, vocab_parallel, offload, offload_policy,
  *             model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap,
- *             reserve, dp_overlap, split, layers_per_stage, json
+ *             reserve, dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch,
+ *             json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
  *             no_color, title
@@ -40,13 +41,14 @@
  *   plan      p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, recompute,
  *             vocab_parallel, offload, offload_policy, memory, json, output, model, gpu,
  *             seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve,
- *             dp_overlap, split, layers_per_stage, gpus, global_batch, pp, top, max_chunks,
- *             threads, time_limit, margin, emit, operand (emit torchtitan's DIR)
- *   block     operand (a block file), p, m, v, cost, cost_file, memory_model,
- *             memory_limit, max_ops, reorder, output, json, example
- *   model     operand ("list" | ["show", NAME]), json; show also model (instead of
+ *             dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, gpus, global_batch, pp,
+ * top, max_chunks, threads, time_limit, margin, emit, operand (emit torchtitan's DIR) block operand
+ * (a block file), p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, reorder, output,
+ * json, example model     operand ("list" | ["show", NAME]), json; show also model (instead of
  *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute (gpu, tp_overlap,
- *             pp_overlap, reserve and dp_overlap are refused: they price a pipeline)
+ *             pp_overlap, reserve, dp_overlap, ep_overlap and ep_dispatch are
+ *             refused: they price a
+ *             pipeline)
  *   calibrate runs (a RUNS.csv path, required), output (required: the calibrated
  *             accelerator's file), gpu (the accelerator the fit starts from),
  *             constants (those to fit, comma-separated), json
@@ -125,6 +127,8 @@ typedef struct vp_request {
     const char *model, *gpu;
     int seq, mbs, tp, dp, ep, etp, zero;
     bool sp, flash, tp_overlap, pp_overlap;
+    bool ep_overlap; /* --ep-overlap: the combined 1F1B (vp_workload.ep_overlap) */
+    int ep_dispatch; /* --ep-dispatch: a vp_ep_dispatch, -1 when not given */
     /* --cp (0: not given), --cp-comm (a vp_cp_comm; -1: not given) */
     int cp, cp_comm;
     double reserve, dp_overlap;

@@ -118,6 +118,19 @@ typedef struct vp_cost_model {
     double *vocab_act;       /* [2p] units shard d holds from EF until EB ([d]) and from S
                                 until T ([p + d]) */
     double *vocab_act_bytes; /* [2p] the same in bytes (0 until known) */
+    /* Communication an overlapped pair hides (DualPipe's F&B, Megatron-LM's combined 1F1B):
+     * of each stage's f and of its b, the all-to-all time (xf, xb: [S], 0 until a caller
+     * fills them, as the price module does). An F&B pair without fb runs its halves'
+     * communication X beside their compute C, which goes at comm_rate of its speed while X
+     * runs (the SMs the communication takes): it lasts max(X, C + X (1 - comm_rate)).
+     * vp_cost_model_new sets comm_rate 1. */
+    double *xf, *xb;
+    double comm_rate;
+    /* 1: an F&B pair runs layer by layer, each layer of its forward beside one of its
+     * backward from the other end, so its memory moves steadily from its start to its end and
+     * goes no higher than the larger of the two (Megatron-LM's combined 1F1B); 0
+     * (vp_cost_model_new): the forward allocates before the backward frees. */
+    int fb_layered;
 } vp_cost_model;
 
 /* Lays costs and the memory model out per stage of schedule s into a new *out (chunk
@@ -141,7 +154,8 @@ VP_API void vp_cost_model_free(vp_cost_model *cm);
  * of an O or an L, or a vocabulary pass (EF, EB, S, T) of shard `stage`. */
 VP_API double vp_cost_model_pass_time(const vp_cost_model *cm, int kind, int stage);
 
-/* Duration of op under the model (an F&B pair: fb, or the sum of its halves; an O or L:
+/* Duration of op under the model (an F&B pair: fb, or its halves overlapped as xf, xb and
+ * comm_rate say, which is their sum without communication; an O or L:
  * its copy, which runs on the copy engine: the op itself takes no compute time). */
 VP_API double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
 

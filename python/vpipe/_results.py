@@ -235,7 +235,8 @@ class StageCost(_Record):
     """One stage priced: its layers and device, parameters (expert_params of them the
     routed experts'), activation bytes (act_bytes per microbatch, keep_bytes kept through
     recomputation), and pass times in ms (a2a_f_ms and a2a_b_ms: of f_ms and b_ms, the
-    expert-parallel all-to-alls)."""
+    expert-parallel all-to-alls; a2a_hidden_ms of them what overlapped F&B pairs hide per
+    microbatch, a2a_exposed_ms the rest)."""
 
     layers: int
     device: int
@@ -249,6 +250,8 @@ class StageCost(_Record):
     r_ms: float
     a2a_f_ms: float
     a2a_b_ms: float
+    a2a_hidden_ms: float
+    a2a_exposed_ms: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -257,7 +260,9 @@ class PriceResult(SimulationReport):
     the simulation's fields (times in the priced units), then the setup, seconds per step
     and their parts, throughput, bytes per rank, whether the largest fits the accelerator,
     the layers of each stage and each stage's costs. mean_costs: the family was built with
-    mean per-stage costs (it cannot take them per device)."""
+    mean per-stage costs (it cannot take them per device). a2a_overlap: the all-to-all per
+    microbatch summed over the stages (a2a_ms), what overlapped F&B pairs hid (hidden_ms,
+    of `pairs` pairs), what stays exposed (exposed_ms), and a sentence (note)."""
 
     family: str
     model: str
@@ -292,6 +297,7 @@ class PriceResult(SimulationReport):
     layers_per_stage: List[int]
     hop_ms: float
     per_stage: List[StageCost]
+    a2a_overlap: Dict[str, Any]
     expected_error: Dict[str, Any]
 
     _nested: ClassVar[Dict[str, type]] = {"costs": Costs, "memory_per_rank": RankMemory,

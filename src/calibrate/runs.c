@@ -189,6 +189,8 @@ enum {
     C_MEM_KIND,
     C_TUNED,
     C_EXPRESSIBLE,
+    C_EP_OVERLAP,
+    C_EP_DISPATCH,
     N_COLUMNS
 };
 
@@ -222,7 +224,9 @@ static const char *const column_names[N_COLUMNS] = {"model",
                                                     "grad_bytes",
                                                     "mem_kind",
                                                     "tuned",
-                                                    "expressible"};
+                                                    "expressible",
+                                                    "ep_overlap",
+                                                    "ep_dispatch"};
 _Static_assert(sizeof column_names / sizeof column_names[0] == N_COLUMNS, "a name per column");
 
 /* Where each column sits in a row (-1: absent). */
@@ -391,6 +395,15 @@ static vp_status fp8_cell(const cells *c, vp_run *run) {
                  : bad(c, C_FP8, "expected 0, 1, off, tensorwise, blockwise, mxfp8 or delayed");
 }
 
+/* ep_dispatch: empty or alltoall, or deepep (vp_ep_dispatch). */
+static vp_status dispatch_cell(const cells *c, vp_run *run) {
+    const char *s = cell(c, C_EP_DISPATCH);
+    run->ep_dispatch = !strcmp(s, "deepep") ? VP_EP_DEEPEP : VP_EP_ALLTOALL;
+    return !*s || !strcmp(s, vp_ep_dispatch_name(run->ep_dispatch))
+               ? VP_OK
+               : bad(c, C_EP_DISPATCH, "expected alltoall or deepep");
+}
+
 static vp_status dp_overlap_cell(const cells *c, vp_run *run) {
     const char *s = cell(c, C_DP_OVERLAP);
     run->dp_overlap = VP_OVERLAP_MODELLED;
@@ -457,9 +470,10 @@ static vp_status read_settings(const cells *c, vp_run *run) {
     vp_status rc = recompute_cell(c, run);
     if (rc == VP_OK)
         rc = schedule_cell(c, run);
-    bool *flags[] = {&run->flash, &run->sp, &run->tp_overlap, &run->pp_overlap, &run->tuned};
-    int keys[] = {C_FLASH, C_SP, C_TP_OVERLAP, C_PP_OVERLAP, C_TUNED};
-    for (int i = 0; i < 5 && rc == VP_OK; i++)
+    bool *flags[] = {&run->flash,      &run->sp,    &run->tp_overlap,
+                     &run->pp_overlap, &run->tuned, &run->ep_overlap};
+    int keys[] = {C_FLASH, C_SP, C_TP_OVERLAP, C_PP_OVERLAP, C_TUNED, C_EP_OVERLAP};
+    for (int i = 0; i < 6 && rc == VP_OK; i++)
         rc = flag_cell(c, keys[i], flags[i]);
     if (rc == VP_OK)
         rc = fp8_cell(c, run);
@@ -467,6 +481,8 @@ static vp_status read_settings(const cells *c, vp_run *run) {
         rc = dp_overlap_cell(c, run);
     if (rc == VP_OK)
         rc = mem_kind_cell(c, run);
+    if (rc == VP_OK)
+        rc = dispatch_cell(c, run);
     if (rc == VP_OK)
         rc = real_cell(c, C_STEP, 1e9, &run->step_time_s);
     if (rc == VP_OK)

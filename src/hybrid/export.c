@@ -235,6 +235,10 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                        c->ep, c->etp);
     vp__hy_cp_export(&b, req, c, true);
     int cp = c->cp > 1 ? c->cp : 1;
+    if (c->ep > 1 && req->work.ep_dispatch == VP_EP_DEEPEP)
+        vp__buf_printf(&b, " --moe-token-dispatcher-type flex --moe-enable-deepep");
+    if (c->ep > 1 && req->work.ep_overlap)
+        vp__buf_printf(&b, " --overlap-moe-expert-parallel-comm");
     if (req->work.sp && c->tp > 1)
         vp__buf_printf(&b, " --sequence-parallel");
     if (c->fp8 != VP_FP8_OFF) /* E4M3 forward, E5M2 gradients; the recipes share names */

@@ -110,7 +110,7 @@ static int bound(search *S, cand *x, point_layout *lays, int *n_lays, vp_error *
     if (!pl->lay)
         return 1;
     vp_price_bound b;
-    if (vp_price_layout_bound(&hs.setup, pl->lay, x->c.m, &b, err) != VP_OK)
+    if (vp_price_layout_bound_of(&hs.setup, pl->lay, sh, x->c.m, &b, err) != VP_OK)
         return -1;
     x->lb_step = b.step_time_s;
     x->lb_mem = b.memory_max_bytes;
@@ -217,34 +217,46 @@ static vp_status add_stages(search *S, const vp_hybrid_config *point, vp_error *
     return VP_OK;
 }
 
-/* The points of one DP x TP x PP x CP: every EP dividing the experts whose EP x ETP divides
- * TP x CP x DP (the expert layers fold the same GPUs), every microbatch size DP x mbs
- * divides the batch by, every recomputation, ZeRO stage and FP8 recipe searched. */
+/* The points of one DP x TP x PP x CP x EP x ETP: every microbatch size DP x mbs divides
+ * the batch by, then add_stages's. */
+static vp_status enumerate_mbs(search *S, const vp_hybrid_config *base, vp_error *err) {
+    const vp_hybrid_request *q = S->req;
+    int B = q->global_batch, dp = base->dp;
+    for (int mbs = 1; mbs <= B / dp; mbs++) {
+        if ((B / dp) % mbs || !allowed(q->mbs, mbs))
+            continue;
+        vp_hybrid_config pt = *base;
+        pt.mbs = mbs;
+        pt.m = B / dp / mbs;
+        vp_status st = add_stages(S, &pt, err);
+        if (st != VP_OK || S->h->timed_out)
+            return st; /* out of time: the points so far are searched */
+    }
+    return VP_OK;
+}
+
+/* The points of one DP x TP x PP x CP: every EP dividing the experts and ETP 1 or TP where
+ * TP divides the expert FFN width (1 for a dense model; what torchtitan runs, and
+ * Megatron-LM's usual choices) whose EP x ETP divides TP x CP x DP (the expert layers fold
+ * the same GPUs), then enumerate_mbs's. A fixed --etp is searched whatever it is. */
 static vp_status enumerate_at(search *S, int dp, int tp, int pp, int cp, vp_error *err) {
     const vp_hybrid_request *q = S->req;
     const vp_arch *a = q->arch;
-    int B = q->global_batch, etp = q->etp > 0 ? q->etp : 1;
     int most = a->experts > 0 ? a->experts : 1;
-    for (int ep = 1; ep <= most; ep++) {
-        if (most % ep || ((long)tp * cp * dp) % ((long)ep * etp) || !allowed(q->ep, ep) ||
-            (a->experts > 0 && a->expert_ffn % etp))
-            continue;
-        for (int mbs = 1; mbs <= B / dp; mbs++) {
-            if ((B / dp) % mbs || !allowed(q->mbs, mbs))
+    int etps[2] = {1, a->experts > 0 ? tp : 1}, n_etp = etps[1] > 1 ? 2 : 1;
+    if (q->etp > 0)
+        etps[0] = q->etp, n_etp = 1;
+    for (int ep = 1; ep <= most; ep++)
+        for (int k = 0; k < n_etp; k++) {
+            int etp = etps[k];
+            if (most % ep || ((long)tp * cp * dp) % ((long)ep * etp) || !allowed(q->ep, ep) ||
+                (a->experts > 0 && a->expert_ffn % etp))
                 continue;
-            vp_hybrid_config pt = {.dp = dp,
-                                   .tp = tp,
-                                   .pp = pp,
-                                   .ep = ep,
-                                   .etp = etp,
-                                   .cp = cp,
-                                   .mbs = mbs,
-                                   .m = B / dp / mbs};
-            vp_status st = add_stages(S, &pt, err);
+            vp_hybrid_config base = {.dp = dp, .tp = tp, .pp = pp, .ep = ep, .etp = etp, .cp = cp};
+            vp_status st = enumerate_mbs(S, &base, err);
             if (st != VP_OK || S->h->timed_out)
-                return st; /* out of time: the points so far are searched */
+                return st;
         }
-    }
     return VP_OK;
 }
 

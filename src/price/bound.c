@@ -13,8 +13,9 @@ typedef struct route_sums {
 } route_sums;
 
 /* Fills the route sums of lay (one route): for each device, the forward chain before its
- * first stage and the backward chain after its last stage. */
-static void sum_route(const vp_price_layout *lay, route_sums *r) {
+ * first stage and the backward chain after its last stage (less the share `hide` of each
+ * pass's all-to-all an overlapped pair may hide). */
+static void sum_route(const vp_price_layout *lay, double hide, route_sums *r) {
     int S = lay->S;
     double chain = 0;
     for (int d = 0; d < lay->p; d++)
@@ -25,7 +26,7 @@ static void sum_route(const vp_price_layout *lay, route_sums *r) {
             chain += lay->hop_ms;
         if (r->head[g->device] < 0)
             r->head[g->device] = chain;
-        chain += g->f_ms;
+        chain += g->f_ms - hide * g->a2a_f_ms;
     }
     r->f_all = chain;
     chain = 0;
@@ -33,7 +34,8 @@ static void sum_route(const vp_price_layout *lay, route_sums *r) {
         const vp_price_stage *g = &lay->stage[st];
         if (r->tail_b[g->device] < 0)
             r->tail_b[g->device] = chain;
-        chain += g->b_ms + (st > 0 && lay->stage[st - 1].device != g->device ? lay->hop_ms : 0);
+        chain += g->b_ms - hide * g->a2a_b_ms +
+                 (st > 0 && lay->stage[st - 1].device != g->device ? lay->hop_ms : 0);
     }
 }
 
@@ -41,7 +43,8 @@ static void sum_route(const vp_price_layout *lay, route_sums *r) {
  * the forward chain reaches it, then all its passes) and (its first B cannot start before the whole
  * forward chain and the backward chain down to its last stage, then all its B and W). A
  * bidirectional layout (two routes) uses the passes alone. */
-static vp_status makespan_bound(const vp_price_layout *lay, int m, double *dev, vp_error *err) {
+static vp_status makespan_bound(const vp_price_layout *lay, int m, double hide, double *dev,
+                                vp_error *err) {
     int p = lay->p;
     bool one_route = lay->S == lay->route_len;
     double per_stage = (double)m * lay->route_len / lay->S; /* microbatches through a stage */
@@ -53,11 +56,12 @@ static vp_status makespan_bound(const vp_price_layout *lay, int m, double *dev, 
     for (int st = 0; st < lay->S; st++) {
         const vp_price_stage *g = &lay->stage[st];
         double r_ms = r_passes ? g->r_ms : 0;
-        work[g->device] += per_stage * (g->f_ms + r_ms + g->b_ms + g->w_ms);
-        bw[g->device] += per_stage * (r_ms + g->b_ms + g->w_ms);
+        double xf = hide * g->a2a_f_ms, xb = hide * g->a2a_b_ms;
+        work[g->device] += per_stage * (g->f_ms + r_ms + g->b_ms + g->w_ms - xf - xb);
+        bw[g->device] += per_stage * (r_ms + g->b_ms + g->w_ms - xb);
     }
     if (one_route)
-        sum_route(lay, &r);
+        sum_route(lay, hide, &r);
     for (int d = 0; d < p; d++) {
         double lb = work[d];
         if (one_route && r.head[d] >= 0) {
@@ -97,14 +101,15 @@ static double memory_bound(const vp_price_layout *lay) {
     return most;
 }
 
-vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout *lay, int m,
-                                vp_price_bound *out, vp_error *err) {
+/* The bounds with `hide` of each all-to-all a pair may hide. */
+static vp_status layout_bound(const vp_price_setup *su, const vp_price_layout *lay, int m,
+                              double hide, vp_price_bound *out, vp_error *err) {
     if (m < 1)
         return vp__fail(err, VP_EINVAL, "a step needs at least one microbatch (got m %d)", m);
     double *dev = vp__calloc((size_t)lay->p, sizeof *dev);
     if (!dev)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_status rc = makespan_bound(lay, m, dev, err);
+    vp_status rc = makespan_bound(lay, m, hide, dev, err);
     if (rc == VP_OK) {
         double makespan = 0;
         for (int d = 0; d < lay->p; d++) {
@@ -119,6 +124,18 @@ vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout 
     }
     free(dev);
     return rc;
+}
+
+vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout *lay, int m,
+                                vp_price_bound *out, vp_error *err) {
+    return layout_bound(su, lay, m, vp__overlap_bound_rate(lay), out, err);
+}
+
+vp_status vp_price_layout_bound_of(const vp_price_setup *su, const vp_price_layout *lay,
+                                   const vp_schedule *like, int m, vp_price_bound *out,
+                                   vp_error *err) {
+    bool pairs = lay->ep_pairs || vp__overlap_pairs(like) > 0;
+    return layout_bound(su, lay, m, pairs ? vp__overlap_bound_rate(lay) : 0, out, err);
 }
 
 vp_status vp_price_layout_memory(const vp_price_layout *lay, const vp_schedule *s,

@@ -464,6 +464,7 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
     }
     cm->c = lay->hop_ms;
     fill_offload(su, s, lay);
+    vp__overlap_fill(su, lay);
     return VP_OK;
 }
 

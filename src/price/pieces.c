@@ -59,7 +59,7 @@ static double ep_comm_seconds(const vp_price_setup *su, unsigned kind, vp_op_kin
     double rows = vp__expert_rows(su->arch, t);
     double bytes = rows * su->arch->hidden * su->arch->dtype_bytes;
     vp__group ep = {0, t->etp, t->ep}, etp = {0, 1, t->etp};
-    return 2 * vp__alltoall_seconds(su->gpu, &ep, bytes) +
+    return 2 * vp__dispatch_seconds(su->gpu, su->arch, t, &ep, bytes) +
            2 * vp__collective_seconds(su->gpu, VP__GATHER, &etp, bytes * t->etp);
 }
 

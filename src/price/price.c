@@ -217,7 +217,11 @@ vp_status vp_price_on_layout(const vp_price_setup *su, const vp_price_layout *la
     r->costs = lay->costs;
     r->costs.dev_f = r->costs.dev_b = r->costs.dev_w = NULL;
     r->sim = sim;
-    rc = finish(su, lay, s, sim, r, err);
+    r->pairs = vp__overlap_pairs(s);
+    r->ep_overlap = su->work->ep_overlap;
+    rc = vp__overlap_hidden(lay->cm, s, r->stage, err);
+    if (rc == VP_OK)
+        rc = finish(su, lay, s, sim, r, err);
     if (rc != VP_OK) {
         vp_price_result_free(r);
         return rc;
@@ -269,6 +273,8 @@ vp_status vp_price_build(const vp_price_layout *lay, const char *family, const v
     }
     if (rc == VP_OK && spec->offload.policy != VP_OFFLOAD_NONE)
         rc = offload_priced(lay, &spec->offload, s, err);
+    if (rc == VP_OK)
+        rc = vp__overlap_pair(lay, s, err);
     return rc;
 }
 
@@ -342,6 +348,9 @@ static json_t *stage_json(const vp_price_stage *g, bool host) {
     json_object_set_new(o, "r_ms", json_real(g->r_ms));
     json_object_set_new(o, "a2a_f_ms", json_real(g->a2a_f_ms));
     json_object_set_new(o, "a2a_b_ms", json_real(g->a2a_b_ms));
+    json_object_set_new(o, "a2a_hidden_ms", json_real(g->a2a_hidden_ms));
+    json_object_set_new(o, "a2a_exposed_ms",
+                        json_real(g->a2a_f_ms + g->a2a_b_ms - g->a2a_hidden_ms));
     if (host) {
         json_object_set_new(o, "offload",
                             json_real(g->hold_bytes > 0 ? g->off_bytes / g->hold_bytes : 0));
@@ -424,6 +433,7 @@ char *vp_price_result_json(const vp_price_result *r) {
     for (int st = 0; st < r->S; st++)
         json_array_append_new(stages, stage_json(&r->stage[st], host));
     json_object_set_new(o, "per_stage", stages);
+    json_object_set_new(o, "a2a_overlap", vp__overlap_json(r));
     json_object_set_new(o, "expected_error", vp__expected_json(&r->expected));
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     json_decref(o);

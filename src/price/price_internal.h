@@ -96,6 +96,11 @@ bool vp__crosses_nodes(const vp_gpu *gpu, long a, long b);
 /* Seconds of an all-to-all over g in which each rank sends bytes in all (1/n to each
  * member, itself included). */
 double vp__alltoall_seconds(const vp_gpu *gpu, const vp__group *g, double bytes);
+/* Seconds of one dispatch or combine over the EP group g of a rank's token-expert rows,
+ * `bytes` in all, under t->ep_dispatch (dispatch.c): vp__alltoall_seconds of all of them, or
+ * DeepEP's once-per-node exchange. */
+double vp__dispatch_seconds(const vp_gpu *gpu, const vp_arch *a, const vp_workload *t,
+                            const vp__group *g, double bytes);
 double vp__send_seconds(const vp_price_setup *su, int from, int to);
 
 /* The data-parallel reduction of pipeline rank d holding m's model states, experts of its
@@ -273,5 +278,23 @@ void vp__memory_close(double frag_fraction, vp_rank_memory *m);
 /* Whether s has the shape lay was priced for: devices, stages, route, stage placement,
  * recomputation (its R passes) and vocabulary parallelism. */
 bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s);
+
+/* The all-to-all overlap (overlap.c). vp__overlap_any: some stage of lay has an all-to-all;
+ * vp__overlap_fill: the cost model's xf, xb and comm_rate from the stages (not with measured
+ * costs) and lay->ep_pairs; vp__overlap_bound_rate: the share of each stage's all-to-all a
+ * schedule of lay's shape
+ * may hide (so a lower bound stays one; lay's stage devices tell a DualPipe shape), 0 when it pairs
+ * nothing; vp__overlap_pair: with lay->ep_pairs, *s replaced by its forward-then-backward pairs
+ * fused (unchanged when they would deadlock); vp__overlap_hidden: each stage's a2a_hidden_ms from
+ * s's F&B ops under cm; vp__overlap_pairs: how many F&B ops s has. */
+bool vp__overlap_any(const vp_price_layout *lay);
+void vp__overlap_fill(const vp_price_setup *su, vp_price_layout *lay);
+double vp__overlap_bound_rate(const vp_price_layout *lay);
+vp_status vp__overlap_pair(const vp_price_layout *lay, vp_schedule **s, vp_error *err);
+vp_status vp__overlap_hidden(const vp_cost_model *cm, const vp_schedule *s, vp_price_stage *stage,
+                             vp_error *err);
+long vp__overlap_pairs(const vp_schedule *s);
+/* vp_price_result_json's "a2a_overlap" object. */
+struct json_t *vp__overlap_json(const vp_price_result *r);
 
 #endif

@@ -11,9 +11,10 @@
 
 /* Every real-model option but --model, in the order a message names the first given. */
 static const char *const workload_keys[] = {
-    "gpu",     "seq",        "mbs",   "tp",         "sp",         "dp",    "ep",
-    "etp",     "zero",       "flash", "tp_overlap", "pp_overlap", "split", "layers_per_stage",
-    "reserve", "dp_overlap", "fp8",   "cp",         "cp_comm",    NULL};
+    "gpu",     "seq",        "mbs",        "tp",          "sp",         "dp",    "ep",
+    "etp",     "zero",       "flash",      "tp_overlap",  "pp_overlap", "split", "layers_per_stage",
+    "reserve", "dp_overlap", "ep_overlap", "ep_dispatch", "fp8",        "cp",    "cp_comm",
+    NULL};
 
 vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
     *n = 1;
@@ -83,6 +84,8 @@ static void apply_workload(vp__run *run) {
     w->flash = q->flash;
     w->tp_overlap = q->tp_overlap;
     w->pp_overlap = q->pp_overlap;
+    w->ep_overlap = q->ep_overlap;
+    w->ep_dispatch = q->ep_dispatch >= 0 ? (vp_ep_dispatch)q->ep_dispatch : w->ep_dispatch;
     /* recomputation as the model's implementation does it: Megatron's inside B (the
      * workload), vpipe's own in the schedule's R passes (the spec) */
     if (q->recompute >= 0 && run->arch.impl != VP_IMPL_VPIPE)
@@ -289,4 +292,8 @@ void vp__price_text(vp__buf *out, const vp_price_result *r, const vp_workload *w
                    r->memory_max_rank, r->capacity_bytes / GIB, r->fits ? "fits" : "does NOT fit");
     if (host)
         offload_text(out, r);
+    char *overlap = vp_price_overlap_text(r);
+    if (overlap)
+        vp__buf_printf(out, "\n%s", overlap);
+    free(overlap);
 }

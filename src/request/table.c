@@ -37,6 +37,7 @@ const char *vp__command_name(vp__command c) {
 /* In vp_recompute's, vp_split_goal's, vp_emit's and vp_format's orders. */
 static const char *const recomputes[] = {"none", "selective", "full", NULL};
 static const char *const splits[] = {"time", "memory", "even", NULL};
+static const char *const dispatches[] = {"alltoall", "deepep", NULL}; /* vp_ep_dispatch */
 static const char *const emits[] = {"torchtitan", "megatron", NULL};
 static const char *const formats[] = {"json", "text", "torch-csv", "torch-csv-comms", NULL};
 static const char *const offload_policies[] = {"none", "uniform", "selective", NULL};
@@ -124,6 +125,8 @@ const vp__option vp__options[] = {
     FLAG("flash", "--flash", flash, REAL),
     FLAG("tp_overlap", "--tp-overlap", tp_overlap, REAL),
     FLAG("pp_overlap", "--pp-overlap", pp_overlap, REAL),
+    FLAG("ep_overlap", "--ep-overlap", ep_overlap, REAL),
+    CHOICE("ep_dispatch", "--ep-dispatch", ep_dispatch, dispatches, "dispatch", -1, REAL),
     NUMBER("reserve", "--reserve", reserve, 0, 1e6, -1, REAL),
     NUMBER("dp_overlap", "--dp-overlap", dp_overlap, 0, 1, -1, REAL),
     CHOICE("fp8", "--fp8", fp8, fp8s, "FP8 recipe", -1, REAL),

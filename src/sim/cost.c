@@ -123,6 +123,8 @@ void vp_cost_model_free(vp_cost_model *cm) {
     free(cm->vocab);
     free(cm->vocab_act);
     free(cm->vocab_act_bytes);
+    free(cm->xf);
+    free(cm->xb);
     free(cm);
 }
 
@@ -172,10 +174,10 @@ static vp_cost_model *cost_model_alloc(int S, int p) {
     size_t n = (size_t)S;
     cm->S = S;
     cm->p = p;
-    double **arrays[] = {&cm->f,          &cm->b,          &cm->w,        &cm->r,
-                         &cm->fb,         &cm->o,          &cm->l,        &cm->act,
-                         &cm->keep,       &cm->hold,       &cm->off,      &cm->act_bytes,
-                         &cm->keep_bytes, &cm->hold_bytes, &cm->off_bytes};
+    double **arrays[] = {&cm->f,   &cm->b,         &cm->w,          &cm->r,          &cm->fb,
+                         &cm->o,   &cm->l,         &cm->act,        &cm->keep,       &cm->hold,
+                         &cm->off, &cm->act_bytes, &cm->keep_bytes, &cm->hold_bytes, &cm->off_bytes,
+                         &cm->xf,  &cm->xb};
     int ok = 1;
     for (size_t i = 0; ok && i < sizeof arrays / sizeof arrays[0]; i++)
         ok = (*arrays[i] = vp__calloc(n, sizeof(double))) != NULL;
@@ -201,6 +203,7 @@ vp_status vp_cost_model_new(const vp_schedule *s, const vp_costs *costs, const v
     if (!cm)
         return vp__fail(err, VP_ENOMEM, "out of memory");
     cm->c = costs->c;
+    cm->comm_rate = 1.0;
     cm->has_bytes = mem->unit_bytes > 0;
     cm->recompute = s->recompute;
     /* A stage is 1/v of its device's slice; the two copies of the bidirectional placement
@@ -265,7 +268,12 @@ double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op) {
         return vp_cost_model_pass_time(cm, op->kind, op->stage);
     if (cm->fb[op->stage] >= 0)
         return cm->fb[op->stage];
-    return cm->f[op->stage] + vp_cost_model_pass_time(cm, op->bkind, op->stage2);
+    double sum = cm->f[op->stage] + vp_cost_model_pass_time(cm, op->bkind, op->stage2);
+    double x = cm->xf[op->stage] + cm->xb[op->stage2]; /* the pair's communication */
+    if (!(x > 0))
+        return sum;
+    double c = sum - x, slowed = c + x * (1 - cm->comm_rate); /* compute beside it */
+    return slowed > x ? slowed : x;
 }
 
 void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes, double *up,
@@ -308,6 +316,12 @@ void vp_cost_model_op_memory(const vp_cost_model *cm, const vp_op *op, int bytes
     double f_up, f_down, b_up, b_down; /* the halves run in turn: F, then the backward */
     vp_cost_model_pass_memory(cm, VP_OP_F, op->stage, bytes, &f_up, &f_down);
     vp_cost_model_pass_memory(cm, op->bkind, op->stage2, bytes, &b_up, &b_down);
+    if (cm->fb_layered) { /* from its start straight to its end */
+        double net = f_up - f_down + b_up - b_down;
+        *up = net > 0 ? net : 0.0;
+        *down = *up - net;
+        return;
+    }
     *up = f_up - f_down + b_up > f_up ? f_up - f_down + b_up : f_up;
     *down = *up - (f_up - f_down + b_up - b_down);
 }

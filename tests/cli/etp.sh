@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# plan --model searches ETP (1 or TP, where TP divides the expert FFN width) beside EP: more
+# configurations than with --etp 1, the same counts and answer for every --threads, a fixed
+# --etp kept; the Megatron-LM export carries ETP, the EP overlap and DeepEP's dispatcher.
+# Usage: etp.sh VPIPE SOURCE_DIR
+vp=$1
+src=$2
+. "$src/tests/cli/expect.bash"
+
+q=(--model qwen3-30b-a3b --seq 4096 --flash --zero --gpus 16 --global-batch 64)
+"$vp" plan "${q[@]}" --json >"$tmp/free.json"
+"$vp" plan "${q[@]}" --threads 2 --json >"$tmp/free2.json"
+"$vp" plan "${q[@]}" --etp 1 --json >"$tmp/one.json"
+"$vp" plan "${q[@]}" --tp 4 --etp 4 --json >"$tmp/four.json"
+expect 0 "" -- python3 - "$tmp" <<'PY'
+import json, sys
+free, free2, one, four = (json.load(open(f"{sys.argv[1]}/{k}.json")) for k in ("free", "free2", "one", "four"))
+assert free["evaluated"] == free2["evaluated"] and free["pruned"] == free2["pruned"], (free["pruned"], free2["pruned"])
+assert free["best"] == free2["best"]
+assert free["candidates"] > one["candidates"], (free["candidates"], one["candidates"])
+assert free["best"]["step_time_s"] <= one["best"]["step_time_s"]
+for c in [free["best"], *free["top"]]:
+    assert c["etp"] in (1, c["tp"]) and 768 % c["etp"] == 0, c
+    assert (c["tp"] * c["dp"]) % (c["ep"] * c["etp"]) == 0, c
+for c in [four["best"], *four["top"]]:
+    assert c["etp"] == 4 and c["tp"] == 4, c
+PY
+expect 0 "--expert-tensor-parallel-size 4" -- "$vp" plan "${q[@]}" --tp 4 --etp 4 --emit megatron
+expect 0 "--overlap-moe-expert-parallel-comm" -- \
+    "$vp" plan "${q[@]}" --ep 8 --ep-overlap --emit megatron
+expect 0 "--moe-token-dispatcher-type flex --moe-enable-deepep" -- \
+    "$vp" plan "${q[@]}" --ep 16 --ep-dispatch deepep --emit megatron
+finish
