@@ -51,8 +51,8 @@ const cli_command cli_cmd_calibrate = {
              "cp, ep, mbs, gbs, seq, schedule, recompute, flash, sp, zero, fp8, step_time_s,\n"
              "tokens_per_s_per_gpu, peak_mem_gib (empty cells take the defaults; each run\n"
              "gives step_time_s or tokens_per_s_per_gpu; flags 0/1; fp8 0/1 or a recipe;\n"
-             "cp > 1 is not expressible yet). Optional: id, mem_kind (process, reserved,\n"
-             "allocated), dp_overlap, tp_overlap, pp_overlap, grad_bytes\n"
+             "zero 0-3). Optional: id, mem_kind (process, reserved, allocated),\n"
+             "dp_overlap, tp_overlap, pp_overlap, grad_bytes, ep_overlap, ep_dispatch\n"
              "(include/vpipe/calibrate.h).\n",
     CLI_USES(uses),
     .request = true,

@@ -176,28 +176,37 @@ static void test_fp8_runs(void **state) {
 }
 
 /* The context-parallel runs (data/anchors/cp.csv): all of section 2.9's CP rows and their
- * controls are read; none is held back by CP itself, only by the FP8 or FSDP each also
- * runs (issue #25's other branches). */
+ * controls; every one that publishes tokens/s priced (with its FP8 and FSDP), each error
+ * printed (issue #25's target is not met: the figures are the report's); the LH rows,
+ * which publish TFLOP/s only, listed with that reason. */
 static void test_cp_runs(void **state) {
     (void)state;
-    const char *cp[] = {VP_SOURCE_DIR "/data/anchors/cp.csv"};
     vp_run_set *runs = NULL;
-    vp_error err = {0};
-    if (vp_calibrate_read_files(cp, 1, &runs, &err) != VP_OK)
-        fail_msg("%s", err.message);
+    vp_accuracy *a = read_priced(VP_SOURCE_DIR "/data/anchors/cp.csv", &runs);
     const char *ids[] = {"LH5", "LH7", "LH9", "T2c",  "T6b", "T6d", "N11",
                          "N12", "ML1", "ML3", "MB11", "LH1", "LH3", "T2a"};
     for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
         int i = 0;
-        while (i < runs->n && strcmp(runs->runs[i].id, ids[k]))
+        while (i < a->n && strcmp(runs->runs[a->rows[i].run].id, ids[k]))
             i++;
-        if (i == runs->n)
+        if (i == a->n)
             fail_msg("cp.csv lacks %s", ids[k]);
-        const vp_run *run = &runs->runs[i];
+        const vp_accuracy_row *r = &a->rows[i];
+        const vp_run *run = &runs->runs[r->run];
         assert_true((run->cp > 1) == (k < 11));
-        assert_true(run->fp8 || run->zero == 3);
-        assert_non_null(strstr(run->why_not, "CP itself is expressible"));
+        assert_true(run->fp8 != VP_FP8_OFF);
+        if (!strncmp(run->id, "LH", 2)) {
+            assert_false(r->priced);
+            assert_non_null(strstr(run->why_not, "TFLOP/s per GPU only"));
+            continue;
+        }
+        if (!r->priced)
+            fail_msg("%s: %s", run->id, r->err.message);
+        print_message("%-4s %-14s CP %2d: %+.1f%% throughput, %.1f GiB\n", run->id, run->model,
+                      run->cp, 100 * r->error, r->price.total_bytes / 1073741824.0);
+        assert_true(isfinite(r->error) && r->error > -1);
     }
+    vp_calibrate_accuracy_free(a);
     vp_calibrate_free(runs);
 }
 

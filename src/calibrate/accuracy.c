@@ -200,6 +200,18 @@ static json_t *run_json(const vp_run *r) {
     set_str(o, "schedule", r->schedule);
     set_str(o, "recompute",
             r->recompute == VP_RUN_ANY ? "*" : vp_recompute_name((vp_recompute)r->recompute));
+    const char *more[] = {"cp", "ep", "zero", "grad_bytes"};
+    int more_values[] = {r->cp, r->ep, r->zero, r->grad_bytes};
+    for (int k = 0; k < 4; k++)
+        set_int(o, more[k], more_values[k]);
+    const char *flags[] = {"flash", "sp", "tp_overlap", "pp_overlap", "ep_overlap"};
+    bool flag_values[] = {r->flash, r->sp, r->tp_overlap, r->pp_overlap, r->ep_overlap};
+    for (int k = 0; k < 5; k++)
+        json_object_set_new(o, flags[k], json_boolean(flag_values[k]));
+    set_str(o, "fp8", vp_fp8_name(r->fp8));
+    set_str(o, "ep_dispatch", vp_ep_dispatch_name(r->ep_dispatch));
+    if (r->dp_overlap != VP_OVERLAP_MODELLED)
+        set_real(o, "dp_overlap", r->dp_overlap);
     set_str(o, "cite", r->cite);
     set_str(o, "note", r->note);
     json_object_set_new(o, "tuned", json_boolean(r->tuned));
