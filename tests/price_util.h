@@ -43,14 +43,18 @@ static inline void tp_check_refused(const vp_arch *a, const vp_workload *t, cons
         fail_msg("'%s' lacks '%s'", err.message, want);
 }
 
-/* Qwen3-30B-A3B on H100s at sequence 4096 with FlashAttention, DP 16, the layers split
- * evenly (the expert tests' model). */
-typedef struct qwen {
+/* A model on an accelerator under a workload, and the setup pricing them (su points at the
+ * other three). */
+typedef struct tp_priced {
     vp_arch a;
     vp_gpu g;
     vp_workload t;
     vp_price_setup su;
-} qwen;
+} tp_priced;
+
+/* Qwen3-30B-A3B on H100s at sequence 4096 with FlashAttention, DP 16, the layers split
+ * evenly (the expert tests' model). */
+typedef tp_priced qwen;
 
 static inline void qwen_setup(qwen *q) {
     q->a = tp_preset("qwen3-30b-a3b");

@@ -16,12 +16,7 @@
 #define T 2048.0
 #define KV 1024.0 /* 8 KV heads x 128 */
 
-typedef struct llama {
-    vp_arch a;
-    vp_gpu g;
-    vp_workload t;
-    vp_price_setup su;
-} llama;
+typedef tp_priced llama;
 
 static void llama_setup(llama *l, const char *gpu, vp_fp8 fp8) {
     l->a = tp_preset("llama3-8b");

@@ -72,12 +72,7 @@ static void test_exposed(void **state) {
 }
 
 /* Llama 3 8B on one pipeline rank, DP 8 (one node) or 64 (eight nodes), sequence s. */
-typedef struct llama {
-    vp_arch a;
-    vp_gpu g;
-    vp_workload t;
-    vp_price_setup su;
-} llama;
+typedef tp_priced llama;
 
 static void llama_setup(llama *l, int dp, int seq) {
     l->a = tp_preset("llama3-8b");
