@@ -23,8 +23,8 @@ static double least_states(const vp_hybrid_request *q, int tp, int pp, int R) {
         routed = (all - vp_arch_active_params(a)) * a->experts / (a->experts - a->top_k);
     double params = (all - routed) / ((double)tp * pp) + routed / ((double)tp * pp * R);
     const vp_precision *p = &q->work.prec;
-    return params * (p->param + p->grad + (p->master + p->moments) /
-                                       (q->work.zero || q->zero_search ? R : 1));
+    return params * (p->param + p->grad +
+                     (p->master + p->moments) / (q->work.zero || q->zero_search ? R : 1));
 }
 
 /* Whether CP degree x at TP tp and PP pp (R = DP x CP ranks per pipeline rank) leaves the

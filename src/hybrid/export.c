@@ -246,7 +246,8 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
     static const char *const strategy[] = {"", "", "optim_grads", "optim_grads_params"};
     if (pr->work.zero == 1 && c->dp * cp > 1)
         vp__buf_printf(&b, " --use-distributed-optimizer");
-    else if (pr->work.zero > 1 && c->dp * cp > 1) /* Megatron-FSDP (its checkpoints: fsdp_dtensor) */
+    else if (pr->work.zero > 1 &&
+             c->dp * cp > 1) /* Megatron-FSDP (its checkpoints: fsdp_dtensor) */
         vp__buf_printf(&b,
                        " --use-megatron-fsdp --data-parallel-sharding-strategy %s --ckpt-format "
                        "fsdp_dtensor",

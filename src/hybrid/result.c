@@ -87,8 +87,8 @@ static json_t *config_json(const vp_hybrid_config *c) {
     if (c->params[0])
         json_object_set_new(o, "params", json_string(c->params));
     const char *ints[] = {"dp", "tp", "pp", "ep", "etp", "cp", "zero", "v", "mbs", "m"};
-    int ivals[] = {c->dp,  c->tp,   c->pp, c->ep,  c->etp,
-                   c->cp > 0 ? c->cp : 1, c->zero, c->v, c->mbs, c->m};
+    int ivals[] = {c->dp,   c->tp, c->pp,  c->ep, c->etp, c->cp > 0 ? c->cp : 1,
+                   c->zero, c->v,  c->mbs, c->m};
     for (int i = 0; i < 10; i++)
         json_object_set_new(o, ints[i], json_integer(ivals[i]));
     json_object_set_new(o, "recompute", json_string(vp_recompute_name(c->recompute)));
