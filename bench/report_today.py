@@ -21,7 +21,7 @@ GIB = 1024.0 ** 3
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNELS = os.path.join(ROOT, "bench", "measured", "h100-sxm-kernels.json")
 # The layouts: DeepSeek-V3's as the README runs it (its paper's PP 16 x EP 64 on H800s),
-# Qwen3-235B-A22B's as Megatron-Bridge's MB3 row (64 H100s... here 256: TP 2, PP 8, EP 32).
+# Qwen3-235B-A22B's as Megatron-Bridge's MB3 row (256 H100s: TP 2, PP 8, DP 16, EP 32).
 MODELS = {
     "DeepSeek-V3": (["--model", "deepseek-v3", "--gpu", "h800-80gb", "-p", "16", "-m", "120",
                      "--seq", "4096", "--dp", "128", "--ep", "64", "--zero", "--flash",
