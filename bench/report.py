@@ -1367,6 +1367,7 @@ def main():
     import report_accuracy  # the accuracy section (issue 29); it imports this module's helpers
     import report_models  # the real-model sections; it imports this module's helpers
     import report_offload  # the offload section, likewise
+    import report_today  # today's models and clusters (section 10)
     import report_vocab  # vocabulary parallelism (section 8)
     cfg = dict(config(a.quick), web=a.web)
     r = Runner(a.build, a.data or os.path.join(a.build, "bench-data"))
@@ -1382,6 +1383,7 @@ def main():
     offload = report_offload.collect(r, cfg)
     accuracy = report_accuracy.collect(r, cfg)
     vocab = report_vocab.collect(r, cfg)
+    today = report_today.collect(r, cfg)
 
     os.makedirs(a.out, exist_ok=True)
     plot_paper(zb_rows, os.path.join(a.out, "results-paper.svg"))
@@ -1395,7 +1397,7 @@ def main():
              md_frontier(plans), md_runtime(rt, r.families), md_speed(sp, kernels),
              report_models.markdown(real, real_svgs), report_models.markdown_hybrid(hybrid),
              report_accuracy.markdown(accuracy), report_vocab.markdown(vocab),
-             report_offload.markdown(offload)]
+             report_offload.markdown(offload), report_today.markdown(today)]
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(re.sub(r"\n{3,}", "\n\n", "\n".join(parts)))
     log(f"wrote {os.path.join(a.out, 'results.md')} and {5 + len(real_svgs)} SVG plots")

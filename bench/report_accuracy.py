@@ -1,27 +1,46 @@
 """The accuracy section of vpipe's results report (issue 29): every published run of
 data/anchors/ priced with the default presets beside what it measured, the errors per
-source and per accelerator, the runs vpipe cannot express yet, calibration on three of
-Megatron-LM's H100 runs, and the speed of both. report.py calls collect() and markdown();
-python3 standard library only.
+source and per accelerator, issue 25's MoE, FP8, CP and FSDP runs per source and per kind,
+the runs vpipe cannot express yet, calibration on three of Megatron-LM's H100 runs, and the
+speed of both. report.py calls collect() and markdown(); alone it prints the section for a
+build (python3 standard library only):
+
+    python3 bench/report_accuracy.py --build build [--quick] > accuracy.md
 """
+import argparse
 import csv
 import io
 import json
 import math
 import os
 
+import report
 from report import COLORS, SHAPES, Axis, Figure, Panel, log, table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ANCHORS = os.path.join(ROOT, "data", "anchors")
+# The dense runs: the presets' expected errors (vp_gpu.expected, test_accuracy) are
+# measured over these files only, so the summary and per-accelerator tables read them alone.
 FILES = ["sc21.csv", "megatron2024.csv", "zerobubble.csv", "controllable-memory.csv",
          "others.csv"]
+# The runs of issue 25's kinds (MoE, FP8, CP, FSDP), reported apart per source and per kind.
+KIND_FILES = ["moe.csv", "fp8.csv", "cp.csv", "fsdp.csv"]
+KINDS = ["MoE", "FP8", "CP", "FSDP"]
+TARGET = (0.10, 0.20)  # issue 25: tokens/s within 10% mean and 20% worst per kind
 SOURCES = {
     "SC21": "Narayanan et al., SC21, Table 1: GPT 1.7B-1T on up to 3072 A100s",
     "Megatron-2024": "Megatron-LM README, 2024: GPT 1.7B-462B on up to 6144 H100s",
     "ZB": "Zero Bubble (ICLR 2024), Table 4: 1.5B and 6.2B on 8 A100s",
     "CM": "Controllable Memory (NeurIPS 2024), via a secondary source: 38.5B and 98.5B on "
           "A100s",
+    "MB": "Megatron-Bridge's performance summary (26.02 and archive): MoE and FP8 on H100",
+    "MS": "Megatron-Bridge's performance skills: Qwen3-30B-A3B on 16 H100s",
+    "N24": "NeMo 24.07 performance summary: GPT-3 and Llama on H100, FP8",
+    "ML": "Megatron-LM examples/llama: Llama 3 8B on 8 H100s, FP8",
+    "LS": "NeMo's long-sequence performance: Llama 2 7B and Llama 3 on H100 with CP",
+    "TT": "torchtitan's H100 benchmarks (2024-12): Llama 3 with FSDP",
+    "TA": "torchtitan's async-TP benchmarks (2025-06): Llama 3 70B and 405B, FSDP x TP",
+    "AM": "NeMo Automodel's performance summary: DeepSeek-V3 and MoE with FSDP2 and EP",
 }
 # The same report at the start of issue 29 (commit 4987d37, the data and bench_accuracy of
 # this run, the model before): mean and worst absolute throughput error per source, and
@@ -91,6 +110,9 @@ def collect(r, cfg):
     log("accuracy: every published run of data/anchors/ (bench_accuracy)")
     files = [os.path.join(ANCHORS, f) for f in FILES]
     acc = json.loads(r.run([os.path.join(r.bench, "bench_accuracy"), *files], "accuracy.json"))
+    files = [os.path.join(ANCHORS, f) for f in KIND_FILES]
+    kinds = json.loads(r.run([os.path.join(r.bench, "bench_accuracy"), *files],
+                             "accuracy-kinds.json"))
     log("accuracy: vpipe calibrate on three H100 runs")
     demo = calibration_demo(r)
     log("accuracy: bench_calibrate (20 runs)")
@@ -99,7 +121,9 @@ def collect(r, cfg):
                  "bench_calibrate.txt")
     line = next(x for x in text.splitlines() if x.startswith("calibrate\t")).split("\t")
     machine = next(x for x in text.splitlines() if x.startswith("machine:"))
-    return dict(acc=acc, demo=demo, calibrate=line, machine=machine)
+    origin = {x["id"]: f for f in FILES + KIND_FILES
+              for x in read_rows(os.path.join(ANCHORS, f))[0]}
+    return dict(acc=acc, kinds=kinds, origin=origin, demo=demo, calibrate=line, machine=machine)
 
 
 # ---------------------------------------------------------------------------------------
@@ -136,14 +160,34 @@ def plot(acc, path):
 # Markdown
 
 
+def kinds_of(x):
+    """Issue 25's kinds a run carries, from its columns (a run can carry several)."""
+    return [k for k, on in (("MoE", x.get("ep", 1) > 1),
+                            ("FP8", x.get("fp8", "off") not in ("off", "", None)),
+                            ("CP", x.get("cp", 1) > 1), ("FSDP", x.get("zero", 0) == 3)) if on]
+
+
+def errors(rows):
+    """Runs, mean / worst |throughput error| and the memory errors where published."""
+    tok = [abs(x["error"]) for x in rows]
+    mem = [abs(x["memory_error"]) for x in rows if "memory_error" in x]
+    cell = (f"{100 * sum(mem) / len(mem):.1f}% / {100 * max(mem):.1f}% ({len(mem)})" if mem
+            else "none published")
+    return len(rows), sum(tok) / len(tok), max(tok), cell
+
+
 def signed(x):
     return f"{100 * x:+.1f}%"
 
 
 def configuration(x):
     chunks = f" v {x['v']}" if x.get("v") else ""
-    return (f"TP {x['tp']} PP {x['pp']} DP {x['dp']}, gbs {x['gbs']}, {x['family']}{chunks}, "
-            f"mbs {x['chosen_mbs']}, recompute {x['chosen_recompute']}")
+    more = "".join(f" {k} {x[key]}" for k, key in (("CP", "cp"), ("EP", "ep"))
+                   if x.get(key, 1) > 1)
+    more += f", ZeRO {x['zero']}" if x.get("zero", 0) >= 2 else ""
+    more += f", FP8 {x['fp8']}" if "FP8" in kinds_of(x) else ""
+    return (f"TP {x['tp']} PP {x['pp']} DP {x['dp']}{more}, gbs {x['gbs']}, "
+            f"{x['family']}{chunks}, mbs {x['chosen_mbs']}, recompute {x['chosen_recompute']}")
 
 
 def md_summary(acc):
@@ -178,6 +222,45 @@ def md_summary(acc):
             "on average, no run that ran predicted not to fit — are `test_accuracy`.\n")
 
 
+def md_kinds(kinds):
+    rows = [x for x in kinds["rows"] if x["priced"]]
+    by_source, by_kind = [], []
+    for src in dict.fromkeys(x["source"] for x in rows):
+        n, mean, worst, mem = errors([x for x in rows if x["source"] == src])
+        total = sum(1 for x in kinds["rows"] if x["source"] == src)
+        by_source.append([SOURCES.get(src, src), f"{n} of {total}",
+                          f"**{100 * mean:.1f}%** / {100 * worst:.1f}%", mem])
+    misses = []
+    for kind in KINDS:
+        mine = [x for x in rows if kind in kinds_of(x)]
+        if not mine:
+            continue
+        n, mean, worst, mem = errors(mine)
+        met = mean <= TARGET[0] and worst <= TARGET[1]
+        if not met:
+            misses.append(f"{kind} (mean {100 * mean:.1f}%, worst {100 * worst:.1f}%)")
+        mems = [abs(x["memory_error"]) for x in mine if "memory_error" in x]
+        mem_met = "" if not mems else "met" if sum(mems) / len(mems) <= TARGET[0] else "missed"
+        by_kind.append([kind, n, f"**{100 * mean:.1f}%** / {100 * worst:.1f}%", mem,
+                        "met" if met else "missed", mem_met])
+    verdict = ("every kind meets it" if not misses else
+               "missed by " + ", ".join(misses))
+    return ("\nIssue 25's runs (`data/anchors/moe.csv`, `fp8.csv`, `cp.csv`, `fsdp.csv`; "
+            "command: `bench_accuracy` on those four files), kept apart from the dense runs "
+            "above so the presets' expected errors stay those of the dense runs. Per source "
+            "(mean / worst |error| of tokens/s per GPU; memory where published, with its "
+            "count):\n\n" +
+            table(["source", "runs priced", "tokens/s: mean / worst", "memory: mean / worst"],
+                  by_source) +
+            "\nPer kind, from each run's columns (EP > 1: MoE; FP8 on: FP8; CP > 1: CP; "
+            "ZeRO 3: FSDP; a run with several counts in each):\n\n" +
+            table(["kind", "runs", "tokens/s: mean / worst", "memory: mean / worst",
+                   "tokens/s: 10% / 20%", "memory: 10% mean"], by_kind) +
+            f"\nIssue 25 asks for tokens/s within {100 * TARGET[0]:.0f}% mean and "
+            f"{100 * TARGET[1]:.0f}% worst per kind, and peak memory within 10% mean where "
+            f"published. Throughput: {verdict}; memory as the last column says.\n")
+
+
 def md_rows(acc):
     s = ["### 7.2 Every run\n",
          "Published and predicted tokens/s per GPU, error = predicted / published − 1 "
@@ -204,7 +287,7 @@ def md_rows(acc):
     return "\n".join(s)
 
 
-def md_refused(acc):
+def md_refused(acc, origin):
     rows = [x for x in acc["rows"] if not x["priced"]]
     reasons = {}
     for x in rows:
@@ -212,11 +295,13 @@ def md_refused(acc):
         key = why.replace(" (issue #25)", "")
         reasons.setdefault(key, []).append(x["id"])
     body = [[why, len(ids), ", ".join(ids)] for why, ids in sorted(reasons.items())]
+    where = " and ".join(f"`data/anchors/{f}`" for f in FILES + KIND_FILES
+                         if f in {origin.get(x["id"]) for x in rows})
     return ("### 7.3 Not expressible yet\n\n"
-            f"{len(rows)} runs of design/anchors.md section 2 are data in "
-            "`data/anchors/others.csv` with their configuration and citation; vpipe cannot "
-            "price them until issue #25 (MoE and expert parallelism, context parallelism, FSDP "
-            "and FP8). The first reason the reader or the row gives:\n\n" +
+            f"{len(rows)} runs of design/anchors.md section 2 are data in {where} with their "
+            "configuration and citation, but vpipe does not price them: what they ran has no "
+            "option yet, or the source publishes no tokens/s or step time to compare. The "
+            "reason the reader or the row gives:\n\n" +
             table(["reason", "runs", "ids"], body))
 
 
@@ -294,6 +379,7 @@ def md_calibration(out):
 
 def markdown(out):
     acc = out["acc"]
+    every = {"rows": acc["rows"] + out["kinds"]["rows"]}
     return "\n".join([
         "## 7. How far to trust the figures: vpipe against published runs\n",
         "Every published training run of design/anchors.md and design/models.md that vpipe "
@@ -301,4 +387,19 @@ def markdown(out):
         "row) and is priced here with the default presets, as a user would: its model, "
         "accelerator and configuration, nothing else. Command: `bench_accuracy "
         "data/anchors/*.csv`.\n",
-        md_summary(acc), md_rows(acc), md_refused(acc), MECHANISMS, md_calibration(out)])
+        md_summary(acc) + md_kinds(out["kinds"]), md_rows(every), md_refused(every, out["origin"]),
+        MECHANISMS, md_calibration(out)])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", required=True, help="build directory (vpipe, bench/)")
+    ap.add_argument("--data", help="raw outputs (default: BUILD/bench-data)")
+    ap.add_argument("--quick", action="store_true", help="one calibration repetition")
+    a = ap.parse_args()
+    r = report.Runner(a.build, a.data or os.path.join(a.build, "bench-data"))
+    print(markdown(collect(r, dict(quick=a.quick))))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run --quick (the results report on a small subset) writes results.md with every
-# section and the paper comparison (the 1F1B-I column replayed with the authors' links meets
-# the printed rates, with every link vpipe's), and four SVG plots that are well-formed XML.
+# section (issue 25's kinds in 7, today's models in 10) and the paper comparison (the 1F1B-I
+# column replayed with the authors' links meets the printed rates, with every link vpipe's),
+# and four SVG plots that are well-formed XML.
 # usage: bench_smoke.sh <vpipe-binary> <repo-root>
 vpipe=$1 root=$2
 . "$root/tests/cli/expect.bash"
@@ -19,7 +20,9 @@ for needle in "## 1. Schedule tables" "## 2. Memory" "## 3. Runtime" "## 4. Spee
     "| 5 | \`v-half\` | 209 | 8.13% | 17 | 17 | meets |" "OpenBLAS core type:" \
     "**Where vpipe misses the paper.**" "every link gives vpipe's rate in 3 of 3 rows" \
     "### 1.6 The greedy V search and the compacted V pattern against the V block search" "| \`v-min\` | 60 |" \
-    "with the authors' links, the paper's printed rate in 3 of 3 rows"; do
+    "with the authors' links, the paper's printed rate in 3 of 3 rows" \
+    "## 10. Today's models and clusters" "| kind | runs | tokens/s: mean / worst |" \
+    "### 10.3 DualPipe's overlap"; do
     expect 0 "" -- grep -qF -- "$needle" "$md"
 done
 for plot in paper frontier runtime speed; do
