@@ -426,7 +426,9 @@ function clusterOptions() {
   Object.assign(options, { gpu: read('gpu'), gpus: +read('gpus'), seq: +read('seq'), global_batch: +read('batch') });
   for (const [key, name] of CLUSTER_FIXED) if (read(name)) options[key] = +read(name);
   if (read('fix_recompute')) options.recompute = read('fix_recompute');
-  return Object.assign(options, { flash: read('flash') === '1', sp: read('sp') === '1', zero: read('zero1') === '1' });
+  Object.assign(options, { flash: read('flash') === '1', sp: read('sp') === '1' });
+  if (read('zero1') === '1') options.zero = 1; // else the search tries every ZeRO stage, as plan does
+  return options;
 }
 
 /* The command line that answers the same (a pasted config.json as the file config.json). */
