@@ -427,7 +427,7 @@ function clusterOptions() {
   for (const [key, name] of CLUSTER_FIXED) if (read(name)) options[key] = +read(name);
   if (read('fix_recompute')) options.recompute = read('fix_recompute');
   Object.assign(options, { flash: read('flash') === '1', sp: read('sp') === '1' });
-  if (read('zero1') === '1') options.zero = 1; // else the search tries every ZeRO stage, as plan does
+  if (read('zero1') === '1') options.zero = true; // --zero: ZeRO-1; else plan searches the stage
   return options;
 }
 
