@@ -51,8 +51,8 @@ double vp__hy_margin(const vp_hybrid_request *req);
 /* Fills config's group from its family and recomputation. */
 void vp__hy_group(vp_hybrid_config *config);
 
-/* The levers beside DP x TP x PP of c, ", CP 2, EP 8, ETP 1, FP8 tensorwise" ("" with
- * none), into buf (result.c); returns buf. */
+/* The levers beside DP x TP x PP of c, ", CP 2, EP 8, ETP 1, FP8 tensorwise, ZeRO-3" (""
+ * with none; ZeRO only from stage 2), into buf of size >= 1 (result.c); returns buf. */
 const char *vp__hy_levers(const vp_hybrid_config *c, char *buf, size_t size);
 
 /* Context parallelism (cp.c): whether CP degree cp may split the sequence at TP tp under

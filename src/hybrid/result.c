@@ -11,19 +11,22 @@
 #define GIB 1073741824.0
 
 const char *vp__hy_levers(const vp_hybrid_config *c, char *buf, size_t size) {
-    int n = c->cp > 1 ? snprintf(buf, size, ", CP %d", c->cp) : 0;
-    if ((c->ep > 1 || c->etp > 1) && n >= 0 && (size_t)n < size)
-        n += snprintf(buf + n, size - (size_t)n, ", EP %d, ETP %d", c->ep, c->etp);
-    if (n == 0 && size > 0)
-        buf[0] = '\0';
-    if (c->fp8 != VP_FP8_OFF && n >= 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, ", FP8 %s", vp_fp8_name(c->fp8));
+    size_t n = 0;
+    buf[0] = '\0';
+    if (c->cp > 1)
+        n += (size_t)snprintf(buf + n, size - n, ", CP %d", c->cp);
+    if ((c->ep > 1 || c->etp > 1) && n < size)
+        n += (size_t)snprintf(buf + n, size - n, ", EP %d, ETP %d", c->ep, c->etp);
+    if (c->fp8 != VP_FP8_OFF && n < size)
+        n += (size_t)snprintf(buf + n, size - n, ", FP8 %s", vp_fp8_name(c->fp8));
+    if (c->zero >= 2 && n < size) /* ZeRO-0 and 1 are what a plan without the search reads as */
+        snprintf(buf + n, size - n, ", ZeRO-%d", c->zero);
     return buf;
 }
 
 /* "DP 2, TP 4, PP 5, mbs 2" of c (", offload 0.5" when it offloads). */
 static const char *degrees(const vp_hybrid_config *c, char *buf, size_t size) {
-    char ep[64];
+    char ep[96];
     vp__hy_levers(c, ep, sizeof ep);
     int n = snprintf(buf, size, "DP %d, TP %d, PP %d%s, mbs %d", c->dp, c->tp, c->pp, ep, c->mbs);
     if (c->offload > 0 && n > 0 && (size_t)n < size)

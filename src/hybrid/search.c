@@ -479,7 +479,7 @@ static const char *describe(const vp_hybrid_config *c, char *buf, size_t size) {
     char chunks[32] = "";
     if (c->v)
         snprintf(chunks, sizeof chunks, " with %d chunks", c->v);
-    char ep[64];
+    char ep[96];
     vp__hy_levers(c, ep, sizeof ep);
     int n = snprintf(buf, size, "%s%s, DP %d, TP %d, PP %d%s, mbs %d, recompute %s", c->family,
                      chunks, c->dp, c->tp, c->pp, ep, c->mbs, vp_recompute_name(c->recompute));
