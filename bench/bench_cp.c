@@ -53,12 +53,7 @@ int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 1;
     reps = reps < 1 ? 1 : reps;
     bench_print_machine();
-    double load[3] = {0};
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f && fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) == 3)
-        printf("load average: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
-    if (f)
-        fclose(f);
+    bench_print_load();
     for (int threads = 1; threads <= 2; threads++)
         bench("llama3.1-405b/16384xh100/131k/128", 0, threads, reps);
     bench("llama3.1-405b/16384xh100/131k/128 CP 1", 1, 1, reps);

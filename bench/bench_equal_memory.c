@@ -159,12 +159,7 @@ int main(int argc, char **argv) {
     if (vp_data_load("/usr/share/common-licenses/GPL-3", 0.1, &data, &err) != VP_OK)
         die("data", &err);
     bench_print_machine();
-    FILE *f = fopen("/proc/loadavg", "r");
-    double load;
-    if (f && fscanf(f, "%lf", &load) == 1)
-        printf("load average (1 min): %.2f\n", load);
-    if (f)
-        fclose(f);
+    bench_print_load();
     printf("model: width %d, heads %d, seq %d; 1F1B at microbatch %d\n", cfg.width, cfg.n_head,
            cfg.seq_len, cfg.microbatch);
     printf("p\tmode\tvariant\tmicrobatch\tm\tpeak_bytes\tbudget_bytes\tmeasured_ms\t"

@@ -30,4 +30,15 @@ static inline void bench_print_machine(void) {
            VP_VERSION_STRING);
 }
 
+/* The line "load average: 1 5 15" (minutes) of /proc/loadavg, where it can be read: what
+ * else ran beside a timed benchmark. */
+static inline void bench_print_load(void) {
+    double load[3];
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f && fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) == 3)
+        printf("load average: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
+    if (f)
+        fclose(f);
+}
+
 #endif
