@@ -223,6 +223,18 @@ static const cli_opt real_opts[] = {
              "(blockwise), MXFP8 (Blackwell, MI355X), priced at the\n"
              "accelerator's FP8 rate with each recipe's casts and FP8\n"
              "weight copies; plan: auto tries off and the accelerator's best"},
+    REAL_FLAG("fp8-params", fp8_params,
+              "with --fp8: the FP8 copies are the weights, no 16-bit copy kept\n"
+              "(Megatron-LM's --fp8-param-gather, set by NVIDIA's FP8 recipes)"),
+    {.name = "grad-bytes",
+     .kind = CLI_INT,
+     .offset = AT(grad_bytes),
+     .arg = "N",
+     .lo = 2,
+     .hi = 4,
+     .help = "gradient bytes: 4 accumulates and reduces in fp32 (the\n"
+             "default), 2 in 16 bits (Megatron-LM's --grad-reduce-in-bf16,\n"
+             "NVIDIA's performance recipes)"},
     REAL_INT("cp", cp, 1 << 20,
              "context-parallel degree: each sequence split over N ranks,\n"
              "seq/N tokens each in 2 chunks (causal balancing; default 1;\n"

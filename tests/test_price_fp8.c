@@ -149,6 +149,56 @@ static void test_step_casts(void **state) {
     vp_price_result_free(r1);
 }
 
+/* FP8 weights (fp8_params): no 16-bit copy beside the FP8 one, so the copies column keeps
+ * only what the weights column does not hold: nothing per-tensor, the block scales
+ * blockwise, and under ZeRO-3 (sharded weights) the whole transposes, 1 byte an element;
+ * everything else and the step's casts unchanged. 16-bit gradients (prec.grad 2) halve the
+ * gradients column and the DP reduction's bytes. */
+static void test_fp8_weights(void **state) {
+    (void)state;
+    const double weights = 32 * ((H + 2 * KV) * H + H * H + 3 * FFN * H);
+    struct {
+        vp_fp8 fp8;
+        int zero;
+        double copy; /* bytes per FP8 weight element left in the copies column */
+    } cases[] = {{VP_FP8_TENSORWISE, 1, 0},
+                 {VP_FP8_DELAYED, 0, 0},
+                 {VP_FP8_BLOCKWISE, 1, 8.0 / (128 * 128)},
+                 {VP_FP8_TENSORWISE, 3, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        llama copies, own;
+        llama_setup(&copies, "h100-80gb", cases[i].fp8);
+        llama_setup(&own, "h100-80gb", cases[i].fp8);
+        copies.t.dp = own.t.dp = 8;
+        copies.t.zero = own.t.zero = cases[i].zero;
+        own.t.fp8_params = true;
+        vp_price_result *r0 = tp_price(&copies.su, "1f1b", 1, 2);
+        vp_price_result *r1 = tp_price(&own.su, "1f1b", 1, 2);
+        TU_NEAR(r1->memory[0].fp8_weights, weights * cases[i].copy);
+        TU_NEAR(r0->memory[0].fp8_weights - r1->memory[0].fp8_weights,
+                weights * (cases[i].fp8 == VP_FP8_BLOCKWISE ? 2 : 2 - cases[i].copy));
+        TU_NEAR(r1->memory[0].params, r0->memory[0].params);
+        TU_NEAR(r1->memory[0].allocated + r0->memory[0].fp8_weights,
+                r0->memory[0].allocated + r1->memory[0].fp8_weights);
+        TU_NEAR(r1->optimizer_s, r0->optimizer_s); /* the cast once per step stays */
+        assert_true(r1->memory_max_bytes < r0->memory_max_bytes);
+        vp_price_result_free(r0);
+        vp_price_result_free(r1);
+    }
+    llama fp32, half;
+    llama_setup(&fp32, "h100-80gb", VP_FP8_OFF);
+    llama_setup(&half, "h100-80gb", VP_FP8_OFF);
+    fp32.t.dp = half.t.dp = 8;
+    fp32.t.dp_overlap = half.t.dp_overlap = 0; /* the whole reduction after the step */
+    half.t.prec.grad = 2;
+    vp_price_result *r0 = tp_price(&fp32.su, "1f1b", 1, 2), *r1 = tp_price(&half.su, "1f1b", 1, 2);
+    TU_NEAR(r1->memory[0].grads, r0->memory[0].grads / 2);
+    TU_NEAR(r1->memory[0].params, r0->memory[0].params);
+    assert_true(r1->dp_exposed_s < r0->dp_exposed_s); /* half the bytes all-reduced */
+    vp_price_result_free(r0);
+    vp_price_result_free(r1);
+}
+
 static void refused(const char *gpu, vp_fp8 fp8, bool own, const char *why) {
     llama l;
     llama_setup(&l, gpu, fp8);
@@ -256,7 +306,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_seconds),  cmocka_unit_test(test_cast_seconds),
         cmocka_unit_test(test_memory_items),  cmocka_unit_test(test_step_casts),
         cmocka_unit_test(test_refusals),      cmocka_unit_test(test_gpu_keys),
-        cmocka_unit_test(test_planner_lever),
+        cmocka_unit_test(test_planner_lever), cmocka_unit_test(test_fp8_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -295,7 +295,7 @@ VP_API const char *vp_zero_text(int zero);
 /* Bytes per parameter of each model state. */
 typedef struct vp_precision {
     int param;   /* the weights the passes read (2 for bf16, 4 for fp32) */
-    int grad;    /* gradient accumulation (4) */
+    int grad;    /* gradient accumulation and reduction (4; 2 as --grad-reduce-in-bf16) */
     int master;  /* fp32 master weights (4), 0 when the weights are fp32 already */
     int moments; /* optimizer moments (Adam: 4 + 4) */
 } vp_precision;
@@ -340,6 +340,9 @@ typedef struct vp_workload {
     bool ep_overlap;
     vp_ep_dispatch ep_dispatch; /* how the all-to-alls move tokens (vp_ep_dispatch) */
     vp_fp8 fp8;                 /* the linears' matrix multiplies in FP8 (vp_fp8) */
+    bool fp8_params; /* with fp8: the FP8 copy is the weight (Megatron-LM's --fp8-param-gather,
+                        torchtitan's float8 all-gather): no 16-bit copy of the FP8 linears'
+                        weights, gathered in FP8 */
 } vp_workload;
 
 /* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision

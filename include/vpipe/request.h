@@ -30,8 +30,8 @@
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, recompute, vocab_parallel, offload, offload_policy,
  *             model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap,
- *             reserve, dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch,
- *             json
+ *             reserve, dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, fp8,
+ *             fp8_params, grad_bytes, cp, cp_comm, json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
  *             no_color, title
@@ -41,14 +41,15 @@
  *   plan      p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, recompute,
  *             vocab_parallel, offload, offload_policy, memory, json, output, model, gpu,
  *             seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve,
- *             dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, gpus, global_batch, pp,
- * top, max_chunks, threads, time_limit, margin, emit, operand (emit torchtitan's DIR) block operand
- * (a block file), p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, reorder, output,
- * json, example model     operand ("list" | ["show", NAME]), json; show also model (instead of
- *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute (gpu, tp_overlap,
- *             pp_overlap, reserve, dp_overlap, ep_overlap and ep_dispatch are
- *             refused: they price a
- *             pipeline)
+ *             dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, fp8, fp8_params,
+ *             grad_bytes, cp, cp_comm, gpus, global_batch, pp, top, max_chunks, threads,
+ *             time_limit, margin, emit, operand (emit torchtitan's DIR)
+ *   block     operand (a block file), p, m, v, cost, cost_file, memory_model, memory_limit,
+ *             max_ops, reorder, output, json, example
+ *   model     operand ("list" | ["show", NAME]), json; show also model (instead of
+ *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute, fp8 (gpu, tp_overlap,
+ *             pp_overlap, reserve, dp_overlap, ep_overlap, ep_dispatch, fp8_params and
+ *             grad_bytes are refused: they price a pipeline)
  *   calibrate runs (a RUNS.csv path, required), output (required: the calibrated
  *             accelerator's file), gpu (the accelerator the fit starts from),
  *             constants (those to fit, comma-separated), json
@@ -135,8 +136,13 @@ typedef struct vp_request {
     int split;
     const char *layers_per_stage;
     /* --fp8: a vp_fp8 recipe, VP_REQUEST_FP8_AUTO (plan: off and the accelerator's best,
-     * vp_price_fp8_best, searched), -1 not given (off) */
+     * vp_price_fp8_best, searched), -1 not given (off); --fp8-params: the FP8 copies are
+     * the weights (vp_workload.fp8_params) */
     int fp8;
+    bool fp8_params;
+    /* --grad-bytes: gradient bytes, 2 (16-bit accumulation and reduction) or 4 (fp32, the
+     * default; 0: not given) */
+    int grad_bytes;
     /* the whole-configuration search: --gpus, --global-batch, --pp, --top, --max-chunks,
      * --threads (also compare's and the budget planner's; 0: not given), --time-limit (also
      * the budget planner's; 0: not given), --margin (GiB; -1: not given), --emit (vp_emit) */

@@ -191,6 +191,7 @@ enum {
     C_EXPRESSIBLE,
     C_EP_OVERLAP,
     C_EP_DISPATCH,
+    C_FP8_PARAMS,
     N_COLUMNS
 };
 
@@ -226,7 +227,8 @@ static const char *const column_names[N_COLUMNS] = {"model",
                                                     "tuned",
                                                     "expressible",
                                                     "ep_overlap",
-                                                    "ep_dispatch"};
+                                                    "ep_dispatch",
+                                                    "fp8_params"};
 _Static_assert(sizeof column_names / sizeof column_names[0] == N_COLUMNS, "a name per column");
 
 /* Where each column sits in a row (-1: absent). */
@@ -470,13 +472,15 @@ static vp_status read_settings(const cells *c, vp_run *run) {
     vp_status rc = recompute_cell(c, run);
     if (rc == VP_OK)
         rc = schedule_cell(c, run);
-    bool *flags[] = {&run->flash,      &run->sp,    &run->tp_overlap,
-                     &run->pp_overlap, &run->tuned, &run->ep_overlap};
-    int keys[] = {C_FLASH, C_SP, C_TP_OVERLAP, C_PP_OVERLAP, C_TUNED, C_EP_OVERLAP};
-    for (int i = 0; i < 6 && rc == VP_OK; i++)
+    bool *flags[] = {&run->flash, &run->sp,         &run->tp_overlap, &run->pp_overlap,
+                     &run->tuned, &run->ep_overlap, &run->fp8_params};
+    int keys[] = {C_FLASH, C_SP, C_TP_OVERLAP, C_PP_OVERLAP, C_TUNED, C_EP_OVERLAP, C_FP8_PARAMS};
+    for (int i = 0; i < 7 && rc == VP_OK; i++)
         rc = flag_cell(c, keys[i], flags[i]);
     if (rc == VP_OK)
         rc = fp8_cell(c, run);
+    if (rc == VP_OK && run->fp8_params && run->fp8 == VP_FP8_OFF)
+        rc = bad(c, C_FP8_PARAMS, "FP8 weights need an FP8 recipe in fp8");
     if (rc == VP_OK)
         rc = dp_overlap_cell(c, run);
     if (rc == VP_OK)

@@ -59,12 +59,17 @@ static void pipeline_keys(vp__buf *b, const vp_hybrid_priced *pr, const char *sc
 }
 
 /* torchtitan's float8 training (torchao's Float8Linear on the linears): its tensorwise
- * recipe is vpipe's; delayed, blockwise and MXFP8 have no float8 recipe_name (torchao's
- * are tensorwise, rowwise and rowwise_with_gw_hp), so they are said, not carried. */
-static void float8_keys(vp__buf *b, vp_fp8 fp8) {
+ * recipe is vpipe's, FP8 weights its float8 all-gather; delayed, blockwise and MXFP8 have
+ * no float8 recipe_name (torchao's are tensorwise, rowwise and rowwise_with_gw_hp), so they
+ * are said, not carried. */
+static void float8_keys(vp__buf *b, vp_fp8 fp8, bool weights) {
     if (fp8 == VP_FP8_TENSORWISE)
-        vp__buf_printf(b, "\n[model]\nconverters = [\"float8\"]\n\n[float8]\n"
-                          "recipe_name = \"tensorwise\"\n");
+        vp__buf_printf(b,
+                       "\n[model]\nconverters = [\"float8\"]\n\n[float8]\n"
+                       "recipe_name = \"tensorwise\"\n%s",
+                       weights ? "enable_fsdp_float8_all_gather = true\n"
+                                 "precompute_float8_dynamic_scale_for_fsdp = true\n"
+                               : "");
     else if (fp8 != VP_FP8_OFF)
         vp__buf_printf(
             b,
@@ -101,8 +106,9 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
                    vp_recompute_name(c->recompute), c->step_time_s, 100 * c->mfu,
                    c->memory_max_bytes / GIB);
     vp__buf_printf(&b,
-                   "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n\n",
-                   req->work.seq, c->mbs * c->m, req->global_batch);
+                   "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n%s\n",
+                   req->work.seq, c->mbs * c->m, req->global_batch,
+                   req->work.prec.grad < 4 ? "mixed_precision_reduce = \"bfloat16\"\n" : "");
     int zero = pr->work.zero;
     bool shard = zero && c->dp > 1;
     const char *why = zero == 3 ? "" /* FSDP2 is ZeRO-3 */
@@ -126,7 +132,7 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
     vp__hy_cp_export(&b, req, c, false);
     if (c->pp > 1)
         pipeline_keys(&b, pr, schedule, csv_path);
-    float8_keys(&b, c->fp8);
+    float8_keys(&b, c->fp8, req->work.fp8_params);
     vp__buf_printf(&b, "\n[activation_checkpoint]\nmode = \"%s\"\n",
                    vp_recompute_name(c->recompute));
     if (c->offload > 0)
@@ -242,7 +248,10 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
     if (req->work.sp && c->tp > 1)
         vp__buf_printf(&b, " --sequence-parallel");
     if (c->fp8 != VP_FP8_OFF) /* E4M3 forward, E5M2 gradients; the recipes share names */
-        vp__buf_printf(&b, " --fp8-format hybrid --fp8-recipe %s", vp_fp8_name(c->fp8));
+        vp__buf_printf(&b, " --fp8-format hybrid --fp8-recipe %s%s", vp_fp8_name(c->fp8),
+                       req->work.fp8_params ? " --fp8-param-gather" : "");
+    if (req->work.prec.grad < 4)
+        vp__buf_printf(&b, " --grad-reduce-in-bf16");
     static const char *const strategy[] = {"", "", "optim_grads", "optim_grads_params"};
     if (pr->work.zero == 1 && c->dp * cp > 1)
         vp__buf_printf(&b, " --use-distributed-optimizer");

@@ -36,7 +36,17 @@
  * linear's weight and its transpose (2 bytes per element, plus the block scales)
  * beside the 16-bit weights, master weights, gradients and moments (unchanged); each
  * linear's input that F keeps for W is saved in FP8 (1 byte per element: the transpose W
- * reads), every other saved tensor stays 16-bit. */
+ * reads), every other saved tensor stays 16-bit.
+ *
+ * FP8 weights (vp_workload.fp8_params: Megatron-LM's --fp8-param-gather, which NVIDIA's
+ * FP8 recipes set; torchtitan's enable_fsdp_float8_all_gather): the FP8 copy is the weight,
+ * no 16-bit copy of an FP8 linear's weight is kept. The weights column then holds the FP8
+ * weight and its transpose in the 2 bytes per element it counts, and the copies only their
+ * scales; under ZeRO-3 the shard is the FP8 weight and the transposes stay whole, 1 byte
+ * per element (Megatron-FSDP's keep_fp8_transpose_cache). Not modelled: the weight gathers
+ * move 1 byte per FP8 element, not 2 (they are priced at 16 bits, conservatively); the
+ * optimizer casts its master shard and the gathered weights are transposed, priced as the
+ * cast once per step. */
 #include "base/internal.h"
 #include "price/price_internal.h"
 
@@ -56,16 +66,19 @@ static double cast_bytes(vp_fp8 f) {
     }
 }
 
-/* Bytes per weight element of the FP8 copies kept (copy, transpose, their scales). */
-static double copy_bytes(vp_fp8 f) {
-    switch (f) {
+/* Bytes per weight element of the FP8 copies kept beside the weights column: copy and
+ * transpose, or with FP8 weights (what is not in the weights column) the transposes under
+ * ZeRO-3 only; and their scales. */
+static double copy_bytes(const vp_workload *t) {
+    double copies = !t->fp8_params ? 2 : t->zero >= 3 ? 1 : 0;
+    switch (t->fp8) {
     case VP_FP8_TENSORWISE:
     case VP_FP8_DELAYED:
-        return 2;
+        return copies;
     case VP_FP8_BLOCKWISE:
-        return 2 + 2 * 4.0 / (128 * 128);
+        return copies + 2 * 4.0 / (128 * 128);
     case VP_FP8_MXFP8:
-        return 2 + 2 * 1.0 / 32;
+        return copies + 2 * 1.0 / 32;
     default:
         return 0;
     }
@@ -142,24 +155,25 @@ static double fp8_weights(const vp_arch *a, const vp_workload *t, vp_price_part 
     return w;
 }
 
-double vp__fp8_copy_bytes(const vp_price_setup *su, int l0, int l1) {
-    const vp_workload *t = su->work;
-    if (t->fp8 == VP_FP8_OFF)
+double vp__fp8_weight_elements(const vp_price_setup *su, int l0, int l1) {
+    if (su->work->fp8 == VP_FP8_OFF)
         return 0;
     int counts[VP__KINDS];
     vp__kind_counts(su->arch, l0, l1, counts);
     double w = 0;
     for (unsigned k = 0; k < VP__KINDS; k++)
-        w += counts[k] ? counts[k] * fp8_weights(su->arch, t, VP_PRICE_LAYER, k) : 0;
-    return w * copy_bytes(t->fp8);
+        w += counts[k] ? counts[k] * fp8_weights(su->arch, su->work, VP_PRICE_LAYER, k) : 0;
+    return w;
 }
 
-double vp__fp8_step_seconds(const vp_price_setup *su, double copies) {
-    vp_fp8 f = su->work->fp8;
-    if (f == VP_FP8_OFF || copies <= 0)
-        return 0;
+double vp__fp8_copy_bytes(const vp_price_setup *su, int l0, int l1) {
+    return vp__fp8_weight_elements(su, l0, l1) * copy_bytes(su->work);
+}
+
+double vp__fp8_step_seconds(const vp_price_setup *su, double elements) {
     const vp_gpu *g = su->gpu;
-    return copies / copy_bytes(f) * cast_bytes(f) / (g->hbm_bandwidth * g->hbm_efficiency);
+    vp_fp8 f = su->work->fp8;
+    return elements * cast_bytes(f) / (g->hbm_bandwidth * g->hbm_efficiency);
 }
 
 double vp__fp8_saved_scale(const vp_arch *a, const vp_workload *t, vp_keep keep) {

@@ -42,7 +42,8 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
  * writes the fp32 weights (master copy, or the weights themselves) and the moments, and
  * writes the 16-bit copy when there is a master. With FP8 training the weights are then
  * cast to their FP8 copies (vp__fp8_step_seconds). */
-static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m, double experts) {
+static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *m, double experts,
+                                double fp8_elements) {
     const vp_workload *t = su->work;
     const vp_precision *pr = &t->prec;
     double shard =
@@ -51,7 +52,7 @@ static double optimizer_seconds(const vp_price_setup *su, const vp_rank_memory *
     double weights = pr->master ? pr->master : pr->param;
     double traffic = 3.0 * pr->grad + 2.0 * (weights + pr->moments) + (pr->master ? pr->param : 0);
     return shard * traffic / (su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency) +
-           vp__fp8_step_seconds(su, m->fp8_weights);
+           vp__fp8_step_seconds(su, fp8_elements);
 }
 
 /* Model FLOPs of one microbatch through the whole model (F + B + W, no recomputation,
@@ -85,15 +86,17 @@ void vp__step_tail_of(const vp_price_setup *setup, const vp_price_layout *lay,
     for (int d = 0; d < lay->p; d++) {
         double window_b = 0, window_f = 0; /* one microbatch's passes on d, seconds */
         double experts = 0;                /* the routed experts' parameters on d */
+        double fp8 = 0;                    /* its FP8 linears' weights */
         for (int st = 0; st < lay->S; st++)
             if (lay->stage[st].device == d) {
                 window_b += (lay->stage[st].b_ms + lay->stage[st].w_ms) / 1e3;
                 window_f += lay->stage[st].f_ms / 1e3;
                 experts += lay->stage[st].expert_params;
+                fp8 += vp__fp8_weight_elements(su, lay->stage[st].l0, lay->stage[st].l1);
             }
         vp__dp_cost dp;
         vp__dp_cost_of(su, d, &memory[d], experts, window_b, window_f, &dp);
-        double opt = optimizer_seconds(su, &memory[d], experts);
+        double opt = optimizer_seconds(su, &memory[d], experts, fp8);
         out->optimizer_s = opt > out->optimizer_s ? opt : out->optimizer_s;
         out->dp_reduce_s = dp.reduce_s > out->dp_reduce_s ? dp.reduce_s : out->dp_reduce_s;
         end = dev_end[d] > end ? dev_end[d] : end;

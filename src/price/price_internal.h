@@ -182,10 +182,13 @@ double vp__fp8_gemm_scale(const vp_price_setup *su);
 /* Seconds F (*f) and B (*b) spend casting the FP8 multiplies' operands of gm[n]. */
 void vp__fp8_cast_seconds(const vp_price_setup *su, const vp__gemm *gm, int n, double *f,
                           double *b);
-/* Bytes of the FP8 weight copies a rank keeps for layers [l0, l1) (0 off). */
+/* Elements of the FP8 linears' weights a rank holds for layers [l0, l1) (0 off). */
+double vp__fp8_weight_elements(const vp_price_setup *su, int l0, int l1);
+/* Bytes of the FP8 weight copies a rank keeps for layers [l0, l1) beside its weights (0
+ * off). */
 double vp__fp8_copy_bytes(const vp_price_setup *su, int l0, int l1);
-/* Seconds of casting the weights behind `copies` bytes of FP8 copies once per step. */
-double vp__fp8_step_seconds(const vp_price_setup *su, double copies);
+/* Seconds of casting `elements` weights to FP8 once per step (vp__fp8_weight_elements). */
+double vp__fp8_step_seconds(const vp_price_setup *su, double elements);
 /* What a layer's saved tensor kept `keep` weighs under the recipe relative to 16-bit: a
  * linear's input kept for W is saved in FP8 (1 / dtype bytes), the rest unchanged (1). */
 double vp__fp8_saved_scale(const vp_arch *a, const vp_workload *t, vp_keep keep);

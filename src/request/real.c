@@ -10,11 +10,18 @@
 #define GIB 1073741824.0
 
 /* Every real-model option but --model, in the order a message names the first given. */
-static const char *const workload_keys[] = {
-    "gpu",     "seq",        "mbs",        "tp",          "sp",         "dp",    "ep",
-    "etp",     "zero",       "flash",      "tp_overlap",  "pp_overlap", "split", "layers_per_stage",
-    "reserve", "dp_overlap", "ep_overlap", "ep_dispatch", "fp8",        "cp",    "cp_comm",
-    NULL};
+static const char *const workload_keys[] = {"gpu",        "seq",
+                                            "mbs",        "tp",
+                                            "sp",         "dp",
+                                            "ep",         "etp",
+                                            "zero",       "flash",
+                                            "tp_overlap", "pp_overlap",
+                                            "split",      "layers_per_stage",
+                                            "reserve",    "dp_overlap",
+                                            "ep_overlap", "ep_dispatch",
+                                            "fp8",        "cp",
+                                            "cp_comm",    "fp8_params",
+                                            "grad_bytes", NULL};
 
 vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
     *n = 1;
@@ -94,6 +101,27 @@ static void apply_workload(vp__run *run) {
     w->dp_overlap = q->dp_overlap >= 0 ? q->dp_overlap : w->dp_overlap;
     if (q->fp8 >= 0 && q->fp8 != VP_REQUEST_FP8_AUTO) /* plan searches auto (vp_hybrid_request) */
         w->fp8 = (vp_fp8)q->fp8;
+    w->fp8_params = q->fp8_params;
+    w->prec.grad = q->grad_bytes ? q->grad_bytes : w->prec.grad;
+}
+
+/* --fp8-params needs FP8 multiplies; --grad-bytes 2 or 4, and not below the weights' bytes
+ * (vpipe's own model trains in fp32). */
+static vp_status precision_check(const vp__run *run, vp_error *err) {
+    const vp_request *q = run->req;
+    if (q->fp8_params && (q->fp8 < 0 || q->fp8 == VP_FP8_OFF))
+        return vp__fail(err, VP_EINVAL,
+                        "%s makes the FP8 copies the weights: it needs %s with a recipe (or "
+                        "plan's auto)",
+                        VP__NAME(run, "fp8_params"), VP__NAME(run, "fp8"));
+    if (q->grad_bytes && q->grad_bytes != 2 && q->grad_bytes != 4)
+        return vp__fail(err, VP_EINVAL, "%s takes 2 (16-bit gradients) or 4 (fp32), got %d",
+                        VP__NAME(run, "grad_bytes"), q->grad_bytes);
+    if (q->grad_bytes && q->grad_bytes < run->arch.dtype_bytes)
+        return vp__fail(err, VP_EINVAL, "%s %d is below the weights' %d bytes: %s trains in fp32",
+                        VP__NAME(run, "grad_bytes"), q->grad_bytes, run->arch.dtype_bytes,
+                        run->arch.name);
+    return VP_OK;
 }
 
 /* --model and --gpu resolved. */
@@ -154,6 +182,8 @@ vp_status vp__real_ready(vp__run *run, vp_error *err) {
     if (q->layers_per_stage && read_counts(run, q->layers_per_stage, err) != VP_OK)
         return err->status;
     apply_workload(run);
+    if (precision_check(run, err) != VP_OK)
+        return err->status;
     bool own = run->arch.impl == VP_IMPL_VPIPE;
     if (!own && q->recompute >= 0) /* Megatron's way: inside B, no R passes (vp_workload) */
         run->spec.recompute = VP_RECOMPUTE_NONE;
@@ -175,20 +205,22 @@ vp_status vp__real_ready(vp__run *run, vp_error *err) {
 }
 
 char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
-    char ep[48] = "", fp8[32] = "";
+    char ep[48] = "", fp8[48] = "";
     if (w->ep > 1 || w->etp > 1)
         snprintf(ep, sizeof ep, ", EP %d, ETP %d, expert-DP %d", w->ep, w->etp,
                  w->tp * w->cp * w->dp / (w->ep * w->etp));
     if (w->fp8 != VP_FP8_OFF)
-        snprintf(fp8, sizeof fp8, ", FP8 %s", vp_fp8_name(w->fp8));
+        snprintf(fp8, sizeof fp8, ", FP8 %s%s", vp_fp8_name(w->fp8),
+                 w->fp8_params ? " (FP8 weights)" : "");
     char cp[48] = "", zero[16] = "";
     if (w->cp > 1)
         snprintf(cp, sizeof cp, ", CP %d (%s)", w->cp, vp_cp_comm_name(w->cp_comm));
     if (w->zero && w->dp * w->cp > 1)
         snprintf(zero, sizeof zero, " + ZeRO-%d", w->zero);
-    snprintf(buf, size, "TP %d%s%s, DP %d%s%s, seq %d, mbs %d%s%s, recompute %s", w->tp,
+    snprintf(buf, size, "TP %d%s%s, DP %d%s%s, seq %d, mbs %d%s%s%s, recompute %s", w->tp,
              w->sp && w->tp > 1 ? " + SP" : "", cp, w->dp, zero, ep, w->seq, w->mbs,
-             w->flash ? ", FlashAttention" : "", fp8, vp_recompute_name(w->recompute));
+             w->flash ? ", FlashAttention" : "", fp8, w->prec.grad < 4 ? ", 16-bit gradients" : "",
+             vp_recompute_name(w->recompute));
     return buf;
 }
 

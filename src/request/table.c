@@ -130,6 +130,8 @@ const vp__option vp__options[] = {
     NUMBER("reserve", "--reserve", reserve, 0, 1e6, -1, REAL),
     NUMBER("dp_overlap", "--dp-overlap", dp_overlap, 0, 1, -1, REAL),
     CHOICE("fp8", "--fp8", fp8, fp8s, "FP8 recipe", -1, REAL),
+    FLAG("fp8_params", "--fp8-params", fp8_params, REAL),
+    INT("grad_bytes", "--grad-bytes", grad_bytes, 2, 4, REAL),
     CHOICE("split", "--split", split, splits, "split", -1, REAL & ~ON(MODEL)),
     {.key = "layers_per_stage",
      .flag = "--layers-per-stage",

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every published run of design/anchors.md is a row of data/anchors/*.csv, and every row
 # vpipe prices is one command line with the options of the command line (--cp, --ep, --etp,
-# --zero N, --fp8, --ep-overlap, --ep-dispatch, ...): this test writes that command for each
-# priced row, runs it, and checks it prices the run exactly as the accuracy report does. A
-# row kept unpriced says why (others.csv). Usage: anchors.sh VPIPE SOURCE_DIR
+# --zero N, --fp8, --fp8-params, --grad-bytes, --ep-overlap, --ep-dispatch, ...): this test
+# writes that command for each priced row, runs it, and checks it prices the run exactly as
+# the accuracy report does. A row kept unpriced says why (others.csv). Usage: anchors.sh VPIPE SOURCE_DIR
 vp=$1
 src=$2
 . "$src/tests/cli/expect.bash"
@@ -47,16 +47,17 @@ def command(r):
         c += ["--ep-dispatch", r["ep_dispatch"]]
     if "dp_overlap" in r:
         c += ["--dp-overlap", repr(r["dp_overlap"])]
+    if r["fp8_params"]:
+        c.append("--fp8-params")
+    if r["grad_bytes"]:
+        c += ["--grad-bytes", str(r["grad_bytes"])]
     return c
 
 
-ran = skipped = 0
+ran = 0
 for r in rows:
     if not r["priced"]:
         assert r["why"], r["id"]  # unpriced rows say why
-        continue
-    if r["grad_bytes"]:  # gradient precision has no option on the command line (SC21's fp32)
-        skipped += 1
         continue
     c = command(r)
     out = subprocess.run(c, capture_output=True, text=True)
@@ -65,7 +66,7 @@ for r in rows:
     want = r["tokens_per_s_per_gpu"]
     assert abs(got - want) <= 1e-6 * want, (r["id"], " ".join(c[1:]), got, want)
     ran += 1
-assert ran >= 60, ran
-print(f"commands agree: {ran} runs, {skipped} with fp32 gradients not run")
+assert ran >= 70, ran
+print(f"commands agree: {ran} runs")
 PY
 finish

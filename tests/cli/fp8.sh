@@ -3,7 +3,8 @@
 # multiplies faster, the FP8 weight copies in each rank's total; the refusals (an accelerator
 # without FP8 or without MXFP8, auto outside plan) with their messages and exit codes; plan
 # --fp8 auto searching FP8 and its exports (Megatron-LM's flags checked against its option
-# names, torchtitan's TOML against its float8 keys); an accelerator file's fp8_peak_tflops.
+# names, torchtitan's TOML against its float8 keys); an accelerator file's fp8_peak_tflops;
+# --fp8-params and --grad-bytes, their refusals and export flags.
 # Usage: fp8.sh VPIPE SOURCE_DIR
 vp=$1
 src=$2
@@ -56,6 +57,30 @@ expect 2 "--fp8 needs --model" -- "$vp" simulate 1f1b -p 4 -m 8 --fp8 tensorwise
 expect 2 "vpipe's own model trains in fp32" -- \
     "$vp" simulate 1f1b -p 2 -m 4 --model vpipe:4,64,4,32 --fp8 tensorwise
 
+# FP8 weights and 16-bit gradients: the copies and half the gradients leave each total
+"$vp" simulate 1f1b -p 1 -m 8 "${m[@]}" --dp 8 --zero --fp8 delayed --json >"$tmp/copies.json"
+"$vp" simulate 1f1b -p 1 -m 8 "${m[@]}" --dp 8 --zero --fp8 delayed --fp8-params --grad-bytes 2 \
+    --json >"$tmp/own.json"
+expect 0 "" -- python3 - "$tmp/copies.json" "$tmp/own.json" <<'PY'
+import json, sys
+a, b = ([x["memory_per_rank"][0] for x in [json.load(open(p))]][0] for p in sys.argv[1:])
+assert a["fp8_weights"] > 0 and "fp8_weights" not in b, (a, b)  # per-tensor: no scales
+assert b["grads"] == a["grads"] / 2 and b["params"] == a["params"], (a, b)
+assert abs(a["allocated"] - b["allocated"] - a["fp8_weights"] - b["grads"]) < 1e-6 * a["allocated"]
+PY
+expect 0 "FP8 delayed (FP8 weights), 16-bit gradients" -- \
+    "$vp" simulate 1f1b -p 1 -m 8 "${m[@]}" --dp 8 --fp8 delayed --fp8-params --grad-bytes 2
+expect 2 "--fp8-params makes the FP8 copies the weights: it needs --fp8 with a recipe" -- \
+    "$vp" simulate 1f1b -p 1 -m 8 "${m[@]}" --fp8-params
+expect 2 "--fp8-params makes the FP8 copies the weights" -- \
+    "$vp" simulate 1f1b -p 1 -m 8 "${m[@]}" --fp8 off --fp8-params
+expect 2 "--grad-bytes takes 2 (16-bit gradients) or 4 (fp32), got 3" -- \
+    "$vp" simulate 1f1b -p 1 -m 8 "${m[@]}" --grad-bytes 3
+expect 2 "--grad-bytes 2 is below the weights' 4 bytes: vpipe:4,64,4,32 trains in fp32" -- \
+    "$vp" simulate 1f1b -p 2 -m 4 --model vpipe:4,64,4,32 --grad-bytes 2
+expect 2 "--fp8-params does not change what model show prints" -- \
+    "$vp" model show llama3-8b --fp8 tensorwise --fp8-params
+
 # an accelerator file gives the FP8 peak: an A100 said to have one prices FP8
 echo '{"base": "a100-80gb", "name": "a100-fp8", "fp8_peak_tflops": 624}' >"$tmp/a100fp8.json"
 expect 0 "FP8 tensorwise" -- \
@@ -90,7 +115,8 @@ PY
 # takes e4m3 or hybrid, --fp8-recipe tensorwise, delayed, mxfp8 or blockwise)
 "$vp" "${p[@]}" --fp8 blockwise --emit megatron >"$tmp/megatron.txt"
 "$vp" "${p[@]}" --fp8 auto --emit megatron >"$tmp/megatron-auto.txt"
-expect 0 "" -- python3 - "$tmp/megatron.txt" "$tmp/megatron-auto.txt" <<'PY'
+"$vp" "${p[@]}" --fp8 tensorwise --fp8-params --grad-bytes 2 --emit megatron >"$tmp/megatron-own.txt"
+expect 0 "" -- python3 - "$tmp/megatron.txt" "$tmp/megatron-auto.txt" "$tmp/megatron-own.txt" <<'PY'
 import sys
 megatron = {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--micro-batch-size",
             "--global-batch-size", "--seq-length", "--num-layers-per-virtual-pipeline-stage",
@@ -98,21 +124,33 @@ megatron = {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "-
             "--decoder-last-pipeline-num-layers", "--sequence-parallel",
             "--use-distributed-optimizer", "--attention-backend", "--recompute-granularity",
             "--recompute-method", "--recompute-num-layers", "--fp8-format", "--fp8-recipe",
-            "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format"}
-for path, recipe in zip(sys.argv[1:], ("blockwise", "tensorwise")):
+            "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
+            "--fp8-param-gather", "--grad-reduce-in-bf16"}
+for path, recipe in zip(sys.argv[1:3], ("blockwise", "tensorwise")):
     words = [l for l in open(path).read().splitlines() if l.startswith("--")][0].split()
     flags = [w for w in words if w.startswith("--")]
     assert set(flags) <= megatron, set(flags) - megatron
     arg = lambda name: words[words.index(name) + 1]
     assert arg("--fp8-format") == "hybrid" and arg("--fp8-recipe") == recipe, words
+    assert "--fp8-param-gather" not in words and "--grad-reduce-in-bf16" not in words, words
+words = [l for l in open(sys.argv[3]).read().splitlines() if l.startswith("--")][0].split()
+flags = {w for w in words if w.startswith("--")}
+assert {"--fp8-param-gather", "--grad-reduce-in-bf16"} <= flags <= megatron, words
 PY
 
 # torchtitan: tensorwise is its float8 recipe; blockwise is said, not carried
 "$vp" "${p[@]}" --fp8 tensorwise --emit torchtitan "$tmp/tt" >/dev/null
 "$vp" "${p[@]}" --fp8 blockwise --emit torchtitan "$tmp/ttb" >/dev/null
-expect 0 "" -- python3 - "$tmp/tt/job.toml" "$tmp/ttb/job.toml" <<'PY'
+"$vp" "${p[@]}" --fp8 tensorwise --fp8-params --grad-bytes 2 --emit torchtitan "$tmp/tto" >/dev/null
+expect 0 "" -- python3 - "$tmp/tt/job.toml" "$tmp/ttb/job.toml" "$tmp/tto/job.toml" <<'PY'
 import sys, tomllib
 job = tomllib.load(open(sys.argv[1], "rb"))
+own = tomllib.load(open(sys.argv[3], "rb"))  # torchtitan's JobConfig: Float8, Training keys
+assert own["float8"]["enable_fsdp_float8_all_gather"] is True, own
+assert own["float8"]["precompute_float8_dynamic_scale_for_fsdp"] is True, own
+assert own["training"]["mixed_precision_reduce"] == "bfloat16", own
+assert "enable_fsdp_float8_all_gather" not in job["float8"], job
+assert "mixed_precision_reduce" not in job["training"], job
 assert job["model"]["converters"] == ["float8"], job
 assert job["float8"]["recipe_name"] in ("tensorwise", "rowwise", "rowwise_with_gw_hp")
 assert job["float8"]["recipe_name"] == "tensorwise"
