@@ -139,6 +139,8 @@ static const char *const fp8_names[] = {"off",     "tensorwise", "blockwise", "m
 static const char *const cp_comm_names[] = {"p2p", "allgather", NULL};
 /* In vp_ep_dispatch's order. */
 static const char *const dispatch_names[] = {"alltoall", "deepep", NULL};
+/* In vp_attn_kernel's order. */
+static const char *const attn_kernel_names[] = {"fused", "fa2", NULL};
 
 static const cli_opt real_opts[] = {
     {.name = "model",
@@ -180,6 +182,14 @@ static const cli_opt real_opts[] = {
              "each layer gathered in F, B and W (plan searches 0-3 unless\n"
              "given)"},
     REAL_FLAG("flash", flash, "FlashAttention: no s x s attention matrix kept"),
+    {.name = "attn-kernel",
+     .kind = CLI_ENUM,
+     .offset = AT(attn_kernel),
+     .choices = attn_kernel_names,
+     .help = "with --flash, its kernels: fused (the default: FlashAttention-3,\n"
+             "cuDNN's, Transformer Engine's on Hopper) or fa2 (FlashAttention-2:\n"
+             "PyTorch's scaled_dot_product_attention on Hopper before cuDNN's\n"
+             "kernels became its default)"},
     REAL_FLAG("tp-overlap", tp_overlap,
               "TP collectives pipelined with the linears they feed\n"
               "(Megatron-LM's --tp-comm-overlap)"),

@@ -5,6 +5,7 @@
  * memory a process holds beyond its tensors. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "price/price_internal.h"
 #include "price_util.h"
@@ -206,6 +207,47 @@ static void test_optimizer(void **state) {
     vp_price_result_free(r);
 }
 
+/* FlashAttention-2's kernels (attn_kernel fa2) run the attention core at attn_fa2_f and
+ * attn_fa2_b of the accelerator's fused rates: on Hopper FlashAttention-3's paper's ratios
+ * (forward 335 / 616, backward 322 / 561), on Ampere, where FlashAttention-2 is what its
+ * rates measure, no change; without --flash the kernel choice does nothing; an accelerator
+ * file may give its own ratios. */
+static void test_attention_kernels(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-8b");
+    vp_workload t = vp_workload_default(&a);
+    t.seq = 8192;
+    t.flash = true;
+    struct {
+        const char *gpu;
+        double f, b;
+    } cases[] = {{"h100-80gb", 335.0 / 616, 322.0 / 561}, {"a100-80gb", 1, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vp_gpu g = tp_gpu(cases[i].gpu);
+        vp_workload fa2 = t;
+        fa2.attn_kernel = VP_ATTN_FA2;
+        vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t};
+        vp_price_setup su2 = {.arch = &a, .gpu = &g, .work = &fa2};
+        double f, b, f2, b2;
+        vp__attention_seconds(&su, 0, &f, &b);
+        vp__attention_seconds(&su2, 0, &f2, &b2);
+        TU_NEAR(f2, f / cases[i].f);
+        TU_NEAR(b2, b / cases[i].b);
+        t.flash = fa2.flash = false; /* the s x s matrix's multiplies: no FlashAttention */
+        vp__attention_seconds(&su, 0, &f, &b);
+        vp__attention_seconds(&su2, 0, &f2, &b2);
+        assert_true(f2 == f && b2 == b);
+        t.flash = true;
+    }
+    vp_gpu g;
+    vp_error err = {0};
+    const char *file = "{\"base\": \"h100-80gb\", \"name\": \"x\", \"attn_fa2_f\": 0.5}";
+    assert_int_equal(vp_gpu_parse_json(file, strlen(file), &g, &err), VP_OK);
+    assert_true(g.attn_fa2_f == 0.5 && g.attn_fa2_b == 322.0 / 561);
+    const char *bad = "{\"base\": \"h100-80gb\", \"name\": \"x\", \"attn_fa2_b\": 1.5}";
+    assert_int_equal(vp_gpu_parse_json(bad, strlen(bad), &g, &err), VP_EPARSE);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives_by_placement),
@@ -215,6 +257,7 @@ int main(void) {
         cmocka_unit_test(test_tp_overlap),
         cmocka_unit_test(test_process_memory),
         cmocka_unit_test(test_optimizer),
+        cmocka_unit_test(test_attention_kernels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,7 +30,8 @@
  * tuned (0/1: the run set a preset's constants); expressible (a reason the run cannot be
  * priced yet); ep_overlap (0/1: Megatron-LM's --overlap-moe-expert-parallel-comm);
  * ep_dispatch (alltoall, the default, or deepep: vp_ep_dispatch); fp8_params (0/1: the FP8
- * copies are the weights, vp_workload.fp8_params). Other columns are ignored
+ * copies are the weights, vp_workload.fp8_params); attn_kernel (fused, the default, or fa2:
+ * vp_attn_kernel). Other columns are ignored
  * (vp_run_set.ignored names them).
  */
 #ifndef VPIPE_CALIBRATE_H
@@ -63,6 +64,7 @@ typedef struct vp_run {
     bool flash, sp, tp_overlap, pp_overlap;
     vp_fp8 fp8;                 /* the FP8 recipe (VP_FP8_OFF: 16-bit) */
     bool fp8_params;            /* FP8 weights (vp_workload.fp8_params) */
+    vp_attn_kernel attn_kernel; /* FlashAttention's kernels (with flash) */
     bool ep_overlap;            /* the combined 1F1B (vp_workload.ep_overlap) */
     vp_ep_dispatch ep_dispatch; /* how its all-to-alls move tokens */
     int zero;                   /* the ZeRO stage, 0-3 */

@@ -171,7 +171,10 @@ typedef struct vp_gpu {
     double gemm_edge;                    /* elements, >= 0 */
     double act_traffic_f, act_traffic_b; /* bytes per saved byte, >= 0 */
     double attn_efficiency_f, attn_efficiency_b; /* (0, 1] */
-    double layer_overhead, chunk_overhead;       /* seconds, >= 0 */
+    /* FlashAttention-2's rates relative to attn_efficiency_f and _b, [0, 1]: 1 (or 0) where
+     * those are FlashAttention-2's own (Ampere) (vp_attn_kernel) */
+    double attn_fa2_f, attn_fa2_b;
+    double layer_overhead, chunk_overhead; /* seconds, >= 0 */
     /* Communication and the optimizer: the share of a link's bandwidth collectives and
      * sends reach, and of HBM's the optimizer's fused kernels reach, (0, 1]. */
     double comm_efficiency, hbm_efficiency;
@@ -277,6 +280,16 @@ typedef enum { VP_EP_ALLTOALL = 0, VP_EP_DEEPEP = 1 } vp_ep_dispatch;
 /* "alltoall", "deepep"; NULL outside the enum. */
 VP_API const char *vp_ep_dispatch_name(vp_ep_dispatch d);
 
+/* Which FlashAttention kernels run (with vp_workload.flash): the fused kernels of the
+ * accelerator's attention rates (FlashAttention-3, cuDNN's and Transformer Engine's fused
+ * attention on Hopper; FlashAttention-2 on Ampere, where it is the best there is), or
+ * FlashAttention-2 itself (PyTorch's scaled_dot_product_attention on Hopper until cuDNN's
+ * kernels became its default: vp_gpu.attn_fa2_f and attn_fa2_b). */
+typedef enum { VP_ATTN_FUSED = 0, VP_ATTN_FA2 = 1 } vp_attn_kernel;
+
+/* "fused", "fa2"; NULL outside the enum. */
+VP_API const char *vp_attn_kernel_name(vp_attn_kernel k);
+
 /* The names of vp_cp_comm ("p2p", "allgather") and vp_fp8 ("off", "tensorwise",
  * "blockwise", "mxfp8", "delayed"); NULL outside the enums. */
 VP_API const char *vp_cp_comm_name(vp_cp_comm c);
@@ -304,18 +317,19 @@ typedef struct vp_precision {
  * degrees and their options, recomputation, precisions, overlap and reserve. (The
  * pipeline's shape, p and the microbatches per step, is the schedule's.) */
 typedef struct vp_workload {
-    int seq;                /* tokens per sequence */
-    int mbs;                /* sequences per microbatch */
-    int tp;                 /* tensor-parallel degree t */
-    bool sp;                /* sequence parallelism (with tp > 1) */
-    int dp;                 /* data-parallel degree d */
-    int zero;               /* ZeRO stage over the sharding group (vp_zero_text, design/
-                               models.md): 0 none; 1 master weights and moments split
-                               (Megatron's distributed optimizer); 2 gradients too, reduce-
-                               scattered every microbatch; 3 parameters too, each layer
-                               all-gathered in F, B and W (FSDP2, Megatron-FSDP) */
-    bool flash;             /* FlashAttention: no s x s matrix kept */
-    vp_recompute recompute; /* inside B; a schedule with R passes recomputes in them */
+    int seq;                    /* tokens per sequence */
+    int mbs;                    /* sequences per microbatch */
+    int tp;                     /* tensor-parallel degree t */
+    bool sp;                    /* sequence parallelism (with tp > 1) */
+    int dp;                     /* data-parallel degree d */
+    int zero;                   /* ZeRO stage over the sharding group (vp_zero_text, design/
+                                   models.md): 0 none; 1 master weights and moments split
+                                   (Megatron's distributed optimizer); 2 gradients too, reduce-
+                                   scattered every microbatch; 3 parameters too, each layer
+                                   all-gathered in F, B and W (FSDP2, Megatron-FSDP) */
+    bool flash;                 /* FlashAttention: no s x s matrix kept */
+    vp_attn_kernel attn_kernel; /* its kernels (vp_attn_kernel) */
+    vp_recompute recompute;     /* inside B; a schedule with R passes recomputes in them */
     vp_precision prec;
     double dp_overlap;    /* share of the DP reduction hidden behind compute, [0, 1], or
                              VP_OVERLAP_MODELLED (the default): the frameworks' overlap */

@@ -635,7 +635,7 @@ class ModelInfo(_Record, Answer):
 class Accelerator(_Record):
     """An accelerator pricing knows: peak TFLOP/s, memory, HBM, links within and between
     nodes (GB/s, latency), point-to-point bandwidth, GEMM efficiency, activation traffic,
-    the attention kernels' efficiency, per-layer and per-chunk overheads, communication
+    the attention kernels' efficiency (and FlashAttention-2's relative to it), per-layer and per-chunk overheads, communication
     and HBM efficiency, memory beyond the tensors (context, communicator buffers,
     fragmentation), the host link and host memory per GPU (offload; 0: unknown), the dense
     FP8 and MXFP8 TFLOP/s (0: none), the accuracy measured for it (expected_*: 0 and 0 runs when none was), GPUs per node."""
@@ -655,6 +655,8 @@ class Accelerator(_Record):
     act_traffic_b: float
     attn_efficiency_f: float
     attn_efficiency_b: float
+    attn_fa2_f: float
+    attn_fa2_b: float
     layer_overhead_us: float
     chunk_overhead_us: float
     comm_efficiency: float

@@ -192,6 +192,7 @@ enum {
     C_EP_OVERLAP,
     C_EP_DISPATCH,
     C_FP8_PARAMS,
+    C_ATTN_KERNEL,
     N_COLUMNS
 };
 
@@ -228,7 +229,8 @@ static const char *const column_names[N_COLUMNS] = {"model",
                                                     "expressible",
                                                     "ep_overlap",
                                                     "ep_dispatch",
-                                                    "fp8_params"};
+                                                    "fp8_params",
+                                                    "attn_kernel"};
 _Static_assert(sizeof column_names / sizeof column_names[0] == N_COLUMNS, "a name per column");
 
 /* Where each column sits in a row (-1: absent). */
@@ -406,6 +408,17 @@ static vp_status dispatch_cell(const cells *c, vp_run *run) {
                : bad(c, C_EP_DISPATCH, "expected alltoall or deepep");
 }
 
+/* attn_kernel: empty or fused, or fa2 (vp_attn_kernel); with flash only. */
+static vp_status attn_kernel_cell(const cells *c, vp_run *run) {
+    const char *s = cell(c, C_ATTN_KERNEL);
+    run->attn_kernel = !strcmp(s, "fa2") ? VP_ATTN_FA2 : VP_ATTN_FUSED;
+    if (*s && strcmp(s, vp_attn_kernel_name(run->attn_kernel)))
+        return bad(c, C_ATTN_KERNEL, "expected fused or fa2");
+    return run->attn_kernel == VP_ATTN_FA2 && !run->flash
+               ? bad(c, C_ATTN_KERNEL, "FlashAttention's kernels need flash 1")
+               : VP_OK;
+}
+
 static vp_status dp_overlap_cell(const cells *c, vp_run *run) {
     const char *s = cell(c, C_DP_OVERLAP);
     run->dp_overlap = VP_OVERLAP_MODELLED;
@@ -487,6 +500,8 @@ static vp_status read_settings(const cells *c, vp_run *run) {
         rc = mem_kind_cell(c, run);
     if (rc == VP_OK)
         rc = dispatch_cell(c, run);
+    if (rc == VP_OK)
+        rc = attn_kernel_cell(c, run);
     if (rc == VP_OK)
         rc = real_cell(c, C_STEP, 1e9, &run->step_time_s);
     if (rc == VP_OK)

@@ -50,12 +50,16 @@
    waste about twice Ampere's edge; attn_efficiency 0.55 / 0.45: FlashAttention-3 and
    cuDNN's fused attention on H100 (Shah et al. 2024, arXiv 2407.08608: causal, head dim
    128, sequence 4k, about 550 TFLOP/s forward and 450 backward), what Transformer Engine
-   runs; comm_efficiency 0.8: NCCL's all-reduce bus bandwidth on a DGX H100 (about 360 of
-   450 GB/s); gemm_efficiency 0.63, act_traffic 6.9 / 4.7 and layer_overhead 1.8 us:
-   fitted by `vpipe calibrate --constants gemm,memory,layer` to the Megatron-LM 2024 runs marked
-   tuned (1.7B, 16B, 70B, 314B). Their pipeline sends overlap compute, which hides the
-   per-chunk overhead, so none of them can show it: chunk_overhead is the A100's (the same
-   framework's host-side step).
+   runs; attn_fa2 0.544 / 0.574: FlashAttention-2 against FlashAttention-3 in the same paper
+   (head dim 128, sequence 16k: forward causal 335 against 616 TFLOP/s, backward 322 against
+   561), what PyTorch's scaled_dot_product_attention ran on Hopper until cuDNN's kernels
+   became its default (pytorch/pytorch#138522 made them opt-in after 2.5; #142132, a
+   2024-12-04 nightly on H100: 329 TFLOP/s against cuDNN's 631); comm_efficiency 0.8: NCCL's
+ all-reduce bus bandwidth on a DGX H100 (about 360 of 450 GB/s); gemm_efficiency 0.63,
+ act_traffic 6.9 / 4.7 and layer_overhead 1.8 us: fitted by `vpipe calibrate --constants
+ gemm,memory,layer` to the Megatron-LM 2024 runs marked tuned (1.7B, 16B, 70B, 314B). Their pipeline
+ sends overlap compute, which hides the per-chunk overhead, so none of them can show it:
+ chunk_overhead is the A100's (the same framework's host-side step).
  - Blackwell (B200, GB200) and CDNA (MI300X, MI325X, MI355X): no published training run of
    data/anchors/ is priced on them (their expected error says so). Blackwell carries the
    Hopper kernel model over. CDNA takes the Hopper model with the matrix multiplies and
@@ -70,13 +74,15 @@
 
 #define AMPERE                                                                                     \
     .gemm_efficiency = 0.87, .gemm_edge = 128, .act_traffic_f = 4.03, .act_traffic_b = 2.77,       \
-    .attn_efficiency_f = 0.63, .attn_efficiency_b = 0.52, .layer_overhead = 3e-6,                  \
-    .chunk_overhead = 230e-6, .comm_efficiency = 0.52, .hbm_efficiency = 0.8
+    .attn_efficiency_f = 0.63, .attn_efficiency_b = 0.52, .attn_fa2_f = 1, .attn_fa2_b = 1,        \
+    .layer_overhead = 3e-6, .chunk_overhead = 230e-6, .comm_efficiency = 0.52,                     \
+    .hbm_efficiency = 0.8
 #define HOPPER_KERNELS(SHARE)                                                                      \
     .gemm_efficiency = 0.63 * (SHARE), .gemm_edge = 256, .act_traffic_f = 6.9,                     \
     .act_traffic_b = 4.7, .attn_efficiency_f = 0.55 * (SHARE),                                     \
-    .attn_efficiency_b = 0.45 * (SHARE), .layer_overhead = 1.8e-6, .chunk_overhead = 230e-6,       \
-    .comm_efficiency = 0.8, .hbm_efficiency = 0.8
+    .attn_efficiency_b = 0.45 * (SHARE), .attn_fa2_f = 335.0 / 616, .attn_fa2_b = 322.0 / 561,     \
+    .layer_overhead = 1.8e-6, .chunk_overhead = 230e-6, .comm_efficiency = 0.8,                    \
+    .hbm_efficiency = 0.8
 #define HOPPER HOPPER_KERNELS(1)
 #define CDNA HOPPER_KERNELS(0.6)
 #define PROCESS .context_bytes = 0.6 * GIB, .comm_buffer_bytes = 0.15 * GIB, .frag_fraction = 0.05
@@ -200,6 +206,8 @@ static const gpu_key gpu_keys[] = {
     KEY("act_traffic_b", act_traffic_b, 1, 0, 1e9, KEY_KERNEL),
     KEY("attn_efficiency_f", attn_efficiency_f, 1, 1e-6, 1, KEY_OPTIONAL),
     KEY("attn_efficiency_b", attn_efficiency_b, 1, 1e-6, 1, KEY_OPTIONAL),
+    KEY("attn_fa2_f", attn_fa2_f, 1, 1e-6, 1, KEY_OPTIONAL),
+    KEY("attn_fa2_b", attn_fa2_b, 1, 1e-6, 1, KEY_OPTIONAL),
     KEY("layer_overhead_us", layer_overhead, 1e-6, 0, 1e9, KEY_OPTIONAL),
     KEY("chunk_overhead_us", chunk_overhead, 1e-6, 0, 1e9, KEY_OPTIONAL),
     KEY("comm_efficiency", comm_efficiency, 1, 1e-6, 1, KEY_OPTIONAL),
@@ -287,9 +295,14 @@ static vp_status read_speed_model(json_t *root, bool based, vp_gpu *g, vp_error 
 
 /* What a file without "base" means by the keys it leaves out: files written before they
  * existed (the send/receive bandwidth of the link, attention at the matrix multiplies'
- * efficiency, full communication and HBM efficiency, nothing else added). */
+ * efficiency, FlashAttention-2 as fast as it, full communication and HBM efficiency,
+ * nothing else added). */
 static vp_gpu file_defaults(void) {
-    return (vp_gpu){.name = "custom", .comm_efficiency = 1, .hbm_efficiency = 1};
+    return (vp_gpu){.name = "custom",
+                    .comm_efficiency = 1,
+                    .hbm_efficiency = 1,
+                    .attn_fa2_f = 1,
+                    .attn_fa2_b = 1};
 }
 
 static void fill_defaults(json_t *root, vp_gpu *g) {

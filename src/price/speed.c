@@ -9,7 +9,8 @@
  * per head (QK^T and AV, the whole s x s matrix, masked afterwards); with FlashAttention
  * its own kernels run: they skip the causal mask's upper half and run the rest at
  * attn_efficiency_f of peak in F, and in B (which recomputes the scores: 2.5 times F's
- * FLOPs, as FlashAttention counts them) at attn_efficiency_b. The other kernels of F and B
+ * FLOPs, as FlashAttention counts them) at attn_efficiency_b, FlashAttention-2's kernels
+ * (vp_attn_kernel) at attn_fa2_f and attn_fa2_b of those. The other kernels of F and B
  * (norms, activations, dropout, softmax, residual adds) are memory-bound: they move
  * act_traffic_f (F) and act_traffic_b (B) bytes per byte of activation F saves, at the HBM
  * bandwidth. W is matrix multiplies only. Every pass of a layer costs layer_overhead more:
@@ -35,8 +36,11 @@ void vp__attention_seconds(const vp_price_setup *su, unsigned kind, double *f, d
     const vp_gpu *g = su->gpu;
     if (t->flash && g->efficiency == 0) {
         double forward = vp__attention_flops(a, t, kind) / 2; /* the causal half */
-        *f = forward / (g->peak_flops * g->attn_efficiency_f);
-        *b = 2.5 * forward / (g->peak_flops * g->attn_efficiency_b);
+        bool fa2 = t->attn_kernel == VP_ATTN_FA2;
+        double rf = fa2 && g->attn_fa2_f > 0 ? g->attn_fa2_f : 1;
+        double rb = fa2 && g->attn_fa2_b > 0 ? g->attn_fa2_b : 1;
+        *f = forward / (g->peak_flops * g->attn_efficiency_f * rf);
+        *b = 2.5 * forward / (g->peak_flops * g->attn_efficiency_b * rb);
         return;
     }
     vp__attn at = vp__attention(a);

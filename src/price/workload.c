@@ -25,6 +25,10 @@ const char *vp_cp_comm_name(vp_cp_comm c) {
     return (unsigned)c < 2 ? names[c] : NULL;
 }
 
+const char *vp_attn_kernel_name(vp_attn_kernel k) {
+    return k == VP_ATTN_FUSED ? "fused" : k == VP_ATTN_FA2 ? "fa2" : NULL;
+}
+
 const char *vp_fp8_name(vp_fp8 f) {
     static const char *const names[] = {"off", "tensorwise", "blockwise", "mxfp8", "delayed"};
     return (unsigned)f < 5 ? names[f] : NULL;
@@ -121,9 +125,10 @@ static vp_status check_speed(const vp_gpu *g, vp_error *err) {
         return VP_OK;
     bool kernel = g->efficiency == 0 && g->gemm_efficiency > 0 && g->gemm_efficiency <= 1 &&
                   g->attn_efficiency_f > 0 && g->attn_efficiency_f <= 1 &&
-                  g->attn_efficiency_b > 0 && g->attn_efficiency_b <= 1 && g->gemm_edge >= 0 &&
-                  g->act_traffic_f >= 0 && g->act_traffic_b >= 0 && g->layer_overhead >= 0 &&
-                  g->chunk_overhead >= 0 &&
+                  g->attn_efficiency_b > 0 && g->attn_efficiency_b <= 1 && g->attn_fa2_f >= 0 &&
+                  g->attn_fa2_f <= 1 && g->attn_fa2_b >= 0 && g->attn_fa2_b <= 1 &&
+                  g->gemm_edge >= 0 && g->act_traffic_f >= 0 && g->act_traffic_b >= 0 &&
+                  g->layer_overhead >= 0 && g->chunk_overhead >= 0 &&
                   isfinite(g->gemm_edge + g->act_traffic_f + g->act_traffic_b + g->layer_overhead +
                            g->chunk_overhead);
     return kernel ? VP_OK

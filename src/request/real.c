@@ -21,7 +21,8 @@ static const char *const workload_keys[] = {"gpu",        "seq",
                                             "ep_overlap", "ep_dispatch",
                                             "fp8",        "cp",
                                             "cp_comm",    "fp8_params",
-                                            "grad_bytes", NULL};
+                                            "grad_bytes", "attn_kernel",
+                                            NULL};
 
 vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
     *n = 1;
@@ -89,6 +90,7 @@ static void apply_workload(vp__run *run) {
     w->sp = q->sp;
     w->zero = q->zero > 0 ? q->zero : 0;
     w->flash = q->flash;
+    w->attn_kernel = q->attn_kernel >= 0 ? (vp_attn_kernel)q->attn_kernel : w->attn_kernel;
     w->tp_overlap = q->tp_overlap;
     w->pp_overlap = q->pp_overlap;
     w->ep_overlap = q->ep_overlap;
@@ -106,9 +108,12 @@ static void apply_workload(vp__run *run) {
 }
 
 /* --fp8-params needs FP8 multiplies; --grad-bytes 2 or 4, and not below the weights' bytes
- * (vpipe's own model trains in fp32). */
+ * (vpipe's own model trains in fp32); --attn-kernel names FlashAttention's kernels. */
 static vp_status precision_check(const vp__run *run, vp_error *err) {
     const vp_request *q = run->req;
+    if (q->attn_kernel >= 0 && !q->flash)
+        return vp__fail(err, VP_EINVAL, "%s picks FlashAttention's kernels: it needs %s",
+                        VP__NAME(run, "attn_kernel"), VP__NAME(run, "flash"));
     if (q->fp8_params && (q->fp8 < 0 || q->fp8 == VP_FP8_OFF))
         return vp__fail(err, VP_EINVAL,
                         "%s makes the FP8 copies the weights: it needs %s with a recipe (or "
@@ -219,8 +224,10 @@ char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
         snprintf(zero, sizeof zero, " + ZeRO-%d", w->zero);
     snprintf(buf, size, "TP %d%s%s, DP %d%s%s, seq %d, mbs %d%s%s%s, recompute %s", w->tp,
              w->sp && w->tp > 1 ? " + SP" : "", cp, w->dp, zero, ep, w->seq, w->mbs,
-             w->flash ? ", FlashAttention" : "", fp8, w->prec.grad < 4 ? ", 16-bit gradients" : "",
-             vp_recompute_name(w->recompute));
+             !w->flash                       ? ""
+             : w->attn_kernel == VP_ATTN_FA2 ? ", FlashAttention-2"
+                                             : ", FlashAttention",
+             fp8, w->prec.grad < 4 ? ", 16-bit gradients" : "", vp_recompute_name(w->recompute));
     return buf;
 }
 

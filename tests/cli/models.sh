@@ -201,4 +201,25 @@ starts = t["layer_start"]
 routes = [b - a for a, b in zip(starts, starts[1:])]
 assert p["layers_per_stage"] == routes[:len(p["layers_per_stage"])], (p["layers_per_stage"], starts)
 '
+# FlashAttention's kernels: FlashAttention-2 slower than the fused kernels on Hopper, the
+# same on Ampere (its rates are FlashAttention-2's), refused without --flash
+for g in h100-80gb a100-80gb; do
+    for k in fused fa2; do
+        "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --seq 8192 --gpu "$g" --flash \
+            --attn-kernel "$k" --json >"$tmp/attn-$g-$k.json"
+    done
+done
+expect 0 "" -- python3 - "$tmp" <<'PY'
+import json, sys
+t = {(g, k): json.load(open(f"{sys.argv[1]}/attn-{g}-{k}.json"))["step_time_s"]
+     for g in ("h100-80gb", "a100-80gb") for k in ("fused", "fa2")}
+assert t["h100-80gb", "fa2"] > 1.05 * t["h100-80gb", "fused"], t
+assert t["a100-80gb", "fa2"] == t["a100-80gb", "fused"], t
+PY
+expect 0 "FlashAttention-2" -- "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --flash \
+    --attn-kernel fa2
+expect 2 "--attn-kernel picks FlashAttention's kernels: it needs --flash" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --attn-kernel fa2
+expect 2 "--attn-kernel is one of fused, fa2, got 'fa3'" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --flash --attn-kernel fa3
 finish
