@@ -208,19 +208,19 @@ VP_API vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err);
  * 312, "memory_gib": 80, "hbm_tb_s": 2.039, "intra_node_gb_s": 300, "inter_node_gb_s":
  * 25, "intra_node_latency_us": 3, "inter_node_latency_us": 10, "gpus_per_node": 8,
  * "p2p_gb_s": 47.5, "gemm_efficiency": 0.87, "gemm_edge": 128, "act_traffic_f": 4.1,
- * "act_traffic_b": 2.8, "attn_efficiency_f": 0.6, "attn_efficiency_b": 0.5,
- * "layer_overhead_us": 40, "chunk_overhead_us": 300, "comm_efficiency": 0.8,
- * "hbm_efficiency": 0.8, "context_gib": 0.6, "comm_buffer_gib": 0.15, "frag_fraction":
- * 0.05, "host_gb_s": 25, "host_memory_gib": 128, "expected_step_error": 0.05,
- * "expected_step_worst": 0.1, "expected_memory_error": 0.05, "expected_memory_worst": 0.1,
- * "expected_runs": 10, "expected_memory_runs": 3, "expected_basis": "...",
- * "fp8_peak_tflops": 1979, "mxfp8_peak_tflops": 0} or, for one
- * fraction of peak for every pass, "efficiency": 0.5 in place of the four kernel keys. With
- * "base" every other key is optional and overrides the preset ("efficiency" switches to the
- * one fraction); without it the first nine are required ("name" is optional; "p2p_gb_s"
+ * "act_traffic_b": 2.8, "attn_efficiency_f": 0.6, "attn_efficiency_b": 0.5, "attn_fa2_f":
+ * 0.54, "attn_fa2_b": 0.57, "layer_overhead_us": 40, "chunk_overhead_us": 300, "comm_efficiency":
+ * 0.8, "hbm_efficiency": 0.8, "context_gib": 0.6, "comm_buffer_gib": 0.15, "frag_fraction": 0.05,
+ * "host_gb_s": 25, "host_memory_gib": 128, "expected_step_error": 0.05, "expected_step_worst": 0.1,
+ * "expected_memory_error": 0.05, "expected_memory_worst": 0.1, "expected_runs": 10,
+ * "expected_memory_runs": 3, "expected_basis": "...", "fp8_peak_tflops": 1979, "mxfp8_peak_tflops":
+ * 0} or, for one fraction of peak for every pass, "efficiency": 0.5 in place of the four kernel
+ * keys. With "base" every other key is optional and overrides the preset ("efficiency" switches to
+ * the one fraction); without it the first nine are required ("name" is optional; "p2p_gb_s"
  * defaults to intra_node_gb_s, the attention efficiencies to gemm_efficiency, the
- * communication and HBM efficiencies to 1 and the rest to 0, as files written before they
- * existed mean: "host_gb_s" and "host_memory_gib" 0 is unknown). VP_EPARSE naming the key. */
+ * FlashAttention-2 ratios, communication and HBM efficiencies to 1 and the rest to 0, as
+ * files written before they existed mean: "host_gb_s" and "host_memory_gib" 0 is unknown).
+ * VP_EPARSE naming the key. */
 VP_API vp_status vp_gpu_parse_json(const char *text, size_t len, vp_gpu *out, vp_error *err);
 
 /* Preset name, or path of such a JSON file (same rule as vp_arch_resolve). */
