@@ -28,6 +28,8 @@ typedef struct zba {
     double limit, eps;
     int allow_gap, prioritize_b, greedy_w; /* the three options */
     int *nf, *nb, *nw;
+    double *time, *delta; /* [3S] of F, B and W at [kind * S + stage]: the cost model's time
+                             and net memory change in units, read once */
     double *mem, *end, *bub, maxbub;
     double *tf, *tb; /* [S*m] end times of F and B */
     vp_schedule *s;
@@ -35,14 +37,23 @@ typedef struct zba {
 } zba;
 
 static double cost(const zba *z, vp_op_kind k, int j) {
-    return vp_cost_model_pass_time(z->cm, k, j);
+    return z->time[k * z->S + j];
 }
 
 /* Net memory change of pass k of stage j, in units. */
 static double mem_delta(const zba *z, vp_op_kind k, int j) {
-    double up, down;
-    vp_cost_model_pass_memory(z->cm, k, j, 0, &up, &down);
-    return up - down;
+    return z->delta[k * z->S + j];
+}
+
+/* Reads the cost model's times and memory changes of F, B and W into z's tables. */
+static void read_costs(zba *z) {
+    for (int k = VP_OP_F; k <= VP_OP_W; k++)
+        for (int j = 0; j < z->S; j++) {
+            double up, down;
+            vp_cost_model_pass_memory(z->cm, k, j, 0, &up, &down);
+            z->time[k * z->S + j] = vp_cost_model_pass_time(z->cm, k, j);
+            z->delta[k * z->S + j] = up - down;
+        }
 }
 
 static void put(zba *z, int j, vp_op_kind k) {
@@ -302,13 +313,19 @@ static vp_status zb_auto(const char *name, const vp_spec *spec, double limit, vp
     z.mem = vp__calloc((size_t)p, sizeof *z.mem);
     z.end = vp__calloc((size_t)p, sizeof *z.end);
     z.bub = vp__calloc((size_t)p, sizeof *z.bub);
+    z.time = vp__calloc(3 * (size_t)p, sizeof *z.time);
+    z.delta = vp__calloc(3 * (size_t)p, sizeof *z.delta);
     z.tf = vp__calloc(cells, sizeof *z.tf);
     z.tb = vp__calloc(cells, sizeof *z.tb);
     vp_schedule *best = NULL;
-    rc = (req && z.nf && z.nb && z.nw && z.mem && z.end && z.bub && z.tf && z.tb) ? VP_OK
-                                                                                  : VP_ENOMEM;
-    if (rc == VP_OK)
+    rc = (req && z.nf && z.nb && z.nw && z.mem && z.end && z.bub && z.time && z.delta && z.tf &&
+          z.tb)
+             ? VP_OK
+             : VP_ENOMEM;
+    if (rc == VP_OK) {
+        read_costs(&z);
         rc = best_variant(&z, req, &best);
+    }
     free(req);
     free(z.nf);
     free(z.nb);
@@ -316,6 +333,8 @@ static vp_status zb_auto(const char *name, const vp_spec *spec, double limit, vp
     free(z.mem);
     free(z.end);
     free(z.bub);
+    free(z.time);
+    free(z.delta);
     free(z.tf);
     free(z.tb);
     vp_cost_model_free(cm);
