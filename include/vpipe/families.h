@@ -59,6 +59,9 @@ typedef struct vp_family {
     const char *summary; /* one line: what it is */
     const char *needs;   /* one line: constraints on p, m, v */
     vp_status (*build)(const vp_spec *spec, vp_schedule **out, vp_error *err);
+    int costs_free; /* 1: its order ignores the spec's costs, memory model and memory limit
+                       (two specs differing only in those build the same schedule, unless
+                       vocabulary parallelism or offload, which place by the costs, is asked) */
 } vp_family;
 
 /* The registry, in presentation order. vp_family_at returns NULL past the end. */
