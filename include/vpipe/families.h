@@ -34,6 +34,8 @@ typedef struct vp_spec {
                                policy none: no offload) */
     double time_limit_s;    /* the budget planner (vp_plan_run) stops after this many seconds
                                with the best found so far and says so (0: no limit) */
+    vp_vgrid_memo *grids;   /* NULL, or a memo the V families' block builds share (a search
+                               that builds them under many costs: vp_vgrid_use_memo) */
 } vp_spec;
 
 /* The budget planner's default time limit (vp_spec_make), in seconds. */

@@ -445,6 +445,7 @@ static vp_status make_scratch(search *sr, scratch *sc, int n, vp_error *err) {
         vp_status rc = vp_vgrid_new(sr->spec->p, sr->spec->m, &sc[i].g, err);
         if (rc != VP_OK)
             return rc;
+        vp_vgrid_use_memo(sc[i].g, sr->spec->grids);
     }
     return VP_OK;
 }

@@ -10,8 +10,9 @@
 #include "base/internal.h"
 #include "hybrid/hybrid_internal.h"
 
-/* The most ops the memo keeps (20 bytes each: 40 MiB). */
+/* The most ops the memo keeps (20 bytes each: 40 MiB), and bytes of V grids. */
 #define MEMO_OPS (1L << 21)
+#define GRID_BYTES ((size_t)64 << 20)
 
 typedef struct entry {
     const vp_family *family;
@@ -24,6 +25,7 @@ typedef struct entry {
 
 struct vp__hy_memo {
     pthread_mutex_t mu;
+    vp_vgrid_memo *grids; /* the V families' block builds (vp_spec.grids) */
     entry *e;
     int n, cap;
     long ops; /* held by the entries */
@@ -31,8 +33,11 @@ struct vp__hy_memo {
 
 vp__hy_memo *vp__hy_memo_new(void) {
     vp__hy_memo *memo = vp__calloc(1, sizeof *memo);
-    if (memo)
-        pthread_mutex_init(&memo->mu, NULL);
+    if (!memo || vp_vgrid_memo_new(GRID_BYTES, &memo->grids, NULL) != VP_OK) {
+        free(memo);
+        return NULL;
+    }
+    pthread_mutex_init(&memo->mu, NULL);
     return memo;
 }
 
@@ -42,6 +47,7 @@ void vp__hy_memo_free(vp__hy_memo *memo) {
     for (int i = 0; i < memo->n; i++)
         vp_schedule_free(memo->e[i].s);
     pthread_mutex_destroy(&memo->mu);
+    vp_vgrid_memo_free(memo->grids);
     free(memo->e);
     free(memo);
 }
@@ -103,8 +109,10 @@ vp_status vp__hy_memo_build(vp__hy_memo *memo, const vp_price_layout *lay, const
     const vp_family *f = vp_family_find(family);
     bool plain = memo && f && f->costs_free && !spec->vocab_parallel &&
                  spec->recompute == VP_RECOMPUTE_NONE && spec->offload.policy == VP_OFFLOAD_NONE;
+    vp_spec shared = *spec;
+    shared.grids = memo ? memo->grids : NULL;
     if (!plain)
-        return vp_price_build(lay, family, spec, out, mean, err);
+        return vp_price_build(lay, family, &shared, out, mean, err);
     entry key = {f, spec->p, spec->m, spec->v, spec->max_ops, lay->ep_pairs, false, NULL};
     pthread_mutex_lock(&memo->mu);
     const entry *hit = find(memo, &key);
