@@ -583,6 +583,26 @@ static void test_grid_memo_same_figures(void **state) {
     vp_vgrid_memo_free(tiny);
 }
 
+/* vp_vsearch_pattern numbers the distinct phase triples (F¹, B¹, B⁰ in 1..5) in
+ * lexicographic order, and leaves a block alone past the last. */
+static void test_patterns_in_order(void **state) {
+    (void)state;
+    int i = 0;
+    for (int f1 = 1; f1 <= 5; f1++)
+        for (int b1 = 1; b1 <= 5; b1++)
+            for (int b0 = 1; b0 <= 5; b0++) {
+                if (f1 == b1 || f1 == b0 || b1 == b0)
+                    continue;
+                vp_vblock vb = {0};
+                vp_vsearch_pattern(i++, &vb);
+                assert_true(vb.f1 == f1 && vb.b1 == b1 && vb.b0 == b0);
+            }
+    assert_int_equal(i, VP_VSEARCH_PATTERNS);
+    vp_vblock vb = {.f1 = 7};
+    vp_vsearch_pattern(VP_VSEARCH_PATTERNS, &vb);
+    assert_int_equal(vb.f1, 7);
+}
+
 /* vp_vgrid_schedule hands over the block the last measure built, and refuses before one. */
 static void test_schedule_of_measure(void **state) {
     (void)state;
@@ -628,6 +648,7 @@ int main(void) {
         cmocka_unit_test(test_long_runs_repeat_a_period),
         cmocka_unit_test(test_schedule_of_measure),
         cmocka_unit_test(test_grid_memo_same_figures),
+        cmocka_unit_test(test_patterns_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
