@@ -1,17 +1,22 @@
 /* The hybrid planner's speed: the whole DP x TP x PP x microbatch x schedule x recompute
  * grid searched for three configurations, on one and on two threads, with the counts that
- * say how much pruning saved.
+ * say how much pruning saved; then issue 25's command, `vpipe plan` for DeepSeek-V3 on
+ * 1024 H100s at sequence 4096 (wanted: under 10 s on the 2-core machine), as the command
+ * line runs it (vp_request_call), every EP, ETP and ZeRO stage searched.
  * usage: bench_hybrid [repeats]   (default 5; times are medians over the repeats)
  *
- * Output: the machine line, then one tab-separated line per configuration and thread
- * count: "hybrid <name> <threads> <median s> <candidates> <evaluated> <pruned by bound>
- * <pruned by memory> <over memory> <refused> <winner> <step s> <mfu>". */
+ * Output: the machine line, the load average, then one tab-separated line per
+ * configuration and thread count: "hybrid <name> <threads> <median s> <candidates>
+ * <evaluated> <pruned by bound> <pruned by memory> <over memory> <refused> <winner> <step s>
+ * <mfu>", then "plan <name> <threads> <median s> <repeats>" per thread count and the load
+ * average again. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/internal.h"
 #include "bench_machine.h"
 #include "vpipe/hybrid.h"
+#include "vpipe/request.h"
 
 typedef struct bench_case {
     const char *name, *model, *gpu;
@@ -59,12 +64,41 @@ static void bench(const bench_case *c, int threads, int reps) {
     free(t);
 }
 
+/* Times `plan` with options (JSON, without threads) on threads threads, reps times. */
+static void bench_command(const char *name, const char *options, int threads, int reps) {
+    char json[512];
+    snprintf(json, sizeof json, "{%s, \"threads\": %d}", options, threads);
+    double *t = calloc((size_t)reps, sizeof *t);
+    for (int r = 0; r < reps; r++) {
+        char *reply = NULL;
+        vp_error err = {0};
+        double t0 = vp__now_ms();
+        if (vp_request_call("plan", json, &reply, &err) != VP_OK) {
+            fprintf(stderr, "bench_hybrid: %s: %s\n", name, err.message);
+            exit(1);
+        }
+        t[r] = (vp__now_ms() - t0) / 1e3;
+        vp_free(reply);
+    }
+    printf("plan\t%s\t%d\t%.3f\t%d\n", name, threads, vp__median(t, reps), reps);
+    fflush(stdout);
+    free(t);
+}
+
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 5;
     reps = reps < 1 ? 1 : reps;
     bench_print_machine();
+    bench_print_load();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int threads = 1; threads <= 2; threads++)
             bench(&cases[i], threads, reps);
+    for (int threads = 1; threads <= 2; threads++)
+        bench_command("deepseek-v3/1024xh100/4k/8192",
+                      "\"model\": \"deepseek-v3\", \"gpu\": \"h100-80gb\", \"gpus\": 1024, "
+                      "\"seq\": 4096, \"global_batch\": 8192, \"flash\": true, \"zero\": true, "
+                      "\"json\": true",
+                      threads, reps < 3 ? reps : 3);
+    bench_print_load();
     return 0;
 }

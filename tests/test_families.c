@@ -368,6 +368,36 @@ static void test_family_errors(void **state) {
     assert_null(s);
 }
 
+/* vp_family.costs_free (what the planner's memo trusts): a family that claims it builds
+ * the same schedule under every varied spec (costs, hop, per-device costs, the ZB memory
+ * split, a memory limit) as under the default one; the others do not all (so the
+ * comparison sees a difference when there is one). */
+static void test_costs_free_families(void **state) {
+    (void)state;
+    int differ = 0;
+    for (int f = 0; f < vp_family_count(); f++) {
+        const vp_family *fam = vp_family_at(f);
+        for (int p = 2; p <= 6; p += 2)
+            for (int m = p; m <= 3 * p; m += p)
+                for (int k = 0; k < 6; k++) {
+                    vp_spec plain = vp_spec_make(p, m), varied = tu_varied_spec(p, m, k % 5);
+                    varied.mem_limit = k == 5 ? 1.5 * p : 0;
+                    plain.v = varied.v = !strcmp(fam->name, "interleaved") ? 2 + k % 2 : 0;
+                    vp_schedule *a = NULL, *b = NULL;
+                    vp_family_build(fam->name, &plain, &a, NULL);
+                    vp_family_build(fam->name, &varied, &b, NULL);
+                    int same = a && b ? vp_schedule_equal(a, b) : a == b;
+                    if (fam->costs_free && !same)
+                        fail_msg("%s p=%d m=%d setting %d: the order changed with the costs",
+                                 fam->name, p, m, k);
+                    differ += !fam->costs_free && !same;
+                    vp_schedule_free(a);
+                    vp_schedule_free(b);
+                }
+    }
+    assert_true(differ > 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_figures),
@@ -382,6 +412,7 @@ int main(void) {
         cmocka_unit_test(test_nonfinite_costs),
         cmocka_unit_test(test_op_kind_parse),
         cmocka_unit_test(test_family_errors),
+        cmocka_unit_test(test_costs_free_families),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -531,6 +531,78 @@ static void test_long_runs_repeat_a_period(void **state) {
     }
 }
 
+/* A grid memo (the planner's) changes nothing: a workspace using it measures every block,
+ * built or found there, to the same figures and hands over the same schedule as one
+ * without, under other costs on a second pass (found) and on a third with a memo too small
+ * to keep any grid (built afresh); long runs take their periods with them. */
+static void test_grid_memo_same_figures(void **state) {
+    (void)state;
+    vp_costs costs[] = {tu_costs(1, 2, 1, 0.25), tu_costs(1.1, 0.7, 3.3, 0.37)};
+    vp_memcfg mem = vp_memcfg_default();
+    vp_vgrid_memo *memo = NULL, *tiny = NULL;
+    assert_int_equal(vp_vgrid_memo_new((size_t)64 << 20, &memo, NULL), VP_OK);
+    assert_int_equal(vp_vgrid_memo_new(16, &tiny, NULL), VP_OK);
+    for (int p = 3; p <= 8; p += 5) {
+        vp_vblock blocks[12];
+        int nb = sample_blocks(p, 131, blocks, 12), t[16][6];
+        for (int m = p; m <= 9 * p; m += 4 * p) {
+            vp_vgrid *plain = NULL, *shared = NULL;
+            assert_int_equal(vp_vgrid_new(p, m, &plain, NULL), VP_OK);
+            assert_int_equal(vp_vgrid_new(p, m, &shared, NULL), VP_OK);
+            for (int pass = 0; pass < 3; pass++) {
+                vp_vgrid_use_memo(shared, pass < 2 ? memo : tiny);
+                for (int b = 0; b < nb; b++) {
+                    assert_int_equal(vp_vblock_slots(&blocks[b], p, t), 0);
+                    vp_schedule *s = NULL;
+                    assert_int_equal(vp_vgrid_build(plain, (const int(*)[6])t, NULL, &s, NULL),
+                                     VP_OK);
+                    vp_cost_model *cm = tu_cm(s, costs[pass % 2], &mem);
+                    vp_vgrid_metrics x, y;
+                    vp_schedule *a = NULL, *z = NULL;
+                    assert_int_equal(vp_vgrid_measure(plain, (const int(*)[6])t, cm, 0, &x, NULL),
+                                     VP_OK);
+                    assert_int_equal(vp_vgrid_measure(shared, (const int(*)[6])t, cm, 0, &y, NULL),
+                                     VP_OK);
+                    assert_true(x.makespan == y.makespan && x.span == y.span &&
+                                x.bubble == y.bubble && x.peak == y.peak &&
+                                x.peak_bytes == y.peak_bytes && x.complete == y.complete);
+                    assert_int_equal(vp_vgrid_schedule(plain, NULL, &a, NULL), VP_OK);
+                    assert_int_equal(vp_vgrid_schedule(shared, NULL, &z, NULL), VP_OK);
+                    assert_true(vp_schedule_equal(a, z) && vp_schedule_equal(a, s));
+                    vp_cost_model_free(cm);
+                    vp_schedule_free(s);
+                    vp_schedule_free(a);
+                    vp_schedule_free(z);
+                }
+            }
+            vp_vgrid_free(plain);
+            vp_vgrid_free(shared);
+        }
+    }
+    vp_vgrid_memo_free(memo);
+    vp_vgrid_memo_free(tiny);
+}
+
+/* vp_vsearch_pattern numbers the distinct phase triples (F¹, B¹, B⁰ in 1..5) in
+ * lexicographic order, and leaves a block alone past the last. */
+static void test_patterns_in_order(void **state) {
+    (void)state;
+    int i = 0;
+    for (int f1 = 1; f1 <= 5; f1++)
+        for (int b1 = 1; b1 <= 5; b1++)
+            for (int b0 = 1; b0 <= 5; b0++) {
+                if (f1 == b1 || f1 == b0 || b1 == b0)
+                    continue;
+                vp_vblock vb = {0};
+                vp_vsearch_pattern(i++, &vb);
+                assert_true(vb.f1 == f1 && vb.b1 == b1 && vb.b0 == b0);
+            }
+    assert_int_equal(i, VP_VSEARCH_PATTERNS);
+    vp_vblock vb = {.f1 = 7};
+    vp_vsearch_pattern(VP_VSEARCH_PATTERNS, &vb);
+    assert_int_equal(vb.f1, 7);
+}
+
 /* vp_vgrid_schedule hands over the block the last measure built, and refuses before one. */
 static void test_schedule_of_measure(void **state) {
     (void)state;
@@ -575,6 +647,8 @@ int main(void) {
         cmocka_unit_test(test_measure_bw_matches_simulate),
         cmocka_unit_test(test_long_runs_repeat_a_period),
         cmocka_unit_test(test_schedule_of_measure),
+        cmocka_unit_test(test_grid_memo_same_figures),
+        cmocka_unit_test(test_patterns_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

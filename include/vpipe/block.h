@@ -284,6 +284,19 @@ typedef struct vp_vgrid vp_vgrid;
 VP_API vp_status vp_vgrid_new(int p, int m, vp_vgrid **out, vp_error *err);
 VP_API void vp_vgrid_free(vp_vgrid *g);
 
+/* A memo of built V grids shared by workspaces (vp_vgrid_use_memo): a block's build reads
+ * no costs, so a search that measures the same block at the same p and m under other
+ * costs (the planner's configurations) builds it once. Safe to share between threads; it
+ * keeps at most max_bytes of grids (building afresh past that). Caller frees with
+ * vp_vgrid_memo_free, after the workspaces using it. VP_ENOMEM. */
+typedef struct vp_vgrid_memo vp_vgrid_memo;
+VP_API vp_status vp_vgrid_memo_new(size_t max_bytes, vp_vgrid_memo **out, vp_error *err);
+VP_API void vp_vgrid_memo_free(vp_vgrid_memo *memo);
+
+/* Makes g's vp_vgrid_measure take the builds it finds in memo and keep the others there
+ * (NULL, the default: build every time). The figures and schedules are the same. */
+VP_API void vp_vgrid_use_memo(vp_vgrid *g, vp_vgrid_memo *memo);
+
 /* Peak of the block repeated every 6 slots, in chunk activations (what a built schedule
  * is capped at, before trimming to m). slots as from vp_vblock_slots. */
 VP_API int vp_vgrid_peak(const vp_vgrid *g, const int (*slots)[6]);

@@ -34,6 +34,8 @@ typedef struct vp_spec {
                                policy none: no offload) */
     double time_limit_s;    /* the budget planner (vp_plan_run) stops after this many seconds
                                with the best found so far and says so (0: no limit) */
+    vp_vgrid_memo *grids;   /* NULL, or a memo the V families' block builds share (a search
+                               that builds them under many costs: vp_vgrid_use_memo) */
 } vp_spec;
 
 /* The budget planner's default time limit (vp_spec_make), in seconds. */
@@ -59,6 +61,9 @@ typedef struct vp_family {
     const char *summary; /* one line: what it is */
     const char *needs;   /* one line: constraints on p, m, v */
     vp_status (*build)(const vp_spec *spec, vp_schedule **out, vp_error *err);
+    int costs_free; /* 1: its order ignores the spec's costs, memory model and memory limit
+                       (two specs differing only in those build the same schedule, unless
+                       vocabulary parallelism or offload, which place by the costs, is asked) */
 } vp_family;
 
 /* The registry, in presentation order. vp_family_at returns NULL past the end. */

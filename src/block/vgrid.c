@@ -872,13 +872,37 @@ vp_status vp_vgrid_build(vp_vgrid *w, const int (*t)[6], const char *family, vp_
     return rc == VP_OK ? vp__vgrid_schedule(w, 0, family ? family : "v-block", out, err) : rc;
 }
 
+/* Makes shot (of a build at w's p and m) w's current grid, as build_grid left it. */
+static vp_status restore(vp_vgrid *w, const vp__vgrid_shot *shot, vp_error *err) {
+    grid *g = cur_grid(w);
+    if (grid_reserve(g, w->p, shot->len + 1) != 0)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    grid_clear(g, w->p);
+    for (int d = 0; d < w->p && shot->len > 0; d++) {
+        memcpy(g->ty + CELL(g, d, 0), shot->ty + (size_t)d * shot->len, (size_t)shot->len);
+        memcpy(g->mb + CELL(g, d, 0), shot->mb + (size_t)d * shot->len,
+               (size_t)shot->len * sizeof *g->mb);
+    }
+    g->len = shot->len;
+    w->built = w->bw = 0;
+    w->mw = shot->mw;
+    w->mm = shot->mm;
+    w->cut = shot->cut;
+    w->extra = shot->extra;
+    w->order_peak = shot->order_peak;
+    return VP_OK;
+}
+
 vp_status vp_vgrid_measure(vp_vgrid *w, const int (*t)[6], const vp_cost_model *cm, double limit,
                            vp_vgrid_metrics *out, vp_error *err) {
     *out = (vp_vgrid_metrics){0};
     if (cm->S != 2 * w->p)
         return vp__fail(err, VP_EINVAL, "cost model has %d stages, a V grid of %d devices %d",
                         cm->S, w->p, 2 * w->p);
-    vp_status rc = build_grid(w, t, err);
+    const vp__vgrid_shot *shot = w->memo ? vp__vgrid_memo_find(w->memo, w, t) : NULL;
+    vp_status rc = shot ? restore(w, shot, err) : build_grid(w, t, err);
+    if (rc == VP_OK && w->memo && !shot)
+        vp__vgrid_memo_keep(w->memo, w, t);
     if (rc == VP_OK && vp__vgrid_replay(w, cm, limit, out) != 0)
         rc = vp__fail(err, VP_EINVAL, "the built V block does not replay in slot order");
     w->built = rc == VP_OK;

@@ -45,7 +45,25 @@ struct vp_vgrid {
     int *wq;          /* [6*mm] FIFO of B passes awaiting their W (stage, microbatch pairs) */
     double *end;      /* [p][4][spare] vp_vgrid_measure: end of (device, type, microbatch) */
     int8_t *wchunk;   /* [p][2*spare] vp_vgrid_measure: per device, FIFO of B chunks (0, 1) */
+
+    vp_vgrid_memo *memo; /* vp_vgrid_use_memo's, or NULL */
 };
+
+/* A built split-mode grid as vp_vgrid_measure leaves it: what its replay and schedule read
+ * (vgrid_memo.c keeps them, vgrid.c takes and restores them). */
+typedef struct vp__vgrid_shot {
+    int len, mw, mm, cut, extra, order_peak;
+    int8_t *ty;  /* [p][len], row after row */
+    int32_t *mb; /* [p][len] */
+} vp__vgrid_shot;
+
+/* The shot memo keeps for block slots t at w's p and m, or NULL; it stays until the memo
+ * is freed. */
+const vp__vgrid_shot *vp__vgrid_memo_find(vp_vgrid_memo *memo, const vp_vgrid *w,
+                                          const int (*t)[6]);
+/* Keeps a shot of w's current grid, built from slots t, unless the memo is full or has
+ * one. */
+void vp__vgrid_memo_keep(vp_vgrid_memo *memo, const vp_vgrid *w, const int (*t)[6]);
 
 #define CELL(g, d, t) ((size_t)(d) * (size_t)(g)->cap + (size_t)(t))
 

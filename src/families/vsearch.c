@@ -43,16 +43,23 @@ long vp_vsearch_size(int p) {
     return p < 2 ? 0 : 60 * combos(p);
 }
 
+/* The k-th (from 0) phase in 1..5 other than a and b. */
+static int nth_other(int k, int a, int b) {
+    int x = 1;
+    for (; x == a || x == b || k-- > 0; x++)
+        ;
+    return x;
+}
+
+/* Pattern i is the i-th distinct (f1, b1, b0) in lexicographic order: 12 per F¹ phase, 3
+ * per B¹ phase after it (a search asks for one per block: no enumeration of the 125). */
 void vp_vsearch_pattern(int i, vp_vblock *vb) {
-    for (int pat = 0; pat < 125; pat++) {
-        int f1 = 1 + pat / 25, b1 = 1 + pat / 5 % 5, b0 = 1 + pat % 5;
-        if (f1 == b1 || f1 == b0 || b1 == b0 || i-- > 0)
-            continue;
-        vb->f1 = f1;
-        vb->b1 = b1;
-        vb->b0 = b0;
+    if (i >= VP_VSEARCH_PATTERNS)
         return;
-    }
+    i = i < 0 ? 0 : i;
+    vb->f1 = 1 + i / 12;
+    vb->b1 = nth_other(i % 12 / 3, vb->f1, vb->f1);
+    vb->b0 = nth_other(i % 3, vb->f1, vb->b1);
 }
 
 void vp_vsearch_block(int p, long index, vp_vblock *out) {
@@ -445,6 +452,7 @@ static vp_status make_scratch(search *sr, scratch *sc, int n, vp_error *err) {
         vp_status rc = vp_vgrid_new(sr->spec->p, sr->spec->m, &sc[i].g, err);
         if (rc != VP_OK)
             return rc;
+        vp_vgrid_use_memo(sc[i].g, sr->spec->grids);
     }
     return VP_OK;
 }

@@ -259,8 +259,10 @@ static vp_status build_named(const char *family, const vp_spec *spec, vp_schedul
     if (rc == VP_OK)
         rc = ns.slots ? vp_vgrid_new(spec->p, spec->m, &ns.grid, err)
                       : vp__fail(err, VP_ENOMEM, "out of memory");
-    if (rc == VP_OK)
+    if (rc == VP_OK) {
+        vp_vgrid_use_memo(ns.grid, spec->grids);
         rc = measure_preset(&ns, family, err);
+    }
     int search = (long)spec->p * (long_run ? spec->m : 2 * spec->p) <= SEARCH_CELLS;
     if (rc == VP_OK && search)
         rc = search_patterns(&ns, err);

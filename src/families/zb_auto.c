@@ -22,27 +22,45 @@
 
 #include "families/families_internal.h"
 
+/* One pass a run placed, in the order it placed them (its device is its stage's). */
+typedef struct placed {
+    int32_t stage, mb;
+    uint8_t kind;
+} placed;
+
 typedef struct zba {
     int S, m;
     const vp_cost_model *cm;
     double limit, eps;
     int allow_gap, prioritize_b, greedy_w; /* the three options */
     int *nf, *nb, *nw;
+    double *time, *delta; /* [3S] of F, B and W at [kind * S + stage]: the cost model's time
+                             and net memory change in units, read once */
     double *mem, *end, *bub, maxbub;
-    double *tf, *tb; /* [S*m] end times of F and B */
-    vp_schedule *s;
+    double *tf, *tb;    /* [S*m] end times of F and B */
+    placed *log, *best; /* [3*S*m] the passes of this run and of the best so far */
+    long n_log, n_best;
     vp_status rc;
 } zba;
 
 static double cost(const zba *z, vp_op_kind k, int j) {
-    return vp_cost_model_pass_time(z->cm, k, j);
+    return z->time[k * z->S + j];
 }
 
 /* Net memory change of pass k of stage j, in units. */
 static double mem_delta(const zba *z, vp_op_kind k, int j) {
-    double up, down;
-    vp_cost_model_pass_memory(z->cm, k, j, 0, &up, &down);
-    return up - down;
+    return z->delta[k * z->S + j];
+}
+
+/* Reads the cost model's times and memory changes of F, B and W into z's tables. */
+static void read_costs(zba *z) {
+    for (int k = VP_OP_F; k <= VP_OP_W; k++)
+        for (int j = 0; j < z->S; j++) {
+            double up, down;
+            vp_cost_model_pass_memory(z->cm, k, j, 0, &up, &down);
+            z->time[k * z->S + j] = vp_cost_model_pass_time(z->cm, k, j);
+            z->delta[k * z->S + j] = up - down;
+        }
 }
 
 static void put(zba *z, int j, vp_op_kind k) {
@@ -71,8 +89,7 @@ static void put(zba *z, int j, vp_op_kind k) {
         z->tb[(size_t)j * z->m + idx] = t;
     z->mem[j] += mem_delta(z, k, j);
     cnt[j]++;
-    if (z->s)
-        z->rc = vp_schedule_push_pass(z->s, j, k, j, idx);
+    z->log[z->n_log++] = (placed){j, idx, (uint8_t)k};
 }
 
 /* Runs W until pass k fits the memory limit; VP_EINVAL when no W is left to run. */
@@ -180,11 +197,9 @@ static void step(zba *z, int i, int *req) {
     }
 }
 
-/* Runs one variant into a new schedule; returns its longest device span, or -1 when the
- * variant cannot keep to the memory limit (z->rc says why). */
-/* One run of the options in z, into a new schedule z->s when record is set (else only
- * timed); returns the longest device span, or -1 on failure. */
-static double run_variant(zba *z, int *req, int record) {
+/* One run of the options in z, its passes into z->log; returns the longest device span,
+ * or -1 when the variant cannot keep to the memory limit (z->rc says why). */
+static double run_variant(zba *z, int *req) {
     int S = z->S, m = z->m;
     for (int j = 0; j < S; j++) {
         z->nf[j] = z->nb[j] = z->nw[j] = 0;
@@ -192,13 +207,7 @@ static double run_variant(zba *z, int *req, int record) {
     }
     z->maxbub = 0;
     z->rc = VP_OK;
-    z->s = NULL;
-    if (record)
-        z->rc = vp_schedule_new("zb-auto",
-                                (vp_shape){.p = S, .S = S, .m = m, .placement = VP_PLACE_SINGLE},
-                                &z->s, NULL);
-    if (z->rc != VP_OK)
-        return -1;
+    z->n_log = 0;
     for (int i = 0; i < m && z->rc == VP_OK; i++) {
         if (i == 0)
             warmup(z, req);
@@ -236,42 +245,40 @@ static void set_options(zba *z, int v) {
     z->greedy_w = !(v & 1);
 }
 
-/* The best of the 8 variants into *out (NULL when none keeps to the limit): each is timed
- * (the first also recorded), the winner run again into its schedule unless it is the
- * first; once a span meets the most work on one device no later variant can win. */
+/* The best of the 8 variants into *out (NULL when none keeps to the limit): each run logs
+ * its passes, the winner's log is kept and becomes the schedule; once a span meets the most
+ * work on one device no later variant can win. */
 static vp_status best_variant(zba *z, int *req, vp_schedule **out) {
-    vp_schedule *first = NULL; /* variant 0's, in case it wins */
     double best_span = 0, floor = most_work(z);
     int winner = -1;
     for (int v = 0; v < 8; v++) {
         if (winner >= 0 && best_span <= floor + 0.5e-9 * (1 + floor))
             break;
         set_options(z, v);
-        double span = run_variant(z, req, v == 0);
-        if (v == 0 && span >= 0)
-            first = z->s;
-        else
-            vp_schedule_free(z->s);
-        z->s = NULL;
-        if (z->rc == VP_ENOMEM) {
-            vp_schedule_free(first);
-            return VP_ENOMEM;
-        }
+        double span = run_variant(z, req);
         if (span >= 0 && (winner < 0 || span < best_span - 1e-9 * (1 + span))) {
             winner = v;
             best_span = span;
+            placed *kept = z->best;
+            z->best = z->log;
+            z->log = kept;
+            z->n_best = z->n_log;
         }
     }
-    if (winner <= 0) {
-        *out = first;
+    *out = NULL;
+    if (winner < 0)
         return VP_OK;
+    vp_status rc = vp_schedule_new(
+        "zb-auto", (vp_shape){.p = z->S, .S = z->S, .m = z->m, .placement = VP_PLACE_SINGLE}, out,
+        NULL);
+    for (long i = 0; rc == VP_OK && i < z->n_best; i++)
+        rc = vp_schedule_push_pass(*out, z->best[i].stage, z->best[i].kind, z->best[i].stage,
+                                   z->best[i].mb);
+    if (rc != VP_OK) {
+        vp_schedule_free(*out);
+        *out = NULL;
     }
-    vp_schedule_free(first);
-    set_options(z, winner);
-    double span = run_variant(z, req, 1);
-    *out = z->s;
-    z->s = NULL;
-    return span >= 0 ? VP_OK : z->rc == VP_OK ? VP_EINVAL : z->rc;
+    return rc;
 }
 
 /* Builds the best of the 8 variants under limit (units per device). */
@@ -302,13 +309,21 @@ static vp_status zb_auto(const char *name, const vp_spec *spec, double limit, vp
     z.mem = vp__calloc((size_t)p, sizeof *z.mem);
     z.end = vp__calloc((size_t)p, sizeof *z.end);
     z.bub = vp__calloc((size_t)p, sizeof *z.bub);
+    z.time = vp__calloc(3 * (size_t)p, sizeof *z.time);
+    z.delta = vp__calloc(3 * (size_t)p, sizeof *z.delta);
     z.tf = vp__calloc(cells, sizeof *z.tf);
     z.tb = vp__calloc(cells, sizeof *z.tb);
+    z.log = vp__malloc(3 * cells, sizeof *z.log);
+    z.best = vp__malloc(3 * cells, sizeof *z.best);
     vp_schedule *best = NULL;
-    rc = (req && z.nf && z.nb && z.nw && z.mem && z.end && z.bub && z.tf && z.tb) ? VP_OK
-                                                                                  : VP_ENOMEM;
-    if (rc == VP_OK)
+    rc = (req && z.nf && z.nb && z.nw && z.mem && z.end && z.bub && z.time && z.delta && z.tf &&
+          z.tb && z.log && z.best)
+             ? VP_OK
+             : VP_ENOMEM;
+    if (rc == VP_OK) {
+        read_costs(&z);
         rc = best_variant(&z, req, &best);
+    }
     free(req);
     free(z.nf);
     free(z.nb);
@@ -316,8 +331,12 @@ static vp_status zb_auto(const char *name, const vp_spec *spec, double limit, vp
     free(z.mem);
     free(z.end);
     free(z.bub);
+    free(z.time);
+    free(z.delta);
     free(z.tf);
     free(z.tb);
+    free(z.log);
+    free(z.best);
     vp_cost_model_free(cm);
     if (rc != VP_OK) {
         vp_schedule_free(best);

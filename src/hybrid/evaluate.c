@@ -201,15 +201,16 @@ static vp_status offload_lever(const vp_hybrid_request *req, const vp_price_setu
 /* Builds config's schedule on lay into *s and its op-order memory into mem (offloading,
  * when req lets it, to leave the margin, or else to fit). */
 static vp__hy_verdict build(const vp_hybrid_request *req, const vp_price_setup *su,
-                            vp_price_layout *lay, const vp__hy_levels *levels, vp_hybrid_config *c,
-                            vp_schedule **s, vp_rank_memory *mem, vp_error *err) {
+                            vp_price_layout *lay, const vp__hy_levels *levels, vp__hy_memo *memo,
+                            vp_hybrid_config *c, vp_schedule **s, vp_rank_memory *mem,
+                            vp_error *err) {
     if (!strcmp(c->family, "v-block"))
         return choose_vblock(req, lay, levels, c, s, mem, err);
     vp_spec spec = vp_spec_make(c->pp, c->m);
     spec.v = c->v;
     spec.vocab_parallel = req->vocab_parallel;
     bool mean;
-    vp_status rc = vp_price_build(lay, c->family, &spec, s, &mean, err);
+    vp_status rc = vp__hy_memo_build(memo, lay, c->family, &spec, s, &mean, err);
     if (rc == VP_OK)
         rc = vp_price_layout_memory(lay, *s, mem, err);
     double margin = vp__hy_margin(req);
@@ -224,7 +225,7 @@ static vp__hy_verdict build(const vp_hybrid_request *req, const vp_price_setup *
 }
 
 vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *shape,
-                               const vp__hy_levels *levels, vp_hybrid_config *c,
+                               const vp__hy_levels *levels, vp__hy_memo *memo, vp_hybrid_config *c,
                                vp_hybrid_priced *priced, vp_error *err) {
     vp__hy_setup hs;
     vp__hy_setup_make(req, c, &hs);
@@ -237,7 +238,7 @@ vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *
         return VP__HY_FAILED;
     }
     vp_status rc = vp_price_layout_new(&hs.setup, shape, &lay, err);
-    vp__hy_verdict v = rc == VP_OK       ? build(req, &hs.setup, lay, levels, c, &s, mem, err)
+    vp__hy_verdict v = rc == VP_OK       ? build(req, &hs.setup, lay, levels, memo, c, &s, mem, err)
                        : rc == VP_ENOMEM ? VP__HY_FAILED
                                          : VP__HY_REFUSED;
     vp_price_result *r = NULL;
@@ -294,7 +295,7 @@ vp_status vp_hybrid_price(const vp_hybrid_request *req, const vp_hybrid_config *
         return rc;
     shape->vocab_parallel = req->vocab_parallel;
     vp_error why = {0};
-    vp__hy_verdict v = vp__hy_evaluate(req, shape, NULL, &c, out, &why);
+    vp__hy_verdict v = vp__hy_evaluate(req, shape, NULL, NULL, &c, out, &why);
     vp_schedule_free(shape);
     if (v == VP__HY_PRICED)
         return VP_OK;

@@ -37,13 +37,28 @@ typedef enum {
     VP__HY_FAILED = 3   /* an error (out of memory): err set */
 } vp__hy_verdict;
 
+/* A search's memo of the schedules of families whose order ignores the costs
+ * (vp_family.costs_free), built once per family, PP, m and chunk count and handed out as
+ * copies (memo.c). Thread-safe; bounded (past its size it builds afresh). */
+typedef struct vp__hy_memo vp__hy_memo;
+
+vp__hy_memo *vp__hy_memo_new(void); /* NULL: out of memory */
+void vp__hy_memo_free(vp__hy_memo *memo);
+
+/* vp_price_build(lay, family, spec, out, mean, err), its schedule taken from memo (NULL:
+ * none) when the family ignores the costs and spec asks for no vocabulary parallelism,
+ * recomputation or offload, else built (and kept there). */
+vp_status vp__hy_memo_build(vp__hy_memo *memo, const vp_price_layout *lay, const char *family,
+                            const vp_spec *spec, vp_schedule **out, bool *mean, vp_error *err);
+
 /* Evaluates config under req (family, degrees and m set) on shape (a schedule of the
  * family's shape at config->pp; its ops are not read): "v-block" runs config's block when
- * its params are set, else the fastest of levels (pp's) that fits. With priced non-NULL,
- * keeps the result and schedule there, and prices even over the capacity. Thread-safe. */
+ * its params are set, else the fastest of levels (pp's) that fits; other families build
+ * through memo (NULL: none). With priced non-NULL, keeps the result and schedule there,
+ * and prices even over the capacity. Thread-safe. */
 vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *shape,
-                               const vp__hy_levels *levels, vp_hybrid_config *config,
-                               vp_hybrid_priced *priced, vp_error *err);
+                               const vp__hy_levels *levels, vp__hy_memo *memo,
+                               vp_hybrid_config *config, vp_hybrid_priced *priced, vp_error *err);
 
 /* The margin req keeps, bytes: its own, or (negative) vp_hybrid_margin_default. */
 double vp__hy_margin(const vp_hybrid_request *req);

@@ -39,6 +39,7 @@ typedef struct search {
     int n_shapes, cap_shapes;
     vp__hy_levels **levels; /* each allocated on its own: pointers to them stay valid */
     int n_levels;
+    vp__hy_memo *memo;
     double margin; /* bytes (the request's, or the default) */
     double t0;
 } search;
@@ -379,7 +380,8 @@ static void *work(void *arg) {
     for (int k; (k = atomic_fetch_add(&b->next, 1)) < b->n;) {
         cand *x = &b->S->c[b->idx[k]];
         const vp_schedule *sh = b->S->shapes[x->shape].s;
-        x->verdict = (int)vp__hy_evaluate(b->S->req, sh, b->levels[k], &x->c, NULL, &x->err);
+        x->verdict =
+            (int)vp__hy_evaluate(b->S->req, sh, b->levels[k], b->S->memo, &x->c, NULL, &x->err);
     }
     return NULL;
 }
@@ -522,8 +524,8 @@ static vp_status no_fit(search *S, vp_error *err) {
             if (!strcmp(x->c.family, "v-block") && !(lv = levels_of(S, x->c.pp, err)))
                 rc = err ? err->status : VP_ENOMEM;
             else
-                x->verdict =
-                    (int)vp__hy_evaluate(q, S->shapes[x->shape].s, lv, &x->c, NULL, &x->err);
+                x->verdict = (int)vp__hy_evaluate(q, S->shapes[x->shape].s, lv, S->memo, &x->c,
+                                                  NULL, &x->err);
         }
         if (x->verdict == VP__HY_FAILED)
             rc = vp__fail(err, x->err.status, "%s", x->err.message);
@@ -632,6 +634,7 @@ static void release(search *S) {
         vp__hy_levels_release(S->levels[i]);
         free(S->levels[i]);
     }
+    vp__hy_memo_free(S->memo);
     free(S->shapes);
     free(S->levels);
     free(S->c);
@@ -645,11 +648,12 @@ vp_status vp_hybrid_run(const vp_hybrid_request *req, vp_hybrid **out, vp_error 
     search S = {.req = req,
                 .t0 = vp__now_ms(),
                 .margin = vp__hy_margin(req),
-                .h = vp__calloc(1, sizeof(vp_hybrid))};
+                .h = vp__calloc(1, sizeof(vp_hybrid)),
+                .memo = vp__hy_memo_new()};
     int k = req->top ? req->top : 10, groups = vp_family_count() + 2;
     standings st = {vp__calloc((size_t)k, sizeof(long)), 0, k,
                     vp__calloc((size_t)groups, sizeof(long)), 0};
-    if (!S.h || !st.top || !st.best)
+    if (!S.h || !st.top || !st.best || !S.memo)
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
     if (rc == VP_OK)
         rc = enumerate(&S, err);
