@@ -1392,6 +1392,8 @@ def main():
     plot_speed(sp, os.path.join(a.out, "results-speed.svg"))
     real_svgs = report_models.plots(real, a.out)
     report_accuracy.plot(accuracy["acc"], os.path.join(a.out, "results-accuracy.svg"))
+    report_accuracy.plot(accuracy["kinds"], os.path.join(a.out, "results-accuracy-today.svg"),
+                         "vpipe against published MoE, FP8, CP and FSDP runs")
     parts = [md_header(machine_info(sp, a.started), cfg), md_schedules(grid, zb_rows, greedy, r, cfg),
              "![vpipe vs the Zero Bubble paper](results-paper.svg)\n",
              md_frontier(plans), md_runtime(rt, r.families), md_speed(sp, kernels),

@@ -130,13 +130,15 @@ def collect(r, cfg):
 # The plot
 
 
-def plot(acc, path):
-    """Predicted against published tokens/s per GPU, one point per priced run, the
-    diagonal and the +-10% band, one color per source."""
+def plot(acc, path, title="vpipe's predicted throughput against published runs"):
+    """Predicted against published tokens/s per GPU, one point per priced run of acc (a
+    bench_accuracy answer), the diagonal and the +-10% band, one color per source."""
     rows = [x for x in acc["rows"] if x["priced"]]
     lo = min(min(x["measured_tokens_per_s_per_gpu"], x["tokens_per_s_per_gpu"]) for x in rows)
     hi = max(max(x["measured_tokens_per_s_per_gpu"], x["tokens_per_s_per_gpu"]) for x in rows)
-    fig = Figure(620, 600, "vpipe's predicted throughput against published runs")
+    sources = list(dict.fromkeys(x["source"] for x in rows))
+    lines = (len(sources) + 1 + 4) // 5  # legend lines, 5 entries each
+    fig = Figure(620, 582 + 18 * lines, title)
     ax = Axis(lo / 1.5, hi * 1.5, True)
     pan = Panel(fig, (90, 60, 480, 440), ax, ax, "tokens/s per GPU, log scales",
                 "published", "vpipe (default presets)")
@@ -144,15 +146,17 @@ def plot(acc, path):
     pan.line([(a, a), (b, b)], "#666", 1.2)
     pan.line([(a, a * 1.1), (b / 1.1, b)], "#999", 1, "5,4")
     pan.line([(a * 1.1, a), (b, b / 1.1)], "#999", 1, "5,4")
-    sources = list(dict.fromkeys(x["source"] for x in rows))
+    shape = lambda k: SHAPES[k % len(SHAPES)]
     for k, src in enumerate(sources):
         for x in rows:
             if x["source"] == src:
                 pan.mark(x["measured_tokens_per_s_per_gpu"], x["tokens_per_s_per_gpu"],
-                         COLORS[k], SHAPES[k], hollow=not x["tuned"])
-    fig.legend(90, 560, [(s, COLORS[k], SHAPES[k], None) for k, s in enumerate(sources)] +
+                         COLORS[k % len(COLORS)], shape(k), hollow=not x["tuned"])
+    fig.legend(90, 560, [(s, COLORS[k % len(COLORS)], shape(k), None)
+                         for k, s in enumerate(sources)] +
                [("+-10%", "#999", None, "5,4")], columns=5, col_width=122)
-    fig.text(90, 585, "filled: a run that set a preset's constant; hollow: held out", size=11)
+    fig.text(90, 567 + 18 * lines, "filled: a run that set a preset's constant; hollow: held out",
+             size=11)
     fig.save(path)
 
 
@@ -284,6 +288,8 @@ def md_rows(acc):
                                              "vpipe", "error", "", "peak GiB: published / "
                                              "vpipe"], body))
     s.append("![predicted against published](results-accuracy.svg)\n")
+    s.append("Issue 25's runs (MoE, FP8, CP, FSDP) on their own:\n\n"
+             "![issue 25's runs, predicted against published](results-accuracy-today.svg)\n")
     return "\n".join(s)
 
 

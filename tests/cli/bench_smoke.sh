@@ -2,7 +2,7 @@
 # bench/run --quick (the results report on a small subset) writes results.md with every
 # section (issue 25's kinds in 7, today's models in 10) and the paper comparison (the 1F1B-I
 # column replayed with the authors' links meets the printed rates, with every link vpipe's),
-# and four SVG plots that are well-formed XML.
+# and its SVG plots (issue 25's runs' among them) well-formed XML and in results.md.
 # usage: bench_smoke.sh <vpipe-binary> <repo-root>
 vpipe=$1 root=$2
 . "$root/tests/cli/expect.bash"
@@ -25,7 +25,7 @@ for needle in "## 1. Schedule tables" "## 2. Memory" "## 3. Runtime" "## 4. Spee
     "### 10.3 DualPipe's overlap"; do
     expect 0 "" -- grep -qF -- "$needle" "$md"
 done
-for plot in paper frontier runtime speed; do
+for plot in paper frontier runtime speed accuracy accuracy-today; do
     svg=$tmp/out/results-$plot.svg
     expect 0 "" -- xmllint --noout "$svg"
     expect 0 "" -- grep -qF "](results-$plot.svg)" "$md"
