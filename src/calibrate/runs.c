@@ -374,16 +374,24 @@ static vp_status schedule_cell(const cells *c, vp_run *run) {
     return rc;
 }
 
+/* Cell k naming one of names[0..n) into *out (empty: names[0]); else `expected`. */
+static vp_status choice_cell(const cells *c, int k, const char *const *names, int n,
+                             const char *expected, int *out) {
+    const char *s = cell(c, k);
+    *out = 0;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i]))
+            *out = i;
+    return !*s || !strcmp(s, names[*out]) ? VP_OK : bad(c, k, expected);
+}
+
 static vp_status mem_kind_cell(const cells *c, vp_run *run) {
-    const char *s = cell(c, C_MEM_KIND);
     static const char *const kinds[] = {"process", "reserved", "allocated"};
-    run->mem_kind = VP_MEM_PROCESS;
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(s, kinds[i]))
-            run->mem_kind = (vp_peak_kind)i;
-    return !*s || !strcmp(s, kinds[run->mem_kind])
-               ? VP_OK
-               : bad(c, C_MEM_KIND, "expected process, reserved or allocated");
+    int kind;
+    vp_status rc =
+        choice_cell(c, C_MEM_KIND, kinds, 3, "expected process, reserved or allocated", &kind);
+    run->mem_kind = (vp_peak_kind)kind;
+    return rc;
 }
 
 /* The FP8 recipe: a vp_fp8 name, 0 (off) or 1 (per-tensor scaling, what FP8 means in the
@@ -401,22 +409,22 @@ static vp_status fp8_cell(const cells *c, vp_run *run) {
 
 /* ep_dispatch: empty or alltoall, or deepep (vp_ep_dispatch). */
 static vp_status dispatch_cell(const cells *c, vp_run *run) {
-    const char *s = cell(c, C_EP_DISPATCH);
-    run->ep_dispatch = !strcmp(s, "deepep") ? VP_EP_DEEPEP : VP_EP_ALLTOALL;
-    return !*s || !strcmp(s, vp_ep_dispatch_name(run->ep_dispatch))
-               ? VP_OK
-               : bad(c, C_EP_DISPATCH, "expected alltoall or deepep");
+    const char *names[] = {vp_ep_dispatch_name(VP_EP_ALLTOALL), vp_ep_dispatch_name(VP_EP_DEEPEP)};
+    int d;
+    vp_status rc = choice_cell(c, C_EP_DISPATCH, names, 2, "expected alltoall or deepep", &d);
+    run->ep_dispatch = (vp_ep_dispatch)d;
+    return rc;
 }
 
 /* attn_kernel: empty or fused, or fa2 (vp_attn_kernel); with flash only. */
 static vp_status attn_kernel_cell(const cells *c, vp_run *run) {
-    const char *s = cell(c, C_ATTN_KERNEL);
-    run->attn_kernel = !strcmp(s, "fa2") ? VP_ATTN_FA2 : VP_ATTN_FUSED;
-    if (*s && strcmp(s, vp_attn_kernel_name(run->attn_kernel)))
-        return bad(c, C_ATTN_KERNEL, "expected fused or fa2");
-    return run->attn_kernel == VP_ATTN_FA2 && !run->flash
-               ? bad(c, C_ATTN_KERNEL, "FlashAttention's kernels need flash 1")
-               : VP_OK;
+    const char *names[] = {vp_attn_kernel_name(VP_ATTN_FUSED), vp_attn_kernel_name(VP_ATTN_FA2)};
+    int k;
+    vp_status rc = choice_cell(c, C_ATTN_KERNEL, names, 2, "expected fused or fa2", &k);
+    run->attn_kernel = (vp_attn_kernel)k;
+    if (rc == VP_OK && run->attn_kernel == VP_ATTN_FA2 && !run->flash)
+        rc = bad(c, C_ATTN_KERNEL, "FlashAttention's kernels need flash 1");
+    return rc;
 }
 
 static vp_status dp_overlap_cell(const cells *c, vp_run *run) {
