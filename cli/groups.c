@@ -131,6 +131,8 @@ const cli_group cli_vocab_group = CLI_GROUP("vocabulary", vocab_opts);
     }
 #define REAL_FLAG(name_, field, help_)                                                             \
     { .name = name_, .kind = CLI_FLAG, .offset = AT(field), .help = help_ }
+#define REAL_ENUM(name_, field, names, help_)                                                      \
+    { .name = name_, .kind = CLI_ENUM, .offset = AT(field), .choices = names, .help = help_ }
 
 /* In vp_fp8's order, then auto (VP_REQUEST_FP8_AUTO). */
 static const char *const fp8_names[] = {"off",     "tensorwise", "blockwise", "mxfp8",
@@ -182,14 +184,11 @@ static const cli_opt real_opts[] = {
              "each layer gathered in F, B and W (plan searches 0-3 unless\n"
              "given)"},
     REAL_FLAG("flash", flash, "FlashAttention: no s x s attention matrix kept"),
-    {.name = "attn-kernel",
-     .kind = CLI_ENUM,
-     .offset = AT(attn_kernel),
-     .choices = attn_kernel_names,
-     .help = "with --flash, its kernels: fused (the default: FlashAttention-3,\n"
-             "cuDNN's, Transformer Engine's on Hopper) or fa2 (FlashAttention-2:\n"
-             "PyTorch's scaled_dot_product_attention on Hopper before cuDNN's\n"
-             "kernels became its default)"},
+    REAL_ENUM("attn-kernel", attn_kernel, attn_kernel_names,
+              "with --flash, its kernels: fused (the default: FlashAttention-3,\n"
+              "cuDNN's, Transformer Engine's on Hopper) or fa2 (FlashAttention-2:\n"
+              "PyTorch's scaled_dot_product_attention on Hopper before cuDNN's\n"
+              "kernels became its default)"),
     REAL_FLAG("tp-overlap", tp_overlap,
               "TP collectives pipelined with the linears they feed\n"
               "(Megatron-LM's --tp-comm-overlap)"),
@@ -200,14 +199,11 @@ static const cli_opt real_opts[] = {
               "each forward overlapped with the backward after it, one's\n"
               "all-to-all under the other's compute (Megatron-LM's\n"
               "--overlap-moe-expert-parallel-comm; DualPipe's pairs always)"),
-    {.name = "ep-dispatch",
-     .kind = CLI_ENUM,
-     .offset = AT(ep_dispatch),
-     .choices = dispatch_names,
-     .help = "how the all-to-alls move tokens: every token-expert row\n"
-             "(NCCL's all-to-all, the default), or deepep: each token once\n"
-             "over the network to every node holding its experts, then\n"
-             "over NVLink (DeepEP, HybridEP)"},
+    REAL_ENUM("ep-dispatch", ep_dispatch, dispatch_names,
+              "how the all-to-alls move tokens: every token-expert row\n"
+              "(NCCL's all-to-all, the default), or deepep: each token once\n"
+              "over the network to every node holding its experts, then\n"
+              "over NVLink (DeepEP, HybridEP)"),
     {.name = "reserve",
      .kind = CLI_DOUBLE,
      .offset = AT(reserve),
@@ -224,15 +220,12 @@ static const cli_opt real_opts[] = {
      .hi = 1,
      .help = "share of the DP reduction hidden behind compute (default:\n"
              "overlapped bucket by bucket with the backward, as frameworks do)"},
-    {.name = "fp8",
-     .kind = CLI_ENUM,
-     .offset = AT(fp8),
-     .choices = fp8_names,
-     .help = "the linears' matrix multiplies in FP8 (default off): per-tensor\n"
-             "current (tensorwise) or delayed scaling, 128-element blocks\n"
-             "(blockwise), MXFP8 (Blackwell, MI355X), priced at the\n"
-             "accelerator's FP8 rate with each recipe's casts and FP8\n"
-             "weight copies; plan: auto tries off and the accelerator's best"},
+    REAL_ENUM("fp8", fp8, fp8_names,
+              "the linears' matrix multiplies in FP8 (default off): per-tensor\n"
+              "current (tensorwise) or delayed scaling, 128-element blocks\n"
+              "(blockwise), MXFP8 (Blackwell, MI355X), priced at the\n"
+              "accelerator's FP8 rate with each recipe's casts and FP8\n"
+              "weight copies; plan: auto tries off and the accelerator's best"),
     REAL_FLAG("fp8-params", fp8_params,
               "with --fp8: the FP8 copies are the weights, no 16-bit copy kept\n"
               "(Megatron-LM's --fp8-param-gather, set by NVIDIA's FP8 recipes)"),
@@ -249,13 +242,10 @@ static const cli_opt real_opts[] = {
              "context-parallel degree: each sequence split over N ranks,\n"
              "seq/N tokens each in 2 chunks (causal balancing; default 1;\n"
              "plan --model: fixes the search's CP)"),
-    {.name = "cp-comm",
-     .kind = CLI_ENUM,
-     .offset = AT(cp_comm),
-     .choices = cp_comm_names,
-     .help = "how CP exchanges keys and values: p2p (ring attention, each\n"
-             "send hidden under a block's attention) or allgather (the\n"
-             "whole sequence's before attention; default p2p)"},
+    REAL_ENUM("cp-comm", cp_comm, cp_comm_names,
+              "how CP exchanges keys and values: p2p (ring attention, each\n"
+              "send hidden under a block's attention) or allgather (the\n"
+              "whole sequence's before attention; default p2p)"),
 };
 
 const cli_group cli_real_group = CLI_GROUP("real model", real_opts);
