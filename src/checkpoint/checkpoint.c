@@ -602,7 +602,8 @@ static int by_offset(const void *a, const void *b) {
 
 /* The slices seen tile the whole model: none missing, none twice. */
 static vp_status loader_check(loader *ld, const char *where, vp_error *err) {
-    qsort(ld->seen, (size_t)ld->n_seen, sizeof *ld->seen, by_offset);
+    if (ld->n_seen > 0) /* a file of no slices leaves seen NULL, which qsort may not take */
+        qsort(ld->seen, (size_t)ld->n_seen, sizeof *ld->seen, by_offset);
     size_t next = 0;
     for (int i = 0; i < ld->n_seen; i++) {
         const span *sp = &ld->seen[i];
