@@ -143,6 +143,8 @@ static const char *const cp_comm_names[] = {"p2p", "allgather", NULL};
 static const char *const dispatch_names[] = {"alltoall", "deepep", NULL};
 /* In vp_attn_kernel's order. */
 static const char *const attn_kernel_names[] = {"fused", "fa2", NULL};
+/* In vp_framework's order. */
+static const char *const framework_names[] = {"megatron", "torchtitan", NULL};
 
 static const cli_opt real_opts[] = {
     {.name = "model",
@@ -189,6 +191,11 @@ static const cli_opt real_opts[] = {
               "cuDNN's, Transformer Engine's on Hopper) or fa2 (FlashAttention-2:\n"
               "PyTorch's scaled_dot_product_attention on Hopper before cuDNN's\n"
               "kernels became its default)"),
+    REAL_ENUM("framework", framework, framework_names,
+              "what runs the model: megatron (the default: Megatron-LM, NeMo,\n"
+              "Transformer Engine) or torchtitan (its per-op selective\n"
+              "recompute, eager fp32 loss, torchao's FP8 casts; plan --emit\n"
+              "torchtitan's default)"),
     REAL_FLAG("tp-overlap", tp_overlap,
               "TP collectives pipelined with the linears they feed\n"
               "(Megatron-LM's --tp-comm-overlap)"),

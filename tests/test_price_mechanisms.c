@@ -248,6 +248,75 @@ static void test_attention_kernels(void **state) {
     assert_int_equal(vp_gpu_parse_json(bad, strlen(bad), &g, &err), VP_EPARSE);
 }
 
+/* torchtitan (vp_workload.framework): its selective recomputation is the per-op policy
+ * (each layer keeps its input, the query, value, attention and gate outputs and the FC2
+ * output; B reruns the key, output and up projections), priced for dense GQA SwiGLU layers
+ * only; its loss holds 8 bytes a logit beside the fp32 softmax where Megatron-LM's holds
+ * the 16-bit logits; its FP8 keeps no weight copies and saves the linears' inputs at 16
+ * bits, casting each weight in F and again in B. */
+static void test_torchtitan(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-8b");
+    vp_gpu g = tp_gpu("h100-80gb");
+    vp_workload t = vp_workload_default(&a);
+    t.seq = 8192;
+    t.flash = true;
+    t.recompute = VP_RECOMPUTE_SELECTIVE;
+    vp_workload tt = t, none = t, full = t;
+    tt.framework = VP_FRAMEWORK_TORCHTITAN;
+    none.recompute = VP_RECOMPUTE_NONE;
+    full.recompute = VP_RECOMPUTE_FULL;
+    vp_price_facts mg, op, all, in;
+    vp_error err = {0};
+    assert_int_equal(vp_price_part_facts(&a, &t, VP_PRICE_LAYER, &mg, &err), VP_OK);
+    assert_int_equal(vp_price_part_facts(&a, &tt, VP_PRICE_LAYER, &op, &err), VP_OK);
+    assert_int_equal(vp_price_part_facts(&a, &none, VP_PRICE_LAYER, &all, &err), VP_OK);
+    assert_int_equal(vp_price_part_facts(&a, &full, VP_PRICE_LAYER, &in, &err), VP_OK);
+    double T = 8192, h = a.hidden, kv = 8 * 128, f = a.ffn;
+    /* kept from F: input, query, value, attention output, gate, FC2 output (2 bytes); the
+       log-sum-exp (4 bytes a head) */
+    TU_NEAR(op.act_bytes, T * (2 * (h + h + kv + h + f + h) + 4 * a.heads));
+    assert_true(mg.act_bytes == all.act_bytes && op.act_bytes < all.act_bytes / 2 &&
+                op.act_bytes > in.act_bytes);
+    TU_NEAR(op.flops_r, 2 * T * h * (kv + h + f));
+    assert_true(mg.flops_r == 0 && vp_price_selective_differs(&a, &tt) &&
+                !vp_price_selective_differs(&a, &t));
+    /* the loss and the FP8 copies, on the last stage of a pipeline */
+    t.recompute = tt.recompute = VP_RECOMPUTE_NONE;
+    t.fp8 = tt.fp8 = VP_FP8_TENSORWISE;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+    vp_price_setup st = {.arch = &a, .gpu = &g, .work = &tt, .split = VP_SPLIT_EVEN};
+    vp_price_result *rm = tp_price(&su, "1f1b", 2, 4), *rt = tp_price(&st, "1f1b", 2, 4);
+    TU_NEAR(rm->memory[1].logits, T * a.vocab * 2);
+    TU_NEAR(rt->memory[1].logits, T * a.vocab * 8);
+    assert_true(rm->memory[0].fp8_weights > 0 && rt->memory[0].fp8_weights == 0);
+    assert_true(rt->memory[0].activations > rm->memory[0].activations); /* 16-bit inputs */
+    vp_price_result_free(rm);
+    vp_price_result_free(rt);
+    vp__gemm gm[VP__MAX_GEMMS];
+    int n = vp__piece_gemms(&a, &t, VP_PRICE_LAYER, 0, gm);
+    double f8, b8, f16, b16, weights = 0;
+    vp__fp8_cast_seconds(&st, gm, n, &f16, &b16);
+    vp__fp8_cast_seconds(&su, gm, n, &f8, &b8);
+    for (int i = 0; i < n; i++)
+        weights += gm[i].n * gm[i].k;
+    double per_element = 6 / (g.hbm_bandwidth * g.hbm_efficiency); /* tensorwise's bytes */
+    TU_NEAR(f16 - f8, weights * per_element);
+    TU_NEAR(b16 - b8, weights * per_element);
+    assert_true(vp__fp8_step_seconds(&st, 1e9) == 0 && vp__fp8_step_seconds(&su, 1e9) > 0);
+    /* refused where the per-op policy is not priced, and for vpipe's own model */
+    vp_arch moe = tp_preset("qwen3-30b-a3b");
+    vp_workload tm = vp_workload_default(&moe);
+    tm.framework = VP_FRAMEWORK_TORCHTITAN;
+    tm.recompute = VP_RECOMPUTE_SELECTIVE;
+    tp_check_refused(&moe, &tm, "mixture-of-experts layers");
+    assert_false(vp_price_selective_differs(&moe, &tm));
+    vp_arch own = vp_arch_vpipe(2, 64, 2, 64);
+    vp_workload to = vp_workload_default(&own);
+    to.framework = VP_FRAMEWORK_TORCHTITAN;
+    tp_check_refused(&own, &to, "not on torchtitan");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives_by_placement),
@@ -258,6 +327,7 @@ int main(void) {
         cmocka_unit_test(test_process_memory),
         cmocka_unit_test(test_optimizer),
         cmocka_unit_test(test_attention_kernels),
+        cmocka_unit_test(test_torchtitan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -290,6 +290,24 @@ typedef enum { VP_ATTN_FUSED = 0, VP_ATTN_FA2 = 1 } vp_attn_kernel;
 /* "fused", "fa2"; NULL outside the enum. */
 VP_API const char *vp_attn_kernel_name(vp_attn_kernel k);
 
+/* The framework that runs a real model, where frameworks keep and recompute differently
+ * (vp_workload.framework). Megatron-LM (and NeMo, Megatron-Bridge: Transformer Engine's
+ * layers) is what the tensor tables, the FP8 copies and the loss describe. torchtitan
+ * differs in three places: its selective recomputation is the per-op policy
+ * (selective_ac_option "op": each layer keeps its input and the outputs of the odd-numbered
+ * matrix multiplies, query, value, gate and down, and of the attention kernel; B
+ * recomputes the key, output and up projections and the elementwise kernels), priced for
+ * dense layers of grouped-query attention and a SwiGLU MLP; its loss upcasts the logits
+ * and runs log_softmax eagerly (8 bytes a logit beside the saved fp32 log-probabilities:
+ * their gradient and log_softmax's backward output); and its FP8 (torchao's Float8Linear)
+ * casts the weights at each use, keeping no FP8 copies, and saves the linears' inputs at
+ * 16 bits. */
+typedef enum { VP_FRAMEWORK_MEGATRON = 0, VP_FRAMEWORK_TORCHTITAN = 1 } vp_framework;
+
+/* "megatron", "torchtitan"; NULL outside the enum. */
+VP_API const char *vp_framework_name(vp_framework f);
+
+
 /* The names of vp_cp_comm ("p2p", "allgather") and vp_fp8 ("off", "tensorwise",
  * "blockwise", "mxfp8", "delayed"); NULL outside the enums. */
 VP_API const char *vp_cp_comm_name(vp_cp_comm c);
@@ -329,6 +347,7 @@ typedef struct vp_workload {
                                    all-gathered in F, B and W (FSDP2, Megatron-FSDP) */
     bool flash;                 /* FlashAttention: no s x s matrix kept */
     vp_attn_kernel attn_kernel; /* its kernels (vp_attn_kernel) */
+    vp_framework framework;     /* what runs the model (vp_framework; a real model only) */
     vp_recompute recompute;     /* inside B; a schedule with R passes recomputes in them */
     vp_precision prec;
     double dp_overlap;    /* share of the DP reduction hidden behind compute, [0, 1], or
@@ -358,6 +377,11 @@ typedef struct vp_workload {
                         torchtitan's float8 all-gather): no 16-bit copy of the FP8 linears'
                         weights, gathered in FP8 */
 } vp_workload;
+
+/* Whether selective recomputation is worth a planner's try under work: it keeps less than
+ * none (Megatron-LM's keeps all with FlashAttention) and is priced for arch (torchtitan's
+ * per-op policy: dense layers of grouped-query attention and a SwiGLU MLP). */
+VP_API bool vp_price_selective_differs(const vp_arch *arch, const vp_workload *work);
 
 /* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision
  * from the model (16-bit: 2/4/4/8 = 18 bytes per parameter; fp32: 4/4/0/8), the DP

@@ -212,6 +212,7 @@ static json_t *run_json(const vp_run *r) {
     set_str(o, "fp8", vp_fp8_name(r->fp8));
     set_str(o, "ep_dispatch", vp_ep_dispatch_name(r->ep_dispatch));
     set_str(o, "attn_kernel", vp_attn_kernel_name(r->attn_kernel));
+    set_str(o, "framework", vp_framework_name(r->framework));
     if (r->dp_overlap != VP_OVERLAP_MODELLED)
         set_real(o, "dp_overlap", r->dp_overlap);
     set_str(o, "cite", r->cite);

@@ -80,6 +80,7 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->fp8 = run->fp8;
     w->fp8_params = run->fp8_params;
     w->attn_kernel = run->attn_kernel;
+    w->framework = run->framework;
     w->zero = run->zero;
     w->dp_overlap = run->dp_overlap;
     w->tp_overlap = run->tp_overlap;
@@ -199,8 +200,9 @@ vp_status vp__run_choose(const vp_run_set *set, int i, const vp_gpu *gpu, vp__ru
         if (run->mbs != VP_RUN_ANY ? mbs != run->mbs : per_rank % mbs)
             continue;
         for (int k = VP_RECOMPUTE_NONE; k <= VP_RECOMPUTE_FULL && rc == VP_OK; k++) {
-            bool same = k == VP_RECOMPUTE_SELECTIVE && run->flash; /* nothing to recompute */
-            if (run->recompute != VP_RUN_ANY ? k != run->recompute : same)
+            bool no_try = k == VP_RECOMPUTE_SELECTIVE &&
+                          !vp_price_selective_differs(&base.arch, &base.work);
+            if (run->recompute != VP_RUN_ANY ? k != run->recompute : no_try)
                 continue;
             for (int f = 0; f < n_fam && rc == VP_OK; f++) {
                 vp__run_ready c = base;

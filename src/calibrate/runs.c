@@ -193,6 +193,7 @@ enum {
     C_EP_DISPATCH,
     C_FP8_PARAMS,
     C_ATTN_KERNEL,
+    C_FRAMEWORK,
     N_COLUMNS
 };
 
@@ -230,7 +231,8 @@ static const char *const column_names[N_COLUMNS] = {"model",
                                                     "ep_overlap",
                                                     "ep_dispatch",
                                                     "fp8_params",
-                                                    "attn_kernel"};
+                                                    "attn_kernel",
+                                                    "framework"};
 _Static_assert(sizeof column_names / sizeof column_names[0] == N_COLUMNS, "a name per column");
 
 /* Where each column sits in a row (-1: absent). */
@@ -427,6 +429,16 @@ static vp_status attn_kernel_cell(const cells *c, vp_run *run) {
     return rc;
 }
 
+/* framework: empty or megatron, or torchtitan (vp_framework). */
+static vp_status framework_cell(const cells *c, vp_run *run) {
+    const char *names[] = {vp_framework_name(VP_FRAMEWORK_MEGATRON),
+                           vp_framework_name(VP_FRAMEWORK_TORCHTITAN)};
+    int f;
+    vp_status rc = choice_cell(c, C_FRAMEWORK, names, 2, "expected megatron or torchtitan", &f);
+    run->framework = (vp_framework)f;
+    return rc;
+}
+
 static vp_status dp_overlap_cell(const cells *c, vp_run *run) {
     const char *s = cell(c, C_DP_OVERLAP);
     run->dp_overlap = VP_OVERLAP_MODELLED;
@@ -510,6 +522,8 @@ static vp_status read_settings(const cells *c, vp_run *run) {
         rc = dispatch_cell(c, run);
     if (rc == VP_OK)
         rc = attn_kernel_cell(c, run);
+    if (rc == VP_OK)
+        rc = framework_cell(c, run);
     if (rc == VP_OK)
         rc = real_cell(c, C_STEP, 1e9, &run->step_time_s);
     if (rc == VP_OK)

@@ -133,8 +133,9 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
     if (c->pp > 1)
         pipeline_keys(&b, pr, schedule, csv_path);
     float8_keys(&b, c->fp8, req->work.fp8_params);
-    vp__buf_printf(&b, "\n[activation_checkpoint]\nmode = \"%s\"\n",
-                   vp_recompute_name(c->recompute));
+    vp__buf_printf(&b, "\n[activation_checkpoint]\nmode = \"%s\"\n%s",
+                   vp_recompute_name(c->recompute),
+                   c->recompute == VP_RECOMPUTE_SELECTIVE ? "selective_ac_option = \"op\"\n" : "");
     if (c->offload > 0)
         vp__buf_printf(&b,
                        "# vpipe priced offloading %g of each stage's saved activations to host;\n"

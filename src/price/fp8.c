@@ -46,7 +46,12 @@
  * per element (Megatron-FSDP's keep_fp8_transpose_cache). Not modelled: the weight gathers
  * move 1 byte per FP8 element, not 2 (they are priced at 16 bits, conservatively); the
  * optimizer casts its master shard and the gathered weights are transposed, priced as the
- * cast once per step. */
+ * cast once per step.
+ *
+ * torchtitan (vp_workload.framework; torchao's Float8Linear) keeps no FP8 copies: F casts
+ * each FP8 linear's weight as it uses it and B casts it again (it saved the 16-bit weight),
+ * every microbatch, and the linears' inputs are saved at 16 bits. With its float8 all-gather
+ * (fp8_params) the gathered weight is the FP8 one; the casts are priced the same. */
 #include "base/internal.h"
 #include "price/price_internal.h"
 
@@ -70,6 +75,8 @@ static double cast_bytes(vp_fp8 f) {
  * transpose, or with FP8 weights (what is not in the weights column) the transposes under
  * ZeRO-3 only; and their scales. */
 static double copy_bytes(const vp_workload *t) {
+    if (t->framework == VP_FRAMEWORK_TORCHTITAN)
+        return 0;
     double copies = !t->fp8_params ? 2 : t->zero >= 3 ? 1 : 0;
     switch (t->fp8) {
     case VP_FP8_TENSORWISE:
@@ -138,6 +145,8 @@ void vp__fp8_cast_seconds(const vp_price_setup *su, const vp__gemm *gm, int n, d
         if (gm[i].fp8) {
             in += cast_elements(t, su->arch, &gm[i], gm[i].k);
             grad += cast_elements(t, su->arch, &gm[i], gm[i].n);
+            if (t->framework == VP_FRAMEWORK_TORCHTITAN) /* the weight, at each use */
+                in += gm[i].n * gm[i].k * gm[i].count, grad += gm[i].n * gm[i].k * gm[i].count;
         }
     double rate = su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency / cast_bytes(t->fp8);
     *f = in / rate;
@@ -173,11 +182,14 @@ double vp__fp8_copy_bytes(const vp_price_setup *su, int l0, int l1) {
 double vp__fp8_step_seconds(const vp_price_setup *su, double elements) {
     const vp_gpu *g = su->gpu;
     vp_fp8 f = su->work->fp8;
+    if (su->work->framework == VP_FRAMEWORK_TORCHTITAN)
+        return 0; /* torchao casts the weights in the passes (vp__fp8_cast_seconds) */
     return elements * cast_bytes(f) / (g->hbm_bandwidth * g->hbm_efficiency);
 }
 
 double vp__fp8_saved_scale(const vp_arch *a, const vp_workload *t, vp_keep keep) {
-    bool fp8 = t->fp8 != VP_FP8_OFF && a->impl == VP_IMPL_MEGATRON && keep == VP_KEEP_F_W;
+    bool fp8 = t->fp8 != VP_FP8_OFF && a->impl == VP_IMPL_MEGATRON &&
+               t->framework == VP_FRAMEWORK_MEGATRON && keep == VP_KEEP_F_W;
     return fp8 ? 1.0 / a->dtype_bytes : 1;
 }
 

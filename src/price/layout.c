@@ -285,7 +285,11 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
     plain.recompute = VP_RECOMPUTE_NONE;
     double whole = largest_layer(a, &plain); /* what full recompute rebuilds at once */
     bool own = a->impl == VP_IMPL_VPIPE;
-    double logits = own ? 0 : vp__tokens(t) * a->vocab / t->tp * a->dtype_bytes;
+    /* what the loss holds beside its saved fp32 softmax: the 16-bit logits (Megatron-LM's
+       fused cross-entropy), or their fp32 gradient and log_softmax's backward output
+       (torchtitan's eager loss, vp_framework) */
+    double per_logit = t->framework == VP_FRAMEWORK_TORCHTITAN ? 8 : a->dtype_bytes;
+    double logits = own ? 0 : vp__tokens(t) * a->vocab / t->tp * per_logit;
     for (int st = 0; st < s->S; st++) {
         const vp_price_stage *g = &lay->stage[st];
         vp_rank_memory *m = &lay->fixed[g->device];
@@ -301,6 +305,8 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
             m->workspace += vpipe_scratch(su, g);
         else if (t->recompute == VP_RECOMPUTE_FULL && g->l1 > g->l0)
             m->workspace = whole;
+        else if (vp__op_recompute(t) && g->l1 > g->l0) /* what B rebuilds of a layer */
+            m->workspace = whole - largest_layer(a, t);
     }
     /* the whole sequence's input of a linear, gathered over TP (with --tp-overlap twice:
        Transformer Engine's communication buffer beside it) */

@@ -51,7 +51,10 @@ enum {
     SHARD = 16384,      /* held by every vocabulary shard (a W_VOCAB row: its share) */
     NO_SHARD = 32768,   /* not held (T and EB take their gradients at once) */
     POSITIONS = 65536,  /* kept by the first stage only for learned positions' gradient */
-    ONLY_SHARD = 131072 /* exists only with vocabulary parallelism */
+    ONLY_SHARD = 131072, /* exists only with vocabulary parallelism */
+    /* torchtitan's per-op selective recomputation (vp__op_recompute): */
+    OP_SAVED = 262144, /* an output of an op its policy saves */
+    ONLY_OP = 524288   /* kept only by that policy (no backward reads it) */
 };
 
 typedef struct tensor_row {
@@ -87,21 +90,23 @@ static const tensor_row megatron_layer[] = {
     {"query latent (up-projection input)", W_QLORA, 1, 0, SPLIT_NONE, F_W, QLORA},
     {"key-value latent and rotary key", W_KVLORA, 1, 0, SPLIT_NONE, F_B, MLA},
     {"key-value latent (up-projection input)", W_KVLAT, 1, 0, SPLIT_NONE, F_W, MLA},
-    {"query", W_Q, 1, 0, SPLIT_TP, F_B, 0},
-    {"key and value", W_KV, 2, 0, SPLIT_TP, F_B, GQA},
+    {"query", W_Q, 1, 0, SPLIT_TP, F_B, OP_SAVED},
+    {"key", W_KV, 1, 0, SPLIT_TP, F_B, GQA},
+    {"value", W_KV, 1, 0, SPLIT_TP, F_B, GQA | OP_SAVED},
     {"key", W_K, 1, 0, SPLIT_TP, F_B, MLA},
     {"value", W_V, 1, 0, SPLIT_TP, F_B, MLA},
     {"softmax output", W_SCORES, 1, 0, SPLIT_TP, F_B, SCORES},
     {"softmax dropout mask", W_SCORES, 1, 1, SPLIT_TP, F_B, SCORES | ONLY_DROPOUT},
     {"softmax dropout output", W_SCORES, 1, 0, SPLIT_TP, F_B, SCORES | ONLY_DROPOUT},
-    {"softmax log-sum-exp", W_HEADS, 1, 4, SPLIT_TP, F_B, ONLY_FLASH},
-    {"projection input (attention output)", W_O, 1, 0, SPLIT_TP, F_W, 0},
+    {"softmax log-sum-exp", W_HEADS, 1, 4, SPLIT_TP, F_B, ONLY_FLASH | OP_SAVED},
+    {"projection input (attention output)", W_O, 1, 0, SPLIT_TP, F_W, OP_SAVED},
     {"attention dropout mask", W_H, 1, 1, SPLIT_SP, F_B, ONLY_DROPOUT},
     {"norm 2 input", W_H, 1, 0, SPLIT_SP, F_B, 0},
     {"FC1 input (norm 2 output)", W_H, 1, 0, SPLIT_SP, F_W, 0},
     {"GELU input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_GELU},
     {"squared-ReLU input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_RELU2},
-    {"SwiGLU input (gate and up)", W_FFN, 2, 0, SPLIT_TP, F_B, DENSE | ONLY_SWIGLU},
+    {"SwiGLU gate input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_SWIGLU | OP_SAVED},
+    {"SwiGLU up input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_SWIGLU},
     {"FC2 input", W_FFN, 1, 0, SPLIT_TP, F_W, DENSE},
     {"router probabilities (fp32)", W_EXPERTS, 1, 4, SPLIT_SEQ, F_B, MOE},
     {"expert input (dispatched tokens)", W_H, 1, 0, SPLIT_EXPERT, F_W, MOE},
@@ -113,6 +118,7 @@ static const tensor_row megatron_layer[] = {
     {"shared-expert activation input", W_SFFN, 1, 0, SPLIT_TP, F_B, SHARED | ONLY_PLAIN},
     {"shared-expert FC2 input", W_SFFN, 1, 0, SPLIT_TP, F_W, SHARED},
     {"MLP dropout mask", W_H, 1, 1, SPLIT_SP, F_B, ONLY_DROPOUT},
+    {"FC2 output (the per-op policy's)", W_H, 1, 0, SPLIT_NONE, F_B, ONLY_OP | OP_SAVED},
     {"QKV output gradient (query)", W_Q, 1, 0, SPLIT_TP, B_W, GQA},
     {"QKV output gradient (key, value)", W_KV, 2, 0, SPLIT_TP, B_W, GQA},
     {"query up-projection output gradient", W_Q, 1, 0, SPLIT_TP, B_W, MLA},
@@ -232,21 +238,23 @@ static bool row_present(const tensor_row *r, const vp_arch *a, const vp_workload
                  {QLORA, mla && a->q_lora > 0},
                  {DENSE, !moe},
                  {MOE, moe},
-                 {SHARED, moe && a->shared_experts > 0}};
+                 {SHARED, moe && a->shared_experts > 0},
+                 {ONLY_OP, vp__op_recompute(t)}};
     for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++)
         if ((r->flags & needs[i].flag) && !needs[i].on)
             return false;
     return true;
 }
 
-/* The row under recomputation (layers only): selective drops the attention matrices;
- * full keeps the layer input alone from F, and what W needs is rebuilt by B and kept
- * from B until W. Returns false when the row is not kept. */
-static bool row_recomputed(const tensor_row *r, vp_recompute rc, vp_keep *keep) {
+/* The row under recomputation (layers only): Megatron's selective drops the attention
+ * matrices; full keeps the layer input alone from F, torchtitan's per-op policy (op) that
+ * and its ops' outputs, and what W needs is rebuilt by B and kept from B until W. Returns
+ * false when the row is not kept. */
+static bool row_recomputed(const tensor_row *r, vp_recompute rc, bool op, vp_keep *keep) {
     *keep = r->keep;
-    if (rc == VP_RECOMPUTE_SELECTIVE)
+    if (rc == VP_RECOMPUTE_SELECTIVE && !op)
         return !(r->flags & SCORES);
-    if (rc != VP_RECOMPUTE_FULL || (r->flags & LAYER_INPUT))
+    if (rc == VP_RECOMPUTE_NONE || (r->flags & (LAYER_INPUT | (op ? OP_SAVED : 0))))
         return true;
     if (r->keep == VP_KEEP_F_B)
         return false;
@@ -315,9 +323,11 @@ int vp__piece_tensors(const vp_arch *arch, const vp_workload *work, vp_price_par
     const tensor_row *rows = tables[arch->impl][part].rows;
     int n = tables[arch->impl][part].n, count = 0;
     vp_recompute rc = part == VP_PRICE_LAYER ? work->recompute : VP_RECOMPUTE_NONE;
+    bool op = vp__op_recompute(work);
     for (int i = 0; i < n; i++) {
         vp_keep keep;
-        if (!row_present(&rows[i], arch, work, kind) || !row_recomputed(&rows[i], rc, &keep))
+        if (!row_present(&rows[i], arch, work, kind) ||
+            !row_recomputed(&rows[i], rc, op, &keep))
             continue;
         double bytes = row_bytes(&rows[i], arch, work) *
                        (part == VP_PRICE_LAYER ? vp__fp8_saved_scale(arch, work, rows[i].keep) : 1);
@@ -405,10 +415,16 @@ static void piece_flops(const vp_arch *a, const vp_workload *t, vp_price_part pa
     out->flops_r = 0;
     if (part != VP_PRICE_LAYER)
         return;
-    if (t->recompute == VP_RECOMPUTE_FULL)
+    if (t->recompute == VP_RECOMPUTE_FULL) {
         out->flops_r = out->flops_f;
-    else if (t->recompute == VP_RECOMPUTE_SELECTIVE && !t->flash)
+    } else if (vp__op_recompute(t)) { /* its even-numbered linears, the core unless flash */
+        n = vp__op_gemms(a, t, g);
+        for (int i = 0; i < n; i++)
+            out->flops_r += 2 * g[i].m * g[i].n * g[i].k * g[i].count;
+        out->flops_r += t->flash ? 0 : core;
+    } else if (t->recompute == VP_RECOMPUTE_SELECTIVE && !t->flash) {
         out->flops_r = core;
+    }
 }
 
 vp_status vp_price_part_facts(const vp_arch *arch, const vp_workload *work, vp_price_part part,

@@ -72,6 +72,13 @@ double vp__attention_flops(const vp_arch *a, const vp_workload *t, unsigned kind
  * one (input and weight gradients); the attention core is apart (vp__attention_flops). */
 int vp__piece_gemms(const vp_arch *a, const vp_workload *t, vp_price_part part, unsigned kind,
                     vp__gemm *g);
+/* torchtitan's per-op selective recomputation (vp_framework): whether t asks for it;
+ * whether it is priced for a's layers (dense, grouped-query attention, SwiGLU); the
+ * multiplies it reruns in B on one rank (key, output and up projections: the even-numbered
+ * ones) into g[3], returning 3. */
+bool vp__op_recompute(const vp_workload *t);
+bool vp__op_priced(const vp_arch *a);
+int vp__op_gemms(const vp_arch *a, const vp_workload *t, vp__gemm *g);
 
 /* Parameters of one piece on one rank (its experts over ep x etp); *experts (optional) the
  * experts' share of them. The head counts its matrix even when tied (the last stage holds

@@ -96,6 +96,22 @@ static int attention_gemms(const vp_arch *a, double T, double tp, vp__gemm *g, i
     return push(g, n, T, h, a->heads * at.d_v / tp, 1, true);
 }
 
+bool vp__op_recompute(const vp_workload *t) {
+    return t->framework == VP_FRAMEWORK_TORCHTITAN && t->recompute == VP_RECOMPUTE_SELECTIVE;
+}
+
+bool vp__op_priced(const vp_arch *a) {
+    return a->kv_lora == 0 && a->experts == 0 && a->ffn_kind == VP_FFN_SWIGLU;
+}
+
+int vp__op_gemms(const vp_arch *a, const vp_workload *t, vp__gemm *g) {
+    vp__attn at = vp__attention(a);
+    double T = vp__tokens(t), tp = t->tp, h = a->hidden;
+    int n = push(g, 0, T, at.k / tp, h, 1, true);        /* key */
+    n = push(g, n, T, h, a->heads * at.d_v / tp, 1, true); /* output */
+    return push(g, n, T, a->ffn / tp, h, 1, true);        /* up */
+}
+
 /* An MLP of inner width f over rows tokens, f split over tp, count of them. */
 static int mlp_gemms(const vp_arch *a, double rows, double f, double count, vp__gemm *g, int n) {
     n = push(g, n, rows, gates(a) * f, a->hidden, count, true);

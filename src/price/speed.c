@@ -94,10 +94,19 @@ void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned ki
     sec[1] += (kernel ? g->act_traffic_b * all.act_bytes / g->hbm_bandwidth : 0) + overhead;
     sec[2] += overhead;
     sec[3] = 0;
-    if (rc == VP_RECOMPUTE_FULL)
+    /* what the other kernels rebuild: their share of F's traffic, as F saved less */
+    double rebuilt = all.act_bytes > 0 ? moved_f * (all.act_bytes - kept.act_bytes) / all.act_bytes
+                                       : 0;
+    if (rc == VP_RECOMPUTE_FULL) {
         sec[3] = sec[0];
-    else if (rc == VP_RECOMPUTE_SELECTIVE && !su->work->flash) /* the attention core again */
-        sec[3] =
-            attention +
-            (all.act_bytes > 0 ? moved_f * (all.act_bytes - kept.act_bytes) / all.act_bytes : 0);
+    } else if (part == VP_PRICE_LAYER && vp__op_recompute(su->work)) {
+        vp__gemm gm[3]; /* torchtitan's per-op policy: its even-numbered linears again */
+        int n = vp__op_gemms(su->arch, su->work, gm);
+        double fp8 = vp__fp8_gemm_scale(su);
+        for (int i = 0; i < n; i++)
+            sec[3] += gemm_seconds(g, gm[i].m, gm[i].n, gm[i].k, gm[i].count) * fp8;
+        sec[3] += rebuilt + (su->work->flash ? 0 : attention);
+    } else if (rc == VP_RECOMPUTE_SELECTIVE && !su->work->flash) { /* the attention core again */
+        sec[3] = attention + rebuilt;
+    }
 }

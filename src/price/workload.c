@@ -29,6 +29,14 @@ const char *vp_attn_kernel_name(vp_attn_kernel k) {
     return k == VP_ATTN_FUSED ? "fused" : k == VP_ATTN_FA2 ? "fa2" : NULL;
 }
 
+const char *vp_framework_name(vp_framework f) {
+    return f == VP_FRAMEWORK_MEGATRON ? "megatron" : f == VP_FRAMEWORK_TORCHTITAN ? "torchtitan" : NULL;
+}
+
+bool vp_price_selective_differs(const vp_arch *a, const vp_workload *t) {
+    return t->framework == VP_FRAMEWORK_TORCHTITAN ? vp__op_priced(a) : !t->flash;
+}
+
 const char *vp_fp8_name(vp_fp8 f) {
     static const char *const names[] = {"off", "tensorwise", "blockwise", "mxfp8", "delayed"};
     return (unsigned)f < 5 ? names[f] : NULL;
@@ -79,6 +87,8 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
         return vp__fail(err, VP_EINVAL, "ZeRO stage %d is not 0, 1, 2 or 3", t->zero);
     if ((unsigned)t->recompute > VP_RECOMPUTE_FULL)
         return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)t->recompute);
+    if ((unsigned)t->framework > VP_FRAMEWORK_TORCHTITAN)
+        return vp__fail(err, VP_EINVAL, "unknown framework %d", (int)t->framework);
     if (t->seq > a->max_positions)
         return vp__fail(err, VP_EINVAL, "sequence %d is longer than model %s's %d positions",
                         t->seq, a->name, a->max_positions);
@@ -110,6 +120,18 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
         return vp__fail(err, VP_EINVAL,
                         "vpipe's own model has no tensor parallelism, "
                         "FlashAttention or recomputation");
+    if (a->impl == VP_IMPL_VPIPE && t->framework != VP_FRAMEWORK_MEGATRON)
+        return vp__fail(err, VP_EINVAL, "vpipe's own model runs on vpipe's runtime, not on %s",
+                        vp_framework_name(t->framework));
+    if (vp__op_recompute(t) && !vp__op_priced(a))
+        return vp__fail(err, VP_EINVAL,
+                        "torchtitan's selective recomputation (its per-op policy) is priced for "
+                        "dense layers of grouped-query attention and a SwiGLU MLP; model %s has "
+                        "%s: use --recompute full or none",
+                        a->name,
+                        a->kv_lora > 0       ? "latent attention"
+                        : a->experts > 0     ? "mixture-of-experts layers"
+                                             : "another MLP");
     if (a->impl == VP_IMPL_VPIPE && t->cp > 1)
         return vp__fail(err, VP_EINVAL,
                         "vpipe's own model cannot split its attention over CP %d: its runtime "

@@ -22,7 +22,7 @@ static const char *const workload_keys[] = {"gpu",        "seq",
                                             "fp8",        "cp",
                                             "cp_comm",    "fp8_params",
                                             "grad_bytes", "attn_kernel",
-                                            NULL};
+                                            "framework",  NULL};
 
 vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
     *n = 1;
@@ -91,6 +91,9 @@ static void apply_workload(vp__run *run) {
     w->zero = q->zero > 0 ? q->zero : 0;
     w->flash = q->flash;
     w->attn_kernel = q->attn_kernel >= 0 ? (vp_attn_kernel)q->attn_kernel : w->attn_kernel;
+    w->framework = q->framework >= 0           ? (vp_framework)q->framework
+                   : q->emit == VP_EMIT_TORCHTITAN ? VP_FRAMEWORK_TORCHTITAN
+                                                   : w->framework;
     w->tp_overlap = q->tp_overlap;
     w->pp_overlap = q->pp_overlap;
     w->ep_overlap = q->ep_overlap;
@@ -111,6 +114,11 @@ static void apply_workload(vp__run *run) {
  * (vpipe's own model trains in fp32); --attn-kernel names FlashAttention's kernels. */
 static vp_status precision_check(const vp__run *run, vp_error *err) {
     const vp_request *q = run->req;
+    if (q->framework == VP_FRAMEWORK_TORCHTITAN && q->emit == VP_EMIT_MEGATRON)
+        return vp__fail(err, VP_EINVAL,
+                        "%s megatron writes Megatron-LM's options: it prices %s megatron, not "
+                        "torchtitan",
+                        VP__NAME(run, "emit"), VP__NAME(run, "framework"));
     if (q->attn_kernel >= 0 && !q->flash)
         return vp__fail(err, VP_EINVAL, "%s picks FlashAttention's kernels: it needs %s",
                         VP__NAME(run, "attn_kernel"), VP__NAME(run, "flash"));
@@ -228,6 +236,8 @@ char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
              : w->attn_kernel == VP_ATTN_FA2 ? ", FlashAttention-2"
                                              : ", FlashAttention",
              fp8, w->prec.grad < 4 ? ", 16-bit gradients" : "", vp_recompute_name(w->recompute));
+    if (w->framework != VP_FRAMEWORK_MEGATRON)
+        snprintf(buf + strlen(buf), size - strlen(buf), " (%s)", vp_framework_name(w->framework));
     return buf;
 }
 

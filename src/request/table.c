@@ -39,6 +39,7 @@ static const char *const recomputes[] = {"none", "selective", "full", NULL};
 static const char *const splits[] = {"time", "memory", "even", NULL};
 static const char *const dispatches[] = {"alltoall", "deepep", NULL}; /* vp_ep_dispatch */
 static const char *const attn_kernels[] = {"fused", "fa2", NULL};     /* vp_attn_kernel */
+static const char *const frameworks[] = {"megatron", "torchtitan", NULL}; /* vp_framework */
 static const char *const emits[] = {"torchtitan", "megatron", NULL};
 static const char *const formats[] = {"json", "text", "torch-csv", "torch-csv-comms", NULL};
 static const char *const offload_policies[] = {"none", "uniform", "selective", NULL};
@@ -125,6 +126,7 @@ const vp__option vp__options[] = {
      .commands = REAL},
     FLAG("flash", "--flash", flash, REAL),
     CHOICE("attn_kernel", "--attn-kernel", attn_kernel, attn_kernels, "attention kernel", -1, REAL),
+    CHOICE("framework", "--framework", framework, frameworks, "framework", -1, REAL),
     FLAG("tp_overlap", "--tp-overlap", tp_overlap, REAL),
     FLAG("pp_overlap", "--pp-overlap", pp_overlap, REAL),
     FLAG("ep_overlap", "--ep-overlap", ep_overlap, REAL),

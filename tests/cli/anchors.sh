@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every published run of design/anchors.md is a row of data/anchors/*.csv, and every row
 # vpipe prices is one command line with the options of the command line (--cp, --ep, --etp,
-# --zero N, --fp8, --fp8-params, --grad-bytes, --attn-kernel, --ep-overlap, ...): this test
+# --zero N, --fp8, --fp8-params, --grad-bytes, --attn-kernel, --framework, --ep-overlap, ...): this test
 # writes that command for each priced row, runs it, and checks it prices the run exactly as
 # the accuracy report does. A row kept unpriced says why (others.csv). Usage: anchors.sh VPIPE SOURCE_DIR
 vp=$1
@@ -53,6 +53,8 @@ def command(r):
         c += ["--attn-kernel", r["attn_kernel"]]
     if r["grad_bytes"]:
         c += ["--grad-bytes", str(r["grad_bytes"])]
+    if r["framework"] != "megatron":
+        c += ["--framework", r["framework"]]
     return c
 
 

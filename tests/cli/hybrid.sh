@@ -39,12 +39,14 @@ assert one["evaluated"] + one["pruned"] + one["refused"] == one["candidates"], o
 assert max(m["total"] for m in one["best"]["memory_per_rank"]) == one["best"]["memory_max_bytes"]
 PY
 
-# --emit torchtitan DIR: a TOML that tomllib reads with the winner's degrees, and a CSV that
-# vpipe's importer (PyTorch's loader rules) accepts with the winner's p and m.
+# --emit torchtitan DIR: a TOML that tomllib reads with the winner's degrees (priced as
+# torchtitan runs it: --framework torchtitan), and a CSV that vpipe's importer (PyTorch's
+# loader rules) accepts with the winner's p and m.
 "$vp" plan "${cm[@]}" --json >"$tmp/cm.json"
+"$vp" plan "${cm[@]}" --framework torchtitan --json >"$tmp/cm-tt.json"
 expect 0 "wrote" -- "$vp" plan "${cm[@]}" --emit torchtitan "$tmp/tt"
 expect 0 "" -- "$vp" validate "$tmp/tt/schedule.csv"
-expect 0 "" -- python3 - "$tmp/tt/job.toml" "$tmp/cm.json" "$tmp/tt/schedule.csv" <<'PY'
+expect 0 "" -- python3 - "$tmp/tt/job.toml" "$tmp/cm-tt.json" "$tmp/tt/schedule.csv" <<'PY'
 import json, sys, tomllib
 job = tomllib.load(open(sys.argv[1], "rb"))
 best = json.load(open(sys.argv[2]))["best"]
@@ -62,6 +64,7 @@ assert layers == [f"layers.{i}" for i in range(78)], layers
 assert [len([n for n in p if n.startswith("layers.")]) for p in parts] == best["layers_per_stage"]
 assert parts[0][0] == "tok_embeddings" and parts[-1][-2:] == ["norm", "output"]
 assert job["activation_checkpoint"]["mode"] == best["recompute"]
+assert ("selective_ac_option" in job["activation_checkpoint"]) == (best["recompute"] == "selective")
 rows = open(sys.argv[3]).read().splitlines()
 assert len(rows) == best["pp"], len(rows)
 PY

@@ -45,7 +45,7 @@ c=$("$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --gpu "$tmp/slow.json" --jso
 
 # model show: dimensions, parameters, per-part bytes and FLOPs; --json from the library.
 expect 0 "70.55 B" -- "$vp" model show llama3-70b
-expect 0 "SwiGLU input (gate and up)" -- "$vp" model show llama3-70b --seq 8192 --tp 8 --sp
+expect 0 "SwiGLU gate input" -- "$vp" model show llama3-70b --seq 8192 --tp 8 --sp
 expect 0 "softmax output" -- "$vp" model show gpt2-124m --seq 1024 --mbs 4
 "$vp" model show gpt2-124m --seq 1024 --mbs 2 --tp 2 --json >"$tmp/show.json"
 expect 0 "" -- python3 - "$tmp/show.json" <<'PY'
@@ -218,6 +218,15 @@ assert t["a100-80gb", "fa2"] == t["a100-80gb", "fused"], t
 PY
 expect 0 "FlashAttention-2" -- "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --flash \
     --attn-kernel fa2
+# --framework torchtitan: its per-op selective recomputation, where it is priced
+expect 0 "FC2 output (the per-op policy's)" -- \
+    "$vp" model show llama3-8b --seq 8192 --recompute selective --framework torchtitan
+expect 2 "model qwen3-30b-a3b has mixture-of-experts layers: use --recompute full or none" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model qwen3-30b-a3b --recompute selective --framework torchtitan
+expect 2 "--framework is one of megatron, torchtitan, got 'pytorch'" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --framework pytorch
+expect 2 "--emit megatron writes Megatron-LM's options: it prices --framework megatron" -- \
+    "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --framework torchtitan --emit megatron
 expect 2 "--attn-kernel picks FlashAttention's kernels: it needs --flash" -- \
     "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --attn-kernel fa2
 expect 2 "--attn-kernel is one of fused, fa2, got 'fa3'" -- \
