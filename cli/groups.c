@@ -196,6 +196,13 @@ static const cli_opt real_opts[] = {
               "Transformer Engine) or torchtitan (its per-op selective\n"
               "recompute, eager fp32 loss, torchao's FP8 casts; plan --emit\n"
               "torchtitan's default)"),
+    {.name = "recompute-modules",
+     .kind = CLI_STRING,
+     .offset = AT(recompute_modules),
+     .arg = "A,B,...",
+     .help = "with --recompute selective, what Megatron-LM reruns in B:\n"
+             "core_attn (its default), layernorm, mla_up_proj, mlp, moe_act,\n"
+             "shared_experts (its --recompute-modules)"},
     REAL_FLAG("tp-overlap", tp_overlap,
               "TP collectives pipelined with the linears they feed\n"
               "(Megatron-LM's --tp-comm-overlap)"),

@@ -317,6 +317,74 @@ static void test_torchtitan(void **state) {
     tp_check_refused(&own, &to, "not on torchtitan");
 }
 
+/* Megatron-LM's recompute modules (vp_workload.recompute_modules): none named is core_attn
+ * (with FlashAttention: nothing rerun); layernorm leaves the two norm outputs to B (kept
+ * from B until W); mla_up_proj drops latent attention's queries, keys and values and reruns
+ * its two up-projections; mlp a dense layer's MLP, its linears rerun; moe_act the routed
+ * experts' FC2 inputs; a module the model lacks, modules without selective, and unknown
+ * names are refused. */
+static void test_recompute_modules(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("deepseek-v3");
+    vp_workload t = vp_workload_default(&a);
+    t.seq = 4096;
+    t.flash = true;
+    t.ep = t.dp = 8;
+    vp_workload sel = t, norm, up, act, mlp;
+    sel.recompute = VP_RECOMPUTE_SELECTIVE;
+    norm = up = act = mlp = sel;
+    norm.recompute_modules = VP_RECOMPUTE_LAYERNORM;
+    up.recompute_modules = VP_RECOMPUTE_MLA_UP_PROJ;
+    act.recompute_modules = VP_RECOMPUTE_MOE_ACT;
+    mlp.recompute_modules = VP_RECOMPUTE_MLP;
+    unsigned moe = vp__layer_kind(&a, a.layers - 1), dense = vp__layer_kind(&a, 0);
+    vp_price_facts none, f0, fn, fu, fa, fm, fm0;
+    vp__piece_facts(&a, &t, VP_PRICE_LAYER, moe, &none);
+    vp__piece_facts(&a, &sel, VP_PRICE_LAYER, moe, &f0);
+    vp__piece_facts(&a, &norm, VP_PRICE_LAYER, moe, &fn);
+    vp__piece_facts(&a, &up, VP_PRICE_LAYER, moe, &fu);
+    vp__piece_facts(&a, &act, VP_PRICE_LAYER, moe, &fa);
+    vp__piece_facts(&a, &mlp, VP_PRICE_LAYER, dense, &fm);
+    vp__piece_facts(&a, &sel, VP_PRICE_LAYER, dense, &fm0);
+    double T = 4096, h = a.hidden, H = a.heads;
+    assert_true(f0.act_bytes == none.act_bytes && f0.flops_r == 0); /* core_attn, flash */
+    TU_NEAR(none.act_bytes - fn.act_bytes, 2 * T * h * 2);
+    TU_NEAR(fn.keep_bytes, none.keep_bytes); /* what W reads is rebuilt, still kept for W */
+    assert_true(fn.flops_r == 0);
+    double q = H * (a.qk_nope + a.qk_rope), k = q, v = H * a.v_head;
+    TU_NEAR(none.act_bytes - fu.act_bytes, T * (q + k + v) * 2);
+    TU_NEAR(fu.flops_r, 2 * T * (q * a.q_lora + H * (a.qk_nope + a.v_head) * a.kv_lora));
+    double rows = vp__expert_rows(&a, &t) * t.etp;
+    TU_NEAR(none.act_bytes - fa.act_bytes, rows * a.expert_ffn * 2);
+    TU_NEAR(fm.flops_r, 2 * T * 3 * h * a.ffn); /* SwiGLU's gate and up, then down */
+    TU_NEAR(fm0.act_bytes - fm.act_bytes, T * 3 * a.ffn * 2);
+    /* refusals */
+    vp_arch l = tp_preset("llama3-8b");
+    vp_workload lw = vp_workload_default(&l);
+    lw.recompute = VP_RECOMPUTE_SELECTIVE;
+    lw.recompute_modules = VP_RECOMPUTE_MLA_UP_PROJ;
+    tp_check_refused(&l, &lw, "recompute module mla_up_proj: model llama3-8b has no latent");
+    lw.recompute_modules = VP_RECOMPUTE_MOE_ACT;
+    tp_check_refused(&l, &lw, "has no routed experts");
+    lw.recompute = VP_RECOMPUTE_FULL;
+    lw.recompute_modules = VP_RECOMPUTE_LAYERNORM;
+    tp_check_refused(&l, &lw, "need recompute selective under Megatron-LM (got full)");
+    unsigned set = 0;
+    vp_error err = {0};
+    assert_int_equal(vp_recompute_modules_parse("layernorm moe_act,mla_up_proj+core_attn", &set,
+                                                &err),
+                     VP_OK);
+    assert_int_equal(set, VP_RECOMPUTE_LAYERNORM | VP_RECOMPUTE_MOE_ACT |
+                              VP_RECOMPUTE_MLA_UP_PROJ | VP_RECOMPUTE_CORE_ATTN);
+    char buf[96];
+    assert_string_equal(vp_recompute_modules_text(set, buf, sizeof buf),
+                        "core_attn,layernorm,mla_up_proj,moe_act");
+    assert_int_equal(vp_recompute_modules_parse("layernorm,mlps", &set, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "unknown recompute module 'mlps'"));
+    assert_int_equal(vp_recompute_modules_parse(" ,", &set, &err), VP_EINVAL);
+    assert_string_equal(vp_recompute_modules_text(63, buf, 12), "core_attn,l");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_collectives_by_placement),
@@ -328,6 +396,7 @@ int main(void) {
         cmocka_unit_test(test_optimizer),
         cmocka_unit_test(test_attention_kernels),
         cmocka_unit_test(test_torchtitan),
+        cmocka_unit_test(test_recompute_modules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,8 +31,9 @@
  * priced yet); ep_overlap (0/1: Megatron-LM's --overlap-moe-expert-parallel-comm);
  * ep_dispatch (alltoall, the default, or deepep: vp_ep_dispatch); fp8_params (0/1: the FP8
  * copies are the weights, vp_workload.fp8_params); attn_kernel (fused, the default, or fa2:
- * vp_attn_kernel); framework (megatron, the default, or torchtitan: vp_framework). Other
- * columns are ignored
+ * vp_attn_kernel); framework (megatron, the default, or torchtitan: vp_framework);
+ * recompute_modules (Megatron-LM's, with recompute selective: vp_recompute_module names,
+ * "layernorm moe_act"). Other columns are ignored
  * (vp_run_set.ignored names them).
  */
 #ifndef VPIPE_CALIBRATE_H
@@ -67,6 +68,7 @@ typedef struct vp_run {
     bool fp8_params;            /* FP8 weights (vp_workload.fp8_params) */
     vp_attn_kernel attn_kernel; /* FlashAttention's kernels (with flash) */
     vp_framework framework;     /* what ran it */
+    unsigned recompute_modules; /* with selective: a set of vp_recompute_module (0: none named) */
     bool ep_overlap;            /* the combined 1F1B (vp_workload.ep_overlap) */
     vp_ep_dispatch ep_dispatch; /* how its all-to-alls move tokens */
     int zero;                   /* the ZeRO stage, 0-3 */

@@ -307,6 +307,31 @@ typedef enum { VP_FRAMEWORK_MEGATRON = 0, VP_FRAMEWORK_TORCHTITAN = 1 } vp_frame
 /* "megatron", "torchtitan"; NULL outside the enum. */
 VP_API const char *vp_framework_name(vp_framework f);
 
+/* Megatron-LM's --recompute-modules: the submodules its selective recomputation reruns in
+ * B (vp_workload.recompute_modules, a set of these; none given: core_attn, its default).
+ * Each drops from F what that submodule alone keeps, and B rebuilds it: core_attn the
+ * attention matrices (nothing with FlashAttention); layernorm the two norms' outputs (the
+ * QKV and FC1 inputs); mla_up_proj latent attention's queries, keys and values (its
+ * up-projections run again); mlp a dense MLP's inner activations (its linears run again);
+ * moe_act the routed experts' activation outputs (their FC2 inputs); shared_experts the
+ * shared experts' inner activations (their linears again). */
+typedef enum {
+    VP_RECOMPUTE_CORE_ATTN = 1,
+    VP_RECOMPUTE_LAYERNORM = 2,
+    VP_RECOMPUTE_MLA_UP_PROJ = 4,
+    VP_RECOMPUTE_MLP = 8,
+    VP_RECOMPUTE_MOE_ACT = 16,
+    VP_RECOMPUTE_SHARED_EXPERTS = 32
+} vp_recompute_module;
+#define VP_RECOMPUTE_MODULES 6 /* how many there are */
+
+/* Reads module names separated by commas, spaces or '+' ("layernorm,moe_act") into a set
+ * of vp_recompute_module; an unknown name or an empty list is refused (VP_EINVAL). */
+VP_API vp_status vp_recompute_modules_parse(const char *text, unsigned *out, vp_error *err);
+/* The set's names in the enum's order, comma-separated, into buf (size bytes); returns
+ * buf ("" for the empty set). */
+VP_API const char *vp_recompute_modules_text(unsigned set, char *buf, size_t size);
+
 
 /* The names of vp_cp_comm ("p2p", "allgather") and vp_fp8 ("off", "tensorwise",
  * "blockwise", "mxfp8", "delayed"); NULL outside the enums. */
@@ -349,6 +374,8 @@ typedef struct vp_workload {
     vp_attn_kernel attn_kernel; /* its kernels (vp_attn_kernel) */
     vp_framework framework;     /* what runs the model (vp_framework; a real model only) */
     vp_recompute recompute;     /* inside B; a schedule with R passes recomputes in them */
+    unsigned recompute_modules; /* with selective under Megatron-LM: a set of
+                                   vp_recompute_module (0: core_attn) */
     vp_precision prec;
     double dp_overlap;    /* share of the DP reduction hidden behind compute, [0, 1], or
                              VP_OVERLAP_MODELLED (the default): the frameworks' overlap */
@@ -379,8 +406,9 @@ typedef struct vp_workload {
 } vp_workload;
 
 /* Whether selective recomputation is worth a planner's try under work: it keeps less than
- * none (Megatron-LM's keeps all with FlashAttention) and is priced for arch (torchtitan's
- * per-op policy: dense layers of grouped-query attention and a SwiGLU MLP). */
+ * none (Megatron-LM's core_attn keeps all with FlashAttention; its other recompute modules
+ * do not) and is priced for arch (torchtitan's per-op policy: dense layers of grouped-query
+ * attention and a SwiGLU MLP). */
 VP_API bool vp_price_selective_differs(const vp_arch *arch, const vp_workload *work);
 
 /* seq (the model's positions, at most 2048), mbs 1, tp 1, dp 1, nothing on, precision

@@ -31,7 +31,8 @@
  *             memory_limit, max_ops, recompute, vocab_parallel, offload, offload_policy,
  *             model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap,
  *             reserve, dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, fp8,
- *             fp8_params, grad_bytes, cp, cp_comm, attn_kernel, framework, json
+ *             fp8_params, grad_bytes, cp, cp_comm, attn_kernel, framework,
+ *             recompute_modules, json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
  *             no_color, title
@@ -42,14 +43,15 @@
  *             vocab_parallel, offload, offload_policy, memory, json, output, model, gpu,
  *             seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve,
  *             dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, fp8, fp8_params,
- *             grad_bytes, cp, cp_comm, attn_kernel, framework, gpus, global_batch, pp, top,
- *             max_chunks,
+ *             grad_bytes, cp, cp_comm, attn_kernel, framework, recompute_modules, gpus,
+ *             global_batch, pp, top, max_chunks,
  *             threads,
  *             time_limit, margin, emit, operand (emit torchtitan's DIR)
  *   block     operand (a block file), p, m, v, cost, cost_file, memory_model, memory_limit,
  *             max_ops, reorder, output, json, example
  *   model     operand ("list" | ["show", NAME]), json; show also model (instead of
- *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute, fp8, framework (gpu, tp_overlap,
+ *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute, fp8, framework,
+ *             recompute_modules (gpu, tp_overlap,
  *             pp_overlap, reserve, dp_overlap, ep_overlap, ep_dispatch, fp8_params,
  *             grad_bytes and attn_kernel are refused: they price a pipeline)
  *   calibrate runs (a RUNS.csv path, required), output (required: the calibrated
@@ -135,6 +137,7 @@ typedef struct vp_request {
     int attn_kernel; /* --attn-kernel: a vp_attn_kernel, -1 when not given */
     int framework;   /* --framework: a vp_framework, -1 when not given (plan --emit
                         torchtitan: torchtitan, else megatron) */
+    const char *recompute_modules; /* --recompute-modules: names (vp_recompute_modules_parse) */
     /* --cp (0: not given), --cp-comm (a vp_cp_comm; -1: not given) */
     int cp, cp_comm;
     double reserve, dp_overlap;

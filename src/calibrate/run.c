@@ -81,6 +81,7 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->fp8_params = run->fp8_params;
     w->attn_kernel = run->attn_kernel;
     w->framework = run->framework;
+    w->recompute_modules = run->recompute_modules;
     w->zero = run->zero;
     w->dp_overlap = run->dp_overlap;
     w->tp_overlap = run->tp_overlap;

@@ -194,6 +194,7 @@ enum {
     C_FP8_PARAMS,
     C_ATTN_KERNEL,
     C_FRAMEWORK,
+    C_RECOMPUTE_MODULES,
     N_COLUMNS
 };
 
@@ -232,7 +233,8 @@ static const char *const column_names[N_COLUMNS] = {"model",
                                                     "ep_dispatch",
                                                     "fp8_params",
                                                     "attn_kernel",
-                                                    "framework"};
+                                                    "framework",
+                                                    "recompute_modules"};
 _Static_assert(sizeof column_names / sizeof column_names[0] == N_COLUMNS, "a name per column");
 
 /* Where each column sits in a row (-1: absent). */
@@ -439,6 +441,21 @@ static vp_status framework_cell(const cells *c, vp_run *run) {
     return rc;
 }
 
+/* recompute_modules: empty, or Megatron-LM's modules (vp_recompute_modules_parse: "layernorm
+ * moe_act"), with recompute selective. */
+static vp_status modules_cell(const cells *c, vp_run *run) {
+    const char *s = cell(c, C_RECOMPUTE_MODULES);
+    run->recompute_modules = 0;
+    if (!*s)
+        return VP_OK;
+    if (vp_recompute_modules_parse(s, &run->recompute_modules, NULL) != VP_OK)
+        return bad(c, C_RECOMPUTE_MODULES,
+                   "expected core_attn, layernorm, mla_up_proj, mlp, moe_act or shared_experts");
+    if (run->recompute != VP_RECOMPUTE_SELECTIVE)
+        return bad(c, C_RECOMPUTE_MODULES, "recompute modules need recompute selective");
+    return VP_OK;
+}
+
 static vp_status dp_overlap_cell(const cells *c, vp_run *run) {
     const char *s = cell(c, C_DP_OVERLAP);
     run->dp_overlap = VP_OVERLAP_MODELLED;
@@ -524,6 +541,8 @@ static vp_status read_settings(const cells *c, vp_run *run) {
         rc = attn_kernel_cell(c, run);
     if (rc == VP_OK)
         rc = framework_cell(c, run);
+    if (rc == VP_OK)
+        rc = modules_cell(c, run);
     if (rc == VP_OK)
         rc = real_cell(c, C_STEP, 1e9, &run->step_time_s);
     if (rc == VP_OK)

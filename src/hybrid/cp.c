@@ -49,6 +49,7 @@ static bool level_short(const vp_hybrid_request *q, int tp, int pp, int R, int x
     a.experts = 0; /* a mixture of experts' layer as if dense: the activations around it */
     vp_price_facts whole, kept, head;
     w.recompute = VP_RECOMPUTE_NONE;
+    w.recompute_modules = 0;
     vp_status rc = vp_price_part_facts(&a, &w, VP_PRICE_LAYER, &whole, NULL);
     if (rc == VP_OK)
         rc = vp_price_part_facts(&a, &w, VP_PRICE_HEAD, &head, NULL);

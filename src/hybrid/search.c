@@ -622,7 +622,7 @@ static vp_status check_request(const vp_hybrid_request *q, vp_error *err) {
     w.etp = q->etp > 0 ? q->etp : 1; /* that folds them (the search keeps to folds) */
     w.dp = w.ep * w.etp;
     w.cp = q->cp > 0 ? q->cp : 1; /* a fixed CP leaves 2 chunks of the sequence per rank */
-    w.recompute = VP_RECOMPUTE_NONE;
+    w.recompute = w.recompute_modules ? VP_RECOMPUTE_SELECTIVE : VP_RECOMPUTE_NONE;
     vp_price_setup su = {.arch = q->arch, .gpu = q->gpu, .work = &w, .split = q->split};
     return vp_price_check(&su, err);
 }

@@ -141,6 +141,12 @@ vp_status vp_arch_json(const vp_arch *arch, const vp_workload *work, char **out,
         json_object_set_new(w, "sp", json_boolean(work->sp));
         json_object_set_new(w, "flash", json_boolean(work->flash));
         json_object_set_new(w, "recompute", json_string(vp_recompute_name(work->recompute)));
+        if (work->recompute_modules) {
+            char names[96];
+            json_object_set_new(w, "recompute_modules",
+                                json_string(vp_recompute_modules_text(work->recompute_modules,
+                                                                      names, sizeof names)));
+        }
         json_object_set_new(w, "fp8", json_string(vp_fp8_name(work->fp8)));
         json_object_set_new(o, "workload", w);
         const char *part_names[] = {"layer", "embedding", "head"};

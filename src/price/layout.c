@@ -305,7 +305,7 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
             m->workspace += vpipe_scratch(su, g);
         else if (t->recompute == VP_RECOMPUTE_FULL && g->l1 > g->l0)
             m->workspace = whole;
-        else if (vp__op_recompute(t) && g->l1 > g->l0) /* what B rebuilds of a layer */
+        else if (t->recompute == VP_RECOMPUTE_SELECTIVE && g->l1 > g->l0) /* what B rebuilds */
             m->workspace = whole - largest_layer(a, t);
     }
     /* the whole sequence's input of a linear, gathered over TP (with --tp-overlap twice:

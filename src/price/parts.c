@@ -54,7 +54,13 @@ enum {
     ONLY_SHARD = 131072, /* exists only with vocabulary parallelism */
     /* torchtitan's per-op selective recomputation (vp__op_recompute): */
     OP_SAVED = 262144, /* an output of an op its policy saves */
-    ONLY_OP = 524288   /* kept only by that policy (no backward reads it) */
+    ONLY_OP = 524288,  /* kept only by that policy (no backward reads it) */
+    /* What Megatron-LM's recompute modules rerun (vp_recompute_module; core_attn: SCORES): */
+    M_NORM = 1u << 20,   /* layernorm: a norm's output */
+    M_MLA_UP = 1u << 21, /* mla_up_proj: an up-projection's output */
+    M_MLP = 1u << 22,    /* mlp: inside a dense MLP */
+    M_MOE_ACT = 1u << 23, /* moe_act: a routed expert's activation output */
+    M_SHARED = 1u << 24  /* shared_experts: inside the shared experts */
 };
 
 typedef struct tensor_row {
@@ -85,16 +91,17 @@ typedef struct tensor_row {
  * Bubble's M_W). */
 static const tensor_row megatron_layer[] = {
     {"norm 1 input", W_H, 1, 0, SPLIT_SP, F_B, LAYER_INPUT},
-    {"QKV input (norm 1 output)", W_H, 1, 0, SPLIT_SP, F_W, 0},
+    {"QKV input (norm 1 output)", W_H, 1, 0, SPLIT_SP, F_W, M_NORM},
     {"query latent (norm input)", W_QLORA, 1, 0, SPLIT_NONE, F_B, QLORA},
     {"query latent (up-projection input)", W_QLORA, 1, 0, SPLIT_NONE, F_W, QLORA},
     {"key-value latent and rotary key", W_KVLORA, 1, 0, SPLIT_NONE, F_B, MLA},
     {"key-value latent (up-projection input)", W_KVLAT, 1, 0, SPLIT_NONE, F_W, MLA},
-    {"query", W_Q, 1, 0, SPLIT_TP, F_B, OP_SAVED},
+    {"query", W_Q, 1, 0, SPLIT_TP, F_B, GQA | OP_SAVED},
     {"key", W_KV, 1, 0, SPLIT_TP, F_B, GQA},
     {"value", W_KV, 1, 0, SPLIT_TP, F_B, GQA | OP_SAVED},
-    {"key", W_K, 1, 0, SPLIT_TP, F_B, MLA},
-    {"value", W_V, 1, 0, SPLIT_TP, F_B, MLA},
+    {"query (up-projection output)", W_Q, 1, 0, SPLIT_TP, F_B, MLA | M_MLA_UP},
+    {"key (up-projection output)", W_K, 1, 0, SPLIT_TP, F_B, MLA | M_MLA_UP},
+    {"value (up-projection output)", W_V, 1, 0, SPLIT_TP, F_B, MLA | M_MLA_UP},
     {"softmax output", W_SCORES, 1, 0, SPLIT_TP, F_B, SCORES},
     {"softmax dropout mask", W_SCORES, 1, 1, SPLIT_TP, F_B, SCORES | ONLY_DROPOUT},
     {"softmax dropout output", W_SCORES, 1, 0, SPLIT_TP, F_B, SCORES | ONLY_DROPOUT},
@@ -102,21 +109,22 @@ static const tensor_row megatron_layer[] = {
     {"projection input (attention output)", W_O, 1, 0, SPLIT_TP, F_W, OP_SAVED},
     {"attention dropout mask", W_H, 1, 1, SPLIT_SP, F_B, ONLY_DROPOUT},
     {"norm 2 input", W_H, 1, 0, SPLIT_SP, F_B, 0},
-    {"FC1 input (norm 2 output)", W_H, 1, 0, SPLIT_SP, F_W, 0},
-    {"GELU input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_GELU},
-    {"squared-ReLU input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_RELU2},
-    {"SwiGLU gate input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_SWIGLU | OP_SAVED},
-    {"SwiGLU up input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_SWIGLU},
-    {"FC2 input", W_FFN, 1, 0, SPLIT_TP, F_W, DENSE},
+    {"FC1 input (norm 2 output)", W_H, 1, 0, SPLIT_SP, F_W, M_NORM},
+    {"GELU input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_GELU | M_MLP},
+    {"squared-ReLU input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_RELU2 | M_MLP},
+    {"SwiGLU gate input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_SWIGLU | OP_SAVED | M_MLP},
+    {"SwiGLU up input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_SWIGLU | M_MLP},
+    {"FC2 input", W_FFN, 1, 0, SPLIT_TP, F_W, DENSE | M_MLP},
     {"router probabilities (fp32)", W_EXPERTS, 1, 4, SPLIT_SEQ, F_B, MOE},
     {"expert input (dispatched tokens)", W_H, 1, 0, SPLIT_EXPERT, F_W, MOE},
     {"expert SwiGLU input (gate and up)", W_EFFN, 2, 0, SPLIT_EXPERT, F_B, MOE | ONLY_SWIGLU},
     {"expert activation input", W_EFFN, 1, 0, SPLIT_EXPERT, F_B, MOE | ONLY_PLAIN},
-    {"expert FC2 input", W_EFFN, 1, 0, SPLIT_EXPERT, F_W, MOE},
+    {"expert FC2 input", W_EFFN, 1, 0, SPLIT_EXPERT, F_W, MOE | M_MOE_ACT},
     {"expert output (the combine's backward)", W_H, 1, 0, SPLIT_EXPERT, F_B, MOE},
-    {"shared-expert SwiGLU input (gate and up)", W_SFFN, 2, 0, SPLIT_TP, F_B, SHARED | ONLY_SWIGLU},
-    {"shared-expert activation input", W_SFFN, 1, 0, SPLIT_TP, F_B, SHARED | ONLY_PLAIN},
-    {"shared-expert FC2 input", W_SFFN, 1, 0, SPLIT_TP, F_W, SHARED},
+    {"shared-expert SwiGLU input (gate and up)", W_SFFN, 2, 0, SPLIT_TP, F_B,
+     SHARED | ONLY_SWIGLU | M_SHARED},
+    {"shared-expert activation input", W_SFFN, 1, 0, SPLIT_TP, F_B, SHARED | ONLY_PLAIN | M_SHARED},
+    {"shared-expert FC2 input", W_SFFN, 1, 0, SPLIT_TP, F_W, SHARED | M_SHARED},
     {"MLP dropout mask", W_H, 1, 1, SPLIT_SP, F_B, ONLY_DROPOUT},
     {"FC2 output (the per-op policy's)", W_H, 1, 0, SPLIT_NONE, F_B, ONLY_OP | OP_SAVED},
     {"QKV output gradient (query)", W_Q, 1, 0, SPLIT_TP, B_W, GQA},
@@ -246,15 +254,26 @@ static bool row_present(const tensor_row *r, const vp_arch *a, const vp_workload
     return true;
 }
 
-/* The row under recomputation (layers only): Megatron's selective drops the attention
- * matrices; full keeps the layer input alone from F, torchtitan's per-op policy (op) that
- * and its ops' outputs, and what W needs is rebuilt by B and kept from B until W. Returns
- * false when the row is not kept. */
-static bool row_recomputed(const tensor_row *r, vp_recompute rc, bool op, vp_keep *keep) {
+/* The rows Megatron-LM's recompute modules (a set of vp_recompute_module) drop. */
+static unsigned module_rows(unsigned modules) {
+    const unsigned rows[VP_RECOMPUTE_MODULES] = {SCORES, M_NORM, M_MLA_UP, M_MLP, M_MOE_ACT, M_SHARED};
+    unsigned out = 0;
+    for (int k = 0; k < VP_RECOMPUTE_MODULES; k++)
+        out |= modules & (1u << k) ? rows[k] : 0;
+    return out;
+}
+
+/* The row under recomputation (layers only): full keeps the layer input alone from F,
+ * torchtitan's per-op policy (op) that and its ops' outputs, Megatron-LM's selective all
+ * but what its modules rerun (modules); what W needs is rebuilt by B and kept from B until
+ * W. Returns false when the row is not kept. */
+static bool row_recomputed(const tensor_row *r, vp_recompute rc, bool op, unsigned modules,
+                           vp_keep *keep) {
     *keep = r->keep;
-    if (rc == VP_RECOMPUTE_SELECTIVE && !op)
-        return !(r->flags & SCORES);
-    if (rc == VP_RECOMPUTE_NONE || (r->flags & (LAYER_INPUT | (op ? OP_SAVED : 0))))
+    bool kept = rc == VP_RECOMPUTE_NONE || (r->flags & LAYER_INPUT) ||
+                (op && (r->flags & OP_SAVED)) ||
+                (rc == VP_RECOMPUTE_SELECTIVE && !op && !(r->flags & module_rows(modules)));
+    if (kept)
         return true;
     if (r->keep == VP_KEEP_F_B)
         return false;
@@ -324,10 +343,11 @@ int vp__piece_tensors(const vp_arch *arch, const vp_workload *work, vp_price_par
     int n = tables[arch->impl][part].n, count = 0;
     vp_recompute rc = part == VP_PRICE_LAYER ? work->recompute : VP_RECOMPUTE_NONE;
     bool op = vp__op_recompute(work);
+    unsigned modules = vp__selective_modules(work);
     for (int i = 0; i < n; i++) {
         vp_keep keep;
         if (!row_present(&rows[i], arch, work, kind) ||
-            !row_recomputed(&rows[i], rc, op, &keep))
+            !row_recomputed(&rows[i], rc, op, modules, &keep))
             continue;
         double bytes = row_bytes(&rows[i], arch, work) *
                        (part == VP_PRICE_LAYER ? vp__fp8_saved_scale(arch, work, rows[i].keep) : 1);
@@ -417,13 +437,12 @@ static void piece_flops(const vp_arch *a, const vp_workload *t, vp_price_part pa
         return;
     if (t->recompute == VP_RECOMPUTE_FULL) {
         out->flops_r = out->flops_f;
-    } else if (vp__op_recompute(t)) { /* its even-numbered linears, the core unless flash */
-        n = vp__op_gemms(a, t, g);
+    } else if (t->recompute == VP_RECOMPUTE_SELECTIVE) { /* the core kept with flash */
+        bool again;
+        n = vp__recomputed_gemms(a, t, kind, g, &again);
         for (int i = 0; i < n; i++)
             out->flops_r += 2 * g[i].m * g[i].n * g[i].k * g[i].count;
-        out->flops_r += t->flash ? 0 : core;
-    } else if (t->recompute == VP_RECOMPUTE_SELECTIVE && !t->flash) {
-        out->flops_r = core;
+        out->flops_r += again && !t->flash ? core : 0;
     }
 }
 

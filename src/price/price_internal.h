@@ -73,12 +73,18 @@ double vp__attention_flops(const vp_arch *a, const vp_workload *t, unsigned kind
 int vp__piece_gemms(const vp_arch *a, const vp_workload *t, vp_price_part part, unsigned kind,
                     vp__gemm *g);
 /* torchtitan's per-op selective recomputation (vp_framework): whether t asks for it;
- * whether it is priced for a's layers (dense, grouped-query attention, SwiGLU); the
- * multiplies it reruns in B on one rank (key, output and up projections: the even-numbered
- * ones) into g[3], returning 3. */
+ * whether it is priced for a's layers (dense, grouped-query attention, SwiGLU). */
 bool vp__op_recompute(const vp_workload *t);
 bool vp__op_priced(const vp_arch *a);
-int vp__op_gemms(const vp_arch *a, const vp_workload *t, vp__gemm *g);
+/* The recompute modules Megatron-LM's selective recomputation runs under t (their set:
+ * core_attn when none is named; 0 without it). */
+unsigned vp__selective_modules(const vp_workload *t);
+/* The matrix multiplies selective recomputation reruns in B in a layer of kind on one rank
+ * (torchtitan's per-op policy: key, output and up projections; Megatron-LM's modules:
+ * mla_up_proj's up-projections, mlp's and shared_experts' linears) into g[VP__MAX_GEMMS];
+ * returns how many; whether it reruns the attention core too (*core). */
+int vp__recomputed_gemms(const vp_arch *a, const vp_workload *t, unsigned kind, vp__gemm *g,
+                         bool *core);
 
 /* Parameters of one piece on one rank (its experts over ep x etp); *experts (optional) the
  * experts' share of them. The head counts its matrix even when tied (the last stage holds

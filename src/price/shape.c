@@ -104,12 +104,37 @@ bool vp__op_priced(const vp_arch *a) {
     return a->kv_lora == 0 && a->experts == 0 && a->ffn_kind == VP_FFN_SWIGLU;
 }
 
-int vp__op_gemms(const vp_arch *a, const vp_workload *t, vp__gemm *g) {
+unsigned vp__selective_modules(const vp_workload *t) {
+    if (t->recompute != VP_RECOMPUTE_SELECTIVE || t->framework != VP_FRAMEWORK_MEGATRON)
+        return 0;
+    return t->recompute_modules ? t->recompute_modules : VP_RECOMPUTE_CORE_ATTN;
+}
+
+static int mlp_gemms(const vp_arch *a, double rows, double f, double count, vp__gemm *g, int n);
+
+int vp__recomputed_gemms(const vp_arch *a, const vp_workload *t, unsigned kind, vp__gemm *g,
+                         bool *core) {
     vp__attn at = vp__attention(a);
     double T = vp__tokens(t), tp = t->tp, h = a->hidden;
-    int n = push(g, 0, T, at.k / tp, h, 1, true);        /* key */
-    n = push(g, n, T, h, a->heads * at.d_v / tp, 1, true); /* output */
-    return push(g, n, T, a->ffn / tp, h, 1, true);        /* up */
+    int n = 0;
+    *core = false;
+    if (vp__op_recompute(t)) {
+        *core = true;
+        n = push(g, n, T, at.k / tp, h, 1, true);                /* key */
+        n = push(g, n, T, h, a->heads * at.d_v / tp, 1, true);   /* output */
+        return push(g, n, T, a->ffn / tp, h, 1, true);          /* up */
+    }
+    unsigned m = vp__selective_modules(t);
+    *core = m & VP_RECOMPUTE_CORE_ATTN;
+    if ((m & VP_RECOMPUTE_MLA_UP_PROJ) && a->kv_lora > 0) {
+        n = push(g, n, T, at.q / tp, a->q_lora > 0 ? a->q_lora : h, 1, true);
+        n = push(g, n, T, a->heads * (a->qk_nope + a->v_head) / tp, a->kv_lora, 1, true);
+    }
+    if ((m & VP_RECOMPUTE_MLP) && !(kind & VP__MOE))
+        n = mlp_gemms(a, T, a->ffn / tp, 1, g, n);
+    if ((m & VP_RECOMPUTE_SHARED_EXPERTS) && (kind & VP__MOE) && a->shared_experts > 0)
+        n = mlp_gemms(a, T, (double)a->shared_experts * a->expert_ffn / tp, 1, g, n);
+    return n;
 }
 
 /* An MLP of inner width f over rows tokens, f split over tp, count of them. */

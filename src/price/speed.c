@@ -99,14 +99,13 @@ void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned ki
                                        : 0;
     if (rc == VP_RECOMPUTE_FULL) {
         sec[3] = sec[0];
-    } else if (part == VP_PRICE_LAYER && vp__op_recompute(su->work)) {
-        vp__gemm gm[3]; /* torchtitan's per-op policy: its even-numbered linears again */
-        int n = vp__op_gemms(su->arch, su->work, gm);
+    } else if (rc == VP_RECOMPUTE_SELECTIVE) { /* its linears, and the core unless flash */
+        vp__gemm gm[VP__MAX_GEMMS];
+        bool again;
+        int n = vp__recomputed_gemms(su->arch, su->work, kind, gm, &again);
         double fp8 = vp__fp8_gemm_scale(su);
         for (int i = 0; i < n; i++)
             sec[3] += gemm_seconds(g, gm[i].m, gm[i].n, gm[i].k, gm[i].count) * fp8;
-        sec[3] += rebuilt + (su->work->flash ? 0 : attention);
-    } else if (rc == VP_RECOMPUTE_SELECTIVE && !su->work->flash) { /* the attention core again */
-        sec[3] = attention + rebuilt;
+        sec[3] += rebuilt + (again && !su->work->flash ? attention : 0);
     }
 }

@@ -1,5 +1,7 @@
 /* The training setup: defaults, and the check of a whole setup. */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "base/internal.h"
 #include "price/price_internal.h"
@@ -33,8 +35,61 @@ const char *vp_framework_name(vp_framework f) {
     return f == VP_FRAMEWORK_MEGATRON ? "megatron" : f == VP_FRAMEWORK_TORCHTITAN ? "torchtitan" : NULL;
 }
 
+static const char *const module_names[VP_RECOMPUTE_MODULES] = {
+    "core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "shared_experts"};
+
+vp_status vp_recompute_modules_parse(const char *text, unsigned *out, vp_error *err) {
+    *out = 0;
+    for (const char *c = text; *c;) {
+        size_t n = strcspn(c, ", +");
+        int k = 0;
+        while (k < VP_RECOMPUTE_MODULES &&
+               (strlen(module_names[k]) != n || strncmp(c, module_names[k], n)))
+            k++;
+        if (n && k == VP_RECOMPUTE_MODULES)
+            return vp__fail(err, VP_EINVAL,
+                            "unknown recompute module '%.*s' (core_attn, layernorm, "
+                            "mla_up_proj, mlp, moe_act, shared_experts)",
+                            (int)(n < 40 ? n : 40), c);
+        *out |= n ? 1u << k : 0;
+        c += n + (c[n] != 0);
+    }
+    return *out ? VP_OK : vp__fail(err, VP_EINVAL, "no recompute module named in '%s'", text);
+}
+
+const char *vp_recompute_modules_text(unsigned set, char *buf, size_t size) {
+    size_t at = 0;
+    if (size)
+        buf[0] = 0;
+    for (int k = 0; k < VP_RECOMPUTE_MODULES && size; k++)
+        if (set & (1u << k)) {
+            int w = snprintf(buf + at, size - at, "%s%s", at ? "," : "", module_names[k]);
+            at = w < 0 || (size_t)w >= size - at ? size - 1 : at + (size_t)w;
+        }
+    return buf;
+}
+
+/* What a set of recompute modules needs of the model: NULL when a has what each reruns,
+ * else the first one it lacks. */
+static const char *module_missing(const vp_arch *a, unsigned set) {
+    bool dense = a->experts == 0 || a->dense_layers > 0;
+    const struct {
+        unsigned module;
+        bool has;
+    } needs[] = {{VP_RECOMPUTE_MLA_UP_PROJ, a->kv_lora > 0},
+                 {VP_RECOMPUTE_MLP, dense},
+                 {VP_RECOMPUTE_MOE_ACT, a->experts > 0},
+                 {VP_RECOMPUTE_SHARED_EXPERTS, a->experts > 0 && a->shared_experts > 0}};
+    for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++)
+        if ((set & needs[i].module) && !needs[i].has)
+            return module_names[__builtin_ctz(needs[i].module)];
+    return NULL;
+}
+
 bool vp_price_selective_differs(const vp_arch *a, const vp_workload *t) {
-    return t->framework == VP_FRAMEWORK_TORCHTITAN ? vp__op_priced(a) : !t->flash;
+    return t->framework == VP_FRAMEWORK_TORCHTITAN
+               ? vp__op_priced(a)
+               : !t->flash || (t->recompute_modules & ~(unsigned)VP_RECOMPUTE_CORE_ATTN);
 }
 
 const char *vp_fp8_name(vp_fp8 f) {
@@ -89,6 +144,22 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
         return vp__fail(err, VP_EINVAL, "unknown recomputation %d", (int)t->recompute);
     if ((unsigned)t->framework > VP_FRAMEWORK_TORCHTITAN)
         return vp__fail(err, VP_EINVAL, "unknown framework %d", (int)t->framework);
+    if (t->recompute_modules >> VP_RECOMPUTE_MODULES)
+        return vp__fail(err, VP_EINVAL, "unknown recompute modules 0x%x", t->recompute_modules);
+    if (t->recompute_modules &&
+        (t->recompute != VP_RECOMPUTE_SELECTIVE || t->framework != VP_FRAMEWORK_MEGATRON))
+        return vp__fail(err, VP_EINVAL,
+                        "recompute modules choose what Megatron-LM's selective recomputation "
+                        "reruns: they need recompute selective under Megatron-LM (got %s%s)",
+                        vp_recompute_name(t->recompute),
+                        t->framework != VP_FRAMEWORK_MEGATRON ? " under torchtitan" : "");
+    const char *lacks = module_missing(a, t->recompute_modules);
+    if (lacks)
+        return vp__fail(err, VP_EINVAL, "recompute module %s: model %s has no %s", lacks, a->name,
+                        !strcmp(lacks, "mla_up_proj")      ? "latent attention"
+                        : !strcmp(lacks, "mlp")            ? "dense MLP layer"
+                        : !strcmp(lacks, "moe_act")        ? "routed experts"
+                                                           : "shared experts");
     if (t->seq > a->max_positions)
         return vp__fail(err, VP_EINVAL, "sequence %d is longer than model %s's %d positions",
                         t->seq, a->name, a->max_positions);

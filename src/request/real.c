@@ -22,7 +22,8 @@ static const char *const workload_keys[] = {"gpu",        "seq",
                                             "fp8",        "cp",
                                             "cp_comm",    "fp8_params",
                                             "grad_bytes", "attn_kernel",
-                                            "framework",  NULL};
+                                            "framework",  "recompute_modules",
+                                            NULL};
 
 vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
     *n = 1;
@@ -138,6 +139,24 @@ static vp_status precision_check(const vp__run *run, vp_error *err) {
 }
 
 /* --model and --gpu resolved. */
+/* --recompute-modules: Megatron-LM's modules, with --recompute selective (the price check
+ * refuses the ones the model lacks). */
+static vp_status recompute_modules(vp__run *run, vp_error *err) {
+    const vp_request *q = run->req;
+    vp_error why = {0};
+    if (!q->recompute_modules)
+        return VP_OK;
+    if (vp_recompute_modules_parse(q->recompute_modules, &run->work.recompute_modules, &why) !=
+        VP_OK)
+        return vp__fail(err, why.status, "%s: %s", VP__NAME(run, "recompute_modules"),
+                        why.message);
+    if (q->recompute != VP_RECOMPUTE_SELECTIVE)
+        return vp__fail(err, VP_EINVAL,
+                        "%s chooses what selective recomputation reruns: it needs %s selective",
+                        VP__NAME(run, "recompute_modules"), VP__NAME(run, "recompute"));
+    return VP_OK;
+}
+
 static vp_status resolve(vp__run *run, vp_error *err) {
     const vp_request *q = run->req;
     const char *gpu = q->gpu ? q->gpu : "h100-80gb";
@@ -195,7 +214,7 @@ vp_status vp__real_ready(vp__run *run, vp_error *err) {
     if (q->layers_per_stage && read_counts(run, q->layers_per_stage, err) != VP_OK)
         return err->status;
     apply_workload(run);
-    if (precision_check(run, err) != VP_OK)
+    if (precision_check(run, err) != VP_OK || recompute_modules(run, err) != VP_OK)
         return err->status;
     bool own = run->arch.impl == VP_IMPL_VPIPE;
     if (!own && q->recompute >= 0) /* Megatron's way: inside B, no R passes (vp_workload) */
@@ -236,6 +255,11 @@ char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
              : w->attn_kernel == VP_ATTN_FA2 ? ", FlashAttention-2"
                                              : ", FlashAttention",
              fp8, w->prec.grad < 4 ? ", 16-bit gradients" : "", vp_recompute_name(w->recompute));
+    if (w->recompute_modules) {
+        char names[96];
+        snprintf(buf + strlen(buf), size - strlen(buf), " (%s)",
+                 vp_recompute_modules_text(w->recompute_modules, names, sizeof names));
+    }
     if (w->framework != VP_FRAMEWORK_MEGATRON)
         snprintf(buf + strlen(buf), size - strlen(buf), " (%s)", vp_framework_name(w->framework));
     return buf;

@@ -127,6 +127,7 @@ const vp__option vp__options[] = {
     FLAG("flash", "--flash", flash, REAL),
     CHOICE("attn_kernel", "--attn-kernel", attn_kernel, attn_kernels, "attention kernel", -1, REAL),
     CHOICE("framework", "--framework", framework, frameworks, "framework", -1, REAL),
+    TEXT("recompute_modules", "--recompute-modules", recompute_modules, REAL),
     FLAG("tp_overlap", "--tp-overlap", tp_overlap, REAL),
     FLAG("pp_overlap", "--pp-overlap", pp_overlap, REAL),
     FLAG("ep_overlap", "--ep-overlap", ep_overlap, REAL),

@@ -227,6 +227,21 @@ expect 2 "--framework is one of megatron, torchtitan, got 'pytorch'" -- \
     "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --framework pytorch
 expect 2 "--emit megatron writes Megatron-LM's options: it prices --framework megatron" -- \
     "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --framework torchtitan --emit megatron
+# --recompute-modules: Megatron-LM's selective recomputation, module by module
+expect 0 "recompute selective (layernorm,mla_up_proj)" -- \
+    "$vp" model show deepseek-v3 --seq 4096 --recompute selective --recompute-modules layernorm,mla_up_proj
+expect 2 "--recompute-modules chooses what selective recomputation reruns: it needs --recompute selective" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --recompute-modules layernorm
+expect 2 "--recompute-modules: unknown recompute module 'norm'" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --recompute selective --recompute-modules norm
+expect 2 "recompute module mla_up_proj: model llama3-8b has no latent attention" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --recompute selective --recompute-modules mla_up_proj
+expect 2 "they need recompute selective under Megatron-LM (got selective under torchtitan)" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --recompute selective --recompute-modules layernorm \
+    --framework torchtitan
+expect 0 "--recompute-granularity selective --recompute-modules layernorm moe_act" -- \
+    "$vp" plan --model qwen3-30b-a3b --gpus 16 --global-batch 64 --ep 8 --flash --recompute selective \
+    --recompute-modules layernorm,moe_act --emit megatron
 expect 2 "--attn-kernel picks FlashAttention's kernels: it needs --flash" -- \
     "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --attn-kernel fa2
 expect 2 "--attn-kernel is one of fused, fa2, got 'fa3'" -- \
