@@ -53,6 +53,8 @@ typedef struct vp_hybrid_config {
     int v;       /* chunks per device of `interleaved`; 0 for other families */
     int mbs, m;  /* microbatch size; microbatches per step on each DP rank */
     vp_recompute recompute;
+    unsigned recompute_modules; /* with selective: Megatron-LM's modules it reruns (a set of
+                                   vp_recompute_module; 0: core_attn, its default) */
     vp_fp8 fp8; /* the FP8 recipe it runs (the search's: the request's, or searched) */
     double step_time_s, mfu, bubble; /* bubble: 1 - busy / longest device span */
     double memory_max_bytes;         /* the largest rank's total */

@@ -47,8 +47,7 @@ void vp__hy_setup_make(const vp_hybrid_request *req, const vp_hybrid_config *c, 
     out->work.cp = c->cp > 0 ? c->cp : 1;
     out->work.mbs = c->mbs;
     out->work.recompute = c->recompute;
-    if (c->recompute != VP_RECOMPUTE_SELECTIVE) /* the modules are selective's */
-        out->work.recompute_modules = 0;
+    out->work.recompute_modules = c->recompute == VP_RECOMPUTE_SELECTIVE ? c->recompute_modules : 0;
     out->work.fp8 = c->fp8;
     out->work.sp = req->work.sp && c->tp > 1;
     out->work.zero = req->zero_search ? c->zero : req->work.zero;

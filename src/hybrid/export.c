@@ -269,9 +269,9 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                            "--recompute-num-layers 1");
     else if (c->recompute == VP_RECOMPUTE_SELECTIVE)
         vp__buf_printf(&b, " --recompute-granularity selective");
-    if (c->recompute == VP_RECOMPUTE_SELECTIVE && req->work.recompute_modules) {
+    if (c->recompute == VP_RECOMPUTE_SELECTIVE && c->recompute_modules) {
         char names[96];
-        vp_recompute_modules_text(req->work.recompute_modules, names, sizeof names);
+        vp_recompute_modules_text(c->recompute_modules, names, sizeof names);
         for (char *at = names; *at; at++)
             *at = *at == ',' ? ' ' : *at;
         vp__buf_printf(&b, " --recompute-modules %s", names);

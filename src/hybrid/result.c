@@ -20,13 +20,17 @@ const char *vp__hy_levers(const vp_hybrid_config *c, char *buf, size_t size) {
     if (c->fp8 != VP_FP8_OFF && n < size)
         n += (size_t)snprintf(buf + n, size - n, ", FP8 %s", vp_fp8_name(c->fp8));
     if (c->zero >= 2 && n < size) /* ZeRO-0 and 1 are what a plan without the search reads as */
-        snprintf(buf + n, size - n, ", ZeRO-%d", c->zero);
+        n += (size_t)snprintf(buf + n, size - n, ", ZeRO-%d", c->zero);
+    char names[96];
+    if (c->recompute == VP_RECOMPUTE_SELECTIVE && c->recompute_modules && n < size)
+        snprintf(buf + n, size - n, ", recompute modules %s",
+                 vp_recompute_modules_text(c->recompute_modules, names, sizeof names));
     return buf;
 }
 
 /* "DP 2, TP 4, PP 5, mbs 2" of c (", offload 0.5" when it offloads). */
 static const char *degrees(const vp_hybrid_config *c, char *buf, size_t size) {
-    char ep[96];
+    char ep[192];
     vp__hy_levers(c, ep, sizeof ep);
     int n = snprintf(buf, size, "DP %d, TP %d, PP %d%s, mbs %d", c->dp, c->tp, c->pp, ep, c->mbs);
     if (c->offload > 0 && n > 0 && (size_t)n < size)
@@ -52,7 +56,7 @@ void vp__hy_reason(vp_hybrid *h) {
     for (int i = 0; i < h->n_best && !runner; i++)
         if (strcmp(h->best[i].group, w->group))
             runner = &h->best[i];
-    char a[128], b[128];
+    char a[256], b[256];
     int n = snprintf(h->reason, sizeof h->reason,
                      "%s at %s (m %d, recompute %s) is the fastest that fits: %.4g s a step, MFU "
                      "%.1f%%",
@@ -95,6 +99,11 @@ static json_t *config_json(const vp_hybrid_config *c) {
     for (int i = 0; i < 10; i++)
         json_object_set_new(o, ints[i], json_integer(ivals[i]));
     json_object_set_new(o, "recompute", json_string(vp_recompute_name(c->recompute)));
+    char names[96];
+    if (c->recompute == VP_RECOMPUTE_SELECTIVE && c->recompute_modules)
+        json_object_set_new(o, "recompute_modules",
+                            json_string(vp_recompute_modules_text(c->recompute_modules, names,
+                                                                  sizeof names)));
     if (c->fp8 != VP_FP8_OFF)
         json_object_set_new(o, "fp8", json_string(vp_fp8_name(c->fp8)));
     json_object_set_new(o, "step_time_s", json_real(c->step_time_s));

@@ -208,6 +208,8 @@ static vp_status add_stages(search *S, const vp_hybrid_config *point, vp_error *
             for (int f = 0; f < n_fp8; f++) {
                 vp_hybrid_config pt = *point;
                 pt.recompute = (vp_recompute)rc;
+                /* selective reruns the request's modules (0: core_attn) */
+                pt.recompute_modules = rc == VP_RECOMPUTE_SELECTIVE ? q->work.recompute_modules : 0;
                 pt.zero = z;
                 pt.fp8 = fp8[f];
                 vp_status st = add_point(S, &pt, err);
@@ -481,7 +483,7 @@ static const char *describe(const vp_hybrid_config *c, char *buf, size_t size) {
     char chunks[32] = "";
     if (c->v)
         snprintf(chunks, sizeof chunks, " with %d chunks", c->v);
-    char ep[96];
+    char ep[192];
     vp__hy_levers(c, ep, sizeof ep);
     int n = snprintf(buf, size, "%s%s, DP %d, TP %d, PP %d%s, mbs %d, recompute %s", c->family,
                      chunks, c->dp, c->tp, c->pp, ep, c->mbs, vp_recompute_name(c->recompute));

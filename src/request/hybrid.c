@@ -89,14 +89,18 @@ static const char *family_text(const vp_hybrid_config *c, char *buf, size_t size
 }
 
 static void config_row(vp__buf *out, const char *label, const vp_hybrid_config *c, bool zero) {
-    char fam[160], ep[80] = "";
+    char fam[160], ep[192] = "";
     int n = c->cp > 1 ? snprintf(ep, sizeof ep, ", CP %d", c->cp) : 0;
     if (c->ep > 1 || c->etp > 1)
         n += snprintf(ep + n, sizeof ep - (size_t)n, ", EP %d, ETP %d", c->ep, c->etp);
     if (c->fp8 != VP_FP8_OFF)
         n += snprintf(ep + n, sizeof ep - (size_t)n, ", FP8 %s", vp_fp8_name(c->fp8));
     if (zero) /* the stage searched: each row says which */
-        snprintf(ep + n, sizeof ep - (size_t)n, ", ZeRO %d", c->zero);
+        n += snprintf(ep + n, sizeof ep - (size_t)n, ", ZeRO %d", c->zero);
+    char names[96];
+    if (c->recompute == VP_RECOMPUTE_SELECTIVE && c->recompute_modules && (size_t)n < sizeof ep)
+        snprintf(ep + n, sizeof ep - (size_t)n, ", modules %s",
+                 vp_recompute_modules_text(c->recompute_modules, names, sizeof names));
     vp__buf_printf(
         out, "%-4s %-14s %3d %3d %3d %4d %5d %-9s %9.4g %6.2f%% %7.2f%% %8.2f %6.1f%s  %s%s\n",
         label, c->group, c->dp, c->tp, c->pp, c->mbs, c->m, vp_recompute_name(c->recompute),

@@ -240,10 +240,13 @@ expect 2 "they need recompute selective under Megatron-LM (got selective under t
     "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --recompute selective --recompute-modules layernorm \
     --framework torchtitan
 # the README's DeepSeek-V3 line: its published layout, its own recompute modules
-expect 0 "why: v-half at DP 128, TP 1, PP 16, EP 64, ETP 1, FP8 blockwise, mbs 1 (m 120, recompute selective)" -- \
+expect 0 "why: v-half at DP 128, TP 1, PP 16, EP 64, ETP 1, FP8 blockwise, recompute modules layernorm,mla_up_proj,moe_act, mbs 1 (m 120, recompute selective)" -- \
     "$vp" plan --model deepseek-v3 --gpu h100-80gb --gpus 2048 --pp 16 --ep 64 --tp 1 --seq 4096 \
     --global-batch 15360 --fp8 blockwise --flash --zero 1 --recompute selective \
     --recompute-modules layernorm,mla_up_proj,moe_act
+expect 0 '"recompute_modules": "layernorm,moe_act"' -- \
+    "$vp" plan --model qwen3-30b-a3b --gpus 16 --global-batch 64 --ep 8 --flash --recompute selective \
+    --recompute-modules layernorm,moe_act --json
 expect 0 "--recompute-granularity selective --recompute-modules layernorm moe_act" -- \
     "$vp" plan --model qwen3-30b-a3b --gpus 16 --global-batch 64 --ep 8 --flash --recompute selective \
     --recompute-modules layernorm,moe_act --emit megatron
