@@ -145,6 +145,8 @@ static const char *const dispatch_names[] = {"alltoall", "deepep", NULL};
 static const char *const attn_kernel_names[] = {"fused", "fa2", NULL};
 /* In vp_framework's order. */
 static const char *const framework_names[] = {"megatron", "torchtitan", NULL};
+/* fp32, then bf16 (vp_request.optimizer_dtype). */
+static const char *const optimizer_dtype_names[] = {"fp32", "bf16", NULL};
 
 static const cli_opt real_opts[] = {
     {.name = "model",
@@ -203,6 +205,11 @@ static const cli_opt real_opts[] = {
      .help = "with --recompute selective, what Megatron-LM reruns in B:\n"
              "core_attn (its default), layernorm, mla_up_proj, mlp, moe_act,\n"
              "shared_experts (its --recompute-modules)"},
+    REAL_ENUM("optimizer-dtype", optimizer_dtype, optimizer_dtype_names,
+              "the optimizer's states: fp32 (the default: fp32 master weights\n"
+              "beside the 16-bit ones, fp32 moments) or bf16 (the 16-bit\n"
+              "weights are the master, bf16 moments: a model cast to bf16\n"
+              "and trained with torch.optim.Adam, as NeMo AutoModel does)"),
     REAL_FLAG("tp-overlap", tp_overlap,
               "TP collectives pipelined with the linears they feed\n"
               "(Megatron-LM's --tp-comm-overlap)"),

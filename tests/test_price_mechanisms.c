@@ -371,11 +371,10 @@ static void test_recompute_modules(void **state) {
     tp_check_refused(&l, &lw, "need recompute selective under Megatron-LM (got full)");
     unsigned set = 0;
     vp_error err = {0};
-    assert_int_equal(vp_recompute_modules_parse("layernorm moe_act,mla_up_proj+core_attn", &set,
-                                                &err),
-                     VP_OK);
-    assert_int_equal(set, VP_RECOMPUTE_LAYERNORM | VP_RECOMPUTE_MOE_ACT |
-                              VP_RECOMPUTE_MLA_UP_PROJ | VP_RECOMPUTE_CORE_ATTN);
+    assert_int_equal(
+        vp_recompute_modules_parse("layernorm moe_act,mla_up_proj+core_attn", &set, &err), VP_OK);
+    assert_int_equal(set, VP_RECOMPUTE_LAYERNORM | VP_RECOMPUTE_MOE_ACT | VP_RECOMPUTE_MLA_UP_PROJ |
+                              VP_RECOMPUTE_CORE_ATTN);
     char buf[96];
     assert_string_equal(vp_recompute_modules_text(set, buf, sizeof buf),
                         "core_attn,layernorm,mla_up_proj,moe_act");

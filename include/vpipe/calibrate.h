@@ -33,7 +33,8 @@
  * copies are the weights, vp_workload.fp8_params); attn_kernel (fused, the default, or fa2:
  * vp_attn_kernel); framework (megatron, the default, or torchtitan: vp_framework);
  * recompute_modules (Megatron-LM's, with recompute selective: vp_recompute_module names,
- * "layernorm moe_act"). Other columns are ignored
+ * "layernorm moe_act"); optimizer_dtype (fp32, the default, or bf16: the 16-bit weights are
+ * the master and the moments bf16, vpipe's --optimizer-dtype). Other columns are ignored
  * (vp_run_set.ignored names them).
  */
 #ifndef VPIPE_CALIBRATE_H
@@ -69,6 +70,7 @@ typedef struct vp_run {
     vp_attn_kernel attn_kernel; /* FlashAttention's kernels (with flash) */
     vp_framework framework;     /* what ran it */
     unsigned recompute_modules; /* with selective: a set of vp_recompute_module (0: none named) */
+    bool bf16_optimizer;        /* optimizer_dtype bf16: no master weights, bf16 moments */
     bool ep_overlap;            /* the combined 1F1B (vp_workload.ep_overlap) */
     vp_ep_dispatch ep_dispatch; /* how its all-to-alls move tokens */
     int zero;                   /* the ZeRO stage, 0-3 */

@@ -332,7 +332,6 @@ VP_API vp_status vp_recompute_modules_parse(const char *text, unsigned *out, vp_
  * buf ("" for the empty set). */
 VP_API const char *vp_recompute_modules_text(unsigned set, char *buf, size_t size);
 
-
 /* The names of vp_cp_comm ("p2p", "allgather") and vp_fp8 ("off", "tensorwise",
  * "blockwise", "mxfp8", "delayed"); NULL outside the enums. */
 VP_API const char *vp_cp_comm_name(vp_cp_comm c);

@@ -32,7 +32,7 @@
  *             model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap,
  *             reserve, dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, fp8,
  *             fp8_params, grad_bytes, cp, cp_comm, attn_kernel, framework,
- *             recompute_modules, json
+ *             recompute_modules, optimizer_dtype, json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
  *             no_color, title
@@ -43,8 +43,8 @@
  *             vocab_parallel, offload, offload_policy, memory, json, output, model, gpu,
  *             seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve,
  *             dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, fp8, fp8_params,
- *             grad_bytes, cp, cp_comm, attn_kernel, framework, recompute_modules, gpus,
- *             global_batch, pp, top, max_chunks,
+ *             grad_bytes, cp, cp_comm, attn_kernel, framework, recompute_modules,
+ *             optimizer_dtype, gpus, global_batch, pp, top, max_chunks,
  *             threads,
  *             time_limit, margin, emit, operand (emit torchtitan's DIR)
  *   block     operand (a block file), p, m, v, cost, cost_file, memory_model, memory_limit,
@@ -53,7 +53,7 @@
  *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute, fp8, framework,
  *             recompute_modules (gpu, tp_overlap,
  *             pp_overlap, reserve, dp_overlap, ep_overlap, ep_dispatch, fp8_params,
- *             grad_bytes and attn_kernel are refused: they price a pipeline)
+ *             grad_bytes, attn_kernel and optimizer_dtype are refused: they price a pipeline)
  *   calibrate runs (a RUNS.csv path, required), output (required: the calibrated
  *             accelerator's file), gpu (the accelerator the fit starts from),
  *             constants (those to fit, comma-separated), json
@@ -132,12 +132,15 @@ typedef struct vp_request {
     const char *model, *gpu;
     int seq, mbs, tp, dp, ep, etp, zero;
     bool sp, flash, tp_overlap, pp_overlap;
-    bool ep_overlap; /* --ep-overlap: the combined 1F1B (vp_workload.ep_overlap) */
-    int ep_dispatch; /* --ep-dispatch: a vp_ep_dispatch, -1 when not given */
-    int attn_kernel; /* --attn-kernel: a vp_attn_kernel, -1 when not given */
-    int framework;   /* --framework: a vp_framework, -1 when not given (plan --emit
-                        torchtitan: torchtitan, else megatron) */
+    bool ep_overlap;               /* --ep-overlap: the combined 1F1B (vp_workload.ep_overlap) */
+    int ep_dispatch;               /* --ep-dispatch: a vp_ep_dispatch, -1 when not given */
+    int attn_kernel;               /* --attn-kernel: a vp_attn_kernel, -1 when not given */
+    int framework;                 /* --framework: a vp_framework, -1 when not given (plan --emit
+                                      torchtitan: torchtitan, else megatron) */
     const char *recompute_modules; /* --recompute-modules: names (vp_recompute_modules_parse) */
+    int optimizer_dtype; /* --optimizer-dtype: 0 fp32 (master weights and moments, the default),
+                            1 bf16 (the 16-bit weights are the master, bf16 moments); -1 not
+                            given */
     /* --cp (0: not given), --cp-comm (a vp_cp_comm; -1: not given) */
     int cp, cp_comm;
     double reserve, dp_overlap;

@@ -82,6 +82,11 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->attn_kernel = run->attn_kernel;
     w->framework = run->framework;
     w->recompute_modules = run->recompute_modules;
+    if (run->bf16_optimizer && out->arch.dtype_bytes > 2)
+        return vp__fail(err, VP_EINVAL, "%s:%d: optimizer_dtype bf16: model %s trains in fp32",
+                        set->name, run->line, out->arch.name);
+    if (run->bf16_optimizer)
+        w->prec.master = 0, w->prec.moments = 2 * w->prec.param;
     w->zero = run->zero;
     w->dp_overlap = run->dp_overlap;
     w->tp_overlap = run->tp_overlap;
@@ -201,8 +206,8 @@ vp_status vp__run_choose(const vp_run_set *set, int i, const vp_gpu *gpu, vp__ru
         if (run->mbs != VP_RUN_ANY ? mbs != run->mbs : per_rank % mbs)
             continue;
         for (int k = VP_RECOMPUTE_NONE; k <= VP_RECOMPUTE_FULL && rc == VP_OK; k++) {
-            bool no_try = k == VP_RECOMPUTE_SELECTIVE &&
-                          !vp_price_selective_differs(&base.arch, &base.work);
+            bool no_try =
+                k == VP_RECOMPUTE_SELECTIVE && !vp_price_selective_differs(&base.arch, &base.work);
             if (run->recompute != VP_RUN_ANY ? k != run->recompute : no_try)
                 continue;
             for (int f = 0; f < n_fam && rc == VP_OK; f++) {

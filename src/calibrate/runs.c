@@ -195,6 +195,7 @@ enum {
     C_ATTN_KERNEL,
     C_FRAMEWORK,
     C_RECOMPUTE_MODULES,
+    C_OPTIMIZER_DTYPE,
     N_COLUMNS
 };
 
@@ -234,7 +235,8 @@ static const char *const column_names[N_COLUMNS] = {"model",
                                                     "fp8_params",
                                                     "attn_kernel",
                                                     "framework",
-                                                    "recompute_modules"};
+                                                    "recompute_modules",
+                                                    "optimizer_dtype"};
 _Static_assert(sizeof column_names / sizeof column_names[0] == N_COLUMNS, "a name per column");
 
 /* Where each column sits in a row (-1: absent). */
@@ -543,6 +545,12 @@ static vp_status read_settings(const cells *c, vp_run *run) {
         rc = framework_cell(c, run);
     if (rc == VP_OK)
         rc = modules_cell(c, run);
+    if (rc == VP_OK) { /* optimizer_dtype: empty or fp32, or bf16 (vp_run.bf16_optimizer) */
+        const char *names[] = {"fp32", "bf16"};
+        int k;
+        rc = choice_cell(c, C_OPTIMIZER_DTYPE, names, 2, "expected fp32 or bf16", &k);
+        run->bf16_optimizer = k == 1;
+    }
     if (rc == VP_OK)
         rc = real_cell(c, C_STEP, 1e9, &run->step_time_s);
     if (rc == VP_OK)

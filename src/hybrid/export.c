@@ -105,10 +105,14 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
                    req->gpu->name, c->dp, c->tp, cp, c->pp, c->mbs, c->m,
                    vp_recompute_name(c->recompute), c->step_time_s, 100 * c->mfu,
                    c->memory_max_bytes / GIB);
-    vp__buf_printf(&b,
-                   "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n%s\n",
-                   req->work.seq, c->mbs * c->m, req->global_batch,
-                   req->work.prec.grad < 4 ? "mixed_precision_reduce = \"bfloat16\"\n" : "");
+    vp__buf_printf(
+        &b, "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n%s%s\n",
+        req->work.seq, c->mbs * c->m, req->global_batch,
+        req->work.prec.grad < 4 ? "mixed_precision_reduce = \"bfloat16\"\n" : "",
+        req->work.prec.master ? ""
+                              : "# vpipe priced bf16 optimizer states; torchtitan's FSDP2 "
+                                "keeps fp32\n# sharded weights and moments: each rank "
+                                "needs more than predicted\n");
     int zero = pr->work.zero;
     bool shard = zero && c->dp > 1;
     const char *why = zero == 3 ? "" /* FSDP2 is ZeRO-3 */
@@ -284,6 +288,12 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
     else
         vp__buf_printf(&b, "\n# data parallel %d = world size %d / (TP %d x PP %d)\n", c->dp,
                        req->gpus, c->tp, c->pp);
+    if (!req->work.prec.master)
+        vp__buf_printf(
+            &notes, "# vpipe priced bf16 optimizer states (the 16-bit weights as the master):\n"
+                    "# Megatron-LM keeps fp32 main parameters; --use-precision-aware-optimizer\n"
+                    "# --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16 makes its moments bf16, and\n"
+                    "# each rank then needs more than predicted\n");
     char *extra = vp__buf_take(&notes);
     vp__buf_printf(&b, "%s", extra ? extra : "");
     free(extra);

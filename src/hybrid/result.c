@@ -101,9 +101,9 @@ static json_t *config_json(const vp_hybrid_config *c) {
     json_object_set_new(o, "recompute", json_string(vp_recompute_name(c->recompute)));
     char names[96];
     if (c->recompute == VP_RECOMPUTE_SELECTIVE && c->recompute_modules)
-        json_object_set_new(o, "recompute_modules",
-                            json_string(vp_recompute_modules_text(c->recompute_modules, names,
-                                                                  sizeof names)));
+        json_object_set_new(
+            o, "recompute_modules",
+            json_string(vp_recompute_modules_text(c->recompute_modules, names, sizeof names)));
     if (c->fp8 != VP_FP8_OFF)
         json_object_set_new(o, "fp8", json_string(vp_fp8_name(c->fp8)));
     json_object_set_new(o, "step_time_s", json_real(c->step_time_s));

@@ -201,7 +201,8 @@ static vp_status add_stages(search *S, const vp_hybrid_config *point, vp_error *
     vp_fp8 fp8[2];
     int n_fp8 = fp8_choices(q, fp8);
     for (int rc = VP_RECOMPUTE_NONE; rc <= VP_RECOMPUTE_FULL; rc++) {
-        bool no_try = rc == VP_RECOMPUTE_SELECTIVE && !vp_price_selective_differs(q->arch, &q->work);
+        bool no_try =
+            rc == VP_RECOMPUTE_SELECTIVE && !vp_price_selective_differs(q->arch, &q->work);
         if ((q->recompute >= 0 && q->recompute != rc) || (q->recompute < 0 && no_try))
             continue;
         for (int z = z0; z <= z1; z++)

@@ -48,19 +48,19 @@ enum {
     MOE = 4096,       /* a mixture-of-experts MLP */
     SHARED = 8192,    /* a mixture of experts with shared experts */
     /* With vocabulary parallelism (vp__vocab_split): */
-    SHARD = 16384,      /* held by every vocabulary shard (a W_VOCAB row: its share) */
-    NO_SHARD = 32768,   /* not held (T and EB take their gradients at once) */
-    POSITIONS = 65536,  /* kept by the first stage only for learned positions' gradient */
+    SHARD = 16384,       /* held by every vocabulary shard (a W_VOCAB row: its share) */
+    NO_SHARD = 32768,    /* not held (T and EB take their gradients at once) */
+    POSITIONS = 65536,   /* kept by the first stage only for learned positions' gradient */
     ONLY_SHARD = 131072, /* exists only with vocabulary parallelism */
     /* torchtitan's per-op selective recomputation (vp__op_recompute): */
     OP_SAVED = 262144, /* an output of an op its policy saves */
     ONLY_OP = 524288,  /* kept only by that policy (no backward reads it) */
     /* What Megatron-LM's recompute modules rerun (vp_recompute_module; core_attn: SCORES): */
-    M_NORM = 1u << 20,   /* layernorm: a norm's output */
-    M_MLA_UP = 1u << 21, /* mla_up_proj: an up-projection's output */
-    M_MLP = 1u << 22,    /* mlp: inside a dense MLP */
+    M_NORM = 1u << 20,    /* layernorm: a norm's output */
+    M_MLA_UP = 1u << 21,  /* mla_up_proj: an up-projection's output */
+    M_MLP = 1u << 22,     /* mlp: inside a dense MLP */
     M_MOE_ACT = 1u << 23, /* moe_act: a routed expert's activation output */
-    M_SHARED = 1u << 24  /* shared_experts: inside the shared experts */
+    M_SHARED = 1u << 24   /* shared_experts: inside the shared experts */
 };
 
 typedef struct tensor_row {
@@ -256,7 +256,8 @@ static bool row_present(const tensor_row *r, const vp_arch *a, const vp_workload
 
 /* The rows Megatron-LM's recompute modules (a set of vp_recompute_module) drop. */
 static unsigned module_rows(unsigned modules) {
-    const unsigned rows[VP_RECOMPUTE_MODULES] = {SCORES, M_NORM, M_MLA_UP, M_MLP, M_MOE_ACT, M_SHARED};
+    const unsigned rows[VP_RECOMPUTE_MODULES] = {SCORES, M_NORM,    M_MLA_UP,
+                                                 M_MLP,  M_MOE_ACT, M_SHARED};
     unsigned out = 0;
     for (int k = 0; k < VP_RECOMPUTE_MODULES; k++)
         out |= modules & (1u << k) ? rows[k] : 0;

@@ -120,9 +120,9 @@ int vp__recomputed_gemms(const vp_arch *a, const vp_workload *t, unsigned kind, 
     *core = false;
     if (vp__op_recompute(t)) {
         *core = true;
-        n = push(g, n, T, at.k / tp, h, 1, true);                /* key */
-        n = push(g, n, T, h, a->heads * at.d_v / tp, 1, true);   /* output */
-        return push(g, n, T, a->ffn / tp, h, 1, true);          /* up */
+        n = push(g, n, T, at.k / tp, h, 1, true);              /* key */
+        n = push(g, n, T, h, a->heads * at.d_v / tp, 1, true); /* output */
+        return push(g, n, T, a->ffn / tp, h, 1, true);         /* up */
     }
     unsigned m = vp__selective_modules(t);
     *core = m & VP_RECOMPUTE_CORE_ATTN;

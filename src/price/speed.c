@@ -95,8 +95,8 @@ void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned ki
     sec[2] += overhead;
     sec[3] = 0;
     /* what the other kernels rebuild: their share of F's traffic, as F saved less */
-    double rebuilt = all.act_bytes > 0 ? moved_f * (all.act_bytes - kept.act_bytes) / all.act_bytes
-                                       : 0;
+    double rebuilt =
+        all.act_bytes > 0 ? moved_f * (all.act_bytes - kept.act_bytes) / all.act_bytes : 0;
     if (rc == VP_RECOMPUTE_FULL) {
         sec[3] = sec[0];
     } else if (rc == VP_RECOMPUTE_SELECTIVE) { /* its linears, and the core unless flash */

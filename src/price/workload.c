@@ -32,7 +32,9 @@ const char *vp_attn_kernel_name(vp_attn_kernel k) {
 }
 
 const char *vp_framework_name(vp_framework f) {
-    return f == VP_FRAMEWORK_MEGATRON ? "megatron" : f == VP_FRAMEWORK_TORCHTITAN ? "torchtitan" : NULL;
+    return f == VP_FRAMEWORK_MEGATRON     ? "megatron"
+           : f == VP_FRAMEWORK_TORCHTITAN ? "torchtitan"
+                                          : NULL;
 }
 
 static const char *const module_names[VP_RECOMPUTE_MODULES] = {
@@ -156,10 +158,10 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
     const char *lacks = module_missing(a, t->recompute_modules);
     if (lacks)
         return vp__fail(err, VP_EINVAL, "recompute module %s: model %s has no %s", lacks, a->name,
-                        !strcmp(lacks, "mla_up_proj")      ? "latent attention"
-                        : !strcmp(lacks, "mlp")            ? "dense MLP layer"
-                        : !strcmp(lacks, "moe_act")        ? "routed experts"
-                                                           : "shared experts");
+                        !strcmp(lacks, "mla_up_proj") ? "latent attention"
+                        : !strcmp(lacks, "mlp")       ? "dense MLP layer"
+                        : !strcmp(lacks, "moe_act")   ? "routed experts"
+                                                      : "shared experts");
     if (t->seq > a->max_positions)
         return vp__fail(err, VP_EINVAL, "sequence %d is longer than model %s's %d positions",
                         t->seq, a->name, a->max_positions);
@@ -200,9 +202,9 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
                         "dense layers of grouped-query attention and a SwiGLU MLP; model %s has "
                         "%s: use --recompute full or none",
                         a->name,
-                        a->kv_lora > 0       ? "latent attention"
-                        : a->experts > 0     ? "mixture-of-experts layers"
-                                             : "another MLP");
+                        a->kv_lora > 0   ? "latent attention"
+                        : a->experts > 0 ? "mixture-of-experts layers"
+                                         : "another MLP");
     if (a->impl == VP_IMPL_VPIPE && t->cp > 1)
         return vp__fail(err, VP_EINVAL,
                         "vpipe's own model cannot split its attention over CP %d: its runtime "

@@ -10,19 +10,33 @@
 #define GIB 1073741824.0
 
 /* Every real-model option but --model, in the order a message names the first given. */
-static const char *const workload_keys[] = {"gpu",        "seq",
-                                            "mbs",        "tp",
-                                            "sp",         "dp",
-                                            "ep",         "etp",
-                                            "zero",       "flash",
-                                            "tp_overlap", "pp_overlap",
-                                            "split",      "layers_per_stage",
-                                            "reserve",    "dp_overlap",
-                                            "ep_overlap", "ep_dispatch",
-                                            "fp8",        "cp",
-                                            "cp_comm",    "fp8_params",
-                                            "grad_bytes", "attn_kernel",
-                                            "framework",  "recompute_modules",
+static const char *const workload_keys[] = {"gpu",
+                                            "seq",
+                                            "mbs",
+                                            "tp",
+                                            "sp",
+                                            "dp",
+                                            "ep",
+                                            "etp",
+                                            "zero",
+                                            "flash",
+                                            "tp_overlap",
+                                            "pp_overlap",
+                                            "split",
+                                            "layers_per_stage",
+                                            "reserve",
+                                            "dp_overlap",
+                                            "ep_overlap",
+                                            "ep_dispatch",
+                                            "fp8",
+                                            "cp",
+                                            "cp_comm",
+                                            "fp8_params",
+                                            "grad_bytes",
+                                            "attn_kernel",
+                                            "framework",
+                                            "recompute_modules",
+                                            "optimizer_dtype",
                                             NULL};
 
 vp_status vp_request_counts(const char *text, int **counts, int *n, vp_error *err) {
@@ -92,7 +106,7 @@ static void apply_workload(vp__run *run) {
     w->zero = q->zero > 0 ? q->zero : 0;
     w->flash = q->flash;
     w->attn_kernel = q->attn_kernel >= 0 ? (vp_attn_kernel)q->attn_kernel : w->attn_kernel;
-    w->framework = q->framework >= 0           ? (vp_framework)q->framework
+    w->framework = q->framework >= 0               ? (vp_framework)q->framework
                    : q->emit == VP_EMIT_TORCHTITAN ? VP_FRAMEWORK_TORCHTITAN
                                                    : w->framework;
     w->tp_overlap = q->tp_overlap;
@@ -109,6 +123,8 @@ static void apply_workload(vp__run *run) {
         w->fp8 = (vp_fp8)q->fp8;
     w->fp8_params = q->fp8_params;
     w->prec.grad = q->grad_bytes ? q->grad_bytes : w->prec.grad;
+    if (q->optimizer_dtype == 1) /* the 16-bit weights are the master; bf16 moments */
+        w->prec.master = 0, w->prec.moments = 2 * w->prec.param;
 }
 
 /* --fp8-params needs FP8 multiplies; --grad-bytes 2 or 4, and not below the weights' bytes
@@ -131,6 +147,9 @@ static vp_status precision_check(const vp__run *run, vp_error *err) {
     if (q->grad_bytes && q->grad_bytes != 2 && q->grad_bytes != 4)
         return vp__fail(err, VP_EINVAL, "%s takes 2 (16-bit gradients) or 4 (fp32), got %d",
                         VP__NAME(run, "grad_bytes"), q->grad_bytes);
+    if (q->optimizer_dtype == 1 && run->arch.dtype_bytes > 2)
+        return vp__fail(err, VP_EINVAL, "%s bf16 keeps bf16 optimizer states: %s trains in fp32",
+                        VP__NAME(run, "optimizer_dtype"), run->arch.name);
     if (q->grad_bytes && q->grad_bytes < run->arch.dtype_bytes)
         return vp__fail(err, VP_EINVAL, "%s %d is below the weights' %d bytes: %s trains in fp32",
                         VP__NAME(run, "grad_bytes"), q->grad_bytes, run->arch.dtype_bytes,
@@ -148,8 +167,7 @@ static vp_status recompute_modules(vp__run *run, vp_error *err) {
         return VP_OK;
     if (vp_recompute_modules_parse(q->recompute_modules, &run->work.recompute_modules, &why) !=
         VP_OK)
-        return vp__fail(err, why.status, "%s: %s", VP__NAME(run, "recompute_modules"),
-                        why.message);
+        return vp__fail(err, why.status, "%s: %s", VP__NAME(run, "recompute_modules"), why.message);
     if (q->recompute != VP_RECOMPUTE_SELECTIVE)
         return vp__fail(err, VP_EINVAL,
                         "%s chooses what selective recomputation reruns: it needs %s selective",
@@ -255,6 +273,8 @@ char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
              : w->attn_kernel == VP_ATTN_FA2 ? ", FlashAttention-2"
                                              : ", FlashAttention",
              fp8, w->prec.grad < 4 ? ", 16-bit gradients" : "", vp_recompute_name(w->recompute));
+    if (!w->prec.master && w->prec.param < 4)
+        snprintf(buf + strlen(buf), size - strlen(buf), ", bf16 optimizer states");
     if (w->recompute_modules) {
         char names[96];
         snprintf(buf + strlen(buf), size - strlen(buf), " (%s)",

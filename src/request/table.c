@@ -37,9 +37,10 @@ const char *vp__command_name(vp__command c) {
 /* In vp_recompute's, vp_split_goal's, vp_emit's and vp_format's orders. */
 static const char *const recomputes[] = {"none", "selective", "full", NULL};
 static const char *const splits[] = {"time", "memory", "even", NULL};
-static const char *const dispatches[] = {"alltoall", "deepep", NULL}; /* vp_ep_dispatch */
-static const char *const attn_kernels[] = {"fused", "fa2", NULL};     /* vp_attn_kernel */
+static const char *const dispatches[] = {"alltoall", "deepep", NULL};     /* vp_ep_dispatch */
+static const char *const attn_kernels[] = {"fused", "fa2", NULL};         /* vp_attn_kernel */
 static const char *const frameworks[] = {"megatron", "torchtitan", NULL}; /* vp_framework */
+static const char *const optimizer_dtypes[] = {"fp32", "bf16", NULL};
 static const char *const emits[] = {"torchtitan", "megatron", NULL};
 static const char *const formats[] = {"json", "text", "torch-csv", "torch-csv-comms", NULL};
 static const char *const offload_policies[] = {"none", "uniform", "selective", NULL};
@@ -128,6 +129,8 @@ const vp__option vp__options[] = {
     CHOICE("attn_kernel", "--attn-kernel", attn_kernel, attn_kernels, "attention kernel", -1, REAL),
     CHOICE("framework", "--framework", framework, frameworks, "framework", -1, REAL),
     TEXT("recompute_modules", "--recompute-modules", recompute_modules, REAL),
+    CHOICE("optimizer_dtype", "--optimizer-dtype", optimizer_dtype, optimizer_dtypes,
+           "optimizer precision", -1, REAL),
     FLAG("tp_overlap", "--tp-overlap", tp_overlap, REAL),
     FLAG("pp_overlap", "--pp-overlap", pp_overlap, REAL),
     FLAG("ep_overlap", "--ep-overlap", ep_overlap, REAL),

@@ -55,6 +55,8 @@ def command(r):
         c += ["--grad-bytes", str(r["grad_bytes"])]
     if r["framework"] != "megatron":
         c += ["--framework", r["framework"]]
+    if r["optimizer_dtype"] != "fp32":
+        c += ["--optimizer-dtype", r["optimizer_dtype"]]
     if r["recompute_modules"]:
         c += ["--recompute-modules", r["recompute_modules"]]
     return c

@@ -250,6 +250,21 @@ expect 0 '"recompute_modules": "layernorm,moe_act"' -- \
 expect 0 "--recompute-granularity selective --recompute-modules layernorm moe_act" -- \
     "$vp" plan --model qwen3-30b-a3b --gpus 16 --global-batch 64 --ep 8 --flash --recompute selective \
     --recompute-modules layernorm,moe_act --emit megatron
+# --optimizer-dtype bf16: the 16-bit weights are the master, the moments bf16 (2 + 4 bytes a
+# parameter of the shard where fp32 keeps 4 + 8)
+"$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --dp 8 --zero 1 --json >"$tmp/opt32.json"
+"$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --dp 8 --zero 1 --optimizer-dtype bf16 --json \
+    >"$tmp/opt16.json"
+expect 0 "" -- python3 - "$tmp/opt32.json" "$tmp/opt16.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["memory_per_rank"][0] for p in sys.argv[1:])
+assert abs(b["optimizer"] / a["optimizer"] - 4 / 12) < 1e-9, (a["optimizer"], b["optimizer"])
+assert a["params"] == b["params"] and a["grads"] == b["grads"]
+PY
+expect 2 "--optimizer-dtype bf16 keeps bf16 optimizer states: vpipe:4,64,4,32 trains in fp32" -- \
+    "$vp" simulate 1f1b -p 2 -m 4 --model vpipe:4,64,4,32 --optimizer-dtype bf16
+expect 0 "# vpipe priced bf16 optimizer states (the 16-bit weights as the master)" -- \
+    "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --optimizer-dtype bf16 --emit megatron
 expect 2 "--attn-kernel picks FlashAttention's kernels: it needs --flash" -- \
     "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --attn-kernel fa2
 expect 2 "--attn-kernel is one of fused, fa2, got 'fa3'" -- \
