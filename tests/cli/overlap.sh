@@ -59,4 +59,24 @@ for st in dv["per_stage"]:
 assert dv["tokens_per_s_per_gpu"] > one["tokens_per_s_per_gpu"], (dv["step_time_s"], one["step_time_s"])
 assert comb["a2a_overlap"]["hidden_ms"] > 0 and comb["step_time_s"] < one["step_time_s"]
 PY
+
+# plan at DeepSeek-V3's published run (2048 H800s, PP 16, EP 64, global batch 15360, FP8
+# blockwise): DualPipeV with full recomputation is the fastest of every family and fits, within
+# 3 GiB of the capacity, so the default 8 GiB margin marks it tight and ranks the roomy ones
+# first; with a 2 GiB margin plan picks it, ahead of 1F1B
+ds=(plan --model deepseek-v3 --gpu h800-80gb --gpus 2048 --pp 16 --ep 64 --tp 1 --seq 4096
+    --global-batch 15360 --fp8 blockwise --flash --zero 1 --json)
+"$vp" "${ds[@]}" >"$tmp/ds8.json"
+"$vp" "${ds[@]}" --margin 2 >"$tmp/ds2.json"
+expect 0 "" -- python3 - "$tmp/ds8.json" "$tmp/ds2.json" <<'PY'
+import json, sys
+d8, d2 = (json.load(open(p)) for p in sys.argv[1:])
+fams = d8["best_per_family"]
+dv = fams["dualpipev"]
+assert dv["fits"] and dv["tight"] and dv["recompute"] == "full", dv
+assert all(dv["step_time_s"] < c["step_time_s"] for f, c in fams.items() if f != "dualpipev")
+assert d8["best"]["family"] != "dualpipev" and not d8["best"]["tight"], d8["best"]
+assert d2["best"]["family"] == "dualpipev" and not d2["best"]["tight"], d2["best"]
+assert d2["best"]["step_time_s"] < d2["best_per_family"]["1f1b-r"]["step_time_s"]
+PY
 finish
