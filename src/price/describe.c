@@ -141,6 +141,8 @@ vp_status vp_arch_json(const vp_arch *arch, const vp_workload *work, char **out,
         json_object_set_new(w, "sp", json_boolean(work->sp));
         json_object_set_new(w, "flash", json_boolean(work->flash));
         json_object_set_new(w, "recompute", json_string(vp_recompute_name(work->recompute)));
+        if (work->framework != VP_FRAMEWORK_MEGATRON)
+            json_object_set_new(w, "framework", json_string(vp_framework_name(work->framework)));
         if (work->recompute_modules) {
             char names[96];
             json_object_set_new(w, "recompute_modules",

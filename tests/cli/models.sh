@@ -221,6 +221,8 @@ expect 0 "FlashAttention-2" -- "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b -
 # --framework torchtitan: its per-op selective recomputation, where it is priced
 expect 0 "FC2 output (the per-op policy's)" -- \
     "$vp" model show llama3-8b --seq 8192 --recompute selective --framework torchtitan
+expect 0 '"framework": "torchtitan"' -- \
+    "$vp" model show llama3-8b --seq 8192 --recompute selective --framework torchtitan --json
 expect 2 "model qwen3-30b-a3b has mixture-of-experts layers: use --recompute full or none" -- \
     "$vp" simulate 1f1b -p 1 -m 2 --model qwen3-30b-a3b --recompute selective --framework torchtitan
 expect 2 "--framework is one of megatron, torchtitan, got 'pytorch'" -- \
