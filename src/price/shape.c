@@ -104,13 +104,17 @@ bool vp__op_priced(const vp_arch *a) {
     return a->kv_lora == 0 && a->experts == 0 && a->ffn_kind == VP_FFN_SWIGLU;
 }
 
+/* An MLP of inner width f over rows tokens, f split over tp, count of them. */
+static int mlp_gemms(const vp_arch *a, double rows, double f, double count, vp__gemm *g, int n) {
+    n = push(g, n, rows, gates(a) * f, a->hidden, count, true);
+    return push(g, n, rows, a->hidden, f, count, true);
+}
+
 unsigned vp__selective_modules(const vp_workload *t) {
     if (t->recompute != VP_RECOMPUTE_SELECTIVE || t->framework != VP_FRAMEWORK_MEGATRON)
         return 0;
     return t->recompute_modules ? t->recompute_modules : VP_RECOMPUTE_CORE_ATTN;
 }
-
-static int mlp_gemms(const vp_arch *a, double rows, double f, double count, vp__gemm *g, int n);
 
 int vp__recomputed_gemms(const vp_arch *a, const vp_workload *t, unsigned kind, vp__gemm *g,
                          bool *core) {
@@ -135,12 +139,6 @@ int vp__recomputed_gemms(const vp_arch *a, const vp_workload *t, unsigned kind, 
     if ((m & VP_RECOMPUTE_SHARED_EXPERTS) && (kind & VP__MOE) && a->shared_experts > 0)
         n = mlp_gemms(a, T, (double)a->shared_experts * a->expert_ffn / tp, 1, g, n);
     return n;
-}
-
-/* An MLP of inner width f over rows tokens, f split over tp, count of them. */
-static int mlp_gemms(const vp_arch *a, double rows, double f, double count, vp__gemm *g, int n) {
-    n = push(g, n, rows, gates(a) * f, a->hidden, count, true);
-    return push(g, n, rows, a->hidden, f, count, true);
 }
 
 int vp__piece_gemms(const vp_arch *a, const vp_workload *t, vp_price_part part, unsigned kind,
