@@ -196,8 +196,7 @@ static const cli_opt real_opts[] = {
     REAL_ENUM("framework", framework, framework_names,
               "what runs the model: megatron (the default: Megatron-LM, NeMo,\n"
               "Transformer Engine) or torchtitan (its per-op selective\n"
-              "recompute, eager fp32 loss, torchao's FP8 casts; plan --emit\n"
-              "torchtitan's default)"),
+              "recompute, eager fp32 loss, torchao's FP8 casts)"),
     {.name = "recompute-modules",
      .kind = CLI_STRING,
      .offset = AT(recompute_modules),

@@ -135,8 +135,8 @@ typedef struct vp_request {
     bool ep_overlap;               /* --ep-overlap: the combined 1F1B (vp_workload.ep_overlap) */
     int ep_dispatch;               /* --ep-dispatch: a vp_ep_dispatch, -1 when not given */
     int attn_kernel;               /* --attn-kernel: a vp_attn_kernel, -1 when not given */
-    int framework;                 /* --framework: a vp_framework, -1 when not given (plan --emit
-                                      torchtitan: torchtitan, else megatron) */
+    int framework;                 /* --framework: a vp_framework, -1 when not given
+                                      (megatron) */
     const char *recompute_modules; /* --recompute-modules: names (vp_recompute_modules_parse) */
     int optimizer_dtype; /* --optimizer-dtype: 0 fp32 (master weights and moments, the default),
                             1 bf16 (the 16-bit weights are the master, bf16 moments); -1 not

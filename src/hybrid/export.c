@@ -137,9 +137,17 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
     if (c->pp > 1)
         pipeline_keys(&b, pr, schedule, csv_path);
     float8_keys(&b, c->fp8, req->work.fp8_params);
+    bool selective = c->recompute == VP_RECOMPUTE_SELECTIVE;
     vp__buf_printf(&b, "\n[activation_checkpoint]\nmode = \"%s\"\n%s",
                    vp_recompute_name(c->recompute),
-                   c->recompute == VP_RECOMPUTE_SELECTIVE ? "selective_ac_option = \"op\"\n" : "");
+                   selective ? "selective_ac_option = \"op\"\n" : "");
+    if (req->work.framework != VP_FRAMEWORK_TORCHTITAN)
+        vp__buf_printf(&b,
+                       "# vpipe priced Megatron-LM's way (its tensors, loss and FP8 copies%s);\n"
+                       "# plan with --framework torchtitan prices torchtitan's\n",
+                       selective ? "; selective as its core_attn, where torchtitan's per-op\n"
+                                   "# policy keeps less and recomputes more"
+                                 : "");
     if (c->offload > 0)
         vp__buf_printf(&b,
                        "# vpipe priced offloading %g of each stage's saved activations to host;\n"

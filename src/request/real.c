@@ -106,9 +106,7 @@ static void apply_workload(vp__run *run) {
     w->zero = q->zero > 0 ? q->zero : 0;
     w->flash = q->flash;
     w->attn_kernel = q->attn_kernel >= 0 ? (vp_attn_kernel)q->attn_kernel : w->attn_kernel;
-    w->framework = q->framework >= 0               ? (vp_framework)q->framework
-                   : q->emit == VP_EMIT_TORCHTITAN ? VP_FRAMEWORK_TORCHTITAN
-                                                   : w->framework;
+    w->framework = q->framework >= 0 ? (vp_framework)q->framework : w->framework;
     w->tp_overlap = q->tp_overlap;
     w->pp_overlap = q->pp_overlap;
     w->ep_overlap = q->ep_overlap;

@@ -39,14 +39,14 @@ assert one["evaluated"] + one["pruned"] + one["refused"] == one["candidates"], o
 assert max(m["total"] for m in one["best"]["memory_per_rank"]) == one["best"]["memory_max_bytes"]
 PY
 
-# --emit torchtitan DIR: a TOML that tomllib reads with the winner's degrees (priced as
-# torchtitan runs it: --framework torchtitan), and a CSV that vpipe's importer (PyTorch's
-# loader rules) accepts with the winner's p and m.
+# --emit torchtitan DIR: a TOML that tomllib reads with the winner's degrees, and a CSV that
+# vpipe's importer (PyTorch's loader rules) accepts with the winner's p and m; the plan as
+# priced (Megatron-LM's way unless --framework torchtitan, and the TOML says so).
 "$vp" plan "${cm[@]}" --json >"$tmp/cm.json"
-"$vp" plan "${cm[@]}" --framework torchtitan --json >"$tmp/cm-tt.json"
 expect 0 "wrote" -- "$vp" plan "${cm[@]}" --emit torchtitan "$tmp/tt"
+expect 0 "plan with --framework torchtitan prices torchtitan's" -- cat "$tmp/tt/job.toml"
 expect 0 "" -- "$vp" validate "$tmp/tt/schedule.csv"
-expect 0 "" -- python3 - "$tmp/tt/job.toml" "$tmp/cm-tt.json" "$tmp/tt/schedule.csv" <<'PY'
+expect 0 "" -- python3 - "$tmp/tt/job.toml" "$tmp/cm.json" "$tmp/tt/schedule.csv" <<'PY'
 import json, sys, tomllib
 job = tomllib.load(open(sys.argv[1], "rb"))
 best = json.load(open(sys.argv[2]))["best"]

@@ -223,6 +223,10 @@ expect 0 "FC2 output (the per-op policy's)" -- \
     "$vp" model show llama3-8b --seq 8192 --recompute selective --framework torchtitan
 expect 0 '"framework": "torchtitan"' -- \
     "$vp" model show llama3-8b --seq 8192 --recompute selective --framework torchtitan --json
+expect 0 "wrote" -- "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --seq 8192 --flash \
+    --framework torchtitan --recompute selective --emit torchtitan "$tmp/tt-op"
+expect 0 'selective_ac_option = "op"' -- cat "$tmp/tt-op/job.toml"
+grep -q "Megatron-LM's way" "$tmp/tt-op/job.toml" && bad "a torchtitan-priced plan says it was priced Megatron-LM's way"
 expect 2 "model qwen3-30b-a3b has mixture-of-experts layers: use --recompute full or none" -- \
     "$vp" simulate 1f1b -p 1 -m 2 --model qwen3-30b-a3b --recompute selective --framework torchtitan
 expect 2 "--framework is one of megatron, torchtitan, got 'pytorch'" -- \
