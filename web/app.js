@@ -419,8 +419,23 @@ let clusterSeq = 0;
 let clusterLast = null; // the last whole answer: {key, json, text, megatron, firstMs, allMs}
 let clusterTimer = 0;
 
+/* The "More options" field: vpipe plan's flags as its command line takes them ("--ep 8
+ * --fp8 auto --flash"), as the search's JSON keys; a message when a word is neither a flag
+ * nor its value. The library checks the keys and values. */
+function moreOptions(text) {
+  const out = {};
+  const words = text.split(/\s+/).filter(Boolean);
+  for (let i = 0; i < words.length; i++) {
+    if (!/^--[a-z]/.test(words[i])) return `More options: '${words[i]}' is not a flag (--name or --name value)`;
+    const key = words[i].slice(2).replace(/-/g, '_');
+    const value = i + 1 < words.length && !words[i + 1].startsWith('--') ? words[++i] : true;
+    out[key] = typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value) ? +value : value;
+  }
+  return out;
+}
+
 /* The search's options: `vpipe plan --model`'s JSON keys (no model for a pasted
- * config.json; the degrees left empty are searched). */
+ * config.json; the degrees left empty are searched; then the "More options" ones). */
 function clusterOptions() {
   const options = read('model') === 'config' ? {} : { model: read('model') };
   Object.assign(options, { gpu: read('gpu'), gpus: +read('gpus'), seq: +read('seq'), global_batch: +read('batch') });
@@ -428,7 +443,8 @@ function clusterOptions() {
   if (read('fix_recompute')) options.recompute = read('fix_recompute');
   Object.assign(options, { flash: read('flash') === '1', sp: read('sp') === '1' });
   if (read('zero1') === '1') options.zero = true; // --zero: ZeRO-1; else plan searches the stage
-  return options;
+  const more = moreOptions(read('more') || '');
+  return typeof more === 'string' ? more : Object.assign(options, more);
 }
 
 /* The command line that answers the same (a pasted config.json as the file config.json). */

@@ -704,6 +704,23 @@ async function clusterView(page) {
   const back = await clusterShown(page);
   check('cluster: back to the searched TP, the last answer shown again from memory, not searched again', back.state === 'done' && back.from === 'memory' && back.text === got.text && back.json === got.json, `${back.state}, from ${back.from}`);
 
+  // More options: any other flag of vpipe plan, as its command line takes it
+  const moreFlags = ['--fp8', 'auto', '--grad-bytes', '2'];
+  await page.fill('[name="more"]', moreFlags.join(' '));
+  const more = await clusterShown(page);
+  check('cluster with More options --fp8 auto --grad-bytes 2: shown, and the command line it names carries them', more.state === 'done' && more.command === `vpipe plan ${[...PLAN_70B, ...moreFlags].join(' ')}`, more.command);
+  same('cluster with More options: report = vpipe plan with those flags (seconds masked)', masked(more.text), masked(cliOut(['plan', ...PLAN_70B, ...moreFlags])));
+  await page.fill('[name="more"]', '--cp 3');
+  const badMore = await clusterShown(page);
+  const rm = cli(['plan', ...PLAN_70B, '--cp', '3']);
+  check('cluster with More options --cp 3: the command line\'s message, once', badMore.state === 'error' && rm.status !== 0 && badMore.error === cliMessage(rm.err) && badMore.errors === 1, `${badMore.error} vs ${rm.err.trim()}`);
+  await page.fill('[name="more"]', 'fp8 auto');
+  const stray = await clusterShown(page);
+  check('cluster with More options "fp8 auto": a word that is no flag, said once', stray.state === 'error' && stray.error === "More options: 'fp8' is not a flag (--name or --name value)" && stray.errors === 1, stray.error);
+  await page.fill('[name="more"]', '');
+  const plain = await clusterShown(page);
+  check('cluster: More options emptied, the first answer again', plain.state === 'done' && masked(plain.text) === masked(got.text), plain.state);
+
   // a pasted config.json the reader refuses: its message (the door spells the option as
   // its JSON key, the command line as its flag), once
   const config = '{"hidden_size": 8192, "num_hidden_layers": 80';
