@@ -136,6 +136,28 @@ static void test_rejections(void **state) {
              (const char *const[]){"after a closing quote", NULL});
     read_bad(HEADER "llama3-8b,,,,,,,,,,,,,,,,,,1,,9\n", VP_EPARSE, 2,
              (const char *const[]){"21 cells, the header names 20", NULL});
+    /* what runs the model, Megatron-LM's recompute modules, the optimizer's precision */
+#define MORE                                                                                       \
+    "model,gpu,tp,pp,vp,dp,cp,ep,mbs,gbs,seq,schedule,recompute,flash,sp,zero,fp8,"                \
+    "step_time_s,tokens_per_s_per_gpu,peak_mem_gib,framework,recompute_modules,"                   \
+    "optimizer_dtype\n"
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,pytorch,,\n", VP_EPARSE, 2,
+             (const char *const[]){"column 'framework'", "megatron or torchtitan", NULL});
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,selective,,,,,1,,,,mlps,\n", VP_EPARSE, 2,
+             (const char *const[]){"column 'recompute_modules'", "got 'mlps'", NULL});
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,full,,,,,1,,,,layernorm,\n", VP_EPARSE, 2,
+             (const char *const[]){"need recompute selective", NULL});
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,,,fp16\n", VP_EPARSE, 2,
+             (const char *const[]){"column 'optimizer_dtype'", "fp32 or bf16", NULL});
+    vp_run_set *set = read_ok(MORE "llama3-8b,,,,,,,,,,,,selective,1,,,,1,,,torchtitan,,bf16\n"
+                                   "deepseek-v3,,,,,,,,,,,,selective,1,,,,1,,,,"
+                                   "\"layernorm mla_up_proj\",\n");
+    assert_int_equal(set->runs[0].framework, VP_FRAMEWORK_TORCHTITAN);
+    assert_true(set->runs[0].bf16_optimizer && !set->runs[1].bf16_optimizer);
+    assert_int_equal(set->runs[1].recompute_modules,
+                     VP_RECOMPUTE_LAYERNORM | VP_RECOMPUTE_MLA_UP_PROJ);
+    vp_calibrate_free(set);
+#undef MORE
 }
 
 /* A run is priced as its configuration is priced directly: the same family, degrees,

@@ -458,6 +458,15 @@ static vp_status modules_cell(const cells *c, vp_run *run) {
     return VP_OK;
 }
 
+/* optimizer_dtype: empty or fp32, or bf16 (vp_run.bf16_optimizer). */
+static vp_status optimizer_cell(const cells *c, vp_run *run) {
+    const char *names[] = {"fp32", "bf16"};
+    int k;
+    vp_status rc = choice_cell(c, C_OPTIMIZER_DTYPE, names, 2, "expected fp32 or bf16", &k);
+    run->bf16_optimizer = k == 1;
+    return rc;
+}
+
 static vp_status dp_overlap_cell(const cells *c, vp_run *run) {
     const char *s = cell(c, C_DP_OVERLAP);
     run->dp_overlap = VP_OVERLAP_MODELLED;
@@ -545,12 +554,8 @@ static vp_status read_settings(const cells *c, vp_run *run) {
         rc = framework_cell(c, run);
     if (rc == VP_OK)
         rc = modules_cell(c, run);
-    if (rc == VP_OK) { /* optimizer_dtype: empty or fp32, or bf16 (vp_run.bf16_optimizer) */
-        const char *names[] = {"fp32", "bf16"};
-        int k;
-        rc = choice_cell(c, C_OPTIMIZER_DTYPE, names, 2, "expected fp32 or bf16", &k);
-        run->bf16_optimizer = k == 1;
-    }
+    if (rc == VP_OK)
+        rc = optimizer_cell(c, run);
     if (rc == VP_OK)
         rc = real_cell(c, C_STEP, 1e9, &run->step_time_s);
     if (rc == VP_OK)
