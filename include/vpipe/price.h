@@ -415,6 +415,10 @@ VP_API bool vp_price_selective_differs(const vp_arch *arch, const vp_workload *w
  * reduction overlapped as frameworks do (VP_OVERLAP_MODELLED), no reserve. */
 VP_API vp_workload vp_workload_default(const vp_arch *arch);
 
+/* bf16 optimizer states (--optimizer-dtype bf16; a model cast to bf16 and trained with
+ * torch.optim.Adam): the 16-bit weights are the master, the moments take their bytes. */
+VP_API void vp_workload_bf16_optimizer(vp_workload *work);
+
 /* vp_recompute_parse and vp_recompute_name (schedule.h) name the recomputation. */
 
 /* The model as one JSON object in *out (new string, caller frees with free()): name,

@@ -86,7 +86,7 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
         return vp__fail(err, VP_EINVAL, "%s:%d: optimizer_dtype bf16: model %s trains in fp32",
                         set->name, run->line, out->arch.name);
     if (run->bf16_optimizer)
-        w->prec.master = 0, w->prec.moments = 2 * w->prec.param;
+        vp_workload_bf16_optimizer(w);
     w->zero = run->zero;
     w->dp_overlap = run->dp_overlap;
     w->tp_overlap = run->tp_overlap;

@@ -266,14 +266,14 @@ static unsigned module_rows(unsigned modules) {
 
 /* The row under recomputation (layers only): full keeps the layer input alone from F,
  * torchtitan's per-op policy (op) that and its ops' outputs, Megatron-LM's selective all
- * but what its modules rerun (modules); what W needs is rebuilt by B and kept from B until
- * W. Returns false when the row is not kept. */
-static bool row_recomputed(const tensor_row *r, vp_recompute rc, bool op, unsigned modules,
+ * but the rows its modules rerun (dropped, module_rows); what W needs is rebuilt by B and
+ * kept from B until W. Returns false when the row is not kept. */
+static bool row_recomputed(const tensor_row *r, vp_recompute rc, bool op, unsigned dropped,
                            vp_keep *keep) {
     *keep = r->keep;
     bool kept = rc == VP_RECOMPUTE_NONE || (r->flags & LAYER_INPUT) ||
                 (op && (r->flags & OP_SAVED)) ||
-                (rc == VP_RECOMPUTE_SELECTIVE && !op && !(r->flags & module_rows(modules)));
+                (rc == VP_RECOMPUTE_SELECTIVE && !op && !(r->flags & dropped));
     if (kept)
         return true;
     if (r->keep == VP_KEEP_F_B)
@@ -344,11 +344,11 @@ int vp__piece_tensors(const vp_arch *arch, const vp_workload *work, vp_price_par
     int n = tables[arch->impl][part].n, count = 0;
     vp_recompute rc = part == VP_PRICE_LAYER ? work->recompute : VP_RECOMPUTE_NONE;
     bool op = vp__op_recompute(work);
-    unsigned modules = vp__selective_modules(work);
+    unsigned dropped = module_rows(vp__selective_modules(work));
     for (int i = 0; i < n; i++) {
         vp_keep keep;
         if (!row_present(&rows[i], arch, work, kind) ||
-            !row_recomputed(&rows[i], rc, op, modules, &keep))
+            !row_recomputed(&rows[i], rc, op, dropped, &keep))
             continue;
         double bytes = row_bytes(&rows[i], arch, work) *
                        (part == VP_PRICE_LAYER ? vp__fp8_saved_scale(arch, work, rows[i].keep) : 1);

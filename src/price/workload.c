@@ -22,6 +22,11 @@ vp_workload vp_workload_default(const vp_arch *arch) {
     return t;
 }
 
+void vp_workload_bf16_optimizer(vp_workload *t) {
+    t->prec.master = 0;
+    t->prec.moments = 2 * t->prec.param;
+}
+
 const char *vp_cp_comm_name(vp_cp_comm c) {
     static const char *const names[] = {"p2p", "allgather"};
     return (unsigned)c < 2 ? names[c] : NULL;

@@ -121,8 +121,8 @@ static void apply_workload(vp__run *run) {
         w->fp8 = (vp_fp8)q->fp8;
     w->fp8_params = q->fp8_params;
     w->prec.grad = q->grad_bytes ? q->grad_bytes : w->prec.grad;
-    if (q->optimizer_dtype == 1) /* the 16-bit weights are the master; bf16 moments */
-        w->prec.master = 0, w->prec.moments = 2 * w->prec.param;
+    if (q->optimizer_dtype == 1)
+        vp_workload_bf16_optimizer(w);
 }
 
 /* --fp8-params needs FP8 multiplies; --grad-bytes 2 or 4, and not below the weights' bytes
