@@ -145,8 +145,8 @@ static const char *const dispatch_names[] = {"alltoall", "deepep", NULL};
 static const char *const attn_kernel_names[] = {"fused", "fa2", NULL};
 /* In vp_framework's order. */
 static const char *const framework_names[] = {"megatron", "torchtitan", NULL};
-/* fp32, then bf16 (vp_request.optimizer_dtype). */
-static const char *const optimizer_dtype_names[] = {"fp32", "bf16", NULL};
+/* vp_optimizer_dtype's names (vp_request.optimizer_dtype). */
+static const char *const optimizer_dtype_names[] = {"fp32", "bf16", "bf16-moments", NULL};
 
 static const cli_opt real_opts[] = {
     {.name = "model",
@@ -206,7 +206,9 @@ static const cli_opt real_opts[] = {
              "shared_experts (its --recompute-modules)"},
     REAL_ENUM("optimizer-dtype", optimizer_dtype, optimizer_dtype_names,
               "the optimizer's states: fp32 (the default: fp32 master weights\n"
-              "beside the 16-bit ones, fp32 moments) or bf16 (the 16-bit\n"
+              "beside the 16-bit ones, fp32 moments); bf16-moments (fp32\n"
+              "master weights, bf16 moments: Megatron-LM's precision-aware\n"
+              "optimizer, as DeepSeek-V3's recipes run it); bf16 (the 16-bit\n"
               "weights are the master, bf16 moments: a model cast to bf16\n"
               "and trained with torch.optim.Adam, as NeMo AutoModel does)"),
     REAL_FLAG("tp-overlap", tp_overlap,

@@ -148,12 +148,15 @@ static void test_rejections(void **state) {
     read_bad(MORE "llama3-8b,,,,,,,,,,,,full,,,,,1,,,,layernorm,\n", VP_EPARSE, 2,
              (const char *const[]){"need recompute selective", NULL});
     read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,,,fp16\n", VP_EPARSE, 2,
-             (const char *const[]){"column 'optimizer_dtype'", "fp32 or bf16", NULL});
+             (const char *const[]){"column 'optimizer_dtype'", "fp32, bf16 or bf16-moments", NULL});
     vp_run_set *set = read_ok(MORE "llama3-8b,,,,,,,,,,,,selective,1,,,,1,,,torchtitan,,bf16\n"
                                    "deepseek-v3,,,,,,,,,,,,selective,1,,,,1,,,,"
-                                   "\"layernorm mla_up_proj\",\n");
+                                   "\"layernorm mla_up_proj\",\n"
+                                   "deepseek-v3,,,,,,,,,,,,,1,,,,1,,,,,bf16-moments\n");
     assert_int_equal(set->runs[0].framework, VP_FRAMEWORK_TORCHTITAN);
-    assert_true(set->runs[0].bf16_optimizer && !set->runs[1].bf16_optimizer);
+    assert_int_equal(set->runs[0].optimizer, VP_OPTIMIZER_BF16);
+    assert_int_equal(set->runs[1].optimizer, VP_OPTIMIZER_FP32);
+    assert_int_equal(set->runs[2].optimizer, VP_OPTIMIZER_BF16_MOMENTS);
     assert_int_equal(set->runs[1].recompute_modules,
                      VP_RECOMPUTE_LAYERNORM | VP_RECOMPUTE_MLA_UP_PROJ);
     vp_calibrate_free(set);

@@ -33,8 +33,8 @@
  * copies are the weights, vp_workload.fp8_params); attn_kernel (fused, the default, or fa2:
  * vp_attn_kernel); framework (megatron, the default, or torchtitan: vp_framework);
  * recompute_modules (Megatron-LM's, with recompute selective: vp_recompute_module names,
- * "layernorm moe_act"); optimizer_dtype (fp32, the default, or bf16: the 16-bit weights are
- * the master and the moments bf16, vpipe's --optimizer-dtype). Other columns are ignored
+ * "layernorm moe_act"); optimizer_dtype (fp32, the default, bf16 or bf16-moments:
+ * vp_optimizer_dtype, vpipe's --optimizer-dtype). Other columns are ignored
  * (vp_run_set.ignored names them).
  */
 #ifndef VPIPE_CALIBRATE_H
@@ -65,17 +65,17 @@ typedef struct vp_run {
     char schedule[32];          /* a family, "*" (searched) */
     int recompute;              /* a vp_recompute, or VP_RUN_ANY */
     bool flash, sp, tp_overlap, pp_overlap;
-    vp_fp8 fp8;                 /* the FP8 recipe (VP_FP8_OFF: 16-bit) */
-    bool fp8_params;            /* FP8 weights (vp_workload.fp8_params) */
-    vp_attn_kernel attn_kernel; /* FlashAttention's kernels (with flash) */
-    vp_framework framework;     /* what ran it */
-    unsigned recompute_modules; /* with selective: a set of vp_recompute_module (0: none named) */
-    bool bf16_optimizer;        /* optimizer_dtype bf16: no master weights, bf16 moments */
-    bool ep_overlap;            /* the combined 1F1B (vp_workload.ep_overlap) */
-    vp_ep_dispatch ep_dispatch; /* how its all-to-alls move tokens */
-    int zero;                   /* the ZeRO stage, 0-3 */
-    double dp_overlap;          /* VP_OVERLAP_MODELLED or a share in [0, 1] */
-    int grad_bytes;             /* 0: the precision's gradient bytes */
+    vp_fp8 fp8;                   /* the FP8 recipe (VP_FP8_OFF: 16-bit) */
+    bool fp8_params;              /* FP8 weights (vp_workload.fp8_params) */
+    vp_attn_kernel attn_kernel;   /* FlashAttention's kernels (with flash) */
+    vp_framework framework;       /* what ran it */
+    unsigned recompute_modules;   /* with selective: a set of vp_recompute_module (0: none named) */
+    vp_optimizer_dtype optimizer; /* what the optimizer's states keep */
+    bool ep_overlap;              /* the combined 1F1B (vp_workload.ep_overlap) */
+    vp_ep_dispatch ep_dispatch;   /* how its all-to-alls move tokens */
+    int zero;                     /* the ZeRO stage, 0-3 */
+    double dp_overlap;            /* VP_OVERLAP_MODELLED or a share in [0, 1] */
+    int grad_bytes;               /* 0: the precision's gradient bytes */
     double step_time_s, tokens_per_s_per_gpu, peak_mem_gib; /* 0: not given */
     vp_peak_kind mem_kind;
     bool tuned;

@@ -415,9 +415,22 @@ VP_API bool vp_price_selective_differs(const vp_arch *arch, const vp_workload *w
  * reduction overlapped as frameworks do (VP_OVERLAP_MODELLED), no reserve. */
 VP_API vp_workload vp_workload_default(const vp_arch *arch);
 
-/* bf16 optimizer states (--optimizer-dtype bf16; a model cast to bf16 and trained with
- * torch.optim.Adam): the 16-bit weights are the master, the moments take their bytes. */
-VP_API void vp_workload_bf16_optimizer(vp_workload *work);
+/* The optimizer's states (--optimizer-dtype). */
+typedef enum {
+    VP_OPTIMIZER_FP32,        /* fp32 master weights beside the 16-bit ones, fp32 moments */
+    VP_OPTIMIZER_BF16,        /* the 16-bit weights are the master, bf16 moments: a model cast
+                                 to bf16 and trained with torch.optim.Adam */
+    VP_OPTIMIZER_BF16_MOMENTS /* fp32 master weights, bf16 moments: Megatron-LM's precision-
+                                 aware optimizer with --exp-avg-dtype and --exp-avg-sq-dtype
+                                 bf16 */
+} vp_optimizer_dtype;
+
+/* "fp32", "bf16", "bf16-moments"; NULL when out of range. */
+VP_API const char *vp_optimizer_dtype_name(vp_optimizer_dtype dtype);
+
+/* Sets work->prec's master and moments as dtype keeps them (a 16-bit model's; the default
+ * workload is VP_OPTIMIZER_FP32's). */
+VP_API void vp_workload_set_optimizer(vp_workload *work, vp_optimizer_dtype dtype);
 
 /* vp_recompute_parse and vp_recompute_name (schedule.h) name the recomputation. */
 

@@ -138,9 +138,7 @@ typedef struct vp_request {
     int framework;                 /* --framework: a vp_framework, -1 when not given
                                       (megatron) */
     const char *recompute_modules; /* --recompute-modules: names (vp_recompute_modules_parse) */
-    int optimizer_dtype; /* --optimizer-dtype: 0 fp32 (master weights and moments, the default),
-                            1 bf16 (the 16-bit weights are the master, bf16 moments); -1 not
-                            given */
+    int optimizer_dtype; /* --optimizer-dtype: a vp_optimizer_dtype; -1 not given (fp32) */
     /* --cp (0: not given), --cp-comm (a vp_cp_comm; -1: not given) */
     int cp, cp_comm;
     double reserve, dp_overlap;

@@ -213,7 +213,7 @@ static json_t *run_json(const vp_run *r) {
     set_str(o, "ep_dispatch", vp_ep_dispatch_name(r->ep_dispatch));
     set_str(o, "attn_kernel", vp_attn_kernel_name(r->attn_kernel));
     set_str(o, "framework", vp_framework_name(r->framework));
-    set_str(o, "optimizer_dtype", r->bf16_optimizer ? "bf16" : "fp32");
+    set_str(o, "optimizer_dtype", vp_optimizer_dtype_name(r->optimizer));
     char modules[96];
     set_str(o, "recompute_modules",
             vp_recompute_modules_text(r->recompute_modules, modules, sizeof modules));

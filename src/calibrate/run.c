@@ -82,11 +82,12 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->attn_kernel = run->attn_kernel;
     w->framework = run->framework;
     w->recompute_modules = run->recompute_modules;
-    if (run->bf16_optimizer && out->arch.dtype_bytes > 2)
-        return vp__fail(err, VP_EINVAL, "%s:%d: optimizer_dtype bf16: model %s trains in fp32",
-                        set->name, run->line, out->arch.name);
-    if (run->bf16_optimizer)
-        vp_workload_bf16_optimizer(w);
+    if (run->optimizer != VP_OPTIMIZER_FP32 && out->arch.dtype_bytes > 2)
+        return vp__fail(err, VP_EINVAL, "%s:%d: optimizer_dtype %s: model %s trains in fp32",
+                        set->name, run->line, vp_optimizer_dtype_name(run->optimizer),
+                        out->arch.name);
+    if (run->optimizer != VP_OPTIMIZER_FP32)
+        vp_workload_set_optimizer(w, run->optimizer);
     w->zero = run->zero;
     w->dp_overlap = run->dp_overlap;
     w->tp_overlap = run->tp_overlap;

@@ -458,12 +458,13 @@ static vp_status modules_cell(const cells *c, vp_run *run) {
     return VP_OK;
 }
 
-/* optimizer_dtype: empty or fp32, or bf16 (vp_run.bf16_optimizer). */
+/* optimizer_dtype: empty or a vp_optimizer_dtype's name (vp_run.optimizer). */
 static vp_status optimizer_cell(const cells *c, vp_run *run) {
-    const char *names[] = {"fp32", "bf16"};
+    const char *names[] = {"fp32", "bf16", "bf16-moments"};
     int k;
-    vp_status rc = choice_cell(c, C_OPTIMIZER_DTYPE, names, 2, "expected fp32 or bf16", &k);
-    run->bf16_optimizer = k == 1;
+    vp_status rc =
+        choice_cell(c, C_OPTIMIZER_DTYPE, names, 3, "expected fp32, bf16 or bf16-moments", &k);
+    run->optimizer = (vp_optimizer_dtype)k;
     return rc;
 }
 

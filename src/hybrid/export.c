@@ -109,10 +109,12 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
         &b, "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n%s%s\n",
         req->work.seq, c->mbs * c->m, req->global_batch,
         req->work.prec.grad < 4 ? "mixed_precision_reduce = \"bfloat16\"\n" : "",
-        req->work.prec.master ? ""
-                              : "# vpipe priced bf16 optimizer states; torchtitan's FSDP2 "
-                                "keeps fp32\n# sharded weights and moments: each rank "
-                                "needs more than predicted\n");
+        req->work.prec.moments == 8 ? ""
+        : req->work.prec.master
+            ? "# vpipe priced bf16 moments; torchtitan's FSDP2 keeps them fp32: each rank\n"
+              "# needs more than predicted\n"
+            : "# vpipe priced bf16 optimizer states; torchtitan's FSDP2 keeps fp32\n"
+              "# sharded weights and moments: each rank needs more than predicted\n");
     int zero = pr->work.zero;
     bool shard = zero && c->dp > 1;
     const char *why = zero == 3 ? "" /* FSDP2 is ZeRO-3 */
@@ -265,6 +267,9 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                        req->work.fp8_params ? " --fp8-param-gather" : "");
     if (req->work.prec.grad < 4)
         vp__buf_printf(&b, " --grad-reduce-in-bf16");
+    if (req->work.prec.master && req->work.prec.moments < 8)
+        vp__buf_printf(&b, " --use-precision-aware-optimizer --exp-avg-dtype bf16 "
+                           "--exp-avg-sq-dtype bf16");
     static const char *const strategy[] = {"", "", "optim_grads", "optim_grads_params"};
     if (pr->work.zero == 1 && c->dp * cp > 1)
         vp__buf_printf(&b, " --use-distributed-optimizer");

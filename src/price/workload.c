@@ -22,9 +22,14 @@ vp_workload vp_workload_default(const vp_arch *arch) {
     return t;
 }
 
-void vp_workload_bf16_optimizer(vp_workload *t) {
-    t->prec.master = 0;
-    t->prec.moments = 2 * t->prec.param;
+const char *vp_optimizer_dtype_name(vp_optimizer_dtype d) {
+    static const char *const names[] = {"fp32", "bf16", "bf16-moments"};
+    return (unsigned)d < 3 ? names[d] : NULL;
+}
+
+void vp_workload_set_optimizer(vp_workload *t, vp_optimizer_dtype d) {
+    t->prec.master = d == VP_OPTIMIZER_BF16 ? 0 : t->prec.param < 4 ? 4 : 0;
+    t->prec.moments = d == VP_OPTIMIZER_FP32 ? 8 : 2 * 2;
 }
 
 const char *vp_cp_comm_name(vp_cp_comm c) {

@@ -121,8 +121,8 @@ static void apply_workload(vp__run *run) {
         w->fp8 = (vp_fp8)q->fp8;
     w->fp8_params = q->fp8_params;
     w->prec.grad = q->grad_bytes ? q->grad_bytes : w->prec.grad;
-    if (q->optimizer_dtype == 1)
-        vp_workload_bf16_optimizer(w);
+    if (q->optimizer_dtype > 0)
+        vp_workload_set_optimizer(w, (vp_optimizer_dtype)q->optimizer_dtype);
 }
 
 /* --fp8-params needs FP8 multiplies; --grad-bytes 2 or 4, and not below the weights' bytes
@@ -145,9 +145,11 @@ static vp_status precision_check(const vp__run *run, vp_error *err) {
     if (q->grad_bytes && q->grad_bytes != 2 && q->grad_bytes != 4)
         return vp__fail(err, VP_EINVAL, "%s takes 2 (16-bit gradients) or 4 (fp32), got %d",
                         VP__NAME(run, "grad_bytes"), q->grad_bytes);
-    if (q->optimizer_dtype == 1 && run->arch.dtype_bytes > 2)
-        return vp__fail(err, VP_EINVAL, "%s bf16 keeps bf16 optimizer states: %s trains in fp32",
-                        VP__NAME(run, "optimizer_dtype"), run->arch.name);
+    if (q->optimizer_dtype > 0 && run->arch.dtype_bytes > 2)
+        return vp__fail(err, VP_EINVAL, "%s %s keeps bf16 optimizer states: %s trains in fp32",
+                        VP__NAME(run, "optimizer_dtype"),
+                        vp_optimizer_dtype_name((vp_optimizer_dtype)q->optimizer_dtype),
+                        run->arch.name);
     if (q->grad_bytes && q->grad_bytes < run->arch.dtype_bytes)
         return vp__fail(err, VP_EINVAL, "%s %d is below the weights' %d bytes: %s trains in fp32",
                         VP__NAME(run, "grad_bytes"), q->grad_bytes, run->arch.dtype_bytes,
@@ -273,6 +275,8 @@ char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
              fp8, w->prec.grad < 4 ? ", 16-bit gradients" : "", vp_recompute_name(w->recompute));
     if (!w->prec.master && w->prec.param < 4)
         snprintf(buf + strlen(buf), size - strlen(buf), ", bf16 optimizer states");
+    else if (w->prec.master && w->prec.moments < 8)
+        snprintf(buf + strlen(buf), size - strlen(buf), ", bf16 moments");
     if (w->recompute_modules) {
         char names[96];
         snprintf(buf + strlen(buf), size - strlen(buf), " (%s)",

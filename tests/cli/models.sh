@@ -261,14 +261,32 @@ expect 0 "--recompute-granularity selective --recompute-modules layernorm moe_ac
 "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --dp 8 --zero 1 --json >"$tmp/opt32.json"
 "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --dp 8 --zero 1 --optimizer-dtype bf16 --json \
     >"$tmp/opt16.json"
-expect 0 "" -- python3 - "$tmp/opt32.json" "$tmp/opt16.json" <<'PY'
+# --optimizer-dtype bf16-moments: fp32 master weights, bf16 moments (4 + 4 bytes), Megatron-LM's
+# precision-aware optimizer
+"$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --dp 8 --zero 1 --optimizer-dtype bf16-moments \
+    --json >"$tmp/optm.json"
+expect 0 "" -- python3 - "$tmp/opt32.json" "$tmp/opt16.json" "$tmp/optm.json" <<'PY'
 import json, sys
-a, b = (json.load(open(p))["memory_per_rank"][0] for p in sys.argv[1:])
+a, b, c = (json.load(open(p))["memory_per_rank"][0] for p in sys.argv[1:])
 assert abs(b["optimizer"] / a["optimizer"] - 4 / 12) < 1e-9, (a["optimizer"], b["optimizer"])
-assert a["params"] == b["params"] and a["grads"] == b["grads"]
+assert abs(c["optimizer"] / a["optimizer"] - 8 / 12) < 1e-9, (a["optimizer"], c["optimizer"])
+assert a["params"] == b["params"] == c["params"] and a["grads"] == b["grads"] == c["grads"]
 PY
+expect 0 ", bf16 moments  (8 GPUs)" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --dp 8 --zero 1 --optimizer-dtype bf16-moments
 expect 2 "--optimizer-dtype bf16 keeps bf16 optimizer states: vpipe:4,64,4,32 trains in fp32" -- \
     "$vp" simulate 1f1b -p 2 -m 4 --model vpipe:4,64,4,32 --optimizer-dtype bf16
+expect 2 "--optimizer-dtype bf16-moments keeps bf16 optimizer states: vpipe:4,64,4,32 trains" -- \
+    "$vp" simulate 1f1b -p 2 -m 4 --model vpipe:4,64,4,32 --optimizer-dtype bf16-moments
+# Megatron-LM's options (megatron/training/arguments.py: --exp-avg-dtype and --exp-avg-sq-dtype
+# take fp32, fp16, bf16 or fp8 with --use-precision-aware-optimizer); torchtitan keeps fp32 moments
+expect 0 "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16" -- \
+    "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --optimizer-dtype bf16-moments \
+    --emit megatron
+"$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --optimizer-dtype bf16-moments \
+    --emit torchtitan "$tmp/tt-moments" >/dev/null
+expect 0 "# vpipe priced bf16 moments; torchtitan's FSDP2 keeps them fp32" -- \
+    cat "$tmp/tt-moments/job.toml"
 expect 0 "# vpipe priced bf16 optimizer states (the 16-bit weights as the master)" -- \
     "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --optimizer-dtype bf16 --emit megatron
 expect 2 "--attn-kernel picks FlashAttention's kernels: it needs --flash" -- \
