@@ -285,15 +285,18 @@ function showPlan(report, text) {
 
 let priceSeq = 0;
 
-/* The pricing options (without a family), or a message saying what does not divide. */
+/* The pricing options (without a family; then the "More options" ones), or a message
+ * saying what does not divide or what More options cannot read. */
 function priceOptions() {
   const [gpus, tp, dp, batch, mbs] = ['gpus', 'tp', 'dp', 'batch', 'mbs'].map((k) => +read(k));
   if (gpus % (tp * dp)) return `GPUs (${gpus}) must be a multiple of tensor × data parallel (${tp * dp}).`;
   if (batch % (mbs * dp)) return `The global batch (${batch}) must be a multiple of microbatch size × data parallel (${mbs * dp}).`;
   const options = { p: gpus / (tp * dp), m: batch / (mbs * dp), gpu: read('gpu'), seq: +read('seq'), mbs, tp, dp };
-  Object.assign(options, { recompute: read('recompute'), flash: read('flash') === '1', zero1: read('zero1') === '1', sp: read('sp') === '1' });
+  Object.assign(options, { recompute: read('recompute'), flash: read('flash') === '1', sp: read('sp') === '1' });
+  if (read('zero1') === '1') options.zero = true; // --zero: ZeRO-1
   if (read('model') !== 'config') options.model = read('model');
-  return options;
+  const more = moreOptions(read('more') || '');
+  return typeof more === 'string' ? more : Object.assign(options, more);
 }
 
 async function runPrice() {
@@ -419,9 +422,9 @@ let clusterSeq = 0;
 let clusterLast = null; // the last whole answer: {key, json, text, megatron, firstMs, allMs}
 let clusterTimer = 0;
 
-/* The "More options" field: vpipe plan's flags as its command line takes them ("--ep 8
- * --fp8 auto --flash"), as the search's JSON keys; a message when a word is neither a flag
- * nor its value. The library checks the keys and values. */
+/* The "More options" field (the price and cluster views): flags as the command line takes
+ * them ("--ep 8 --fp8 auto --flash"), as the request's JSON keys; a message when a word is
+ * neither a flag nor its value. The library checks the keys and values. */
 function moreOptions(text) {
   const out = {};
   const words = text.split(/\s+/).filter(Boolean);

@@ -57,7 +57,7 @@ quiet "$out/lib-build.log" cmake --build "$out/lib" -j2
 exports=_malloc,_free,_vp_version,_vp_status_name,_vp_family_count,_vp_family_at
 exports+=,_vp_arch_preset_count,_vp_arch_preset_name,_vp_gpu_preset_count,_vp_gpu_preset_name
 exports+=,_vp_request_schedule,_vp_request_simulate,_vp_request_render,_vp_request_plan
-exports+=,_vp_request_price,_vp_schedule_parse,_vp_schedule_free,_vp_json_write
+exports+=,_vp_schedule_parse,_vp_schedule_free,_vp_json_write
 exports+=,_vp_torch_csv_write,_vp_torch_csv_notes,_vp_request_call,_vp_free
 link() { # link OUTPUT EXTRA_FLAGS...
     local output=$1

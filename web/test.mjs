@@ -3,8 +3,8 @@
 // single file from disk, works its controls as a visitor would, and checks that every picture
 // and report it shows is byte for byte what the native build answers for the same request: the
 // vpipe command line (render --svg, simulate --json, schedule --format, plan --json,
-// validate's message), and for pricing, which the command line does not offer yet, the native
-// library's vp_request_price through the Python package. The cluster view (Llama-3-70B on 64
+// validate's message; each family's pricing as `vpipe simulate FAMILY --model ... --json`
+// through the Python package's front door, More options included). The cluster view (Llama-3-70B on 64
 // H100s) against `vpipe plan --model`: its text and JSON reports (the search's seconds
 // masked), the winner's bars, the table, the why line, and the downloads against --emit
 // torchtitan, --emit megatron and -o; that it shows its search running while the other views
@@ -69,20 +69,18 @@ function cliMessage(stderr) {
   return m[1] ? `line ${m[1]}, column ${m[2]}: ${m[3]}` : m[3];
 }
 
-/* The native vp_request_price reports (text) for options with each family. */
+/* The native reports (text) for options with each family: `vpipe simulate FAMILY --json`
+ * through the library's front door (the Python package's vpipe.call). */
 function nativePrices(options, families) {
   const program = `
-import ctypes, json, sys
-from vpipe import Error, _lib
+import json, sys
+import vpipe
 options, families = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 reports = []
 for family in families:
-    report = ctypes.c_void_p()
-    text = json.dumps(dict(options, family=family)).encode()
     try:
-        _lib.check(lambda err: _lib.lib().vp_request_price(None, text, ctypes.byref(report), None, err))
-        reports.append(_lib.take_text(report))
-    except Error as e:
+        reports.append(vpipe.call("simulate", family, json=True, **options).stdout)
+    except vpipe.Error as e:
         reports.append({"error": e.message})
 print(json.dumps(reports))`;
   const env = { ...process.env, VPIPE_LIBRARY: libvpipe, PYTHONPATH: join(source, 'python') };
@@ -474,7 +472,7 @@ async function priceSetup(page, label, s) {
   await setFields(page, { gpus: s.gpus, tp: s.tp, dp: 1, seq: s.seq, batch: s.batch, mbs: 1 });
   await page.selectOption('[name="recompute"]', s.recompute);
   await settled(page, '#price');
-  const options = { p: s.gpus / s.tp, m: s.batch, gpu: s.gpu, seq: s.seq, mbs: 1, tp: s.tp, dp: 1, recompute: s.recompute, flash: true, zero1: false, sp: false, model: s.model };
+  const options = { p: s.gpus / s.tp, m: s.batch, gpu: s.gpu, seq: s.seq, mbs: 1, tp: s.tp, dp: 1, recompute: s.recompute, flash: true, sp: false, model: s.model };
   await comparePrices(page, label, options, familyNames());
   return options;
 }
@@ -512,6 +510,24 @@ async function pricing(page) {
       message && want.every((w) => w.error === want[0].error) && shownErrors.length === 1 && shownErrors[0] === message && count === 1,
       `${JSON.stringify(shownErrors)} (${count} on the page) vs ${message}`);
   }
+
+  // More options: any other flag of vpipe simulate --model, as its command line takes it
+  await page.selectOption('[name="model"]', setup.model);
+  await page.fill('[name="more"]', '--grad-bytes 2 --optimizer-dtype bf16-moments');
+  await settled(page, '#price');
+  await comparePrices(page, 'price with More options --grad-bytes 2 --optimizer-dtype bf16-moments', { ...options, grad_bytes: 2, optimizer_dtype: 'bf16-moments' }, families);
+  await page.fill('[name="more"]', '--fp8 tensorwise'); // the A100 has no FP8: every family refused alike
+  await settled(page, '#price');
+  const want = nativePrices({ ...options, fp8: 'tensorwise' }, families);
+  const shown = await page.$$eval('#price .error:not([hidden]), #price td.refused', (els) => els.filter((e) => e.checkVisibility() && !e.closest('.stale')).map((e) => e.textContent));
+  check('price with More options --fp8 tensorwise on an A100: the native refusal, once', want.every((w) => w.error && w.error === want[0].error) && shown.length === 1 && shown[0] === want[0].error, `${JSON.stringify(shown)} vs ${JSON.stringify(want[0])}`);
+  await page.fill('[name="more"]', 'grad-bytes 2');
+  await settled(page, '#price');
+  const stray = await page.$$eval('#price .error:not([hidden])', (els) => els.filter((e) => e.checkVisibility()).map((e) => e.textContent));
+  check('price with More options "grad-bytes 2": a word that is no flag, said once', stray.length === 1 && stray[0] === "More options: 'grad-bytes' is not a flag (--name or --name value)", JSON.stringify(stray));
+  await page.fill('[name="more"]', '');
+  await settled(page, '#price');
+  await comparePrices(page, 'price with More options emptied', options, families);
 }
 
 /* The pricing's bars of Llama 3 70B on 64 H100s, which GPipe's memory does not fit many times
@@ -585,7 +601,7 @@ async function comparePrices(page, label, options, families) {
   const priced = want.filter((w) => typeof w === 'string').length;
   check(`${label}: some families priced`, priced > 0, JSON.stringify(want).slice(0, 300));
   families.forEach((family, i) => {
-    if (typeof want[i] === 'string') same(`${label}: ${family} report = native vp_request_price`, got[i], want[i]);
+    if (typeof want[i] === 'string') same(`${label}: ${family} report = native vpipe simulate --json`, got[i], want[i]);
     else check(`${label}: ${family} refused with the native message`, got[i] && got[i].error === want[i].error.replace(options.model, '/config.json'), `${JSON.stringify(got[i])} vs ${want[i].error}`);
   });
 }

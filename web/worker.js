@@ -204,17 +204,17 @@ function withConfig(options, config) {
   return { ...options, model: CONFIG_PATH };
 }
 
-/* Each family priced (vp_request_price, the family built with the priced costs): its report
- * or its error. options: the training setup without a family; config: a pasted
- * config.json, used instead of options' model. When no family could be priced and every
- * one failed alike (a bad config.json, an accelerator that cannot hold the model's
- * setup), that one error is the answer, thrown once instead of once per family. */
+/* Each family priced through the front door (`vpipe simulate FAMILY --model ... --json`, the
+ * family built with the priced costs): its report or its error. options: simulate's JSON
+ * keys without the family; config: a pasted config.json, used instead of options' model.
+ * When no family could be priced and every one failed alike (a bad config.json, an
+ * accelerator that cannot hold the model's setup), that one error is the answer, thrown
+ * once instead of once per family. */
 function price({ options, families, config }) {
   const base = withConfig(JSON.parse(options), config);
   const priced = families.map((family) => {
     try {
-      const [report] = invoke('vp_request_price', NULL, JSON.stringify({ ...base, family }), OUT, NULL);
-      return { family, report: take(report) };
+      return { family, report: call('simulate', { ...base, operand: family, json: true }).stdout };
     } catch (error) {
       if (error.status === undefined) throw error;
       return { family, error };
