@@ -257,7 +257,10 @@ def md_kinds(kinds):
             table(["source", "runs priced", "tokens/s: mean / worst", "memory: mean / worst"],
                   by_source) +
             "\nPer kind, from each run's columns (EP > 1: MoE; FP8 on: FP8; CP > 1: CP; "
-            "ZeRO 3: FSDP; a run with several counts in each):\n\n" +
+            "ZeRO 3: FSDP; a run with several counts in each). A report priced with one of "
+            "these kinds states, beside its accelerator's figure, the one of its kinds missed "
+            "most on average (`expected_error.kind` in `--json`; test_accuracy checks that "
+            "vp_price_expected_kind carries this table):\n\n" +
             table(["kind", "runs", "tokens/s: mean / worst", "memory: mean / worst",
                    "tokens/s: 10% / 20%", "memory: 10% mean"], by_kind) +
             f"\nIssue 25 asks for tokens/s within {100 * TARGET[0]:.0f}% mean and "

@@ -415,6 +415,17 @@ VP_API bool vp_price_selective_differs(const vp_arch *arch, const vp_workload *w
  * reduction overlapped as frameworks do (VP_OVERLAP_MODELLED), no reserve. */
 VP_API vp_workload vp_workload_default(const vp_arch *arch);
 
+/* The accuracy report's figures for runs of one kind (docs/results.md §7: the published
+ * mixture-of-experts, FP8, context-parallel and FSDP runs, priced on the accelerators they
+ * ran on): of the kinds work has (EP > 1: MoE; FP8 on: FP8; CP > 1: CP; ZeRO 3: FSDP), the
+ * one whose runs vpipe misses most on average into *e (its basis names it and the other
+ * kinds); e->runs 0 when work has none of them. */
+VP_API void vp_price_expected_kind(const vp_workload *work, vp_expected_error *e);
+
+/* vp_price_expected_kind's e in one sentence, as vp_price_expected_text says an
+ * accelerator's; "" when e->runs is 0. Returns buf. */
+VP_API const char *vp_price_expected_kind_text(const vp_expected_error *e, char *buf, size_t size);
+
 /* The optimizer's states (--optimizer-dtype). */
 typedef enum {
     VP_OPTIMIZER_FP32,        /* fp32 master weights beside the 16-bit ones, fp32 moments */
@@ -686,10 +697,11 @@ typedef struct vp_price_result {
      * busiest copy engine's share of the makespan, and the time compute waited for copies
      * (the device that waited most) */
     double host_max_bytes, host_capacity_bytes, copy_occupancy, offload_stall_s;
-    vp_expected_error expected; /* the accelerator's: how far to trust these figures */
-    bool mean_costs;            /* vp_price_family: the generator could not build with unequal
-                                   per-device costs and was given their means (priced exactly all
-                                   the same) */
+    vp_expected_error expected;      /* the accelerator's: how far to trust these figures */
+    vp_expected_error expected_kind; /* vp_price_expected_kind's: runs 0 for a dense run */
+    bool mean_costs;                 /* vp_price_family: the generator could not build with unequal
+                                        per-device costs and was given their means (priced exactly all
+                                        the same) */
     vp_costs costs;  /* the mean device slice's F, B, W and hop in ms (what a title or the
                         simulate report shows; no per-device arrays) */
     vp_sim *sim;     /* the simulation (owned): times in ms, peak_bytes the activations */
@@ -742,7 +754,8 @@ VP_API char *vp_price_overlap_text(const vp_price_result *r);
  * what stays exposed}), "a2a_overlap" {pairs: the schedule's F&B ops, hidden_ms and
  * exposed_ms: per microbatch summed over the stages, note: one sentence},
  * expected_error ({step_time, step_time_worst, memory, memory_worst: fractions, null when not
- * measured; runs, memory_runs, basis}); when s offloads, also each rank's "host" in
+ * measured; runs, memory_runs, basis; kind: the same of expected_kind, null for a dense
+ * run}); when s offloads, also each rank's "host" in
  * memory_per_rank, host_max_bytes, host_capacity_bytes, copy_occupancy_max, offload_stall_s
  * and per stage "offload" (its share), "off_bytes" and "copy_ms". NULL when memory runs out. */
 VP_API char *vp_price_result_json(const vp_price_result *r);

@@ -169,6 +169,7 @@ static vp_status finish(const vp_price_setup *su, const vp_price_layout *lay, co
     r->capacity_bytes = su->gpu->memory_bytes;
     r->fits = r->memory_max_bytes <= r->capacity_bytes;
     r->expected = su->gpu->expected;
+    vp_price_expected_kind(t, &r->expected_kind);
     if (sim->host_peak_bytes)
         finish_offload(su, s, sim, r);
     return VP_OK;
@@ -437,7 +438,11 @@ char *vp_price_result_json(const vp_price_result *r) {
         json_array_append_new(stages, stage_json(&r->stage[st], host));
     json_object_set_new(o, "per_stage", stages);
     json_object_set_new(o, "a2a_overlap", vp__overlap_json(r));
-    json_object_set_new(o, "expected_error", vp__expected_json(&r->expected));
+    json_t *expected = vp__expected_json(&r->expected);
+    json_object_set_new(expected, "kind",
+                        r->expected_kind.runs > 0 ? vp__expected_json(&r->expected_kind)
+                                                  : json_null());
+    json_object_set_new(o, "expected_error", expected);
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     json_decref(o);
     return text;

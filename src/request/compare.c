@@ -189,8 +189,13 @@ static void table_head(vp__buf *out, const vp__run *run) {
                    vp__workload_text(&run->work, text, sizeof text),
                    spec->p * run->work.tp * run->work.dp, run->gpu.memory_bytes / GIB,
                    run->setup.measured ? "  measured costs" : "");
-    vp__buf_printf(out, "%s\n\n",
+    vp__buf_printf(out, "%s\n",
                    vp_price_expected_text(run->gpu.name, &run->gpu.expected, text, sizeof text));
+    vp_expected_error kind;
+    vp_price_expected_kind(&run->work, &kind);
+    if (kind.runs > 0)
+        vp__buf_printf(out, "%s\n", vp_price_expected_kind_text(&kind, text, sizeof text));
+    vp__buf_printf(out, "\n");
     vp__buf_printf(out, "%-12s %9s %7s %8s %8s  %-4s %s\n", "family", "step s", "MFU", "bubble",
                    "max GiB", "fits", "GiB per rank");
 }

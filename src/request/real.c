@@ -361,6 +361,9 @@ void vp__price_text(vp__buf *out, const vp_price_result *r, const vp_workload *w
                    100 * r->bubble, r->samples_per_s_per_gpu, r->tokens_per_s);
     char trust[512];
     vp__buf_printf(out, "%s\n", vp_price_expected_text(r->gpu, &r->expected, trust, sizeof trust));
+    if (r->expected_kind.runs > 0)
+        vp__buf_printf(out, "%s\n",
+                       vp_price_expected_kind_text(&r->expected_kind, trust, sizeof trust));
     vp__buf_printf(out,
                    "mean device slice per microbatch: F %.4g ms, B %.4g ms, W %.4g ms, hop "
                    "%.3g ms%s\n",
