@@ -104,14 +104,19 @@ static void test_not_expressible(void **state) {
     assert_true(listed >= 12); /* 50 before the MoE, FP8, CP and FSDP runs moved to their files */
 }
 
-/* The runs of one RUNS.csv (*runs) and their accuracy; fails the test on error. */
-static vp_accuracy *read_priced(const char *path, vp_run_set **runs) {
+/* The runs of n RUNS.csv files (*runs) and their accuracy; fails the test on error. */
+static vp_accuracy *read_files_priced(const char *const *paths, int n, vp_run_set **runs) {
     vp_accuracy *a = NULL;
     vp_error err = {0};
-    if (vp_calibrate_read_files(&path, 1, runs, &err) != VP_OK ||
+    if (vp_calibrate_read_files(paths, n, runs, &err) != VP_OK ||
         vp_calibrate_accuracy(*runs, &a, &err) != VP_OK)
         fail_msg("%s", err.message);
     return a;
+}
+
+/* The runs of one RUNS.csv (*runs) and their accuracy. */
+static vp_accuracy *read_priced(const char *path, vp_run_set **runs) {
+    return read_files_priced(&path, 1, runs);
 }
 
 /* The mixture-of-experts runs vpipe prices with expert parallelism (data/anchors/moe.csv,
@@ -148,13 +153,8 @@ static void test_moe_runs(void **state) {
  * mean is held within 12% so that a change making it worse shows. */
 static void test_fp8_runs(void **state) {
     (void)state;
-    const char *fp8[] = {VP_SOURCE_DIR "/data/anchors/fp8.csv"};
     vp_run_set *runs = NULL;
-    vp_accuracy *a = NULL;
-    vp_error err = {0};
-    if (vp_calibrate_read_files(fp8, 1, &runs, &err) != VP_OK ||
-        vp_calibrate_accuracy(runs, &a, &err) != VP_OK)
-        fail_msg("%s", err.message);
+    vp_accuracy *a = read_priced(VP_SOURCE_DIR "/data/anchors/fp8.csv", &runs);
     assert_true(a->n >= 9);
     double sum = 0, worst = 0;
     for (int i = 0; i < a->n; i++) {
@@ -265,11 +265,7 @@ static void test_kinds_state_it(void **state) {
         VP_SOURCE_DIR "/data/anchors/moe.csv", VP_SOURCE_DIR "/data/anchors/fp8.csv",
         VP_SOURCE_DIR "/data/anchors/cp.csv", VP_SOURCE_DIR "/data/anchors/fsdp.csv"};
     vp_run_set *runs = NULL;
-    vp_accuracy *a = NULL;
-    vp_error err = {0};
-    if (vp_calibrate_read_files(issue25, 4, &runs, &err) != VP_OK ||
-        vp_calibrate_accuracy(runs, &a, &err) != VP_OK)
-        fail_msg("%s", err.message);
+    vp_accuracy *a = read_files_priced(issue25, 4, &runs);
     const char *names[] = {"MoE", "FP8", "CP", "FSDP"};
     for (int k = 0; k < 4; k++) {
         int n = 0, memory = 0;
