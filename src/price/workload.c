@@ -29,7 +29,7 @@ const char *vp_optimizer_dtype_name(vp_optimizer_dtype d) {
 
 void vp_workload_set_optimizer(vp_workload *t, vp_optimizer_dtype d) {
     t->prec.master = d == VP_OPTIMIZER_BF16 ? 0 : t->prec.param < 4 ? 4 : 0;
-    t->prec.moments = d == VP_OPTIMIZER_FP32 ? 8 : 2 * 2;
+    t->prec.moments = d == VP_OPTIMIZER_FP32 ? 8 : 4; /* two moments of 4 or 2 bytes */
 }
 
 const char *vp_cp_comm_name(vp_cp_comm c) {
