@@ -190,6 +190,10 @@ vp_status vp__price(vp__run *run, const char *what, vp_price_result **r, vp_sche
 /* "TP 8 + SP, DP 2 + ZeRO-1, seq 8192, mbs 1, FlashAttention, recompute none" into buf. */
 char *vp__workload_text(const vp_workload *w, char *buf, size_t size);
 
+/* ", bf16 optimizer states" or ", bf16 moments" as w's optimizer keeps them; "" for fp32
+ * states. */
+const char *vp__optimizer_text(const vp_workload *w);
+
 /* The JSON of a priced schedule: vp__sim_json's fields and vp_price_result_json's. */
 json_t *vp__price_json(const vp_schedule *s, const vp_price_result *r);
 

@@ -130,15 +130,19 @@ static const char *zero_text(const vp_hybrid_request *q, char *buf, size_t size)
 }
 
 static void search_text(vp__buf *out, const vp_hybrid *h, const vp_hybrid_request *q) {
-    char zero[48];
-    vp__buf_printf(out,
-                   "plan: %s on %d %s (%.1f GiB each, a margin of %.1f GiB kept), sequence %d, "
-                   "global batch %d%s%s%s%s\n",
-                   q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB,
-                   h->margin_bytes / GIB, q->work.seq, q->global_batch,
-                   q->work.flash ? ", FlashAttention" : "",
-                   q->work.sp ? ", sequence parallelism" : "", zero_text(q, zero, sizeof zero),
-                   q->vocab_parallel ? ", vocabulary parallelism" : "");
+    char zero[48], framework[48] = "";
+    if (q->work.framework != VP_FRAMEWORK_MEGATRON)
+        snprintf(framework, sizeof framework, ", as %s runs it",
+                 vp_framework_name(q->work.framework));
+    vp__buf_printf(
+        out,
+        "plan: %s on %d %s (%.1f GiB each, a margin of %.1f GiB kept), sequence %d, "
+        "global batch %d%s%s%s%s%s%s%s\n",
+        q->arch->name, q->gpus, q->gpu->name, q->gpu->memory_bytes / GIB, h->margin_bytes / GIB,
+        q->work.seq, q->global_batch, q->work.flash ? ", FlashAttention" : "",
+        q->work.sp ? ", sequence parallelism" : "", zero_text(q, zero, sizeof zero),
+        q->vocab_parallel ? ", vocabulary parallelism" : "",
+        q->work.prec.grad < 4 ? ", 16-bit gradients" : "", vp__optimizer_text(&q->work), framework);
     vp__buf_printf(out,
                    "%ld configurations: %ld evaluated, %ld pruned (%ld by the step-time bound, "
                    "%ld by the memory bound, %ld over memory when built), %ld refused; %.2f s\n",

@@ -254,6 +254,12 @@ vp_status vp__real_ready(vp__run *run, vp_error *err) {
     return zero_note(run, err);
 }
 
+const char *vp__optimizer_text(const vp_workload *w) {
+    return !w->prec.master && w->prec.param < 4    ? ", bf16 optimizer states"
+           : w->prec.master && w->prec.moments < 8 ? ", bf16 moments"
+                                                   : "";
+}
+
 char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
     char ep[48] = "", fp8[48] = "";
     if (w->ep > 1 || w->etp > 1)
@@ -273,10 +279,7 @@ char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
              : w->attn_kernel == VP_ATTN_FA2 ? ", FlashAttention-2"
                                              : ", FlashAttention",
              fp8, w->prec.grad < 4 ? ", 16-bit gradients" : "", vp_recompute_name(w->recompute));
-    if (!w->prec.master && w->prec.param < 4)
-        snprintf(buf + strlen(buf), size - strlen(buf), ", bf16 optimizer states");
-    else if (w->prec.master && w->prec.moments < 8)
-        snprintf(buf + strlen(buf), size - strlen(buf), ", bf16 moments");
+    snprintf(buf + strlen(buf), size - strlen(buf), "%s", vp__optimizer_text(w));
     if (w->recompute_modules) {
         char names[96];
         snprintf(buf + strlen(buf), size - strlen(buf), " (%s)",

@@ -303,6 +303,10 @@ expect 0 "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtyp
     --emit megatron
 "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --optimizer-dtype bf16-moments \
     --emit torchtitan "$tmp/tt-moments" >/dev/null
+# the plan's first line names the precision and the framework it priced
+expect 0 "global batch 16, the ZeRO stage searched, 16-bit gradients, bf16 moments, as torchtitan runs it" -- \
+    "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --optimizer-dtype bf16-moments \
+    --grad-bytes 2 --framework torchtitan
 expect 0 "# vpipe priced bf16 moments; torchtitan's FSDP2 keeps them fp32" -- \
     cat "$tmp/tt-moments/job.toml"
 expect 0 "# vpipe priced bf16 optimizer states (the 16-bit weights as the master)" -- \
