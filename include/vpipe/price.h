@@ -443,6 +443,10 @@ VP_API const char *vp_optimizer_dtype_name(vp_optimizer_dtype dtype);
  * workload is VP_OPTIMIZER_FP32's). */
 VP_API void vp_workload_set_optimizer(vp_workload *work, vp_optimizer_dtype dtype);
 
+/* What work->prec's optimizer states are (vp_workload_set_optimizer's inverse): fp32
+ * moments are VP_OPTIMIZER_FP32 whatever the master (an fp32 model has none). */
+VP_API vp_optimizer_dtype vp_workload_optimizer(const vp_workload *work);
+
 /* vp_recompute_parse and vp_recompute_name (schedule.h) name the recomputation. */
 
 /* The model as one JSON object in *out (new string, caller frees with free()): name,

@@ -86,8 +86,7 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
         return vp__fail(err, VP_EINVAL, "%s:%d: optimizer_dtype %s: model %s trains in fp32",
                         set->name, run->line, vp_optimizer_dtype_name(run->optimizer),
                         out->arch.name);
-    if (run->optimizer != VP_OPTIMIZER_FP32)
-        vp_workload_set_optimizer(w, run->optimizer);
+    vp_workload_set_optimizer(w, run->optimizer);
     w->zero = run->zero;
     w->dp_overlap = run->dp_overlap;
     w->tp_overlap = run->tp_overlap;

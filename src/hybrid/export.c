@@ -105,12 +105,13 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
                    req->gpu->name, c->dp, c->tp, cp, c->pp, c->mbs, c->m,
                    vp_recompute_name(c->recompute), c->step_time_s, 100 * c->mfu,
                    c->memory_max_bytes / GIB);
+    vp_optimizer_dtype states = vp_workload_optimizer(&req->work);
     vp__buf_printf(
         &b, "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n%s%s\n",
         req->work.seq, c->mbs * c->m, req->global_batch,
         req->work.prec.grad < 4 ? "mixed_precision_reduce = \"bfloat16\"\n" : "",
-        req->work.prec.moments == 8 ? ""
-        : req->work.prec.master
+        states == VP_OPTIMIZER_FP32 ? ""
+        : states == VP_OPTIMIZER_BF16_MOMENTS
             ? "# vpipe priced bf16 moments; torchtitan's FSDP2 keeps them fp32: each rank\n"
               "# needs more than predicted\n"
             : "# vpipe priced bf16 optimizer states; torchtitan's FSDP2 keeps fp32\n"
@@ -267,7 +268,7 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                        req->work.fp8_params ? " --fp8-param-gather" : "");
     if (req->work.prec.grad < 4)
         vp__buf_printf(&b, " --grad-reduce-in-bf16");
-    if (req->work.prec.master && req->work.prec.moments < 8)
+    if (vp_workload_optimizer(&req->work) == VP_OPTIMIZER_BF16_MOMENTS)
         vp__buf_printf(&b, " --use-precision-aware-optimizer --exp-avg-dtype bf16 "
                            "--exp-avg-sq-dtype bf16");
     static const char *const strategy[] = {"", "", "optim_grads", "optim_grads_params"};
@@ -301,7 +302,7 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
     else
         vp__buf_printf(&b, "\n# data parallel %d = world size %d / (TP %d x PP %d)\n", c->dp,
                        req->gpus, c->tp, c->pp);
-    if (!req->work.prec.master)
+    if (vp_workload_optimizer(&req->work) == VP_OPTIMIZER_BF16)
         vp__buf_printf(
             &notes, "# vpipe priced bf16 optimizer states (the 16-bit weights as the master):\n"
                     "# Megatron-LM keeps fp32 main parameters; --use-precision-aware-optimizer\n"

@@ -32,6 +32,12 @@ void vp_workload_set_optimizer(vp_workload *t, vp_optimizer_dtype d) {
     t->prec.moments = d == VP_OPTIMIZER_FP32 ? 8 : 4; /* two moments of 4 or 2 bytes */
 }
 
+vp_optimizer_dtype vp_workload_optimizer(const vp_workload *t) {
+    return t->prec.moments >= 8 ? VP_OPTIMIZER_FP32
+           : t->prec.master     ? VP_OPTIMIZER_BF16_MOMENTS
+                                : VP_OPTIMIZER_BF16;
+}
+
 const char *vp_cp_comm_name(vp_cp_comm c) {
     static const char *const names[] = {"p2p", "allgather"};
     return (unsigned)c < 2 ? names[c] : NULL;

@@ -255,9 +255,10 @@ vp_status vp__real_ready(vp__run *run, vp_error *err) {
 }
 
 const char *vp__optimizer_text(const vp_workload *w) {
-    return !w->prec.master && w->prec.param < 4    ? ", bf16 optimizer states"
-           : w->prec.master && w->prec.moments < 8 ? ", bf16 moments"
-                                                   : "";
+    vp_optimizer_dtype d = vp_workload_optimizer(w);
+    return d == VP_OPTIMIZER_BF16           ? ", bf16 optimizer states"
+           : d == VP_OPTIMIZER_BF16_MOMENTS ? ", bf16 moments"
+                                            : "";
 }
 
 char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {

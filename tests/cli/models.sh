@@ -309,6 +309,9 @@ expect 0 "global batch 16, the ZeRO stage searched, 16-bit gradients, bf16 momen
     --grad-bytes 2 --framework torchtitan
 expect 0 "# vpipe priced bf16 moments; torchtitan's FSDP2 keeps them fp32" -- \
     cat "$tmp/tt-moments/job.toml"
+# vpipe's own model trains in fp32 (no master copy, fp32 moments): no bf16 note in its export
+"$vp" plan --model vpipe:4,64,4,32 --gpus 2 --global-batch 4 --emit megatron >"$tmp/own-meg.txt"
+grep -q "bf16" "$tmp/own-meg.txt" && bad "vpipe's fp32 model exported with a bf16 optimizer note"
 expect 0 "# vpipe priced bf16 optimizer states (the 16-bit weights as the master)" -- \
     "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --optimizer-dtype bf16 --emit megatron
 expect 2 "--attn-kernel picks FlashAttention's kernels: it needs --flash" -- \
