@@ -317,6 +317,50 @@ static void test_torchtitan(void **state) {
     tp_check_refused(&own, &to, "not on torchtitan");
 }
 
+/* A saved tensor's bytes by name (0 when the part does not save it). */
+static double saved(const vp_arch *a, const vp_workload *t, const char *name) {
+    vp_saved_tensor out[64];
+    int n = vp_price_tensors(a, t, VP_PRICE_LAYER, out, 64);
+    assert_true(n > 0 && n <= 64);
+    for (int i = 0; i < n; i++)
+        if (strcmp(out[i].name, name) == 0)
+            return out[i].bytes;
+    return 0;
+}
+
+/* The inputs of the column-parallel linears under TP 8 with SP: Megatron-LM saves their
+ * sequence shard (and gathers it again in B), torchtitan the gathered tensor whole, in FP8
+ * when Float8 gathers it; the layer's time stays what its kernels move. */
+static void test_gathered_inputs(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-70b");
+    vp_gpu g = tp_gpu("h100-80gb");
+    vp_workload mg = vp_workload_default(&a);
+    mg.seq = 8192;
+    mg.flash = mg.sp = true;
+    mg.tp = 8;
+    vp_workload tt = mg, t8 = mg, one = mg;
+    tt.framework = t8.framework = one.framework = VP_FRAMEWORK_TORCHTITAN;
+    t8.fp8 = VP_FP8_TENSORWISE;
+    one.tp = 1;
+    double T = 8192, h = a.hidden;
+    const char *in[] = {"QKV input (norm 1 output)", "FC1 input (norm 2 output)"};
+    for (int i = 0; i < 2; i++) {
+        TU_NEAR(saved(&a, &mg, in[i]), T * h * 2 / 8);
+        TU_NEAR(saved(&a, &tt, in[i]), T * h * 2);
+        TU_NEAR(saved(&a, &t8, in[i]), T * h);
+        TU_NEAR(saved(&a, &one, in[i]), T * h * 2);
+    }
+    assert_true(saved(&a, &tt, "norm 1 input") == saved(&a, &mg, "norm 1 input"));
+    vp_price_setup sm = {.arch = &a, .gpu = &g, .work = &mg, .split = VP_SPLIT_EVEN};
+    vp_price_setup st = {.arch = &a, .gpu = &g, .work = &tt, .split = VP_SPLIT_EVEN};
+    double secm[4], sect[4], lin[3];
+    vp__piece_seconds(&sm, VP_PRICE_LAYER, 0, secm, lin);
+    vp__piece_seconds(&st, VP_PRICE_LAYER, 0, sect, lin);
+    for (int i = 0; i < 4; i++)
+        TU_NEAR(sect[i], secm[i]);
+}
+
 /* Megatron-LM's recompute modules (vp_workload.recompute_modules): none named is core_attn
  * (with FlashAttention: nothing rerun); layernorm leaves the two norm outputs to B (kept
  * from B until W); mla_up_proj drops latent attention's queries, keys and values and reruns
@@ -395,6 +439,7 @@ int main(void) {
         cmocka_unit_test(test_optimizer),
         cmocka_unit_test(test_attention_kernels),
         cmocka_unit_test(test_torchtitan),
+        cmocka_unit_test(test_gathered_inputs),
         cmocka_unit_test(test_recompute_modules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

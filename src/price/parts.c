@@ -28,8 +28,13 @@ typedef enum {
 
 /* How a tensor's rows split over tensor parallelism: never, with sequence parallelism,
  * always (its columns), over the sequence always (a MoE layer's tokens are split as with
- * sequence parallelism), or the expert token-rows of the rank (vp__expert_rows x etp). */
-typedef enum { SPLIT_NONE, SPLIT_SP, SPLIT_TP, SPLIT_SEQ, SPLIT_EXPERT } split_kind;
+ * sequence parallelism), or the expert token-rows of the rank (vp__expert_rows x etp).
+ * SPLIT_GATHER is a column-parallel linear's input: Megatron-LM saves its sequence-parallel
+ * shard and gathers it again in B (SPLIT_SP); torchtitan's DTensor TP saves the tensor its
+ * PrepareModuleInput gathered, whole, in FP8 when Float8 gathers it so (torchao's
+ * PrepareFloat8ModuleInput casts before the all-gather, and Float8Linear saves its input
+ * as it came). */
+typedef enum { SPLIT_NONE, SPLIT_SP, SPLIT_GATHER, SPLIT_TP, SPLIT_SEQ, SPLIT_EXPERT } split_kind;
 
 /* Rows that exist only under some settings, and the layer input full recompute keeps. */
 enum {
@@ -91,7 +96,7 @@ typedef struct tensor_row {
  * Bubble's M_W). */
 static const tensor_row megatron_layer[] = {
     {"norm 1 input", W_H, 1, 0, SPLIT_SP, F_B, LAYER_INPUT},
-    {"QKV input (norm 1 output)", W_H, 1, 0, SPLIT_SP, F_W, M_NORM},
+    {"QKV input (norm 1 output)", W_H, 1, 0, SPLIT_GATHER, F_W, M_NORM},
     {"query latent (norm input)", W_QLORA, 1, 0, SPLIT_NONE, F_B, QLORA},
     {"query latent (up-projection input)", W_QLORA, 1, 0, SPLIT_NONE, F_W, QLORA},
     {"key-value latent and rotary key", W_KVLORA, 1, 0, SPLIT_NONE, F_B, MLA},
@@ -109,7 +114,7 @@ static const tensor_row megatron_layer[] = {
     {"projection input (attention output)", W_O, 1, 0, SPLIT_TP, F_W, OP_SAVED},
     {"attention dropout mask", W_H, 1, 1, SPLIT_SP, F_B, ONLY_DROPOUT},
     {"norm 2 input", W_H, 1, 0, SPLIT_SP, F_B, 0},
-    {"FC1 input (norm 2 output)", W_H, 1, 0, SPLIT_SP, F_W, M_NORM},
+    {"FC1 input (norm 2 output)", W_H, 1, 0, SPLIT_GATHER, F_W, M_NORM},
     {"GELU input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_GELU | M_MLP},
     {"squared-ReLU input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_RELU2 | M_MLP},
     {"SwiGLU gate input", W_FFN, 1, 0, SPLIT_TP, F_B, DENSE | ONLY_SWIGLU | OP_SAVED | M_MLP},
@@ -328,14 +333,17 @@ static double width_of(width_kind w, const vp_arch *a, const vp_workload *t) {
 
 static double row_bytes(const tensor_row *r, const vp_arch *a, const vp_workload *t) {
     double tokens = vp__tokens(t), rows = tokens, split = 1;
-    if (r->width == W_H_PER_MB)
+    double bytes = r->bytes ? r->bytes : a->dtype_bytes;
+    bool sp = r->split == SPLIT_SP || r->split == SPLIT_GATHER;
+    if (r->split == SPLIT_GATHER && t->framework == VP_FRAMEWORK_TORCHTITAN && t->tp > 1)
+        bytes = t->fp8 != VP_FP8_OFF ? 1 : bytes; /* whole, as gathered */
+    else if (r->width == W_H_PER_MB)
         rows = 1;
     else if (r->split == SPLIT_EXPERT)
         rows = vp__expert_rows(a, t) * t->etp;
-    else if (r->split == SPLIT_TP || r->split == SPLIT_SEQ || (r->split == SPLIT_SP && t->sp))
+    else if (r->split == SPLIT_TP || r->split == SPLIT_SEQ || (sp && t->sp))
         split = t->tp;
-    double elements = r->mult * width_of(r->width, a, t) * rows;
-    return elements * (r->bytes ? r->bytes : a->dtype_bytes) / split;
+    return r->mult * width_of(r->width, a, t) * rows * bytes / split;
 }
 
 int vp__piece_tensors(const vp_arch *arch, const vp_workload *work, vp_price_part part,

@@ -84,6 +84,9 @@ void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned ki
     sixteen.fp8 = VP_FP8_OFF;
     plain = sixteen;
     plain.recompute = VP_RECOMPUTE_NONE;
+    /* the tensors the kernels write: a linear input torchtitan saves whole is written once by
+       its all-gather, as in Megatron-LM, which saves only the shard */
+    plain.framework = VP_FRAMEWORK_MEGATRON;
     vp_price_facts all, kept; /* what F saves without recomputation, and with it */
     vp__piece_facts(su->arch, &plain, part, kind, &all);
     vp__piece_facts(su->arch, &sixteen, part, kind, &kept);
