@@ -136,29 +136,37 @@ static void test_rejections(void **state) {
              (const char *const[]){"after a closing quote", NULL});
     read_bad(HEADER "llama3-8b,,,,,,,,,,,,,,,,,,1,,9\n", VP_EPARSE, 2,
              (const char *const[]){"21 cells, the header names 20", NULL});
-    /* what runs the model, Megatron-LM's recompute modules, the optimizer's precision */
+    /* what runs the model, Megatron-LM's recompute modules, the optimizer's precision, how CP
+       exchanges keys and values */
 #define MORE                                                                                       \
     "model,gpu,tp,pp,vp,dp,cp,ep,mbs,gbs,seq,schedule,recompute,flash,sp,zero,fp8,"                \
     "step_time_s,tokens_per_s_per_gpu,peak_mem_gib,framework,recompute_modules,"                   \
-    "optimizer_dtype\n"
-    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,pytorch,,\n", VP_EPARSE, 2,
+    "optimizer_dtype,cp_comm\n"
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,pytorch,,,\n", VP_EPARSE, 2,
              (const char *const[]){"column 'framework'", "megatron or torchtitan", NULL});
-    read_bad(MORE "llama3-8b,,,,,,,,,,,,selective,,,,,1,,,,mlps,\n", VP_EPARSE, 2,
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,selective,,,,,1,,,,mlps,,\n", VP_EPARSE, 2,
              (const char *const[]){"column 'recompute_modules'", "got 'mlps'", NULL});
-    read_bad(MORE "llama3-8b,,,,,,,,,,,,full,,,,,1,,,,layernorm,\n", VP_EPARSE, 2,
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,full,,,,,1,,,,layernorm,,\n", VP_EPARSE, 2,
              (const char *const[]){"need recompute selective", NULL});
-    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,,,fp16\n", VP_EPARSE, 2,
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,,,fp16,\n", VP_EPARSE, 2,
              (const char *const[]){"column 'optimizer_dtype'", "fp32, bf16 or bf16-moments", NULL});
-    vp_run_set *set = read_ok(MORE "llama3-8b,,,,,,,,,,,,selective,1,,,,1,,,torchtitan,,bf16\n"
+    read_bad(MORE "llama3-8b,,,,,,2,,,,,,,,,,,1,,,,,,ring\n", VP_EPARSE, 2,
+             (const char *const[]){"column 'cp_comm'", "p2p or allgather", NULL});
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,,,,allgather\n", VP_EPARSE, 2,
+             (const char *const[]){"column 'cp_comm'", "needs cp > 1", NULL});
+    vp_run_set *set = read_ok(MORE "llama3-8b,,,,,,,,,,,,selective,1,,,,1,,,torchtitan,,bf16,\n"
                                    "deepseek-v3,,,,,,,,,,,,selective,1,,,,1,,,,"
-                                   "\"layernorm mla_up_proj\",\n"
-                                   "deepseek-v3,,,,,,,,,,,,,1,,,,1,,,,,bf16-moments\n");
+                                   "\"layernorm mla_up_proj\",,\n"
+                                   "deepseek-v3,,,,,,,,,,,,,1,,,,1,,,,,bf16-moments,\n"
+                                   "llama3-8b,,,,,,2,,,,,,,1,,,,1,,,torchtitan,,,allgather\n");
     assert_int_equal(set->runs[0].framework, VP_FRAMEWORK_TORCHTITAN);
     assert_int_equal(set->runs[0].optimizer, VP_OPTIMIZER_BF16);
     assert_int_equal(set->runs[1].optimizer, VP_OPTIMIZER_FP32);
     assert_int_equal(set->runs[2].optimizer, VP_OPTIMIZER_BF16_MOMENTS);
     assert_int_equal(set->runs[1].recompute_modules,
                      VP_RECOMPUTE_LAYERNORM | VP_RECOMPUTE_MLA_UP_PROJ);
+    assert_int_equal(set->runs[0].cp_comm, VP_CP_P2P);
+    assert_int_equal(set->runs[3].cp_comm, VP_CP_ALLGATHER);
     vp_calibrate_free(set);
 #undef MORE
 }

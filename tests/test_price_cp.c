@@ -55,13 +55,12 @@ static void test_per_rank_share(void **state) {
     assert_true(vp__tokens(&(vp_workload){.mbs = 2, .seq = 8192, .cp = 4}) == 4096);
 }
 
-/* Ring attention: a ring step sends the rank's keys and values (KV heads / tp x head dim x
- * seq / cp x 2 bytes x 2); F shows (cp - 1) x max(0, send - attention / cp), B (cp - 1) x
- * max(0, 2 send - attention_b / cp) plus the last dK, dV home. */
-static void ring(const cfg *c, double *f, double *b, double *send) {
+/* Ring attention: a ring step sends the rank's keys and values, kv bytes (KV heads / tp x
+ * head dim x seq / cp x 2 bytes x 2, KV_BYTES); F shows (cp - 1) x max(0, send - attention /
+ * cp), B (cp - 1) x max(0, 2 send - attention_b / cp) plus the last dK, dV home. */
+static void ring(const cfg *c, double *f, double *b, double *send, double kv) {
     const vp_gpu *g = &c->g;
     int cp = c->t.cp, tp = c->t.tp;
-    double kv = 8.0 / tp * 128 * ((double)c->t.seq / cp) * 2 * 2;
     assert_true(fabs(vp__cp_kv_bytes(&c->a, &c->t) - kv) < 1e-6 * kv);
     bool inter = (cp - 1) * tp >= g->gpus_per_node;
     double bw = inter ? fmin(g->p2p_bw, g->inter_bw * g->comm_efficiency) : g->p2p_bw;
@@ -72,6 +71,8 @@ static void ring(const cfg *c, double *f, double *b, double *send) {
     *b = (cp - 1) * fmax(0, 2 * *send - ab / cp) + *send;
 }
 
+#define KV_BYTES(c) (8.0 / (c).t.tp * 128 * ((double)(c).t.seq / (c).t.cp) * 2 * 2)
+
 static void test_p2p_hidden_and_not(void **state) {
     (void)state;
     /* 131072 tokens over 8 ranks of a node: every send hides under its block's attention */
@@ -79,14 +80,14 @@ static void test_p2p_hidden_and_not(void **state) {
     make(&hid, 131072, 1, 8, 1);
     double f, b, want_f, want_b, send;
     vp__cp_exposed(&hid.su, 0, &f, &b);
-    ring(&hid, &want_f, &want_b, &send);
+    ring(&hid, &want_f, &want_b, &send, KV_BYTES(hid));
     assert_true(want_f == 0 && f == 0);
     TU_NEAR(b, send); /* only the last dK, dV going home shows */
     /* 4096 tokens over 8 ranks spaced TP 8 apart (8 nodes): the sends outlast the blocks */
     cfg bare;
     make(&bare, 4096, 8, 8, 1);
     vp__cp_exposed(&bare.su, 0, &f, &b);
-    ring(&bare, &want_f, &want_b, &send);
+    ring(&bare, &want_f, &want_b, &send, KV_BYTES(bare));
     assert_true(want_f > 0 && f > 0);
     TU_NEAR(f, want_f);
     TU_NEAR(b, want_b);
@@ -129,6 +130,41 @@ static void test_allgather(void **state) {
     vp_price_layout_free(ag);
     vp_price_layout_free(p2p);
     vp_schedule_free(s);
+}
+
+/* torchtitan: its Llama repeats the keys and values to the query heads (32, not 8 for
+ * llama3-8b), and PyTorch's ring attention all-gathers them beside the first block's
+ * attention (1/cp of the rank's) and passes the fp32 dK, dV around the ring in B, a block
+ * beside each step and the last exposed; it holds the gathered K, V and three fp32 dK, dV
+ * blocks. Across nodes (TP 8, CP 8 at 32768 tokens) the gather outlasts the first block. */
+static void test_torchtitan(void **state) {
+    (void)state;
+    cfg c;
+    make(&c, 32768, 8, 8, 1);
+    double gqa = vp__cp_kv_bytes(&c.a, &c.t);
+    c.t.framework = VP_FRAMEWORK_TORCHTITAN;
+    double kv = vp__cp_kv_bytes(&c.a, &c.t);
+    TU_NEAR(kv, 4 * gqa);
+    TU_NEAR(kv, 32.0 / 8 * 128 * (32768.0 / 8) * 2 * 2);
+    double f, b;
+    vp__cp_exposed(&c.su, 0, &f, &b);
+    double ring_f, ring_b, send; /* p2p is the same ring, wider blocks */
+    ring(&c, &ring_f, &ring_b, &send, kv);
+    TU_NEAR(f, ring_f);
+    TU_NEAR(b, ring_b);
+    c.t.cp_comm = VP_CP_ALLGATHER;
+    vp__cp_exposed(&c.su, 0, &f, &b);
+    double gather = vp__collective_seconds(&c.g, VP__GATHER, &(vp__group){0, 8, 8}, 8 * kv);
+    double dkv = 2 * send - c.g.inter_latency; /* an fp32 block: twice the bytes, one latency */
+    double af, ab;
+    vp__attention_seconds(&c.su, 0, &af, &ab);
+    assert_true(gather > af / 8 && f > 0);
+    TU_NEAR(f, gather - af / 8);
+    TU_NEAR(b, fmax(0, gather - ab / 8) + 7 * fmax(0, dkv - ab / 8) + dkv);
+    TU_NEAR(vp__cp_buffer_bytes(&c.a, &c.t), 8 * kv + 3 * 2 * kv);
+    c.t.framework = VP_FRAMEWORK_MEGATRON;
+    vp__cp_exposed(&c.su, 0, &f, &b);
+    TU_NEAR(f, vp__collective_seconds(&c.g, VP__GATHER, &(vp__group){0, 8, 8}, 8 * gqa));
 }
 
 /* CP ranks hold the same weights: gradients reduce over the DP x CP ranks (a group of dp x
@@ -187,8 +223,8 @@ static void test_refusals(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_per_rank_share), cmocka_unit_test(test_p2p_hidden_and_not),
-        cmocka_unit_test(test_allgather),      cmocka_unit_test(test_dp_over_dp_cp),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_allgather),      cmocka_unit_test(test_torchtitan),
+        cmocka_unit_test(test_dp_over_dp_cp),  cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,7 +34,8 @@
  * vp_attn_kernel); framework (megatron, the default, or torchtitan: vp_framework);
  * recompute_modules (Megatron-LM's, with recompute selective: vp_recompute_module names,
  * "layernorm moe_act"); optimizer_dtype (fp32, the default, bf16 or bf16-moments:
- * vp_optimizer_dtype, vpipe's --optimizer-dtype). Other columns are ignored
+ * vp_optimizer_dtype, vpipe's --optimizer-dtype); cp_comm (p2p, the default, or allgather,
+ * with cp > 1: vp_cp_comm, how CP exchanges keys and values). Other columns are ignored
  * (vp_run_set.ignored names them).
  */
 #ifndef VPIPE_CALIBRATE_H
@@ -71,6 +72,7 @@ typedef struct vp_run {
     vp_framework framework;       /* what ran it */
     unsigned recompute_modules;   /* with selective: a set of vp_recompute_module (0: none named) */
     vp_optimizer_dtype optimizer; /* what the optimizer's states keep */
+    vp_cp_comm cp_comm;           /* how CP exchanges keys and values */
     bool ep_overlap;              /* the combined 1F1B (vp_workload.ep_overlap) */
     vp_ep_dispatch ep_dispatch;   /* how its all-to-alls move tokens */
     int zero;                     /* the ZeRO stage, 0-3 */

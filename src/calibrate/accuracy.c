@@ -214,6 +214,7 @@ static json_t *run_json(const vp_run *r) {
     set_str(o, "attn_kernel", vp_attn_kernel_name(r->attn_kernel));
     set_str(o, "framework", vp_framework_name(r->framework));
     set_str(o, "optimizer_dtype", vp_optimizer_dtype_name(r->optimizer));
+    set_str(o, "cp_comm", vp_cp_comm_name(r->cp_comm));
     char modules[96];
     set_str(o, "recompute_modules",
             vp_recompute_modules_text(r->recompute_modules, modules, sizeof modules));

@@ -80,6 +80,7 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->fp8 = run->fp8;
     w->fp8_params = run->fp8_params;
     w->attn_kernel = run->attn_kernel;
+    w->cp_comm = run->cp_comm;
     w->framework = run->framework;
     w->recompute_modules = run->recompute_modules;
     if (run->optimizer != VP_OPTIMIZER_FP32 && out->arch.dtype_bytes > 2)

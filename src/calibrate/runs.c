@@ -196,6 +196,7 @@ enum {
     C_FRAMEWORK,
     C_RECOMPUTE_MODULES,
     C_OPTIMIZER_DTYPE,
+    C_CP_COMM,
     N_COLUMNS
 };
 
@@ -236,7 +237,8 @@ static const char *const column_names[N_COLUMNS] = {"model",
                                                     "attn_kernel",
                                                     "framework",
                                                     "recompute_modules",
-                                                    "optimizer_dtype"};
+                                                    "optimizer_dtype",
+                                                    "cp_comm"};
 _Static_assert(sizeof column_names / sizeof column_names[0] == N_COLUMNS, "a name per column");
 
 /* Where each column sits in a row (-1: absent). */
@@ -468,6 +470,17 @@ static vp_status optimizer_cell(const cells *c, vp_run *run) {
     return rc;
 }
 
+/* cp_comm: empty or p2p, or allgather (vp_cp_comm); allgather with cp > 1 only. */
+static vp_status cp_comm_cell(const cells *c, vp_run *run) {
+    const char *names[] = {vp_cp_comm_name(VP_CP_P2P), vp_cp_comm_name(VP_CP_ALLGATHER)};
+    int k;
+    vp_status rc = choice_cell(c, C_CP_COMM, names, 2, "expected p2p or allgather", &k);
+    run->cp_comm = (vp_cp_comm)k;
+    if (rc == VP_OK && run->cp_comm == VP_CP_ALLGATHER && run->cp <= 1)
+        rc = bad(c, C_CP_COMM, "an all-gather of keys and values needs cp > 1");
+    return rc;
+}
+
 static vp_status dp_overlap_cell(const cells *c, vp_run *run) {
     const char *s = cell(c, C_DP_OVERLAP);
     run->dp_overlap = VP_OVERLAP_MODELLED;
@@ -557,6 +570,8 @@ static vp_status read_settings(const cells *c, vp_run *run) {
         rc = modules_cell(c, run);
     if (rc == VP_OK)
         rc = optimizer_cell(c, run);
+    if (rc == VP_OK)
+        rc = cp_comm_cell(c, run);
     if (rc == VP_OK)
         rc = real_cell(c, C_STEP, 1e9, &run->step_time_s);
     if (rc == VP_OK)

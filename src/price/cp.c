@@ -21,6 +21,15 @@
  *   sequence's dK, dV after the attention's backward, both exposed. The gathered keys and
  *   values, and in B the whole sequence's dK, dV beside them, are extra memory while one
  *   layer's attention runs.
+ * - allgather under torchtitan (PyTorch's ring attention, torch.distributed.tensor.
+ *   experimental's all-gather rotater): F's all-gather runs beside the first step, the
+ *   rank's own block (1/cp of its attention), and shows by what it exceeds it; B gathers
+ *   again the same way and passes the fp32 dK, dV around the ring, a block beside each
+ *   step, the last exposed. It holds the gathered keys and values and, in B, the fp32 dK,
+ *   dV it accumulates, sends and receives (three blocks at 4 bytes).
+ * torchtitan's attention repeats the keys and values to the query heads before calling
+ * scaled_dot_product_attention (its Llama's repeat_kv), so they travel at the query heads'
+ * width, not the KV heads'.
  *
  * Where the CP ranks sit: Megatron-LM's order tp-cp-ep-dp-pp (TP innermost, then CP, then
  * DP), so a CP group is cp ranks tp apart (comm.c's placement); a ring step crosses the
@@ -38,7 +47,10 @@ int vp__weight_dp(const vp_workload *t) {
 
 double vp__cp_kv_bytes(const vp_arch *a, const vp_workload *t) {
     vp__attn at = vp__attention(a);
-    return vp__tokens(t) * (at.k + at.v) / t->tp * a->dtype_bytes;
+    double width = t->framework == VP_FRAMEWORK_TORCHTITAN && a->kv_lora == 0
+                       ? at.q + (double)a->heads * at.d_v
+                       : at.k + at.v;
+    return vp__tokens(t) * width / t->tp * a->dtype_bytes;
 }
 
 /* Seconds of one ring step's send of bytes to the next CP rank. */
@@ -59,6 +71,12 @@ void vp__cp_exposed(const vp_price_setup *su, unsigned kind, double *f, double *
     if (t->cp_comm == VP_CP_ALLGATHER) {
         vp__group cp = {0, t->tp, t->cp};
         double gather = vp__collective_seconds(su->gpu, VP__GATHER, &cp, kv * t->cp);
+        if (t->framework == VP_FRAMEWORK_TORCHTITAN) {
+            double dkv = ring_send_seconds(su->gpu, t, kv * 4 / su->arch->dtype_bytes);
+            *f = fmax(0, gather - attn_f / t->cp);
+            *b = fmax(0, gather - attn_b / t->cp) + steps * fmax(0, dkv - attn_b / t->cp) + dkv;
+            return;
+        }
         *f = gather;
         *b = 2 * gather; /* the keys and values gathered again, dK and dV reduce-scattered */
         return;
@@ -72,7 +90,10 @@ double vp__cp_buffer_bytes(const vp_arch *a, const vp_workload *t) {
     if (t->cp <= 1 || a->impl == VP_IMPL_VPIPE)
         return 0;
     double kv = vp__cp_kv_bytes(a, t);
-    /* allgather: the whole sequence's K, V and in B its dK, dV; p2p: B's ring buffers (the
-       block received next and the dK, dV in flight beside the block at hand's) */
+    /* allgather: the whole sequence's K, V and in B its dK, dV (torchtitan: the ring's fp32
+       dK, dV instead); p2p: B's ring buffers (the block received next and the dK, dV in
+       flight beside the block at hand's) */
+    if (t->cp_comm == VP_CP_ALLGATHER && t->framework == VP_FRAMEWORK_TORCHTITAN)
+        return t->cp * kv + 3 * kv * 4 / a->dtype_bytes;
     return t->cp_comm == VP_CP_ALLGATHER ? 2 * t->cp * kv : 3 * kv;
 }

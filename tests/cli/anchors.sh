@@ -57,6 +57,8 @@ def command(r):
         c += ["--framework", r["framework"]]
     if r["optimizer_dtype"] != "fp32":
         c += ["--optimizer-dtype", r["optimizer_dtype"]]
+    if r["cp_comm"] != "p2p":
+        c += ["--cp-comm", r["cp_comm"]]
     if r["recompute_modules"]:
         c += ["--recompute-modules", r["recompute_modules"]]
     return c
