@@ -188,6 +188,7 @@ def configuration(x):
     chunks = f" v {x['v']}" if x.get("v") else ""
     more = "".join(f" {k} {x[key]}" for k, key in (("CP", "cp"), ("EP", "ep"))
                    if x.get(key, 1) > 1)
+    more += f" ({x['cp_comm']})" if x.get("cp", 1) > 1 and x.get("cp_comm", "p2p") != "p2p" else ""
     more += f", ZeRO {x['zero']}" if x.get("zero", 0) >= 2 else ""
     more += f", FP8 {x['fp8']}" if "FP8" in kinds_of(x) else ""
     return (f"TP {x['tp']} PP {x['pp']} DP {x['dp']}{more}, gbs {x['gbs']}, "
