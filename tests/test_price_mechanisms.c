@@ -318,9 +318,10 @@ static void test_torchtitan(void **state) {
 }
 
 /* A saved tensor's bytes by name (0 when the part does not save it). */
-static double saved(const vp_arch *a, const vp_workload *t, const char *name) {
+static double saved_in(const vp_arch *a, const vp_workload *t, vp_price_part part,
+                       const char *name) {
     vp_saved_tensor out[64];
-    int n = vp_price_tensors(a, t, VP_PRICE_LAYER, out, 64);
+    int n = vp_price_tensors(a, t, part, out, 64);
     assert_true(n > 0 && n <= 64);
     for (int i = 0; i < n; i++)
         if (strcmp(out[i].name, name) == 0)
@@ -328,9 +329,14 @@ static double saved(const vp_arch *a, const vp_workload *t, const char *name) {
     return 0;
 }
 
+static double saved(const vp_arch *a, const vp_workload *t, const char *name) {
+    return saved_in(a, t, VP_PRICE_LAYER, name);
+}
+
 /* The inputs of the column-parallel linears under TP 8 with SP: Megatron-LM saves their
  * sequence shard (and gathers it again in B), torchtitan the gathered tensor whole, in FP8
- * when Float8 gathers it; the layer's time stays what its kernels move. */
+ * when Float8 gathers it (a layer's; the head's stays 16-bit); the layer's time stays what
+ * its kernels move. */
 static void test_gathered_inputs(void **state) {
     (void)state;
     vp_arch a = tp_preset("llama3-70b");
@@ -352,6 +358,9 @@ static void test_gathered_inputs(void **state) {
         TU_NEAR(saved(&a, &one, in[i]), T * h * 2);
     }
     assert_true(saved(&a, &tt, "norm 1 input") == saved(&a, &mg, "norm 1 input"));
+    const char *head = "head input (final norm output)";
+    TU_NEAR(saved_in(&a, &mg, VP_PRICE_HEAD, head), T * h * 2 / 8);
+    TU_NEAR(saved_in(&a, &t8, VP_PRICE_HEAD, head), T * h * 2);
     vp_price_setup sm = {.arch = &a, .gpu = &g, .work = &mg, .split = VP_SPLIT_EVEN};
     vp_price_setup st = {.arch = &a, .gpu = &g, .work = &tt, .split = VP_SPLIT_EVEN};
     double secm[4], sect[4], lin[3];

@@ -29,11 +29,11 @@ typedef enum {
 /* How a tensor's rows split over tensor parallelism: never, with sequence parallelism,
  * always (its columns), over the sequence always (a MoE layer's tokens are split as with
  * sequence parallelism), or the expert token-rows of the rank (vp__expert_rows x etp).
- * SPLIT_GATHER is a column-parallel linear's input: Megatron-LM saves its sequence-parallel
- * shard and gathers it again in B (SPLIT_SP); torchtitan's DTensor TP saves the tensor its
- * PrepareModuleInput gathered, whole, in FP8 when Float8 gathers it so (torchao's
- * PrepareFloat8ModuleInput casts before the all-gather, and Float8Linear saves its input
- * as it came). */
+ * SPLIT_GATHER is a column-parallel linear's input (QKV's, FC1's, the head's): Megatron-LM
+ * saves its sequence-parallel shard and gathers it again in B (SPLIT_SP); torchtitan's
+ * DTensor TP saves the tensor its PrepareModuleInput gathered, whole, in a layer in FP8
+ * when Float8 gathers it so (torchao's PrepareFloat8ModuleInput casts before the
+ * all-gather, and Float8Linear saves its input as it came; the head stays 16-bit). */
 typedef enum { SPLIT_NONE, SPLIT_SP, SPLIT_GATHER, SPLIT_TP, SPLIT_SEQ, SPLIT_EXPERT } split_kind;
 
 /* Rows that exist only under some settings, and the layer input full recompute keeps. */
@@ -165,7 +165,7 @@ static const tensor_row megatron_embedding[] = {
  * fp32 softmax, the target ids, and the logits gradient for the head's W. */
 static const tensor_row megatron_head[] = {
     {"final norm input", W_H, 1, 0, SPLIT_SP, VP_KEEP_F_B, 0},
-    {"head input (final norm output)", W_H, 1, 0, SPLIT_SP, VP_KEEP_F_W, SHARD},
+    {"head input (final norm output)", W_H, 1, 0, SPLIT_GATHER, VP_KEEP_F_W, SHARD},
     {"cross-entropy softmax (fp32)", W_VOCAB, 1, 4, SPLIT_TP, VP_KEEP_F_B, SHARD},
     {"target ids", W_ONE, 1, 8, SPLIT_NONE, VP_KEEP_F_B, SHARD},
     {"logits gradient", W_VOCAB, 1, 0, SPLIT_TP, VP_KEEP_B_W, NO_SHARD},
@@ -331,12 +331,14 @@ static double width_of(width_kind w, const vp_arch *a, const vp_workload *t) {
     return 0;
 }
 
-static double row_bytes(const tensor_row *r, const vp_arch *a, const vp_workload *t) {
+/* A row's bytes in part (FP8 runs the layers' linears, not the head). */
+static double row_bytes(const tensor_row *r, const vp_arch *a, const vp_workload *t,
+                        vp_price_part part) {
     double tokens = vp__tokens(t), rows = tokens, split = 1;
     double bytes = r->bytes ? r->bytes : a->dtype_bytes;
     bool sp = r->split == SPLIT_SP || r->split == SPLIT_GATHER;
     if (r->split == SPLIT_GATHER && t->framework == VP_FRAMEWORK_TORCHTITAN && t->tp > 1)
-        bytes = t->fp8 != VP_FP8_OFF ? 1 : bytes; /* whole, as gathered */
+        bytes = t->fp8 != VP_FP8_OFF && part == VP_PRICE_LAYER ? 1 : bytes; /* whole, gathered */
     else if (r->width == W_H_PER_MB)
         rows = 1;
     else if (r->split == SPLIT_EXPERT)
@@ -358,7 +360,7 @@ int vp__piece_tensors(const vp_arch *arch, const vp_workload *work, vp_price_par
         if (!row_present(&rows[i], arch, work, kind) ||
             !row_recomputed(&rows[i], rc, op, dropped, &keep))
             continue;
-        double bytes = row_bytes(&rows[i], arch, work) *
+        double bytes = row_bytes(&rows[i], arch, work, part) *
                        (part == VP_PRICE_LAYER ? vp__fp8_saved_scale(arch, work, rows[i].keep) : 1);
         if (count < cap)
             out[count] = (vp_saved_tensor){rows[i].name, bytes, keep};
@@ -379,7 +381,8 @@ void vp__vocab_split_of(const vp_arch *a, const vp_workload *t, int shards, vp__
         for (int i = 0; i < tables[a->impl][part].n; i++, r++) {
             if (!(r->flags & ONLY_SHARD) && !row_present(r, a, t, 0))
                 continue;
-            double bytes = row_bytes(r, a, t) / (r->width == W_VOCAB ? shards : 1);
+            double bytes =
+                row_bytes(r, a, t, (vp_price_part)part) / (r->width == W_VOCAB ? shards : 1);
             bool kept = !(r->flags & (SHARD | NO_SHARD)) &&
                         (!(r->flags & POSITIONS) || a->learned_positions);
             if (r->flags & SHARD)
