@@ -224,6 +224,51 @@ static void test_deepep_dispatch(void **state) {
     vp_price_result_free(in2);
 }
 
+/* log C(n, k). */
+static double log_choose(double n, double k) {
+    return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1);
+}
+
+/* Group-limited routing (vp_arch.expert_groups, group_top_k) at EP 16 over two nodes: with
+ * 2 groups and 1 a token, a group is a node and a token reaches the other node half the
+ * time; with 8 groups and 4 a token, a node holds 4 groups and a token misses it when none
+ * of its 8 experts, drawn from its 4 groups' 64, lands in the j of them the node holds. */
+static void test_group_limited_routing(void **state) {
+    (void)state;
+    qwen q;
+    qwen_at(&q, 16);
+    q.t.ep_dispatch = VP_EP_DEEPEP;
+    double bytes = 4096.0 * 8 * 2048 * 2, eff = q.g.comm_efficiency;
+    double nvlink = bytes * (7.0 / 16 + 0.5 * 7.0 / 8);
+    const struct {
+        int groups, per_token;
+        double reach; /* the probability a token reaches the other node */
+    } cases[] = {{2, 1, 0.5}, {8, 4, -1}};
+    double miss = 0; /* 8 groups, 4 a token, 4 on the node: j of them picked */
+    for (int j = 0; j <= 4; j++) {
+        double hyp = exp(log_choose(4, j) + log_choose(4, 4 - j) - log_choose(8, 4)), m = 1;
+        for (int i = 0; i < 8; i++)
+            m *= 64.0 - 16 * j - i > 0 ? (64.0 - 16 * j - i) / (64.0 - i) : 0;
+        miss += hyp * m;
+    }
+    for (int c = 0; c < 2; c++) {
+        q.a.expert_groups = cases[c].groups;
+        q.a.group_top_k = cases[c].per_token;
+        double reach = cases[c].reach >= 0 ? cases[c].reach : 1 - miss;
+        vp_price_result *r = price(&q.su, "1f1b", 1, 2, NULL);
+        double one = fmax(bytes / 8 * reach / (q.g.inter_bw * eff), nvlink / (q.g.intra_bw * eff)) +
+                     q.g.inter_latency;
+        TU_NEAR(r->stage[0].a2a_f_ms / 48, 2 * one * 1e3);
+        vp_price_result_free(r);
+    }
+    double unlimited = 1; /* a token misses a node of 64 of the 128 experts */
+    for (int i = 0; i < 8; i++)
+        unlimited *= (64.0 - i) / (128.0 - i);
+    assert_true(miss > unlimited); /* fewer nodes reached than without groups */
+    q.a.group_top_k = 0;           /* refused: a group a token at least */
+    tp_check_refused(&q.a, &q.t, "group_top_k in [1, 8]");
+}
+
 /* Idle time per device (makespan - busy) of family at (p, m = 8p) under F, B, W, FB. */
 static void idle_equals(const char *family, int p, double f, double b, double w, double fb,
                         double want) {
@@ -270,6 +315,7 @@ int main(void) {
         cmocka_unit_test(test_ep_overlap_no_pipeline),
         cmocka_unit_test(test_ep_overlap_pipelines),
         cmocka_unit_test(test_deepep_dispatch),
+        cmocka_unit_test(test_group_limited_routing),
         cmocka_unit_test(test_bubble_formulas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

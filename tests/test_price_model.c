@@ -121,7 +121,9 @@ static void assert_same_arch(const vp_arch *a, const vp_arch *b) {
                              {a->top_k, b->top_k},
                              {a->expert_ffn, b->expert_ffn},
                              {a->shared_experts, b->shared_experts},
-                             {a->dense_layers, b->dense_layers}};
+                             {a->dense_layers, b->dense_layers},
+                             {a->expert_groups, b->expert_groups},
+                             {a->group_top_k, b->group_top_k}};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i][0] != fields[i][1])
             fail_msg("%s field %zu: %d, want %d", a->name, i, fields[i][0], fields[i][1]);
@@ -144,9 +146,10 @@ static void test_hf_reads_presets(void **state) {
 }
 
 /* The mixtures of experts' and Nemotron's config.json files (fuzz/corpus/hf_config/, the
- * keys of their Hugging Face files) read into their presets; a mixture of experts missing
- * its keys, latent attention missing a head size and a window pattern vpipe does not price
- * are refused naming the key. */
+ * keys of their Hugging Face files) read into their presets (DeepSeek-V3's n_group and
+ * topk_group its group-limited routing); a mixture of experts missing its keys (topk_group
+ * beside n_group too), latent attention missing a head size and a window pattern vpipe
+ * does not price are refused naming the key. */
 static void test_hf_moe(void **state) {
     (void)state;
     const char *files[][2] = {{"deepseek_v3", "deepseek-v3"},
@@ -165,6 +168,7 @@ static void test_hf_moe(void **state) {
     }
     const char *bad[][2] = {{"moe_missing_experts", "num_local_experts"},
                             {"moe_missing_topk", "num_experts_per_tok"},
+                            {"moe_groups_missing_topk", "topk_group"},
                             {"mla_missing_rope", "qk_rope_head_dim"},
                             {"window_pattern", "layer_types"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -80,8 +80,11 @@ typedef struct vp_arch {
      * each token to top_k of `experts` MLPs of width expert_ffn, plus shared_experts MLPs
      * of that width every token passes (dense_layers keep the MLP of width ffn). capacity:
      * the experts' capacity factor, each expert's input padded to capacity x its balanced
-     * share (0: dropless, the balanced share). */
+     * share (0: dropless, the balanced share). Group-limited routing (expert_groups 0:
+     * none; DeepSeek-V3's node-limited routing): the experts form expert_groups equal groups
+     * and a token's top_k experts come from group_top_k of them. */
     int experts, top_k, expert_ffn, shared_experts, dense_layers;
+    int expert_groups, group_top_k;
     double capacity;
 } vp_arch;
 

@@ -110,7 +110,9 @@ static const vp_arch presets[] = {
      .top_k = 8,
      .expert_ffn = 2048,
      .shared_experts = 1,
-     .dense_layers = 3},
+     .dense_layers = 3,
+     .expert_groups = 8,
+     .group_top_k = 4},
     MOE("qwen3-30b-a3b", 48, 2048, 32, 4, 128, 6144, 151936, 40960, 128, 8, 768, 0, 0),
     MOE("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 12288, 151936, 40960, 128, 8, 1536, 0, 0),
     GPT_OSS("gpt-oss-120b", 36, 128),
@@ -185,7 +187,9 @@ static vp_status check_variants(const vp_arch *a, vp_error *err) {
              {"top_k", a->top_k, 1 << 16},
              {"expert_ffn", a->expert_ffn, 8 * ARCH_MAX_DIM},
              {"shared_experts", a->shared_experts, 1 << 10},
-             {"dense_layers", a->dense_layers, ARCH_MAX_LAYERS}};
+             {"dense_layers", a->dense_layers, ARCH_MAX_LAYERS},
+             {"expert_groups", a->expert_groups, 1 << 16},
+             {"group_top_k", a->group_top_k, 1 << 16}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].value < 0 || f[i].value > f[i].max)
             return vp__fail(err, VP_EINVAL, "model %s: %s must be in [0, %d], got %d", a->name,
@@ -204,6 +208,14 @@ static vp_status check_variants(const vp_arch *a, vp_error *err) {
                         "model %s: %d experts need top_k in [1, %d], expert_ffn >= 1 and "
                         "dense_layers <= layers (got %d, %d, %d)",
                         a->name, a->experts, a->experts, a->top_k, a->expert_ffn, a->dense_layers);
+    if (a->experts > 0 && a->expert_groups > 0 &&
+        (a->experts % a->expert_groups || a->group_top_k < 1 || a->group_top_k > a->expert_groups ||
+         a->top_k > (double)a->group_top_k * a->experts / a->expert_groups))
+        return vp__fail(err, VP_EINVAL,
+                        "model %s: %d expert groups need to divide the %d experts and "
+                        "group_top_k in [1, %d] with room for top_k %d (got %d)",
+                        a->name, a->expert_groups, a->experts, a->expert_groups, a->top_k,
+                        a->group_top_k);
     if (!(a->capacity >= 0 && a->capacity <= 1000))
         return vp__fail(err, VP_EINVAL, "model %s: capacity factor must be in [0, 1000]", a->name);
     return VP_OK;

@@ -25,7 +25,8 @@ static void set_reals(json_t *o, const char *const *names, const double *values,
 /* The attention's and the MLP's variants, each only when the model has it: head_dim
  * (when not hidden / heads), "mla" {q_lora, kv_lora, qk_nope, qk_rope, v_head}, "window"
  * {tokens, period, layers}, "moe" {experts, top_k, expert_ffn, shared_experts,
- * dense_layers, capacity, active_params}. */
+ * dense_layers, capacity, active_params, and with group-limited routing expert_groups and
+ * group_top_k}. */
 static void variants_object(json_t *o, const vp_arch *a) {
     if (a->head_dim)
         json_object_set_new(o, "head_dim", json_integer(a->head_dim));
@@ -50,6 +51,11 @@ static void variants_object(json_t *o, const vp_arch *a) {
         set_ints(e, n, v, 5);
         json_object_set_new(e, "capacity", json_real(a->capacity));
         json_object_set_new(e, "active_params", json_real(vp_arch_active_params(a)));
+        if (a->expert_groups > 0) {
+            const char *g[] = {"expert_groups", "group_top_k"};
+            int gv[] = {a->expert_groups, a->group_top_k};
+            set_ints(e, g, gv, 2);
+        }
         json_object_set_new(o, "moe", e);
     }
 }

@@ -11,7 +11,16 @@
  * bytes (N - 1) / N), NVLink the rows that stay in the node, bytes (per - 1) / n, plus the
  * rows forwarded from the GPU that received them, bytes (N - 1) / N x (per - 1) / per; the
  * slower link decides, at comm_efficiency, plus one network latency. Inside one node it is
- * the all-to-all. */
+ * the all-to-all.
+ *
+ * Group-limited routing (vp_arch.expert_groups G, group_top_k g; DeepSeek-V3's node-limited
+ * routing, §2.1.2: a token's experts come from g of the G groups, so it reaches at most g
+ * nodes when a group is a node) changes q. The experts lie on the EP ranks in order, so when
+ * N divides G a node holds h = G / N whole groups, and when G divides N its E/N experts lie
+ * in one group (h = 1). Under balanced routing a token picks its g groups at random and its
+ * k experts among their g E/G; it misses the node when none of those lands there:
+ * sum over j of P(j of the node's h groups picked) x C(gE/G - j E/(N h), k) / C(gE/G, k).
+ * Groups that do not align with the nodes are priced as unlimited routing. */
 #include <math.h>
 
 #include "base/internal.h"
@@ -29,6 +38,24 @@ static double misses(double E, double local, int k) {
     return p;
 }
 
+/* log C(n, k). */
+static double log_choose(double n, double k) {
+    return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1);
+}
+
+/* The probability that a token misses a node of an EP group spanning N nodes. */
+static double node_misses(const vp_arch *a, double N) {
+    double E = a->experts, G = a->expert_groups, g = a->group_top_k;
+    bool aligned = G > 0 && (fmod(G, N) == 0 || fmod(N, G) == 0);
+    if (!aligned)
+        return misses(E, E / N, a->top_k);
+    double h = fmax(1, G / N), pool = g * E / G, p = 0;
+    for (double j = fmax(0, g - (G - h)); j <= h && j <= g; j++)
+        p += exp(log_choose(h, j) + log_choose(G - h, g - j) - log_choose(G, g)) *
+             misses(pool, j * E / N / h, a->top_k);
+    return p;
+}
+
 double vp__dispatch_seconds(const vp_gpu *gpu, const vp_arch *a, const vp_workload *t,
                             const vp__group *g, double bytes) {
     double n = g->n, node = gpu->gpus_per_node;
@@ -37,7 +64,7 @@ double vp__dispatch_seconds(const vp_gpu *gpu, const vp_arch *a, const vp_worklo
     double N = ceil(n / per);
     if (t->ep_dispatch != VP_EP_DEEPEP || N <= 1 || a->top_k < 1)
         return vp__alltoall_seconds(gpu, g, bytes);
-    double q = 1 - misses(a->experts, a->experts / N, a->top_k), eff = gpu->comm_efficiency;
+    double q = 1 - node_misses(a, N), eff = gpu->comm_efficiency;
     double network = bytes / a->top_k * (N - 1) * q;
     double nvlink = bytes * ((per - 1) / n + (N - 1) / N * (per - 1) / per);
     return fmax(network / (gpu->inter_bw * eff), nvlink / (gpu->intra_bw * eff)) +

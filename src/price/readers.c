@@ -269,6 +269,16 @@ static vp_status read_dense_layers(json_t *root, vp_arch *a, vp_error *err) {
     return rc;
 }
 
+/* Group-limited routing (DeepSeek-V3's n_group and topk_group): one group is no limit. */
+static vp_status read_groups(json_t *root, vp_arch *a, vp_error *err) {
+    int groups = 0;
+    vp_status rc = get_count0(root, KEYS("n_group"), 1 << 16, &groups, err);
+    if (rc != VP_OK || groups <= 1)
+        return rc;
+    a->expert_groups = groups;
+    return vp__json_count(root, KEYS("topk_group"), groups, true, &a->group_top_k, err);
+}
+
 /* The experts: how many, how many per token, their width (moe_intermediate_size, or the
  * MLP's own for Mixtral and GPT-OSS), shared ones, dense first layers, capacity factor. A
  * mixture-of-experts model type needs its keys. */
@@ -302,6 +312,8 @@ static vp_status read_experts(json_t *root, vp_arch *a, vp_error *err) {
         a->shared_experts = shared_width / a->expert_ffn;
     if (rc == VP_OK)
         rc = vp__json_number(root, KEYS("capacity_factor"), 0, 1000, false, &a->capacity, err);
+    if (rc == VP_OK)
+        rc = read_groups(root, a, err);
     return rc == VP_OK ? read_dense_layers(root, a, err) : rc;
 }
 

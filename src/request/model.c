@@ -100,6 +100,9 @@ static void variants_text(vp__buf *out, const vp_arch *a) {
     if (a->experts > 0)
         vp__buf_printf(out, "%s from layer %d on%s\n", moe_text(a, moe, sizeof moe),
                        a->dense_layers, a->capacity > 0 ? ", capacity factor" : ", dropless");
+    if (a->experts > 0 && a->expert_groups > 0)
+        vp__buf_printf(out, "  group-limited routing: a token's experts from %d of %d groups\n",
+                       a->group_top_k, a->expert_groups);
 }
 
 static void show_text(vp__buf *out, const vp_arch *a, const vp_workload *w) {

@@ -34,6 +34,10 @@ PY
 expect 0 "--ep-dispatch" -- "$vp" simulate --help
 expect 2 "--ep-dispatch" -- "$vp" simulate 1f1b -p 1 -m 4 "${q[@]}" --ep 16 --ep-dispatch nccl
 expect 2 "ep-dispatch" -- "$vp" model show qwen3-30b-a3b --ep-dispatch deepep
+# DeepSeek-V3 routes each token to experts of 4 of its 8 groups (config.json's n_group and
+# topk_group): at EP 64 a group is a node, so DeepEP's dispatch reaches fewer nodes
+expect 0 "group-limited routing: a token's experts from 4 of 8 groups" -- \
+    "$vp" model show deepseek-v3
 
 # DeepSeek-V3 at its published layout, 120 microbatches of one sequence (a global batch of
 # 15360 over DP 128), recomputation selective (closest to its RMSNorm and up-projections)
