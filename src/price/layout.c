@@ -288,13 +288,14 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
     /* what the loss holds beside its saved fp32 softmax: the 16-bit logits (Megatron-LM's
        fused cross-entropy), or their fp32 gradient and log_softmax's backward output
        (torchtitan's eager loss, vp_framework) */
-    double per_logit = t->framework == VP_FRAMEWORK_TORCHTITAN ? 8 : a->dtype_bytes;
-    double logits = own ? 0 : vp__tokens(t) * a->vocab / t->tp * per_logit;
+    bool titan = t->framework == VP_FRAMEWORK_TORCHTITAN;
+    double per_mb = own ? 0 : vp__tokens(t) * a->vocab / t->tp; /* one microbatch's logits */
+    double logits = per_mb * (titan ? 8 : a->dtype_bytes);
     /* torchtitan's pipeline (torch.distributed.pipelining) keeps every microbatch's output,
        its 16-bit logits, on the last stage until the step ends (the stage's output chunks,
        which its schedule's step returns by default) */
-    if (t->framework == VP_FRAMEWORK_TORCHTITAN && s->p > 1 && !own)
-        logits += (s->m - 1) * vp__tokens(t) * a->vocab / t->tp * a->dtype_bytes;
+    if (titan && s->p > 1)
+        logits += (s->m - 1) * per_mb * a->dtype_bytes;
     for (int st = 0; st < s->S; st++) {
         const vp_price_stage *g = &lay->stage[st];
         vp_rank_memory *m = &lay->fixed[g->device];
