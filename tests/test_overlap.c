@@ -186,22 +186,32 @@ static void test_ep_overlap_pipelines(void **state) {
     }
 }
 
+/* A token's k of E experts miss a block of `local` of them with probability
+ * C(E - local, k) / C(E, k). */
+static double misses(double E, double local, int k) {
+    double p = 1;
+    for (int i = 0; i < k; i++)
+        p *= (E - local - i) / (E - i);
+    return p;
+}
+
 /* DeepEP's dispatch (--ep-dispatch deepep) at EP 16 over two nodes of 8: a token's 8 of 128
  * experts miss the other node with probability C(64, 8) / C(128, 8), so it crosses the network
  * q = 1 - that times, one copy instead of the all-to-all's half of its 8 rows; NVLink carries
- * the rows staying in the node plus those forwarded from the receiving GPU. Per MoE layer, F
- * has a dispatch and a combine. */
+ * a row per token and rank (a rank's 8 experts are missed with probability C(120, 8) /
+ * C(128, 8)) staying in the node, plus those forwarded from the receiving GPU. Inside one
+ * node it is the all-to-all of those rows, fewer than the 8 the plain all-to-all sends. Per
+ * MoE layer, F has a dispatch and a combine. */
 static void test_deepep_dispatch(void **state) {
     (void)state;
     qwen q;
     qwen_at(&q, 16);
     q.t.ep_dispatch = VP_EP_DEEPEP;
     vp_price_result *r = price(&q.su, "1f1b", 1, 2, NULL);
-    double miss = 1;
-    for (int i = 0; i < 8; i++)
-        miss *= (64.0 - i) / (128.0 - i);
     double bytes = 4096.0 * 8 * 2048 * 2, eff = q.g.comm_efficiency;
-    double network = bytes / 8 * (1 - miss), nvlink = bytes * (7.0 / 16 + 0.5 * 7.0 / 8);
+    double ranks = 16 * (1 - misses(128, 8, 8)); /* a token's ranks, of its 8 rows */
+    double network = bytes / 8 * (1 - misses(128, 64, 8));
+    double nvlink = bytes / 8 * ranks * (7.0 / 16 + 0.5 * 7.0 / 8);
     double one =
         fmax(network / (q.g.inter_bw * eff), nvlink / (q.g.intra_bw * eff)) + q.g.inter_latency;
     TU_NEAR(r->stage[0].a2a_f_ms / 48, 2 * one * 1e3);
@@ -212,12 +222,17 @@ static void test_deepep_dispatch(void **state) {
         q.g.inter_latency;
     TU_NEAR(a->stage[0].a2a_f_ms / 48, 2 * all * 1e3);
     assert_true(r->stage[0].a2a_f_ms < a->stage[0].a2a_f_ms / 3);
-    qwen_at(&q, 8); /* inside one node the two are the same */
+    qwen_at(&q, 8); /* inside one node: 16 experts a rank */
     q.t.ep_dispatch = VP_EP_DEEPEP;
     vp_price_result *in = price(&q.su, "1f1b", 1, 2, NULL);
     q.t.ep_dispatch = VP_EP_ALLTOALL;
     vp_price_result *in2 = price(&q.su, "1f1b", 1, 2, NULL);
-    TU_NEAR(in->stage[0].a2a_f_ms, in2->stage[0].a2a_f_ms);
+    double to_ranks = bytes / 8 * 8 * (1 - misses(128, 16, 8)) * 7 / 8;
+    TU_NEAR(in->stage[0].a2a_f_ms / 48,
+            2 * (to_ranks / (q.g.intra_bw * eff) + q.g.intra_latency) * 1e3);
+    TU_NEAR(in2->stage[0].a2a_f_ms / 48,
+            2 * (bytes * 7 / 8 / (q.g.intra_bw * eff) + q.g.intra_latency) * 1e3);
+    assert_true(in->stage[0].a2a_f_ms < 0.7 * in2->stage[0].a2a_f_ms);
     vp_price_result_free(r);
     vp_price_result_free(a);
     vp_price_result_free(in);
@@ -232,18 +247,19 @@ static double log_choose(double n, double k) {
 /* Group-limited routing (vp_arch.expert_groups, group_top_k) at EP 16 over two nodes: with
  * 2 groups and 1 a token, a group is a node and a token reaches the other node half the
  * time; with 8 groups and 4 a token, a node holds 4 groups and a token misses it when none
- * of its 8 experts, drawn from its 4 groups' 64, lands in the j of them the node holds. */
+ * of its 8 experts, drawn from its 4 groups' 64, lands in the j of them the node holds; a
+ * rank's 8 experts lie in one group of 16, picked half the time. */
 static void test_group_limited_routing(void **state) {
     (void)state;
     qwen q;
     qwen_at(&q, 16);
     q.t.ep_dispatch = VP_EP_DEEPEP;
     double bytes = 4096.0 * 8 * 2048 * 2, eff = q.g.comm_efficiency;
-    double nvlink = bytes * (7.0 / 16 + 0.5 * 7.0 / 8);
     const struct {
         int groups, per_token;
         double reach; /* the probability a token reaches the other node */
-    } cases[] = {{2, 1, 0.5}, {8, 4, -1}};
+        double ranks; /* the ranks a token reaches (the 8 of its group with 2 groups) */
+    } cases[] = {{2, 1, 0.5, 8 * (1 - misses(64, 8, 8))}, {8, 4, -1, -1}};
     double miss = 0; /* 8 groups, 4 a token, 4 on the node: j of them picked */
     for (int j = 0; j <= 4; j++) {
         double hyp = exp(log_choose(4, j) + log_choose(4, 4 - j) - log_choose(8, 4)), m = 1;
@@ -251,10 +267,14 @@ static void test_group_limited_routing(void **state) {
             m *= 64.0 - 16 * j - i > 0 ? (64.0 - 16 * j - i) / (64.0 - i) : 0;
         miss += hyp * m;
     }
+    /* a rank holds 8 experts of one group: the token picked it (1/2) and missed its 8 */
+    double rank_miss = 0.5 + 0.5 * misses(64, 8, 8);
     for (int c = 0; c < 2; c++) {
         q.a.expert_groups = cases[c].groups;
         q.a.group_top_k = cases[c].per_token;
         double reach = cases[c].reach >= 0 ? cases[c].reach : 1 - miss;
+        double ranks = cases[c].ranks >= 0 ? cases[c].ranks : 16 * (1 - rank_miss);
+        double nvlink = bytes / 8 * ranks * (7.0 / 16 + 0.5 * 7.0 / 8);
         vp_price_result *r = price(&q.su, "1f1b", 1, 2, NULL);
         double one = fmax(bytes / 8 * reach / (q.g.inter_bw * eff), nvlink / (q.g.intra_bw * eff)) +
                      q.g.inter_latency;

@@ -3,24 +3,28 @@
  * a token goes over the network once to each node holding one of its experts, to the GPU of
  * the same in-node index, and is forwarded over NVLink from there).
  *
- * A rank's tokens each make k rows (top_k, times the capacity factor): `bytes` in all. The
- * EP group spans N nodes of `per` ranks, each node holding E/N of the E experts; under
- * balanced routing a token's k experts miss a given node with probability
- * C(E - E/N, k) / C(E, k), so it crosses the network to (N - 1) q nodes on average, q = 1 -
- * that. The network then carries bytes / k x (N - 1) q per rank (an all-to-all:
- * bytes (N - 1) / N), NVLink the rows that stay in the node, bytes (per - 1) / n, plus the
- * rows forwarded from the GPU that received them, bytes (N - 1) / N x (per - 1) / per; the
- * slower link decides, at comm_efficiency, plus one network latency. Inside one node it is
- * the all-to-all.
+ * A rank's tokens each make k rows (top_k, times the capacity factor): `bytes` in all. DeepEP
+ * sends a token once to each rank holding one of its experts (its dispatch layout's
+ * is_token_in_rank; the receiver expands it to its local experts' rows), and the combine
+ * returns one row per token and rank (the rank sums its experts' weighted outputs first).
+ * The EP group spans N nodes of `per` ranks, n ranks in all, each node holding E/N of the E
+ * experts; under balanced routing a token's k experts miss a given block of E/B experts (a
+ * node's, B = N, or a rank's, B = n) with probability m_B = C(E - E/B, k) / C(E, k). So a
+ * token reaches R = n (1 - m_n) ranks and crosses the network to (N - 1) q nodes, q = 1 -
+ * m_N. The network then carries bytes / k x (N - 1) q per rank (an all-to-all:
+ * bytes (N - 1) / N), NVLink the token-rank rows that stay in the node, r (per - 1) / n,
+ * plus those forwarded from the GPU that received them, r (N - 1) / N x (per - 1) / per,
+ * r = bytes / k x R; the slower link decides, at comm_efficiency, plus one network latency.
+ * Inside one node it is the all-to-all of r.
  *
  * Group-limited routing (vp_arch.expert_groups G, group_top_k g; DeepSeek-V3's node-limited
  * routing, §2.1.2: a token's experts come from g of the G groups, so it reaches at most g
- * nodes when a group is a node) changes q. The experts lie on the EP ranks in order, so when
- * N divides G a node holds h = G / N whole groups, and when G divides N its E/N experts lie
- * in one group (h = 1). Under balanced routing a token picks its g groups at random and its
- * k experts among their g E/G; it misses the node when none of those lands there:
- * sum over j of P(j of the node's h groups picked) x C(gE/G - j E/(N h), k) / C(gE/G, k).
- * Groups that do not align with the nodes are priced as unlimited routing. */
+ * nodes when a group is a node) changes m_B. The experts lie on the EP ranks in order, so
+ * when B divides G a block holds h = G / B whole groups, and when G divides B its E/B experts
+ * lie in one group (h = 1). Under balanced routing a token picks its g groups at random and
+ * its k experts among their g E/G; it misses the block when none of those lands there:
+ * sum over j of P(j of the block's h groups picked) x C(gE/G - j E/(B h), k) / C(gE/G, k).
+ * Groups that do not align with the blocks are priced as unlimited routing. */
 #include <math.h>
 
 #include "base/internal.h"
@@ -43,16 +47,16 @@ static double log_choose(double n, double k) {
     return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1);
 }
 
-/* The probability that a token misses a node of an EP group spanning N nodes. */
-static double node_misses(const vp_arch *a, double N) {
+/* The probability m_B that a token misses one of B equal blocks of the EP group's experts. */
+static double block_misses(const vp_arch *a, double B) {
     double E = a->experts, G = a->expert_groups, g = a->group_top_k;
-    bool aligned = G > 0 && (fmod(G, N) == 0 || fmod(N, G) == 0);
+    bool aligned = G > 0 && (fmod(G, B) == 0 || fmod(B, G) == 0);
     if (!aligned)
-        return misses(E, E / N, a->top_k);
-    double h = fmax(1, G / N), pool = g * E / G, p = 0;
+        return misses(E, E / B, a->top_k);
+    double h = fmax(1, G / B), pool = g * E / G, p = 0;
     for (double j = fmax(0, g - (G - h)); j <= h && j <= g; j++)
         p += exp(log_choose(h, j) + log_choose(G - h, g - j) - log_choose(G, g)) *
-             misses(pool, j * E / N / h, a->top_k);
+             misses(pool, j * E / B / h, a->top_k);
     return p;
 }
 
@@ -62,11 +66,14 @@ double vp__dispatch_seconds(const vp_gpu *gpu, const vp_arch *a, const vp_worklo
     double per = g->stride >= node ? 1 : fmin(floor(node / g->stride), n);
     per = per < 1 ? 1 : per;
     double N = ceil(n / per);
-    if (t->ep_dispatch != VP_EP_DEEPEP || N <= 1 || a->top_k < 1)
+    if (t->ep_dispatch != VP_EP_DEEPEP || n <= 1 || a->top_k < 1)
         return vp__alltoall_seconds(gpu, g, bytes);
-    double q = 1 - node_misses(a, N), eff = gpu->comm_efficiency;
+    double rows = bytes / a->top_k * n * (1 - block_misses(a, n)); /* r: one per token and rank */
+    if (N <= 1)
+        return vp__alltoall_seconds(gpu, g, rows);
+    double q = 1 - block_misses(a, N), eff = gpu->comm_efficiency;
     double network = bytes / a->top_k * (N - 1) * q;
-    double nvlink = bytes * ((per - 1) / n + (N - 1) / N * (per - 1) / per);
+    double nvlink = rows * ((per - 1) / n + (N - 1) / N * (per - 1) / per);
     return fmax(network / (gpu->inter_bw * eff), nvlink / (gpu->intra_bw * eff)) +
            gpu->inter_latency;
 }

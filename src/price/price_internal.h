@@ -111,7 +111,7 @@ bool vp__crosses_nodes(const vp_gpu *gpu, long a, long b);
 double vp__alltoall_seconds(const vp_gpu *gpu, const vp__group *g, double bytes);
 /* Seconds of one dispatch or combine over the EP group g of a rank's token-expert rows,
  * `bytes` in all, under t->ep_dispatch (dispatch.c): vp__alltoall_seconds of all of them, or
- * DeepEP's once-per-node exchange. */
+ * DeepEP's exchange, once per token and rank inside a node and once per node across. */
 double vp__dispatch_seconds(const vp_gpu *gpu, const vp_arch *a, const vp_workload *t,
                             const vp__group *g, double bytes);
 double vp__send_seconds(const vp_price_setup *su, int from, int to);
