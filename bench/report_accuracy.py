@@ -189,6 +189,8 @@ def configuration(x):
     more = "".join(f" {k} {x[key]}" for k, key in (("CP", "cp"), ("EP", "ep"))
                    if x.get(key, 1) > 1)
     more += f" ({x['cp_comm']})" if x.get("cp", 1) > 1 and x.get("cp_comm", "p2p") != "p2p" else ""
+    more += (f" ({x['ep_routing']} routing)"
+             if x.get("ep", 1) > 1 and x.get("ep_routing", "random") != "random" else "")
     more += f", ZeRO {x['zero']}" if x.get("zero", 0) >= 2 else ""
     more += f", FP8 {x['fp8']}" if "FP8" in kinds_of(x) else ""
     return (f"TP {x['tp']} PP {x['pp']} DP {x['dp']}{more}, gbs {x['gbs']}, "

@@ -141,6 +141,8 @@ static const char *const fp8_names[] = {"off",     "tensorwise", "blockwise", "m
 static const char *const cp_comm_names[] = {"p2p", "allgather", NULL};
 /* In vp_ep_dispatch's order. */
 static const char *const dispatch_names[] = {"alltoall", "deepep", NULL};
+/* In vp_ep_routing's order. */
+static const char *const routing_names[] = {"random", "round-robin", NULL};
 /* In vp_attn_kernel's order. */
 static const char *const attn_kernel_names[] = {"fused", "fa2", NULL};
 /* In vp_framework's order. */
@@ -225,7 +227,11 @@ static const cli_opt real_opts[] = {
               "how the all-to-alls move tokens: every token-expert row\n"
               "(NCCL's all-to-all, the default), or deepep: each token once\n"
               "over the network to every node holding its experts, then\n"
-              "over NVLink (DeepEP, HybridEP)"),
+              "over NVLink once to each rank holding one (DeepEP, HybridEP)"),
+    REAL_ENUM("ep-routing", ep_routing, routing_names,
+              "which experts a token picks, both balanced: k at random (the\n"
+              "default), or round-robin: token t the k from t*k on (NeMo\n"
+              "AutoModel's fake balanced gate), one rank or a few"),
     {.name = "reserve",
      .kind = CLI_DOUBLE,
      .offset = AT(reserve),

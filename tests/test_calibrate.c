@@ -137,28 +137,31 @@ static void test_rejections(void **state) {
     read_bad(HEADER "llama3-8b,,,,,,,,,,,,,,,,,,1,,9\n", VP_EPARSE, 2,
              (const char *const[]){"21 cells, the header names 20", NULL});
     /* what runs the model, Megatron-LM's recompute modules, the optimizer's precision, how CP
-       exchanges keys and values */
+       exchanges keys and values, which experts a token picks */
 #define MORE                                                                                       \
     "model,gpu,tp,pp,vp,dp,cp,ep,mbs,gbs,seq,schedule,recompute,flash,sp,zero,fp8,"                \
     "step_time_s,tokens_per_s_per_gpu,peak_mem_gib,framework,recompute_modules,"                   \
-    "optimizer_dtype,cp_comm\n"
-    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,pytorch,,,\n", VP_EPARSE, 2,
+    "optimizer_dtype,cp_comm,ep_routing\n"
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,pytorch,,,,\n", VP_EPARSE, 2,
              (const char *const[]){"column 'framework'", "megatron or torchtitan", NULL});
-    read_bad(MORE "llama3-8b,,,,,,,,,,,,selective,,,,,1,,,,mlps,,\n", VP_EPARSE, 2,
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,selective,,,,,1,,,,mlps,,,\n", VP_EPARSE, 2,
              (const char *const[]){"column 'recompute_modules'", "got 'mlps'", NULL});
-    read_bad(MORE "llama3-8b,,,,,,,,,,,,full,,,,,1,,,,layernorm,,\n", VP_EPARSE, 2,
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,full,,,,,1,,,,layernorm,,,\n", VP_EPARSE, 2,
              (const char *const[]){"need recompute selective", NULL});
-    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,,,fp16,\n", VP_EPARSE, 2,
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,,,fp16,,\n", VP_EPARSE, 2,
              (const char *const[]){"column 'optimizer_dtype'", "fp32, bf16 or bf16-moments", NULL});
-    read_bad(MORE "llama3-8b,,,,,,2,,,,,,,,,,,1,,,,,,ring\n", VP_EPARSE, 2,
+    read_bad(MORE "llama3-8b,,,,,,2,,,,,,,,,,,1,,,,,,ring,\n", VP_EPARSE, 2,
              (const char *const[]){"column 'cp_comm'", "p2p or allgather", NULL});
-    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,,,,allgather\n", VP_EPARSE, 2,
+    read_bad(MORE "llama3-8b,,,,,,,,,,,,,,,,,1,,,,,,allgather,\n", VP_EPARSE, 2,
              (const char *const[]){"column 'cp_comm'", "needs cp > 1", NULL});
-    vp_run_set *set = read_ok(MORE "llama3-8b,,,,,,,,,,,,selective,1,,,,1,,,torchtitan,,bf16,\n"
+    read_bad(MORE "qwen3-30b-a3b,,,,,8,,8,,,,,,,,,,1,,,,,,,fake\n", VP_EPARSE, 2,
+             (const char *const[]){"column 'ep_routing'", "random or round-robin", NULL});
+    vp_run_set *set = read_ok(MORE "llama3-8b,,,,,,,,,,,,selective,1,,,,1,,,torchtitan,,bf16,,\n"
                                    "deepseek-v3,,,,,,,,,,,,selective,1,,,,1,,,,"
-                                   "\"layernorm mla_up_proj\",,\n"
-                                   "deepseek-v3,,,,,,,,,,,,,1,,,,1,,,,,bf16-moments,\n"
-                                   "llama3-8b,,,,,,2,,,,,,,1,,,,1,,,torchtitan,,,allgather\n");
+                                   "\"layernorm mla_up_proj\",,,\n"
+                                   "deepseek-v3,,,,,,,,,,,,,1,,,,1,,,,,bf16-moments,,\n"
+                                   "llama3-8b,,,,,,2,,,,,,,1,,,,1,,,torchtitan,,,allgather,\n"
+                                   "qwen3-30b-a3b,,,,,8,,8,,,,,,1,,,,1,,,,,,,round-robin\n");
     assert_int_equal(set->runs[0].framework, VP_FRAMEWORK_TORCHTITAN);
     assert_int_equal(set->runs[0].optimizer, VP_OPTIMIZER_BF16);
     assert_int_equal(set->runs[1].optimizer, VP_OPTIMIZER_FP32);
@@ -167,6 +170,8 @@ static void test_rejections(void **state) {
                      VP_RECOMPUTE_LAYERNORM | VP_RECOMPUTE_MLA_UP_PROJ);
     assert_int_equal(set->runs[0].cp_comm, VP_CP_P2P);
     assert_int_equal(set->runs[3].cp_comm, VP_CP_ALLGATHER);
+    assert_int_equal(set->runs[3].ep_routing, VP_ROUTING_RANDOM);
+    assert_int_equal(set->runs[4].ep_routing, VP_ROUTING_ROUND_ROBIN);
     vp_calibrate_free(set);
 #undef MORE
 }

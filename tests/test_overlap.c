@@ -8,7 +8,8 @@
  * - --ep-overlap without a pipeline (p 1): F, then m - 1 pairs, then BW, one microbatch's
  *   activations held (a pair runs layer by layer);
  * - --ep-dispatch deepep: each token once over the network to every other node holding one of
- *   its experts, then over NVLink;
+ *   its experts, then over NVLink once to each rank holding one; with --ep-routing
+ *   round-robin, to the ranks and nodes its k consecutive experts lie on;
  * - idle time per device = makespan - busy equals (p-1)(F+B) for 1F1B and (p-1)(F+B-2W) for
  *   ZB1P (ZB-H1), B the full backward as DeepSeek writes it (vpipe's B + W), and
  *   (p/2-1)(F&B+B-3W) for DualPipe where F equals vpipe's B and F&B their sum (below). */
@@ -289,6 +290,68 @@ static void test_group_limited_routing(void **state) {
     tp_check_refused(&q.a, &q.t, "group_top_k in [1, 8]");
 }
 
+/* The mean number of blocks of E / B experts that token t's experts tk .. tk + k - 1 (modulo
+ * E) reach, over tokens 0 .. E - 1: counted one token at a time. */
+static double reached(int E, int k, int B) {
+    double sum = 0;
+    for (int t = 0; t < E; t++) {
+        bool hit[64] = {false};
+        for (int i = 0; i < k; i++)
+            hit[((t * k + i) % E) / (E / B)] = true;
+        for (int b = 0; b < B; b++)
+            sum += hit[b];
+    }
+    return sum / E;
+}
+
+/* Round-robin routing (--ep-routing round-robin, NeMo AutoModel's fake balanced gate) under
+ * DeepEP: a token's k consecutive experts reach S ranks and S' nodes, counted token by token.
+ * At EP 16 over two nodes with 8 of 128 experts a token sits on one rank (8 experts a rank)
+ * and crosses the network half the time; with 6 a token some straddle two ranks (and
+ * wrap past expert 127). Inside one node (EP 8) it is the all-to-all of one row a token. The
+ * plain all-to-all sends every row either way. */
+static void test_round_robin_routing(void **state) {
+    (void)state;
+    qwen q;
+    const int ks[] = {8, 6};
+    for (int c = 0; c < 2; c++) {
+        qwen_at(&q, 16);
+        q.a.top_k = ks[c];
+        q.t.ep_dispatch = VP_EP_DEEPEP;
+        q.t.ep_routing = VP_ROUTING_ROUND_ROBIN;
+        double bytes = 4096.0 * ks[c] * 2048 * 2, eff = q.g.comm_efficiency;
+        double ranks = reached(128, ks[c], 16), nodes = reached(128, ks[c], 2);
+        if (c == 0)
+            assert_true(ranks == 1 && nodes == 1);
+        else
+            assert_true(ranks > 1 && ranks < 2 && nodes > 1 && nodes < 2);
+        double network = bytes / ks[c] * nodes / 2;
+        double nvlink = bytes / ks[c] * ranks * (7.0 / 16 + 0.5 * 7.0 / 8);
+        double one =
+            fmax(network / (q.g.inter_bw * eff), nvlink / (q.g.intra_bw * eff)) + q.g.inter_latency;
+        vp_price_result *r = price(&q.su, "1f1b", 1, 2, NULL);
+        TU_NEAR(r->stage[0].a2a_f_ms / 48, 2 * one * 1e3);
+        q.t.ep_routing = VP_ROUTING_RANDOM;
+        vp_price_result *random = price(&q.su, "1f1b", 1, 2, NULL);
+        assert_true(r->stage[0].a2a_f_ms < random->stage[0].a2a_f_ms);
+        vp_price_result_free(r);
+        vp_price_result_free(random);
+    }
+    qwen_at(&q, 8);
+    q.t.ep_dispatch = VP_EP_DEEPEP;
+    q.t.ep_routing = VP_ROUTING_ROUND_ROBIN;
+    double bytes = 4096.0 * 8 * 2048 * 2, eff = q.g.comm_efficiency;
+    vp_price_result *in = price(&q.su, "1f1b", 1, 2, NULL);
+    TU_NEAR(in->stage[0].a2a_f_ms / 48,
+            2 * (bytes / 8 * 7 / 8 / (q.g.intra_bw * eff) + q.g.intra_latency) * 1e3);
+    q.t.ep_dispatch = VP_EP_ALLTOALL;
+    vp_price_result *all = price(&q.su, "1f1b", 1, 2, NULL);
+    TU_NEAR(all->stage[0].a2a_f_ms / 48,
+            2 * (bytes * 7 / 8 / (q.g.intra_bw * eff) + q.g.intra_latency) * 1e3);
+    vp_price_result_free(in);
+    vp_price_result_free(all);
+}
+
 /* Idle time per device (makespan - busy) of family at (p, m = 8p) under F, B, W, FB. */
 static void idle_equals(const char *family, int p, double f, double b, double w, double fb,
                         double want) {
@@ -335,6 +398,7 @@ int main(void) {
         cmocka_unit_test(test_ep_overlap_no_pipeline),
         cmocka_unit_test(test_ep_overlap_pipelines),
         cmocka_unit_test(test_deepep_dispatch),
+        cmocka_unit_test(test_round_robin_routing),
         cmocka_unit_test(test_group_limited_routing),
         cmocka_unit_test(test_bubble_formulas),
     };

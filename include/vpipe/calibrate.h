@@ -29,7 +29,8 @@
  * reduction); mem_kind (what peak_mem_gib counts: process, reserved or allocated);
  * tuned (0/1: the run set a preset's constants); expressible (a reason the run cannot be
  * priced yet); ep_overlap (0/1: Megatron-LM's --overlap-moe-expert-parallel-comm);
- * ep_dispatch (alltoall, the default, or deepep: vp_ep_dispatch); fp8_params (0/1: the FP8
+ * ep_dispatch (alltoall, the default, or deepep: vp_ep_dispatch); ep_routing (random, the
+ * default, or round-robin: vp_ep_routing, which experts a token picks); fp8_params (0/1: the FP8
  * copies are the weights, vp_workload.fp8_params); attn_kernel (fused, the default, or fa2:
  * vp_attn_kernel); framework (megatron, the default, or torchtitan: vp_framework);
  * recompute_modules (Megatron-LM's, with recompute selective: vp_recompute_module names,
@@ -75,6 +76,7 @@ typedef struct vp_run {
     vp_cp_comm cp_comm;           /* how CP exchanges keys and values */
     bool ep_overlap;              /* the combined 1F1B (vp_workload.ep_overlap) */
     vp_ep_dispatch ep_dispatch;   /* how its all-to-alls move tokens */
+    vp_ep_routing ep_routing;     /* which experts a token picks */
     int zero;                     /* the ZeRO stage, 0-3 */
     double dp_overlap;            /* VP_OVERLAP_MODELLED or a share in [0, 1] */
     int grad_bytes;               /* 0: the precision's gradient bytes */

@@ -283,6 +283,16 @@ typedef enum { VP_EP_ALLTOALL = 0, VP_EP_DEEPEP = 1 } vp_ep_dispatch;
 /* "alltoall", "deepep"; NULL outside the enum. */
 VP_API const char *vp_ep_dispatch_name(vp_ep_dispatch d);
 
+/* Which experts a token's router picks, both balanced: k drawn at random (what a balanced
+ * trained router approaches, and Megatron-LM's --moe-router-force-load-balancing, random
+ * logits), or round-robin, token t taking experts tk .. tk + k - 1 modulo E (the fake
+ * balanced gate NeMo AutoModel's benchmarks run): k consecutive experts, so a token reaches
+ * one rank or a few and DeepEP's dispatch (vp_ep_dispatch) sends it there once. */
+typedef enum { VP_ROUTING_RANDOM = 0, VP_ROUTING_ROUND_ROBIN = 1 } vp_ep_routing;
+
+/* "random", "round-robin"; NULL outside the enum. */
+VP_API const char *vp_ep_routing_name(vp_ep_routing r);
+
 /* Which FlashAttention kernels run (with vp_workload.flash): the fused kernels of the
  * accelerator's attention rates (FlashAttention-3, cuDNN's and Transformer Engine's fused
  * attention on Hopper; FlashAttention-2 on Ampere, where it is the best there is), or
@@ -401,6 +411,7 @@ typedef struct vp_workload {
      * under the other's compute (DualPipe's F&B pairs overlap always). */
     bool ep_overlap;
     vp_ep_dispatch ep_dispatch; /* how the all-to-alls move tokens (vp_ep_dispatch) */
+    vp_ep_routing ep_routing;   /* which experts a token picks (vp_ep_routing) */
     vp_fp8 fp8;                 /* the linears' matrix multiplies in FP8 (vp_fp8) */
     bool fp8_params; /* with fp8: the FP8 copy is the weight (Megatron-LM's --fp8-param-gather,
                         torchtitan's float8 all-gather): no 16-bit copy of the FP8 linears'

@@ -30,8 +30,8 @@
  *   simulate  operand (family or file), p, m, v, cost, cost_file, memory_model,
  *             memory_limit, max_ops, recompute, vocab_parallel, offload, offload_policy,
  *             model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap,
- *             reserve, dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, fp8,
- *             fp8_params, grad_bytes, cp, cp_comm, attn_kernel, framework,
+ *             reserve, dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch,
+ *             ep_routing, fp8, fp8_params, grad_bytes, cp, cp_comm, attn_kernel, framework,
  *             recompute_modules, optimizer_dtype, json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
@@ -42,8 +42,8 @@
  *   plan      p, m, v, cost, cost_file, memory_model, memory_limit, max_ops, recompute,
  *             vocab_parallel, offload, offload_policy, memory, json, output, model, gpu,
  *             seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve,
- *             dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, fp8, fp8_params,
- *             grad_bytes, cp, cp_comm, attn_kernel, framework, recompute_modules,
+ *             dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, ep_routing, fp8,
+ *             fp8_params, grad_bytes, cp, cp_comm, attn_kernel, framework, recompute_modules,
  *             optimizer_dtype, gpus, global_batch, pp, top, max_chunks,
  *             threads,
  *             time_limit, margin, emit, operand (emit torchtitan's DIR)
@@ -52,8 +52,9 @@
  *   model     operand ("list" | ["show", NAME]), json; show also model (instead of
  *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute, fp8, framework,
  *             recompute_modules (gpu, tp_overlap,
- *             pp_overlap, reserve, dp_overlap, ep_overlap, ep_dispatch, fp8_params,
- *             grad_bytes, attn_kernel and optimizer_dtype are refused: they price a pipeline)
+ *             pp_overlap, reserve, dp_overlap, ep_overlap, ep_dispatch, ep_routing,
+ *             fp8_params, grad_bytes, attn_kernel and optimizer_dtype are refused: they price
+ *             a pipeline)
  *   calibrate runs (a RUNS.csv path, required), output (required: the calibrated
  *             accelerator's file), gpu (the accelerator the fit starts from),
  *             constants (those to fit, comma-separated), json
@@ -134,6 +135,7 @@ typedef struct vp_request {
     bool sp, flash, tp_overlap, pp_overlap;
     bool ep_overlap;               /* --ep-overlap: the combined 1F1B (vp_workload.ep_overlap) */
     int ep_dispatch;               /* --ep-dispatch: a vp_ep_dispatch, -1 when not given */
+    int ep_routing;                /* --ep-routing: a vp_ep_routing, -1 when not given */
     int attn_kernel;               /* --attn-kernel: a vp_attn_kernel, -1 when not given */
     int framework;                 /* --framework: a vp_framework, -1 when not given
                                       (megatron) */

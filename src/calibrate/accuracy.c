@@ -211,6 +211,7 @@ static json_t *run_json(const vp_run *r) {
         json_object_set_new(o, flags[k], json_boolean(flag_values[k]));
     set_str(o, "fp8", vp_fp8_name(r->fp8));
     set_str(o, "ep_dispatch", vp_ep_dispatch_name(r->ep_dispatch));
+    set_str(o, "ep_routing", vp_ep_routing_name(r->ep_routing));
     set_str(o, "attn_kernel", vp_attn_kernel_name(r->attn_kernel));
     set_str(o, "framework", vp_framework_name(r->framework));
     set_str(o, "optimizer_dtype", vp_optimizer_dtype_name(r->optimizer));

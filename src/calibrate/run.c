@@ -94,6 +94,7 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->pp_overlap = run->pp_overlap;
     w->ep_overlap = run->ep_overlap;
     w->ep_dispatch = run->ep_dispatch;
+    w->ep_routing = run->ep_routing;
     w->prec.grad = run->grad_bytes ? run->grad_bytes : w->prec.grad;
     vp_status rc = choose_family(set, run, out, err);
     if (rc == VP_OK)

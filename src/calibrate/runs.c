@@ -197,6 +197,7 @@ enum {
     C_RECOMPUTE_MODULES,
     C_OPTIMIZER_DTYPE,
     C_CP_COMM,
+    C_EP_ROUTING,
     N_COLUMNS
 };
 
@@ -238,7 +239,8 @@ static const char *const column_names[N_COLUMNS] = {"model",
                                                     "framework",
                                                     "recompute_modules",
                                                     "optimizer_dtype",
-                                                    "cp_comm"};
+                                                    "cp_comm",
+                                                    "ep_routing"};
 _Static_assert(sizeof column_names / sizeof column_names[0] == N_COLUMNS, "a name per column");
 
 /* Where each column sits in a row (-1: absent). */
@@ -415,12 +417,19 @@ static vp_status fp8_cell(const cells *c, vp_run *run) {
                  : bad(c, C_FP8, "expected 0, 1, off, tensorwise, blockwise, mxfp8 or delayed");
 }
 
-/* ep_dispatch: empty or alltoall, or deepep (vp_ep_dispatch). */
-static vp_status dispatch_cell(const cells *c, vp_run *run) {
-    const char *names[] = {vp_ep_dispatch_name(VP_EP_ALLTOALL), vp_ep_dispatch_name(VP_EP_DEEPEP)};
-    int d;
-    vp_status rc = choice_cell(c, C_EP_DISPATCH, names, 2, "expected alltoall or deepep", &d);
+/* How the experts' all-to-alls run: ep_dispatch, empty or alltoall, or deepep
+ * (vp_ep_dispatch); ep_routing, empty or random, or round-robin (vp_ep_routing). */
+static vp_status expert_cells(const cells *c, vp_run *run) {
+    const char *dispatches[] = {vp_ep_dispatch_name(VP_EP_ALLTOALL),
+                                vp_ep_dispatch_name(VP_EP_DEEPEP)};
+    const char *routings[] = {vp_ep_routing_name(VP_ROUTING_RANDOM),
+                              vp_ep_routing_name(VP_ROUTING_ROUND_ROBIN)};
+    int d = 0, r = 0;
+    vp_status rc = choice_cell(c, C_EP_DISPATCH, dispatches, 2, "expected alltoall or deepep", &d);
+    if (rc == VP_OK)
+        rc = choice_cell(c, C_EP_ROUTING, routings, 2, "expected random or round-robin", &r);
     run->ep_dispatch = (vp_ep_dispatch)d;
+    run->ep_routing = (vp_ep_routing)r;
     return rc;
 }
 
@@ -561,7 +570,7 @@ static vp_status read_settings(const cells *c, vp_run *run) {
     if (rc == VP_OK)
         rc = mem_kind_cell(c, run);
     if (rc == VP_OK)
-        rc = dispatch_cell(c, run);
+        rc = expert_cells(c, run);
     if (rc == VP_OK)
         rc = attn_kernel_cell(c, run);
     if (rc == VP_OK)

@@ -8,7 +8,7 @@
  * is_token_in_rank; the receiver expands it to its local experts' rows), and the combine
  * returns one row per token and rank (the rank sums its experts' weighted outputs first).
  * The EP group spans N nodes of `per` ranks, n ranks in all, each node holding E/N of the E
- * experts; under balanced routing a token's k experts miss a given block of E/B experts (a
+ * experts; under random routing a token's k experts miss a given block of E/B experts (a
  * node's, B = N, or a rank's, B = n) with probability m_B = C(E - E/B, k) / C(E, k). So a
  * token reaches R = n (1 - m_n) ranks and crosses the network to (N - 1) q nodes, q = 1 -
  * m_N. The network then carries bytes / k x (N - 1) q per rank (an all-to-all:
@@ -24,7 +24,12 @@
  * lie in one group (h = 1). Under balanced routing a token picks its g groups at random and
  * its k experts among their g E/G; it misses the block when none of those lands there:
  * sum over j of P(j of the block's h groups picked) x C(gE/G - j E/(B h), k) / C(gE/G, k).
- * Groups that do not align with the blocks are priced as unlimited routing. */
+ * Groups that do not align with the blocks are priced as unlimited routing.
+ *
+ * Round-robin routing (vp_ep_routing: token t takes experts tk .. tk + k - 1 modulo E, the
+ * same on every rank, groups aside) replaces R by S_n and (N - 1) q by S_N (N - 1) / N, S_B the
+ * blocks a token's k consecutive experts reach, averaged over the starts tk modulo E; a rank's
+ * tokens take every start alike, so a reached node is its own 1 / N of the time. */
 #include <math.h>
 
 #include "base/internal.h"
@@ -32,6 +37,10 @@
 
 const char *vp_ep_dispatch_name(vp_ep_dispatch d) {
     return d == VP_EP_ALLTOALL ? "alltoall" : d == VP_EP_DEEPEP ? "deepep" : NULL;
+}
+
+const char *vp_ep_routing_name(vp_ep_routing r) {
+    return r == VP_ROUTING_RANDOM ? "random" : r == VP_ROUTING_ROUND_ROBIN ? "round-robin" : NULL;
 }
 
 /* The probability that none of a token's k experts (of E) is among the `local` of a node. */
@@ -60,6 +69,29 @@ static double block_misses(const vp_arch *a, double B) {
     return p;
 }
 
+/* S_B: the blocks of B (block b holding experts [bE/B, (b+1)E/B)) that k consecutive
+ * experts from tk modulo E reach, the mean over the starts. */
+static double blocks_reached(const vp_arch *a, double B) {
+    long E = a->experts, k = a->top_k, blocks = (long)B;
+    if (k >= E)
+        return B;
+    long starts = E, x = E, y = k; /* E / gcd(E, k) */
+    while (y) {
+        long r = x % y;
+        x = y;
+        y = r;
+    }
+    starts /= x;
+    double sum = 0;
+    for (long j = 0; j < starts; j++) {
+        long first = j * k % E, last = first + k - 1; /* past E-1: wraps to the first block */
+        long reach = last < E ? last * blocks / E - first * blocks / E + 1
+                              : blocks - first * blocks / E + (last - E) * blocks / E + 1;
+        sum += reach < blocks ? reach : blocks;
+    }
+    return sum / starts;
+}
+
 double vp__dispatch_seconds(const vp_gpu *gpu, const vp_arch *a, const vp_workload *t,
                             const vp__group *g, double bytes) {
     double n = g->n, node = gpu->gpus_per_node;
@@ -68,11 +100,13 @@ double vp__dispatch_seconds(const vp_gpu *gpu, const vp_arch *a, const vp_worklo
     double N = ceil(n / per);
     if (t->ep_dispatch != VP_EP_DEEPEP || n <= 1 || a->top_k < 1)
         return vp__alltoall_seconds(gpu, g, bytes);
-    double rows = bytes / a->top_k * n * (1 - block_misses(a, n)); /* r: one per token and rank */
+    bool rr = t->ep_routing == VP_ROUTING_ROUND_ROBIN;
+    double ranks = rr ? blocks_reached(a, n) : n * (1 - block_misses(a, n));
+    double rows = bytes / a->top_k * ranks; /* r: one per token and rank */
     if (N <= 1)
         return vp__alltoall_seconds(gpu, g, rows);
-    double q = 1 - block_misses(a, N), eff = gpu->comm_efficiency;
-    double network = bytes / a->top_k * (N - 1) * q;
+    double nodes = rr ? blocks_reached(a, N) * (N - 1) / N : (N - 1) * (1 - block_misses(a, N));
+    double network = bytes / a->top_k * nodes, eff = gpu->comm_efficiency;
     double nvlink = rows * ((per - 1) / n + (N - 1) / N * (per - 1) / per);
     return fmax(network / (gpu->inter_bw * eff), nvlink / (gpu->intra_bw * eff)) +
            gpu->inter_latency;

@@ -28,6 +28,7 @@ static const char *const workload_keys[] = {"gpu",
                                             "dp_overlap",
                                             "ep_overlap",
                                             "ep_dispatch",
+                                            "ep_routing",
                                             "fp8",
                                             "cp",
                                             "cp_comm",
@@ -111,6 +112,7 @@ static void apply_workload(vp__run *run) {
     w->pp_overlap = q->pp_overlap;
     w->ep_overlap = q->ep_overlap;
     w->ep_dispatch = q->ep_dispatch >= 0 ? (vp_ep_dispatch)q->ep_dispatch : w->ep_dispatch;
+    w->ep_routing = q->ep_routing >= 0 ? (vp_ep_routing)q->ep_routing : w->ep_routing;
     /* recomputation as the model's implementation does it: Megatron's inside B (the
      * workload), vpipe's own in the schedule's R passes (the spec) */
     if (q->recompute >= 0 && run->arch.impl != VP_IMPL_VPIPE)

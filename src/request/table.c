@@ -38,6 +38,7 @@ const char *vp__command_name(vp__command c) {
 static const char *const recomputes[] = {"none", "selective", "full", NULL};
 static const char *const splits[] = {"time", "memory", "even", NULL};
 static const char *const dispatches[] = {"alltoall", "deepep", NULL};     /* vp_ep_dispatch */
+static const char *const routings[] = {"random", "round-robin", NULL};    /* vp_ep_routing */
 static const char *const attn_kernels[] = {"fused", "fa2", NULL};         /* vp_attn_kernel */
 static const char *const frameworks[] = {"megatron", "torchtitan", NULL}; /* vp_framework */
 static const char *const optimizer_dtypes[] = {"fp32", "bf16", "bf16-moments", NULL};
@@ -135,6 +136,7 @@ const vp__option vp__options[] = {
     FLAG("pp_overlap", "--pp-overlap", pp_overlap, REAL),
     FLAG("ep_overlap", "--ep-overlap", ep_overlap, REAL),
     CHOICE("ep_dispatch", "--ep-dispatch", ep_dispatch, dispatches, "dispatch", -1, REAL),
+    CHOICE("ep_routing", "--ep-routing", ep_routing, routings, "routing", -1, REAL),
     NUMBER("reserve", "--reserve", reserve, 0, 1e6, -1, REAL),
     NUMBER("dp_overlap", "--dp-overlap", dp_overlap, 0, 1, -1, REAL),
     CHOICE("fp8", "--fp8", fp8, fp8s, "FP8 recipe", -1, REAL),

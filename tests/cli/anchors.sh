@@ -45,6 +45,8 @@ def command(r):
         c += ["--fp8", r["fp8"]]
     if r["ep_dispatch"] != "alltoall":
         c += ["--ep-dispatch", r["ep_dispatch"]]
+    if r["ep_routing"] != "random":
+        c += ["--ep-routing", r["ep_routing"]]
     if "dp_overlap" in r:
         c += ["--dp-overlap", repr(r["dp_overlap"])]
     if r["fp8_params"]:

@@ -34,6 +34,25 @@ PY
 expect 0 "--ep-dispatch" -- "$vp" simulate --help
 expect 2 "--ep-dispatch" -- "$vp" simulate 1f1b -p 1 -m 4 "${q[@]}" --ep 16 --ep-dispatch nccl
 expect 2 "ep-dispatch" -- "$vp" model show qwen3-30b-a3b --ep-dispatch deepep
+# --ep-routing round-robin (NeMo AutoModel's fake balanced gate): a token's 8 consecutive
+# experts lie on one rank at EP 16, so DeepEP sends it once, where random routing reaches
+# about 6.7 ranks over two nodes; the plain all-to-all sends every row either way
+for r in random round-robin; do
+    for d in alltoall deepep; do
+        "$vp" simulate 1f1b -p 1 -m 4 "${q[@]}" --ep 16 --ep-dispatch "$d" --ep-routing "$r" \
+            --json >"$tmp/$d-$r.json"
+    done
+done
+expect 0 "" -- python3 - "$tmp" <<'PY'
+import json, sys
+a2a = {(d, r): json.load(open(f"{sys.argv[1]}/{d}-{r}.json"))["per_stage"][0]["a2a_f_ms"]
+       for d in ("alltoall", "deepep") for r in ("random", "round-robin")}
+assert a2a["alltoall", "random"] == a2a["alltoall", "round-robin"], a2a
+assert 0 < a2a["deepep", "round-robin"] < a2a["deepep", "random"], a2a
+PY
+expect 0 "--ep-routing" -- "$vp" plan --help
+expect 2 "--ep-routing" -- "$vp" simulate 1f1b -p 1 -m 4 "${q[@]}" --ep 16 --ep-routing hashed
+expect 2 "ep-routing" -- "$vp" model show qwen3-30b-a3b --ep-routing round-robin
 # DeepSeek-V3 routes each token to experts of 4 of its 8 groups (config.json's n_group and
 # topk_group): at EP 64 a group is a node, so DeepEP's dispatch reaches fewer nodes
 expect 0 "group-limited routing: a token's experts from 4 of 8 groups" -- \
