@@ -187,6 +187,35 @@ static void test_ep_overlap_pipelines(void **state) {
     }
 }
 
+/* --ep-overlap where the combined 1F1B does not pair: the zero-bubble families (B apart from
+ * W), 1F1B with R passes, the V placement, and DualPipe's families (their own pairs) price
+ * exactly as without it, and the note names the family. */
+static void test_ep_overlap_unpaired(void **state) {
+    (void)state;
+    qwen q;
+    qwen_at(&q, 8);
+    const char *families[] = {"zb-h1", "zb-2p",     "1f1b-r",  "v-half",
+                              "zb-v",  "dualpipev", "dualpipe"};
+    for (int k = 0; k < 7; k++) {
+        q.t.ep_overlap = false;
+        vp_price_result *plain = price(&q.su, families[k], 4, 16, NULL);
+        q.t.ep_overlap = true;
+        vp_price_result *r = price(&q.su, families[k], 4, 16, NULL);
+        assert_int_equal(r->pairs, plain->pairs);
+        assert_true(r->makespan_s == plain->makespan_s);
+        assert_true(r->memory[0].activations == plain->memory[0].activations);
+        char *text = vp_price_overlap_text(r);
+        assert_non_null(text);
+        if (plain->pairs == 0)
+            assert_non_null(strstr(text, families[k]));
+        else /* DualPipe's pairs hide what they hide */
+            assert_non_null(strstr(text, "hidden by"));
+        free(text);
+        vp_price_result_free(r);
+        vp_price_result_free(plain);
+    }
+}
+
 /* A token's k of E experts miss a block of `local` of them with probability
  * C(E - local, k) / C(E, k). */
 static double misses(double E, double local, int k) {
@@ -393,6 +422,7 @@ int main(void) {
         cmocka_unit_test(test_ep1_buys_nothing),
         cmocka_unit_test(test_ep_overlap_no_pipeline),
         cmocka_unit_test(test_ep_overlap_pipelines),
+        cmocka_unit_test(test_ep_overlap_unpaired),
         cmocka_unit_test(test_deepep_dispatch),
         cmocka_unit_test(test_round_robin_routing),
         cmocka_unit_test(test_group_limited_routing),

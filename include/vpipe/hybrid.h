@@ -217,7 +217,10 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
  * --fine-grained-activation-offloading --offload-modules (the modules of a layer whose
  * saved bytes come nearest the share); one line, then comment lines ('#') for what the
  * flags cannot say (a middle that is not even; the share the modules cover). New string
- * in *flags (caller frees). VP_EUNSUPPORTED for other families, VP_ENOMEM. */
+ * in *flags (caller frees). VP_EUNSUPPORTED for other families and for what Megatron-LM
+ * refuses: vocabulary parallelism, and the all-to-all overlap (--ep-overlap, its
+ * --overlap-moe-expert-parallel-comm) on 1F1B with a pipeline or with full recomputation;
+ * VP_ENOMEM. */
 VP_API vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_priced *priced,
                                     char **flags, vp_error *err);
 

@@ -246,6 +246,18 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
         return vp__fail(err, VP_EUNSUPPORTED,
                         "Megatron-LM has no vocabulary parallelism over the pipeline: plan "
                         "without it to export");
+    /* its combined 1F1B: without a pipeline or interleaved, never with full recomputation */
+    bool overlap = c->ep > 1 && req->work.ep_overlap;
+    if (overlap && c->pp > 1 && c->v == 0)
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "Megatron-LM overlaps the all-to-all (--overlap-moe-expert-parallel-comm) "
+                        "only without a pipeline or interleaved: %s at PP %d is vpipe's combined "
+                        "1F1B",
+                        c->family, c->pp);
+    if (overlap && c->recompute == VP_RECOMPUTE_FULL)
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "Megatron-LM overlaps the all-to-all (--overlap-moe-expert-parallel-comm) "
+                        "only without full recomputation");
     vp__buf b = {0}, notes = {0};
     vp__buf_printf(&b,
                    "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
@@ -259,7 +271,7 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
     int cp = c->cp > 1 ? c->cp : 1;
     if (c->ep > 1 && req->work.ep_dispatch == VP_EP_DEEPEP)
         vp__buf_printf(&b, " --moe-token-dispatcher-type flex --moe-enable-deepep");
-    if (c->ep > 1 && req->work.ep_overlap)
+    if (overlap)
         vp__buf_printf(&b, " --overlap-moe-expert-parallel-comm");
     if (req->work.sp && c->tp > 1)
         vp__buf_printf(&b, " --sequence-parallel");

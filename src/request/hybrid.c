@@ -196,31 +196,69 @@ static vp_status emit_torchtitan(vp__run *run, const vp_hybrid *h, const vp_hybr
     return rc;
 }
 
-/* Megatron's flags for the best configuration of a family it runs. */
+/* Whether c is of a family Megatron-LM runs (1F1B, interleaved 1F1B). */
+static bool megatron_family(const vp_hybrid_config *c) {
+    return !strcmp(c->family, "1f1b") || !strcmp(c->family, "interleaved");
+}
+
+/* The fastest first (qsort). */
+static int by_step_time(const void *a, const void *b) {
+    double x = (*(const vp_hybrid_config *const *)a)->step_time_s;
+    double y = (*(const vp_hybrid_config *const *)b)->step_time_s;
+    return (x > y) - (x < y);
+}
+
+/* Megatron's flags for the fastest configuration it runs, among the top and every family's
+ * best of 1F1B and interleaved: the first vp_hybrid_megatron takes (not, say, a 1F1B
+ * pipeline with the all-to-all overlap), with a comment on a faster one it refused. */
 static vp_status emit_megatron(vp__run *run, const vp_hybrid *h, const vp_hybrid_request *q,
                                vp_error *err) {
+    const vp_hybrid_config **order = vp__calloc((size_t)(h->n_top + h->n_best) + 1, sizeof *order);
+    if (!order)
+        return vp__fail(err, VP_ENOMEM, "out of memory");
+    int n = 0;
+    for (int i = 0; i < h->n_top; i++)
+        if (megatron_family(&h->top[i]))
+            order[n++] = &h->top[i];
+    for (int i = 0; i < h->n_best; i++)
+        if (megatron_family(&h->best[i]))
+            order[n++] = &h->best[i];
+    qsort(order, (size_t)n, sizeof *order, by_step_time);
     const vp_hybrid_config *pick = NULL;
-    for (int i = 0; i < h->n_best && !pick; i++)
-        if (!strcmp(h->best[i].family, "1f1b") || !strcmp(h->best[i].family, "interleaved"))
-            pick = &h->best[i];
-    if (!pick)
-        return vp__fail(err, VP_EINVAL,
-                        "no 1F1B or interleaved configuration fits: Megatron-LM "
-                        "runs no other schedule");
     vp_hybrid_priced priced;
-    memset(&priced, 0, sizeof priced);
     char *flags = NULL;
-    vp_status rc = vp_hybrid_price(q, pick, &priced, err);
-    if (rc == VP_OK)
-        rc = vp_hybrid_megatron(q, &priced, &flags, err);
-    if (rc == VP_OK)
-        rc = vp__say(
-            run,
-            vp__printf("# Megatron-LM: %s, predicted step %.4g s, MFU %.1f%%%s\n%s", pick->group,
-                       pick->step_time_s, 100 * pick->mfu,
-                       pick == &h->best[0] ? "" : " (vpipe's winner is a schedule Megatron lacks)",
-                       flags),
-            err);
+    vp_status rc = VP_OK;
+    vp_error refused = {0}; /* the first refusal, of a faster configuration than the pick */
+    for (int i = 0; i < n && !pick && rc == VP_OK; i++) {
+        memset(&priced, 0, sizeof priced);
+        vp_error why = {0};
+        rc = vp_hybrid_price(q, order[i], &priced, err);
+        if (rc == VP_OK && (rc = vp_hybrid_megatron(q, &priced, &flags, &why)) != VP_OK && err)
+            *err = why;
+        if (rc == VP_OK)
+            pick = order[i];
+        else
+            vp_hybrid_priced_release(&priced);
+        if (rc == VP_EUNSUPPORTED && !refused.message[0])
+            refused = why;
+        rc = rc == VP_EUNSUPPORTED ? VP_OK : rc;
+    }
+    free(order);
+    if (rc != VP_OK)
+        return rc;
+    if (!pick)
+        return vp__fail(err, VP_EINVAL, "no configuration Megatron-LM runs fits%s%s",
+                        refused.message[0] ? ": " : " (it runs only 1F1B and interleaved 1F1B)",
+                        refused.message);
+    rc = vp__say(run,
+                 vp__printf("# Megatron-LM: %s, predicted step %.4g s, MFU %.1f%%%s\n%s%s%s%s",
+                            pick->group, pick->step_time_s, 100 * pick->mfu,
+                            h->n_top > 0 && !megatron_family(&h->top[0])
+                                ? " (vpipe's winner is a schedule Megatron lacks)"
+                                : "",
+                            refused.message[0] ? "# a faster one is refused: " : "",
+                            refused.message, refused.message[0] ? "\n" : "", flags),
+                 err);
     free(flags);
     vp_hybrid_priced_release(&priced);
     return rc;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # plan --model searches ETP (1 or TP, where TP divides the expert FFN width) beside EP: more
 # configurations than with --etp 1, the same counts and answer for every --threads, a fixed
-# --etp kept; the Megatron-LM export carries ETP, the EP overlap and DeepEP's dispatcher.
+# --etp kept; the Megatron-LM export carries ETP, the EP overlap (where Megatron-LM runs it)
+# and DeepEP's dispatcher.
 # Usage: etp.sh VPIPE SOURCE_DIR
 vp=$1
 src=$2
@@ -28,6 +29,16 @@ PY
 expect 0 "--expert-tensor-parallel-size 4" -- "$vp" plan "${q[@]}" --tp 4 --etp 4 --emit megatron
 expect 0 "--overlap-moe-expert-parallel-comm" -- \
     "$vp" plan "${q[@]}" --ep 8 --ep-overlap --emit megatron
+# Megatron-LM overlaps the all-to-all only without a pipeline or interleaved, and never with
+# full recomputation: the export takes the fastest configuration it runs, or says why none
+expect 0 "--pipeline-model-parallel-size 1" -- \
+    "$vp" plan "${q[@]}" --ep 8 --ep-overlap --max-chunks 1 --emit megatron
+expect 2 "only without a pipeline or interleaved: 1f1b at PP 2" -- \
+    "$vp" plan "${q[@]}" --ep 8 --ep-overlap --max-chunks 1 --pp 2 --emit megatron
+expect 2 "only without full recomputation" -- \
+    "$vp" plan "${q[@]}" --ep 8 --ep-overlap --recompute full --emit megatron
+expect 0 "--recompute-granularity full" -- \
+    "$vp" plan "${q[@]}" --ep 8 --recompute full --emit megatron
 expect 0 "--moe-token-dispatcher-type flex --moe-enable-deepep" -- \
     "$vp" plan "${q[@]}" --ep 16 --ep-dispatch deepep --emit megatron
 finish
