@@ -210,9 +210,10 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
  * --tensor-model-parallel-size, --pipeline-model-parallel-size, --micro-batch-size,
  * --global-batch-size, --seq-length, --num-layers-per-virtual-pipeline-stage
  * (interleaved), --context-parallel-size and --cp-comm-type (p2p or all_gather) with
- * CP > 1, --sequence-parallel, --use-distributed-optimizer, --recompute-granularity
- * (with --recompute-method uniform --recompute-num-layers 1 for full),
- * --attention-backend flash, --decoder-first/last-pipeline-num-layers when the split
+ * CP > 1, --sequence-parallel (also for a mixture of experts with TP > 1, which Megatron-LM
+ * runs only so: a comment says when vpipe priced it without), --use-distributed-optimizer,
+ * --recompute-granularity (with --recompute-method uniform --recompute-num-layers 1 for
+ * full), --attention-backend flash, --decoder-first/last-pipeline-num-layers when the split
  * gives the ends other counts than the middle, and with offload
  * --fine-grained-activation-offloading --offload-modules (the modules of a layer whose
  * saved bytes come nearest the share); one line, then comment lines ('#') for what the
