@@ -306,6 +306,23 @@ static void test_exports(void **state) {
     assert_int_equal(vp_hybrid_torchtitan(&q, &pr, "s.csv", &toml, &err), VP_EUNSUPPORTED);
     assert_int_equal(vp_hybrid_megatron(&q, &pr, &flags, &err), VP_EUNSUPPORTED);
     vp_hybrid_priced_release(&pr);
+    /* Megatron-LM interleaves only over a pipeline, over PP 2 only with its sends overlapped
+       (megatron/training/arguments.py asserts both) */
+    for (int pp = 1; pp <= 4; pp *= 2) {
+        c = (vp_hybrid_config){
+            .family = "interleaved", .dp = 16 / (2 * pp), .tp = 2, .pp = pp, .v = 2, .mbs = 1};
+        c.m = 64 / c.dp;
+        assert_int_equal(vp_hybrid_price(&q, &c, &pr, &err), VP_OK);
+        vp_status rc = vp_hybrid_megatron(&q, &pr, &flags, &err);
+        assert_int_equal(rc, pp == 1 ? VP_EUNSUPPORTED : VP_OK);
+        if (pp == 1)
+            assert_non_null(strstr(err.message, "only over a pipeline"));
+        else
+            assert_true(!strstr(flags, "--overlap-p2p-comm") == (pp != 2));
+        free(flags);
+        flags = NULL;
+        vp_hybrid_priced_release(&pr);
+    }
 }
 
 int main(void) {

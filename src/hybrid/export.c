@@ -246,6 +246,11 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
         return vp__fail(err, VP_EUNSUPPORTED,
                         "Megatron-LM has no vocabulary parallelism over the pipeline: plan "
                         "without it to export");
+    if (c->v > 0 && c->pp < 2)
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "Megatron-LM interleaves stages only over a pipeline (PP > 1), not %s "
+                        "at PP %d",
+                        c->family, c->pp);
     /* its combined 1F1B: without a pipeline or interleaved, never with full recomputation */
     bool overlap = c->ep > 1 && req->work.ep_overlap;
     if (overlap && c->pp > 1 && c->v == 0)
@@ -264,6 +269,13 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                    "--micro-batch-size %d --global-batch-size %d --seq-length %d",
                    c->tp, c->pp, c->mbs, req->global_batch, req->work.seq);
     split_flags(&b, pr, &notes);
+    /* Megatron-LM interleaves over PP 2 only with its sends overlapped */
+    if (c->v > 0 && (req->work.pp_overlap || c->pp == 2))
+        vp__buf_printf(&b, " --overlap-p2p-comm");
+    if (c->v > 0 && c->pp == 2 && !req->work.pp_overlap)
+        vp__buf_printf(&notes, "# Megatron-LM interleaves over PP 2 only with --overlap-p2p-comm, "
+                               "set here; vpipe\n# priced blocking sends: plan with --pp-overlap "
+                               "to price what this runs\n");
     if (c->ep > 1 || c->etp > 1)
         vp__buf_printf(&b, " --expert-model-parallel-size %d --expert-tensor-parallel-size %d",
                        c->ep, c->etp);
