@@ -325,6 +325,67 @@ static void test_exports(void **state) {
     }
 }
 
+/* The value after flag in flags, or -1 without it. */
+static int flag_value(const char *flags, const char *flag) {
+    const char *at = strstr(flags, flag);
+    return at ? atoi(at + strlen(flag)) : -1;
+}
+
+/* Every split the Megatron-LM export writes is one Megatron-LM builds: the first and last
+ * ranks' layers (--decoder-first/last-pipeline-num-layers) leave the middle ranks the same
+ * count, each rank's layers divide into its chunks, and without them the layers divide evenly
+ * (transformer_block.py's get_num_layers_to_build asserts these); a split it cannot build
+ * is refused. Over 1F1B and interleaved at PP 2 to 8 with 32 layers. */
+static void test_megatron_splits(void **state) {
+    (void)state;
+    small_grid grid;
+    small_setup(&grid);
+    vp_hybrid_request q = grid.q;
+    int layers = grid.a.layers, refused = 0, uneven = 0;
+    for (int pp = 2; pp <= 8; pp++)
+        for (int v = 0; v <= 3; v++) {
+            if (v == 1)
+                continue;
+            q.gpus = 4 * 2 * pp;
+            vp_hybrid_config c = {.dp = 4, .tp = 2, .pp = pp, .v = v, .mbs = 1};
+            snprintf(c.family, sizeof c.family, "%s", v ? "interleaved" : "1f1b");
+            c.m = 16;
+            vp_hybrid_priced pr;
+            vp_error err = {0};
+            if (vp_hybrid_price(&q, &c, &pr, &err) != VP_OK)
+                continue; /* more chunks than layers */
+            char *flags = NULL;
+            vp_status rc = vp_hybrid_megatron(&q, &pr, &flags, &err);
+            int chunks = v ? v : 1;
+            if (rc == VP_EUNSUPPORTED) {
+                assert_true(layers % (pp * chunks) != 0);
+                refused++;
+            } else {
+                assert_int_equal(rc, VP_OK);
+                int first = flag_value(flags, "--decoder-first-pipeline-num-layers ");
+                int last = flag_value(flags, "--decoder-last-pipeline-num-layers ");
+                int per = flag_value(flags, "--num-layers-per-virtual-pipeline-stage ");
+                if (first >= 0) {
+                    int left = layers - first - last;
+                    assert_true(last >= 0 && left >= 0);
+                    assert_true(first % chunks == 0 && last % chunks == 0);
+                    if (pp > 2)
+                        assert_true(left % (pp - 2) == 0 && left / (pp - 2) % chunks == 0);
+                    else
+                        assert_int_equal(left, 0);
+                    uneven++;
+                } else if (per >= 0) {
+                    assert_int_equal(per * pp * chunks, layers);
+                } else {
+                    assert_int_equal(layers % (pp * chunks), 0);
+                }
+            }
+            free(flags);
+            vp_hybrid_priced_release(&pr);
+        }
+    assert_true(refused > 0 && uneven > 0); /* both cases met */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pruning_is_exact),
@@ -336,6 +397,7 @@ int main(void) {
         cmocka_unit_test(test_time_limit_stops_enumeration),
         cmocka_unit_test(test_paper_experiment),
         cmocka_unit_test(test_exports),
+        cmocka_unit_test(test_megatron_splits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

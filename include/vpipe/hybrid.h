@@ -215,7 +215,9 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
  * runs only so: a comment says when vpipe priced it without), --use-distributed-optimizer,
  * --recompute-granularity (with --recompute-method uniform --recompute-num-layers 1 for
  * full), --attention-backend flash, --decoder-first/last-pipeline-num-layers when the split
- * gives the ends other counts than the middle, and with offload
+ * gives the end ranks other counts than the middle ranks (each rank's chunks alike, as
+ * Megatron-LM builds them; another split is replaced by the even one with a comment, or
+ * refused where the layers do not divide evenly), and with offload
  * --fine-grained-activation-offloading --offload-modules (the modules of a layer whose
  * saved bytes come nearest the share); one line, then comment lines ('#') for what the
  * flags cannot say (a middle that is not even; the share the modules cover). New string
