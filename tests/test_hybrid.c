@@ -271,6 +271,12 @@ static void test_paper_experiment(void **state) {
     vp_hybrid_free(h);
 }
 
+/* The value after flag in flags, or -1 without it. */
+static int flag_value(const char *flags, const char *flag) {
+    const char *at = strstr(flags, flag);
+    return at ? atoi(at + strlen(flag)) : -1;
+}
+
 /* The exports name the configuration's degrees and split. */
 static void test_exports(void **state) {
     (void)state;
@@ -323,12 +329,22 @@ static void test_exports(void **state) {
         flags = NULL;
         vp_hybrid_priced_release(&pr);
     }
-}
-
-/* The value after flag in flags, or -1 without it. */
-static int flag_value(const char *flags, const char *flag) {
-    const char *at = strstr(flags, flag);
-    return at ? atoi(at + strlen(flag)) : -1;
+    /* its microbatch groups: PP by default, vpipe's m / (m div PP) said, fewer than PP refused */
+    for (int m = 3; m <= 8; m++) {
+        c = (vp_hybrid_config){
+            .family = "interleaved", .dp = 2, .tp = 2, .pp = 4, .v = 2, .mbs = 1, .m = m};
+        q.global_batch = 2 * m;
+        if (vp_hybrid_price(&q, &c, &pr, &err) != VP_OK)
+            continue; /* m not in equal rounds */
+        vp_status rc = vp_hybrid_megatron(&q, &pr, &flags, &err);
+        assert_int_equal(rc, m < 4 ? VP_EUNSUPPORTED : VP_OK);
+        int group = rc == VP_OK ? flag_value(flags, "--microbatch-group-size-per-vp-stage ") : -1;
+        assert_true(m < 4 || (m % 4 == 0) == (group < 0));
+        assert_true(group < 0 || group == m);
+        free(flags);
+        flags = NULL;
+        vp_hybrid_priced_release(&pr);
+    }
 }
 
 /* Every split the Megatron-LM export writes is one Megatron-LM builds: the first and last

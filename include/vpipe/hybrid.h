@@ -210,7 +210,8 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
  * --tensor-model-parallel-size, --pipeline-model-parallel-size, --micro-batch-size,
  * --global-batch-size, --seq-length, --num-layers-per-virtual-pipeline-stage
  * (interleaved; with --overlap-p2p-comm at PP 2, which Megatron-LM needs there, or with
- * pp_overlap), --context-parallel-size and --cp-comm-type (p2p or all_gather) with
+ * pp_overlap, and --microbatch-group-size-per-vp-stage where PP does not divide the
+ * microbatches), --context-parallel-size and --cp-comm-type (p2p or all_gather) with
  * CP > 1, --sequence-parallel (also for a mixture of experts with TP > 1, which Megatron-LM
  * runs only so: a comment says when vpipe priced it without), --use-distributed-optimizer,
  * --recompute-granularity (with --recompute-method uniform --recompute-num-layers 1 for
@@ -222,7 +223,8 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
  * saved bytes come nearest the share); one line, then comment lines ('#') for what the
  * flags cannot say (a middle that is not even; the share the modules cover). New string
  * in *flags (caller frees). VP_EUNSUPPORTED for other families and for what Megatron-LM
- * refuses: vocabulary parallelism, interleaving without a pipeline, and the all-to-all
+ * refuses: vocabulary parallelism, interleaving without a pipeline or with fewer
+ * microbatches than PP, a layer split it cannot build, and the all-to-all
  * overlap (--ep-overlap, its --overlap-moe-expert-parallel-comm) on 1F1B with a pipeline or
  * with full recomputation; VP_ENOMEM. */
 VP_API vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_priced *priced,

@@ -273,6 +273,13 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                         "Megatron-LM interleaves stages only over a pipeline (PP > 1), not %s "
                         "at PP %d",
                         c->family, c->pp);
+    /* interleaved runs microbatches in groups of g = m / max(1, m div PP) (families/
+       interleaved.c); Megatron-LM's group is at least PP (its schedules.py raises) */
+    if (c->v > 0 && c->m < c->pp)
+        return vp__fail(err, VP_EUNSUPPORTED,
+                        "Megatron-LM interleaves groups of at least PP microbatches: %d "
+                        "microbatches at PP %d are fewer",
+                        c->m, c->pp);
     /* its combined 1F1B: without a pipeline or interleaved, never with full recomputation */
     bool overlap = c->ep > 1 && req->work.ep_overlap;
     if (overlap && c->pp > 1 && c->v == 0)
@@ -296,6 +303,9 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
         vp__buf_free(&notes);
         return rc;
     }
+    int group = c->v > 0 ? c->m / (c->m / c->pp) : 0;
+    if (c->v > 0 && group != c->pp)
+        vp__buf_printf(&b, " --microbatch-group-size-per-vp-stage %d", group);
     /* Megatron-LM interleaves over PP 2 only with its sends overlapped */
     if (c->v > 0 && (req->work.pp_overlap || c->pp == 2))
         vp__buf_printf(&b, " --overlap-p2p-comm");
