@@ -209,11 +209,12 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
 /* Megatron-LM flags for priced when its family is one Megatron runs (1F1B, interleaved):
  * --tensor-model-parallel-size, --pipeline-model-parallel-size, --micro-batch-size,
  * --global-batch-size, --seq-length, --num-layers-per-virtual-pipeline-stage
- * (interleaved; with --overlap-p2p-comm at PP 2, which Megatron-LM needs there, or with
- * pp_overlap, and --microbatch-group-size-per-vp-stage where PP does not divide the
- * microbatches), --context-parallel-size and --cp-comm-type (p2p or all_gather) with
- * CP > 1, --sequence-parallel (also for a mixture of experts with TP > 1, which Megatron-LM
- * runs only so: a comment says when vpipe priced it without), --use-distributed-optimizer,
+ * (interleaved, its sends overlapped as Megatron-LM's default has them, a comment saying so
+ * unless pp_overlap priced them that way; --microbatch-group-size-per-virtual-pipeline-stage
+ * where PP does not divide the microbatches), --context-parallel-size and --cp-comm-type (p2p or
+ * all_gather) with CP > 1, --sequence-parallel (also for a mixture of experts with TP > 1, which
+ * Megatron-LM runs only so: a comment says when vpipe priced it without),
+ * --use-distributed-optimizer,
  * --recompute-granularity (with --recompute-method uniform --recompute-num-layers 1 for
  * full), --attention-backend flash, --decoder-first/last-pipeline-num-layers when the split
  * gives the end ranks other counts than the middle ranks (each rank's chunks alike, as

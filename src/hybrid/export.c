@@ -305,14 +305,13 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
     }
     int group = c->v > 0 ? c->m / (c->m / c->pp) : 0;
     if (c->v > 0 && group != c->pp)
-        vp__buf_printf(&b, " --microbatch-group-size-per-vp-stage %d", group);
-    /* Megatron-LM interleaves over PP 2 only with its sends overlapped */
-    if (c->v > 0 && (req->work.pp_overlap || c->pp == 2))
-        vp__buf_printf(&b, " --overlap-p2p-comm");
-    if (c->v > 0 && c->pp == 2 && !req->work.pp_overlap)
-        vp__buf_printf(&notes, "# Megatron-LM interleaves over PP 2 only with --overlap-p2p-comm, "
-                               "set here; vpipe\n# priced blocking sends: plan with --pp-overlap "
-                               "to price what this runs\n");
+        vp__buf_printf(&b, " --microbatch-group-size-per-virtual-pipeline-stage %d", group);
+    /* Megatron-LM's interleaved schedule overlaps its sends unless
+       --no-overlap-p2p-communication, which it refuses at PP 2: left on */
+    if (c->v > 0 && !req->work.pp_overlap)
+        vp__buf_printf(&notes, "# Megatron-LM's interleaved schedule overlaps its pipeline sends "
+                               "(its default); vpipe\n# priced them blocking: plan with "
+                               "--pp-overlap to price what this runs\n");
     if (c->ep > 1 || c->etp > 1)
         vp__buf_printf(&b, " --expert-model-parallel-size %d --expert-tensor-parallel-size %d",
                        c->ep, c->etp);

@@ -29,10 +29,8 @@ PY
 expect 0 "--expert-tensor-parallel-size 4" -- "$vp" plan "${q[@]}" --tp 4 --etp 4 --emit megatron
 expect 0 "--overlap-moe-expert-parallel-comm" -- \
     "$vp" plan "${q[@]}" --ep 8 --ep-overlap --emit megatron
-# interleaved over PP 2 runs in Megatron-LM only with its sends overlapped: set, and said
-expect 0 "--num-virtual-stages-per-pipeline-rank 3 --overlap-p2p-comm" -- \
-    "$vp" plan "${q[@]}" --ep 8 --ep-overlap --emit megatron
-expect 0 "only with --overlap-p2p-comm, set here" -- \
+# interleaved: Megatron-LM overlaps its sends by default, vpipe priced them blocking: said
+expect 0 "overlaps its pipeline sends (its default)" -- \
     "$vp" plan "${q[@]}" --ep 8 --ep-overlap --emit megatron
 # Megatron-LM overlaps the all-to-all only without a pipeline or interleaved, and never with
 # full recomputation: the export takes the fastest configuration it runs, or says why none
