@@ -208,26 +208,24 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
 
 /* Megatron-LM flags for priced when its family is one Megatron runs (1F1B, interleaved):
  * --tensor-model-parallel-size, --pipeline-model-parallel-size, --micro-batch-size,
- * --global-batch-size, --seq-length, --num-layers-per-virtual-pipeline-stage
- * (interleaved, its sends overlapped as Megatron-LM's default has them, a comment saying so
- * unless pp_overlap priced them that way; --microbatch-group-size-per-virtual-pipeline-stage
- * where PP does not divide the microbatches), --context-parallel-size and --cp-comm-type (p2p or
- * all_gather) with CP > 1, --sequence-parallel (also for a mixture of experts with TP > 1, which
- * Megatron-LM runs only so: a comment says when vpipe priced it without),
- * --use-distributed-optimizer,
+ * --global-batch-size, --seq-length; the split: --num-layers-per-virtual-pipeline-stage
+ * (interleaved, even) or --decoder-first/last-pipeline-num-layers when the end ranks hold
+ * other counts than the middle ranks (each rank's chunks alike, as Megatron-LM builds them;
+ * another split is replaced by the even one with a comment); interleaved's
+ * --microbatch-group-size-per-virtual-pipeline-stage where PP does not divide the
+ * microbatches (its sends overlap, Megatron-LM's default: a comment unless pp_overlap
+ * priced them so); --context-parallel-size and --cp-comm-type (p2p or all_gather) with
+ * CP > 1; --sequence-parallel (also for EP > 1 with TP > 1, which Megatron-LM runs only so:
+ * a comment when vpipe priced it without); --use-distributed-optimizer;
  * --recompute-granularity (with --recompute-method uniform --recompute-num-layers 1 for
- * full), --attention-backend flash, --decoder-first/last-pipeline-num-layers when the split
- * gives the end ranks other counts than the middle ranks (each rank's chunks alike, as
- * Megatron-LM builds them; another split is replaced by the even one with a comment, or
- * refused where the layers do not divide evenly), and with offload
- * --fine-grained-activation-offloading --offload-modules (the modules of a layer whose
- * saved bytes come nearest the share); one line, then comment lines ('#') for what the
- * flags cannot say (a middle that is not even; the share the modules cover). New string
- * in *flags (caller frees). VP_EUNSUPPORTED for other families and for what Megatron-LM
- * refuses: vocabulary parallelism, interleaving without a pipeline or with fewer
- * microbatches than PP, a layer split it cannot build, and the all-to-all
- * overlap (--ep-overlap, its --overlap-moe-expert-parallel-comm) on 1F1B with a pipeline or
- * with full recomputation; VP_ENOMEM. */
+ * full); --attention-backend flash; with offload --fine-grained-activation-offloading
+ * --offload-modules (the modules of a layer whose saved bytes come nearest the share). One
+ * line, then comment lines ('#') for what the flags cannot say. New string in *flags
+ * (caller frees). VP_EUNSUPPORTED for other families and for what Megatron-LM refuses:
+ * vocabulary parallelism, interleaving without a pipeline or with fewer microbatches than
+ * PP, a layer split it cannot build, and the all-to-all overlap (--ep-overlap, its
+ * --overlap-moe-expert-parallel-comm) on 1F1B with a pipeline or with full recomputation;
+ * VP_ENOMEM. */
 VP_API vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_priced *priced,
                                     char **flags, vp_error *err);
 

@@ -321,12 +321,12 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
         vp__buf_printf(&b, " --moe-token-dispatcher-type flex --moe-enable-deepep");
     if (overlap)
         vp__buf_printf(&b, " --overlap-moe-expert-parallel-comm");
-    /* Megatron-LM asserts sequence parallelism for a mixture of experts with TP > 1 */
-    bool moe_sp = c->tp > 1 && req->arch->experts > 0 && !req->work.sp;
+    /* Megatron-Core's ModelParallelConfig raises without sequence parallelism at EP, TP > 1 */
+    bool moe_sp = c->tp > 1 && c->ep > 1 && !req->work.sp;
     if ((req->work.sp && c->tp > 1) || moe_sp)
         vp__buf_printf(&b, " --sequence-parallel");
     if (moe_sp)
-        vp__buf_printf(&notes, "# Megatron-LM runs a mixture of experts with TP > 1 only with "
+        vp__buf_printf(&notes, "# Megatron-LM runs expert parallelism with TP > 1 only with "
                                "--sequence-parallel, set\n# here; vpipe priced it without: plan "
                                "with --sp to price what this runs\n");
     if (c->fp8 != VP_FP8_OFF) /* E4M3 forward, E5M2 gradients; the recipes share names */

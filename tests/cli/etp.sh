@@ -40,7 +40,7 @@ expect 2 "only without a pipeline or interleaved: 1f1b at PP 2" -- \
     "$vp" plan "${q[@]}" --ep 8 --ep-overlap --max-chunks 1 --pp 2 --emit megatron
 expect 2 "only without full recomputation" -- \
     "$vp" plan "${q[@]}" --ep 8 --ep-overlap --recompute full --emit megatron
-# and a mixture of experts with TP > 1 only with sequence parallelism: set, and said
+# and expert parallelism with TP > 1 only with sequence parallelism: set, and said
 expect 0 "--sequence-parallel, set" -- "$vp" plan "${q[@]}" --ep 8 --tp 2 --emit megatron
 expect 0 "--sequence-parallel --use-distributed-optimizer" -- \
     "$vp" plan "${q[@]}" --ep 8 --tp 2 --emit megatron
