@@ -48,4 +48,20 @@ expect 0 "--recompute-granularity full" -- \
     "$vp" plan "${q[@]}" --ep 8 --recompute full --emit megatron
 expect 0 "--moe-token-dispatcher-type flex --moe-enable-deepep" -- \
     "$vp" plan "${q[@]}" --ep 16 --ep-dispatch deepep --emit megatron
+# every flag these exports write is one of Megatron-LM's options
+n=0
+for extra in "--tp 4 --etp 4" "--ep 8 --ep-overlap" "--ep 16 --ep-dispatch deepep" \
+    "--ep 8 --tp 2" "--ep 8 --ep-overlap --max-chunks 1" "--ep 8 --recompute full"; do
+    # shellcheck disable=SC2086
+    "$vp" plan "${q[@]}" $extra --emit megatron >"$tmp/megatron-$n.txt"
+    n=$((n + 1))
+done
+expect 0 "" -- python3 - "$src/tests/cli/megatron_options.txt" "$tmp"/megatron-*.txt <<'PY'
+import sys
+known = {w for w in open(sys.argv[1]).read().split() if w.startswith("--")}
+for path in sys.argv[2:]:
+    line = [l for l in open(path).read().splitlines() if l.startswith("--")][0]
+    flags = {w for w in line.split() if w.startswith("--")}
+    assert flags <= known, (path, flags - known)
+PY
 finish

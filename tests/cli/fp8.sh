@@ -111,21 +111,15 @@ d = json.load(open(sys.argv[1]))
 assert all(c["fp8"] == "blockwise" for c in [d["best"], *d["top"]]), d["best"]
 PY
 
-# Megatron-LM: every flag is one of its options (megatron/training/arguments.py: --fp8-format
+# Megatron-LM: every flag is one of its options (tests/cli/megatron_options.txt; --fp8-format
 # takes e4m3 or hybrid, --fp8-recipe tensorwise, delayed, mxfp8 or blockwise)
 "$vp" "${p[@]}" --fp8 blockwise --emit megatron >"$tmp/megatron.txt"
 "$vp" "${p[@]}" --fp8 auto --emit megatron >"$tmp/megatron-auto.txt"
 "$vp" "${p[@]}" --fp8 tensorwise --fp8-params --grad-bytes 2 --emit megatron >"$tmp/megatron-own.txt"
-expect 0 "" -- python3 - "$tmp/megatron.txt" "$tmp/megatron-auto.txt" "$tmp/megatron-own.txt" <<'PY'
+expect 0 "" -- python3 - "$tmp/megatron.txt" "$tmp/megatron-auto.txt" "$tmp/megatron-own.txt" \
+    "$src/tests/cli/megatron_options.txt" <<'PY'
 import sys
-megatron = {"--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--micro-batch-size",
-            "--global-batch-size", "--seq-length", "--num-layers-per-virtual-pipeline-stage",
-            "--num-virtual-stages-per-pipeline-rank", "--decoder-first-pipeline-num-layers",
-            "--decoder-last-pipeline-num-layers", "--sequence-parallel",
-            "--use-distributed-optimizer", "--attention-backend", "--recompute-granularity",
-            "--recompute-method", "--recompute-num-layers", "--fp8-format", "--fp8-recipe",
-            "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
-            "--fp8-param-gather", "--grad-reduce-in-bf16"}
+megatron = {l for l in open(sys.argv[4]).read().split() if l.startswith("--")}
 for path, recipe in zip(sys.argv[1:3], ("blockwise", "tensorwise")):
     words = [l for l in open(path).read().splitlines() if l.startswith("--")][0].split()
     flags = [w for w in words if w.startswith("--")]
