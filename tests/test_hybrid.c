@@ -404,6 +404,46 @@ static void test_megatron_splits(void **state) {
     assert_true(refused > 0 && uneven > 0); /* both cases met */
 }
 
+/* The offload export names Megatron-Core's modules, never attn_proj without core_attn (its
+ * TransformerConfig refuses that: attn_proj's input is core_attn's output), over shares
+ * from 5% to all of a layer's saved bytes. */
+static void test_megatron_offload_modules(void **state) {
+    (void)state;
+    small_grid grid;
+    small_setup(&grid);
+    vp_hybrid_request q = grid.q;
+    const char *allowed = " attn_norm qkv_linear core_attn attn_proj mlp_norm ";
+    int attn_core = 0;
+    for (int k = 1; k <= 20; k++) {
+        vp_hybrid_config c = {.family = "1f1b", .dp = 2, .tp = 2, .pp = 4, .mbs = 2, .m = 16};
+        c.offload = k / 20.0;
+        vp_hybrid_priced pr;
+        vp_error err = {0};
+        assert_int_equal(vp_hybrid_price(&q, &c, &pr, &err), VP_OK);
+        char *flags = NULL;
+        assert_int_equal(vp_hybrid_megatron(&q, &pr, &flags, &err), VP_OK);
+        const char *at = strstr(flags, "--offload-modules ");
+        assert_non_null(at);
+        char modules[256];
+        size_t len = strcspn(at + 18, "-\n"); /* up to the next flag or the line's end */
+        assert_true(len > 0 && len < sizeof modules);
+        memcpy(modules, at + 18, len);
+        modules[len] = 0;
+        for (char *word = strtok(modules, " "); word; word = strtok(NULL, " ")) {
+            char padded[64];
+            snprintf(padded, sizeof padded, " %s ", word);
+            if (!strstr(allowed, padded))
+                fail_msg("share %.2f: offload module '%s' in '%s'", c.offload, word, flags);
+        }
+        bool proj = strstr(at, " attn_proj") != NULL, core = strstr(at, " core_attn") != NULL;
+        assert_true(!proj || core);
+        attn_core += core;
+        free(flags);
+        vp_hybrid_priced_release(&pr);
+    }
+    assert_true(attn_core > 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pruning_is_exact),
@@ -416,6 +456,7 @@ int main(void) {
         cmocka_unit_test(test_paper_experiment),
         cmocka_unit_test(test_exports),
         cmocka_unit_test(test_megatron_splits),
+        cmocka_unit_test(test_megatron_offload_modules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -243,7 +243,9 @@ static void offload_flags(vp__buf *b, vp__buf *notes, const vp_hybrid_request *r
             if (!strncmp(saved[i].name, offload_modules[m].tensor,
                          strlen(offload_modules[m].tensor)))
                 bytes += saved[i].bytes;
-        if (bytes == 0 || (covered > 0 && covered + bytes / 2 > want * total))
+        /* Megatron-Core refuses attn_proj without core_attn: its input is core_attn's output */
+        bool orphan = !strcmp(offload_modules[m].module, "attn_proj") && strcmp(last, "core_attn");
+        if (bytes == 0 || orphan || (covered > 0 && covered + bytes / 2 > want * total))
             continue;
         if (strcmp(last, offload_modules[m].module))
             vp__buf_printf(b, " %s", offload_modules[m].module);
