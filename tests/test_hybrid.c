@@ -349,59 +349,62 @@ static void test_exports(void **state) {
     }
 }
 
-/* Every split the Megatron-LM export writes is one Megatron-LM builds: the first and last
- * ranks' layers (--decoder-first/last-pipeline-num-layers) leave the middle ranks the same
- * count, each rank's layers divide into its chunks, and without them the layers divide evenly
- * (transformer_block.py's get_num_layers_to_build asserts these); a split it cannot build
- * is refused. Over 1F1B and interleaved at PP 2 to 8 with 32 layers. */
+/* The Megatron-LM export writes the split as priced: with an even split nothing (1F1B) or
+ * the layers of each virtual stage (interleaved), else Megatron-Core's
+ * --pipeline-model-parallel-layout, whose stages (rank k mod PP's chunk k div PP) hold
+ * exactly vpipe's layers, the embedding first and the loss last. Over 1F1B and interleaved
+ * at PP 2 to 8 with 32 layers. */
 static void test_megatron_splits(void **state) {
     (void)state;
     small_grid grid;
     small_setup(&grid);
     vp_hybrid_request q = grid.q;
-    int layers = grid.a.layers, refused = 0, uneven = 0;
+    int layers = grid.a.layers, laid = 0;
     for (int pp = 2; pp <= 8; pp++)
         for (int v = 0; v <= 3; v++) {
             if (v == 1)
                 continue;
             q.gpus = 4 * 2 * pp;
-            vp_hybrid_config c = {.dp = 4, .tp = 2, .pp = pp, .v = v, .mbs = 1};
+            vp_hybrid_config c = {.dp = 4, .tp = 2, .pp = pp, .v = v, .mbs = 1, .m = 16};
             snprintf(c.family, sizeof c.family, "%s", v ? "interleaved" : "1f1b");
-            c.m = 16;
             vp_hybrid_priced pr;
             vp_error err = {0};
             if (vp_hybrid_price(&q, &c, &pr, &err) != VP_OK)
                 continue; /* more chunks than layers */
             char *flags = NULL;
-            vp_status rc = vp_hybrid_megatron(&q, &pr, &flags, &err);
-            int chunks = v ? v : 1;
-            if (rc == VP_EUNSUPPORTED) {
-                assert_true(layers % (pp * chunks) != 0);
-                refused++;
-            } else {
-                assert_int_equal(rc, VP_OK);
-                int first = flag_value(flags, "--decoder-first-pipeline-num-layers ");
-                int last = flag_value(flags, "--decoder-last-pipeline-num-layers ");
-                int per = flag_value(flags, "--num-layers-per-virtual-pipeline-stage ");
-                if (first >= 0) {
-                    int left = layers - first - last;
-                    assert_true(last >= 0 && left >= 0);
-                    assert_true(first % chunks == 0 && last % chunks == 0);
-                    if (pp > 2)
-                        assert_true(left % (pp - 2) == 0 && left / (pp - 2) % chunks == 0);
-                    else
-                        assert_int_equal(left, 0);
-                    uneven++;
-                } else if (per >= 0) {
-                    assert_int_equal(per * pp * chunks, layers);
-                } else {
-                    assert_int_equal(layers % (pp * chunks), 0);
+            assert_int_equal(vp_hybrid_megatron(&q, &pr, &flags, &err), VP_OK);
+            int chunks = v ? v : 1,
+                per = flag_value(flags, "--num-layers-per-virtual-pipeline-stage ");
+            const char *at = strstr(flags, "--pipeline-model-parallel-layout '");
+            if (at) {
+                char layout[512];
+                size_t len = strcspn(at + 34, "'");
+                assert_true(len < sizeof layout);
+                memcpy(layout, at + 34, len);
+                layout[len] = 0;
+                assert_true(layout[0] == 'E' && layout[len - 1] == 'L');
+                int k = 0, sum = 0;
+                for (char *stage = strtok(layout, "|"); stage; stage = strtok(NULL, "|"), k++) {
+                    char *t = stage + (k == 0); /* past E */
+                    int here = *t != 't' ? 0 : t[1] == '*' ? atoi(t + 2) : 1;
+                    assert_true(k < pr.result->route_len);
+                    assert_int_equal(here, pr.result->layers_per_stage[k]);
+                    sum += here;
                 }
+                assert_int_equal(k, pp * chunks);
+                assert_int_equal(sum, layers);
+                laid++;
+            } else if (per >= 0) {
+                assert_int_equal(per * pp * chunks, layers);
+            } else {
+                assert_int_equal(v, 0);
+                for (int s2 = 0; s2 < pp; s2++)
+                    assert_int_equal(pr.result->layers_per_stage[s2] * pp, layers);
             }
             free(flags);
             vp_hybrid_priced_release(&pr);
         }
-    assert_true(refused > 0 && uneven > 0); /* both cases met */
+    assert_true(laid > 0);
 }
 
 /* The offload export names Megatron-Core's modules, never attn_proj without core_attn (its

@@ -208,10 +208,9 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
 
 /* Megatron-LM flags for priced when its family is one Megatron runs (1F1B, interleaved):
  * --tensor-model-parallel-size, --pipeline-model-parallel-size, --micro-batch-size,
- * --global-batch-size, --seq-length; the split: --num-layers-per-virtual-pipeline-stage
- * (interleaved, even) or --decoder-first/last-pipeline-num-layers when the end ranks hold
- * other counts than the middle ranks (each rank's chunks alike, as Megatron-LM builds them;
- * another split is replaced by the even one with a comment); interleaved's
+ * --global-batch-size, --seq-length; the split as priced: --num-layers-per-virtual-pipeline-
+ * stage (interleaved, even), or Megatron-Core's --pipeline-model-parallel-layout stage by
+ * stage when it is not even; interleaved's
  * --microbatch-group-size-per-virtual-pipeline-stage where PP does not divide the
  * microbatches (its sends overlap, Megatron-LM's default: a comment unless pp_overlap
  * priced them so); --context-parallel-size and --cp-comm-type (p2p or all_gather) with
@@ -223,7 +222,7 @@ VP_API vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hyb
  * line, then comment lines ('#') for what the flags cannot say. New string in *flags
  * (caller frees). VP_EUNSUPPORTED for other families and for what Megatron-LM refuses:
  * vocabulary parallelism, interleaving without a pipeline or with fewer microbatches than
- * PP, a layer split it cannot build, and the all-to-all overlap (--ep-overlap, its
+ * PP, and the all-to-all overlap (--ep-overlap, its
  * --overlap-moe-expert-parallel-comm) on 1F1B with a pipeline or with full recomputation;
  * VP_ENOMEM. */
 VP_API vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_priced *priced,

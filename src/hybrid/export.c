@@ -162,58 +162,37 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
     return *toml ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
 }
 
-/* The layers of pipeline rank d's chunks when they are all the same (route stage d + j pp
- * is rank d's chunk j), else -1. */
-static int rank_chunks(const int *n, int pp, int v, int d) {
-    for (int j = 1; j < v; j++)
-        if (n[d + j * pp] != n[d])
-            return -1;
-    return n[d];
+/* Whether counts[from..to) are all equal. */
+static bool even(const int *counts, int from, int to) {
+    for (int k = from + 1; k < to; k++)
+        if (counts[k] != counts[from])
+            return false;
+    return true;
 }
 
-/* The split flags. Megatron-LM builds each chunk of a pipeline rank alike: the first and the
- * last rank (--decoder-first/last-pipeline-num-layers, layers of the rank over its chunks)
- * and every middle rank the same (megatron/core/transformer/transformer_block.py's
- * get_num_layers_to_build asserts the middle ranks share what is left and each rank's
- * layers divide into its chunks). vpipe's split in those terms is exported as it is; any
- * other is replaced by the even split with a comment, or refused (VP_EUNSUPPORTED) where
- * the layers do not divide evenly either. */
-static vp_status split_flags(vp__buf *b, const vp_hybrid_request *req, const vp_hybrid_priced *pr,
-                             vp__buf *notes, vp_error *err) {
-    const int *n = pr->result->layers_per_stage, pp = pr->config.pp;
-    int v = pr->config.v > 0 ? pr->config.v : 1, R = pr->result->route_len;
-    if (pp < 2)
-        return VP_OK;
-    int first = rank_chunks(n, pp, v, 0), last = rank_chunks(n, pp, v, pp - 1);
-    int middle = pp > 2 ? rank_chunks(n, pp, v, 1) : first;
-    for (int d = 2; d < pp - 1 && middle >= 0; d++)
-        middle = rank_chunks(n, pp, v, d) == middle ? middle : -1;
-    bool own = first >= 0 && last >= 0 && middle >= 0;
-    if (own && first == middle && last == middle) {
-        if (v > 1)
-            vp__buf_printf(b, " --num-layers-per-virtual-pipeline-stage %d", middle);
-        return VP_OK;
+/* The split flags, the split exactly as priced: nothing for an even one (the layers of each
+ * virtual stage when interleaved), else Megatron-Core's --pipeline-model-parallel-layout:
+ * vpipe's stages in their order, which is Megatron's (stage k is rank k mod PP's chunk
+ * k div PP, as the loop places them), t for each layer, E (the embedding) first and L (the
+ * loss) last, as its PipelineParallelLayerLayout requires. */
+static void split_flags(vp__buf *b, const vp_hybrid_priced *pr) {
+    const int *n = pr->result->layers_per_stage, R = pr->result->route_len;
+    if (pr->config.pp < 2)
+        return;
+    if (even(n, 0, R)) {
+        if (pr->config.v > 0)
+            vp__buf_printf(b, " --num-layers-per-virtual-pipeline-stage %d", n[0]);
+        return;
     }
-    if (v > 1)
-        vp__buf_printf(b, " --num-virtual-stages-per-pipeline-rank %d", v);
-    if (own) {
-        vp__buf_printf(
-            b, " --decoder-first-pipeline-num-layers %d --decoder-last-pipeline-num-layers %d",
-            first * v, last * v);
-        return VP_OK;
+    vp__buf_printf(b, " --pipeline-model-parallel-layout 'E");
+    for (int k = 0; k < R; k++) {
+        vp__buf_printf(b, "%s", k ? "|" : "");
+        if (n[k] == 1)
+            vp__buf_printf(b, "t");
+        else if (n[k] > 1)
+            vp__buf_printf(b, "t*%d", n[k]);
     }
-    int layers = req->arch->layers;
-    if (layers % (pp * v))
-        return vp__fail(err, VP_EUNSUPPORTED,
-                        "Megatron-LM cannot build this split: vpipe's layers differ among a "
-                        "pipeline rank's chunks or its middle ranks, and %d layers do not divide "
-                        "over PP %d x %d chunks",
-                        layers, pp, v);
-    vp__buf_printf(notes, "# vpipe priced layers per stage");
-    for (int k = 0; k < R; k++)
-        vp__buf_printf(notes, "%s%d", k ? "," : " ", n[k]);
-    vp__buf_printf(notes, "; Megatron splits the layers evenly over the stages instead\n");
-    return VP_OK;
+    vp__buf_printf(b, "L'");
 }
 
 /* Megatron-LM's fine-grained activation offload moves the inputs a module saves; the
@@ -299,12 +278,7 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                    "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d "
                    "--micro-batch-size %d --global-batch-size %d --seq-length %d",
                    c->tp, c->pp, c->mbs, req->global_batch, req->work.seq);
-    vp_status rc = split_flags(&b, req, pr, &notes, err);
-    if (rc != VP_OK) {
-        vp__buf_free(&b);
-        vp__buf_free(&notes);
-        return rc;
-    }
+    split_flags(&b, pr);
     int group = c->v > 0 ? c->m / (c->m / c->pp) : 0;
     if (c->v > 0 && group != c->pp)
         vp__buf_printf(&b, " --microbatch-group-size-per-virtual-pipeline-stage %d", group);

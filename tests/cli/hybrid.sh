@@ -79,8 +79,7 @@ words = flags[0].split()
 arg = lambda name: int(words[words.index(name) + 1])
 per = json.load(open(sys.argv[2]))["best_per_family"]
 ours = sorted((c for f, c in per.items() if f in ("1f1b", "interleaved")), key=lambda c: c["step_time_s"])
-# the fastest Megatron-LM builds: a faster one refused says why (here interleaved's 78 layers
-# over PP 20 x 2 chunks, which Megatron-LM cannot split)
+# the fastest configuration Megatron-LM runs; a faster one it refuses would be said
 family = lines[0].split()[2].rstrip(",")
 pick = per[family]
 assert (pick is ours[0]) == (not any(l.startswith("# a faster one is refused: ") for l in lines)), lines
