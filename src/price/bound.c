@@ -134,7 +134,7 @@ vp_status vp_price_layout_bound(const vp_price_setup *su, const vp_price_layout 
 vp_status vp_price_layout_bound_of(const vp_price_setup *su, const vp_price_layout *lay,
                                    const vp_schedule *like, int m, vp_price_bound *out,
                                    vp_error *err) {
-    bool pairs = lay->ep_pairs || vp__overlap_pairs(like) > 0;
+    bool pairs = vp__overlap_fuses(lay, like) || vp__overlap_pairs(like) > 0;
     return layout_bound(su, lay, m, pairs ? vp__overlap_bound_rate(lay) : 0, out, err);
 }
 

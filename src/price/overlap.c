@@ -181,8 +181,12 @@ static vp_status fuse(const vp_schedule *s, vp_schedule **out, vp_error *err) {
     return rc;
 }
 
+bool vp__overlap_fuses(const vp_price_layout *lay, const vp_schedule *s) {
+    return lay->ep_pairs && combinable(s);
+}
+
 vp_status vp__overlap_pair(const vp_price_layout *lay, vp_schedule **s, vp_error *err) {
-    if (!lay->ep_pairs || !combinable(*s))
+    if (!vp__overlap_fuses(lay, *s))
         return VP_OK;
     vp_schedule *fused = NULL;
     vp_status rc = fuse(*s, &fused, err);

@@ -300,12 +300,15 @@ bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s);
  * costs) and lay->ep_pairs; vp__overlap_bound_rate: the share of each stage's all-to-all a
  * schedule of lay's shape
  * may hide (so a lower bound stays one; lay's stage devices tell a DualPipe shape), 0 when it pairs
- * nothing; vp__overlap_pair: with lay->ep_pairs, *s replaced by its forward-then-backward pairs
- * fused (unchanged when they would deadlock); vp__overlap_hidden: each stage's a2a_hidden_ms from
+ * nothing; vp__overlap_fuses: whether lay->ep_pairs fuses a schedule like s (the combined
+ * 1F1B's families: whole backwards on one stage per device or the loop); vp__overlap_pair:
+ * when it does, *s replaced by its forward-then-backward pairs fused (unchanged when they
+ * would deadlock); vp__overlap_hidden: each stage's a2a_hidden_ms from
  * s's F&B ops under cm; vp__overlap_pairs: how many F&B ops s has. */
 bool vp__overlap_any(const vp_price_layout *lay);
 void vp__overlap_fill(const vp_price_setup *su, vp_price_layout *lay);
 double vp__overlap_bound_rate(const vp_price_layout *lay);
+bool vp__overlap_fuses(const vp_price_layout *lay, const vp_schedule *s);
 vp_status vp__overlap_pair(const vp_price_layout *lay, vp_schedule **s, vp_error *err);
 vp_status vp__overlap_hidden(const vp_cost_model *cm, const vp_schedule *s, vp_price_stage *stage,
                              vp_error *err);
