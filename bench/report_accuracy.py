@@ -345,7 +345,10 @@ Each mechanism is a documented part of src/price/ with its own test
   communicator, and a user `reserve`; `fits` checks the whole. Megatron-LM reduces and
   gathers the data-parallel gradients and parameters in place in its contiguous buffers
   (the gradients and parameters items); the buckets and gathered layers of ZeRO-2/3 and
-  FSDP come with issue #25.
+  FSDP come with issue #25. torchtitan's pipeline (torch.distributed.pipelining's
+  PipelineStage) allocates a receive buffer per microbatch each way and keeps them, keeps
+  each microbatch's output until its backward, and each input gradient (the receive
+  buffer's `.grad`) until the next step clears it.
 
 Which runs set which constant: the A100's matrix-multiply and memory-bound constants come
 from the Zero Bubble paper's Table 6 pass times (so every Zero Bubble row is marked

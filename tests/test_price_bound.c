@@ -1,6 +1,8 @@
 /* Real-model pricing, what a layout tells before simulating: the step-time and memory
- * bounds never exceed what pricing the schedule gives, for every family on three setups
- * (measured costs among them), and the memory of an op order equals the priced memory. */
+ * bounds never exceed what pricing the schedule gives, for every family on four setups
+ * (measured costs and torchtitan's pipeline among them), and the memory of an op order
+ * equals the priced memory. The layout is the planner's: built once for a shape of 2p
+ * microbatches and priced for any m, as the schedule priced alone is. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,21 +14,29 @@ typedef struct bound_case {
     int seq, mbs, tp, p, m;
     bool measured;
     vp_recompute recompute;
+    vp_framework framework;
 } bound_case;
 
 static const bound_case cases[] = {
-    {"llama3-8b", 4096, 1, 1, 4, 8, false, VP_RECOMPUTE_NONE},
-    {"gpt3-175b", 2048, 2, 8, 8, 24, false, VP_RECOMPUTE_FULL},
-    {"zb-1.5b", 1024, 6, 1, 8, 16, true, VP_RECOMPUTE_NONE},
+    {"llama3-8b", 4096, 1, 1, 4, 8, false, VP_RECOMPUTE_NONE, VP_FRAMEWORK_MEGATRON},
+    {"gpt3-175b", 2048, 2, 8, 8, 24, false, VP_RECOMPUTE_FULL, VP_FRAMEWORK_MEGATRON},
+    {"zb-1.5b", 1024, 6, 1, 8, 16, true, VP_RECOMPUTE_NONE, VP_FRAMEWORK_MEGATRON},
+    {"llama3-8b", 4096, 1, 2, 4, 20, false, VP_RECOMPUTE_FULL, VP_FRAMEWORK_TORCHTITAN},
 };
 
-/* Bounds of family on its own layout, checked against the priced schedule. */
+/* Bounds of family on the layout of its shape, checked against the schedule priced on
+ * it and alone. */
 static void check_family(const vp_price_setup *su, const char *family, int p, int m) {
-    vp_spec spec = vp_spec_make(p, m);
+    vp_spec spec = vp_spec_make(p, m), shape = vp_spec_make(p, 2 * p);
     vp_schedule *probe = NULL, *s = NULL;
     vp_error err = {0};
-    if (vp_family_build(family, &spec, &probe, &err) != VP_OK)
+    if (vp_family_build(family, &shape, &probe, &err) != VP_OK ||
+        vp_family_build(family, &spec, &s, &err) != VP_OK) {
+        vp_schedule_free(probe);
         return; /* the family does not take this shape */
+    }
+    vp_schedule_free(s);
+    s = NULL;
     vp_price_layout *lay = NULL;
     if (vp_price_layout_new(su, probe, &lay, &err) != VP_OK)
         fail_msg("%s layout: %s", family, err.message);
@@ -47,10 +57,18 @@ static void check_family(const vp_price_setup *su, const char *family, int p, in
         fail_msg("%s %s: memory bound %.0f > %.0f", su->arch->name, family, b.memory_max_bytes,
                  r->memory_max_bytes);
     assert_true(b.step_time_s > 0.5 * r->step_time_s); /* a bound worth pruning with */
-    for (int d = 0; d < p; d++)
+    vp_price_result *alone = NULL;
+    if (vp_price_schedule(su, s, &alone, &err) != VP_OK)
+        fail_msg("%s alone: %s", family, err.message);
+    for (int d = 0; d < p; d++) {
         if (fabs(mem[d].total - r->memory[d].total) > 1e-9 * r->memory[d].total)
             fail_msg("%s rank %d: order memory %.0f, priced %.0f", family, d, mem[d].total,
                      r->memory[d].total);
+        if (fabs(alone->memory[d].total - r->memory[d].total) > 1e-9 * r->memory[d].total)
+            fail_msg("%s %s m=%d rank %d: %.0f bytes priced alone, %.0f on the shape's layout",
+                     su->arch->name, family, m, d, alone->memory[d].total, r->memory[d].total);
+    }
+    vp_price_result_free(alone);
     vp_price_result_free(r);
     free(mem);
     vp_schedule_free(s);
@@ -72,6 +90,7 @@ static void test_bounds_hold(void **state) {
         w.dp = 2;
         w.zero = 1;
         w.recompute = c->recompute;
+        w.framework = c->framework;
         vp_costs k = vp_costs_default();
         k.f = 18.5, k.b = 18.1, k.w = 9.3, k.c = 0.6;
         vp_price_setup su = {

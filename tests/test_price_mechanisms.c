@@ -319,6 +319,53 @@ static void test_torchtitan(void **state) {
     tp_check_refused(&own, &to, "not on torchtitan");
 }
 
+/* torchtitan's pipeline (torch.distributed.pipelining's PipelineStage) allocates a receive
+ * buffer per microbatch each way and keeps them; a stage's input is its buffer, its output
+ * stays until its B, its input gradient (the buffer's .grad) until the step ends. Against
+ * Megatron-LM's one buffer per remote neighbour, 1F1B on p ranks with m microbatches peaks
+ * p outputs higher on rank 0 and m - p + d gradients higher on a middle rank d (at the
+ * last steady F, when m - p + d B have run); the last rank's peak is its F's bytes and the
+ * m - 1 gradients of the B before its last F. */
+static void test_torchtitan_pipeline_buffers(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-8b");
+    vp_gpu g = tp_gpu("h100-80gb");
+    vp_workload t = vp_workload_default(&a);
+    t.seq = 4096;
+    t.flash = t.sp = true;
+    t.tp = 2;
+    t.recompute = VP_RECOMPUTE_FULL;
+    vp_workload tt = t;
+    tt.framework = VP_FRAMEWORK_TORCHTITAN;
+    vp_price_setup su = {.arch = &a, .gpu = &g, .work = &t, .split = VP_SPLIT_EVEN};
+    vp_price_setup st = {.arch = &a, .gpu = &g, .work = &tt, .split = VP_SPLIT_EVEN};
+    double io = 4096.0 * a.hidden * 2 / 2; /* one boundary tensor, sequence-parallel */
+    const char *families[] = {"1f1b", "interleaved"};
+    for (int f = 0; f < 2; f++) {
+        int p = 4, m = 8;
+        vp_price_result *rm = tp_price(&su, families[f], p, m);
+        vp_price_result *rt = tp_price(&st, families[f], p, m);
+        for (int d = 0; d < p; d++) {
+            double want = 0;
+            for (int k = 0; k < rt->S; k++)
+                if (rt->stage[k].device == d)
+                    want += io * m * (!rt->stage[k].first + !rt->stage[k].last);
+            TU_NEAR(rt->memory[d].buffers, want);
+            assert_true(rm->memory[d].buffers <= 2 * io * rm->S / p + 1);
+        }
+        if (f == 0) {
+            TU_NEAR(rt->memory[0].activations - rm->memory[0].activations, p * io);
+            for (int d = 1; d < p - 1; d++)
+                TU_NEAR(rt->memory[d].activations - rm->memory[d].activations, (m - p + d) * io);
+            TU_NEAR(rt->memory[p - 1].activations, rt->stage[p - 1].act_bytes + (m - 1) * io);
+            TU_NEAR(rm->memory[p - 1].activations, rm->stage[p - 1].act_bytes);
+            assert_true(rt->stage[0].tail_bytes == 0 && rt->stage[1].tail_bytes == io);
+        }
+        vp_price_result_free(rm);
+        vp_price_result_free(rt);
+    }
+}
+
 /* A saved tensor's bytes by name (0 when the part does not save it). */
 static double saved_in(const vp_arch *a, const vp_workload *t, vp_price_part part,
                        const char *name) {
@@ -450,6 +497,7 @@ int main(void) {
         cmocka_unit_test(test_optimizer),
         cmocka_unit_test(test_attention_kernels),
         cmocka_unit_test(test_torchtitan),
+        cmocka_unit_test(test_torchtitan_pipeline_buffers),
         cmocka_unit_test(test_gathered_inputs),
         cmocka_unit_test(test_recompute_modules),
     };

@@ -154,7 +154,7 @@ static void test_memory(void **state) {
     vp_cost_model_pass_memory(cm, VP_OP_EB, 1, 0, &up, &down);
     TU_NEAR(down, 0.01);
     double peak[4], plain[4];
-    vp_memory_peaks(v, cm, peak);
+    vp_memory_peaks(v, cm, 0, peak);
     vp_sim *sp = tu_sim(s, costs, NULL);
     memcpy(plain, sp->peak, sizeof plain);
     for (int d = 0; d < 4; d++) /* at most one S..T open at once here, every EF before EB */

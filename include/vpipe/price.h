@@ -565,6 +565,8 @@ typedef struct vp_price_stage {
     double off_bytes, copy_ms;    /* offload: what an O moves to host (the schedule's share
                                      of hold_bytes) and each way's copy over the host link;
                                      0 when the stage offloads nothing */
+    double tail_bytes;            /* what its B leaves until the step ends (vp_cost_model:
+                                     torchtitan's pipeline keeps each input gradient) */
 } vp_price_stage;
 
 /* Per-rank memory, bytes, as a process holds it: its tensors (what the allocator hands
@@ -574,7 +576,8 @@ typedef struct vp_rank_memory {
     double params, grads, optimizer; /* model states of the rank's stages */
     double activations;              /* the schedule's peak of live activations */
     double buffers;       /* pipeline receive buffers: one activation or gradient per remote
-                             neighbour of each stage */
+                             neighbour of each stage (torchtitan: one per microbatch each
+                             way, as torch.distributed.pipelining allocates them) */
     double workspace;     /* one layer recomputed at a time (full recompute inside B);
                              vpipe's scratch */
     double logits;        /* on the rank with the head: its 16-bit logits while the loss runs
@@ -606,23 +609,27 @@ typedef struct vp_price_layout {
     int *layers_per_stage; /* [route_len] */
     vp_price_stage *stage; /* [S] */
     double hop_ms;         /* mean pipeline hop between devices */
-    vp_rank_memory *fixed; /* [p] every item but activations (totals without them) */
-    vp_costs costs;        /* ms per device slice for building a cost-aware family: the
-                              measured costs as given, or the stages' times (dev_* owned here) */
-    vp_memcfg mem;         /* the ZB split with R = sum M_W / sum M_B, for building */
-    vp_cost_model *cm;     /* per-stage times (ms), hop and bytes: what the simulator replays
-                              (units: one microbatch of the mean device slice) */
-    double *slice_ms;      /* [3p] storage behind costs.dev_* (NULL with measured costs) */
-    double unit_bytes;     /* bytes of one unit of cm (the mean device's M_B) */
-    int vocab_parallel;    /* 1: priced with vocabulary parallelism (the shape's): the first
-                              and last stage keep only the positions and the final norm,
-                              every rank holds a p-th of the token table and the head and
-                              runs a p-th of their passes (EF, EB, S, T; costs.e, s, t) */
-    double frag_fraction;  /* the allocator's cached share of allocated bytes (the
-                              accelerator's; 0 for vpipe's own model) */
-    bool ep_pairs;         /* vp_workload.ep_overlap with all-to-alls to hide: vp_price_build
-                              fuses each forward a device runs right before a backward (of
-                              another microbatch) into one F&B pair (the combined 1F1B) */
+    vp_rank_memory *fixed; /* [p] every item but activations (totals without them), before
+                              the per-microbatch items: */
+    /* [p] what each microbatch of a step adds to fixed's items (torchtitan's pipeline: its
+     * receive buffers, its last stage's logits); m microbatches hold fixed + m times these */
+    vp_rank_memory *per_microbatch;
+    vp_costs costs;       /* ms per device slice for building a cost-aware family: the
+                             measured costs as given, or the stages' times (dev_* owned here) */
+    vp_memcfg mem;        /* the ZB split with R = sum M_W / sum M_B, for building */
+    vp_cost_model *cm;    /* per-stage times (ms), hop and bytes: what the simulator replays
+                             (units: one microbatch of the mean device slice) */
+    double *slice_ms;     /* [3p] storage behind costs.dev_* (NULL with measured costs) */
+    double unit_bytes;    /* bytes of one unit of cm (the mean device's M_B) */
+    int vocab_parallel;   /* 1: priced with vocabulary parallelism (the shape's): the first
+                             and last stage keep only the positions and the final norm,
+                             every rank holds a p-th of the token table and the head and
+                             runs a p-th of their passes (EF, EB, S, T; costs.e, s, t) */
+    double frag_fraction; /* the allocator's cached share of allocated bytes (the
+                             accelerator's; 0 for vpipe's own model) */
+    bool ep_pairs;        /* vp_workload.ep_overlap with all-to-alls to hide: vp_price_build
+                             fuses each forward a device runs right before a backward (of
+                             another microbatch) into one F&B pair (the combined 1F1B) */
 } vp_price_layout;
 
 /* Prices the stages of shape (a schedule; its op lists are read only for VP_SPLIT_MEMORY,
@@ -678,10 +685,10 @@ VP_API vp_status vp_price_layout_offload(vp_price_layout *layout, const vp_price
                                          const vp_schedule *s, vp_error *err);
 
 /* Every rank's memory for schedule s (the layout's shape) from its op order alone,
- * without timing it (peaks depend only on the orders): the layout's fixed items plus each
- * device's activation peak, and its host bytes when s offloads, into memory[p] (caller
- * storage); the same figures vp_price_on_layout reports, up to rounding. VP_EINVAL for
- * another shape, VP_ENOMEM. */
+ * without timing it (peaks depend only on the orders): the layout's fixed items, s->m
+ * times its per-microbatch ones and each device's activation peak, and its host bytes
+ * when s offloads, into memory[p] (caller storage); the same figures vp_price_on_layout
+ * reports, up to rounding. VP_EINVAL for another shape, VP_ENOMEM. */
 VP_API vp_status vp_price_layout_memory(const vp_price_layout *layout, const vp_schedule *s,
                                         vp_rank_memory *memory, vp_error *err);
 

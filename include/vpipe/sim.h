@@ -131,6 +131,11 @@ typedef struct vp_cost_model {
      * goes no higher than the larger of the two (Megatron-LM's combined 1F1B); 0
      * (vp_cost_model_new): the forward allocates before the backward frees. */
     int fb_layered;
+    /* [S] bytes each B (or BW) of the stage leaves until the schedule ends (0 from
+     * vp_cost_model_new; the price module fills them): an input gradient the framework
+     * keeps, as torch.distributed.pipelining keeps each microbatch's in its receive
+     * buffer's .grad. Bytes only: the unit arrays, which families build with, leave it out. */
+    double *tail_bytes;
 } vp_cost_model;
 
 /* Lays costs and the memory model out per stage of schedule s into a new *out (chunk
@@ -165,7 +170,8 @@ VP_API double vp_cost_model_op_time(const vp_cost_model *cm, const vp_op *op);
  * (and a recomputing stage's F releases act - hold); R takes act - hold; B releases act -
  * keep (takes keep - act when B keeps more than F took, e.g. a stage that only embeds:
  * the gradient it receives), W keep, BW act (with bw_holds_keep, first taking keep - act
- * when that is positive); O releases off, L takes it. A vocabulary pass of shard `stage`:
+ * when that is positive); in bytes B and BW release tail_bytes less; O releases off, L
+ * takes it. A vocabulary pass of shard `stage`:
  * EF and S take vocab_act, EB and T release it. */
 VP_API void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int bytes,
                                       double *up, double *down);
@@ -245,11 +251,12 @@ VP_API double vp_sim_longest_span(const vp_sim *sim);
 VP_API vp_status vp_sim_json(const vp_schedule *s, const vp_sim *sim, const vp_costs *costs,
                              char **text, vp_error *err);
 
-/* Peak memory (units) of each device's op order into peak[p] (caller storage), without
- * timing: peaks depend only on the orders (the block lifespan report uses it). cm must
- * be s's (else the library aborts). Device memory only: the host's is
+/* Peak memory of each device's op order into peak[p] (caller storage), in units, or in
+ * bytes when `bytes` is non-zero (cm must have them: has_bytes, else the library aborts),
+ * without timing: peaks depend only on the orders (the block lifespan report uses it). cm
+ * must be s's (else the library aborts). Device memory only: the host's is
  * vp_schedule_host_peak's (units) or vp_simulate's. */
-VP_API void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak);
+VP_API void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, int bytes, double *peak);
 
 /* The host memory (units of cm, off) each device's offloads hold at most, from the
  * orders alone, into peak[p] (caller storage; 0 for a schedule that offloads nothing).

@@ -234,7 +234,8 @@ class RankMemory(_Record):
 class StageCost(_Record):
     """One stage priced: its layers and device, parameters (expert_params of them the
     routed experts'), activation bytes (act_bytes per microbatch, keep_bytes kept through
-    recomputation), and pass times in ms (a2a_f_ms and a2a_b_ms: of f_ms and b_ms, the
+    recomputation; under torchtitan's pipeline ["tail_bytes"], what each B leaves until the
+    step ends), and pass times in ms (a2a_f_ms and a2a_b_ms: of f_ms and b_ms, the
     expert-parallel all-to-alls; a2a_hidden_ms of them what overlapped F&B pairs hide per
     microbatch, a2a_exposed_ms the rest)."""
 

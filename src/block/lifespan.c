@@ -166,7 +166,7 @@ vp_status vp_block_lifespan_new(const vp_block *b, const vp_cost_model *cm, int 
         if (rc == VP_OK && !ls->peak)
             rc = vp__fail(err, VP_ENOMEM, "out of memory");
         if (rc == VP_OK) {
-            vp_memory_peaks(s, cm, ls->peak);
+            vp_memory_peaks(s, cm, 0, ls->peak);
             ls->m = m;
         }
         vp_schedule_free(s);

@@ -440,7 +440,7 @@ static vp_status try_share(const offload_try *o, vp_offload_policy policy, doubl
         rc = vp__fail(err, VP_ENOMEM, "out of memory");
     *ok = 0;
     if (rc == VP_OK) {
-        vp_memory_peaks(placed, cm, peak);
+        vp_memory_peaks(placed, cm, 0, peak);
         vp_plan_candidate c = {0};
         for (int d = 0; d < placed->p; d++) {
             c.peak = fmax(c.peak, peak[d]);

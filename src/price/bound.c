@@ -74,10 +74,11 @@ static vp_status makespan_bound(const vp_price_layout *lay, int m, double hide, 
     return VP_OK;
 }
 
-/* The memory bound: every item but activations, plus on each device what one microbatch
- * holds when it reaches the device's last stage of its route (its earlier stages there
- * still hold what their F keeps: their B needs that stage's B first). */
-static double memory_bound(const vp_price_layout *lay) {
+/* The memory bound for a step of `microbatches`: every item but activations, plus on each
+ * device what one microbatch holds when it reaches the device's last stage of its route
+ * (its earlier stages there still hold what their F keeps: their B needs that stage's B
+ * first). */
+static double memory_bound(const vp_price_layout *lay, int microbatches) {
     double most = 0;
     for (int d = 0; d < lay->p; d++) {
         double act = 0;
@@ -93,9 +94,8 @@ static double memory_bound(const vp_price_layout *lay) {
                 route += lay->stage[last].act_bytes - lay->stage[last].hold_bytes;
             act = route > act ? route : act;
         }
-        vp_rank_memory m = lay->fixed[d];
-        m.activations = act;
-        vp__memory_close(lay->frag_fraction, &m);
+        vp_rank_memory m;
+        vp__rank_memory(lay, d, microbatches, act, &m);
         most = m.total > most ? m.total : most;
     }
     return most;
@@ -120,7 +120,7 @@ static vp_status layout_bound(const vp_price_setup *su, const vp_price_layout *l
         vp__step_tail_of(su, lay, lay->fixed, dev, &tail);
         out->makespan_s = makespan / 1e3;
         out->step_time_s = tail.step_s;
-        out->memory_max_bytes = memory_bound(lay);
+        out->memory_max_bytes = memory_bound(lay, m);
     }
     free(dev);
     return rc;
@@ -146,12 +146,10 @@ vp_status vp_price_layout_memory(const vp_price_layout *lay, const vp_schedule *
     double *peak = vp__calloc(2 * (size_t)s->p, sizeof *peak), *host = peak + s->p;
     if (!peak)
         return vp__fail(err, VP_ENOMEM, "out of memory");
-    vp_memory_peaks(s, lay->cm, peak);
+    vp_memory_peaks(s, lay->cm, 1, peak);
     vp_status rc = vp_memory_host_peaks(s, lay->cm, host, err);
     for (int d = 0; d < s->p; d++) {
-        memory[d] = lay->fixed[d];
-        memory[d].activations = peak[d] * lay->unit_bytes;
-        vp__memory_close(lay->frag_fraction, &memory[d]);
+        vp__rank_memory(lay, d, s->m, peak[d], &memory[d]);
         memory[d].host = host[d] * lay->unit_bytes;
     }
     free(peak);

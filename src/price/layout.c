@@ -98,6 +98,36 @@ static double io_bytes(const vp_price_setup *su) {
     return vp__tokens(t) * su->arch->hidden * su->arch->dtype_bytes / (t->sp ? t->tp : 1);
 }
 
+/* Whether s runs on torch.distributed.pipelining (torchtitan's pipeline, vp_framework),
+ * whose PipelineStage holds its own tensors between passes (pipelining_stages). */
+static bool pipelining(const vp_price_setup *su, const vp_schedule *s) {
+    return su->work->framework == VP_FRAMEWORK_TORCHTITAN && s->p > 1 &&
+           su->arch->impl != VP_IMPL_VPIPE;
+}
+
+/* torch.distributed.pipelining's PipelineStage around each stage's passes: it receives a
+ * microbatch's input into a buffer it allocated for that microbatch when the step began
+ * and keeps all step (fixed_memory counts them), so the input is not the stage's own
+ * activation; F's output stays in its forward cache until B; B's input gradient stays in
+ * the receive buffer's .grad until the next step clears it. A neighbour on the same
+ * device is handed the tensors themselves: the output becomes its receive buffer, the
+ * gradient its gradient buffer (counted there). */
+static void pipelining_stages(const vp_price_setup *su, const vp_schedule *s,
+                              vp_price_layout *lay) {
+    if (!pipelining(su, s))
+        return;
+    double io = io_bytes(su);
+    for (int st = 0; st < s->S; st++) {
+        vp_price_stage *g = &lay->stage[st];
+        bool from_other = !g->first && s->stage_device[st - 1] != g->device;
+        bool to_other = !g->last && s->stage_device[st + 1] != g->device;
+        double delta = (to_other ? io : 0) - (g->first ? 0 : io);
+        g->act_bytes = fmax(0, g->act_bytes + delta);
+        g->hold_bytes = fmax(0, g->hold_bytes + delta);
+        g->tail_bytes = from_other ? io : 0;
+    }
+}
+
 /* With vocabulary parallelism (vs non-NULL), the embedding and head parts of pp become what
  * the first and last stage keep of them: vs's facts, no time (the shards' passes take the
  * embedding's and the head's). */
@@ -288,25 +318,28 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
     /* what the loss holds beside its saved fp32 softmax: the 16-bit logits (Megatron-LM's
        fused cross-entropy), or their fp32 gradient and log_softmax's backward output
        (torchtitan's eager loss, vp_framework) */
-    bool titan = t->framework == VP_FRAMEWORK_TORCHTITAN;
+    bool titan = t->framework == VP_FRAMEWORK_TORCHTITAN, piped = pipelining(su, s);
     double per_mb = own ? 0 : vp__tokens(t) * a->vocab / t->tp; /* one microbatch's logits */
-    double logits = per_mb * (titan ? 8 : a->dtype_bytes);
     /* torchtitan's pipeline (torch.distributed.pipelining) keeps every microbatch's output,
        its 16-bit logits, on the last stage until the step ends (the stage's output chunks,
-       which its schedule's step returns by default) */
-    if (titan && s->p > 1)
-        logits += (s->m - 1) * per_mb * a->dtype_bytes;
+       which its schedule's step returns by default): the running one's among them */
+    double kept = piped ? per_mb * a->dtype_bytes : 0;
+    double logits = per_mb * (titan ? 8 : a->dtype_bytes) - kept;
     for (int st = 0; st < s->S; st++) {
         const vp_price_stage *g = &lay->stage[st];
-        vp_rank_memory *m = &lay->fixed[g->device];
+        vp_rank_memory *m = &lay->fixed[g->device], *each = &lay->per_microbatch[g->device];
         add_states(t, g->params, g->expert_params, m);
         m->fp8_weights += vp__fp8_copy_bytes(su, g->l0, g->l1);
         double weight[VP__PIECES]; /* ZeRO-3: the rank's largest gathered layers */
         vp__piece_weights(a, g->l0, g->l1, g->first, g->last, weight);
         m->gathers = fmax(m->gathers, vp__zero_working_set(su, pp, weight));
-        m->buffers += io_bytes(su) * ((!g->first && s->stage_device[st - 1] != g->device) +
-                                      (!g->last && s->stage_device[st + 1] != g->device));
+        if (piped) /* a receive buffer per microbatch each way */
+            each->buffers += io_bytes(su) * (!g->first + !g->last);
+        else
+            m->buffers += io_bytes(su) * ((!g->first && s->stage_device[st - 1] != g->device) +
+                                          (!g->last && s->stage_device[st + 1] != g->device));
         m->logits += g->last && !vs ? logits : 0;
+        each->logits += g->last && !vs ? kept : 0;
         if (own)
             m->workspace += vpipe_scratch(su, g);
         else if (t->recompute == VP_RECOMPUTE_FULL && g->l1 > g->l0)
@@ -324,6 +357,7 @@ static void fixed_memory(const vp_price_setup *su, const vp_schedule *s, const v
         double vocab_params = vs ? vs->params : 0;
         add_states(t, vocab_params, 0, m);
         m->logits += vs ? logits / s->p : 0;
+        lay->per_microbatch[d].logits += vs ? kept / s->p : 0;
         m->gathers += gathers;
         m->context = own ? 0 : su->gpu->context_bytes;
         m->comm = own ? 0 : communicators(su, s, vs, d) * su->gpu->comm_buffer_bytes;
@@ -470,6 +504,7 @@ static vp_status fill_cost_model(const vp_price_setup *su, const vp_schedule *s,
         cm->act_bytes[st] = g->act_bytes;
         cm->keep_bytes[st] = g->keep_bytes;
         cm->hold_bytes[st] = g->hold_bytes;
+        cm->tail_bytes[st] = g->tail_bytes;
         cm->act[st] = g->act_bytes / unit;
         cm->keep[st] = g->keep_bytes / unit;
         cm->hold[st] = g->hold_bytes / unit;
@@ -499,6 +534,7 @@ void vp_price_layout_free(vp_price_layout *lay) {
     free(lay->layers_per_stage);
     free(lay->stage);
     free(lay->fixed);
+    free(lay->per_microbatch);
     free(lay);
 }
 
@@ -532,8 +568,9 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
         lay->layers_per_stage = vp__calloc((size_t)shape->route_len, sizeof(int));
         lay->stage = vp__calloc((size_t)shape->S, sizeof *lay->stage);
         lay->fixed = vp__calloc((size_t)shape->p, sizeof *lay->fixed);
+        lay->per_microbatch = vp__calloc((size_t)shape->p, sizeof *lay->per_microbatch);
     }
-    if (!lay || !lay->layers_per_stage || !lay->stage || !lay->fixed) {
+    if (!lay || !lay->layers_per_stage || !lay->stage || !lay->fixed || !lay->per_microbatch) {
         vp_price_layout_free(lay);
         return vp__fail(err, VP_ENOMEM, "out of memory");
     }
@@ -565,6 +602,7 @@ vp_status vp_price_layout_new(const vp_price_setup *su, const vp_schedule *shape
         fill_stages(&psu, shape, parts, lay);
         if (shape->recompute != VP_RECOMPUTE_NONE)
             fill_recompute(su, shape->recompute, vs, lay);
+        pipelining_stages(&psu, shape, lay);
         fixed_memory(&psu, shape, vs, parts, lay);
         lay->hop_ms = su->measured ? su->measured->c : mean_hop_ms(su, shape);
         rc = build_costs(su, shape, lay, err);

@@ -29,7 +29,6 @@ static vp_price_result *result_alloc(const vp_price_layout *lay) {
     if (r->layers_per_stage && r->stage && r->memory) {
         memcpy(r->layers_per_stage, lay->layers_per_stage, (size_t)lay->route_len * sizeof(int));
         memcpy(r->stage, lay->stage, (size_t)lay->S * sizeof *r->stage);
-        memcpy(r->memory, lay->fixed, (size_t)lay->p * sizeof *r->memory);
         return r;
     }
     vp_price_result_free(r);
@@ -110,6 +109,15 @@ void vp__step_tail_of(const vp_price_setup *setup, const vp_price_layout *lay,
     out->step_s = end + out->optimizer_s + out->exposed_s;
 }
 
+void vp__rank_memory(const vp_price_layout *lay, int d, int m, double activations,
+                     vp_rank_memory *out) {
+    *out = lay->fixed[d];
+    out->buffers += m * lay->per_microbatch[d].buffers;
+    out->logits += m * lay->per_microbatch[d].logits;
+    out->activations = activations;
+    vp__memory_close(lay->frag_fraction, out);
+}
+
 void vp__memory_close(double frag_fraction, vp_rank_memory *m) {
     m->allocated = m->params + m->grads + m->optimizer + m->activations + m->buffers +
                    m->workspace + m->logits + m->gathers + m->fp8_weights;
@@ -145,8 +153,7 @@ static vp_status finish(const vp_price_setup *su, const vp_price_layout *lay, co
         return vp__fail(err, VP_ENOMEM, "out of memory");
     for (int d = 0; d < s->p; d++) {
         vp_rank_memory *m = &r->memory[d];
-        m->activations = sim->peak_bytes[d];
-        vp__memory_close(lay->frag_fraction, m);
+        vp__rank_memory(lay, d, s->m, sim->peak_bytes[d], m);
         if (m->total > r->memory_max_bytes) {
             r->memory_max_bytes = m->total;
             r->memory_max_rank = d;
@@ -346,6 +353,8 @@ static json_t *stage_json(const vp_price_stage *g, bool host) {
     json_object_set_new(o, "expert_params", bytes_json(g->expert_params));
     json_object_set_new(o, "act_bytes", bytes_json(g->act_bytes));
     json_object_set_new(o, "keep_bytes", bytes_json(g->keep_bytes));
+    if (g->tail_bytes > 0) /* torchtitan's pipeline only */
+        json_object_set_new(o, "tail_bytes", bytes_json(g->tail_bytes));
     json_object_set_new(o, "f_ms", json_real(g->f_ms));
     json_object_set_new(o, "b_ms", json_real(g->b_ms));
     json_object_set_new(o, "w_ms", json_real(g->w_ms));

@@ -291,6 +291,11 @@ void vp__step_tail_of(const vp_price_setup *su, const vp_price_layout *lay,
  * allocated), reserved and total from the other items (price.c). */
 void vp__memory_close(double frag_fraction, vp_rank_memory *m);
 
+/* Rank d's memory under lay for a step of m microbatches whose activations peak at
+ * `activations` bytes: its fixed items, m times its per-microbatch ones, closed (price.c). */
+void vp__rank_memory(const vp_price_layout *lay, int d, int m, double activations,
+                     vp_rank_memory *out);
+
 /* Whether s has the shape lay was priced for: devices, stages, route, stage placement,
  * recomputation (its R passes) and vocabulary parallelism. */
 bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s);

@@ -120,6 +120,7 @@ void vp_cost_model_free(vp_cost_model *cm) {
     free(cm->act_bytes);
     free(cm->keep_bytes);
     free(cm->hold_bytes);
+    free(cm->tail_bytes);
     free(cm->vocab);
     free(cm->vocab_act);
     free(cm->vocab_act_bytes);
@@ -177,7 +178,7 @@ static vp_cost_model *cost_model_alloc(int S, int p) {
     double **arrays[] = {&cm->f,   &cm->b,         &cm->w,          &cm->r,          &cm->fb,
                          &cm->o,   &cm->l,         &cm->act,        &cm->keep,       &cm->hold,
                          &cm->off, &cm->act_bytes, &cm->keep_bytes, &cm->hold_bytes, &cm->off_bytes,
-                         &cm->xf,  &cm->xb};
+                         &cm->xf,  &cm->xb,        &cm->tail_bytes};
     int ok = 1;
     for (size_t i = 0; ok && i < sizeof arrays / sizeof arrays[0]; i++)
         ok = (*arrays[i] = vp__calloc(n, sizeof(double))) != NULL;
@@ -294,15 +295,16 @@ void vp_cost_model_pass_memory(const vp_cost_model *cm, int kind, int stage, int
     double grown = cm->bw_holds_keep && keep[stage] > act[stage] ? keep[stage] - act[stage]
                                                                  : 0.0; /* by a BW's B */
     double off = (bytes ? cm->off_bytes : cm->off)[stage];              /* by O, until L */
+    double tail = bytes ? cm->tail_bytes[stage] : 0.0; /* by B or BW, until the end */
     *up = kind == VP_OP_F    ? act[stage]
           : kind == VP_OP_R  ? dropped
           : kind == VP_OP_BW ? grown
           : kind == VP_OP_L  ? off
                              : 0.0;
     *down = kind == VP_OP_F    ? dropped
-            : kind == VP_OP_B  ? act[stage] - keep[stage]
+            : kind == VP_OP_B  ? act[stage] - keep[stage] - tail
             : kind == VP_OP_W  ? keep[stage]
-            : kind == VP_OP_BW ? act[stage] + grown
+            : kind == VP_OP_BW ? act[stage] + grown - tail
             : kind == VP_OP_O  ? off
                                : 0.0;
 }

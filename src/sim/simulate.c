@@ -47,10 +47,10 @@ static double device_peak(const vp_schedule *s, const vp_cost_model *cm, int d, 
     return isfinite(cur) ? peak : NAN;
 }
 
-void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak) {
+void vp_memory_peaks(const vp_schedule *s, const vp_cost_model *cm, int bytes, double *peak) {
     VP_ASSERT(cm->S == s->S && cm->p == s->p);
     for (int d = 0; d < s->p; d++)
-        peak[d] = device_peak(s, cm, d, 0, NULL);
+        peak[d] = device_peak(s, cm, d, bytes, NULL);
 }
 
 vp_status vp_memory_host_peaks(const vp_schedule *s, const vp_cost_model *cm, double *peak,
