@@ -113,6 +113,51 @@ predicted = [m["activations"] for m in plan["best"]["memory_per_rank"]]
 assert predicted == train["peak_activation_bytes"], (predicted, train["peak_activation_bytes"])
 PY
 
+# Every configuration a plan reports prices the same through simulate, as its user would run
+# it: step time and memory, torchtitan's pipeline (whose buffers and kept logits grow with
+# m, where the planner's layout is built for 2 x PP), expert parallelism with the overlap,
+# and CP with ZeRO-3 among them (v-block is plan's own build, not a simulate family).
+tt=(--model llama3-8b --gpu h100-80gb --gpus 16 --seq 8192 --global-batch 128 --flash
+    --framework torchtitan --pp 2)
+moe=(--model qwen3-30b-a3b --gpu h100-80gb --gpus 16 --seq 4096 --global-batch 64 --flash
+     --ep 8 --ep-overlap)
+cpz=(--model llama3-8b --gpu h100-80gb --gpus 16 --seq 8192 --global-batch 32 --flash --sp
+     --cp 2 --zero 3)
+for req in tt moe cpz; do
+    declare -n args=$req
+    "$vp" plan "${args[@]}" --top 5 --json >"$tmp/agree_$req.json"
+    expect 0 "priced alike" -- python3 - "$vp" "$tmp/agree_$req.json" "${args[@]}" <<'PY'
+import json, subprocess, sys
+vp, plan, request = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3:]
+search_only = {"--gpus", "--global-batch", "--pp", "--ep", "--cp", "--zero"}
+shared, i = [], 0
+while i < len(request):
+    if request[i] in search_only:
+        i += 2
+        continue
+    shared.append(request[i])
+    i += 1
+n = 0
+for c in [plan["best"]] + plan["top"] + list(plan["best_per_family"].values()):
+    if c["family"] == "v-block":
+        continue
+    cmd = [vp, "simulate", c["family"], "-p", str(c["pp"]), "-m", str(c["m"]), "--tp",
+           str(c["tp"]), "--dp", str(c["dp"]), "--mbs", str(c["mbs"]), "--recompute",
+           c["recompute"], "--zero", str(c["zero"]), "--json"] + shared
+    cmd += ["--ep", str(c["ep"])] if c["ep"] > 1 else []
+    cmd += ["--cp", str(c["cp"])] if c["cp"] > 1 else []
+    cmd += ["-v", str(c["v"])] if c["family"] == "interleaved" else []
+    cmd += ["--layers-per-stage", ",".join(map(str, c["layers_per_stage"]))] \
+        if "layers_per_stage" in c else []
+    got = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    for k in ("step_time_s", "memory_max_bytes"):
+        assert abs(got[k] - c[k]) <= 1e-9 * c[k], (k, c[k], got[k], " ".join(cmd[1:]))
+    n += 1
+assert n >= 5, n
+print(f"priced alike: {n} configurations")
+PY
+done
+
 # The margin: the default is the accelerator's measured memory error (A100: 5.58% of 80 GiB),
 # a configuration with less room is tight and ranks after those with room; --margin 0 none.
 "$vp" plan --model llama2-7b --gpu a100-80gb --gpus 8 --seq 4096 --global-batch 32 --flash --sp \
