@@ -198,7 +198,8 @@ static const cli_opt real_opts[] = {
     REAL_ENUM("framework", framework, framework_names,
               "what runs the model: megatron (the default: Megatron-LM, NeMo,\n"
               "Transformer Engine) or torchtitan (its per-op selective\n"
-              "recompute, eager fp32 loss, torchao's FP8 casts)"),
+              "recompute, eager fp32 loss, torchao's FP8 casts, and the\n"
+              "buffers and logits its pipeline keeps per microbatch)"),
     {.name = "recompute-modules",
      .kind = CLI_STRING,
      .offset = AT(recompute_modules),
