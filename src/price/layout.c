@@ -106,12 +106,12 @@ static bool pipelining(const vp_price_setup *su, const vp_schedule *s) {
 }
 
 /* torch.distributed.pipelining's PipelineStage around each stage's passes: it receives a
- * microbatch's input into a buffer it allocated for that microbatch when the step began
- * and keeps all step (fixed_memory counts them), so the input is not the stage's own
- * activation; F's output stays in its forward cache until B; B's input gradient stays in
- * the receive buffer's .grad until the next step clears it. A neighbour on the same
- * device is handed the tensors themselves: the output becomes its receive buffer, the
- * gradient its gradient buffer (counted there). */
+ * microbatch's input into a buffer it allocated for that microbatch at its first step and
+ * keeps (fixed_memory counts them), so the input is not the stage's own activation; F's
+ * output stays in its forward cache until B; B's input gradient stays in the receive
+ * buffer's .grad until the next step clears it. A neighbour on the same device is handed
+ * the tensors themselves: the output becomes its receive buffer, the gradient its gradient
+ * buffer (counted there). */
 static void pipelining_stages(const vp_price_setup *su, const vp_schedule *s,
                               vp_price_layout *lay) {
     if (!pipelining(su, s))
