@@ -364,6 +364,24 @@ static void test_torchtitan_pipeline_buffers(void **state) {
         vp_price_result_free(rm);
         vp_price_result_free(rt);
     }
+    /* zb-v on 2 ranks: stages 1 and 2 share rank 1, which hands stage 1's output to stage
+       2 as its input and stage 2's input gradient back: stage 1 keeps no output of its own
+       (its F bytes one input less), stage 2 no gradient (its F bytes one output more, one
+       input less) */
+    t.tp = tt.tp = 1; /* the head's input whole either way */
+    t.sp = tt.sp = false;
+    io *= 2;
+    vp_price_result *vm = tp_price(&su, "zb-v", 2, 4), *vt = tp_price(&st, "zb-v", 2, 4);
+    const double delta[4] = {io, -io, 0, -io}, tail[4] = {0, io, 0, io};
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(vt->stage[k].device, k == 1 || k == 2);
+        TU_NEAR(vt->stage[k].act_bytes - vm->stage[k].act_bytes, delta[k]);
+        TU_NEAR(vt->stage[k].tail_bytes, tail[k]);
+    }
+    TU_NEAR(vt->memory[0].buffers, 2 * 4 * io);
+    TU_NEAR(vt->memory[1].buffers, 4 * 4 * io);
+    vp_price_result_free(vm);
+    vp_price_result_free(vt);
 }
 
 /* A saved tensor's bytes by name (0 when the part does not save it). */
