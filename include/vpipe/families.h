@@ -91,6 +91,10 @@ VP_API vp_status vp_spec_finish(const vp_spec *spec, vp_schedule **s, vp_error *
 VP_API vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out,
                                  vp_error *err);
 
+/* The microbatches interleaved runs in a round on p devices, m of them a step:
+ * m / max(1, m div p) (interleaved.c; Megatron-LM's microbatch_group_size_per_vp_stage). */
+VP_API int vp_interleaved_group(int p, int m);
+
 /* ---- the V block search (vsearch.c) ------------------------------------------------
  *
  * The space of V blocks (block.h) that the V families and the planner search: 60 phase

@@ -11,6 +11,10 @@
  * capped by m. */
 #include "families/families_internal.h"
 
+int vp_interleaved_group(int p, int m) {
+    return m / (m / p > 1 ? m / p : 1);
+}
+
 /* The k-th (chunk, microbatch) of a device's forward order (reverse_chunks = 0) or
  * backward order (reverse_chunks = 1), rounds of g microbatches. */
 static void unit_at(int k, int g, int v, int reverse_chunks, int *chunk, int *mb) {
@@ -27,7 +31,7 @@ vp_status vp__build_interleaved(const vp_spec *spec, vp_schedule **out, vp_error
     int p = spec->p, m = spec->m, v = spec->v ? spec->v : 2;
     if (v < 1 || v > 64)
         return vp__fail(err, VP_EINVAL, "interleaved needs 1 <= v <= 64 chunks (got %d)", v);
-    int rounds = m / p > 1 ? m / p : 1, g = m / rounds;
+    int rounds = m / p > 1 ? m / p : 1, g = vp_interleaved_group(p, m);
     if (m % rounds != 0)
         return vp__fail(err, VP_EINVAL,
                         "interleaved splits m into max(1, m div p) = %d equal rounds: m=%d is not "

@@ -6,6 +6,7 @@
 
 #include "base/internal.h"
 #include "hybrid/hybrid_internal.h"
+#include "vpipe/families.h"
 #include "vpipe/io.h"
 
 #define GIB 1073741824.0
@@ -279,7 +280,7 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                    "--micro-batch-size %d --global-batch-size %d --seq-length %d",
                    c->tp, c->pp, c->mbs, req->global_batch, req->work.seq);
     split_flags(&b, pr);
-    int group = c->v > 0 ? c->m / (c->m / c->pp) : 0;
+    int group = c->v > 0 ? vp_interleaved_group(c->pp, c->m) : 0;
     if (c->v > 0 && group != c->pp)
         vp__buf_printf(&b, " --microbatch-group-size-per-virtual-pipeline-stage %d", group);
     /* Megatron-LM's interleaved schedule overlaps its sends unless
