@@ -163,10 +163,10 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
     return *toml ? VP_OK : vp__fail(err, VP_ENOMEM, "out of memory");
 }
 
-/* Whether counts[from..to) are all equal. */
-static bool even(const int *counts, int from, int to) {
-    for (int k = from + 1; k < to; k++)
-        if (counts[k] != counts[from])
+/* Whether the n counts are all equal. */
+static bool even(const int *counts, int n) {
+    for (int k = 1; k < n; k++)
+        if (counts[k] != counts[0])
             return false;
     return true;
 }
@@ -180,7 +180,7 @@ static void split_flags(vp__buf *b, const vp_hybrid_priced *pr) {
     const int *n = pr->result->layers_per_stage, R = pr->result->route_len;
     if (pr->config.pp < 2)
         return;
-    if (even(n, 0, R)) {
+    if (even(n, R)) {
         if (pr->config.v > 0)
             vp__buf_printf(b, " --num-layers-per-virtual-pipeline-stage %d", n[0]);
         return;
