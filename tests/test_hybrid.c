@@ -277,6 +277,21 @@ static int flag_value(const char *flags, const char *flag) {
     return at ? atoi(at + strlen(flag)) : -1;
 }
 
+/* The text after flag in flags up to any character of stop, into out (size bytes, the test
+ * fails when it does not fit); false without the flag. */
+static bool flag_text(const char *flags, const char *flag, const char *stop, char *out,
+                      size_t size) {
+    const char *at = strstr(flags, flag);
+    if (!at)
+        return false;
+    at += strlen(flag);
+    size_t len = strcspn(at, stop);
+    assert_true(len < size);
+    memcpy(out, at, len);
+    out[len] = 0;
+    return true;
+}
+
 /* The exports name the configuration's degrees and split. */
 static void test_exports(void **state) {
     (void)state;
@@ -375,14 +390,11 @@ static void test_megatron_splits(void **state) {
             assert_int_equal(vp_hybrid_megatron(&q, &pr, &flags, &err), VP_OK);
             int chunks = v ? v : 1,
                 per = flag_value(flags, "--num-layers-per-virtual-pipeline-stage ");
-            const char *at = strstr(flags, "--pipeline-model-parallel-layout '");
-            if (at) {
-                char layout[512];
-                size_t len = strcspn(at + 34, "'");
-                assert_true(len < sizeof layout);
-                memcpy(layout, at + 34, len);
-                layout[len] = 0;
-                assert_true(layout[0] == 'E' && layout[len - 1] == 'L');
+            char layout[512];
+            if (flag_text(flags, "--pipeline-model-parallel-layout '", "'", layout,
+                          sizeof layout)) {
+                size_t len = strlen(layout);
+                assert_true(len > 0 && layout[0] == 'E' && layout[len - 1] == 'L');
                 int k = 0, sum = 0;
                 for (char *stage = strtok(layout, "|"); stage; stage = strtok(NULL, "|"), k++) {
                     char *t = stage + (k == 0); /* past E */
@@ -425,13 +437,10 @@ static void test_megatron_offload_modules(void **state) {
         assert_int_equal(vp_hybrid_price(&q, &c, &pr, &err), VP_OK);
         char *flags = NULL;
         assert_int_equal(vp_hybrid_megatron(&q, &pr, &flags, &err), VP_OK);
+        char modules[256]; /* up to the next flag or the line's end */
+        assert_true(flag_text(flags, "--offload-modules ", "-\n", modules, sizeof modules));
+        assert_true(modules[0] != 0);
         const char *at = strstr(flags, "--offload-modules ");
-        assert_non_null(at);
-        char modules[256];
-        size_t len = strcspn(at + 18, "-\n"); /* up to the next flag or the line's end */
-        assert_true(len > 0 && len < sizeof modules);
-        memcpy(modules, at + 18, len);
-        modules[len] = 0;
         for (char *word = strtok(modules, " "); word; word = strtok(NULL, " ")) {
             char padded[64];
             snprintf(padded, sizeof padded, " %s ", word);
