@@ -64,6 +64,8 @@ assert layers == [f"layers.{i}" for i in range(78)], layers
 assert [len([n for n in p if n.startswith("layers.")]) for p in parts] == best["layers_per_stage"]
 assert parts[0][0] == "tok_embeddings" and parts[-1][-2:] == ["norm", "output"]
 assert job["activation_checkpoint"]["mode"] == best["recompute"]
+text = open(sys.argv[1]).read()  # priced compiled: torchtitan runs eager unless told
+assert "as torch.compile runs them" in text and "[compile] enable" in text, text
 assert ("selective_ac_option" in job["activation_checkpoint"]) == (best["recompute"] == "selective")
 rows = open(sys.argv[3]).read().splitlines()
 assert len(rows) == best["pp"], len(rows)
