@@ -92,9 +92,9 @@ vp_status vp_schedule_offload_shares(const vp_schedule *s, const vp_offload *spe
         return vp__fail(err, VP_EINVAL, "unknown offload policy %d", (int)spec->policy);
     if (spec->shares && spec->n != s->S)
         return vp__fail(err, VP_EINVAL,
-                        "offload gives %d shares; the schedule has %d stages (give one share, "
+                        "offload gives %d shares; the schedule has %d stage%s (give one share, "
                         "or one per stage)",
-                        spec->n, s->S);
+                        spec->n, s->S, s->S == 1 ? "" : "s");
     for (int i = 0; i < s->S; i++)
         if (!(share_of(spec, i) >= 0 && share_of(spec, i) <= 1))
             return vp__fail(err, VP_EINVAL, "offload share %g is outside [0, 1]",
