@@ -110,10 +110,10 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
     vp__buf_printf(
         &b,
         "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n%s%s"
-        "# vpipe priced fused kernels, as torch.compile runs them (torchtitan's benchmark: "
-        "llama3-8b on\n"
-        "# 8 H100s ran 13.6%% fewer tokens/s eager): compile the model, [compile] enable =\n"
-        "# true (or [training] compile = true before torchtitan's [compile] table)\n\n",
+        "# vpipe priced fused kernels, as torch.compile runs them (torchtitan's own\n"
+        "# benchmark: llama3-8b on 8 H100s, 13.6%% fewer tokens/s eager): compile the\n"
+        "# model, [compile] enable = true ([training] compile = true before torchtitan\n"
+        "# had a [compile] table)\n\n",
         req->work.seq, c->mbs * c->m, req->global_batch,
         req->work.prec.grad < 4 ? "mixed_precision_reduce = \"bfloat16\"\n" : "",
         states == VP_OPTIMIZER_FP32 ? ""
