@@ -199,6 +199,7 @@ def configuration(x):
              if x.get("ep", 1) > 1 and x.get("ep_routing", "random") != "random" else "")
     more += f", ZeRO {x['zero']}" if x.get("zero", 0) >= 2 else ""
     more += f", FP8 {x['fp8']}" if "FP8" in kinds_of(x) else ""
+    more += ", eager" if x.get("eager") else ""
     return (f"TP {x['tp']} PP {x['pp']} DP {x['dp']}{more}, gbs {x['gbs']}, "
             f"{x['family']}{chunks}, mbs {x['chosen_mbs']}, recompute {x['chosen_recompute']}")
 
@@ -304,11 +305,11 @@ def md_unlisted(unlisted, kinds):
             f"memory {mem}. With the listed rows, each table by CP degree (throughput error; "
             "peak GiB published / vpipe), the share of the sequence per rank fixed:\n\n" +
             table(["table"] + degrees, trend) +
-            "\nThey show what the listed rows show: eager torchtitan (T3a, as T1a) is slower "
-            "than vpipe's fused kernels, and torchtitan's context parallelism runs slower "
-            "than priced as CP rises; Table 2's published peaks stay flat where vpipe's grow "
-            "with the CP key-value buffers (a run vpipe predicts not to fit, and that ran, "
-            "says **no** above).\n")
+            "\nThe eager run (T3a) priced with torchtitan's eager kernels (`--eager`) lands "
+            "where T1a does. As in the listed rows, torchtitan's context parallelism runs "
+            "slower than priced as CP rises, and Table 2's published peaks stay flat where "
+            "vpipe's grow with the CP key-value buffers (a run vpipe predicts not to fit, and "
+            "that ran, says **no** above).\n")
 
 
 def md_rows(acc):
@@ -377,7 +378,12 @@ Each mechanism is a documented part of src/price/ with its own test
   rates (FlashAttention-2 on A100, FlashAttention-3/cuDNN on H100); memory-bound kernels
   at the HBM bandwidth; a fixed cost per layer and pass, and per chunk and pass where
   blocking sends synchronise the host with the GPU (so many small chunks cost what they
-  cost); the optimizer at the HBM's achieved bandwidth.
+  cost); the optimizer at the HBM's achieved bandwidth. These are fused kernels (Transformer
+  Engine's, or torch.compile's); torchtitan without compile (`--eager`, the `eager` column:
+  T1a, T3a) adds what its eager elementwise ops move beyond them, counted op by op from its
+  RMSNorm, rotary embedding and SwiGLU gate (per element of the hidden width, 32 bytes more
+  per norm in F and 70 in B; 16 each way over the queries and keys; 4 and 8 over the MLP
+  width), and its FP8 casts at the eager kernels' measured 19 bytes per element.
 - **Memory a process holds** (`memory_per_rank`): the tensors (`allocated`: model states,
   activations, pipeline buffers, workspace, the head's 16-bit `logits` while the loss
   runs, the `gathers` of sequence parallelism and TP overlap), the caching allocator's

@@ -53,7 +53,7 @@ const cli_command cli_cmd_calibrate = {
              "gives step_time_s or tokens_per_s_per_gpu; flags 0/1; fp8 0/1 or a recipe;\n"
              "zero 0-3). Optional: id, mem_kind (process, reserved, allocated),\n"
              "dp_overlap, tp_overlap, pp_overlap, grad_bytes, ep_overlap, ep_dispatch,\n"
-             "ep_routing, fp8_params, attn_kernel, framework, recompute_modules,\n"
+             "ep_routing, fp8_params, attn_kernel, framework, eager, recompute_modules,\n"
              "optimizer_dtype, cp_comm (include/vpipe/calibrate.h).\n",
     CLI_USES(uses),
     .request = true,

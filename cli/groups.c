@@ -200,6 +200,11 @@ static const cli_opt real_opts[] = {
               "Transformer Engine) or torchtitan (its per-op selective\n"
               "recompute, eager fp32 loss, torchao's FP8 casts, and the\n"
               "buffers and logits its pipeline keeps per microbatch)"),
+    REAL_FLAG("eager", eager,
+              "with --framework torchtitan: without torch.compile, each\n"
+              "layer's norms, rotary embedding and SwiGLU gate (and torchao's\n"
+              "FP8 casts) run one eager kernel per op (default: fused, as\n"
+              "compile runs them)"),
     {.name = "recompute-modules",
      .kind = CLI_STRING,
      .offset = AT(recompute_modules),

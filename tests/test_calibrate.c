@@ -174,6 +174,25 @@ static void test_rejections(void **state) {
     assert_int_equal(set->runs[4].ep_routing, VP_ROUTING_ROUND_ROBIN);
     vp_calibrate_free(set);
 #undef MORE
+    /* torchtitan without torch.compile (vp_workload.eager) */
+#define EAGER                                                                                      \
+    "model,gpu,tp,pp,vp,dp,cp,ep,mbs,gbs,seq,schedule,recompute,flash,sp,zero,fp8,"                \
+    "step_time_s,tokens_per_s_per_gpu,peak_mem_gib,framework,eager\n"
+    read_bad(EAGER "llama3-8b,,,,,,,,,,,,,,,,,1,,,,1\n", VP_EPARSE, 2,
+             (const char *const[]){"column 'eager'", "framework torchtitan", NULL});
+    read_bad(EAGER "llama3-8b,,,,,,,,,,,,,,,,,1,,,torchtitan,2\n", VP_EPARSE, 2,
+             (const char *const[]){"column 'eager'", "0 or 1", NULL});
+    set = read_ok(EAGER "llama3-8b,,,,,,,,,,,,,,,,,1,,,torchtitan,1\n"
+                        "llama3-8b,,,,,,,,,,,,,,,,,1,,,torchtitan,\n");
+    assert_true(set->runs[0].eager && !set->runs[1].eager);
+    vp_run_price eager, fused;
+    vp_error err = {0};
+    if (vp_calibrate_price(set, 0, NULL, &eager, &err) != VP_OK ||
+        vp_calibrate_price(set, 1, NULL, &fused, &err) != VP_OK)
+        fail_msg("%s", err.message);
+    assert_true(eager.step_time_s > fused.step_time_s);
+    vp_calibrate_free(set);
+#undef EAGER
 }
 
 /* A run is priced as its configuration is priced directly: the same family, degrees,

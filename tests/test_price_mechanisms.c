@@ -437,6 +437,71 @@ static void test_gathered_inputs(void **state) {
         TU_NEAR(sect[i], secm[i]);
 }
 
+/* torchtitan without torch.compile (vp_workload.eager): each layer's F and B, and the
+ * recomputation of its per-op policy, take the bytes its eager elementwise ops move beyond the
+ * fused kernels at the HBM's rate, counted per token here from the ops: the two RMSNorms
+ * (F 32, B 70 bytes more per element, on the sequence shard), the rotary embedding of the
+ * queries and keys (16 and 16) and SwiGLU's gate (4 and 8), on the rank's heads and MLP
+ * slice; W is untouched. With FP8 its casts are the eager ones, 19 bytes per element where
+ * the fused per-tensor cast moves 6. Megatron-LM, and models other than its Llama layers,
+ * are refused. */
+static void test_torchtitan_eager(void **state) {
+    (void)state;
+    vp_arch a = tp_preset("llama3-8b");
+    vp_gpu g = tp_gpu("h100-80gb");
+    vp_workload fused = vp_workload_default(&a);
+    fused.seq = 8192;
+    fused.mbs = 2;
+    fused.tp = 2;
+    fused.flash = fused.sp = true;
+    fused.framework = VP_FRAMEWORK_TORCHTITAN;
+    fused.recompute = VP_RECOMPUTE_SELECTIVE;
+    vp_workload eager = fused;
+    eager.eager = true;
+    double T = 2 * 8192, h = 4096, rope = (4096 + 1024) / 2.0, gate = 14336 / 2.0;
+    double rate = g.hbm_bandwidth * g.hbm_efficiency;
+    double f = (T / 2 * 2 * h * 32 + T * (rope * 16 + gate * 4)) / rate;
+    double b = (T / 2 * 2 * h * 70 + T * (rope * 16 + gate * 8)) / rate;
+    vp_price_setup sf = {.arch = &a, .gpu = &g, .work = &fused, .split = VP_SPLIT_EVEN};
+    vp_price_setup se = {.arch = &a, .gpu = &g, .work = &eager, .split = VP_SPLIT_EVEN};
+    double secf[4], sece[4], lin[3];
+    vp__piece_seconds(&sf, VP_PRICE_LAYER, 0, secf, lin);
+    vp__piece_seconds(&se, VP_PRICE_LAYER, 0, sece, lin);
+    TU_NEAR(sece[0] - secf[0], f);
+    TU_NEAR(sece[1] - secf[1], b);
+    TU_NEAR(sece[2], secf[2]);
+    TU_NEAR(sece[3] - secf[3], f); /* the per-op policy reruns the elementwise ops */
+    vp__piece_seconds(&se, VP_PRICE_HEAD, 0, sece, lin);
+    vp__piece_seconds(&sf, VP_PRICE_HEAD, 0, secf, lin);
+    TU_NEAR(sece[0], secf[0]);
+    fused.recompute = eager.recompute = VP_RECOMPUTE_FULL; /* R is the whole F again */
+    vp__piece_seconds(&sf, VP_PRICE_LAYER, 0, secf, lin);
+    vp__piece_seconds(&se, VP_PRICE_LAYER, 0, sece, lin);
+    TU_NEAR(sece[3] - secf[3], f);
+    /* FP8: torchao's casts of the inputs, gradients and weights at 19 bytes, not 6 */
+    fused.fp8 = eager.fp8 = VP_FP8_TENSORWISE;
+    vp__gemm gm[VP__MAX_GEMMS];
+    int n = vp__piece_gemms(&a, &fused, VP_PRICE_LAYER, 0, gm);
+    double cf, cb, ef, eb;
+    vp__fp8_cast_seconds(&sf, gm, n, &cf, &cb);
+    vp__fp8_cast_seconds(&se, gm, n, &ef, &eb);
+    assert_true(cf > 0 && cb > 0);
+    TU_NEAR(ef, cf * 19 / 6);
+    TU_NEAR(eb, cb * 19 / 6);
+    /* refused: Megatron-LM's kernels are fused; a mixture of experts is not its Llama */
+    vp_error err = {0};
+    eager.framework = VP_FRAMEWORK_MEGATRON;
+    assert_int_equal(vp_price_check(&se, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "torchtitan's without torch.compile"));
+    vp_arch moe = tp_preset("qwen3-30b-a3b");
+    vp_workload tm = vp_workload_default(&moe);
+    tm.framework = VP_FRAMEWORK_TORCHTITAN;
+    tm.eager = true;
+    vp_price_setup sm = {.arch = &moe, .gpu = &g, .work = &tm, .split = VP_SPLIT_EVEN};
+    assert_int_equal(vp_price_check(&sm, &err), VP_EINVAL);
+    assert_non_null(strstr(err.message, "mixture-of-experts layers"));
+}
+
 /* Megatron-LM's recompute modules (vp_workload.recompute_modules): none named is core_attn
  * (with FlashAttention: nothing rerun); layernorm leaves the two norm outputs to B (kept
  * from B until W); mla_up_proj drops latent attention's queries, keys and values and reruns
@@ -517,6 +582,7 @@ int main(void) {
         cmocka_unit_test(test_torchtitan),
         cmocka_unit_test(test_torchtitan_pipeline_buffers),
         cmocka_unit_test(test_gathered_inputs),
+        cmocka_unit_test(test_torchtitan_eager),
         cmocka_unit_test(test_recompute_modules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -36,7 +36,8 @@
  * recompute_modules (Megatron-LM's, with recompute selective: vp_recompute_module names,
  * "layernorm moe_act"); optimizer_dtype (fp32, the default, bf16 or bf16-moments:
  * vp_optimizer_dtype, vpipe's --optimizer-dtype); cp_comm (p2p, the default, or allgather,
- * with cp > 1: vp_cp_comm, how CP exchanges keys and values). Other columns are ignored
+ * with cp > 1: vp_cp_comm, how CP exchanges keys and values); eager (0/1, with framework
+ * torchtitan: run without torch.compile, vp_workload.eager). Other columns are ignored
  * (vp_run_set.ignored names them).
  */
 #ifndef VPIPE_CALIBRATE_H
@@ -71,6 +72,7 @@ typedef struct vp_run {
     bool fp8_params;              /* FP8 weights (vp_workload.fp8_params) */
     vp_attn_kernel attn_kernel;   /* FlashAttention's kernels (with flash) */
     vp_framework framework;       /* what ran it */
+    bool eager;                   /* torchtitan without torch.compile (vp_workload.eager) */
     unsigned recompute_modules;   /* with selective: a set of vp_recompute_module (0: none named) */
     vp_optimizer_dtype optimizer; /* what the optimizer's states keep */
     vp_cp_comm cp_comm;           /* how CP exchanges keys and values */

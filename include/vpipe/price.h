@@ -314,7 +314,8 @@ VP_API const char *vp_attn_kernel_name(vp_attn_kernel k);
  * and runs log_softmax eagerly (8 bytes a logit beside the saved fp32 log-probabilities:
  * their gradient and log_softmax's backward output); and its FP8 (torchao's Float8Linear)
  * casts the weights at each use, keeping no FP8 copies, and saves the linears' inputs at
- * 16 bits. */
+ * 16 bits. Its kernels are priced fused, as torch.compile runs them; without compile
+ * (vp_workload.eager) its Llama layers' elementwise work runs one eager kernel per op. */
 typedef enum { VP_FRAMEWORK_MEGATRON = 0, VP_FRAMEWORK_TORCHTITAN = 1 } vp_framework;
 
 /* "megatron", "torchtitan"; NULL outside the enum. */
@@ -385,6 +386,9 @@ typedef struct vp_workload {
     bool flash;                 /* FlashAttention: no s x s matrix kept */
     vp_attn_kernel attn_kernel; /* its kernels (vp_attn_kernel) */
     vp_framework framework;     /* what runs the model (vp_framework; a real model only) */
+    bool eager;                 /* torchtitan without torch.compile: each layer's norms,
+                                   rotary embedding and SwiGLU gate, and torchao's FP8
+                                   casts, run one eager kernel per op (speed.c) */
     vp_recompute recompute;     /* inside B; a schedule with R passes recomputes in them */
     unsigned recompute_modules; /* with selective under Megatron-LM: a set of
                                    vp_recompute_module (0: core_attn) */

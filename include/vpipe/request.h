@@ -32,7 +32,7 @@
  *             model, gpu, seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap,
  *             reserve, dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch,
  *             ep_routing, fp8, fp8_params, grad_bytes, cp, cp_comm, attn_kernel, framework,
- *             recompute_modules, optimizer_dtype, json
+ *             eager, recompute_modules, optimizer_dtype, json
  *   compare   the same without operand, plus svg, threads
  *   render    simulate's without json, plus ascii, svg, trace, width, fit, color,
  *             no_color, title
@@ -43,8 +43,8 @@
  *             vocab_parallel, offload, offload_policy, memory, json, output, model, gpu,
  *             seq, mbs, tp, sp, dp, ep, etp, zero, flash, tp_overlap, pp_overlap, reserve,
  *             dp_overlap, split, layers_per_stage, ep_overlap, ep_dispatch, ep_routing, fp8,
- *             fp8_params, grad_bytes, cp, cp_comm, attn_kernel, framework, recompute_modules,
- *             optimizer_dtype, gpus, global_batch, pp, top, max_chunks,
+ *             fp8_params, grad_bytes, cp, cp_comm, attn_kernel, framework, eager,
+ *             recompute_modules, optimizer_dtype, gpus, global_batch, pp, top, max_chunks,
  *             threads,
  *             time_limit, margin, emit, operand (emit torchtitan's DIR)
  *   block     operand (a block file), p, m, v, cost, cost_file, memory_model, memory_limit,
@@ -53,8 +53,8 @@
  *             NAME), seq, mbs, tp, sp, dp, zero, flash, recompute, fp8, framework,
  *             recompute_modules (gpu, tp_overlap,
  *             pp_overlap, reserve, dp_overlap, ep_overlap, ep_dispatch, ep_routing,
- *             fp8_params, grad_bytes, attn_kernel and optimizer_dtype are refused: they price
- *             a pipeline)
+ *             fp8_params, grad_bytes, attn_kernel, eager and optimizer_dtype are refused:
+ *             they price a pipeline)
  *   calibrate runs (a RUNS.csv path, required), output (required: the calibrated
  *             accelerator's file), gpu (the accelerator the fit starts from),
  *             constants (those to fit, comma-separated), json
@@ -139,6 +139,8 @@ typedef struct vp_request {
     int attn_kernel;               /* --attn-kernel: a vp_attn_kernel, -1 when not given */
     int framework;                 /* --framework: a vp_framework, -1 when not given
                                       (megatron) */
+    bool eager;                    /* --eager: torchtitan without torch.compile
+                                      (vp_workload.eager) */
     const char *recompute_modules; /* --recompute-modules: names (vp_recompute_modules_parse) */
     int optimizer_dtype; /* --optimizer-dtype: a vp_optimizer_dtype; -1 not given (fp32) */
     /* --cp (0: not given), --cp-comm (a vp_cp_comm; -1: not given) */

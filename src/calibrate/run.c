@@ -82,6 +82,7 @@ vp_status vp__run_resolve(const vp_run_set *set, int i, const vp_gpu *gpu, vp__r
     w->attn_kernel = run->attn_kernel;
     w->cp_comm = run->cp_comm;
     w->framework = run->framework;
+    w->eager = run->eager;
     w->recompute_modules = run->recompute_modules;
     if (run->optimizer != VP_OPTIMIZER_FP32 && out->arch.dtype_bytes > 2)
         return vp__fail(err, VP_EINVAL, "%s:%d: optimizer_dtype %s: model %s trains in fp32",

@@ -198,6 +198,7 @@ enum {
     C_OPTIMIZER_DTYPE,
     C_CP_COMM,
     C_EP_ROUTING,
+    C_EAGER,
     N_COLUMNS
 };
 
@@ -240,7 +241,8 @@ static const char *const column_names[N_COLUMNS] = {"model",
                                                     "recompute_modules",
                                                     "optimizer_dtype",
                                                     "cp_comm",
-                                                    "ep_routing"};
+                                                    "ep_routing",
+                                                    "eager"};
 _Static_assert(sizeof column_names / sizeof column_names[0] == N_COLUMNS, "a name per column");
 
 /* Where each column sits in a row (-1: absent). */
@@ -557,9 +559,10 @@ static vp_status read_settings(const cells *c, vp_run *run) {
     if (rc == VP_OK)
         rc = schedule_cell(c, run);
     bool *flags[] = {&run->flash, &run->sp,         &run->tp_overlap, &run->pp_overlap,
-                     &run->tuned, &run->ep_overlap, &run->fp8_params};
-    int keys[] = {C_FLASH, C_SP, C_TP_OVERLAP, C_PP_OVERLAP, C_TUNED, C_EP_OVERLAP, C_FP8_PARAMS};
-    for (int i = 0; i < 7 && rc == VP_OK; i++)
+                     &run->tuned, &run->ep_overlap, &run->fp8_params, &run->eager};
+    int keys[] = {C_FLASH, C_SP,         C_TP_OVERLAP, C_PP_OVERLAP,
+                  C_TUNED, C_EP_OVERLAP, C_FP8_PARAMS, C_EAGER};
+    for (int i = 0; i < 8 && rc == VP_OK; i++)
         rc = flag_cell(c, keys[i], flags[i]);
     if (rc == VP_OK)
         rc = fp8_cell(c, run);
@@ -575,6 +578,8 @@ static vp_status read_settings(const cells *c, vp_run *run) {
         rc = attn_kernel_cell(c, run);
     if (rc == VP_OK)
         rc = framework_cell(c, run);
+    if (rc == VP_OK && run->eager && run->framework != VP_FRAMEWORK_TORCHTITAN)
+        rc = bad(c, C_EAGER, "eager kernels are torchtitan's: framework torchtitan");
     if (rc == VP_OK)
         rc = modules_cell(c, run);
     if (rc == VP_OK)

@@ -108,12 +108,7 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
                    c->memory_max_bytes / GIB);
     vp_optimizer_dtype states = vp_workload_optimizer(&req->work);
     vp__buf_printf(
-        &b,
-        "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n%s%s"
-        "# vpipe priced fused kernels, as torch.compile runs them (torchtitan's own\n"
-        "# benchmark: llama3-8b on 8 H100s, 13.6%% fewer tokens/s eager): compile the\n"
-        "# model, [compile] enable = true ([training] compile = true before torchtitan\n"
-        "# had a [compile] table)\n\n",
+        &b, "[training]\nseq_len = %d\nlocal_batch_size = %d\nglobal_batch_size = %d\n%s%s%s\n",
         req->work.seq, c->mbs * c->m, req->global_batch,
         req->work.prec.grad < 4 ? "mixed_precision_reduce = \"bfloat16\"\n" : "",
         states == VP_OPTIMIZER_FP32 ? ""
@@ -121,7 +116,14 @@ vp_status vp_hybrid_torchtitan(const vp_hybrid_request *req, const vp_hybrid_pri
             ? "# vpipe priced bf16 moments; torchtitan's FSDP2 keeps them fp32: each rank\n"
               "# needs more than predicted\n"
             : "# vpipe priced bf16 optimizer states; torchtitan's FSDP2 keeps fp32\n"
-              "# sharded weights and moments: each rank needs more than predicted\n");
+              "# sharded weights and moments: each rank needs more than predicted\n",
+        req->work.eager
+            ? "# vpipe priced eager kernels (torch.compile off, torchtitan's default):\n"
+              "# compiling the model, [compile] enable = true, runs faster than predicted\n"
+            : "# vpipe priced fused kernels, as torch.compile runs them (torchtitan's own\n"
+              "# benchmark: llama3-8b on 8 H100s, 13.6% fewer tokens/s eager): compile the\n"
+              "# model, [compile] enable = true ([training] compile = true before torchtitan\n"
+              "# had a [compile] table), or plan with --eager\n");
     int zero = pr->work.zero;
     bool shard = zero && c->dp > 1;
     const char *why = zero == 3 ? "" /* FSDP2 is ZeRO-3 */

@@ -51,9 +51,16 @@
  * torchtitan (vp_workload.framework; torchao's Float8Linear) keeps no FP8 copies: F casts
  * each FP8 linear's weight as it uses it and B casts it again (it saved the 16-bit weight),
  * every microbatch, and the linears' inputs are saved at 16 bits. With its float8 all-gather
- * (fp8_params) the gathered weight is the FP8 one; the casts are priced the same. */
+ * (fp8_params) the gathered weight is the FP8 one; the casts are priced the same. Without
+ * torch.compile (vp_workload.eager) torchao's casts are those eager kernels: EAGER_CAST
+ * bytes per element, the measurement above. */
 #include "base/internal.h"
 #include "price/price_internal.h"
+
+/* Bytes per element of the eager per-tensor cast (abs, amax, scale, convert): its time on the
+ * H100 above at the copy bandwidth, per element of the input, about 19 over the layer
+ * shapes of bench/measured/h100-sxm-kernels.json (cast_us, hbm_copy_gb_s). */
+#define EAGER_CAST 19.0
 
 /* Bytes per element of one cast (read, amax pass, FP8 copy and transpose, scales). */
 static double cast_bytes(vp_fp8 f) {
@@ -148,7 +155,8 @@ void vp__fp8_cast_seconds(const vp_price_setup *su, const vp__gemm *gm, int n, d
             if (t->framework == VP_FRAMEWORK_TORCHTITAN) /* the weight, at each use */
                 in += gm[i].n * gm[i].k * gm[i].count, grad += gm[i].n * gm[i].k * gm[i].count;
         }
-    double rate = su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency / cast_bytes(t->fp8);
+    double rate = su->gpu->hbm_bandwidth * su->gpu->hbm_efficiency /
+                  (t->eager ? EAGER_CAST : cast_bytes(t->fp8));
     *f = in / rate;
     *b = grad / rate;
 }

@@ -73,6 +73,29 @@ static void matmul_seconds(const vp_price_setup *su, vp_price_part part, unsigne
     mm[2] = *linear;
 }
 
+/* torchtitan without torch.compile (vp_workload.eager): the bytes per token a Llama layer's
+ * elementwise ops move beyond the fused kernels compile makes of them, in F (*f) and B (*b),
+ * counted op by op from torchtitan's RMSNorm, apply_rotary_emb and FeedForward (each eager
+ * op reads its inputs and writes its output; fp32 4 bytes, bf16 2; per element):
+ * - RMSNorm, twice a layer over the hidden width. F: x.float() 6, pow 8, mean 4, x * rsqrt
+ *   8, type_as 6, * weight 4: 36 against the fused kernel's 4 (read x, write y). B, the
+ *   autograd of those ops: the weight's product 12 (the gradient and the weight's), type_as
+ *   6, the rsqrt product 24, mean 4, pow 12, the two paths summed 12, float 6: 76 against
+ *   the fused 6 (read x and the gradient, write the input's).
+ * - The rotary embedding over the queries and keys: F x.float() 6, the complex product 8,
+ *   type_as 6: 20 against 4; B the same three backwards: 20 against 4.
+ * - SwiGLU's gate: F silu 4 and the product 6: 10 against 6; B the product's two gradients
+ *   12 and silu's 6: 18 against 10.
+ * The norms run on the rank's sequence shard (sequence parallelism), the rest on its heads
+ * and MLP slice. The final norm and the loss are left out (one norm of many). */
+static void eager_bytes(const vp_arch *a, const vp_workload *t, double *f, double *b) {
+    vp__attn at = vp__attention(a);
+    double tp = t->tp, T = vp__tokens(t), norm_rows = T / (t->sp && tp > 1 ? tp : 1);
+    double rope = (at.q + at.k) / tp, gate = a->ffn / tp;
+    *f = norm_rows * 2 * a->hidden * (36 - 4) + T * (rope * (20 - 4) + gate * (10 - 6));
+    *b = norm_rows * 2 * a->hidden * (76 - 6) + T * (rope * (20 - 4) + gate * (18 - 10));
+}
+
 void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned kind, double sec[4],
                        double linear[3]) {
     const vp_gpu *g = su->gpu;
@@ -93,8 +116,15 @@ void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned ki
     bool kernel = g->efficiency == 0;
     double moved_f = kernel ? g->act_traffic_f * all.act_bytes / g->hbm_bandwidth : 0;
     double overhead = kernel && part == VP_PRICE_LAYER ? g->layer_overhead : 0;
-    sec[0] += moved_f + overhead;
-    sec[1] += (kernel ? g->act_traffic_b * all.act_bytes / g->hbm_bandwidth : 0) + overhead;
+    double eager_f = 0, eager_b = 0; /* torchtitan's eager kernels, at the HBM's rate */
+    if (kernel && part == VP_PRICE_LAYER && su->work->eager) {
+        eager_bytes(su->arch, su->work, &eager_f, &eager_b);
+        eager_f /= g->hbm_bandwidth * g->hbm_efficiency;
+        eager_b /= g->hbm_bandwidth * g->hbm_efficiency;
+    }
+    sec[0] += moved_f + overhead + eager_f;
+    sec[1] +=
+        (kernel ? g->act_traffic_b * all.act_bytes / g->hbm_bandwidth : 0) + overhead + eager_b;
     sec[2] += overhead;
     sec[3] = 0;
     /* what the other kernels rebuild: their share of F's traffic, as F saved less */
@@ -109,6 +139,6 @@ void vp__piece_seconds(const vp_price_setup *su, vp_price_part part, unsigned ki
         double fp8 = vp__fp8_gemm_scale(su);
         for (int i = 0; i < n; i++)
             sec[3] += gemm_seconds(g, gm[i].m, gm[i].n, gm[i].k, gm[i].count) * fp8;
-        sec[3] += rebuilt + (again && !su->work->flash ? attention : 0);
+        sec[3] += rebuilt + (again && !su->work->flash ? attention : 0) + eager_f;
     }
 }

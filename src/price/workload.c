@@ -212,6 +212,20 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
     if (a->impl == VP_IMPL_VPIPE && t->framework != VP_FRAMEWORK_MEGATRON)
         return vp__fail(err, VP_EINVAL, "vpipe's own model runs on vpipe's runtime, not on %s",
                         vp_framework_name(t->framework));
+    if (t->eager && t->framework != VP_FRAMEWORK_TORCHTITAN)
+        return vp__fail(err, VP_EINVAL,
+                        "eager kernels are torchtitan's without torch.compile (framework "
+                        "torchtitan); %s runs Transformer Engine's fused ones",
+                        vp_framework_name(t->framework));
+    if (t->eager && !(vp__op_priced(a) && a->norm == VP_NORM_RMS))
+        return vp__fail(err, VP_EINVAL,
+                        "torchtitan's eager kernels are priced for its Llama layers (grouped-query "
+                        "attention, RMSNorm, a SwiGLU MLP); model %s has %s",
+                        a->name,
+                        a->kv_lora > 0           ? "latent attention"
+                        : a->experts > 0         ? "mixture-of-experts layers"
+                        : a->norm != VP_NORM_RMS ? "LayerNorm"
+                                                 : "another MLP");
     if (vp__op_recompute(t) && !vp__op_priced(a))
         return vp__fail(err, VP_EINVAL,
                         "torchtitan's selective recomputation (its per-op policy) is priced for "

@@ -143,9 +143,9 @@ static void show_text(vp__buf *out, const vp_arch *a, const vp_workload *w) {
  * prints. */
 static vp_status show_options(const vp__run *run, const char **model, vp_error *err) {
     static const char *const pipeline[] = {
-        "gpu",         "tp_overlap",      "pp_overlap", "reserve",    "dp_overlap",
-        "ep_overlap",  "ep_dispatch",     "ep_routing", "fp8_params", "grad_bytes",
-        "attn_kernel", "optimizer_dtype", NULL};
+        "gpu",         "tp_overlap",  "pp_overlap",      "reserve",    "dp_overlap",
+        "ep_overlap",  "ep_dispatch", "ep_routing",      "fp8_params", "grad_bytes",
+        "attn_kernel", "eager",       "optimizer_dtype", NULL};
     const vp_request *q = run->req;
     if (q->operand[1] && q->model)
         return vp__fail(err, VP_EINVAL, "give the model once: vpipe model show NAME|FILE");

@@ -108,6 +108,7 @@ static void apply_workload(vp__run *run) {
     w->flash = q->flash;
     w->attn_kernel = q->attn_kernel >= 0 ? (vp_attn_kernel)q->attn_kernel : w->attn_kernel;
     w->framework = q->framework >= 0 ? (vp_framework)q->framework : w->framework;
+    w->eager = q->eager;
     w->tp_overlap = q->tp_overlap;
     w->pp_overlap = q->pp_overlap;
     w->ep_overlap = q->ep_overlap;
@@ -289,7 +290,8 @@ char *vp__workload_text(const vp_workload *w, char *buf, size_t size) {
                  vp_recompute_modules_text(w->recompute_modules, names, sizeof names));
     }
     if (w->framework != VP_FRAMEWORK_MEGATRON)
-        snprintf(buf + strlen(buf), size - strlen(buf), " (%s)", vp_framework_name(w->framework));
+        snprintf(buf + strlen(buf), size - strlen(buf), " (%s%s)", vp_framework_name(w->framework),
+                 w->eager ? ", eager" : "");
     return buf;
 }
 

@@ -129,6 +129,7 @@ const vp__option vp__options[] = {
     FLAG("flash", "--flash", flash, REAL),
     CHOICE("attn_kernel", "--attn-kernel", attn_kernel, attn_kernels, "attention kernel", -1, REAL),
     CHOICE("framework", "--framework", framework, frameworks, "framework", -1, REAL),
+    FLAG("eager", "--eager", eager, REAL),
     TEXT("recompute_modules", "--recompute-modules", recompute_modules, REAL),
     CHOICE("optimizer_dtype", "--optimizer-dtype", optimizer_dtype, optimizer_dtypes,
            "optimizer precision", -1, REAL),

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Every published run of design/anchors.md is a row of data/anchors/*.csv, and every row
 # vpipe prices is one command line with the options of the command line (--cp, --ep, --etp,
-# --zero N, --fp8, --fp8-params, --grad-bytes, --attn-kernel, --framework, --ep-overlap, ...): this test
-# writes that command for each priced row, runs it, and checks it prices the run exactly as
-# the accuracy report does. A row kept unpriced says why (others.csv). Usage: anchors.sh VPIPE SOURCE_DIR
+# --zero N, --fp8, --fp8-params, --grad-bytes, --attn-kernel, --framework, --eager,
+# --ep-overlap, ...): this test writes that command for each priced row, runs it, and checks
+# it prices the run exactly as the accuracy report does. A row kept unpriced says why
+# (others.csv). Usage: anchors.sh VPIPE SOURCE_DIR
 vp=$1
 src=$2
 . "$src/tests/cli/expect.bash"
@@ -57,6 +58,8 @@ def command(r):
         c += ["--grad-bytes", str(r["grad_bytes"])]
     if r["framework"] != "megatron":
         c += ["--framework", r["framework"]]
+    if r["eager"]:
+        c.append("--eager")
     if r["optimizer_dtype"] != "fp32":
         c += ["--optimizer-dtype", r["optimizer_dtype"]]
     if r["cp_comm"] != "p2p":
