@@ -388,7 +388,8 @@ typedef struct vp_workload {
     vp_framework framework;     /* what runs the model (vp_framework; a real model only) */
     bool eager;                 /* torchtitan without torch.compile: each layer's norms,
                                    rotary embedding and SwiGLU gate, and torchao's FP8
-                                   casts, run one eager kernel per op (speed.c) */
+                                   casts, run one eager kernel per op (speed.c); the
+                                   memory is the compiled run's */
     vp_recompute recompute;     /* inside B; a schedule with R passes recomputes in them */
     unsigned recompute_modules; /* with selective under Megatron-LM: a set of
                                    vp_recompute_module (0: core_attn) */
