@@ -287,13 +287,13 @@ def md_unlisted(unlisted, kinds):
     n, mean, worst, mem = errors(rows)
     # torchtitan's tables 2 and 6 by CP, listed and unlisted rows together
     by_id = {x["id"]: x for x in kinds["rows"] + rows if x["priced"]}
-    trend = []
+    trend, degrees = [], None
     for name, ids in (("Table 2 (8B, FSDP x CP on 8 GPUs)", ("T2a", "T2b", "T2c", "T2d")),
                       ("Table 6 (405B, TP 8 PP 8, FSDP x CP)", ("T6a", "T6b", "T6c", "T6d"))):
         got = [by_id[i] for i in ids if i in by_id]
         trend.append([name] + [f"{signed(x['error'])}, {x['measured_memory_gib']:.1f} / "
                                f"{x['memory_gib']:.1f} GiB" for x in got])
-        degrees = [f"CP {x['cp']}" for x in got]
+        degrees = degrees or [f"CP {x['cp']}" for x in got]  # the first table's columns
     return ("\nThe same benchmark's rows anchors.md does not list (`data/anchors/unlisted.csv`: "
             "torchtitan's December 2024 tables 2, 3 and 6), priced exactly as the listed rows "
             "of their tables and counted in none of the figures above; none set a constant or "

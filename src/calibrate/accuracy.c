@@ -208,7 +208,7 @@ static json_t *run_json(const vp_run *r) {
                            "ep_overlap", "fp8_params", "eager"};
     bool flag_values[] = {r->flash,      r->sp,         r->tp_overlap, r->pp_overlap,
                           r->ep_overlap, r->fp8_params, r->eager};
-    for (int k = 0; k < 7; k++)
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
         json_object_set_new(o, flags[k], json_boolean(flag_values[k]));
     set_str(o, "fp8", vp_fp8_name(r->fp8));
     set_str(o, "ep_dispatch", vp_ep_dispatch_name(r->ep_dispatch));

@@ -562,7 +562,7 @@ static vp_status read_settings(const cells *c, vp_run *run) {
                      &run->tuned, &run->ep_overlap, &run->fp8_params, &run->eager};
     int keys[] = {C_FLASH, C_SP,         C_TP_OVERLAP, C_PP_OVERLAP,
                   C_TUNED, C_EP_OVERLAP, C_FP8_PARAMS, C_EAGER};
-    for (int i = 0; i < 8 && rc == VP_OK; i++)
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && rc == VP_OK; i++)
         rc = flag_cell(c, keys[i], flags[i]);
     if (rc == VP_OK)
         rc = fp8_cell(c, run);

@@ -115,6 +115,16 @@ const char *vp_fp8_name(vp_fp8 f) {
     return (unsigned)f < 5 ? names[f] : NULL;
 }
 
+/* What model a has where torchtitan's Llama layers have grouped-query attention, dense
+ * layers, RMSNorm (when norm asks) and a SwiGLU MLP; NULL when it has them all. */
+static const char *unlike_llama(const vp_arch *a, bool norm) {
+    return a->kv_lora > 0                   ? "latent attention"
+           : a->experts > 0                 ? "mixture-of-experts layers"
+           : norm && a->norm != VP_NORM_RMS ? "LayerNorm"
+           : a->ffn_kind != VP_FFN_SWIGLU   ? "another MLP"
+                                            : NULL;
+}
+
 /* Expert parallelism: a mixture-of-experts model, EP dividing its experts, ETP the expert
  * width, and EP x ETP the GPUs of a pipeline rank (TP x CP x DP), which the expert layers
  * fold as EP x ETP x expert-DP. */
@@ -217,24 +227,18 @@ static vp_status check_workload(const vp_arch *a, const vp_workload *t, vp_error
                         "eager kernels are torchtitan's without torch.compile (framework "
                         "torchtitan); %s runs Transformer Engine's fused ones",
                         vp_framework_name(t->framework));
-    if (t->eager && !(vp__op_priced(a) && a->norm == VP_NORM_RMS))
+    const char *other = t->eager ? unlike_llama(a, true) : NULL;
+    if (other)
         return vp__fail(err, VP_EINVAL,
                         "torchtitan's eager kernels are priced for its Llama layers (grouped-query "
                         "attention, RMSNorm, a SwiGLU MLP); model %s has %s",
-                        a->name,
-                        a->kv_lora > 0           ? "latent attention"
-                        : a->experts > 0         ? "mixture-of-experts layers"
-                        : a->norm != VP_NORM_RMS ? "LayerNorm"
-                                                 : "another MLP");
+                        a->name, other);
     if (vp__op_recompute(t) && !vp__op_priced(a))
         return vp__fail(err, VP_EINVAL,
                         "torchtitan's selective recomputation (its per-op policy) is priced for "
                         "dense layers of grouped-query attention and a SwiGLU MLP; model %s has "
                         "%s: use --recompute full or none",
-                        a->name,
-                        a->kv_lora > 0   ? "latent attention"
-                        : a->experts > 0 ? "mixture-of-experts layers"
-                                         : "another MLP");
+                        a->name, unlike_llama(a, false));
     if (a->impl == VP_IMPL_VPIPE && t->cp > 1)
         return vp__fail(err, VP_EINVAL,
                         "vpipe's own model cannot split its attention over CP %d: its runtime "
