@@ -149,8 +149,9 @@ static void test_moe_runs(void **state) {
 /* The dense FP8 runs (data/anchors/fp8.csv: NeMo 24.07, Megatron-LM's and Megatron-Bridge's
  * H100 tables), priced with the FP8 rate, casts and copies of src/price/fp8.c and no
  * constant fitted to them: every one priced, within issue #25's worst bound (20% on tokens/s
- * per GPU). Its 10% mean is missed (10.7%, every run predicted slower than measured): the
- * mean is held within 12% so that a change making it worse shows. */
+ * per GPU), none predicted not to fit (they ran). Its 10% mean is missed (10.1%, every run
+ * predicted slower than measured): the mean is held within 12% so that a change making it
+ * worse shows. */
 static void test_fp8_runs(void **state) {
     (void)state;
     vp_run_set *runs = NULL;
@@ -162,10 +163,11 @@ static void test_fp8_runs(void **state) {
         const vp_run *run = &runs->runs[r->run];
         if (!r->priced)
             fail_msg("%s: %s", run->id, r->err.message);
-        print_message("%-4s %-12s FP8 %-10s: %+.1f%% throughput, %.1f GiB%s\n", run->id, run->model,
-                      vp_fp8_name(run->fp8), 100 * r->error, r->price.total_bytes / 1073741824.0,
-                      r->price.fits ? "" : " (not fitting)");
+        print_message("%-4s %-12s FP8 %-10s: %+.1f%% throughput, %.1f GiB\n", run->id, run->model,
+                      vp_fp8_name(run->fp8), 100 * r->error, r->price.total_bytes / 1073741824.0);
         assert_true(run->fp8 != VP_FP8_OFF);
+        if (!r->price.fits)
+            fail_msg("%s: predicted not to fit, it ran", run->id);
         sum += fabs(r->error);
         worst = fabs(r->error) > worst ? fabs(r->error) : worst;
     }
@@ -177,8 +179,8 @@ static void test_fp8_runs(void **state) {
 
 /* The context-parallel runs (data/anchors/cp.csv): all of section 2.9's CP rows and their
  * controls; every one that publishes tokens/s priced (with its FP8 and FSDP), each error
- * printed (issue #25's target is not met: the figures are the report's); the LH rows,
- * which publish TFLOP/s only, listed with that reason. */
+ * printed (issue #25's target is not met: the figures are the report's), none predicted not
+ * to fit (they ran); the LH rows, which publish TFLOP/s only, listed with that reason. */
 static void test_cp_runs(void **state) {
     (void)state;
     vp_run_set *runs = NULL;
@@ -205,15 +207,17 @@ static void test_cp_runs(void **state) {
         print_message("%-4s %-14s CP %2d: %+.1f%% throughput, %.1f GiB\n", run->id, run->model,
                       run->cp, 100 * r->error, r->price.total_bytes / 1073741824.0);
         assert_true(isfinite(r->error) && r->error > -1);
+        if (!r->price.fits)
+            fail_msg("%s: predicted not to fit, it ran", run->id);
     }
     vp_calibrate_accuracy_free(a);
     vp_calibrate_free(runs);
 }
 
 /* The FSDP (ZeRO-3) runs vpipe prices since --zero 3 (data/anchors/fsdp.csv): every one
- * priced at ZeRO-3 on its DP group, each error printed (issue #25's target is not met: the
- * figures are the report's); torchtitan's rows with a published peak are compared
- * with the predicted reserved bytes (anchors.md 2.10 item 4). */
+ * priced at ZeRO-3 on its DP group, none predicted not to fit (they ran), each error printed
+ * (issue #25's target is not met: the figures are the report's); torchtitan's rows with a
+ * published peak are compared with the predicted reserved bytes (anchors.md 2.10 item 4). */
 static void test_fsdp_runs(void **state) {
     (void)state;
     vp_run_set *runs = NULL;
@@ -229,6 +233,8 @@ static void test_fsdp_runs(void **state) {
                       run->dp, 100 * r->error, r->price.total_bytes / 1073741824.0);
         assert_int_equal(run->zero, 3);
         assert_true(isfinite(r->error) && r->error > -1);
+        if (!r->price.fits)
+            fail_msg("%s: predicted not to fit, it ran", run->id);
         memory += r->has_memory;
     }
     assert_true(memory >= 4);
