@@ -97,7 +97,7 @@ static void test_margin(void **state) {
         assert_same_config(&pruned->top[i], &all->top[i]);
     for (int i = 0; i < pruned->n_best; i++)
         assert_same_config(&pruned->best[i], &all->best[i]);
-    TU_NEAR(vp_hybrid_margin_default(&grid.g), grid.g.memory_bytes * grid.g.expected.memory_mean);
+    TU_NEAR(vp_price_margin_default(&grid.g), grid.g.memory_bytes * grid.g.expected.memory_mean);
     assert_true(grid.g.expected.memory_runs > 0);
     vp_hybrid_free(none);
     vp_hybrid_free(pruned);

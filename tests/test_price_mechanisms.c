@@ -152,7 +152,8 @@ static void test_tp_overlap(void **state) {
 /* What a process holds beyond the model's tensors: the head's 16-bit logits on the rank
  * with the head, the all-gather buffers of sequence parallelism (and TP overlap), the
  * allocator's cached blocks as a share of the allocated bytes, the context, and a
- * communicator's buffers per group the rank joins; `fits` checks the whole process. */
+ * communicator's buffers per group the rank joins; `fits` checks the whole process, and
+ * `tight` whether it leaves the room a plan keeps. */
 static void test_process_memory(void **state) {
     (void)state;
     vp_arch a = tp_preset("llama3-8b");
@@ -176,7 +177,30 @@ static void test_process_memory(void **state) {
         TU_NEAR(m->total, m->reserved + m->context + m->comm + m->reserve);
     }
     assert_true(r->fits == (r->memory_max_bytes <= g.memory_bytes));
+    /* tight: it fits with less room than the margin a plan keeps, 10% of the capacity where
+       no peak was measured on the accelerator, else the mean memory error measured there */
+    double peak = r->memory_max_bytes;
     vp_price_result_free(r);
+    const struct {
+        double capacity, measured;
+        bool fits, tight;
+    } cases[] = {{peak / 0.95, 0, true, true},
+                 {peak / 0.85, 0, true, false},
+                 {peak * 0.99, 0, false, false},
+                 {peak / 0.85, 0.2, true, true}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        g.memory_bytes = cases[k].capacity;
+        g.expected.memory_runs = cases[k].measured > 0 ? 3 : 0;
+        g.expected.memory_mean = cases[k].measured;
+        r = tp_price(&su, "1f1b", 4, 8);
+        TU_NEAR(r->memory_max_bytes, peak);
+        TU_NEAR(r->margin_bytes,
+                (cases[k].measured > 0 ? cases[k].measured : 0.1) * cases[k].capacity);
+        TU_NEAR(vp_price_margin_default(&g), r->margin_bytes);
+        assert_true(r->fits == cases[k].fits && r->tight == cases[k].tight);
+        vp_price_result_free(r);
+    }
+    g = tp_gpu("h100-80gb");
     t.sp = true; /* gathers each linear's input into one buffer of the whole sequence */
     r = tp_price(&su, "1f1b", 4, 8);
     TU_NEAR(r->memory[1].gathers, 8192.0 * 2 * a.hidden * 2);

@@ -340,6 +340,9 @@ static void test_json(void **state) {
     TU_NEAR(json_real_value(json_object_get(o, "samples_per_s_per_gpu")), r->samples_per_s_per_gpu);
     TU_NEAR(json_real_value(json_object_get(o, "tokens_per_s")), r->tokens_per_s);
     assert_int_equal(json_is_true(json_object_get(o, "fits")), r->fits);
+    assert_int_equal(json_is_true(json_object_get(o, "tight")), r->tight);
+    assert_int_equal(json_integer_value(json_object_get(o, "margin_bytes")),
+                     llround(r->margin_bytes));
     assert_int_equal(json_integer_value(json_object_get(o, "memory_max_bytes")),
                      llround(r->memory_max_bytes));
     json_t *ranks = json_object_get(o, "memory_per_rank"),

@@ -323,6 +323,13 @@ async function runPrice() {
   section.dataset.state = reply.ok ? 'done' : 'error';
 }
 
+/* Whether a priced report fits: by how much it does not, or how little room it leaves when
+ * that is less than the margin a plan keeps (tight). */
+function fitsText(p) {
+  if (!p.fits) return `does not fit: ${gib(p.memory_max_bytes)}`;
+  return p.tight ? `fits, tight: ${gib(p.capacity_bytes - p.memory_max_bytes)} of room` : 'fits';
+}
+
 /* Every family's row: whether it fits (and by how much it does not), step time, bubble,
  * MFU, its largest rank, its memory bars (memoryBars: one scale, the accelerator's, in
  * every row) and its report; a family that could not be priced, the reason. */
@@ -341,7 +348,7 @@ function showPrices(results) {
       continue;
     }
     const p = JSON.parse(r.report);
-    el('td', { class: p.fits ? 'yes' : 'no' }, row, p.fits ? 'fits' : `does not fit: ${gib(p.memory_max_bytes)}`);
+    el('td', { class: p.fits ? 'yes' : 'no' }, row, fitsText(p));
     el('td', {}, row, seconds(p.step_time_s));
     el('td', {}, row, percent(p.bubble));
     el('td', {}, row, percent(p.mfu));

@@ -550,7 +550,9 @@ async function priceScales(page) {
   for (const r of rows) {
     bad.push(...barsWrong(r.family, r, r.report.capacity_bytes));
     if (Math.abs(r.capacity - rows[0].capacity) > 1e-6) bad.push(`${r.family}: capacity line at ${r.capacity}, not ${rows[0].capacity}`);
-    const fitsText = r.report.fits ? 'fits' : `does not fit: ${(r.report.memory_max_bytes / GiB).toFixed(1)} GiB`;
+    const room = `${((r.report.capacity_bytes - r.report.memory_max_bytes) / GiB).toFixed(1)} GiB`;
+    const fitsText = !r.report.fits ? `does not fit: ${(r.report.memory_max_bytes / GiB).toFixed(1)} GiB`
+      : r.report.tight ? `fits, tight: ${room} of room` : 'fits';
     if (r.fits !== fitsText) bad.push(`${r.family}: "${r.fits}", want "${fitsText}"`);
   }
   const cut = rows.filter((r) => r.ranks.some((k) => k.cut)).map((r) => r.family);

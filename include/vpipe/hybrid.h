@@ -108,18 +108,13 @@ typedef struct vp_hybrid_request {
                             while enumerating and between batches, after one batch at least */
     double margin_bytes; /* room a configuration should leave below the capacity: one with
                             less is tight, ranked after every one that fits with room (0:
-                            none; < 0, the default: vp_hybrid_margin_default) */
+                            none; < 0, the default: vp_price_margin_default) */
     vp_hybrid_progress progress; /* NULL: none */
     void *progress_arg;
     int vocab_parallel; /* 1: every configuration vocabulary-parallel (schedule.h) */
     int fp8_search;     /* 1: FP8 searched, off and vp_price_fp8_best's recipe; 0: every
                            configuration runs work.fp8 */
 } vp_hybrid_request;
-
-/* The margin a plan keeps on gpu by default: its capacity times the mean memory error
- * measured on it (vp_gpu.expected; the accuracy report's), or 10% when no peak was
- * measured on it. */
-VP_API double vp_hybrid_margin_default(const vp_gpu *gpu);
 
 /* A request for a model and accelerator with the workload's defaults (vp_workload_default),
  * every dimension searched, recompute -1, split VP_SPLIT_TIME, margin -1 (the default), the

@@ -721,8 +721,12 @@ typedef struct vp_price_result {
     double memory_max_bytes;
     int memory_max_rank;
     double capacity_bytes;
-    bool fits; /* memory_max_bytes <= capacity_bytes, and with offload every rank's
-                  host bytes <= the accelerator's host memory (when known) */
+    bool fits;           /* memory_max_bytes <= capacity_bytes, and with offload every rank's
+                            host bytes <= the accelerator's host memory (when known) */
+    double margin_bytes; /* the room below the capacity a plan keeps on this accelerator by
+                            default (vp_price_margin_default) */
+    bool tight;          /* fits with less room than margin_bytes: within the memory error
+                            measured on the accelerator, the run may not fit */
     /* offload (0 without): the most host memory a rank holds, the host memory per GPU, the
      * busiest copy engine's share of the makespan, and the time compute waited for copies
      * (the device that waited most) */
@@ -764,6 +768,12 @@ VP_API vp_status vp_price_family(const vp_price_setup *setup, const char *family
 
 VP_API void vp_price_result_free(vp_price_result *r);
 
+/* The room below gpu's capacity a configuration should leave, bytes: the capacity times
+ * the mean memory error measured on it (vp_gpu.expected; the accuracy report's), or 10%
+ * when no peak was measured on it. What `plan` keeps by default and what makes a priced
+ * run that fits tight (vp_price_result.tight). */
+VP_API double vp_price_margin_default(const vp_gpu *gpu);
+
 /* What the all-to-all overlap did, in a few lines (new string, caller frees with free()):
  * the all-to-all per microbatch summed over the stages, what the overlapped pairs hid and
  * what stays exposed, per stage; or that the overlap buys nothing (a model without
@@ -778,8 +788,8 @@ VP_API char *vp_price_overlap_text(const vp_price_result *r);
  * buffers, workspace, logits, gathers, allocated, fragmentation, reserved, context, comm, reserve,
  * total},
  * bytes), memory_max_bytes, memory_max_rank, capacity_bytes,
- * fits, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers, device, params,
- * expert_params, act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms, a2a_f_ms, a2a_b_ms,
+ * fits, margin_bytes, tight, mean_costs, layers_per_stage, hop_ms, per_stage (array of {layers,
+ * device, params, expert_params, act_bytes, keep_bytes, f_ms, b_ms, w_ms, r_ms, a2a_f_ms, a2a_b_ms,
  * a2a_hidden_ms, a2a_exposed_ms: the all-to-all per microbatch an overlapped pair hides and
  * what stays exposed}), "a2a_overlap" {pairs: the schedule's F&B ops, hidden_ms and
  * exposed_ms: per microbatch summed over the stages, note: one sentence},

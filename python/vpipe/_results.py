@@ -259,8 +259,9 @@ class StageCost(_Record):
 class PriceResult(SimulationReport):
     """A schedule priced for a model on an accelerator (`vpipe simulate --model ... --json`):
     the simulation's fields (times in the priced units), then the setup, seconds per step
-    and their parts, throughput, bytes per rank, whether the largest fits the accelerator,
-    the layers of each stage and each stage's costs. mean_costs: the family was built with
+    and their parts, throughput, bytes per rank, whether the largest fits the accelerator
+    and whether tightly (tight: less room than margin_bytes, the margin `plan` keeps), the
+    layers of each stage and each stage's costs. mean_costs: the family was built with
     mean per-stage costs (it cannot take them per device). a2a_overlap: the all-to-all per
     microbatch summed over the stages (a2a_ms), what overlapped F&B pairs hid (hidden_ms,
     of `pairs` pairs), what stays exposed (exposed_ms), and a sentence (note)."""
@@ -294,6 +295,8 @@ class PriceResult(SimulationReport):
     memory_max_rank: int
     capacity_bytes: int
     fits: bool
+    margin_bytes: int
+    tight: bool
     mean_costs: bool
     layers_per_stage: List[int]
     hop_ms: float

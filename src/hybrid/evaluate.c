@@ -55,13 +55,8 @@ void vp__hy_setup_make(const vp_hybrid_request *req, const vp_hybrid_config *c, 
         .arch = req->arch, .gpu = req->gpu, .work = &out->work, .split = req->split};
 }
 
-double vp_hybrid_margin_default(const vp_gpu *gpu) {
-    const vp_expected_error *e = &gpu->expected;
-    return gpu->memory_bytes * (e->memory_runs > 0 ? e->memory_mean : 0.10);
-}
-
 double vp__hy_margin(const vp_hybrid_request *req) {
-    return req->margin_bytes < 0 ? vp_hybrid_margin_default(req->gpu) : req->margin_bytes;
+    return req->margin_bytes < 0 ? vp_price_margin_default(req->gpu) : req->margin_bytes;
 }
 
 void vp__hy_group(vp_hybrid_config *c) {

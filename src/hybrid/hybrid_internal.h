@@ -60,7 +60,7 @@ vp__hy_verdict vp__hy_evaluate(const vp_hybrid_request *req, const vp_schedule *
                                const vp__hy_levels *levels, vp__hy_memo *memo,
                                vp_hybrid_config *config, vp_hybrid_priced *priced, vp_error *err);
 
-/* The margin req keeps, bytes: its own, or (negative) vp_hybrid_margin_default. */
+/* The margin req keeps, bytes: its own, or (negative) vp_price_margin_default. */
 double vp__hy_margin(const vp_hybrid_request *req);
 
 /* Fills config's group from its family and recomputation. */

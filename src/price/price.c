@@ -179,7 +179,14 @@ static vp_status finish(const vp_price_setup *su, const vp_price_layout *lay, co
     vp_price_expected_kind(t, &r->expected_kind);
     if (sim->host_peak_bytes)
         finish_offload(su, s, sim, r);
+    r->margin_bytes = vp_price_margin_default(su->gpu);
+    r->tight = r->fits && r->capacity_bytes - r->memory_max_bytes < r->margin_bytes;
     return VP_OK;
+}
+
+double vp_price_margin_default(const vp_gpu *gpu) {
+    const vp_expected_error *e = &gpu->expected;
+    return gpu->memory_bytes * (e->memory_runs > 0 ? e->memory_mean : 0.10);
 }
 
 bool vp__price_same_shape(const vp_price_layout *lay, const vp_schedule *s) {
@@ -432,6 +439,8 @@ char *vp_price_result_json(const vp_price_result *r) {
     json_object_set_new(o, "memory_max_rank", json_integer(r->memory_max_rank));
     json_object_set_new(o, "capacity_bytes", bytes_json(r->capacity_bytes));
     json_object_set_new(o, "fits", json_boolean(r->fits));
+    json_object_set_new(o, "margin_bytes", bytes_json(r->margin_bytes));
+    json_object_set_new(o, "tight", json_boolean(r->tight));
     json_object_set_new(o, "mean_costs", json_boolean(r->mean_costs));
     if (host) {
         json_object_set_new(o, "host_max_bytes", bytes_json(r->host_max_bytes));

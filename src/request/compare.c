@@ -30,12 +30,14 @@ static void table_row(vp__buf *out, const char *family, const vp_sim *sim) {
                    100.0 * sim->bubble, 100.0 * sim->bubble_makespan, sim->peak_max, lo);
 }
 
-/* A priced family's row: step time, MFU, bubble, the largest rank's GiB, whether it fits,
- * and every rank's GiB. */
+/* A priced family's row: step time, MFU, bubble, the largest rank's GiB, whether it fits
+ * (tight: with less room than the margin plan keeps), and every rank's GiB. */
 static void priced_row(vp__buf *out, const vp_price_result *r) {
-    vp__buf_printf(out, "%-12s %9.4g %6.2f%% %7.2f%% %8.2f  %-4s", r->family, r->step_time_s,
+    vp__buf_printf(out, "%-12s %9.4g %6.2f%% %7.2f%% %8.2f  %-5s", r->family, r->step_time_s,
                    100 * r->mfu, 100 * r->bubble, r->memory_max_bytes / GIB,
-                   r->fits ? "yes" : "no");
+                   !r->fits   ? "no"
+                   : r->tight ? "tight"
+                              : "yes");
     for (int d = 0; d < r->p; d++)
         vp__buf_printf(out, " %.1f", r->memory[d].total / GIB);
     vp__buf_printf(out, "\n");
@@ -196,7 +198,7 @@ static void table_head(vp__buf *out, const vp__run *run) {
     if (kind.runs > 0)
         vp__buf_printf(out, "%s\n", vp_price_expected_kind_text(&kind, text, sizeof text));
     vp__buf_printf(out, "\n");
-    vp__buf_printf(out, "%-12s %9s %7s %8s %8s  %-4s %s\n", "family", "step s", "MFU", "bubble",
+    vp__buf_printf(out, "%-12s %9s %7s %8s %8s  %-5s %s\n", "family", "step s", "MFU", "bubble",
                    "max GiB", "fits", "GiB per rank");
 }
 
@@ -207,7 +209,8 @@ static const char table_legend[] =
 static const char priced_legend[] =
     "\nstep: the simulated makespan + optimizer step + exposed DP reduction; MFU: model\n"
     "FLOPs / (GPUs x peak x step); bubble: 1 - busy / longest device span; GiB per rank:\n"
-    "parameters, gradients, optimizer states, activations, buffers, workspace, reserve\n";
+    "parameters, gradients, optimizer states, activations, buffers, workspace, reserve;\n"
+    "fits tight: less room below the capacity than the margin plan keeps\n";
 
 /* Every family on one time scale; none built is an answer that still fails (exit 2). */
 static vp_status gallery(vp__run *run, gathered *g, vp_error *err) {

@@ -394,8 +394,18 @@ void vp__price_text(vp__buf *out, const vp_price_result *r, const vp_workload *w
         fp8 = r->memory[d].fp8_weights > fp8 ? r->memory[d].fp8_weights : fp8;
     if (fp8 > 0)
         vp__buf_printf(out, "(totals include FP8 weight copies: %.2f GiB at most)\n", fp8 / GIB);
-    vp__buf_printf(out, "\nmax %.2f GiB on rank %d of %.2f GiB: %s\n", r->memory_max_bytes / GIB,
+    vp__buf_printf(out, "\nmax %.2f GiB on rank %d of %.2f GiB: %s", r->memory_max_bytes / GIB,
                    r->memory_max_rank, r->capacity_bytes / GIB, r->fits ? "fits" : "does NOT fit");
+    if (r->tight) {
+        vp__buf_printf(out, ", but tight: %.2f GiB of room, under the %.2f GiB margin plan keeps (",
+                       (r->capacity_bytes - r->memory_max_bytes) / GIB, r->margin_bytes / GIB);
+        if (r->expected.memory_runs > 0)
+            vp__buf_printf(out, "the %.1f%% mean memory error measured on %s)",
+                           100 * r->expected.memory_mean, r->gpu);
+        else
+            vp__buf_printf(out, "10%% of the capacity: no peak measured on %s)", r->gpu);
+    }
+    vp__buf_printf(out, "\n");
     if (host)
         offload_text(out, r);
     char *overlap = vp_price_overlap_text(r);

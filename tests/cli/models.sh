@@ -123,6 +123,20 @@ assert e['step_time'] < k['step_time'] < k['step_time_worst'] and 'FSDP' in k['b
 " "$tmp/moe-kind.json"
 expect 0 "fits" -- "$vp" simulate v-half -p 8 -m 32 "${l70[@]}"
 expect 0 "does NOT fit" -- "$vp" simulate 1f1b -p 8 -m 32 --model llama3-70b --seq 8192
+# A run that fits with less room than the margin plan keeps (the memory error measured on
+# the accelerator) says so: in the text, in the JSON, in compare's table.
+tight=(-p 4 -m 16 --model llama2-13b --gpu a100-80gb --seq 3072 --flash --recompute selective)
+expect 0 "fits, but tight: " -- "$vp" simulate 1f1b "${tight[@]}"
+expect 0 "mean memory error measured on a100-80gb)" -- "$vp" simulate 1f1b "${tight[@]}"
+"$vp" simulate 1f1b "${tight[@]}" --json >"$tmp/tight.json"
+expect 0 "" -- python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+room = d['capacity_bytes'] - d['memory_max_bytes']
+assert d['fits'] and d['tight'] and 0 < room < d['margin_bytes'], d
+assert abs(d['margin_bytes'] - d['capacity_bytes'] * d['expected_error']['memory']) < 2, d
+" "$tmp/tight.json"
+expect 0 "  tight " -- "$vp" compare "${tight[@]}"
 
 # With --model, --cost is measured ms per pass of a device's slice: 1F1B at p = 4, m = 8,
 # F = B = W = 10 ms and no hop takes (m + p - 1) * 30 ms.
