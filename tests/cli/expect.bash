@@ -23,6 +23,19 @@ expect() {
         passes=$((passes + 1))
     fi
 }
+# `mpi_out ARGS...`: the standard output of `mpirun ARGS` (the timeout only guards against a
+# hang); when it exits non-zero or prints nothing, the last lines of its standard error go
+# to this script's output, so a comparison that then fails says why.
+mpi_out() {
+    local out code
+    out=$(timeout 900 mpirun "$@" 2>"$tmp/mpirun.err")
+    code=$?
+    if [ "$code" != 0 ] || [ -z "$out" ]; then
+        echo "mpirun $* -> exit $code, the last lines of its standard error:"
+        tail -n 20 "$tmp/mpirun.err"
+    fi >&2
+    printf '%s\n' "$out"
+}
 # `bad MESSAGE`: counts a failure the script found itself.
 bad() {
     echo "FAIL: $*"

@@ -11,7 +11,7 @@ ref=$("$vp" train -p 1 --vocab-shards 4 $model --json 2>/dev/null | digest)
 [ -n "$ref" ] || bad "no reference result"
 for family in v-half 1f1b; do
     threads=$("$vp" train -p 4 --schedule $family --vocab-parallel $model --json 2>/dev/null | digest)
-    mpi=$(timeout 900 mpirun -np 4 "$vp" train -p 4 --transport mpi --schedule $family --vocab-parallel $model --json 2>/dev/null | digest)
+    mpi=$(mpi_out -np 4 "$vp" train -p 4 --transport mpi --schedule $family --vocab-parallel $model --json | digest)
     expect 0 "$ref" -- echo "$threads"
     expect 0 "$ref" -- echo "$mpi"
 done
