@@ -23,16 +23,16 @@ expect() {
         passes=$((passes + 1))
     fi
 }
-# `mpi_out ARGS...`: the standard output of `mpirun ARGS` (the timeout only guards against a
-# hang); when it exits non-zero or prints nothing, the last lines of its standard error go
-# to this script's output, so a comparison that then fails says why.
-mpi_out() {
+# `result_of COMMAND...`: the command's standard output; when it exits non-zero or prints
+# nothing, its exit code and the last lines of its standard error go to this script's
+# output, so a comparison that then fails says why.
+result_of() {
     local out code
-    out=$(timeout 900 mpirun "$@" 2>"$tmp/mpirun.err")
+    out=$("$@" 2>"$tmp/result_of.err")
     code=$?
     if [ "$code" != 0 ] || [ -z "$out" ]; then
-        echo "mpirun $* -> exit $code, the last lines of its standard error:"
-        tail -n 20 "$tmp/mpirun.err"
+        echo "$* -> exit $code, the last lines of its standard error:"
+        tail -n 20 "$tmp/result_of.err"
     fi >&2
     printf '%s\n' "$out"
 }

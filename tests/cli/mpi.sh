@@ -12,7 +12,7 @@ digest() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["param_d
 
 for family in v-half 1f1b; do
     threads=$("$vp" train --schedule $family $model --json 2>/dev/null | digest)
-    mpi=$(mpi_out -np 4 "$vp" train --transport mpi --schedule $family $model --json | digest)
+    mpi=$(result_of timeout 900 mpirun -np 4 "$vp" train --transport mpi --schedule $family $model --json | digest)
     expect 0 "$threads" -- echo "$mpi"
     [ -n "$threads" ] || { echo "FAIL: no threads result for $family"; fails=$((fails + 1)); }
 done

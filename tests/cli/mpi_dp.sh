@@ -25,7 +25,7 @@ for p in $shapes; do
         for zero in $zeros; do
             args="--schedule $family -p $p -m $m --dp 2 --zero $zero $model"
             threads=$("$vp" train $args 2>/dev/null | tee "$tmp/threads.json" | digest)
-            mpi=$(mpi_out -np $((2 * p)) "$vp" train --transport mpi $args | digest)
+            mpi=$(result_of timeout 900 mpirun -np $((2 * p)) "$vp" train --transport mpi $args | digest)
             [ -n "$threads" ] || bad "no threads result for $family p=$p zero=$zero"
             expect 0 "$threads" -- echo "$mpi"
             if [ "$(exact <"$tmp/threads.json")" = True ]; then
@@ -45,7 +45,7 @@ got=$(timeout 900 mpirun -np 2 "$vp" train --transport mpi -p 2 --schedule 1f1b 
 expect 0 "$full" -- echo "$got"
 expect 0 "resuming a checkpoint of p=4 v-half threads at p=2 1f1b mpi (step 3)" -- cat "$tmp/mpi.progress"
 grouped=$("$vp" train -m 8 --dp 2 $long --resume "$tmp/ck" 2>/dev/null | digest)
-got=$(mpi_out -np 4 "$vp" train --transport mpi -p 2 --schedule 1f1b -m 8 --dp 2 --zero 1 $long --resume "$tmp/ck" | digest)
+got=$(result_of timeout 900 mpirun -np 4 "$vp" train --transport mpi -p 2 --schedule 1f1b -m 8 --dp 2 --zero 1 $long --resume "$tmp/ck" | digest)
 expect 0 "$grouped" -- echo "$got"
 
 # A checkpoint written under MPI with ZeRO-1 shards resumes on threads without them.

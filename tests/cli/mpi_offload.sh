@@ -11,7 +11,7 @@ for family in v-half 1f1b; do
     plain=$("$vp" train --schedule $family $model 2>/dev/null | digest)
     for off in 1 0.5; do
         threads=$("$vp" train --schedule $family --offload $off $model 2>/dev/null | digest)
-        mpi=$(mpi_out -np 4 "$vp" train --transport mpi --schedule $family --offload $off $model | digest)
+        mpi=$(result_of timeout 900 mpirun -np 4 "$vp" train --transport mpi --schedule $family --offload $off $model | digest)
         if [ -n "$plain" ] && [ "$threads" = "$plain" ] && [ "$mpi" = "$plain" ]; then
             passes=$((passes + 1))
         else
