@@ -572,7 +572,7 @@ function showCluster(result) {
     ['Winner', configName(best)],
     ['Parallelism', `DP ${best.dp} × TP ${best.tp} × PP ${best.pp}, microbatch size ${best.mbs}, ${best.m} microbatches, recompute ${best.recompute}`],
     ['Step time', `${seconds(best.step_time_s)}, MFU ${percent(best.mfu)}, bubble ${percent(best.bubble)}`],
-    ['Largest rank', `${gib(best.memory_max_bytes, 2)} of ${gib(capacity, 2)}`],
+    ['Largest rank', `${gib(best.memory_max_bytes, 2)} of ${gib(capacity, 2)}${best.tight ? `: tight, ${gib(best.headroom_bytes, 2)} of room under the ${gib(report.margin_bytes, 2)} margin` : ''}`],
     ['Searched', `${report.candidates} configurations: ${report.evaluated} evaluated, ${report.pruned} pruned, ${report.refused} refused${report.timed_out ? ' (time limit: the best so far)' : ''}`],
   ], $('#cluster-numbers'));
   const bars = { ...best, capacity_bytes: capacity };
@@ -590,7 +590,14 @@ function showCluster(result) {
   $('#cluster-notes').textContent = 'job.toml finds its schedule at titan/schedule.csv: keep both in a folder titan, as the command line with --emit torchtitan titan writes them.';
 }
 
-/* The best configuration of every family, fastest first, the winner's row marked. */
+/* A configuration's largest rank in GiB, marked tight when it leaves less room than the
+ * plan's margin. */
+function largest(c) {
+  return `${(c.memory_max_bytes / GIB).toFixed(2)}${c.tight ? ' (tight)' : ''}`;
+}
+
+/* The best configuration of every family, fastest first, the winner's row marked (a tight
+ * one's largest rank says so). */
 function clusterTable(report) {
   const table = el('table', { class: 'cluster-table' });
   el('caption', {}, table, 'The best configuration of every family (1f1b-r: 1F1B with full recomputation)');
@@ -605,7 +612,7 @@ function clusterTable(report) {
     const schedule = configName(c);
     if (schedule !== group && schedule !== c.family) el('span', { class: 'params' }, name, schedule.slice(c.family.length + 1));
     const slower = same(c) ? 'winner' : `+${percent(c.step_time_s / best.step_time_s - 1)}`;
-    const cells = [c.dp, c.tp, c.pp, c.mbs, c.m, c.recompute, c.step_time_s.toFixed(2), slower, percent(c.mfu), percent(c.bubble), (c.memory_max_bytes / GIB).toFixed(2)];
+    const cells = [c.dp, c.tp, c.pp, c.mbs, c.m, c.recompute, c.step_time_s.toFixed(2), slower, percent(c.mfu), percent(c.bubble), largest(c)];
     for (const v of cells) el('td', {}, row, String(v));
   }
   return table;
