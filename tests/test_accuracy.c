@@ -46,6 +46,12 @@ static const vp_accuracy_group *group(const vp_accuracy_group *g, int n, const c
     return NULL;
 }
 
+/* A published run ran: fails the test when run id, priced as r, is predicted not to fit. */
+static void assert_fits(const char *id, const vp_accuracy_row *r) {
+    if (r->priced && !r->price.fits)
+        fail_msg("%s: predicted not to fit, it ran", id);
+}
+
 static void check_source(const char *name, int rows, double mean, double worst) {
     const vp_accuracy_group *g = group(acc->by_source, acc->n_sources, name);
     print_message("%-14s %d of %d priced: mean %.1f%%, worst %+.1f%%; held out %.1f%% / %.1f%% "
@@ -81,8 +87,7 @@ static void test_memory(void **state) {
             runs++;
             sum += fabs(r->memory_error);
         }
-        if (r->priced && !r->price.fits)
-            fail_msg("%s: predicted not to fit, it ran", set->runs[i].id);
+        assert_fits(set->runs[i].id, r);
     }
     print_message("memory: %d published peaks, mean error %.1f%%\n", runs, 100 * sum / runs);
     assert_true(runs >= 18 && sum / runs <= 0.10);
@@ -166,8 +171,7 @@ static void test_fp8_runs(void **state) {
         print_message("%-4s %-12s FP8 %-10s: %+.1f%% throughput, %.1f GiB\n", run->id, run->model,
                       vp_fp8_name(run->fp8), 100 * r->error, r->price.total_bytes / 1073741824.0);
         assert_true(run->fp8 != VP_FP8_OFF);
-        if (!r->price.fits)
-            fail_msg("%s: predicted not to fit, it ran", run->id);
+        assert_fits(run->id, r);
         sum += fabs(r->error);
         worst = fabs(r->error) > worst ? fabs(r->error) : worst;
     }
@@ -207,8 +211,7 @@ static void test_cp_runs(void **state) {
         print_message("%-4s %-14s CP %2d: %+.1f%% throughput, %.1f GiB\n", run->id, run->model,
                       run->cp, 100 * r->error, r->price.total_bytes / 1073741824.0);
         assert_true(isfinite(r->error) && r->error > -1);
-        if (!r->price.fits)
-            fail_msg("%s: predicted not to fit, it ran", run->id);
+        assert_fits(run->id, r);
     }
     vp_calibrate_accuracy_free(a);
     vp_calibrate_free(runs);
@@ -233,8 +236,7 @@ static void test_fsdp_runs(void **state) {
                       run->dp, 100 * r->error, r->price.total_bytes / 1073741824.0);
         assert_int_equal(run->zero, 3);
         assert_true(isfinite(r->error) && r->error > -1);
-        if (!r->price.fits)
-            fail_msg("%s: predicted not to fit, it ran", run->id);
+        assert_fits(run->id, r);
         memory += r->has_memory;
     }
     assert_true(memory >= 4);
