@@ -45,10 +45,11 @@ CONFIGS = [
                         "--seq", "8192", "--tp", "4", "--sp", "--flash"]),
     ("GPT-3 175B on 128 A100s: p = 16, TP 8 + SP, sequence 2048, selective recompute, m = 64",
      "gpt3-175b-p16", ["--model", "gpt3-175b", "--gpu", "a100-80gb", "-p", "16", "-m", "64",
-                       "--seq", "2048", "--tp", "8", "--sp", "--recompute", "selective"]),
+                       "--seq", "2048", "--tp", "8", "--sp", "--recompute", "selective",
+                       "--flash", "0"]),
 ]
 SPEED_ARGS = ["compare", "--model", "llama3-70b", "--gpu", "h100-80gb", "-p", "16", "-m", "64",
-              "--seq", "8192", "--mbs", "1"]
+              "--seq", "8192", "--mbs", "1", "--flash", "0"]
 
 
 def cmd(args):
@@ -64,7 +65,7 @@ def zb_table4(r, models):
     for model in models:
         mbs, (f, b, w, c) = ZB_T6[model]
         base = ["--model", model, "--gpu", "a100-80gb", "-p", "8", "--seq", "1024", "--mbs",
-                str(mbs), "--split", "even", "--pp-overlap"]
+                str(mbs), "--split", "even", "--pp-overlap", "--flash", "0"]
         for fam, (rates, gb) in ZB_T4[model].items():
             for m, rate in zip(ZB_MS, rates):
                 args = ["simulate", fam, *base, "-m", str(m), "--cost", f"F={f},B={b},W={w},c={c}"]
@@ -84,7 +85,7 @@ def cm_pure_pp(r, quick):
     act = []
     for model, p, mbs in CM_MODELS[-1:] if quick else CM_MODELS:
         base = ["--model", model, "--gpu", "a100-80gb", "-p", str(p), "-m", str(4 * p), "--seq",
-                "1024", "--mbs", str(mbs), "--split", "even", "--pp-overlap"]
+                "1024", "--mbs", str(mbs), "--split", "even", "--pp-overlap", "--flash", "0"]
         row = dict(model=model, p=p, mbs=mbs, cells=[])
         for fam, rec, lo, hi in CM_ACT:
             args = ["simulate", fam, *base, "--recompute", rec]
@@ -93,7 +94,7 @@ def cm_pure_pp(r, quick):
         row["cmd"] = cmd(["simulate", "FAMILY", *base, "--recompute", "none|full"])
         act.append(row)
     base = ["--model", "cm-38.5b", "--gpu", "a100-80gb", "-p", "32", "-m", "512", "--seq", "1024",
-            "--mbs", "1", "--split", "even", "--pp-overlap"]
+            "--mbs", "1", "--split", "even", "--pp-overlap", "--flash", "0"]
     mfu = []
     for fam, rec, paper in CM_MFU:
         d = r.json("simulate", fam, *base, "--recompute", rec)
@@ -120,7 +121,7 @@ def playbook(r):
     for seq, gib in PLAYBOOK.items():
         got = {}
         for flash in (False, True):
-            args = ["model", "show", path, "--seq", str(seq)] + (["--flash"] if flash else [])
+            args = ["model", "show", path, "--seq", str(seq), "--flash", str(int(flash))]
             d = r.json(*args)
             got[flash] = d["parts"]["layer"]["act_bytes"] * d["layers"] / GIB
         rows.append(dict(seq=seq, paper=gib, plain=got[False], flash=got[True],

@@ -189,9 +189,19 @@ static const cli_opt real_opts[] = {
              "too, reduce-scattered every microbatch; 3 weights too (FSDP),\n"
              "each layer gathered in F, B and W (plan searches 0-3 unless\n"
              "given)"},
-    REAL_FLAG("flash", flash, "FlashAttention: no s x s attention matrix kept"),
+    {.name = "flash",
+     .kind = CLI_INT,
+     .offset = AT(flash),
+     .arg = "[0|1]",
+     .lo = 0,
+     .hi = 1,
+     .bare = "1",
+     .help = "FlashAttention (alone: 1): no s x s attention matrix kept. On\n"
+             "unless given, as Megatron-LM and torchtitan run it; 0 keeps\n"
+             "the matrices (as the SC21 and Zero Bubble runs did; vpipe's\n"
+             "own GPT, vpipe:L,W,H,S, has no FlashAttention)"},
     REAL_ENUM("attn-kernel", attn_kernel, attn_kernel_names,
-              "with --flash, its kernels: fused (the default: FlashAttention-3,\n"
+              "with FlashAttention, its kernels: fused (the default: FlashAttention-3,\n"
               "cuDNN's, Transformer Engine's on Hopper) or fa2 (FlashAttention-2:\n"
               "PyTorch's scaled_dot_product_attention on Hopper before cuDNN's\n"
               "kernels became its default)"),

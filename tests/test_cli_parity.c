@@ -144,10 +144,12 @@ static int flags_of(const char *command, json_t *options, char **argv, json_t *w
         }
         const vp__option *o = vp__option_find(key, false);
         assert_non_null(o);
-        if (json_is_false(v))
+        if (json_is_false(v) && !o->boolean) /* a flag not given */
             continue;
         json_array_append_new(words, json_string(o->flag));
-        if (json_is_true(v))
+        if (json_is_boolean(v) && o->boolean) /* a number read as an old flag: --zero 0 */
+            json_array_append_new(words, json_string(json_is_true(v) ? "1" : "0"));
+        if (json_is_boolean(v))
             continue;
         char text[64];
         if (json_is_integer(v))

@@ -457,13 +457,14 @@ function clusterOptions() {
   return typeof more === 'string' ? more : Object.assign(options, more);
 }
 
-/* The command line that answers the same (a pasted config.json as the file config.json). */
+/* The command line that answers the same (a pasted config.json as the file config.json).
+ * FlashAttention is on unless given, so its unchecked box is written --flash 0. */
 function clusterCommand(options) {
   const args = ['vpipe', 'plan', ...(options.model ? [] : ['--model', 'config.json'])];
   for (const [key, value] of Object.entries(options)) {
-    if (value === false) continue;
+    if (value === false && key !== 'flash') continue;
     args.push(`--${key.replace(/_/g, '-')}`);
-    if (value !== true) args.push(String(value));
+    if (value !== true) args.push(String(value === false ? 0 : value));
   }
   return args.join(' ');
 }

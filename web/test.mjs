@@ -741,6 +741,16 @@ async function clusterView(page) {
   const plain = await clusterShown(page);
   check('cluster: More options emptied, the first answer again', plain.state === 'done' && masked(plain.text) === masked(got.text), plain.state);
 
+  // FlashAttention's box unchecked: the command line writes --flash 0 (on unless given) and
+  // answers the same as the page
+  await page.setChecked('[name="flash"]', false);
+  const noFlash = await clusterShown(page);
+  const noFlashArgs = PLAN_70B.flatMap((a) => (a === '--flash' ? ['--flash', '0'] : [a]));
+  check('cluster without FlashAttention: the command line it names says --flash 0', noFlash.state === 'done' && noFlash.command === `vpipe plan ${noFlashArgs.join(' ')}`, noFlash.command);
+  same('cluster without FlashAttention: report = vpipe plan --flash 0 (seconds masked)', masked(noFlash.text), masked(cliOut(['plan', ...noFlashArgs])));
+  await page.setChecked('[name="flash"]', true);
+  check('cluster: FlashAttention checked again, the first answer again', masked((await clusterShown(page)).text) === masked(got.text));
+
   // a pasted config.json the reader refuses: its message (the door spells the option as
   // its JSON key, the command line as its flag), once
   const config = '{"hidden_size": 8192, "num_hidden_layers": 80';

@@ -127,12 +127,14 @@ typedef struct vp_request {
     const char *offload;
     int offload_policy;
     /* a real model: --model, --gpu, --seq, --mbs, --tp, --dp, --ep, --etp (0: not given),
-     * --sp, --flash, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1:
+     * --sp, --tp-overlap, --pp-overlap, --reserve (GiB), --dp-overlap (-1:
      * not given), --split (a vp_split_goal, -1), --layers-per-stage "a,b,..."; --zero N
-     * (the ZeRO stage 0..3, vp_workload.zero; -1: not given, plan searches it) */
+     * (the ZeRO stage 0..3, vp_workload.zero; -1: not given, plan searches it); --flash
+     * 0|1 (FlashAttention; -1: not given, on for a model Megatron-LM or torchtitan runs,
+     * off for vpipe's own GPT, which has no FlashAttention) */
     const char *model, *gpu;
-    int seq, mbs, tp, dp, ep, etp, zero;
-    bool sp, flash, tp_overlap, pp_overlap;
+    int seq, mbs, tp, dp, ep, etp, zero, flash;
+    bool sp, tp_overlap, pp_overlap;
     bool ep_overlap;               /* --ep-overlap: the combined 1F1B (vp_workload.ep_overlap) */
     int ep_dispatch;               /* --ep-dispatch: a vp_ep_dispatch, -1 when not given */
     int ep_routing;                /* --ep-routing: a vp_ep_routing, -1 when not given */

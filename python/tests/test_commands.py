@@ -189,8 +189,11 @@ def test_model_show_is_a_model_info():
     variants = {"head_dim", "mla", "window", "moe", "layer_kinds"}  # a plain model has none
     assert isinstance(info, vpipe.ModelInfo) and fields(vpipe.ModelInfo) - variants == set(data)
     assert info.to_dict() == data and info.workload == vpipe.Workload(
-        seq=4096, mbs=1, tp=2, cp=1, ep=1, etp=1, sp=True, flash=False, recompute="none",
+        seq=4096, mbs=1, tp=2, cp=1, ep=1, etp=1, sp=True, flash=True, recompute="none",
         fp8="off")
+    # FlashAttention unless the call turns it off, as on the command line and in the browser
+    plain = vpipe.model("show", "llama3-8b", seq=4096, tp=2, sp=True, flash=False)
+    assert not plain.workload.flash and plain.parts.layer.act_bytes > info.parts.layer.act_bytes
     layer = info.parts.layer
     assert isinstance(layer, vpipe.ModelPart) and fields(vpipe.ModelPart) == set(
         data["parts"]["layer"])

@@ -50,6 +50,11 @@ def flag(key):
     return "-o" if key == "output" else "-" + key if len(key) == 1 else "--" + key.replace("_", "-")
 
 
+# The options that read JSON's true and false as 1 and 0 (the library's old flags): false
+# is given as 0, not left out (FlashAttention is on unless given).
+NUMBERED = {"zero", "flash"}
+
+
 def argv_of(command, options):
     """The command line of a case, in the options' order as the C test builds it."""
     words, operands = [command], []
@@ -58,6 +63,8 @@ def argv_of(command, options):
             operands += value if isinstance(value, list) else [value]
         elif value is True:
             words.append(flag(key))
+        elif value is False and key in NUMBERED:
+            words += [flag(key), "0"]
         elif value is not False:
             text = "%.17g" % value if isinstance(value, float) else str(value)
             words += [flag(key), text]

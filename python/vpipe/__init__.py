@@ -278,7 +278,8 @@ def price(family: str, p: int, m: int, model: str, gpu: Optional[str] = None,
         seq, mbs: tokens per sequence, sequences per microbatch.
         tp, dp: tensor- and data-parallel degrees; sp: sequence parallelism; zero: the
             ZeRO stage 0-3 over DP (1 the distributed optimizer, 2 the gradients too, 3
-            FSDP; zero1=True, the older name, is 1); flash: FlashAttention.
+            FSDP; zero1=True, the older name, is 1); flash: FlashAttention (on
+            unless False, for a model other than vpipe's own).
         recompute: "none", "selective" or "full".
         split: how layers are split over stages, "time", "memory" or "even"; or the
             layers of each stage in layers_per_stage.

@@ -105,7 +105,9 @@ static void apply_workload(vp__run *run) {
     }
     w->sp = q->sp;
     w->zero = q->zero > 0 ? q->zero : 0;
-    w->flash = q->flash;
+    /* FlashAttention unless the request turns it off: every framework a real model names
+     * runs it; vpipe's own GPT has none (vp_price_check refuses it there) */
+    w->flash = q->flash >= 0 ? q->flash : run->arch.impl != VP_IMPL_VPIPE;
     w->attn_kernel = q->attn_kernel >= 0 ? (vp_attn_kernel)q->attn_kernel : w->attn_kernel;
     w->framework = q->framework >= 0 ? (vp_framework)q->framework : w->framework;
     w->eager = q->eager;
@@ -137,8 +139,10 @@ static vp_status precision_check(const vp__run *run, vp_error *err) {
                         "%s megatron writes Megatron-LM's options: it prices %s megatron, not "
                         "torchtitan",
                         VP__NAME(run, "emit"), VP__NAME(run, "framework"));
-    if (q->attn_kernel >= 0 && !q->flash)
-        return vp__fail(err, VP_EINVAL, "%s picks FlashAttention's kernels: it needs %s",
+    if (q->attn_kernel >= 0 && !run->work.flash)
+        return vp__fail(err, VP_EINVAL,
+                        "%s picks FlashAttention's kernels, and FlashAttention is off here (%s "
+                        "0, or vpipe's own GPT)",
                         VP__NAME(run, "attn_kernel"), VP__NAME(run, "flash"));
     if (q->fp8_params && (q->fp8 < 0 || q->fp8 == VP_FP8_OFF))
         return vp__fail(err, VP_EINVAL,

@@ -8,7 +8,8 @@
 void vp_request_init(vp_request *req, const char *command) {
     memset(req, 0, sizeof *req);
     req->recompute = req->split = req->emit = req->offload_policy = req->fp8 = req->cp_comm = -1;
-    req->zero = req->ep_dispatch = req->ep_routing = req->attn_kernel = req->framework = -1;
+    req->zero = req->flash = req->ep_dispatch = req->ep_routing = req->attn_kernel = -1;
+    req->framework = -1;
     req->optimizer_dtype = -1;
     req->reserve = req->dp_overlap = req->margin = -1;
     if (command && !strcmp(command, "schedule"))

@@ -39,7 +39,8 @@ def command(r):
     for key in ("cp", "ep"):
         if r[key] > 1:
             c += [f"--{key}", str(r[key])]
-    for key in ("flash", "sp", "tp_overlap", "pp_overlap", "ep_overlap"):
+    c += ["--flash", "1" if r["flash"] else "0"]  # on unless given: the rows say which
+    for key in ("sp", "tp_overlap", "pp_overlap", "ep_overlap"):
         if r[key] and (key != "sp" or r["tp"] > 1):
             c.append("--" + key.replace("_", "-"))
     if r["fp8"] != "off":

@@ -46,8 +46,21 @@ c=$("$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --gpu "$tmp/slow.json" --jso
 # model show: dimensions, parameters, per-part bytes and FLOPs; --json from the library.
 expect 0 "70.55 B" -- "$vp" model show llama3-70b
 expect 0 "SwiGLU gate input" -- "$vp" model show llama3-70b --seq 8192 --tp 8 --sp
-expect 0 "softmax output" -- "$vp" model show gpt2-124m --seq 1024 --mbs 4
-"$vp" model show gpt2-124m --seq 1024 --mbs 2 --tp 2 --json >"$tmp/show.json"
+expect 0 "softmax output" -- "$vp" model show gpt2-124m --seq 1024 --mbs 4 --flash 0
+# FlashAttention unless given (every framework a preset names runs it): no s x s matrix;
+# vpipe's own GPT has none, and the flag is refused there
+expect 0 "seq 1024, mbs 4, FlashAttention, recompute none" -- \
+    "$vp" model show gpt2-124m --seq 1024 --mbs 4
+"$vp" model show gpt2-124m --seq 1024 --mbs 4 >"$tmp/show-flash.txt"
+grep -q "softmax output" "$tmp/show-flash.txt" && bad "FlashAttention, on unless given, kept the softmax"
+expect 0 "seq 1024, mbs 4, FlashAttention, recompute none" -- \
+    "$vp" model show gpt2-124m --seq 1024 --mbs 4 --flash
+expect 0 "seq 32, mbs 1, recompute none" -- "$vp" model show vpipe:4,64,4,32
+expect 2 "vpipe's own model has no tensor parallelism, FlashAttention or recomputation" -- \
+    "$vp" model show vpipe:4,64,4,32 --flash 1
+expect 2 "--flash expects an integer in [0, 1], got '2'" -- \
+    "$vp" model show gpt2-124m --flash 2
+"$vp" model show gpt2-124m --seq 1024 --mbs 2 --tp 2 --flash 0 --json >"$tmp/show.json"
 expect 0 "" -- python3 - "$tmp/show.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -152,8 +165,10 @@ expect 0 "layers per stage: 2,10,10,10" -- \
     "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --layers-per-stage 2,10,10,10
 tot() { "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --seq 4096 "$@" --json |
     python3 -c "import json,sys; d=json.load(sys.stdin); print(d['memory_max_bytes'])"; }
+base=$(tot --flash 0)
+[ "$(tot)" -lt "$base" ] || bad "FlashAttention, on unless given, does not lower the bytes"
 base=$(tot)
-for opt in "--recompute full" "--flash" "--tp 2" "--tp 2 --sp" "--dp 4 --zero"; do
+for opt in "--recompute full" "--tp 2" "--tp 2 --sp" "--dp 4 --zero"; do
     # shellcheck disable=SC2086
     less=$(tot $opt)
     [ "$less" -lt "$base" ] || bad "$opt does not lower the largest rank's bytes ($less >= $base)"
@@ -234,7 +249,7 @@ routes = [b - a for a, b in zip(starts, starts[1:])]
 assert p["layers_per_stage"] == routes[:len(p["layers_per_stage"])], (p["layers_per_stage"], starts)
 '
 # FlashAttention's kernels: FlashAttention-2 slower than the fused kernels on Hopper, the
-# same on Ampere (its rates are FlashAttention-2's), refused without --flash
+# same on Ampere (its rates are FlashAttention-2's), refused with FlashAttention off
 for g in h100-80gb a100-80gb; do
     for k in fused fa2; do
         "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --seq 8192 --gpu "$g" --flash \
@@ -341,7 +356,7 @@ expect 0 "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtyp
 "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --optimizer-dtype bf16-moments \
     --emit torchtitan "$tmp/tt-moments" >/dev/null
 # the plan's first line names the precision and the framework it priced
-expect 0 "global batch 16, the ZeRO stage searched, 16-bit gradients, bf16 moments, as torchtitan runs it" -- \
+expect 0 "global batch 16, FlashAttention, the ZeRO stage searched, 16-bit gradients, bf16 moments, as torchtitan runs it" -- \
     "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --optimizer-dtype bf16-moments \
     --grad-bytes 2 --framework torchtitan
 expect 0 "# vpipe priced bf16 moments; torchtitan's FSDP2 keeps them fp32" -- \
@@ -351,8 +366,11 @@ expect 0 "# vpipe priced bf16 moments; torchtitan's FSDP2 keeps them fp32" -- \
 grep -q "bf16" "$tmp/own-meg.txt" && bad "vpipe's fp32 model exported with a bf16 optimizer note"
 expect 0 "# vpipe priced bf16 optimizer states (the 16-bit weights as the master)" -- \
     "$vp" plan --model llama3-8b --gpus 8 --global-batch 16 --optimizer-dtype bf16 --emit megatron
-expect 2 "--attn-kernel picks FlashAttention's kernels: it needs --flash" -- \
-    "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --attn-kernel fa2
+expect 2 "--attn-kernel picks FlashAttention's kernels, and FlashAttention is off here (--flash 0, or vpipe's own GPT)" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --flash 0 --attn-kernel fa2
+expect 2 "--attn-kernel picks FlashAttention's kernels, and FlashAttention is off here" -- \
+    "$vp" simulate 1f1b -p 1 -m 2 --model vpipe:4,64,4,32 --attn-kernel fa2
+expect 0 "FlashAttention-2" -- "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --attn-kernel fa2
 expect 2 "--attn-kernel is one of fused, fa2, got 'fa3'" -- \
     "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --flash --attn-kernel fa3
 finish
