@@ -447,8 +447,24 @@ static void test_every_option_used_or_refused(void **state) {
         }
 }
 
+/* A request as vp_request_init leaves it gives no option, for every command: each field
+ * holds its option's "not given" (FlashAttention's -1 is on for a real model, not off). */
+static void test_init_gives_nothing(void **state) {
+    (void)state;
+    for (int c = 0; c < VP__COMMANDS; c++) {
+        vp_request req;
+        vp_request_init(&req, vp__command_name(c));
+        for (int i = 0; i < vp__n_options; i++)
+            if (vp__option_given(&req, &vp__options[i]) &&
+                (c != VP__SCHEDULE || strcmp(vp__options[i].key, "output"))) /* to - */
+                fail_msg("%s: option '%s' reads as given after vp_request_init",
+                         vp__command_name(c), vp__options[i].key);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init_gives_nothing),
         cmocka_unit_test(test_tables_agree),
         cmocka_unit_test(test_every_option_used_or_refused),
         cmocka_unit_test(test_recompute_everywhere),

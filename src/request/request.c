@@ -7,11 +7,14 @@
 
 void vp_request_init(vp_request *req, const char *command) {
     memset(req, 0, sizeof *req);
-    req->recompute = req->split = req->emit = req->offload_policy = req->fp8 = req->cp_comm = -1;
-    req->zero = req->flash = req->ep_dispatch = req->ep_routing = req->attn_kernel = -1;
-    req->framework = -1;
-    req->optimizer_dtype = -1;
-    req->reserve = req->dp_overlap = req->margin = -1;
+    for (int i = 0; i < vp__n_options; i++) { /* each option's "not given", as the table says */
+        const vp__option *o = &vp__options[i];
+        char *at = (char *)req + o->offset;
+        if (o->kind == VP__INT || o->kind == VP__CHOICE)
+            *(int *)at = (int)o->unset;
+        else if (o->kind == VP__NUMBER)
+            *(double *)at = o->unset;
+    }
     if (command && !strcmp(command, "schedule"))
         req->output = "-";
 }
