@@ -330,8 +330,12 @@ vp_status vp_hybrid_megatron(const vp_hybrid_request *req, const vp_hybrid_price
                        " --use-megatron-fsdp --data-parallel-sharding-strategy %s --ckpt-format "
                        "fsdp_dtensor",
                        strategy[pr->work.zero]);
-    if (req->work.flash)
-        vp__buf_printf(&b, " --attention-backend flash");
+    /* the kernels priced: cuDNN's fused attention (Transformer Engine's FusedAttention),
+     * FlashAttention-2 (its FlashAttention backend), or the s x s matrices kept */
+    vp__buf_printf(&b, " --attention-backend %s",
+                   !req->work.flash                       ? "unfused"
+                   : req->work.attn_kernel == VP_ATTN_FA2 ? "flash"
+                                                          : "fused");
     if (c->recompute == VP_RECOMPUTE_FULL)
         vp__buf_printf(&b, " --recompute-granularity full --recompute-method uniform "
                            "--recompute-num-layers 1");

@@ -371,6 +371,13 @@ expect 2 "--attn-kernel picks FlashAttention's kernels, and FlashAttention is of
 expect 2 "--attn-kernel picks FlashAttention's kernels, and FlashAttention is off here" -- \
     "$vp" simulate 1f1b -p 1 -m 2 --model vpipe:4,64,4,32 --attn-kernel fa2
 expect 0 "FlashAttention-2" -- "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --attn-kernel fa2
+# --emit megatron names the attention kernels priced (Megatron-LM's --attention-backend:
+# Transformer Engine's cuDNN fused attention, its FlashAttention backend, or unfused)
+for pair in ":fused" "--attn-kernel fa2:flash" "--flash 0:unfused"; do
+    # shellcheck disable=SC2086
+    expect 0 " --attention-backend ${pair#*:}" -- "$vp" plan --model llama3-8b --gpus 8 \
+        --global-batch 16 ${pair%%:*} --emit megatron
+done
 expect 2 "--attn-kernel is one of fused, fa2, got 'fa3'" -- \
     "$vp" simulate 1f1b -p 1 -m 2 --model llama3-8b --flash --attn-kernel fa3
 finish
