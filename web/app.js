@@ -451,20 +451,20 @@ function clusterOptions() {
   Object.assign(options, { gpu: read('gpu'), gpus: +read('gpus'), seq: +read('seq'), global_batch: +read('batch') });
   for (const [key, name] of CLUSTER_FIXED) if (read(name)) options[key] = +read(name);
   if (read('fix_recompute')) options.recompute = read('fix_recompute');
-  Object.assign(options, { flash: read('flash') === '1', sp: read('sp') === '1' });
+  // FlashAttention is on unless given: an unchecked box is 0 (--flash 0), not left out
+  Object.assign(options, { flash: read('flash') === '1' || 0, sp: read('sp') === '1' });
   if (read('zero1') === '1') options.zero = true; // --zero: ZeRO-1; else plan searches the stage
   const more = moreOptions(read('more') || '');
   return typeof more === 'string' ? more : Object.assign(options, more);
 }
 
-/* The command line that answers the same (a pasted config.json as the file config.json).
- * FlashAttention is on unless given, so its unchecked box is written --flash 0. */
+/* The command line that answers the same (a pasted config.json as the file config.json). */
 function clusterCommand(options) {
   const args = ['vpipe', 'plan', ...(options.model ? [] : ['--model', 'config.json'])];
   for (const [key, value] of Object.entries(options)) {
-    if (value === false && key !== 'flash') continue;
+    if (value === false) continue;
     args.push(`--${key.replace(/_/g, '-')}`);
-    if (value !== true) args.push(String(value === false ? 0 : value));
+    if (value !== true) args.push(String(value));
   }
   return args.join(' ');
 }
