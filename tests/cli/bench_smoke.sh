@@ -14,6 +14,10 @@ expect 1 "is missing" -- "$root/bench/run" --quick --no-build --build "$tmp/none
 
 expect 0 "wrote" -- "${run[@]}" --out "$tmp/out"
 md=$tmp/out/results.md
+if [ ! -f "$md" ]; then # the run failed, and said why above
+    finish
+    exit 1
+fi
 for needle in "## 1. Schedule tables" "## 2. Memory" "## 3. Runtime" "## 4. Speed" \
     "## 7. How far to trust" "## 8. Vocabulary parallelism" "| 4 | \`v-half\` + VP |" \
     "| \`v-half\` | 17.24% · 3 | 9.43% · 3 |" "| 1.5B | 8 | 24 | 24.31 / 24.31 |" \

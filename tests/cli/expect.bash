@@ -17,10 +17,23 @@ expect() {
     code=$?
     if [ "$code" != "$want" ] || { [ -n "$needle" ] && ! grep -qF -- "$needle" <<<"$out"; }; then
         echo "FAIL: $* -> exit $code (want $want), output:"
-        echo "$out" | head -20
+        show_output "$out"
         fails=$((fails + 1))
     else
         passes=$((passes + 1))
+    fi
+}
+# `show_output TEXT`: the first 10 lines of a failed command's output and, when it is
+# longer, its last 30 (where an error that ends a long run says why).
+show_output() {
+    local n
+    n=$(printf '%s\n' "$1" | wc -l)
+    if [ "$n" -le 40 ]; then
+        printf '%s\n' "$1"
+    else
+        printf '%s\n' "$1" | head -10
+        echo "... ($((n - 40)) lines left out) ..."
+        printf '%s\n' "$1" | tail -30
     fi
 }
 # `result_of COMMAND...`: the command's standard output; when it exits non-zero or prints
