@@ -2,7 +2,7 @@
  * any family's best), it does not depend on the threads, every configuration it reports
  * fits and prices again to the same figures, nothing-fits names the smallest memory, the
  * paper's 98.5B experiment puts a V or ZB family 10% ahead of 1F1B and 1F1B with full
- * recomputation last, and the exports carry
+ * recomputation last, one pipeline rank is listed as 1F1B alone, and the exports carry
  * the winner's degrees. */
 #include <jansson.h>
 #include <math.h>
@@ -67,6 +67,26 @@ static void test_pruning_is_exact(void **state) {
     for (int i = 0; i < pruned->n_best; i++)
         assert_same_config(&pruned->best[i], &all->best[i]);
     vp_hybrid_free(pruned);
+    vp_hybrid_free(all);
+}
+
+/* On one pipeline rank every family is the same gradient accumulation: the search lists
+ * 1F1B alone there (every fitting configuration, with K larger than the grid). */
+static void test_one_rank_is_1f1b(void **state) {
+    (void)state;
+    small_grid grid;
+    small_setup(&grid);
+    grid.q.top = 1000000;
+    vp_hybrid *all = run(&grid.q);
+    int one_rank = 0, deeper = 0;
+    for (int i = 0; i < all->n_top; i++) {
+        bool one = all->top[i].pp == 1;
+        one_rank += one;
+        deeper += !one && strcmp(all->top[i].family, "1f1b");
+        if (one && strcmp(all->top[i].family, "1f1b"))
+            fail_msg("%s at PP 1", all->top[i].family);
+    }
+    assert_true(one_rank > 0 && deeper > 0);
     vp_hybrid_free(all);
 }
 
@@ -460,6 +480,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pruning_is_exact),
         cmocka_unit_test(test_threads_do_not_matter),
+        cmocka_unit_test(test_one_rank_is_1f1b),
         cmocka_unit_test(test_margin),
         cmocka_unit_test(test_offload_lever),
         cmocka_unit_test(test_reported_configurations_fit),

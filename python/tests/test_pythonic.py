@@ -104,6 +104,15 @@ def test_a_key_a_newer_library_adds_is_kept():
     assert r == vpipe.schedule("1f1b", 2, 4).simulate()
 
 
+def test_a_null_the_json_gives_stays_and_an_absent_key_stays_absent():
+    data = json.loads(vpipe.schedule("1f1b", 2, 4).simulate_json())
+    given = vpipe.SimulationReport.from_dict(dict(data, peak_memory_bytes=None))
+    assert given.peak_memory_bytes is None and "peak_memory_bytes" in given
+    assert given.to_dict() == dict(data, peak_memory_bytes=None)
+    absent = vpipe.SimulationReport.from_dict({k: v for k, v in data.items() if k != "bubble"})
+    assert absent.bubble is None and "bubble" not in absent and "bubble" not in absent.to_dict()
+
+
 # ---- a schedule's ops ---------------------------------------------------------------------
 
 

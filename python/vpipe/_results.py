@@ -79,11 +79,15 @@ class _Record:
             values[name] = value
         record = cls(**values)
         object.__setattr__(record, "_extra", {k: v for k, v in data.items() if k not in names})
+        object.__setattr__(record, "_given", frozenset(n for n in names if n in data))
         return record
 
     def _fields(self) -> Dict[str, Any]:
+        """The fields the JSON has (a null it gives stays None), or without JSON the fields
+        not None."""
         found = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        found = {k: v for k, v in found.items() if v is not None}
+        given = getattr(self, "_given", frozenset())
+        found = {k: v for k, v in found.items() if v is not None or k in given}
         found.update(getattr(self, "_extra", {}))
         return found
 

@@ -131,13 +131,18 @@ static vp_status add_candidate(search *S, const cand *x) {
     return VP_OK;
 }
 
-/* Every legal family (and chunk count) at one point (degrees, mbs, m, recomputation). */
+/* Every legal family (and chunk count) at one point (degrees, mbs, m, recomputation). On
+ * one pipeline rank every family is the same gradient accumulation over the m microbatches
+ * (no bubble, no sends): 1F1B alone stands for it, its order keeping the fewest
+ * activations (one microbatch's), where the others would list the same step again. */
 static vp_status add_point(search *S, const vp_hybrid_config *point, vp_error *err) {
     int max_v = S->req->max_chunks ? S->req->max_chunks : 4;
     point_layout lays[16];
     int n_lays = 0;
     vp_status rc = VP_OK;
     for (int f = 0; f <= VP__HY_VBLOCK && rc == VP_OK; f++) {
+        if (point->pp == 1 && (f == VP__HY_VBLOCK || strcmp(family_name(f), "1f1b")))
+            continue;
         bool chunked = f < VP__HY_VBLOCK && !strcmp(family_name(f), "interleaved");
         for (int v = chunked ? 2 : 0; v <= (chunked ? max_v : 0) && rc == VP_OK; v++) {
             cand x = {.c = *point, .verdict = UNVISITED};
