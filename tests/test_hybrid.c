@@ -90,6 +90,19 @@ static void test_one_rank_is_1f1b(void **state) {
     vp_hybrid_free(all);
 }
 
+/* An odd sequence cannot be split into CP's 2 chunks a rank, but CP 1 takes it whole. */
+static void test_odd_sequence(void **state) {
+    (void)state;
+    small_grid grid;
+    small_setup(&grid);
+    grid.q.work.seq = 4095;
+    vp_hybrid *h = run(&grid.q);
+    assert_true(h->n_top > 0 && h->top[0].fits);
+    for (int i = 0; i < h->n_top; i++)
+        assert_true(h->top[i].cp <= 1);
+    vp_hybrid_free(h);
+}
+
 /* A margin: configurations with less room are tight and rank after every one with room
  * (in the top list and among each family's best); pruning stays exact under it; margin 0
  * ranks by time alone; the default is the accelerator's measured memory error. */
@@ -481,6 +494,7 @@ int main(void) {
         cmocka_unit_test(test_pruning_is_exact),
         cmocka_unit_test(test_threads_do_not_matter),
         cmocka_unit_test(test_one_rank_is_1f1b),
+        cmocka_unit_test(test_odd_sequence),
         cmocka_unit_test(test_margin),
         cmocka_unit_test(test_offload_lever),
         cmocka_unit_test(test_reported_configurations_fit),

@@ -8,8 +8,9 @@
 bool vp__hy_cp_legal(const vp_hybrid_request *req, int tp, int cp) {
     if (req->cp > 0)
         return cp == req->cp && (req->gpus / tp) % cp == 0;
-    /* every rank keeps 2 chunks of the sequence (causal balancing) */
-    return (req->gpus / tp) % cp == 0 && req->work.seq % (2 * cp) == 0;
+    /* with CP every rank keeps 2 chunks of the sequence (causal balancing); without, any
+       length */
+    return (req->gpus / tp) % cp == 0 && (cp == 1 || req->work.seq % (2 * cp) == 0);
 }
 
 /* The model states a rank of a pipeline stage holds at least at TP tp, PP pp and R = DP x
