@@ -47,8 +47,22 @@ static void small_setup(small_grid *s) {
     s->q.vblock_max_pp = 8;
 }
 
+/* On one pipeline rank every family is the same gradient accumulation: the search lists
+ * 1F1B alone there, and the other families at PP > 1 (h: every fitting configuration). */
+static void assert_one_rank_is_1f1b(const vp_hybrid *h) {
+    int one_rank = 0, deeper = 0;
+    for (int i = 0; i < h->n_top; i++) {
+        bool one = h->top[i].pp == 1;
+        one_rank += one;
+        deeper += !one && strcmp(h->top[i].family, "1f1b");
+        if (one && strcmp(h->top[i].family, "1f1b"))
+            fail_msg("%s at PP 1", h->top[i].family);
+    }
+    assert_true(one_rank > 0 && deeper > 0);
+}
+
 /* With K larger than the grid no bound ever prunes: the pruned search's best, top and
- * every family's best equal that exhaustive search's. */
+ * every family's best equal that exhaustive search's, which lists PP 1 as 1F1B alone. */
 static void test_pruning_is_exact(void **state) {
     (void)state;
     small_grid grid;
@@ -58,6 +72,7 @@ static void test_pruning_is_exact(void **state) {
     q.top = 1000000;
     vp_hybrid *all = run(&q);
     assert_int_equal(all->pruned_bound, 0);
+    assert_one_rank_is_1f1b(all);
     assert_true(pruned->pruned_bound > 0);
     assert_true(pruned->evaluated < all->evaluated);
     assert_int_equal(pruned->candidates, all->candidates);
@@ -67,26 +82,6 @@ static void test_pruning_is_exact(void **state) {
     for (int i = 0; i < pruned->n_best; i++)
         assert_same_config(&pruned->best[i], &all->best[i]);
     vp_hybrid_free(pruned);
-    vp_hybrid_free(all);
-}
-
-/* On one pipeline rank every family is the same gradient accumulation: the search lists
- * 1F1B alone there (every fitting configuration, with K larger than the grid). */
-static void test_one_rank_is_1f1b(void **state) {
-    (void)state;
-    small_grid grid;
-    small_setup(&grid);
-    grid.q.top = 1000000;
-    vp_hybrid *all = run(&grid.q);
-    int one_rank = 0, deeper = 0;
-    for (int i = 0; i < all->n_top; i++) {
-        bool one = all->top[i].pp == 1;
-        one_rank += one;
-        deeper += !one && strcmp(all->top[i].family, "1f1b");
-        if (one && strcmp(all->top[i].family, "1f1b"))
-            fail_msg("%s at PP 1", all->top[i].family);
-    }
-    assert_true(one_rank > 0 && deeper > 0);
     vp_hybrid_free(all);
 }
 
@@ -493,7 +488,6 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pruning_is_exact),
         cmocka_unit_test(test_threads_do_not_matter),
-        cmocka_unit_test(test_one_rank_is_1f1b),
         cmocka_unit_test(test_odd_sequence),
         cmocka_unit_test(test_margin),
         cmocka_unit_test(test_offload_lever),
