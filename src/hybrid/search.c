@@ -141,7 +141,7 @@ static vp_status add_point(search *S, const vp_hybrid_config *point, vp_error *e
     int n_lays = 0;
     vp_status rc = VP_OK;
     for (int f = 0; f <= VP__HY_VBLOCK && rc == VP_OK; f++) {
-        if (point->pp == 1 && (f == VP__HY_VBLOCK || strcmp(family_name(f), "1f1b")))
+        if (point->pp == 1 && strcmp(family_name(f), "1f1b"))
             continue;
         bool chunked = f < VP__HY_VBLOCK && !strcmp(family_name(f), "interleaved");
         for (int v = chunked ? 2 : 0; v <= (chunked ? max_v : 0) && rc == VP_OK; v++) {
