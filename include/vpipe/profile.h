@@ -106,7 +106,8 @@ VP_API vp_status vp_autoplan(const vp_profile *pr, int p, int m, const vp_budget
 typedef struct vp_train_request {
     vp_pipeline_options po; /* the model, optimiser, steps, data order, durability, faults,
                                dp, zero, watchdog as given (settled by vp_train_prepare);
-                               train.m 0: not given (1, or a schedule file's) */
+                               train.m 0: not given (1, or a schedule file's);
+                               train.min_lr < 0: not given (a tenth of train.lr) */
     const char *schedule;   /* a family, "single" (the reference) or "auto" (the planner's
                                choice under memory); NULL: 1f1b when p > 1 */
     const char *schedule_file;

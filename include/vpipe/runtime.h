@@ -101,7 +101,7 @@ typedef struct vp_train_options {
                         steps may differ: a run extended past its schedule trains on at
                         min_lr */
     double lr;       /* peak learning rate */
-    double min_lr;   /* cosine floor */
+    double min_lr;   /* cosine floor, at most lr */
     int warmup;      /* warm-up steps (cosine only) */
     vp_lr_schedule schedule;
     vp_adamw adamw;

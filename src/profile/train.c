@@ -19,9 +19,10 @@ void vp_train_request_init(vp_train_request *q) {
     memset(q, 0, sizeof *q);
     vp_pipeline_options_default(&q->po);
     vp_train_options_default(&q->po.train);
-    q->p = 0;              /* not given: 1, or a schedule file's */
-    q->po.train.m = 0;     /* not given: 1, or a schedule file's */
-    q->po.train.steps = 0; /* not given: 200, or a resumed checkpoint's run's */
+    q->p = 0;                /* not given: 1, or a schedule file's */
+    q->po.train.m = 0;       /* not given: 1, or a schedule file's */
+    q->po.train.steps = 0;   /* not given: 200, or a resumed checkpoint's run's */
+    q->po.train.min_lr = -1; /* not given: a tenth of --lr */
     q->warmup = -1;
     q->weight_decay = q->po.train.adamw.weight_decay;
     q->lr_schedule = q->po.train.schedule == VP_LR_CONSTANT;
@@ -343,6 +344,8 @@ static vp_status check_flags(const vp_train_request *q, vp_train_ready *r, vp_er
     vp_train_options *o = &r->po.train;
     o->m = batch_of(q); /* a pipelined run's is its schedule's (prepare_pipelined) */
     o->schedule = lr_schedule_of[q->lr_schedule];
+    if (o->min_lr < 0)
+        o->min_lr = o->lr / 10;
     o->adamw.weight_decay = (float)q->weight_decay;
     r->po.transport = transport_of[q->transport];
     r->transport = transport_names[q->transport];

@@ -95,6 +95,11 @@ vp_status vp__train_check(const vp_train_options *o, const vp_data *data, vp_err
         !(o->adamw.weight_decay >= 0.0f))
         return vp__fail(err, VP_EINVAL,
                         "learning rate must be positive, clip and weight decay not negative");
+    if (o->schedule == VP_LR_COSINE && o->min_lr > o->lr)
+        return vp__fail(err, VP_EINVAL,
+                        "the cosine's floor (--min-lr %g) is above its peak (--lr %g): it would "
+                        "climb instead of decaying",
+                        o->min_lr, o->lr);
     size_t need = (size_t)o->model.seq_len + 1;
     if (data && (vp_data_train_bytes(data) < need || vp_data_val_bytes(data) < need))
         return vp__fail(err, VP_EIO,

@@ -35,6 +35,11 @@ expect 2 --data "$text" --steps 0
 expect 2 --data "$text" -m 0
 expect 2 --data "$text" --lr 0
 expect 2 --data "$text" --lr-schedule linear
+expect 2 --data "$text" --lr 0.01 --min-lr 0.02 --steps 1
+grep -q "floor (--min-lr 0.02) is above its peak (--lr 0.01)" "$tmp/err" || {
+    echo "FAIL: --min-lr above --lr: $(cat "$tmp/err")" >&2
+    fail=1
+}
 expect 2 --data "$text" -p 2 --schedule single
 expect 2 --data "$text" --schedule nosuch -p 2
 expect 2 --data "$text" --schedule v-half -p 4 --layers 4 --steps 1
@@ -65,6 +70,16 @@ assert d["schedule"] == "v-half" and d["p"] == 4 * d["dp"] and d["m"] == 8 * d["
         fail=1
     }
 done
+
+# --min-lr's default is a tenth of --lr: a cosine without warm-up ends there
+"$vpipe" train --data "$text" --layers 1 --width 16 --heads 1 --seq 8 --microbatch 1 --steps 3 \
+    --warmup 0 --lr 0.004 --eval-batches 1 --log "$tmp/lr.jsonl" >/dev/null 2>"$tmp/err" &&
+    python3 -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]
+assert [r["step"] for r in rows] == [1, 2, 3] and abs(rows[-1]["lr"] - 0.0004) < 1e-12, rows' \
+        "$tmp/lr.jsonl" || {
+    echo "FAIL: --min-lr's default is not a tenth of --lr: $(cat "$tmp/err")" >&2
+    fail=1
+}
 
 "$vpipe" train --help | grep -q 'usage: vpipe train' || {
     echo "FAIL: --help" >&2
