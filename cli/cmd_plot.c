@@ -16,7 +16,7 @@ static const cli_opt plot_opts[] = {
      .kind = CLI_STRING,
      .offset = offsetof(plot_args, out),
      .arg = "FILE",
-     .help = "the SVG; - is stdout (the default)"},
+     .help = "the SVG; - is stdout"},
 };
 static const cli_group plot_group = CLI_GROUP("output", plot_opts);
 

@@ -201,10 +201,11 @@ static void choices_text(const cli_opt *o, char *buf, size_t size) {
         snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", k ? "|" : "", o->choices[k]);
 }
 
-/* " (default X)" when the destination holds a value within the option's bounds. */
+/* " (default X)" when the destination holds a value within the option's bounds and the
+ * help does not already say its default. */
 static void default_text(const cli_opt *o, const char *dest, char *buf, size_t size) {
     buf[0] = '\0';
-    if (!dest)
+    if (!dest || (o->help && strstr(o->help, "(default")))
         return;
     if (o->kind == CLI_INT) {
         int v = *(const int *)dest;

@@ -10,6 +10,12 @@ for cmd in list schedule simulate compare validate; do
     expect 0 "usage: vpipe $cmd" -- "$vp" "$cmd" --help
 done
 expect 0 "usage: vpipe <command>" -- "$vp" --help
+# every command's help states an option's default once
+for cmd in list schedule simulate compare validate train profile render block plan model \
+    calibrate plot sample; do
+    "$vp" "$cmd" --help >"$tmp/help" 2>&1
+    expect 1 "" -- grep "(default.*(default" "$tmp/help"
+done
 expect 2 "unknown command" -- "$vp" frobnicate
 expect 2 "usage" -- "$vp"
 
