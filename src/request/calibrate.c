@@ -20,8 +20,9 @@ static vp_status calibrate_ready(vp__run *run, vp_calibrate_request *cq, vp_gpu 
         rc = vp__value_error(run, "constants", q->constants, err->status, err);
     if (rc == VP_OK && q->gpu && (rc = vp__gpu_resolve(run, q->gpu, base, err)) == VP_OK)
         cq->base = base;
-    if (rc == VP_OK)
-        rc = vp_calibrate_read_file(q->runs, runs, err);
+    /* the reader's messages name the file (and the line): said once, after the option */
+    if (rc == VP_OK && (rc = vp_calibrate_read_file(q->runs, runs, err)) != VP_OK)
+        vp__fail(err, rc, "%s %s", VP__NAME(run, "runs"), err->message);
     cq->runs = *runs;
     return rc;
 }

@@ -36,7 +36,7 @@ printf '%s\nllama3-8b,a100-80gb,x,,,,,,,,,,,,,,,1,,\n' "$hdr" >"$tmp/cell.csv"
 printf '%s\nllama3-8b,a100-80gb,,,,4,3,,,8,8192,,,,,,,1,,\n' "$hdr" >"$tmp/cp.csv"
 printf '%s\nllama3-8b,a100-80gb,,,,,,,,,,,,,,,,1,,\nllama3-8b,a100-80gb,2,,,,,,,,,,,,,,,1,,\n' "$hdr" >"$tmp/two.csv"
 expect 2 "needs --runs" -- "$vp" calibrate -o "$tmp/x.json"
-expect 3 "cols.csv:1: the header lacks column 'pp'" -- "$vp" calibrate --runs "$tmp/cols.csv" -o "$tmp/x.json"
+expect 3 "error: --runs $tmp/cols.csv:1: the header lacks column 'pp'" -- "$vp" calibrate --runs "$tmp/cols.csv" -o "$tmp/x.json"
 expect 3 "cell.csv:2: column 'tp': expected an integer" -- "$vp" calibrate --runs "$tmp/cell.csv" -o "$tmp/x.json"
 expect 2 "cp.csv:2: CP 3 must divide sequence 8192 into an even share" -- \
     "$vp" calibrate --runs "$tmp/cp.csv" -o "$tmp/x.json"
