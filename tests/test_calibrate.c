@@ -445,6 +445,12 @@ static void test_fit_refusals(void **state) {
         {HEADER "llama3-8b,a100-80gb,,,,,,,,,,,,,,,,1,,\n", "context", "measured peak", VP_EINVAL},
         {HEADER "llama3-8b,a100-80gb,,,,,,,,,,,,,,,,1,,\n", "gemm,speed",
          "unknown constant 'speed'", VP_EINVAL},
+        /* beyond the peak: about 1.5 times it in 16-bit, 5 times with FP8 (whose most is 2) */
+        {HEADER "llama3-8b,h100-80gb,,,,,,,,,,,,,,,,,30000,\n", NULL,
+         "runs.csv:2: 30000 tokens/s per GPU would run llama3-8b's FLOPs at 1.", VP_EINVAL},
+        {HEADER "llama3-8b,h100-80gb,,,,,,,,,,,,,,,,,30000,\n", NULL, "(the most is 1)", VP_EINVAL},
+        {HEADER "llama3-8b,h100-80gb,,,,,,,,,,,,,,,tensorwise,,100000,\n", NULL, "(the most is 2)",
+         VP_EINVAL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vp_run_set *set = NULL;
@@ -462,6 +468,15 @@ static void test_fit_refusals(void **state) {
         assert_null(c);
         vp_calibrate_free(set);
     }
+    /* with FP8 the same 30000 tokens/s is within the peak, and fits */
+    vp_run_set *fp8 = read_ok(HEADER "llama3-8b,h100-80gb,,,,,,,,,,,,,,,tensorwise,,30000,\n");
+    vp_calibrate_request fast = {.runs = fp8};
+    vp_calibration *fitted = NULL;
+    vp_error why = {0};
+    if (vp_calibrate_fit(&fast, &fitted, &why) != VP_OK)
+        fail_msg("%s", why.message);
+    vp_calibrate_fit_free(fitted);
+    vp_calibrate_free(fp8);
     vp_gpu slow = tp_gpu("a100-80gb");
     slow.efficiency = 0.5;
     vp_run_set *set = read_ok(HEADER "llama3-8b,,,,,,,,,,,,,,,,,1,,\n");

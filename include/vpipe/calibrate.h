@@ -255,14 +255,16 @@ typedef struct vp_calibration {
 /* Fits the constants asked to every run of req->runs by least squares on the logarithm of
  * predicted over measured throughput (and, for the memory constants, on the peaks the runs
  * measured), starting from the base and pulled weakly towards it, so that a constant the
- * runs cannot pin down stays near the base's value and is reported as not pinned. Each
+ * runs cannot pin down is held by that pull and reported as not pinned. Each
  * run is priced as vp_calibrate_price prices it; its configuration ("*" cells chosen) and
  * schedule are fixed with the base accelerator, then re-timed. Then, for every run, the
  * constants are fitted again without it (one Gauss-Newton step from the full fit) and the
  * run predicted. VP_EUNSUPPORTED naming the first run vpipe cannot express; VP_EINVAL when
- * runs name different accelerators, the base is not a kernel-model accelerator, or fewer
- * runs measure a time (or a peak) than the constants explicitly asked of them, naming
- * them; errors of pricing a run (its line named); VP_ENOMEM. */
+ * runs name different accelerators, a run's measured throughput would run its model's
+ * FLOPs beyond the base's peak (its FP8 recipe's peak with FP8; the line named), the base
+ * is not a kernel-model accelerator, or fewer runs measure a time (or a peak) than the
+ * constants explicitly asked of them, naming them; errors of pricing a run (its line
+ * named); VP_ENOMEM. */
 VP_API vp_status vp_calibrate_fit(const vp_calibrate_request *req, vp_calibration **out,
                                   vp_error *err);
 VP_API void vp_calibrate_fit_free(vp_calibration *c);

@@ -216,7 +216,17 @@ static vp_status choose_base(const vp_calibrate_request *req, vp_gpu *out, vp_er
     return VP_OK;
 }
 
-/* Resolves, chooses and builds every run once with the base. */
+/* The most model FLOPs a run can run at, as a share of g's 16-bit peak: 1, or its FP8
+ * recipe's peak over it (the multiplies' ceiling; every other pass is slower). */
+static double mfu_ceiling(const vp_gpu *g, vp_fp8 fp8) {
+    double peak = fp8 == VP_FP8_OFF     ? g->peak_flops
+                  : fp8 == VP_FP8_MXFP8 ? g->mxfp8_peak_flops
+                                        : g->fp8_peak_flops;
+    return peak / g->peak_flops;
+}
+
+/* Resolves, chooses and builds every run once with the base; a measured throughput that
+ * would run the model's FLOPs beyond the accelerator's peak is refused. */
 static vp_status prepare(fit *F, vp_error *err) {
     F->p = vp__calloc((size_t)F->set->n, sizeof *F->p);
     if (!F->p)
@@ -242,6 +252,15 @@ static vp_status prepare(fit *F, vp_error *err) {
         pr->measured = run->tokens_per_s_per_gpu
                            ? run->tokens_per_s_per_gpu
                            : price.tokens_per_s_per_gpu * price.step_time_s / run->step_time_s;
+        double mfu = price.mfu * pr->measured / price.tokens_per_s_per_gpu;
+        double most = mfu_ceiling(&F->base, run->fp8);
+        if (mfu > most)
+            return vp__fail(err, VP_EINVAL,
+                            "%s:%d: %.6g tokens/s per GPU would run %s's FLOPs at %.3g times "
+                            "%s's 16-bit peak (the most is %.3g): check the run's model and "
+                            "configuration, and that step_time_s is seconds a step",
+                            F->set->name, run->line, pr->measured, pr->ready.arch.name, mfu,
+                            F->base.name, most);
         pr->has_memory = run->peak_mem_gib > 0;
         pr->measured_memory = run->peak_mem_gib * GIB;
         pr->kind = run->mem_kind;

@@ -42,7 +42,8 @@ static void constants_text(vp__buf *b, const vp_calibration *c) {
             continue;
         bool pinned = c->pinned & (1u << k);
         vp__buf_printf(b, "%-36s %10.4g %10.4g %9.2g  %s\n", what[k], c->base_value[k], c->value[k],
-                       c->sd[k], pinned ? "pinned" : "NOT pinned: stays near the base's value");
+                       c->sd[k],
+                       pinned ? "pinned" : "NOT pinned: the runs cannot tell it from others");
     }
 }
 
@@ -72,7 +73,8 @@ static void warning_text(vp__buf *b, const vp_calibration *c) {
         vp__buf_printf(b, "Every constant asked is pinned down by these runs.\n");
         return;
     }
-    vp__buf_printf(b, "Not pinned down by these runs (each stays near the base's value): ");
+    vp__buf_printf(b, "Not pinned down by these runs (each value is a compromise between the "
+                      "base's and the runs, not a measurement): ");
     for (int k = 0, first = 1; k < VP_FIT_COUNT; k++)
         if (loose & (1u << k)) {
             vp__buf_printf(b, "%s%s (extrapolated for %s)", first ? "" : "; ", what[k], governs[k]);
@@ -84,16 +86,23 @@ static void warning_text(vp__buf *b, const vp_calibration *c) {
 
 char *vp_calibrate_text(const vp_calibration *c, const vp_run_set *runs) {
     vp__buf b = {0};
-    vp__buf_printf(&b, "calibrated %s from %s on %d runs of %s (%d iterations, %.2f s)\n\n",
-                   c->gpu.name, c->base.name, c->n, runs->name, c->iterations, c->elapsed_s);
+    vp__buf_printf(&b, "calibrated %s from %s on %d run%s of %s (%d iterations, %.2f s)\n\n",
+                   c->gpu.name, c->base.name, c->n, c->n == 1 ? "" : "s", runs->name, c->iterations,
+                   c->elapsed_s);
     constants_text(&b, c);
     runs_text(&b, c, runs);
-    vp__buf_printf(&b,
-                   "\nthroughput (tokens/s per GPU): fitted within %.1f%% on average (worst "
-                   "%.1f%%); each run predicted from the others (leave-one-out): mean %.1f%%, "
-                   "median %.1f%%, worst %.1f%%\n",
-                   100 * c->fit_mean, 100 * c->fit_worst, 100 * c->loo_mean, 100 * c->loo_median,
-                   100 * c->loo_worst);
+    if (c->n == 1) /* nothing else to predict it from */
+        vp__buf_printf(&b,
+                       "\nthroughput (tokens/s per GPU): fitted within %.1f%%; the base alone "
+                       "predicts it within %.1f%% (a second run gives a leave-one-out check)\n",
+                       100 * c->fit_mean, 100 * c->loo_mean);
+    else
+        vp__buf_printf(&b,
+                       "\nthroughput (tokens/s per GPU): fitted within %.1f%% on average (worst "
+                       "%.1f%%); each run predicted from the others (leave-one-out): mean %.1f%%, "
+                       "median %.1f%%, worst %.1f%%\n",
+                       100 * c->fit_mean, 100 * c->fit_worst, 100 * c->loo_mean,
+                       100 * c->loo_median, 100 * c->loo_worst);
     if (c->memory_runs)
         vp__buf_printf(&b,
                        "memory: %d peaks, fitted within %.1f%% on average; left out: mean "

@@ -45,5 +45,13 @@ expect 2 "2 runs cannot fit 5 time constants" -- \
 expect 2 "unknown constant 'speed'" -- "$vp" calibrate --runs "$tmp/two.csv" --constants speed -o "$tmp/x.json"
 expect 2 "--gpu tpu" -- "$vp" calibrate --runs "$tmp/two.csv" --gpu tpu -o "$tmp/x.json"
 expect 3 "nope.csv" -- "$vp" calibrate --runs "$tmp/nope.csv" -o "$tmp/x.json"
+# a step faster than the accelerator's peak allows is a mistake in the run, not a fit
+printf '%s\nllama3-8b,h100-80gb,,,,8,,,1,64,8192,,,1,,,,0.0001,,\n' "$hdr" >"$tmp/fast.csv"
+expect 2 "fast.csv:2: 6.5536e+08 tokens/s per GPU would run llama3-8b's FLOPs at" -- \
+    "$vp" calibrate --runs "$tmp/fast.csv" -o "$tmp/x.json"
 [ ! -e "$tmp/x.json" ] || bad "a failed calibration wrote its output"
+
+# one run: fitted, and its left-out figure is said to be the base's prediction
+sed 's/,0.0001,/,5,/' "$tmp/fast.csv" >"$tmp/one.csv"
+expect 0 "the base alone predicts it within" -- "$vp" calibrate --runs "$tmp/one.csv" -o "$tmp/one.json"
 finish
