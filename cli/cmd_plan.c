@@ -11,7 +11,8 @@ static const cli_opt plan_opts[] = {
      .arg = "X",
      .help = "the budget: a fraction of 1F1B's peak (0.5), units (4u: one\n"
              "microbatch's activation of a device's whole slice), or bytes\n"
-             "(123456b, when the memory model knows the unit's size)"},
+             "(123456b, 64MiB, 2GB, when the memory model knows the unit's\n"
+             "size)"},
     {.name = "json",
      .kind = CLI_FLAG,
      .offset = offsetof(vp_request, json),

@@ -29,7 +29,16 @@ static void test_budget_parse(void **state) {
     assert_int_equal(vp_budget_parse("1.5e6b", &b, NULL), VP_OK);
     assert_int_equal(b.kind, VP_BUDGET_BYTES);
     TU_NEAR(b.value, 1.5e6);
-    const char *bad[] = {"", "abc", "0", "-1", "4x", "4uu", "nan", "inf", "u"};
+    assert_int_equal(vp_budget_parse("1.5GiB", &b, NULL), VP_OK);
+    assert_int_equal(b.kind, VP_BUDGET_BYTES);
+    TU_NEAR(b.value, 1.5 * 1024 * 1024 * 1024);
+    assert_int_equal(vp_budget_parse("80GB", &b, NULL), VP_OK);
+    assert_int_equal(b.kind, VP_BUDGET_BYTES);
+    TU_NEAR(b.value, 80e9);
+    assert_int_equal(vp_budget_parse("64KiB", &b, NULL), VP_OK);
+    TU_NEAR(b.value, 65536);
+    const char *bad[] = {"",    "abc", "0",   "-1",    "4x",      "4uu", "nan",
+                         "inf", "u",   "4Gb", "4GiBs", "1e300TB", "GiB", "4 GiB"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vp_error err = {0};
         assert_int_equal(vp_budget_parse(bad[i], &b, &err), VP_EPARSE);

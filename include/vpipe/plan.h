@@ -20,7 +20,8 @@ extern "C" {
 typedef enum {
     VP_BUDGET_FRACTION = 0, /* a fraction of 1F1B's peak ("0.5") */
     VP_BUDGET_UNITS = 1,    /* units, one microbatch's activation of a whole slice ("4u") */
-    VP_BUDGET_BYTES = 2     /* bytes ("123456b"), needs the memory model's unit_bytes */
+    VP_BUDGET_BYTES = 2     /* bytes ("123456b", "64MiB", "2GB"), needs the memory model's
+                               unit_bytes */
 } vp_budget_kind;
 
 typedef struct vp_budget {
@@ -28,8 +29,9 @@ typedef struct vp_budget {
     double value; /* > 0, finite */
 } vp_budget;
 
-/* Parses "0.5", "4u" or "123456b" (number, then an optional unit suffix). VP_EPARSE with
- * the column of the problem. */
+/* Parses "0.5", "4u" or bytes: "123456b", or with KiB, MiB, GiB, TiB (powers of 1024), kB
+ * (or KB), MB, GB, TB (of 1000) (a number, then an optional suffix). VP_EPARSE with the
+ * column of the problem. */
 VP_API vp_status vp_budget_parse(const char *text, vp_budget *out, vp_error *err);
 
 /* One schedule the planner considered: a registered family, the best V block it found at

@@ -59,7 +59,7 @@ static vp_status plan_run(vp__run *run, vp_plan **out, vp_error *err) {
         return vp__fail(err, VP_EINVAL, "plan needs %s and %s", VP__NAME(run, "p"),
                         VP__NAME(run, "m"));
     if (!q->memory)
-        return vp__fail(err, VP_EINVAL, "plan needs %s (0.5, 4u or 123456b)",
+        return vp__fail(err, VP_EINVAL, "plan needs %s (0.5, 4u, 123456b or 64MiB)",
                         VP__NAME(run, "memory"));
     if (vp_budget_parse(q->memory, &budget, err) != VP_OK)
         return vp__value_error(run, "memory", q->memory, VP_OK, err);
