@@ -131,7 +131,9 @@ static void assert_same_arch(const vp_arch *a, const vp_arch *b) {
     TU_NEAR(vp_arch_active_params(a), vp_arch_active_params(b));
 }
 
-/* The real config.json files of Llama-3-8B and GPT-2 read into their presets. */
+/* The real config.json files of Llama-3-8B and GPT-2 read into their presets; without
+ * "tie_word_embeddings" each takes its type's default in transformers (Llama unties, GPT-2
+ * ties). */
 static void test_hf_reads_presets(void **state) {
     (void)state;
     vp_arch a, want = tp_preset("llama3-8b");
@@ -140,6 +142,14 @@ static void test_hf_reads_presets(void **state) {
                      VP_OK);
     assert_same_arch(&a, &want);
     assert_string_equal(a.name, "llama");
+    char untold[sizeof llama3_8b_json];
+    const char *tie = strstr(llama3_8b_json, "\"tie_word_embeddings\": false, ");
+    assert_non_null(tie);
+    snprintf(untold, sizeof untold, "%.*s%s", (int)(tie - llama3_8b_json), llama3_8b_json,
+             tie + strlen("\"tie_word_embeddings\": false, "));
+    assert_int_equal(vp_arch_parse_hf(untold, strlen(untold), "x", &a, &err), VP_OK);
+    assert_false(a.tied);
+    assert_same_arch(&a, &want);
     want = tp_preset("gpt2-124m");
     assert_int_equal(vp_arch_parse_hf(gpt2_json, sizeof gpt2_json - 1, NULL, &a, &err), VP_OK);
     assert_same_arch(&a, &want);

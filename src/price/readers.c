@@ -197,6 +197,15 @@ static vp_status read_dims(json_t *root, vp_arch *a, vp_error *err) {
     return rc;
 }
 
+/* Whether the file's "model_type" is one of types (NULL-ended). */
+static bool type_in(json_t *root, const char *const *types) {
+    json_t *v = json_object_get(root, "model_type");
+    for (; v && json_is_string(v) && *types; types++)
+        if (!strcmp(json_string_value(v), *types))
+            return true;
+    return false;
+}
+
 /* Settings that follow from the keys present: norm type, biases, positions, tying. */
 static vp_status read_style(json_t *root, vp_arch *a, vp_error *err) {
     bool gelu = a->ffn_kind == VP_FFN_GELU;
@@ -208,7 +217,12 @@ static vp_status read_style(json_t *root, vp_arch *a, vp_error *err) {
     a->bias = gelu;
     a->learned_positions =
         gelu && !json_object_get(root, "rope_theta") && !json_object_get(root, "rope_scaling");
-    a->tied = true; /* the transformers default */
+    /* without the key, the model type's default in transformers: these untie, the base
+       configuration (GPT-2's, Gemma's) ties */
+    static const char *const untied[] = {
+        "llama",       "mistral",     "mixtral", "qwen2",    "qwen2_moe", "qwen3", "qwen3_moe",
+        "deepseek_v2", "deepseek_v3", "gpt_oss", "nemotron", "olmoe",     "phi3",  NULL};
+    a->tied = !type_in(root, untied);
     vp_status rc = get_bool(root, "attention_bias", &a->bias, err);
     if (rc == VP_OK)
         rc = get_bool(root, "tie_word_embeddings", &a->tied, err);
@@ -231,12 +245,8 @@ static vp_status get_count0(json_t *root, const char *const *names, int hi, int 
 /* The model types whose files describe a mixture of experts. */
 static bool moe_type(json_t *root) {
     static const char *const types[] = {"mixtral",     "qwen3_moe", "qwen2_moe", "deepseek_v3",
-                                        "deepseek_v2", "gpt_oss",   "olmoe"};
-    json_t *v = json_object_get(root, "model_type");
-    for (size_t i = 0; v && json_is_string(v) && i < sizeof types / sizeof types[0]; i++)
-        if (!strcmp(json_string_value(v), types[i]))
-            return true;
-    return false;
+                                        "deepseek_v2", "gpt_oss",   "olmoe",     NULL};
+    return type_in(root, types);
 }
 
 /* Which first layers are dense: DeepSeek's first_k_dense_replace, or Qwen's mlp_only_layers
