@@ -95,8 +95,8 @@ vp_status vp_checkpoint_meta_parse(const char *text, size_t len, const char *nam
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return vp__fail_at(err, VP_EPARSE, jerr.line, jerr.column, "checkpoint record %s: %s", name,
-                           jerr.text);
+        return vp__fail(err, VP_EPARSE, "checkpoint record %s:%d:%d: %s", name, jerr.line,
+                        jerr.column, jerr.text);
     json_int_t version = 0, step = 0, data_pos = 0, parts = 0;
     const char *format = json_string_value(json_object_get(root, "format"));
     vp_status st = VP_OK;

@@ -79,6 +79,9 @@ expect 3 "not a vpipe checkpoint" -- "$vpipe" train "${model[@]}" --resume "$tmp
 cp -r "$tmp/good" "$tmp/meta"
 echo '{"format": "vpipe-checkpoint", "version": 9}' >"$tmp/meta/meta.json"
 expect 3 "unsupported version 9" -- "$vpipe" train "${model[@]}" --resume "$tmp/meta"
+printf '{\n' >"$tmp/meta/meta.json"
+expect 3 "error: checkpoint record $tmp/meta/meta.json:2:0: string or '}' expected" -- \
+    "$vpipe" train "${model[@]}" --resume "$tmp/meta"
 expect 3 "no checkpoint in" -- "$vpipe" train "${model[@]}" --resume "$tmp/nowhere"
 # another run's checkpoint: exit 2, naming what differs
 expect 2 "seed is 1 there, 7 here" -- "$vpipe" train "${model[@]}" --seed 7 --resume "$tmp/good"
