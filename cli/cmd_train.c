@@ -674,9 +674,24 @@ static int finish_log(const train_run *t, progress_ctx *ctx, bool draw, int rc) 
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-/* The preparation's lines: the report's on stdout (checked), statuses on stderr. */
+/* Under mpirun, this process's rank as its launcher exports it (Open MPI, PMIx, MPICH's
+ * Hydra), known before MPI starts; 0 when none does. */
+static int launcher_rank(void) {
+    static const char *const names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return 0;
+}
+
+/* The preparation's lines: the report's on stdout (checked), statuses on stderr; under
+ * MPI every process prepares the same run, and rank 0's process says it. */
 static vp_status say(void *user, const char *line, bool out, vp_error *err) {
-    (void)user;
+    const vp_train_request *q = user;
+    if (q->transport == 1 && launcher_rank() > 0)
+        return VP_OK;
     if (!out) {
         fputs(line, stderr);
         return VP_OK;
@@ -762,6 +777,7 @@ static int run_pipelined(train_run *t, progress_ctx *ctx) {
 static int run(void *args) {
     vp_train_request *q = args;
     q->say = say;
+    q->user = q;
     q->probe = cli_probe;
     train_run t = {.q = q};
     vp_error err = {0};

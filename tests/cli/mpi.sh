@@ -17,6 +17,11 @@ for family in v-half 1f1b; do
     [ -n "$threads" ] || { echo "FAIL: no threads result for $family"; fails=$((fails + 1)); }
 done
 
+# Every process prepares the same run; rank 0's says it (the banner and the summary once).
+out=$(result_of timeout 900 mpirun -np 4 "$vp" train --transport mpi --schedule 1f1b $model)
+expect 0 "" -- test "$(grep -c '^model: ' <<<"$out")" -eq 1 -a "$(grep -c '^done: ' <<<"$out")" -eq 1
+expect 0 "" -- test "$(grep -c '^predicted: bubble' <<<"$out")" -eq 1
+
 # Wrong process count: a clear error, exit 2, no hang.
 expect 2 "MPI started 2 processes" -- timeout 900 mpirun -np 2 "$vp" train --transport mpi --schedule 1f1b $model
 
