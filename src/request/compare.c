@@ -30,16 +30,24 @@ static void table_row(vp__buf *out, const char *family, const vp_sim *sim) {
                    100.0 * sim->bubble, 100.0 * sim->bubble_makespan, sim->peak_max, lo);
 }
 
+/* Ranks a row lists one by one; past them, the first ROW_HEAD and the last. */
+#define ROW_RANKS 16
+#define ROW_HEAD 8
+
 /* A priced family's row: step time, MFU, bubble, the largest rank's GiB, whether it fits
- * (tight: with less room than the margin plan keeps), and every rank's GiB. */
+ * (tight: with less room than the margin plan keeps), and each rank's GiB (past ROW_RANKS
+ * ranks the first ROW_HEAD and the last: a terminal line, not 64 numbers). */
 static void priced_row(vp__buf *out, const vp_price_result *r) {
     vp__buf_printf(out, "%-12s %9.4g %6.2f%% %7.2f%% %8.2f  %-5s", r->family, r->step_time_s,
                    100 * r->mfu, 100 * r->bubble, r->memory_max_bytes / GIB,
                    !r->fits   ? "no"
                    : r->tight ? "tight"
                               : "yes");
+    bool all = r->p <= ROW_RANKS;
     for (int d = 0; d < r->p; d++)
-        vp__buf_printf(out, " %.1f", r->memory[d].total / GIB);
+        if (all || d < ROW_HEAD || d == r->p - 1)
+            vp__buf_printf(out, "%s %.1f", !all && d == r->p - 1 ? " ..." : "",
+                           r->memory[d].total / GIB);
     vp__buf_printf(out, "\n");
 }
 
@@ -209,8 +217,9 @@ static const char table_legend[] =
 static const char priced_legend[] =
     "\nstep: the simulated makespan + optimizer step + exposed DP reduction; MFU: model\n"
     "FLOPs / (GPUs x peak x step); bubble: 1 - busy / longest device span; GiB per rank:\n"
-    "parameters, gradients, optimizer states, activations, buffers, workspace, reserve;\n"
-    "fits tight: less room below the capacity than the margin plan keeps\n";
+    "parameters, gradients, optimizer states, activations, buffers, workspace, reserve\n"
+    "(past 16 ranks the first 8 and the last; --json lists every rank); fits tight: less\n"
+    "room below the capacity than the margin plan keeps\n";
 
 /* Every family on one time scale; none built is an answer that still fails (exit 2). */
 static vp_status gallery(vp__run *run, gathered *g, vp_error *err) {

@@ -181,6 +181,11 @@ for f in $("$vp" list | awk '/^[a-z]/ {print $1}'); do
     grep -q "^$f " "$tmp/compare.txt" || bad "compare --model misses $f"
 done
 expect 0 "GiB per rank" -- cat "$tmp/compare.txt"
+# a row lists 8 ranks each (all of them), 32 ranks as the first 8 and the last
+expect 0 "" -- awk '$1 == "1f1b" && NF == 6 + 8 {ok = 1} END {exit !ok}' "$tmp/compare.txt"
+"$vp" compare -p 32 -m 64 --model llama3-70b --tp 8 >"$tmp/compare32.txt"
+expect 0 "" -- awk '$1 == "1f1b" && NF == 6 + 8 + 2 && $(NF - 1) == "..." {ok = 1}
+    END {exit !ok}' "$tmp/compare32.txt"
 "$vp" compare -p 8 -m 32 "${l70[@]}" --json >"$tmp/compare.json"
 expect 0 "" -- python3 - "$tmp/compare.json" "$tmp/vhalf.json" <<'PY'
 import json, sys
