@@ -248,6 +248,7 @@ static vp_status prepare(fit *F, vp_error *err) {
         vp_price_result_free(r);
         if (rc != VP_OK)
             return rc;
+        F->n++; /* release() frees its schedule from here on */
         pr->run = i;
         pr->measured = run->tokens_per_s_per_gpu
                            ? run->tokens_per_s_per_gpu
@@ -264,7 +265,6 @@ static vp_status prepare(fit *F, vp_error *err) {
         pr->has_memory = run->peak_mem_gib > 0;
         pr->measured_memory = run->peak_mem_gib * GIB;
         pr->kind = run->mem_kind;
-        F->n++;
     }
     return VP_OK;
 }
