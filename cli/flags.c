@@ -62,6 +62,17 @@ static bool find(const cli_command *cmd, const char *name, size_t name_len, char
     return false;
 }
 
+/* A long option of cmd that name (len bytes) likely misspells, or NULL. */
+static const char *near_option(const cli_command *cmd, const char *name, size_t len) {
+    for (size_t u = 0; u < cmd->n_uses; u++)
+        for (size_t k = 0; k < cmd->uses[u].group->n; k++) {
+            const char *o = cmd->uses[u].group->opts[k].name;
+            if (o && cli_near(name, len, o))
+                return o;
+        }
+    return NULL;
+}
+
 static size_t option_count(const cli_command *cmd) {
     size_t n = 0;
     for (size_t u = 0; u < cmd->n_uses; u++)
@@ -151,9 +162,12 @@ static int take_option(const cli_command *cmd, int argc, char **argv, int *i, vo
     size_t len = is_long ? strcspn(a + 2, "=") : 0;
     found f;
     if (is_long ? !find(cmd, a + 2, len, 0, args, &f)
-                : a[2] != '\0' || !find(cmd, NULL, 0, a[1], args, &f))
-        return cli_error(VP_EXIT_USAGE, "%s: unknown option '%s' (vpipe %s --help)", cmd->name, a,
-                         cmd->name);
+                : a[2] != '\0' || !find(cmd, NULL, 0, a[1], args, &f)) {
+        const char *near = is_long ? near_option(cmd, a + 2, len) : NULL;
+        return cli_error(VP_EXIT_USAGE, "%s: unknown option '%s' (%s%s%svpipe %s --help)",
+                         cmd->name, a, near ? "did you mean --" : "", near ? near : "",
+                         near ? "? " : "", cmd->name);
+    }
     char flag[64];
     snprintf(flag, sizeof flag, "%.*s", is_long ? (int)len + 2 : 2, a);
     if (is_long && a[2 + len] == '=')

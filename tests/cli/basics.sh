@@ -17,6 +17,12 @@ for cmd in list schedule simulate compare validate train profile render block pl
     expect 1 "" -- grep "(default.*(default" "$tmp/help"
 done
 expect 2 "unknown command" -- "$vp" frobnicate
+# a likely misspelling is named (one or two letters off, or two swapped), nothing else is
+expect 2 "unknown command 'simualte' (did you mean simulate?" -- "$vp" simualte
+expect 2 "unknown option '--mdoel' (did you mean --model?" -- "$vp" simulate 1f1b --mdoel x
+expect 2 "(did you mean --global-batch?" -- "$vp" plan --global_batch 8
+expect 2 "unknown option '--frobnicate' (vpipe simulate --help)" -- "$vp" simulate --frobnicate
+expect 2 "unknown command 'xyz' (try vpipe --help)" -- "$vp" xyz
 expect 2 "usage" -- "$vp"
 
 # The foundation issue's acceptance line, checked field by field.
