@@ -30,7 +30,8 @@ bool cli_near(const char *word, size_t len, const char *name) {
     size_t n = strlen(name);
     if (len > 63 || n > 63)
         return false;
-    /* edit distance with transpositions, row by row over the name */
+    /* d[i][j]: the edits from word's first i letters to name's first j (a swap of two
+       neighbours counts one) */
     int d[64][64];
     for (size_t i = 0; i <= len; i++)
         d[i][0] = (int)i;
