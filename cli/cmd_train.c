@@ -690,7 +690,7 @@ static int launcher_rank(void) {
  * MPI every process prepares the same run, and rank 0's process says it. */
 static vp_status say(void *user, const char *line, bool out, vp_error *err) {
     const vp_train_request *q = user;
-    if (q->transport == 1 && launcher_rank() > 0)
+    if (!strcmp(transports[q->transport], "mpi") && launcher_rank() > 0)
         return VP_OK;
     if (!out) {
         fputs(line, stderr);
