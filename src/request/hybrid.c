@@ -144,9 +144,10 @@ static void search_text(vp__buf *out, const vp_hybrid *h, const vp_hybrid_reques
         q->vocab_parallel ? ", vocabulary parallelism" : "",
         q->work.prec.grad < 4 ? ", 16-bit gradients" : "", vp__optimizer_text(&q->work), framework);
     vp__buf_printf(out,
-                   "%ld configurations: %ld evaluated, %ld pruned (%ld by the step-time bound, "
+                   "%ld configurations%s: %ld evaluated, %ld pruned (%ld by the step-time bound, "
                    "%ld by the memory bound, %ld over memory when built), %ld refused; %.2f s\n",
-                   h->candidates, h->evaluated, h->pruned_bound + h->pruned_memory + h->over_memory,
+                   h->candidates, h->timed_out ? " reached before the time limit" : "",
+                   h->evaluated, h->pruned_bound + h->pruned_memory + h->over_memory,
                    h->pruned_bound, h->pruned_memory, h->over_memory, h->refused, h->elapsed_s);
     if (h->timed_out)
         vp__buf_printf(out, "TIME LIMIT reached: the best found so far, not every configuration\n");

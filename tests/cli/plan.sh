@@ -95,4 +95,7 @@ expect 2 "the time limit (0.001 s) ended the search" -- "$vp" plan -p 256 -m 102
 expect 0 '"timed_out": false' -- "$vp" plan -p 8 -m 32 --memory 0.5 --json
 "$vp" plan -p 8 -m 32 --memory 0.5 | grep -q "time limit" && bad "a small plan says it timed out"
 "$vp" plan --help | grep -q -- "--time-limit" || bad "plan --help does not document --time-limit"
+# with --model, the configurations counted are those reached before the limit
+expect 0 "configurations reached before the time limit:" -- "$vp" plan --model deepseek-v3 \
+    --gpus 1024 --seq 4096 --global-batch 8192 --time-limit 0.001
 finish
