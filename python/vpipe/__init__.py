@@ -236,7 +236,8 @@ def plan(p: Optional[int] = None, m: Optional[int] = None,
     The budget planner (p, m, memory): memory is a fraction of 1F1B's peak (0.5), or the
     command line's text: "0.5", "4u" (units), "123456b", "64MiB" or "2GB" (bytes, when
     the memory model knows them). Answers a Plan (the chosen schedule, its report, reason
-    and frontier). Raises Error when no schedule fits (the message names the smallest peak reached).
+    and frontier). Raises Error when no schedule fits (the message names the smallest peak
+    reached).
 
     The whole-configuration planner (model=..., gpus=..., global_batch=..., and gpu, seq,
     flash, sp, zero (the ZeRO stage, searched 0-3 unless given), cp_comm,

@@ -19,10 +19,14 @@ vp_status vp_budget_parse(const char *text, vp_budget *out, vp_error *err) {
                            text);
     static const struct {
         const char *suffix;
-        double bytes; /* 0: units */
-    } suffixes[] = {{"u", 0},        {"b", 1},        {"KiB", 0x1p10}, {"MiB", 0x1p20},
-                    {"GiB", 0x1p30}, {"TiB", 0x1p40}, {"kB", 1e3},     {"KB", 1e3},
-                    {"MB", 1e6},     {"GB", 1e9},     {"TB", 1e12}};
+        vp_budget_kind kind;
+        double scale; /* of the number */
+    } suffixes[] = {{"u", VP_BUDGET_UNITS, 1},        {"b", VP_BUDGET_BYTES, 1},
+                    {"KiB", VP_BUDGET_BYTES, 0x1p10}, {"MiB", VP_BUDGET_BYTES, 0x1p20},
+                    {"GiB", VP_BUDGET_BYTES, 0x1p30}, {"TiB", VP_BUDGET_BYTES, 0x1p40},
+                    {"kB", VP_BUDGET_BYTES, 1e3},     {"KB", VP_BUDGET_BYTES, 1e3},
+                    {"MB", VP_BUDGET_BYTES, 1e6},     {"GB", VP_BUDGET_BYTES, 1e9},
+                    {"TB", VP_BUDGET_BYTES, 1e12}};
     vp_budget b = {.kind = VP_BUDGET_FRACTION, .value = v};
     size_t k = 0, n = sizeof suffixes / sizeof suffixes[0];
     while (*end && k < n && strcmp(end, suffixes[k].suffix))
@@ -32,10 +36,8 @@ vp_status vp_budget_parse(const char *text, vp_budget *out, vp_error *err) {
                            "unexpected '%s' after the budget (suffix u for units; b, KiB, MiB, "
                            "GiB, TiB, kB, MB, GB or TB for bytes)",
                            end);
-    if (*end) {
-        b.kind = suffixes[k].bytes ? VP_BUDGET_BYTES : VP_BUDGET_UNITS;
-        b.value = suffixes[k].bytes ? v * suffixes[k].bytes : v;
-    }
+    if (*end)
+        b = (vp_budget){.kind = suffixes[k].kind, .value = v * suffixes[k].scale};
     if (!isfinite(b.value))
         return vp__fail_at(err, VP_EPARSE, 1, 1, "memory budget '%s' is too large", text);
     if (!(v > 0))
