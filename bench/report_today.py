@@ -95,20 +95,21 @@ def collect_cp_pair(r):
     """T2a and T2c (data/anchors/cp.csv): vpipe's step time and the published tokens/s per
     GPU. Both rows run 32768 tokens per GPU a step, so the step times' ratio is the
     throughputs' inverse ratio."""
-    base = ["-p", "1", "-m", "1", "--model", "data/anchors/models/llama3.1-8b.json", "--gpu",
-            "data/anchors/h100-96gb.json", "--flash", "--zero", "3", "--recompute", "full",
-            "--fp8", "tensorwise", "--framework", "torchtitan", "--attn-kernel", "fa2",
-            "--cp-comm", "allgather"]
+    anchors = os.path.join(ROOT, "data", "anchors")
+    base = ["-p", "1", "-m", "1", "--model", os.path.join(anchors, "models", "llama3.1-8b.json"),
+            "--gpu", os.path.join(anchors, "h100-96gb.json"), "--flash", "--zero", "3",
+            "--recompute", "full", "--fp8", "tensorwise", "--framework", "torchtitan",
+            "--attn-kernel", "fa2", "--cp-comm", "allgather"]
     rows = {"T2a": ["--seq", "32768", "--dp", "8", "--cp", "1"],
             "T2c": ["--seq", "131072", "--dp", "2", "--cp", "4"]}
-    with open(os.path.join(ROOT, "data", "anchors", "cp.csv")) as f:
+    with open(os.path.join(anchors, "cp.csv")) as f:
         published = {x["id"]: x["tokens_per_s_per_gpu"] for x in
                      csv.DictReader(line for line in f if not line.startswith("#"))}
     out = {}
     for name, args in rows.items():
         d, cmd = simulate(r, "1f1b", base + args)
         out[name] = dict(step_s=d["step_time_s"], published=float(published[name]),
-                         command=cmd)
+                         command=cmd.replace(ROOT + os.sep, ""))  # paths from the checkout
     return out
 
 
