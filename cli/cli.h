@@ -26,10 +26,6 @@ int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Prints the library error and returns the exit code of its status. */
 int cli_lib_error(const vp_error *err);
 
-/* Whether word (len bytes) is a likely misspelling of name: at most one edit (a letter
- * added, dropped, changed, or two swapped) for names of up to 4 letters, else two. */
-bool cli_near(const char *word, size_t len, const char *name);
-
 /* ---- the BLAS kernel (blas.c) --------------------------------------------------------- */
 
 /* For the commands that compute (train, profile), first thing in main: when OpenBLAS fell

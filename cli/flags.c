@@ -67,7 +67,7 @@ static const char *near_option(const cli_command *cmd, const char *name, size_t 
     for (size_t u = 0; u < cmd->n_uses; u++)
         for (size_t k = 0; k < cmd->uses[u].group->n; k++) {
             const char *o = cmd->uses[u].group->opts[k].name;
-            if (o && cli_near(name, len, o))
+            if (o && vp_typo_edits(name, len, o) >= 0)
                 return o;
         }
     return NULL;

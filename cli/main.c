@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[1], cli_commands[i]->name))
             return cli_run(cli_commands[i], argc - 1, argv + 1);
     for (size_t i = 0; i < cli_command_count; i++)
-        if (cli_near(argv[1], strlen(argv[1]), cli_commands[i]->name))
+        if (vp_typo_edits(argv[1], strlen(argv[1]), cli_commands[i]->name) >= 0)
             return cli_error(VP_EXIT_USAGE, "unknown command '%s' (did you mean %s? vpipe --help)",
                              argv[1], cli_commands[i]->name);
     return cli_error(VP_EXIT_USAGE, "unknown command '%s' (try vpipe --help)", argv[1]);

@@ -26,29 +26,6 @@ int cli_lib_error(const vp_error *err) {
     return cli_error(code, "%s", err->message[0] ? err->message : vp_status_str(err->status));
 }
 
-bool cli_near(const char *word, size_t len, const char *name) {
-    size_t n = strlen(name);
-    if (len > 63 || n > 63)
-        return false;
-    /* d[i][j]: the edits from word's first i letters to name's first j (a swap of two
-       neighbours counts one) */
-    int d[64][64];
-    for (size_t i = 0; i <= len; i++)
-        d[i][0] = (int)i;
-    for (size_t j = 0; j <= n; j++)
-        d[0][j] = (int)j;
-    for (size_t i = 1; i <= len; i++)
-        for (size_t j = 1; j <= n; j++) {
-            int best = d[i - 1][j - 1] + (word[i - 1] != name[j - 1]);
-            best = d[i - 1][j] + 1 < best ? d[i - 1][j] + 1 : best;
-            best = d[i][j - 1] + 1 < best ? d[i][j - 1] + 1 : best;
-            if (i > 1 && j > 1 && word[i - 1] == name[j - 2] && word[i - 2] == name[j - 1])
-                best = d[i - 2][j - 2] + 1 < best ? d[i - 2][j - 2] + 1 : best;
-            d[i][j] = best;
-        }
-    return d[len][n] <= (n <= 4 ? 1 : 2);
-}
-
 int cli_write(const char *path, const char *text, size_t len) {
     vp_error err = {0};
     if (vp_write_file(path, text, len, &err) == VP_OK)

@@ -158,11 +158,50 @@ static void test_messages(void **state) {
     assert_false(vp__text_has_control("v-half \xc3\xa9t\xc3\xa9"));
 }
 
+/* A typo's distance: insertions, deletions, substitutions and a swap of two neighbours,
+ * one edit each, within 1 for names of up to 4 bytes and 2 for longer ones; the nearest of
+ * several names (one the word begins first), the first offered on a tie. */
+static void test_typo_edits(void **state) {
+    (void)state;
+    assert_int_equal(vp_typo_edits("1fb1", 4, "1f1b"), 1);          /* a swap */
+    assert_int_equal(vp_typo_edits("llama3-8", 8, "llama3-8b"), 1); /* a letter dropped */
+    assert_int_equal(vp_typo_edits("recompte", 8, "recompute"), 1);
+    assert_int_equal(vp_typo_edits("h100-80g", 8, "h100-80gb"), 1);
+    assert_int_equal(vp_typo_edits("glbal_bach", 10, "global_batch"), 2);
+    assert_int_equal(vp_typo_edits("gloal_bch", 9, "global_batch"), -1); /* three */
+    assert_int_equal(vp_typo_edits("b2", 2, "b200"), -1); /* two, for a name of 4 bytes */
+    assert_int_equal(vp_typo_edits("b20", 3, "b200"), 1);
+    assert_int_equal(vp_typo_edits("plan--x", 4, "plan"), 0); /* len counts, not the NUL */
+    char long_word[80];
+    memset(long_word, 'a', sizeof long_word - 1);
+    long_word[sizeof long_word - 1] = '\0';
+    assert_int_equal(vp_typo_edits(long_word, 64, long_word), -1);
+    assert_int_equal(vp_typo_edits(long_word, 63, long_word + 16), 0);
+    vp__nearest near = {.word = "gpip"};
+    vp__nearest_offer(&near, "zb1p");
+    vp__nearest_offer(&near, "gpipe"); /* 1 */
+    vp__nearest_offer(&near, "gpipf"); /* 2 */
+    vp__nearest_offer(&near, "gpi");   /* 1, offered later */
+    vp__nearest_offer(&near, NULL);
+    assert_string_equal(near.best, "gpipe");
+    near = (vp__nearest){.word = "zzzzzz"};
+    vp__nearest_offer(&near, "gpipe");
+    assert_null(near.best);
+    near = (vp__nearest){.word = "h200"}; /* a name it begins beats a closer typo */
+    vp__nearest_offer(&near, "b200");
+    vp__nearest_offer(&near, "h200-141gb");
+    assert_string_equal(near.best, "h200-141gb");
+    near = (vp__nearest){.word = "h"}; /* not of one letter */
+    vp__nearest_offer(&near, "h200-141gb");
+    assert_null(near.best);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_refuses_streams),
         cmocka_unit_test(test_write_keeps_links_and_modes),
         cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_typo_edits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -363,6 +363,10 @@ static void test_family_errors(void **state) {
     spec = vp_spec_make(4, 4);
     assert_int_equal(vp_family_build("no-such", &spec, &s, &err), VP_EINVAL);
     assert_non_null(strstr(err.message, "unknown family"));
+    assert_int_equal(vp_family_build("1fb1", &spec, &s, &err), VP_EINVAL);
+    assert_string_equal(err.message, "unknown family '1fb1' (did you mean '1f1b'?)");
+    assert_ptr_equal(vp_family_nearest("intrleaved"), vp_family_find("interleaved"));
+    assert_null(vp_family_nearest("no-such"));
     spec.v = 65;
     assert_int_equal(vp_family_build("interleaved", &spec, &s, &err), VP_EINVAL);
     assert_null(s);

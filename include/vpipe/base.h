@@ -85,6 +85,12 @@ VP_API int vp_status_exit_code(vp_status status);
  * it was built with. Static string. */
 VP_API const char *vp_version(void);
 
+/* How many edits (an insertion, a deletion, a substitution, or a swap of two neighbours,
+ * one each) turn the first len bytes of word into name, when few enough to be a typo of
+ * it: at most 1 for a name of up to 4 bytes, 2 for a longer one; -1 otherwise (also for a
+ * word or name longer than 63 bytes). For "did you mean" messages. */
+VP_API int vp_typo_edits(const char *word, size_t len, const char *name);
+
 /* Largest file vp_read_file accepts by default: 1 GiB. */
 #define VP_READ_MAX ((size_t)1 << 30)
 

@@ -73,6 +73,10 @@ VP_API const vp_family *vp_family_at(int i);
 /* Family by name (exact match); NULL when unknown. */
 VP_API const vp_family *vp_family_find(const char *name);
 
+/* The family whose name word most likely misspells (one the word begins, else the fewest
+ * vp_typo_edits; the first in presentation order on a tie); NULL when none is near. */
+VP_API const vp_family *vp_family_nearest(const char *word);
+
 /* Replaces *s, a schedule built for spec's shape, by the version spec asks for: its
  * recomputing version (spec->recompute), then its vocabulary-parallel version
  * (spec->vocab_parallel: vp_vocab_place under the spec's costs), then its offloading

@@ -39,6 +39,16 @@ size_t vp__text_escape(char *dst, size_t size, const char *src);
  * reader refuses such a name, which would reach a terminal. */
 bool vp__text_has_control(const char *text);
 
+/* The name nearest a mistyped word among those offered to vp__nearest_offer: one the word
+ * begins (of 2 bytes or more), else the fewest vp_typo_edits; the first offered on a tie;
+ * best stays NULL if none is near. */
+typedef struct vp__nearest {
+    const char *word;
+    const char *best;
+    int edits;
+} vp__nearest;
+void vp__nearest_offer(vp__nearest *n, const char *name);
+
 /* A growable string (text output of every writer). A failed allocation is sticky: later
  * appends do nothing and vp__buf_take returns NULL, so writers check once at the end. */
 typedef struct vp__buf {

@@ -1,5 +1,5 @@
 /* Freeing what the library returned, checked allocation, growth, a digest, the clock, a
- * median and a number reader. */
+ * median, a number reader and the nearest name to a typo. */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -75,4 +75,38 @@ const char *vp__read_number(const char *text, double *v) {
         if (!isdigit((unsigned char)*c) && !strchr(".eE+-", *c))
             return NULL; /* "0x1p3" */
     return end;
+}
+
+int vp_typo_edits(const char *word, size_t len, const char *name) {
+    size_t n = strlen(name);
+    if (len > 63 || n > 63)
+        return -1;
+    /* d[i][j]: the edits from word's first i bytes to name's first j */
+    int d[64][64];
+    for (size_t i = 0; i <= len; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= n; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= len; i++)
+        for (size_t j = 1; j <= n; j++) {
+            int best = d[i - 1][j - 1] + (word[i - 1] != name[j - 1]);
+            best = d[i - 1][j] + 1 < best ? d[i - 1][j] + 1 : best;
+            best = d[i][j - 1] + 1 < best ? d[i][j - 1] + 1 : best;
+            if (i > 1 && j > 1 && word[i - 1] == name[j - 2] && word[i - 2] == name[j - 1])
+                best = d[i - 2][j - 2] + 1 < best ? d[i - 2][j - 2] + 1 : best;
+            d[i][j] = best;
+        }
+    return d[len][n] <= (n <= 4 ? 1 : 2) ? d[len][n] : -1;
+}
+
+void vp__nearest_offer(vp__nearest *n, const char *name) {
+    if (!name || !n->word)
+        return;
+    size_t len = strlen(n->word);
+    /* a name the word begins (h200 of h200-141gb) beats every typo */
+    int e = len >= 2 && !strncmp(name, n->word, len) ? 0 : vp_typo_edits(n->word, len, name);
+    if (e >= 0 && (!n->best || e < n->edits)) {
+        n->best = name;
+        n->edits = e;
+    }
 }

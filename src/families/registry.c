@@ -49,6 +49,13 @@ const vp_family *vp_family_find(const char *name) {
     return NULL;
 }
 
+const vp_family *vp_family_nearest(const char *word) {
+    vp__nearest near = {.word = word};
+    for (int i = 0; i < vp_family_count(); i++)
+        vp__nearest_offer(&near, families[i].name);
+    return near.best ? vp_family_find(near.best) : NULL;
+}
+
 vp_spec vp_spec_make(int p, int m) {
     vp_spec spec = {.p = p,
                     .m = m,
@@ -143,8 +150,13 @@ vp_status vp_spec_finish(const vp_spec *spec, vp_schedule **s, vp_error *err) {
 vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **out, vp_error *err) {
     *out = NULL;
     const vp_family *f = vp_family_find(name);
-    if (!f)
+    if (!f) {
+        const vp_family *near = vp_family_nearest(name);
+        if (near)
+            return vp__fail(err, VP_EINVAL, "unknown family '%s' (did you mean '%s'?)", name,
+                            near->name);
         return vp__fail(err, VP_EINVAL, "unknown family '%s' (vpipe list shows them)", name);
+    }
     vp_status rc = vp_spec_check_size(spec, err);
     if (rc == VP_OK)
         rc = f->build(spec, out, err);

@@ -152,8 +152,16 @@ vp_status vp_arch_preset(const char *name, vp_arch *out, vp_error *err) {
             return VP_OK;
         }
     char known[512];
+    join_names(vp_arch_preset_name, N_PRESETS, known, sizeof known);
+    vp__nearest near = {.word = name};
+    for (int i = 0; i < N_PRESETS; i++)
+        vp__nearest_offer(&near, presets[i].name);
+    if (near.best)
+        return vp__fail(err, VP_EINVAL,
+                        "unknown model '%s' (did you mean '%s'? known: %s, or a config.json path)",
+                        name, near.best, known);
     return vp__fail(err, VP_EINVAL, "unknown model '%s' (known: %s, or a config.json path)", name,
-                    join_names(vp_arch_preset_name, N_PRESETS, known, sizeof known));
+                    known);
 }
 
 vp_arch vp_arch_vpipe(int layers, int width, int heads, int seq) {

@@ -168,8 +168,15 @@ vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err) {
         }
     char known[256];
     size_t used = 0;
-    for (int i = 0; i < N_GPUS; i++)
+    vp__nearest near = {.word = name};
+    for (int i = 0; i < N_GPUS; i++) {
         used += (size_t)snprintf(known + used, sizeof known - used, "%s, ", gpu_presets[i].name);
+        vp__nearest_offer(&near, gpu_presets[i].name);
+    }
+    if (near.best)
+        return vp__fail(err, VP_EINVAL,
+                        "unknown accelerator '%s' (did you mean '%s'? known: %sor a JSON file)",
+                        name, near.best, known);
     return vp__fail(err, VP_EINVAL, "unknown accelerator '%s' (known: %sor a JSON file)", name,
                     known);
 }

@@ -31,6 +31,9 @@ typedef enum {
 int vp__command_find(const char *name);
 const char *vp__command_name(vp__command c);
 
+/* Fails with "unknown command 'name'", naming the command it most likely misspells. */
+vp_status vp__unknown_command(const char *name, vp_error *err);
+
 typedef enum {
     VP__INT,    /* int in [lo, hi] */
     VP__LONG,   /* long in [lo, hi], a whole number (JSON: 1e8 too) */
@@ -118,6 +121,10 @@ vp_status vp__value_error(const vp__run *run, const char *key, const char *value
 
 /* The first of keys (NULL-terminated) that req gives, or NULL. */
 const char *vp__first_given(const vp__run *run, const char *const *keys);
+
+/* Fails with "unknown family 'name' (vpipe list)", naming the family it most likely
+ * misspells where one is near. */
+vp_status vp__unknown_family(const char *name, vp_error *err);
 
 /* ---- the reply (reply.c) -------------------------------------------------------------------- */
 

@@ -141,8 +141,18 @@ static vp_status find(const char *key, int cmd, const char *const *allowed, cons
     bool listed = cmd >= 0;
     for (int i = 0; allowed && allowed[i] && !listed; i++)
         listed = !strcmp(allowed[i], key);
-    if (!*o || !listed)
+    if (!*o || !listed) {
+        vp__nearest near = {.word = key};
+        for (int i = 0; cmd >= 0 && i < vp__n_options; i++)
+            if (vp__options[i].commands & (1u << cmd))
+                vp__nearest_offer(&near, vp__options[i].key);
+        for (int i = 0; cmd < 0 && allowed && allowed[i]; i++)
+            vp__nearest_offer(&near, allowed[i]);
+        if (near.best)
+            return vp__fail(err, VP_EINVAL, "unknown option '%s' (did you mean '%s'?)", key,
+                            near.best);
         return vp__fail(err, VP_EINVAL, "unknown option '%s'", key);
+    }
     if (cmd >= 0 && !((*o)->commands & (1u << cmd)))
         return vp__fail(err, VP_EINVAL, "%s takes no option '%s'",
                         vp__command_name((vp__command)cmd), key);
@@ -194,7 +204,7 @@ vp_status vp_request_from_json(const char *command, const char *options, vp_requ
     vp_request_init(req, command);
     int cmd = vp__command_find(command);
     if (cmd < 0)
-        return vp__fail(err, VP_EINVAL, "unknown command '%s'", command ? command : "(null)");
+        return vp__unknown_command(command, err);
     return vp__fill(options, cmd, NULL, req, err);
 }
 

@@ -81,7 +81,7 @@ static vp_status family(const legacy *l, const char **name, vp_error *err) {
     *name = l->req.operand[0];
     vp_status rc = required(l, "operand", err);
     if (rc == VP_OK && !vp_family_find(*name))
-        rc = vp__fail(err, VP_EINVAL, "unknown family '%s' (vpipe list)", *name);
+        rc = vp__unknown_family(*name, err);
     return rc;
 }
 

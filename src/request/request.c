@@ -66,7 +66,7 @@ vp_status vp_request_run(const char *command, const vp_request *req, vp_reply **
     *reply = NULL;
     int cmd = vp__command_find(command);
     if (cmd < 0)
-        return vp__fail(err, VP_EINVAL, "unknown command '%s'", command ? command : "(null)");
+        return vp__unknown_command(command, err);
     vp__run run = {.req = req, .cmd = (vp__command)cmd, .spelling = (int)req->spelling};
     if (!(run.reply = calloc(1, sizeof *run.reply)))
         return vp__fail(err, VP_ENOMEM, "out of memory");

@@ -236,7 +236,7 @@ vp_status vp__schedule(vp__run *run, vp_error *err) {
     if (!what && !run->req->schedule)
         return vp__fail(err, VP_EINVAL, "schedule needs a family (vpipe list)");
     if (what && !vp_family_find(what))
-        return vp__fail(err, VP_EINVAL, "unknown family '%s' (vpipe list)", what);
+        return vp__unknown_family(what, err);
     vp_status rc = resolve(run, what, &priced, &owned, &s, err);
     if (rc == VP_OK && priced) { /* what a launcher needs beside the schedule */
         vp__buf split = {0};

@@ -111,12 +111,26 @@ vp_status vp__spec_ready(vp__run *run, vp_error *err) {
     return req->cost_file && spec->p > 0 ? apply_costs(run, err) : VP_OK;
 }
 
+vp_status vp__unknown_family(const char *name, vp_error *err) {
+    const vp_family *near = vp_family_nearest(name);
+    if (near)
+        return vp__fail(err, VP_EINVAL, "unknown family '%s' (did you mean '%s'? vpipe list)", name,
+                        near->name);
+    return vp__fail(err, VP_EINVAL, "unknown family '%s' (vpipe list)", name);
+}
+
 /* A schedule read from path ("-" is stdin), with the command line's messages. */
 static vp_status load(const char *path, vp_schedule **out, vp_error *err) {
     struct stat st;
     /* a bare word that names nothing is a mistyped family; anything else is a file */
-    if (strcmp(path, "-") && stat(path, &st) != 0 && !strchr(path, '/') && !strchr(path, '.'))
+    if (strcmp(path, "-") && stat(path, &st) != 0 && !strchr(path, '/') && !strchr(path, '.')) {
+        const vp_family *near = vp_family_nearest(path);
+        if (near)
+            return vp__fail(err, VP_EINVAL,
+                            "'%s' is neither a family nor a file (did you mean '%s'?)", path,
+                            near->name);
         return vp__fail(err, VP_EINVAL, "'%s' is neither a family (vpipe list) nor a file", path);
+    }
     if (vp_schedule_load(path, out, err) == VP_OK)
         return VP_OK;
     vp_status status =

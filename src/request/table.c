@@ -27,6 +27,16 @@ const char *vp__command_name(vp__command c) {
     return command_names[c];
 }
 
+vp_status vp__unknown_command(const char *name, vp_error *err) {
+    vp__nearest near = {.word = name};
+    for (int c = 0; name && c < VP__COMMANDS; c++)
+        vp__nearest_offer(&near, command_names[c]);
+    if (near.best)
+        return vp__fail(err, VP_EINVAL, "unknown command '%s' (did you mean '%s'?)", name,
+                        near.best);
+    return vp__fail(err, VP_EINVAL, "unknown command '%s'", name ? name : "(null)");
+}
+
 #define ON(c) (1u << VP__##c)
 /* What takes the schedule options, the real-model options. */
 #define BUILD                                                                                      \

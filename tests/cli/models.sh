@@ -213,6 +213,10 @@ printf '{"hidden_size": 64,' >"$tmp/broken.json"
 printf '{"hidden_size": 64, "num_hidden_layers": 2}' >"$tmp/incomplete.json"
 printf '{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 5, "intermediate_size": 256, "vocab_size": 100, "max_position_embeddings": 64, "hidden_act": "silu"}' >"$tmp/heads.json"
 expect 2 "unknown model 'nope' (known: gpt2-124m" -- "$vp" simulate 1f1b -p 4 -m 8 --model nope
+expect 2 "unknown model 'qwen3-30b-a3' (did you mean 'qwen3-30b-a3b'? known: gpt2-124m" -- \
+    "$vp" plan --model qwen3-30b-a3 --gpu h100-80gb --gpus 64 --global-batch 64
+expect 2 "unknown accelerator 'h200' (did you mean 'h200-141gb'? known: a100-80gb" -- \
+    "$vp" simulate 1f1b -p 4 -m 8 --model llama3-8b --gpu h200
 expect 3 "broken.json:1:" -- "$vp" simulate 1f1b -p 4 -m 8 --model "$tmp/broken.json"
 expect 3 'missing key "num_attention_heads"' -- \
     "$vp" simulate 1f1b -p 4 -m 8 --model "$tmp/incomplete.json"
