@@ -253,7 +253,9 @@ static const cli_opt output_opts[] = {
      .offset = TRAIN(log),
      .arg = "FILE",
      .help = "one JSON line per step: step, loss, val_loss, lr,\n"
-             "grad_norm, tokens_per_s, step_ms, peak_bytes per rank"},
+             "grad_norm, tokens_per_s, step_ms, peak_bytes per rank;\n"
+             "with --resume, an existing log continues (its lines past\n"
+             "the checkpoint's step dropped)"},
     {.name = "plot",
      .kind = CLI_STRING,
      .offset = TRAIN(plot),
@@ -340,9 +342,10 @@ typedef struct progress_ctx {
     char note[400];       /* printed before the first step line (what a resume changed) */
     const char *log_path; /* --log, opened at the first step (under MPI: rank 0's process) */
     FILE *log;
-    int log_errno; /* the log could not be opened or written: the run stopped */
-    bool keep;     /* the lines are kept for --plot */
-    char *lines;   /* the log's lines so far (keep) */
+    bool log_continues; /* --log continues the resumed run's log: opened to append */
+    int log_errno;      /* the log could not be opened or written: the run stopped */
+    bool keep;          /* the lines are kept for --plot */
+    char *lines;        /* the log's lines so far (keep) */
     size_t len;
     bool lines_failed; /* out of memory keeping them */
 } progress_ctx;
@@ -373,7 +376,8 @@ static bool log_step(const vp_train_progress *p, progress_ctx *ctx) {
     if (ctx->keep)
         keep_line(ctx, line);
     errno = 0;
-    if (ctx->log_path && !ctx->log && !(ctx->log = fopen(ctx->log_path, "w")))
+    if (ctx->log_path && !ctx->log &&
+        !(ctx->log = fopen(ctx->log_path, ctx->log_continues ? "a" : "w")))
         ctx->log_errno = errno ? errno : EIO;
     else if (ctx->log && (fputs(line, ctx->log) == EOF || fflush(ctx->log) != 0))
         ctx->log_errno = errno ? errno : EIO;
@@ -774,6 +778,45 @@ static int run_pipelined(train_run *t, progress_ctx *ctx) {
     return rc;
 }
 
+/* With --resume and a --log that exists: the log continues, keeping its lines up to the
+ * checkpoint's step (those past it, from a run beyond the checkpoint, are dropped), and
+ * --plot draws them too. Under MPI rank 0's process does it. Returns an exit code. */
+static int continue_log(const train_run *t, progress_ctx *ctx) {
+    const char *dir = t->r.po.train.resume_dir, *path = t->q->log;
+    bool mpi = t->r.po.transport == VP_TRANSPORT_MPI;
+    vp_checkpoint_meta meta;
+    char *text = NULL, *kept = NULL;
+    size_t len = 0;
+    vp_error err = {0};
+    if (!dir || !path || (mpi && launcher_rank() > 0) || vp_checkpoint_latest(dir, &meta, NULL) ||
+        vp_read_file(path, VP_READ_MAX, &text, &len, &err) != VP_OK)
+        return 0; /* no log to continue (opening it for writing reports an unwritable one) */
+    int dropped = 0;
+    vp_status st = vp_render_loss_cut(text, len, path, meta.step + 1, &kept, &dropped, &err);
+    free(text);
+    if (st != VP_OK)
+        return cli_error(vp_status_exit_code(st),
+                         "cannot continue --log: %s (name another file, or remove this one)",
+                         err.message);
+    if (dropped && vp_write_file(path, kept, strlen(kept), &err) != VP_OK) {
+        free(kept);
+        return cli_error(VP_EXIT_INPUT, "cannot write %s", err.message);
+    }
+    ctx->log_continues = true;
+    fprintf(ctx->out, "log: %s continues after step %d", path, meta.step);
+    if (dropped)
+        fprintf(ctx->out, " (%d line%s of later steps dropped: the run past the checkpoint)",
+                dropped, dropped == 1 ? "" : "s");
+    fputc('\n', ctx->out);
+    if (ctx->keep) {
+        ctx->lines = kept;
+        ctx->len = strlen(kept);
+    } else {
+        free(kept);
+    }
+    return 0;
+}
+
 static int run(void *args) {
     vp_train_request *q = args;
     q->say = say;
@@ -787,7 +830,9 @@ static int run(void *args) {
                         .emulated = q->emulate,
                         .log_path = q->log,
                         .keep = q->plot != NULL};
-    int rc = t.r.reference ? run_reference(&t, &ctx) : run_pipelined(&t, &ctx);
+    int rc = continue_log(&t, &ctx);
+    if (!rc)
+        rc = t.r.reference ? run_reference(&t, &ctx) : run_pipelined(&t, &ctx);
     rc = finish_log(&t, &ctx, false, rc); /* what a failed run left open */
     vp_train_ready_release(&t.r);
     return rc;

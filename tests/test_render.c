@@ -350,12 +350,45 @@ static void test_narrow_width(void **state) {
     vp_schedule_free(s);
 }
 
+/* A training log cut where a resumed run continues it: the lines of earlier steps kept as
+ * they were (blank ones dropped), the later ones counted; what is not a log refused. */
+static void test_loss_log_cut(void **state) {
+    (void)state;
+    const char *log = "{\"step\":1,\"loss\":3}\n\n{\"step\":2, \"loss\":2.5}\n"
+                      "{\"step\":4,\"loss\":2}\n{\"step\":5,\"loss\":1.5}";
+    char *kept = NULL;
+    int dropped = -1;
+    vp_error err = {0};
+    assert_int_equal(vp_render_loss_cut(log, strlen(log), "a.log", 4, &kept, &dropped, &err),
+                     VP_OK);
+    assert_string_equal(kept, "{\"step\":1,\"loss\":3}\n{\"step\":2, \"loss\":2.5}\n");
+    assert_int_equal(dropped, 2);
+    vp_free(kept);
+    assert_int_equal(vp_render_loss_cut(log, strlen(log), "a.log", 9, &kept, &dropped, &err),
+                     VP_OK);
+    assert_int_equal(dropped, 0);
+    assert_int_equal((int)strlen(kept), (int)strlen(log)); /* the blank line out, a newline in */
+    vp_free(kept);
+    assert_int_equal(vp_render_loss_cut("", 0, "a.log", 1, &kept, &dropped, &err), VP_OK);
+    assert_string_equal(kept, "");
+    vp_free(kept);
+    const char *bad = "{\"step\":2}\n{\"step\":1}\n";
+    assert_int_equal(vp_render_loss_cut(bad, strlen(bad), "b.log", 3, &kept, &dropped, &err),
+                     VP_EPARSE);
+    assert_null(kept);
+    assert_string_equal(err.message, "b.log:2: step 1 after step 2 (the steps must grow)");
+    const char nul[] = "{\"step\":5\0,\"loss\":1}\n"; /* jansson alone reads \0 as a space */
+    assert_int_equal(vp_render_loss_cut(nul, sizeof nul - 1, "c.log", 9, &kept, &dropped, &err),
+                     VP_EPARSE);
+    assert_string_equal(err.message, "c.log:1: not a JSON object (a NUL byte)");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden),          cmocka_unit_test(test_gallery),
         cmocka_unit_test(test_stats_match_sim), cmocka_unit_test(test_trace),
         cmocka_unit_test(test_svg_titles),      cmocka_unit_test(test_measured_timeline),
-        cmocka_unit_test(test_narrow_width),
+        cmocka_unit_test(test_narrow_width),    cmocka_unit_test(test_loss_log_cut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -141,6 +141,15 @@ VP_API vp_status vp_render_loss_svg(const char *text, size_t size, const char *n
  * (VP_READ_MAX). Its errors and vp_read_file's. */
 VP_API vp_status vp_render_loss_file(const char *path, char **out, vp_error *err);
 
+/* A training log (as vp_render_loss_svg reads it) cut before step first, for a run that
+ * continues it from step first: *kept (caller frees with vp_free) holds its lines of
+ * earlier steps as they were, each ending in a newline (blank lines dropped), and
+ * *dropped counts the lines of step first or later (a run past that point, replaced).
+ * VP_EPARSE naming the line that is not a log line or whose step does not grow,
+ * VP_ENOMEM. */
+VP_API vp_status vp_render_loss_cut(const char *text, size_t size, const char *name, int first,
+                                    char **kept, int *dropped, vp_error *err);
+
 #ifdef __cplusplus
 }
 #endif

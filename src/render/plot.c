@@ -1,5 +1,5 @@
 /* The loss plot: a training log (vpipe train --log) read back and drawn as loss and
- * validation loss against steps. */
+ * validation loss against steps; and the log cut where a resumed run continues it. */
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -68,6 +68,8 @@ static vp_status loss_of(json_t *o, const char *key, double *v, const char *name
 /* One line of the log (len bytes at s): a JSON object whose "step" follows the last. */
 static vp_status read_line(const char *s, size_t len, const char *name, int line, points *pts,
                            vp_error *err) {
+    if (memchr(s, '\0', len)) /* jansson would read it as a space; no log line holds one */
+        return vp__fail(err, VP_EPARSE, "%s:%d: not a JSON object (a NUL byte)", name, line);
     json_error_t jerr;
     json_t *o = json_loadb(s, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!o || !json_is_object(o)) {
@@ -97,11 +99,17 @@ static vp_status read_line(const char *s, size_t len, const char *name, int line
     return rc;
 }
 
-/* Every line of text (blank ones skipped); at least one loss to draw. */
-static vp_status read_log(const char *text, size_t size, const char *name, points *pts,
+/* A log cut before a step: its earlier lines (kept, as they are) and how many were later. */
+typedef struct cut {
+    int first;
+    vp__buf kept;
+    int dropped;
+} cut;
+
+/* Every line of text (blank ones skipped) into pts, and into c (if any) by its step. */
+static vp_status scan_log(const char *text, size_t size, const char *name, points *pts, cut *c,
                           vp_error *err) {
     int line = 0;
-    bool any = false;
     for (size_t at = 0; at < size;) {
         const char *nl = memchr(text + at, '\n', size - at);
         size_t len = nl ? (size_t)(nl - (text + at)) : size - at;
@@ -113,13 +121,28 @@ static vp_status read_log(const char *text, size_t size, const char *name, point
             vp_status rc = read_line(text + at, len, name, line, pts, err);
             if (rc != VP_OK)
                 return rc;
-            any |= !isnan(pts->loss[pts->n - 1]) || !isnan(pts->val[pts->n - 1]);
+            if (c && pts->step[pts->n - 1] < c->first) {
+                vp__buf_add(&c->kept, text + at, len);
+                vp__buf_add(&c->kept, "\n", 1);
+            } else if (c) {
+                c->dropped++;
+            }
         }
         at += len + 1;
     }
-    if (!any)
-        return vp__fail(err, VP_EPARSE, "%s: no losses to plot (%d steps)", name, pts->n);
     return VP_OK;
+}
+
+/* Every line of text; at least one loss to draw. */
+static vp_status read_log(const char *text, size_t size, const char *name, points *pts,
+                          vp_error *err) {
+    vp_status rc = scan_log(text, size, name, pts, NULL, err);
+    bool any = false;
+    for (int i = 0; rc == VP_OK && i < pts->n; i++)
+        any |= !isnan(pts->loss[i]) || !isnan(pts->val[i]);
+    if (rc == VP_OK && !any)
+        return vp__fail(err, VP_EPARSE, "%s: no losses to plot (%d steps)", name, pts->n);
+    return rc;
 }
 
 /* The plot's scales: steps across, losses up. */
@@ -257,4 +280,14 @@ vp_status vp_render_loss_svg(const char *text, size_t size, const char *name, ch
         draw_plot(&b, &pts, name);
     points_free(&pts);
     return vp__render_finish(&b, rc, out, err);
+}
+
+vp_status vp_render_loss_cut(const char *text, size_t size, const char *name, int first,
+                             char **kept, int *dropped, vp_error *err) {
+    points pts = {0};
+    cut c = {.first = first};
+    vp_status rc = scan_log(text ? text : "", text ? size : 0, name, &pts, &c, err);
+    points_free(&pts);
+    *dropped = rc == VP_OK ? c.dropped : 0;
+    return vp__render_finish(&c.kept, rc, kept, err);
 }

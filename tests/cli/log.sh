@@ -4,7 +4,8 @@
 # per rank), --plot draws them and equals `vpipe plot` of the log byte for byte, the start
 # banner's figures agree with what else computes them (the parameter count with the GPT's
 # formula, the data size with the file's, the bubble with `vpipe simulate`, the peak bytes
-# with the summary's prediction), and a log of a run and of its extension plots as one.
+# with the summary's prediction), a log of a run and of its extension plots as one, and a
+# resumed run continues its own log.
 # Usage: log.sh VPIPE SOURCE_DIR
 vp=$1
 src=$2
@@ -65,6 +66,24 @@ expect 0 "peak activation MiB: " -- "$vp" train "${model[@]}" -m 2 --steps 1
 expect 0 "stdin: loss and validation loss, steps 1 to 5" -- bash -c "cat a.log b.log | '$vp' plot -"
 expect 3 "stdin:6: step 1 after step 5 (the steps must grow)" -- \
     bash -c "cat a.log b.log a.log | '$vp' plot -"
+
+# 3b. the same --log continued by the resumed run: a run that failed in step 8 (0-based 7)
+# past its checkpoint (step 4) logged steps 5 to 7; resumed with that log, they go and 5 to
+# 8 follow; --plot draws steps 1 to 8; a file that is not a log is refused, left as it was
+"$vp" train "${model[@]}" -p 2 -m 2 --steps 8 --checkpoint ck2 --checkpoint-every 4 \
+    --log c.log --fail-at 0:7:0 >/dev/null 2>&1
+[ "$(grep -c '"step"' c.log)" = 7 ] || bad "the failed run should have logged steps 1 to 7"
+expect 0 "log: c.log continues after step 4 (3 lines of later steps dropped" -- "$vp" train "${model[@]}" -p 2 -m 2 \
+    --steps 8 --resume ck2 --checkpoint ck2 --log c.log --plot c.svg
+python3 - c.log <<'PY' || bad "the continued log is not steps 1 to 8"
+import json, sys
+assert [json.loads(l)["step"] for l in open(sys.argv[1])] == list(range(1, 9))
+PY
+expect 0 "c.log: loss and validation loss, steps 1 to 8" -- cat c.svg
+printf 'not a log\n' >notes.txt
+expect 3 "cannot continue --log: notes.txt:1: not a JSON object" -- "$vp" train "${model[@]}" \
+    -p 2 -m 2 --steps 8 --resume ck2 --checkpoint ck3 --log notes.txt
+[ "$(cat notes.txt)" = "not a log" ] || bad "the refused log was changed"
 
 # 4. refusals: what is not a log, an output that cannot be written
 printf '{"step":1,"loss":"high"}\n' >bad.log
