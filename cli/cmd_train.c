@@ -343,6 +343,7 @@ typedef struct progress_ctx {
     const char *log_path; /* --log, opened at the first step (under MPI: rank 0's process) */
     FILE *log;
     bool log_continues; /* --log continues the resumed run's log: opened to append */
+    char *log_head;     /* its lines to keep, written over it at the first step (NULL: all) */
     int log_errno;      /* the log could not be opened or written: the run stopped */
     bool keep;          /* the lines are kept for --plot */
     char *lines;        /* the log's lines so far (keep) */
@@ -363,6 +364,19 @@ static void keep_line(progress_ctx *ctx, const char *line) {
     ctx->len += n;
 }
 
+/* Opens --log at the first step: anew, or to continue it (the lines it keeps written over
+ * it first, when it drops some). */
+static void open_log(progress_ctx *ctx) {
+    errno = 0;
+    if (ctx->log_head &&
+        vp_write_file(ctx->log_path, ctx->log_head, strlen(ctx->log_head), NULL) != VP_OK)
+        ctx->log_errno = errno ? errno : EIO;
+    else if (!(ctx->log = fopen(ctx->log_path, ctx->log_continues ? "a" : "w")))
+        ctx->log_errno = errno ? errno : EIO;
+    free(ctx->log_head);
+    ctx->log_head = NULL;
+}
+
 /* The step's line of the log (written to --log and kept for --plot); false when the log
  * cannot be written. */
 static bool log_step(const vp_train_progress *p, progress_ctx *ctx) {
@@ -375,11 +389,10 @@ static bool log_step(const vp_train_progress *p, progress_ctx *ctx) {
     }
     if (ctx->keep)
         keep_line(ctx, line);
+    if (ctx->log_path && !ctx->log)
+        open_log(ctx);
     errno = 0;
-    if (ctx->log_path && !ctx->log &&
-        !(ctx->log = fopen(ctx->log_path, ctx->log_continues ? "a" : "w")))
-        ctx->log_errno = errno ? errno : EIO;
-    else if (ctx->log && (fputs(line, ctx->log) == EOF || fflush(ctx->log) != 0))
+    if (ctx->log && (fputs(line, ctx->log) == EOF || fflush(ctx->log) != 0))
         ctx->log_errno = errno ? errno : EIO;
     free(line);
     return !ctx->log_errno;
@@ -673,6 +686,8 @@ static int finish_log(const train_run *t, progress_ctx *ctx, bool draw, int rc) 
     }
     free(ctx->lines);
     ctx->lines = NULL;
+    free(ctx->log_head); /* a run that stopped before its first step leaves the log as it was */
+    ctx->log_head = NULL;
     return rc;
 }
 
@@ -779,8 +794,9 @@ static int run_pipelined(train_run *t, progress_ctx *ctx) {
 }
 
 /* With --resume and a --log that exists: the log continues, keeping its lines up to the
- * checkpoint's step (those past it, from a run beyond the checkpoint, are dropped), and
- * --plot draws them too. Under MPI rank 0's process does it. Returns an exit code. */
+ * checkpoint's step (those past it, from a run beyond the checkpoint, are replaced once
+ * the first step is logged), and --plot draws them too. Under MPI rank 0's process does
+ * it. Returns an exit code. */
 static int continue_log(const train_run *t, progress_ctx *ctx) {
     const char *dir = t->r.po.train.resume_dir, *path = t->q->log;
     bool mpi = t->r.po.transport == VP_TRANSPORT_MPI;
@@ -798,22 +814,20 @@ static int continue_log(const train_run *t, progress_ctx *ctx) {
         return cli_error(vp_status_exit_code(st),
                          "cannot continue --log: %s (name another file, or remove this one)",
                          err.message);
-    if (dropped && vp_write_file(path, kept, strlen(kept), &err) != VP_OK) {
-        free(kept);
-        return cli_error(VP_EXIT_INPUT, "cannot write %s", err.message);
-    }
     ctx->log_continues = true;
     fprintf(ctx->out, "log: %s continues after step %d", path, meta.step);
     if (dropped)
-        fprintf(ctx->out, " (%d line%s of later steps dropped: the run past the checkpoint)",
-                dropped, dropped == 1 ? "" : "s");
+        fprintf(ctx->out,
+                " (its %d line%s of later steps, from a run past the checkpoint, %s "
+                "replaced at the first step)",
+                dropped, dropped == 1 ? "" : "s", dropped == 1 ? "is" : "are");
     fputc('\n', ctx->out);
-    if (ctx->keep) {
-        ctx->lines = kept;
-        ctx->len = strlen(kept);
-    } else {
+    if (ctx->keep)
+        keep_line(ctx, kept);
+    if (dropped)
+        ctx->log_head = kept;
+    else
         free(kept);
-    }
     return 0;
 }
 

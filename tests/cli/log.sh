@@ -73,7 +73,12 @@ expect 3 "stdin:6: step 1 after step 5 (the steps must grow)" -- \
 "$vp" train "${model[@]}" -p 2 -m 2 --steps 8 --checkpoint ck2 --checkpoint-every 4 \
     --log c.log --fail-at 0:7:0 >/dev/null 2>&1
 [ "$(grep -c '"step"' c.log)" = 7 ] || bad "the failed run should have logged steps 1 to 7"
-expect 0 "log: c.log continues after step 4 (3 lines of later steps dropped" -- "$vp" train "${model[@]}" -p 2 -m 2 \
+cp c.log c7.log # a resumed run that fails in its first step leaves the log as it was
+"$vp" train "${model[@]}" -p 2 -m 2 --steps 8 --resume ck2 --log c.log --fail-at 0:4:0 \
+    >/dev/null 2>&1 && bad "the run should have failed in step 5"
+cmp -s c.log c7.log || bad "a resumed run that logged no step changed the log"
+expect 0 "log: c.log continues after step 4 (its 3 lines of later steps, from a run past the \
+checkpoint, are replaced at the first step)" -- "$vp" train "${model[@]}" -p 2 -m 2 \
     --steps 8 --resume ck2 --checkpoint ck2 --log c.log --plot c.svg
 python3 - c.log <<'PY' || bad "the continued log is not steps 1 to 8"
 import json, sys
