@@ -804,11 +804,14 @@ static int continue_log(const train_run *t, progress_ctx *ctx) {
     char *text = NULL, *kept = NULL;
     size_t len = 0;
     vp_error err = {0};
+    struct stat st_log;
     if (!dir || !path || (mpi && launcher_rank() > 0) || vp_checkpoint_latest(dir, &meta, NULL) ||
-        vp_read_file(path, VP_READ_MAX, &text, &len, &err) != VP_OK)
-        return 0; /* no log to continue (opening it for writing reports an unwritable one) */
+        (stat(path, &st_log) != 0 && errno == ENOENT))
+        return 0; /* no log to continue */
     int dropped = 0;
-    vp_status st = vp_render_loss_cut(text, len, path, meta.step + 1, &kept, &dropped, &err);
+    vp_status st = vp_read_file(path, VP_READ_MAX, &text, &len, &err);
+    if (st == VP_OK)
+        st = vp_render_loss_cut(text, len, path, meta.step + 1, &kept, &dropped, &err);
     free(text);
     if (st != VP_OK)
         return cli_error(vp_status_exit_code(st),

@@ -89,6 +89,11 @@ printf 'not a log\n' >notes.txt
 expect 3 "cannot continue --log: notes.txt:1: not a JSON object" -- "$vp" train "${model[@]}" \
     -p 2 -m 2 --steps 8 --resume ck2 --checkpoint ck3 --log notes.txt
 [ "$(cat notes.txt)" = "not a log" ] || bad "the refused log was changed"
+truncate -s 1100M big.log # one it cannot read whole (sparse: no disk) is refused, not emptied
+expect 3 "cannot continue --log: big.log: is larger than 1073741824 bytes" -- "$vp" train \
+    "${model[@]}" -p 2 -m 2 --steps 8 --resume ck2 --checkpoint ck3 --log big.log
+[ "$(stat -c %s big.log)" = 1153433600 ] || bad "the unread log was changed"
+rm -f big.log
 
 # 4. refusals: what is not a log, an output that cannot be written
 printf '{"step":1,"loss":"high"}\n' >bad.log
