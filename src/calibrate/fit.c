@@ -53,11 +53,18 @@ vp_status vp_calibrate_constants_parse(const char *list, unsigned *bits, vp_erro
         int k = 0;
         while (k < VP_FIT_COUNT && (strlen(defs[k].name) != n || strncmp(at, defs[k].name, n)))
             k++;
-        if (k == VP_FIT_COUNT)
+        if (k == VP_FIT_COUNT) {
+            char word[64];
+            snprintf(word, sizeof word, "%.*s", (int)(n < sizeof word ? n : 0), at);
+            vp__nearest near = {.word = word};
+            for (k = 0; k < VP_FIT_COUNT; k++)
+                vp__nearest_offer(&near, defs[k].name);
             return vp__fail(err, VP_EINVAL,
-                            "unknown constant '%.*s' (known: gemm, memory, comm, layer, chunk, "
-                            "attention, context, fragmentation)",
-                            (int)n, at);
+                            "unknown constant '%.*s' (%s%s%sknown: gemm, memory, comm, layer, "
+                            "chunk, attention, context, fragmentation)",
+                            (int)n, at, near.best ? "did you mean '" : "",
+                            near.best ? near.best : "", near.best ? "'? " : "");
+        }
         *bits |= 1u << k;
         at += n + (at[n] == ',');
     }
