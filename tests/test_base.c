@@ -137,8 +137,8 @@ static void test_write_keeps_links_and_modes(void **state) {
     free(dir);
 }
 
-/* Messages escape terminal controls (C0 but newline and tab, DEL, C1) and may quote
- * their own previous message. */
+/* Messages escape terminal controls (C0 but newline and tab, DEL, C1), may quote their own
+ * previous message, and say when they are cut. */
 static void test_messages(void **state) {
     (void)state;
     vp_error err = {0};
@@ -149,6 +149,30 @@ static void test_messages(void **state) {
     vp__fail(&err, VP_EPARSE, "outer: %s", err.message);
     assert_string_equal(err.message,
                         "outer: family '\\x1b[31mred\\x7f\\u009b2J\ttab\nline\xc3\xa9'");
+    /* a message too long for the error ends in "...", never in half a UTF-8 character */
+    char word[700];
+    memset(word, 'a', sizeof word - 1);
+    word[sizeof word - 1] = '\0';
+    word[sizeof err.message - 4] = '\0'; /* "x " and 508 letters: 510 bytes, whole */
+    vp__fail(&err, VP_EPARSE, "x %s", word);
+    assert_int_equal(strlen(err.message), sizeof err.message - 2);
+    assert_int_not_equal(err.message[strlen(err.message) - 1], '.');
+    word[sizeof err.message - 4] = 'a';
+    vp__fail(&err, VP_EPARSE, "x %s", word);
+    assert_int_equal(strlen(err.message), sizeof err.message - 1);
+    assert_string_equal(err.message + sizeof err.message - 4, "...");
+    for (size_t i = 0; i + 2 < sizeof word; i += 2)
+        memcpy(word + i, "\xc3\xa9", 2);
+    word[sizeof word - 1] = '\0';
+    vp__fail(&err, VP_EPARSE, "x%s", word); /* 'x', then 2-byte characters */
+    size_t kept = strlen(err.message) - 3;
+    assert_string_equal(err.message + kept, "...");
+    assert_int_equal(kept % 2, 1);
+    assert_int_equal((unsigned char)err.message[kept - 2], 0xc3);
+    memset(word, '\x1b', 200); /* escapes grow it past the error's size */
+    word[200] = '\0';
+    vp__fail(&err, VP_EPARSE, "%s", word);
+    assert_string_equal(err.message + strlen(err.message) - 3, "...");
     char small[5];
     assert_int_equal(vp__text_escape(small, sizeof small, "ab\x1b"), 2); /* whole escapes */
     assert_string_equal(small, "ab");
@@ -160,7 +184,8 @@ static void test_messages(void **state) {
 
 /* A typo's distance: insertions, deletions, substitutions and a swap of two neighbours,
  * one edit each, within 1 for names of up to 4 bytes and 2 for longer ones; the nearest of
- * several names (one the word begins first), the first offered on a tie. */
+ * several names (one the word begins first), the first offered on a tie; the hint it gives a
+ * message. */
 static void test_typo_edits(void **state) {
     (void)state;
     assert_int_equal(vp_typo_edits("1fb1", 4, "1f1b"), 1);          /* a swap */
@@ -194,6 +219,12 @@ static void test_typo_edits(void **state) {
     near = (vp__nearest){.word = "h"}; /* not of one letter */
     vp__nearest_offer(&near, "h200-141gb");
     assert_null(near.best);
+    /* the message's closing hint, with and without a name or a tail */
+    assert_string_equal(vp__did_you_mean("gpipe", "vpipe list").text,
+                        " (did you mean 'gpipe'? vpipe list)");
+    assert_string_equal(vp__did_you_mean("gpipe", NULL).text, " (did you mean 'gpipe'?)");
+    assert_string_equal(vp__did_you_mean(NULL, "vpipe list").text, " (vpipe list)");
+    assert_string_equal(vp__did_you_mean(NULL, NULL).text, "");
 }
 
 int main(void) {

@@ -362,9 +362,9 @@ static void test_family_errors(void **state) {
     assert_non_null(strstr(err.message, "m >= 1"));
     spec = vp_spec_make(4, 4);
     assert_int_equal(vp_family_build("no-such", &spec, &s, &err), VP_EINVAL);
-    assert_non_null(strstr(err.message, "unknown family"));
+    assert_string_equal(err.message, "unknown family 'no-such' (vpipe list)");
     assert_int_equal(vp_family_build("1fb1", &spec, &s, &err), VP_EINVAL);
-    assert_string_equal(err.message, "unknown family '1fb1' (did you mean '1f1b'?)");
+    assert_string_equal(err.message, "unknown family '1fb1' (did you mean '1f1b'? vpipe list)");
     assert_ptr_equal(vp_family_nearest("intrleaved"), vp_family_find("interleaved"));
     assert_null(vp_family_nearest("no-such"));
     spec.v = 65;

@@ -285,7 +285,7 @@ static void test_call(void **state) {
          "unknown option 'global_bach' (did you mean 'global_batch'?)"},
         {"simulat", "{}", "unknown command 'simulat' (did you mean 'simulate'?)"},
         {"simulate", "{\"operand\": \"1fb1\", \"p\": 4, \"m\": 8}",
-         "'1fb1' is neither a family nor a file (did you mean '1f1b'?)"},
+         "'1fb1' is neither a family nor a file (did you mean '1f1b'? vpipe list)"},
         {"simulate", "{\"operand\": \"1f1b\", \"p\": 4, \"m\": 8, \"model\": \"llama3-8\"}",
          "option 'model' llama3-8: unknown model 'llama3-8' (did you mean 'llama3-8b'? known: "},
         {"simulate",

@@ -362,7 +362,7 @@ def test_numpy_inputs_to_the_new_calls():
     (lambda: vpipe.plan(model="llama3-8b", gpus=8, global_bach=64), vpipe.InvalidArgument, 2,
      "unknown option 'global_bach' (did you mean 'global_batch'?)"),
     (lambda: vpipe.simulate("1fb1", p=4, m=8), vpipe.InvalidArgument, 2,
-     "'1fb1' is neither a family nor a file (did you mean '1f1b'?)"),
+     "'1fb1' is neither a family nor a file (did you mean '1f1b'? vpipe list)"),
     (lambda: vpipe.compare(p=4, m=8, cost="F=1", costs="F=2"), vpipe.InvalidArgument, 2,
      "option 'cost' given twice"),
     (lambda: vpipe.plan(p=4, m=8, memory=0.5, output="-"), vpipe.InvalidArgument, 2,

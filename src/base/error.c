@@ -69,12 +69,19 @@ static vp_status fail_v(vp_error *err, vp_status status, int line, int column, c
                         va_list ap) {
     if (err) {
         /* formatted apart first: an argument may be err->message itself */
-        char text[sizeof err->message];
-        vsnprintf(text, sizeof text, fmt, ap);
+        char text[sizeof err->message], shown[4 * sizeof text];
+        bool cut = vsnprintf(text, sizeof text, fmt, ap) >= (int)sizeof text;
+        size_t n = vp__text_escape(shown, sizeof shown, text);
         err->status = status;
         err->line = line;
         err->column = column;
-        vp__text_escape(err->message, sizeof err->message, text);
+        if (cut || n >= sizeof err->message) { /* a message too long ends in "...", whole UTF-8 */
+            n = sizeof err->message - 4;
+            while (n > 0 && (shown[n] & 0xc0) == 0x80)
+                n--;
+            memcpy(shown + n, "...", 4);
+        }
+        memcpy(err->message, shown, strlen(shown) + 1);
     }
     return status;
 }

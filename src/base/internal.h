@@ -49,6 +49,13 @@ typedef struct vp__nearest {
 } vp__nearest;
 void vp__nearest_offer(vp__nearest *n, const char *name);
 
+/* A message's closing hint: " (did you mean 'best'? tail)", without the question when best
+ * is NULL, without tail when it is NULL, "" when both are. */
+typedef struct vp__hint {
+    char text[512];
+} vp__hint;
+vp__hint vp__did_you_mean(const char *best, const char *tail);
+
 /* A growable string (text output of every writer). A failed allocation is sticky: later
  * appends do nothing and vp__buf_take returns NULL, so writers check once at the end. */
 typedef struct vp__buf {

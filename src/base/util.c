@@ -2,6 +2,7 @@
  * median, a number reader and the nearest name to a typo. */
 #include <ctype.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -109,4 +110,12 @@ void vp__nearest_offer(vp__nearest *n, const char *name) {
         n->best = name;
         n->edits = e;
     }
+}
+
+vp__hint vp__did_you_mean(const char *best, const char *tail) {
+    vp__hint h = {""};
+    if (best || tail)
+        snprintf(h.text, sizeof h.text, " (%s%s%s%s)", best ? "did you mean '" : "",
+                 best ? best : "", best ? (tail ? "'? " : "'?") : "", tail ? tail : "");
+    return h;
 }

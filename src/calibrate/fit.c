@@ -59,11 +59,10 @@ vp_status vp_calibrate_constants_parse(const char *list, unsigned *bits, vp_erro
             vp__nearest near = {.word = word};
             for (k = 0; k < VP_FIT_COUNT; k++)
                 vp__nearest_offer(&near, defs[k].name);
-            return vp__fail(err, VP_EINVAL,
-                            "unknown constant '%.*s' (%s%s%sknown: gemm, memory, comm, layer, "
-                            "chunk, attention, context, fragmentation)",
-                            (int)n, at, near.best ? "did you mean '" : "",
-                            near.best ? near.best : "", near.best ? "'? " : "");
+            return vp__fail(err, VP_EINVAL, "unknown constant '%.*s'%s", (int)n, at,
+                            vp__did_you_mean(near.best, "known: gemm, memory, comm, layer, chunk, "
+                                                        "attention, context, fragmentation")
+                                .text);
         }
         *bits |= 1u << k;
         at += n + (at[n] == ',');

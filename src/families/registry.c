@@ -152,10 +152,8 @@ vp_status vp_family_build(const char *name, const vp_spec *spec, vp_schedule **o
     const vp_family *f = vp_family_find(name);
     if (!f) {
         const vp_family *near = vp_family_nearest(name);
-        if (near)
-            return vp__fail(err, VP_EINVAL, "unknown family '%s' (did you mean '%s'?)", name,
-                            near->name);
-        return vp__fail(err, VP_EINVAL, "unknown family '%s' (vpipe list shows them)", name);
+        return vp__fail(err, VP_EINVAL, "unknown family '%s'%s", name,
+                        vp__did_you_mean(near ? near->name : NULL, "vpipe list").text);
     }
     vp_status rc = vp_spec_check_size(spec, err);
     if (rc == VP_OK)

@@ -136,8 +136,7 @@ const char *vp_arch_preset_name(int i) {
     return i >= 0 && i < N_PRESETS ? presets[i].name : NULL;
 }
 
-/* "a, b, c" of a name list into buf. */
-static const char *join_names(const char *(*name_at)(int), int n, char *buf, size_t size) {
+const char *vp__join_names(const char *(*name_at)(int), int n, char *buf, size_t size) {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < n && used < size; i++)
@@ -151,17 +150,14 @@ vp_status vp_arch_preset(const char *name, vp_arch *out, vp_error *err) {
             *out = presets[i];
             return VP_OK;
         }
-    char known[512];
-    join_names(vp_arch_preset_name, N_PRESETS, known, sizeof known);
+    char names[480], known[512];
+    vp__join_names(vp_arch_preset_name, N_PRESETS, names, sizeof names);
+    snprintf(known, sizeof known, "known: %s, or a config.json path", names);
     vp__nearest near = {.word = name};
     for (int i = 0; i < N_PRESETS; i++)
         vp__nearest_offer(&near, presets[i].name);
-    if (near.best)
-        return vp__fail(err, VP_EINVAL,
-                        "unknown model '%s' (did you mean '%s'? known: %s, or a config.json path)",
-                        name, near.best, known);
-    return vp__fail(err, VP_EINVAL, "unknown model '%s' (known: %s, or a config.json path)", name,
-                    known);
+    return vp__fail(err, VP_EINVAL, "unknown model '%s'%s", name,
+                    vp__did_you_mean(near.best, known).text);
 }
 
 vp_arch vp_arch_vpipe(int layers, int width, int heads, int seq) {

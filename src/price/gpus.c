@@ -166,19 +166,14 @@ vp_status vp_gpu_preset(const char *name, vp_gpu *out, vp_error *err) {
             *out = gpu_presets[i];
             return VP_OK;
         }
-    char known[256];
-    size_t used = 0;
+    char names[256], known[300];
+    vp__join_names(vp_gpu_preset_name, N_GPUS, names, sizeof names);
+    snprintf(known, sizeof known, "known: %s, or a JSON file", names);
     vp__nearest near = {.word = name};
-    for (int i = 0; i < N_GPUS; i++) {
-        used += (size_t)snprintf(known + used, sizeof known - used, "%s, ", gpu_presets[i].name);
+    for (int i = 0; i < N_GPUS; i++)
         vp__nearest_offer(&near, gpu_presets[i].name);
-    }
-    if (near.best)
-        return vp__fail(err, VP_EINVAL,
-                        "unknown accelerator '%s' (did you mean '%s'? known: %sor a JSON file)",
-                        name, near.best, known);
-    return vp__fail(err, VP_EINVAL, "unknown accelerator '%s' (known: %sor a JSON file)", name,
-                    known);
+    return vp__fail(err, VP_EINVAL, "unknown accelerator '%s'%s", name,
+                    vp__did_you_mean(near.best, known).text);
 }
 
 /* ---- the JSON form ---------------------------------------------------------------------- */

@@ -23,6 +23,8 @@ vp_status vp__json_string(struct json_t *obj, const char *const *names, const ch
                           vp_error *err);
 vp_status vp__as_parse_error(vp_error *err);
 bool vp__is_path(const char *text);
+/* "a, b, c" of the first n names of a preset list into buf (arch.c); returns buf. */
+const char *vp__join_names(const char *(*name_at)(int), int n, char *buf, size_t size);
 
 /* ---- the model's shape (shape.c) ------------------------------------------------------ */
 

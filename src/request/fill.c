@@ -148,10 +148,8 @@ static vp_status find(const char *key, int cmd, const char *const *allowed, cons
                 vp__nearest_offer(&near, vp__options[i].key);
         for (int i = 0; cmd < 0 && allowed && allowed[i]; i++)
             vp__nearest_offer(&near, allowed[i]);
-        if (near.best)
-            return vp__fail(err, VP_EINVAL, "unknown option '%s' (did you mean '%s'?)", key,
-                            near.best);
-        return vp__fail(err, VP_EINVAL, "unknown option '%s'", key);
+        return vp__fail(err, VP_EINVAL, "unknown option '%s'%s", key,
+                        vp__did_you_mean(near.best, NULL).text);
     }
     if (cmd >= 0 && !((*o)->commands & (1u << cmd)))
         return vp__fail(err, VP_EINVAL, "%s takes no option '%s'",

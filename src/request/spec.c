@@ -113,10 +113,8 @@ vp_status vp__spec_ready(vp__run *run, vp_error *err) {
 
 vp_status vp__unknown_family(const char *name, vp_error *err) {
     const vp_family *near = vp_family_nearest(name);
-    if (near)
-        return vp__fail(err, VP_EINVAL, "unknown family '%s' (did you mean '%s'? vpipe list)", name,
-                        near->name);
-    return vp__fail(err, VP_EINVAL, "unknown family '%s' (vpipe list)", name);
+    return vp__fail(err, VP_EINVAL, "unknown family '%s'%s", name,
+                    vp__did_you_mean(near ? near->name : NULL, "vpipe list").text);
 }
 
 /* A schedule read from path ("-" is stdin), with the command line's messages. */
@@ -125,11 +123,8 @@ static vp_status load(const char *path, vp_schedule **out, vp_error *err) {
     /* a bare word that names nothing is a mistyped family; anything else is a file */
     if (strcmp(path, "-") && stat(path, &st) != 0 && !strchr(path, '/') && !strchr(path, '.')) {
         const vp_family *near = vp_family_nearest(path);
-        if (near)
-            return vp__fail(err, VP_EINVAL,
-                            "'%s' is neither a family nor a file (did you mean '%s'?)", path,
-                            near->name);
-        return vp__fail(err, VP_EINVAL, "'%s' is neither a family (vpipe list) nor a file", path);
+        return vp__fail(err, VP_EINVAL, "'%s' is neither a family nor a file%s", path,
+                        vp__did_you_mean(near ? near->name : NULL, "vpipe list").text);
     }
     if (vp_schedule_load(path, out, err) == VP_OK)
         return VP_OK;

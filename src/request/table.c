@@ -31,10 +31,8 @@ vp_status vp__unknown_command(const char *name, vp_error *err) {
     vp__nearest near = {.word = name};
     for (int c = 0; name && c < VP__COMMANDS; c++)
         vp__nearest_offer(&near, command_names[c]);
-    if (near.best)
-        return vp__fail(err, VP_EINVAL, "unknown command '%s' (did you mean '%s'?)", name,
-                        near.best);
-    return vp__fail(err, VP_EINVAL, "unknown command '%s'", name ? name : "(null)");
+    return vp__fail(err, VP_EINVAL, "unknown command '%s'%s", name ? name : "(null)",
+                    vp__did_you_mean(near.best, NULL).text);
 }
 
 #define ON(c) (1u << VP__##c)

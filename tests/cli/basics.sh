@@ -87,7 +87,7 @@ expect 2 "-m needs a value" -- "$vp" simulate 1f1b -p 4 -m
 expect 2 "neither a family" -- "$vp" simulate nosuchfamily -p 4 -m 4
 expect 2 "unknown family" -- "$vp" schedule nosuchfamily -p 4 -m 4
 # a mistyped family, model or accelerator: the library names the one meant
-expect 2 "'1fb1' is neither a family nor a file (did you mean '1f1b'?)" -- "$vp" simulate 1fb1 -p 4 -m 4
+expect 2 "'1fb1' is neither a family nor a file (did you mean '1f1b'? vpipe list)" -- "$vp" simulate 1fb1 -p 4 -m 4
 expect 2 "unknown family 'zb1pp' (did you mean 'zb-1p'? vpipe list)" -- "$vp" schedule zb1pp -p 4 -m 4
 expect 2 "unknown cost key 'Q'" -- "$vp" simulate 1f1b -p 4 -m 4 --cost Q=1
 expect 2 "needs a number >= 0" -- "$vp" simulate 1f1b -p 4 -m 4 --cost F=-2
