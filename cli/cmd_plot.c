@@ -30,6 +30,8 @@ static int run(void *args) {
     vp_error err = {0};
     if (!a->log)
         return cli_error(VP_EXIT_USAGE, "plot needs a log (vpipe plot --help)");
+    if (vp_file_same(a->log, a->out))
+        return cli_error(VP_EXIT_USAGE, "-o %s is the log it draws: name another file", a->out);
     if (cli_probe_output(a->out, &err) != VP_OK)
         return cli_lib_error(&err);
     char *svg = NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "vpipe/render.h"
@@ -255,7 +256,8 @@ static const cli_opt output_opts[] = {
      .help = "one JSON line per step: step, loss, val_loss, lr,\n"
              "grad_norm, tokens_per_s, step_ms, peak_bytes per rank;\n"
              "with --resume, an existing log continues (its lines past\n"
-             "the checkpoint's step dropped)"},
+             "the checkpoint's step dropped). The run holds FILE: a\n"
+             "second run on it is refused"},
     {.name = "plot",
      .kind = CLI_STRING,
      .offset = TRAIN(plot),
@@ -340,7 +342,10 @@ typedef struct progress_ctx {
     bool emulated;
     int write_errno;      /* a progress line could not be written to stdout: the run stopped */
     char note[400];       /* printed before the first step line (what a resume changed) */
-    const char *log_path; /* --log, opened at the first step (under MPI: rank 0's process) */
+    const char *log_path; /* --log, held from the start, written from the first step (under
+                           * MPI: rank 0's process) */
+    int log_fd;           /* --log held (hold_log) until it is opened at the first step; -1 */
+    bool log_created;     /* hold_log created it: removed again when no step is logged */
     FILE *log;
     bool log_continues; /* --log continues the resumed run's log: opened to append */
     char *log_head;     /* its lines to keep, written over it at the first step (NULL: all) */
@@ -364,14 +369,23 @@ static void keep_line(progress_ctx *ctx, const char *line) {
     ctx->len += n;
 }
 
-/* Opens --log at the first step: anew, or to continue it (the lines it keeps written over
- * it first, when it drops some). */
+/* Opens --log at the first step, through the file hold_log holds (a device or a FIFO
+ * as it is): emptied, or continued (cut to the lines it keeps, when it drops some: written
+ * over its start, the same bytes where they are its prefix, as in a log vpipe wrote). */
 static void open_log(progress_ctx *ctx) {
     errno = 0;
-    if (ctx->log_head &&
-        vp_write_file(ctx->log_path, ctx->log_head, strlen(ctx->log_head), NULL) != VP_OK)
-        ctx->log_errno = errno ? errno : EIO;
-    else if (!(ctx->log = fopen(ctx->log_path, ctx->log_continues ? "a" : "w")))
+    int fd = ctx->log_fd;
+    ctx->log = fd < 0 ? fopen(ctx->log_path, "w") : fdopen(fd, "w");
+    if (ctx->log && fd >= 0) {
+        ctx->log_fd = -1; /* the stream owns it now, and the lock with it */
+        const char *head = ctx->log_head ? ctx->log_head : "";
+        bool ok = ctx->log_continues && !ctx->log_head
+                      ? fseek(ctx->log, 0, SEEK_END) == 0
+                      : fputs(head, ctx->log) != EOF && fflush(ctx->log) == 0 &&
+                            ftruncate(fd, (off_t)strlen(head)) == 0;
+        if (!ok)
+            ctx->log_errno = errno ? errno : EIO;
+    } else if (!ctx->log)
         ctx->log_errno = errno ? errno : EIO;
     free(ctx->log_head);
     ctx->log_head = NULL;
@@ -675,6 +689,13 @@ static int finish_log(const train_run *t, progress_ctx *ctx, bool draw, int rc) 
     if (ctx->log && fclose(ctx->log) != 0 && !rc)
         rc = cli_error(VP_EXIT_INPUT, "cannot write %s: %s", ctx->log_path, strerror(errno));
     ctx->log = NULL;
+    if (ctx->log_fd >= 0) { /* no step was logged: a log it created goes (a link stays) */
+        struct stat at;
+        if (ctx->log_created && lstat(ctx->log_path, &at) == 0 && S_ISREG(at.st_mode))
+            unlink(ctx->log_path); /* while still held, as the checkpoint's lock does */
+        close(ctx->log_fd);
+        ctx->log_fd = -1;
+    }
     if (!rc && draw && t->q->plot && ctx->lines_failed)
         rc = cli_error(VP_EXIT_FAILURE, "out of memory");
     if (!rc && draw && t->q->plot) {
@@ -793,6 +814,28 @@ static int run_pipelined(train_run *t, progress_ctx *ctx) {
     return rc;
 }
 
+/* Holds --log for the run (vp_file_hold), so that a second run on it is refused instead
+ * of mixing its lines in; created when missing, and removed again when no step is logged.
+ * A device or a FIFO is written as it is, unheld. Under MPI rank 0's process does it.
+ * Returns an exit code. */
+static int hold_log(const train_run *t, progress_ctx *ctx) {
+    struct stat st;
+    if (!ctx->log_path || (t->r.po.transport == VP_TRANSPORT_MPI && launcher_rank() > 0) ||
+        (stat(ctx->log_path, &st) == 0 && !S_ISREG(st.st_mode)))
+        return 0;
+    bool busy;
+    vp_error err = {0};
+    vp_status rc = vp_file_hold(ctx->log_path, &ctx->log_fd, &ctx->log_created, &busy, &err);
+    if (rc == VP_OK)
+        return 0;
+    if (busy)
+        return cli_error(VP_EXIT_INPUT,
+                         "--log %s is being written by another run (two runs in one log would "
+                         "mix their lines): name another file",
+                         ctx->log_path);
+    return cli_error(VP_EXIT_INPUT, "cannot write --log %s", err.message);
+}
+
 /* With --resume and a --log that exists: the log continues, keeping its lines up to the
  * checkpoint's step (those past it, from a run beyond the checkpoint, are replaced once
  * the first step is logged), and --plot draws them too. Under MPI rank 0's process does
@@ -805,9 +848,9 @@ static int continue_log(const train_run *t, progress_ctx *ctx) {
     size_t len = 0;
     vp_error err = {0};
     struct stat st_log;
-    if (!dir || !path || (mpi && launcher_rank() > 0) || vp_checkpoint_latest(dir, &meta, NULL) ||
-        (stat(path, &st_log) != 0 && errno == ENOENT))
-        return 0; /* no log to continue */
+    if (!dir || !path || ctx->log_created || (mpi && launcher_rank() > 0) ||
+        vp_checkpoint_latest(dir, &meta, NULL) || (stat(path, &st_log) != 0 && errno == ENOENT))
+        return 0; /* no log to continue (hold_log created it) */
     int dropped = 0;
     vp_status st = vp_read_file(path, VP_READ_MAX, &text, &len, &err);
     if (st == VP_OK)
@@ -846,8 +889,11 @@ static int run(void *args) {
     progress_ctx ctx = {.out = q->json ? stderr : stdout,
                         .emulated = q->emulate,
                         .log_path = q->log,
+                        .log_fd = -1,
                         .keep = q->plot != NULL};
-    int rc = continue_log(&t, &ctx);
+    int rc = hold_log(&t, &ctx);
+    if (!rc)
+        rc = continue_log(&t, &ctx);
     if (!rc)
         rc = t.r.reference ? run_reference(&t, &ctx) : run_pipelined(&t, &ctx);
     rc = finish_log(&t, &ctx, false, rc); /* what a failed run left open */

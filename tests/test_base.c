@@ -137,6 +137,56 @@ static void test_write_keeps_links_and_modes(void **state) {
     free(dir);
 }
 
+/* A held file: created when missing, one holder at a time (a second open of it is refused,
+ * as another process's is), handed on when its holder removes it, a link's target held,
+ * and what is not a regular file refused; two output paths that name one file. */
+static void test_file_hold(void **state) {
+    (void)state;
+    char *dir = new_dir(), path[4096], link[4096], sub[4096];
+    snprintf(path, sizeof path, "%s/run.log", dir);
+    snprintf(link, sizeof link, "%s/link.log", dir);
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    vp_error err = {0};
+    int fd = -1, fd2 = -1;
+    bool created = false, busy = true;
+    assert_int_equal(vp_file_hold(path, &fd, &created, &busy, &err), VP_OK);
+    assert_true(fd >= 0 && created && !busy);
+    assert_int_equal(vp_file_hold(path, &fd2, &created, &busy, &err), VP_EIO);
+    assert_true(fd2 < 0 && busy);
+    assert_non_null(strstr(err.message, "run.log: held by another process"));
+    assert_int_equal(symlink("run.log", link), 0); /* the link's target is what is held */
+    assert_int_equal(vp_file_hold(link, &fd2, &created, &busy, &err), VP_EIO);
+    assert_true(busy);
+    assert_int_equal(unlink(path), 0); /* the holder hands the name on */
+    close(fd);
+    assert_int_equal(vp_file_hold(link, &fd, &created, &busy, &err), VP_OK);
+    assert_true(created); /* through the dangling link */
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    close(fd);
+    assert_int_equal(vp_file_hold(path, &fd, &created, &busy, &err), VP_OK);
+    assert_false(created); /* let go: held again, as it is */
+    close(fd);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    assert_int_equal(vp_file_hold(sub, &fd, &created, &busy, &err), VP_EIO);
+    assert_true(fd < 0 && !busy);
+    snprintf(sub, sizeof sub, "%s/no/run.log", dir); /* no folder: the system's reason */
+    assert_int_equal(vp_file_hold(sub, &fd, &created, &busy, &err), VP_EIO);
+    assert_non_null(strstr(err.message, "no/run.log: No such file or directory"));
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    /* two outputs that name one file: the same text, or one file by a link */
+    assert_true(vp_file_same(path, path));
+    assert_true(vp_file_same(link, path));
+    assert_false(vp_file_same(sub, path));
+    assert_false(vp_file_same("-", "-"));
+    assert_false(vp_file_same(NULL, path));
+    assert_false(vp_file_same("missing-a", "missing-b"));
+    rmdir(sub);
+    remove_dir(dir);
+    free(dir);
+}
+
 /* Messages escape terminal controls (C0 but newline and tab, DEL, C1), may quote their own
  * previous message, and say when they are cut. */
 static void test_messages(void **state) {
@@ -233,6 +283,7 @@ int main(void) {
         cmocka_unit_test(test_write_keeps_links_and_modes),
         cmocka_unit_test(test_messages),
         cmocka_unit_test(test_typo_edits),
+        cmocka_unit_test(test_file_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -290,4 +291,58 @@ vp_status vp_write_file(const char *path, const void *bytes, size_t len, vp_erro
     }
     free(real);
     return rc;
+}
+
+/* vp_file_hold on the file real names (no link). */
+static vp_status hold(const char *path, const char *real, int *fd, bool *created, bool *busy,
+                      vp_error *err) {
+    for (int tries = 0; tries < 100; tries++) {
+        int f = open(real, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        bool made = f >= 0;
+        if (f < 0 && errno == EEXIST) {
+            f = open(real, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+            if (f < 0 && errno == ENOENT)
+                continue; /* removed meanwhile */
+        }
+        if (f < 0)
+            return vp__fail(err, VP_EIO, "%s: %s", path, strerror(errno));
+        struct stat held, now;
+        if (fstat(f, &held) != 0 || !S_ISREG(held.st_mode)) {
+            close(f);
+            return vp__fail(err, VP_EIO, "%s: is not a regular file", path);
+        }
+        if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            close(f);
+            *busy = e == EWOULDBLOCK;
+            return vp__fail(err, VP_EIO, "%s: %s", path,
+                            *busy ? "held by another process" : strerror(e));
+        }
+        if (lstat(real, &now) == 0 && held.st_dev == now.st_dev && held.st_ino == now.st_ino) {
+            *fd = f;
+            *created = made;
+            return VP_OK;
+        }
+        close(f); /* its holder removed it meanwhile */
+    }
+    return vp__fail(err, VP_EIO, "%s: keeps being replaced while it is locked", path);
+}
+
+vp_status vp_file_hold(const char *path, int *fd, bool *created, bool *busy, vp_error *err) {
+    *fd = -1;
+    *created = *busy = false;
+    char *real = follow_links(path);
+    if (!real)
+        return vp__fail(err, errno == ENOMEM ? VP_ENOMEM : VP_EIO, "%s: %s", path, strerror(errno));
+    vp_status rc = hold(path, real, fd, created, busy, err);
+    free(real);
+    return rc;
+}
+
+bool vp_file_same(const char *a, const char *b) {
+    struct stat x, y;
+    if (!a || !b || !strcmp(a, "-") || !strcmp(b, "-"))
+        return false;
+    return !strcmp(a, b) ||
+           (stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino);
 }

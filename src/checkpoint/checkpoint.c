@@ -58,44 +58,24 @@ struct vp_checkpoint_lock {
     char *path; /* removed on release */
 };
 
-/* VP_EIO: dir is held by the run whose pid and host the lock file fd names. */
-static vp_status in_use(const char *dir, int fd, vp_error *err) {
-    char who[128] = "";
-    ssize_t n = pread(fd, who, sizeof who - 1, 0);
-    who[n > 0 ? n : 0] = '\0';
-    who[strcspn(who, "\n")] = '\0';
-    return vp__fail(err, VP_EIO,
-                    "checkpoint directory %s is in use by %s (another run saving there: two "
-                    "runs in one directory would destroy each other's checkpoints)",
-                    dir, who[0] ? who : "another run");
-}
-
-/* Locks the lock file at path (created when missing) into *fd. A holder removes the file
- * before it lets go, so a lock taken on a file no longer at path is taken again. */
+/* Locks the lock file at path (vp_file_hold) into *fd; VP_EIO naming the run (pid and
+ * host) that holds dir. The holder removes the file before it lets go. */
 static vp_status lock_file(const char *dir, const char *path, int *fd, vp_error *err) {
-    for (int tries = 0; tries < 100; tries++) {
-        int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
-        if (f < 0)
-            return vp__fail(err, VP_EIO, "cannot lock checkpoint directory %s: %s", dir,
-                            strerror(errno));
-        if (flock(f, LOCK_EX | LOCK_NB) != 0) {
-            vp_status rc = errno == EWOULDBLOCK
-                               ? in_use(dir, f, err)
-                               : vp__fail(err, VP_EIO, "cannot lock checkpoint directory %s: %s",
-                                          dir, strerror(errno));
-            close(f);
-            return rc;
-        }
-        struct stat held, now;
-        if (fstat(f, &held) == 0 && stat(path, &now) == 0 && held.st_dev == now.st_dev &&
-            held.st_ino == now.st_ino) {
-            *fd = f;
-            return VP_OK;
-        }
-        close(f); /* its holder removed it meanwhile */
-    }
-    return vp__fail(err, VP_EIO,
-                    "cannot lock checkpoint directory %s: its lock file keeps changing", dir);
+    bool created, busy;
+    if (vp_file_hold(path, fd, &created, &busy, err) == VP_OK)
+        return VP_OK;
+    if (!busy)
+        return vp__fail(err, VP_EIO, "cannot lock checkpoint directory %s: %s", dir, err->message);
+    char *who = NULL;
+    size_t len = 0;
+    if (vp_read_file(path, 128, &who, &len, NULL) == VP_OK)
+        who[strcspn(who, "\n")] = '\0';
+    vp_status rc = vp__fail(err, VP_EIO,
+                            "checkpoint directory %s is in use by %s (another run saving there: "
+                            "two runs in one directory would destroy each other's checkpoints)",
+                            dir, who && who[0] ? who : "another run");
+    free(who);
+    return rc;
 }
 
 /* Records this process (pid and host) in the lock file fd it locked. */

@@ -362,11 +362,16 @@ static vp_status check_outputs(const vp_train_request *q, vp_error *err) {
     if ((q->log && !strcmp(q->log, "-")) || (q->plot && !strcmp(q->plot, "-")))
         return vp__fail(err, VP_EINVAL,
                         "--log and --plot need a file: standard output carries the progress");
+    const char *files[] = {q->trace, q->svg, q->log, q->plot};
+    static const char *const names[] = {"--trace", "--svg", "--log", "--plot"};
+    for (int k = 0; k < 4; k++)
+        for (int j = k + 1; j < 4; j++)
+            if (vp_file_same(files[k], files[j]))
+                return vp__fail(err, VP_EINVAL,
+                                "%s and %s name the same file %s: each writes its own", names[k],
+                                names[j], files[k]);
     vp_status rc = VP_OK;
-    if (q->probe && q->trace)
-        rc = q->probe(q->user, q->trace, false, err);
-    const char *files[] = {q->svg, q->log, q->plot};
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         if (rc == VP_OK && q->probe && files[k])
             rc = q->probe(q->user, files[k], false, err);
     if (rc == VP_OK && q->probe && q->po.train.checkpoint_dir)

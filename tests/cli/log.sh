@@ -95,6 +95,23 @@ expect 3 "cannot continue --log: big.log: is larger than 1073741824 bytes" -- "$
 [ "$(stat -c %s big.log)" = 1153433600 ] || bad "the unread log was changed"
 rm -f big.log
 
+# 3c. a run holds its --log: a second run on it (here flock(1) holds it), or on a link to
+# it, is refused and the log left as it was; a run that logs no step removes the log it created
+cp c.log held.log
+expect 3 "--log held.log is being written by another run (two runs in one log would mix their \
+lines)" -- flock held.log "$vp" train "${model[@]}" -p 2 -m 2 --steps 2 --log held.log
+ln -s held.log link.log # through a link: its target is what is held
+expect 3 "--log link.log is being written by another run" -- flock held.log "$vp" train \
+    "${model[@]}" -p 2 -m 2 --steps 2 --log link.log
+cmp -s held.log c.log || bad "a log another run holds was changed"
+"$vp" train "${model[@]}" -p 2 -m 2 --steps 2 --log new.log --fail-at 0:0:0 >/dev/null 2>&1 &&
+    bad "the run should have failed in step 1"
+[ ! -e new.log ] || bad "a run that logged no step left the log it created"
+"$vp" train "${model[@]}" -p 2 -m 2 --steps 9 --resume ck2 --log new.log >out.txt 2>&1 ||
+    bad "the resumed run with a new log failed"
+! grep -q "continues" out.txt || bad "a resumed run said it continues a log it created"
+[ "$(grep -c '"step"' new.log)" = 1 ] || bad "the new log should hold step 9 alone"
+
 # 4. refusals: what is not a log, an output that cannot be written
 printf '{"step":1,"loss":"high"}\n' >bad.log
 expect 3 'bad.log:1: "loss" is not a number' -- "$vp" plot bad.log
@@ -106,4 +123,10 @@ expect 3 "cannot write $tmp/no/dir/x.log" -- "$vp" train "${model[@]}" --steps 1
     --log "$tmp/no/dir/x.log"
 expect 2 "--log and --plot need a file" -- "$vp" train "${model[@]}" --steps 1 --log -
 expect 2 "--log and --plot need a file" -- "$vp" train "${model[@]}" --steps 1 --plot -
+expect 2 "--log and --plot name the same file both.log: each writes its own" -- "$vp" train \
+    "${model[@]}" --steps 1 --log both.log --plot both.log
+[ ! -e both.log ] || bad "a refused run wrote its log"
+cp c.log keep.log
+expect 2 "-o keep.log is the log it draws: name another file" -- "$vp" plot keep.log -o keep.log
+cmp -s keep.log c.log || bad "plot wrote over the log it draws"
 finish

@@ -73,6 +73,13 @@ expect 2 "--width" -- "$vp" render 1f1b -p 2 -m 2 --width 5
 expect 2 "render: unknown option '--bogus'" -- "$vp" render 1f1b -p 2 -m 2 --bogus
 expect 3 "cannot write $tmp/no/such/dir/x.svg: No such file or directory" -- \
     "$vp" render 1f1b -p 2 -m 2 --svg "$tmp/no/such/dir/x.svg"
+# two outputs in one file: the second would replace the first
+expect 2 "--svg and --trace name the same file $tmp/one.out: each writes its own" -- \
+    "$vp" render 1f1b -p 2 -m 2 --svg "$tmp/one.out" --trace "$tmp/one.out"
+: >"$tmp/one.out" && ln -s one.out "$tmp/link.out"
+expect 2 "--svg and --trace name the same file" -- \
+    "$vp" render 1f1b -p 2 -m 2 --svg "$tmp/link.out" --trace "$tmp/one.out"
+[ ! -s "$tmp/one.out" ] || bad "a refused render wrote its output"
 
 # docs/ pictures are well-formed and current. Regenerate with:
 #   vpipe render 1f1b -p 4 -m 8 --svg docs/1f1b.svg
