@@ -364,12 +364,19 @@ static vp_status check_outputs(const vp_train_request *q, vp_error *err) {
                         "--log and --plot need a file: standard output carries the progress");
     const char *files[] = {q->trace, q->svg, q->log, q->plot};
     static const char *const names[] = {"--trace", "--svg", "--log", "--plot"};
-    for (int k = 0; k < 4; k++)
+    const char *inputs[] = {q->data, q->schedule_file, q->cost_file};
+    static const char *const input_names[] = {"--data", "--schedule-file", "--cost-file"};
+    for (int k = 0; k < 4; k++) {
         for (int j = k + 1; j < 4; j++)
             if (vp_file_same(files[k], files[j]))
                 return vp__fail(err, VP_EINVAL,
                                 "%s and %s name the same file %s: each writes its own", names[k],
                                 names[j], files[k]);
+        for (int i = 0; i < 3; i++)
+            if (vp_file_same(files[k], inputs[i]))
+                return vp__fail(err, VP_EINVAL, "%s %s would write over %s: name another file",
+                                names[k], files[k], input_names[i]);
+    }
     vp_status rc = VP_OK;
     for (int k = 0; k < 4; k++)
         if (rc == VP_OK && q->probe && files[k])

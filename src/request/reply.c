@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "request/door.h"
 
@@ -27,9 +28,42 @@ vp_status vp__say(vp__run *run, char *text, vp_error *err) {
     return add(run, VP_REPLY_STDOUT, NULL, text, err);
 }
 
+/* VP_EINVAL when the output at path, one of the request's, would write over a file the
+ * request reads or over another of its outputs. */
+static vp_status check_output(const vp__run *run, const char *path, vp_error *err) {
+    const vp_request *q = run->req;
+    static const char *const keys[] = {"output", "svg", "trace"};
+    const char *outputs[] = {q->output, q->svg, q->trace};
+    for (int k = 0; k < 3; k++)
+        for (int j = k + 1; j < 3; j++)
+            if ((outputs[k] == path || outputs[j] == path) && vp_file_same(outputs[k], outputs[j]))
+                return vp__fail(err, VP_EINVAL,
+                                "%s and %s name the same file %s: each writes its own",
+                                VP__NAME(run, keys[k]), VP__NAME(run, keys[j]), outputs[k]);
+    const char *inputs[] = {q->operand[0], q->operand[1], q->cost_file, q->memory_model,
+                            q->model,      q->gpu,        q->runs};
+    struct stat st;
+    int k = 0;
+    while (k < 3 && outputs[k] != path)
+        k++;
+    const char *what = k < 3 ? VP__NAME(run, keys[k]) : "the output";
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+        if (inputs[i] && stat(inputs[i], &st) == 0 && S_ISREG(st.st_mode) &&
+            vp_file_same(inputs[i], path))
+            return vp__fail(err, VP_EINVAL,
+                            "%s %s would write over the input %s: name another file", what, path,
+                            inputs[i]);
+    return VP_OK;
+}
+
 vp_status vp__write(vp__run *run, const char *path, char *text, vp_error *err) {
     if (!strcmp(path, "-"))
         return add(run, VP_REPLY_STDOUT, NULL, text, err);
+    vp_status rc = check_output(run, path, err);
+    if (rc != VP_OK) {
+        free(text);
+        return rc;
+    }
     return add(run, VP_REPLY_FILE, path, text, err);
 }
 
@@ -72,7 +106,8 @@ void vp__progress_clear(const vp__run *run) {
 }
 
 vp_status vp__probe(const vp__run *run, const char *path, bool dir, vp_error *err) {
-    return run->req->probe ? run->req->probe(run->req->user, path, dir, err) : VP_OK;
+    vp_status rc = dir || !strcmp(path, "-") ? VP_OK : check_output(run, path, err);
+    return rc == VP_OK && run->req->probe ? run->req->probe(run->req->user, path, dir, err) : rc;
 }
 
 json_t *vp__json_take(char *text) {

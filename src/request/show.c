@@ -141,9 +141,6 @@ static vp_status render_outputs(const vp__run *run, bool *ascii, vp_error *err) 
     if ((q->svg && !strcmp(q->svg, "-")) + (q->trace && !strcmp(q->trace, "-")) + q->ascii > 1)
         return vp__fail(err, VP_EINVAL, "render: only one output can go to stdout");
     *ascii = q->ascii || (!q->svg && !q->trace);
-    if (vp_file_same(q->svg, q->trace))
-        return vp__fail(err, VP_EINVAL, "%s and %s name the same file %s: each writes its own",
-                        VP__NAME(run, "svg"), VP__NAME(run, "trace"), q->svg);
     vp_status rc = q->svg ? vp__probe(run, q->svg, false, err) : VP_OK;
     return rc == VP_OK && q->trace ? vp__probe(run, q->trace, false, err) : rc;
 }

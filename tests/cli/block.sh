@@ -61,6 +61,10 @@ expect 0 "" -- "$vp" block "$tmp/vmin.json" -m 8 --memory-model zb:0.366 --json
 # Errors: bad JSON (line/column), bad fields (path), incomplete and colliding blocks.
 printf '{"format": "vpipe-block", "p": 2,\n "passes": [["F", 0, 0],' >"$tmp/bad1.json"
 expect 3 "line 2" -- "$vp" block "$tmp/bad1.json"
+cp "$tmp/vmin.json" "$tmp/keep.json" # an output over its input: refused, the input kept
+expect 2 "-o $tmp/./keep.json would write over the input $tmp/keep.json: name another file" -- \
+    "$vp" block "$tmp/keep.json" -m 8 -o "$tmp/./keep.json"
+cmp -s "$tmp/vmin.json" "$tmp/keep.json" || bad "block wrote over its input"
 printf '{"format": "vpipe-block", "p": 2, "passes": [["F", 0, 0], ["F", 9, 1]]}' >"$tmp/bad2.json"
 expect 3 "passes[1]: stage must be an integer in [0, 2)" -- "$vp" block "$tmp/bad2.json"
 printf '{"format": "vpipe-block", "p": 2, "passes": [["F",0,0], ["F",1,1], ["BW",1,2]]}' \

@@ -43,6 +43,8 @@ expect 2 "cp.csv:2: CP 3 must divide sequence 8192 into an even share" -- \
 expect 2 "2 runs cannot fit 5 time constants" -- \
     "$vp" calibrate --runs "$tmp/two.csv" --constants gemm,memory,comm,layer,chunk -o "$tmp/x.json"
 expect 2 "unknown constant 'speed'" -- "$vp" calibrate --runs "$tmp/two.csv" --constants speed -o "$tmp/x.json"
+expect 2 "-o $tmp/two.csv would write over the input $tmp/two.csv" -- \
+    "$vp" calibrate --runs "$tmp/two.csv" -o "$tmp/two.csv"
 expect 2 "unknown constant 'gem' (did you mean 'gemm'? known: gemm, memory" -- "$vp" calibrate \
     --runs "$tmp/two.csv" --constants layer,gem -o "$tmp/x.json"
 expect 2 "--gpu tpu" -- "$vp" calibrate --runs "$tmp/two.csv" --gpu tpu -o "$tmp/x.json"

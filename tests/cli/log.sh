@@ -126,6 +126,10 @@ expect 2 "--log and --plot need a file" -- "$vp" train "${model[@]}" --steps 1 -
 expect 2 "--log and --plot name the same file both.log: each writes its own" -- "$vp" train \
     "${model[@]}" --steps 1 --log both.log --plot both.log
 [ ! -e both.log ] || bad "a refused run wrote its log"
+cp "$data" text.txt # an output over an input: refused, the input kept
+expect 2 "--plot text.txt would write over --data: name another file" -- "$vp" train \
+    --data text.txt --layers 4 --width 32 --heads 2 --seq 16 --steps 1 --plot text.txt
+cmp -s text.txt "$data" || bad "a refused run wrote over its data"
 cp c.log keep.log
 expect 2 "-o keep.log is the log it draws: name another file" -- "$vp" plot keep.log -o keep.log
 cmp -s keep.log c.log || bad "plot wrote over the log it draws"

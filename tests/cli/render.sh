@@ -80,6 +80,11 @@ expect 2 "--svg and --trace name the same file $tmp/one.out: each writes its own
 expect 2 "--svg and --trace name the same file" -- \
     "$vp" render 1f1b -p 2 -m 2 --svg "$tmp/link.out" --trace "$tmp/one.out"
 [ ! -s "$tmp/one.out" ] || bad "a refused render wrote its output"
+"$vp" schedule 1f1b -p 2 -m 2 -o "$tmp/in.json"
+cp "$tmp/in.json" "$tmp/in0.json"
+expect 2 "--trace $tmp/in.json would write over the input $tmp/in.json: name another file" -- \
+    "$vp" render "$tmp/in.json" --trace "$tmp/in.json"
+cmp -s "$tmp/in.json" "$tmp/in0.json" || bad "render wrote over its input"
 
 # docs/ pictures are well-formed and current. Regenerate with:
 #   vpipe render 1f1b -p 4 -m 8 --svg docs/1f1b.svg
