@@ -347,7 +347,7 @@ typedef struct progress_ctx {
     int log_fd;           /* --log held (hold_log) until it is opened at the first step; -1 */
     bool log_created;     /* hold_log created it: removed again when no step is logged */
     FILE *log;
-    bool log_continues; /* --log continues the resumed run's log: opened to append */
+    bool log_continues; /* --log continues the resumed run's log: written at its end */
     char *log_head;     /* its lines to keep, written over it at the first step (NULL: all) */
     int log_errno;      /* the log could not be opened or written: the run stopped */
     bool keep;          /* the lines are kept for --plot */
